@@ -1,0 +1,8 @@
+//! The wire format of the REST API: request and response bodies, camelCase as in the
+//! reference API. Validation of requests lives in [`crate::validate`].
+
+mod requests;
+mod responses;
+
+pub use requests::*;
+pub use responses::*;

@@ -1,0 +1,152 @@
+//! Request bodies (mutations) and query strings (queries).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::model::NetworkMode;
+
+/// Content encoding of a file body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    #[default]
+    Utf8,
+    Base64,
+}
+
+/// Body of `sandbox.create`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSandboxRequest {
+    /// Environment the sandbox belongs to.
+    pub environment_id: String,
+    /// Display name (1–64 characters); generated when absent.
+    pub name: Option<String>,
+    /// Built-in template (`base`, `python`, `node`); either this or `image` is required.
+    pub template: Option<String>,
+    /// Custom image, run as the image's default user.
+    pub image: Option<String>,
+    /// Docker host to run on; only the local engine (`null`) exists so far.
+    pub server_id: Option<String>,
+    /// CPUs, 0.1–64 (default 1).
+    pub cpu: Option<f64>,
+    /// Memory in MiB, 64–262144 (default 512); swap is disabled.
+    pub memory_mb: Option<i64>,
+    /// Maximum number of processes, 16–65536 (default 256).
+    pub pids_limit: Option<i64>,
+    /// Idle timeout in ms, 10 s–24 h (default 5 min).
+    pub timeout_ms: Option<i64>,
+    /// `isolated` (default, no network) or `internet`.
+    pub network_mode: Option<NetworkMode>,
+    /// `KEY=value` lines (≤ 64 KiB); stored encrypted, never returned.
+    pub env_vars: Option<String>,
+    /// Absolute working directory (default `/home/user`).
+    pub workdir: Option<String>,
+}
+
+/// Body of `sandbox.exec`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecRequest {
+    pub sandbox_id: String,
+    /// Command run through `sh -c` (≤ 64 KiB).
+    pub cmd: String,
+    /// Absolute working directory (default: the sandbox workdir).
+    pub cwd: Option<String>,
+    /// Extra environment variables for this command.
+    pub env: Option<BTreeMap<String, String>>,
+    /// Timeout in ms, 1 s–10 min (default 60 s); on expiry exit code is 124.
+    pub timeout_ms: Option<u64>,
+}
+
+/// Body of `sandbox.writeFile`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteFileRequest {
+    pub sandbox_id: String,
+    /// Absolute path of the file; parent directories are created.
+    pub path: String,
+    /// File content (≤ 10 MiB once decoded).
+    pub content: String,
+    #[serde(default)]
+    pub encoding: Encoding,
+    /// Permission bits, 0–0o7777 (default 0o644).
+    pub mode: Option<u32>,
+}
+
+/// Query of `sandbox.readFile`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ReadFileQuery {
+    pub sandbox_id: String,
+    /// Absolute path of a regular file (≤ 10 MiB).
+    pub path: String,
+    #[serde(default)]
+    #[param(inline)]
+    pub encoding: Encoding,
+}
+
+/// Query of `sandbox.listFiles`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ListFilesQuery {
+    pub sandbox_id: String,
+    /// Absolute directory (default: the sandbox workdir).
+    pub path: Option<String>,
+}
+
+/// Body of `sandbox.setTimeout`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetTimeoutRequest {
+    pub sandbox_id: String,
+    /// New idle timeout in ms, 10 s–24 h; the sandbox expires this long from now.
+    pub timeout_ms: i64,
+}
+
+/// Body of `sandbox.kill` and `sandbox.remove`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxIdBody {
+    pub sandbox_id: String,
+}
+
+/// Query of `sandbox.one`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct SandboxIdQuery {
+    pub sandbox_id: String,
+}
+
+/// Query of `sandbox.list`: one of the two ids is required.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ListSandboxesQuery {
+    pub environment_id: Option<String>,
+    pub project_id: Option<String>,
+}
+
+/// Body of `project.create`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateProjectRequest {
+    /// 1–64 characters.
+    pub name: String,
+    pub description: Option<String>,
+}
+
+/// Body of `environment.create`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateEnvironmentRequest {
+    pub project_id: String,
+    /// 1–64 characters, unique within the project.
+    pub name: String,
+    pub description: Option<String>,
+}

@@ -1,0 +1,16 @@
+//! The pure core of sandboxd: domain types, request validation, the container hardening
+//! policy as plain data, and the planners the background loops execute. No I/O lives here.
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod env_vars;
+pub mod error;
+pub mod exec_kill;
+pub mod limits;
+pub mod listing;
+pub mod model;
+pub mod paths;
+pub mod plan;
+pub mod reconcile;
+pub mod templates;
+pub mod validate;

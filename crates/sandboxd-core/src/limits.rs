@@ -1,0 +1,50 @@
+//! Defaults and bounds shared by validation, the engine adapter and the API description.
+
+/// Default number of CPUs of a sandbox.
+pub const DEFAULT_CPU: f64 = 1.0;
+/// Default memory limit of a sandbox, in MiB (swap is disabled).
+pub const DEFAULT_MEMORY_MB: i64 = 512;
+/// Default process limit of a sandbox.
+pub const DEFAULT_PIDS_LIMIT: i64 = 256;
+/// Default idle timeout of a sandbox.
+pub const DEFAULT_TIMEOUT_MS: i64 = 300_000;
+/// Default working directory of a sandbox.
+pub const DEFAULT_WORKDIR: &str = "/home/user";
+/// Default timeout of one command.
+pub const DEFAULT_EXEC_TIMEOUT_MS: u64 = 60_000;
+
+pub const MIN_CPU: f64 = 0.1;
+pub const MAX_CPU: f64 = 64.0;
+pub const MIN_MEMORY_MB: i64 = 64;
+pub const MAX_MEMORY_MB: i64 = 262_144;
+pub const MIN_PIDS_LIMIT: i64 = 16;
+pub const MAX_PIDS_LIMIT: i64 = 65_536;
+pub const MIN_TIMEOUT_MS: i64 = 10_000;
+pub const MAX_TIMEOUT_MS: i64 = 24 * 60 * 60 * 1000;
+pub const MAX_ENV_VARS_BYTES: usize = 65_536;
+pub const MAX_NAME_CHARS: usize = 64;
+pub const MAX_IMAGE_CHARS: usize = 255;
+pub const MAX_PATH_CHARS: usize = 4096;
+pub const MAX_CMD_BYTES: usize = 65_536;
+pub const MIN_EXEC_TIMEOUT_MS: u64 = 1_000;
+pub const MAX_EXEC_TIMEOUT_MS: u64 = 600_000;
+pub const MAX_FILE_MODE: u32 = 0o7777;
+
+/// Each of stdout and stderr of one command is kept up to this many bytes.
+pub const MAX_EXEC_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Files written or read through the API are capped at this size.
+pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
+/// A directory listing reads at most this much output from the sandbox.
+pub const MAX_LISTING_BYTES: usize = 4 * 1024 * 1024;
+/// Grace period between the marker kill and the container restart on exec timeout.
+pub const KILL_GRACE_MS: u64 = 2_000;
+/// Exit code reported for a command killed by its timeout (as `timeout(1)` does).
+pub const TIMEOUT_EXIT_CODE: i64 = 124;
+/// Seconds the engine waits between SIGTERM and SIGKILL when a sandbox is killed.
+pub const STOP_GRACE_SECS: i32 = 2;
+/// A sandbox still `creating` after this long is considered failed by reconcile.
+pub const STUCK_CREATING_MS: i64 = 10 * 60 * 1000;
+/// Interval of the reaper loop.
+pub const REAPER_INTERVAL_MS: u64 = 15_000;
+/// Interval of the periodic reconcile loop.
+pub const RECONCILE_INTERVAL_MS: u64 = 60_000;

@@ -1,0 +1,194 @@
+//! Domain records and their state guards.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Where a sandbox is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxStatus {
+    Creating,
+    Running,
+    Killed,
+    Error,
+}
+
+impl SandboxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Creating => "creating",
+            Self::Running => "running",
+            Self::Killed => "killed",
+            Self::Error => "error",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Some(match value {
+            "creating" => Self::Creating,
+            "running" => Self::Running,
+            "killed" => Self::Killed,
+            "error" => Self::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// What a sandbox may reach on the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkMode {
+    /// No network at all: the container has only a loopback interface.
+    #[default]
+    Isolated,
+    /// Egress through a dedicated bridge with inter-container traffic disabled.
+    Internet,
+}
+
+impl NetworkMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Isolated => "isolated",
+            Self::Internet => "internet",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "isolated" => Some(Self::Isolated),
+            "internet" => Some(Self::Internet),
+            _ => None,
+        }
+    }
+}
+
+/// Role of a member in an organization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Owner,
+    Admin,
+    Member,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Owner => "owner",
+            Self::Admin => "admin",
+            Self::Member => "member",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "owner" => Some(Self::Owner),
+            "admin" => Some(Self::Admin),
+            "member" => Some(Self::Member),
+            _ => None,
+        }
+    }
+}
+
+/// Who is calling: resolved from an API key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub user_id: String,
+    pub organization_id: String,
+    pub role: Role,
+    pub key_id: String,
+}
+
+/// A sandbox row. Environment variables are not part of it: they are stored encrypted
+/// and only ever read back by the engine adapter at creation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sandbox {
+    pub sandbox_id: String,
+    pub name: String,
+    pub organization_id: String,
+    pub project_id: String,
+    pub environment_id: String,
+    pub server_id: Option<String>,
+    pub image: String,
+    pub template: Option<String>,
+    pub container_id: Option<String>,
+    pub status: SandboxStatus,
+    pub cpu: f64,
+    pub memory_mb: i64,
+    pub pids_limit: i64,
+    pub timeout_ms: i64,
+    pub network_mode: NetworkMode,
+    pub workdir: String,
+    pub user: Option<String>,
+    pub runtime: Option<String>,
+    /// Milliseconds since the Unix epoch, as every time below.
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub last_activity_at: Option<i64>,
+    pub killed_at: Option<i64>,
+}
+
+/// A sandbox that is not running cannot be used; this is the error a guard returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("sandbox is {}", .0.as_str())]
+pub struct NotRunning(pub SandboxStatus);
+
+impl Sandbox {
+    /// The container of a running sandbox, or why it cannot be used.
+    pub fn running_container(&self) -> Result<&str, NotRunning> {
+        match (&self.status, &self.container_id) {
+            (SandboxStatus::Running, Some(id)) => Ok(id),
+            (status, _) => Err(NotRunning(*status)),
+        }
+    }
+
+    /// Whether the reaper should kill this sandbox at `now`.
+    pub fn is_expired(&self, now: i64) -> bool {
+        self.status == SandboxStatus::Running && self.expires_at.is_some_and(|at| at <= now)
+    }
+}
+
+/// A project of an organization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    pub project_id: String,
+    pub organization_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub created_at: i64,
+}
+
+/// An environment of a project; sandboxes live in environments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Environment {
+    pub environment_id: String,
+    pub project_id: String,
+    pub organization_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub created_at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_and_mode_round_trip() {
+        for status in [
+            SandboxStatus::Creating,
+            SandboxStatus::Running,
+            SandboxStatus::Killed,
+            SandboxStatus::Error,
+        ] {
+            assert_eq!(SandboxStatus::parse(status.as_str()), Some(status));
+        }
+        for mode in [NetworkMode::Isolated, NetworkMode::Internet] {
+            assert_eq!(NetworkMode::parse(mode.as_str()), Some(mode));
+        }
+        for role in [Role::Owner, Role::Admin, Role::Member] {
+            assert_eq!(Role::parse(role.as_str()), Some(role));
+        }
+        assert_eq!(SandboxStatus::parse("paused"), None);
+    }
+}

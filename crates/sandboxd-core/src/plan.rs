@@ -1,0 +1,188 @@
+//! The hardening policy of a sandbox container as plain data. The engine adapter turns a
+//! [`ContainerPlan`] into engine options; nothing here talks to an engine.
+
+use std::collections::BTreeMap;
+
+use crate::env_vars;
+use crate::model::{NetworkMode, Sandbox};
+
+/// Label present on every container sandboxd creates.
+pub const LABEL_SANDBOX: &str = "sandboxd.sandbox";
+/// Label holding the sandbox id.
+pub const LABEL_SANDBOX_ID: &str = "sandboxd.sandboxId";
+/// Label holding the project id.
+pub const LABEL_PROJECT_ID: &str = "sandboxd.projectId";
+/// Label holding the environment id.
+pub const LABEL_ENVIRONMENT_ID: &str = "sandboxd.environmentId";
+/// Label naming the sandboxd installation (its store) that owns the container, so that
+/// two installations sharing an engine never reconcile each other's containers away.
+pub const LABEL_INSTANCE: &str = "sandboxd.instance";
+/// The bridge network of `internet` sandboxes.
+pub const INTERNET_NETWORK: &str = "sandboxd-internet";
+/// Driver option that disables traffic between containers on a bridge.
+pub const ICC_OPTION: &str = "com.docker.network.bridge.enable_icc";
+/// The json-file log of a sandbox is capped at this size.
+pub const LOG_MAX_SIZE: &str = "10m";
+/// The command that keeps a sandbox alive as the main process under the engine's init.
+pub const IDLE_COMMAND: [&str; 3] = ["tail", "-f", "/dev/null"];
+
+/// How the container is attached to the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetworkPlan {
+    /// Networking disabled: no interface but loopback (faster to create than mode `none`).
+    Disabled,
+    /// Attached to this bridge network only.
+    Bridge(String),
+}
+
+/// Everything the engine needs to create one sandbox container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerPlan {
+    pub name: String,
+    pub image: String,
+    /// Always run instead of the image's entrypoint and command.
+    pub cmd: Vec<String>,
+    pub workdir: String,
+    /// `HOME` first, then the parsed `envVars`.
+    pub env: Vec<String>,
+    /// `uid:gid` for templates; `None` keeps the image's default user.
+    pub user: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub nano_cpus: i64,
+    /// Memory and memory+swap, equal so that there is no swap.
+    pub memory_bytes: i64,
+    pub pids_limit: i64,
+    pub network: NetworkPlan,
+}
+
+/// Security options applied to every sandbox, whatever its plan.
+pub mod hardening {
+    /// Every capability is dropped.
+    pub const CAP_DROP: &[&str] = &["ALL"];
+    /// Setuid binaries cannot raise privileges.
+    pub const SECURITY_OPT: &[&str] = &["no-new-privileges"];
+}
+
+/// Name of the container of a sandbox.
+pub fn container_name(sandbox_id: &str) -> String {
+    format!("sandboxd-{sandbox_id}")
+}
+
+/// Builds the container plan of `sandbox` with its decrypted `env_vars` text.
+pub fn plan_container(
+    sandbox: &Sandbox,
+    env_vars: Option<&str>,
+    instance_id: &str,
+) -> ContainerPlan {
+    let mut env = vec![format!("HOME={}", sandbox.workdir)];
+    env.extend(env_vars.map(env_vars::parse).unwrap_or_default());
+    let labels = BTreeMap::from([
+        (LABEL_SANDBOX.to_owned(), "true".to_owned()),
+        (LABEL_SANDBOX_ID.to_owned(), sandbox.sandbox_id.clone()),
+        (LABEL_PROJECT_ID.to_owned(), sandbox.project_id.clone()),
+        (
+            LABEL_ENVIRONMENT_ID.to_owned(),
+            sandbox.environment_id.clone(),
+        ),
+        (LABEL_INSTANCE.to_owned(), instance_id.to_owned()),
+    ]);
+    let memory_bytes = sandbox.memory_mb * 1024 * 1024;
+    ContainerPlan {
+        name: container_name(&sandbox.sandbox_id),
+        image: sandbox.image.clone(),
+        cmd: IDLE_COMMAND.iter().map(|s| (*s).to_owned()).collect(),
+        workdir: sandbox.workdir.clone(),
+        env,
+        user: sandbox.user.clone(),
+        labels,
+        nano_cpus: (sandbox.cpu * 1e9).round() as i64,
+        memory_bytes,
+        pids_limit: sandbox.pids_limit,
+        network: match sandbox.network_mode {
+            NetworkMode::Isolated => NetworkPlan::Disabled,
+            NetworkMode::Internet => NetworkPlan::Bridge(INTERNET_NETWORK.to_owned()),
+        },
+    }
+}
+
+/// Parses `uid[:gid]` as the engine reports or the templates give it.
+pub fn parse_user(user: &str) -> Option<(u32, u32)> {
+    let mut parts = user.splitn(2, ':');
+    let uid: u32 = parts.next()?.trim().parse().ok()?;
+    let gid = match parts.next() {
+        Some(gid) => gid.trim().parse().ok()?,
+        None => uid,
+    };
+    Some((uid, gid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SandboxStatus;
+
+    fn sandbox(mode: NetworkMode) -> Sandbox {
+        Sandbox {
+            sandbox_id: "sb_1".into(),
+            name: "n".into(),
+            organization_id: "org".into(),
+            project_id: "proj_1".into(),
+            environment_id: "env_1".into(),
+            server_id: None,
+            image: "python:3.12-slim".into(),
+            template: Some("python".into()),
+            container_id: None,
+            status: SandboxStatus::Creating,
+            cpu: 1.5,
+            memory_mb: 512,
+            pids_limit: 256,
+            timeout_ms: 300_000,
+            network_mode: mode,
+            workdir: "/home/user".into(),
+            user: Some("1000:1000".into()),
+            runtime: None,
+            created_at: 0,
+            expires_at: None,
+            last_activity_at: None,
+            killed_at: None,
+        }
+    }
+
+    #[test]
+    fn plans_limits_labels_and_env() {
+        let plan = plan_container(
+            &sandbox(NetworkMode::Isolated),
+            Some("FOO=bar\n# comment\n\nBAZ=qux=1\ninvalid"),
+            "inst",
+        );
+        assert_eq!(plan.name, "sandboxd-sb_1");
+        assert_eq!(plan.cmd, ["tail", "-f", "/dev/null"]);
+        assert_eq!(plan.env, ["HOME=/home/user", "FOO=bar", "BAZ=qux=1"]);
+        assert_eq!(plan.nano_cpus, 1_500_000_000);
+        assert_eq!(plan.memory_bytes, 512 * 1024 * 1024);
+        assert_eq!(plan.pids_limit, 256);
+        assert_eq!(plan.user.as_deref(), Some("1000:1000"));
+        assert_eq!(plan.network, NetworkPlan::Disabled);
+        assert_eq!(plan.labels[LABEL_SANDBOX], "true");
+        assert_eq!(plan.labels[LABEL_SANDBOX_ID], "sb_1");
+        assert_eq!(plan.labels[LABEL_PROJECT_ID], "proj_1");
+        assert_eq!(plan.labels[LABEL_ENVIRONMENT_ID], "env_1");
+        assert_eq!(plan.labels[LABEL_INSTANCE], "inst");
+    }
+
+    #[test]
+    fn internet_uses_the_dedicated_bridge() {
+        let plan = plan_container(&sandbox(NetworkMode::Internet), None, "inst");
+        assert_eq!(plan.network, NetworkPlan::Bridge(INTERNET_NETWORK.into()));
+        assert_eq!(plan.env, ["HOME=/home/user"]);
+    }
+
+    #[test]
+    fn parses_users() {
+        assert_eq!(parse_user("1000:1000"), Some((1000, 1000)));
+        assert_eq!(parse_user("1000"), Some((1000, 1000)));
+        assert_eq!(parse_user("0:5"), Some((0, 5)));
+        assert_eq!(parse_user("user"), None);
+        assert_eq!(parse_user("1000:staff"), None);
+    }
+}

@@ -1,0 +1,141 @@
+//! Planners of the reaper and of reconcile. Startup and periodic reconcile run the same plan.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::limits::STUCK_CREATING_MS;
+use crate::model::{Sandbox, SandboxStatus};
+
+/// A sandbox row as reconcile sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowState {
+    pub sandbox_id: String,
+    pub container_id: Option<String>,
+    pub status: SandboxStatus,
+    pub created_at: i64,
+}
+
+/// A labelled container as the engine lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerState {
+    pub container_id: String,
+    pub sandbox_id: Option<String>,
+    pub running: bool,
+}
+
+/// What one reconcile pass does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReconcilePlan {
+    /// Containers to remove: no row, another container in the row, not running, or a
+    /// row that is not running.
+    pub remove_containers: Vec<String>,
+    /// Running rows whose container is gone or stopped, and rows stuck in `creating`.
+    pub mark_error: Vec<String>,
+}
+
+impl ReconcilePlan {
+    pub fn is_empty(&self) -> bool {
+        self.remove_containers.is_empty() && self.mark_error.is_empty()
+    }
+}
+
+/// Plans reconcile from the `creating`/`running` rows and the labelled containers.
+/// A sandbox still `creating` is left to its creator unless it is older than 10 minutes.
+pub fn plan_reconcile(rows: &[RowState], containers: &[ContainerState], now: i64) -> ReconcilePlan {
+    let by_id: HashMap<&str, &RowState> = rows.iter().map(|r| (r.sandbox_id.as_str(), r)).collect();
+    let stuck = |row: &RowState| {
+        row.status == SandboxStatus::Creating && now - row.created_at > STUCK_CREATING_MS
+    };
+    let mut live: HashSet<&str> = HashSet::new();
+    let mut plan = ReconcilePlan::default();
+    for container in containers {
+        let row = container.sandbox_id.as_deref().and_then(|id| by_id.get(id));
+        match row {
+            Some(row) if row.status == SandboxStatus::Creating && !stuck(row) => {}
+            Some(row)
+                if row.status == SandboxStatus::Running
+                    && row.container_id.as_deref() == Some(container.container_id.as_str())
+                    && container.running =>
+            {
+                live.insert(container.container_id.as_str());
+            }
+            _ => plan.remove_containers.push(container.container_id.clone()),
+        }
+    }
+    for row in rows {
+        let lost = row.status == SandboxStatus::Running
+            && !row
+                .container_id
+                .as_deref()
+                .is_some_and(|id| live.contains(id));
+        if lost || stuck(row) {
+            plan.mark_error.push(row.sandbox_id.clone());
+        }
+    }
+    plan
+}
+
+/// The sandboxes the reaper kills at `now`.
+pub fn expired(rows: &[Sandbox], now: i64) -> Vec<&Sandbox> {
+    rows.iter().filter(|s| s.is_expired(now)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, container: Option<&str>, status: SandboxStatus, created_at: i64) -> RowState {
+        RowState {
+            sandbox_id: id.into(),
+            container_id: container.map(Into::into),
+            status,
+            created_at,
+        }
+    }
+
+    fn container(id: &str, sandbox: Option<&str>, running: bool) -> ContainerState {
+        ContainerState {
+            container_id: id.into(),
+            sandbox_id: sandbox.map(Into::into),
+            running,
+        }
+    }
+
+    const NOW: i64 = 100 * 60 * 1000;
+
+    #[test]
+    fn plans_every_case() {
+        use SandboxStatus::*;
+        let rows = [
+            row("ok", Some("c_ok"), Running, 0),
+            row("gone", Some("c_gone"), Running, 0),
+            row("stopped", Some("c_stopped"), Running, 0),
+            row("swapped", Some("c_new"), Running, 0),
+            row("creating", None, Creating, NOW - 1000),
+            row("stuck", None, Creating, NOW - STUCK_CREATING_MS - 1),
+            row("nocontainer", None, Running, 0),
+        ];
+        let containers = [
+            container("c_ok", Some("ok"), true),
+            container("c_stopped", Some("stopped"), false),
+            container("c_old", Some("swapped"), true),
+            container("c_orphan", Some("unknown"), true),
+            container("c_unlabelled", None, true),
+            container("c_creating", Some("creating"), true),
+            container("c_stuck", Some("stuck"), true),
+        ];
+        let plan = plan_reconcile(&rows, &containers, NOW);
+        assert_eq!(
+            plan.remove_containers,
+            ["c_stopped", "c_old", "c_orphan", "c_unlabelled", "c_stuck"]
+        );
+        assert_eq!(
+            plan.mark_error,
+            ["gone", "stopped", "swapped", "stuck", "nocontainer"]
+        );
+    }
+
+    #[test]
+    fn empty_world_plans_nothing() {
+        assert!(plan_reconcile(&[], &[], NOW).is_empty());
+    }
+}

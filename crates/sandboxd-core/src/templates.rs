@@ -1,0 +1,102 @@
+//! The built-in templates. Their images can be overridden by configuration, so an operator
+//! without registry access can point them at local images.
+
+use std::collections::BTreeMap;
+
+use crate::api::TemplateView;
+use crate::limits::DEFAULT_WORKDIR;
+
+/// Names of the built-in templates, in display order.
+pub const TEMPLATE_NAMES: [&str; 3] = ["base", "python", "node"];
+
+/// The user every template runs as.
+pub const TEMPLATE_USER: &str = "1000:1000";
+
+/// What a template resolves to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pub image: String,
+    pub user: Option<String>,
+    pub workdir: String,
+    pub description: String,
+}
+
+/// The template table in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Templates(BTreeMap<String, Template>);
+
+impl Default for Templates {
+    fn default() -> Self {
+        Self::with_images(&BTreeMap::new())
+    }
+}
+
+impl Templates {
+    /// The built-in templates with the images named in `overrides` (by template name).
+    pub fn with_images(overrides: &BTreeMap<String, String>) -> Self {
+        let builtin = [
+            (
+                "base",
+                "ubuntu:24.04",
+                "Ubuntu 24.04 with a POSIX shell and coreutils",
+            ),
+            ("python", "python:3.12-slim", "Python 3.12 (pip available)"),
+            ("node", "node:22-slim", "Node.js 22 (npm available)"),
+        ];
+        Self(
+            builtin
+                .into_iter()
+                .map(|(name, image, description)| {
+                    let image = overrides.get(name).cloned().unwrap_or_else(|| image.into());
+                    let template = Template {
+                        image,
+                        user: Some(TEMPLATE_USER.into()),
+                        workdir: DEFAULT_WORKDIR.into(),
+                        description: description.into(),
+                    };
+                    (name.to_owned(), template)
+                })
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Template> {
+        self.0.get(name)
+    }
+
+    /// The templates as the API lists them, in display order.
+    pub fn views(&self) -> Vec<TemplateView> {
+        TEMPLATE_NAMES
+            .iter()
+            .filter_map(|name| {
+                self.0.get(*name).map(|t| TemplateView {
+                    name: (*name).to_owned(),
+                    image: t.image.clone(),
+                    user: t.user.clone(),
+                    workdir: t.workdir.clone(),
+                    description: t.description.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_replace_only_the_image() {
+        let overrides = BTreeMap::from([("python".to_owned(), "local/python:1".to_owned())]);
+        let templates = Templates::with_images(&overrides);
+        let python = templates.get("python");
+        assert_eq!(python.map(|t| t.image.as_str()), Some("local/python:1"));
+        assert_eq!(python.and_then(|t| t.user.as_deref()), Some("1000:1000"));
+        assert_eq!(
+            templates.get("base").map(|t| t.image.as_str()),
+            Some("ubuntu:24.04")
+        );
+        let names: Vec<_> = templates.views().into_iter().map(|v| v.name).collect();
+        assert_eq!(names, ["base", "python", "node"]);
+    }
+}

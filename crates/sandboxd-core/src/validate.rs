@@ -1,0 +1,363 @@
+//! Turns wire requests into typed, checked commands. Every bound of the API lives here.
+
+use base64::Engine as _;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+
+use crate::api::{
+    CreateEnvironmentRequest, CreateProjectRequest, CreateSandboxRequest, Encoding, ExecRequest,
+    ListFilesQuery, ListSandboxesQuery, ReadFileQuery, SetTimeoutRequest, WriteFileRequest,
+};
+use crate::env_vars;
+use crate::error::{Invalid, Issues};
+use crate::limits::*;
+use crate::model::NetworkMode;
+use crate::paths;
+use crate::templates::TEMPLATE_NAMES;
+
+/// Where the image of a new sandbox comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageChoice {
+    /// Built-in template; gives the user and default workdir.
+    pub template: Option<String>,
+    /// Custom image; overrides the template's image when both are given.
+    pub image: Option<String>,
+}
+
+/// A checked `sandbox.create`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSandbox {
+    pub environment_id: String,
+    pub name: Option<String>,
+    pub image: ImageChoice,
+    pub server_id: Option<String>,
+    pub cpu: f64,
+    pub memory_mb: i64,
+    pub pids_limit: i64,
+    pub timeout_ms: i64,
+    pub network_mode: NetworkMode,
+    pub env_vars: Option<String>,
+    pub workdir: Option<String>,
+}
+
+/// A checked `sandbox.exec`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecCommand {
+    pub sandbox_id: String,
+    pub cmd: String,
+    pub cwd: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub timeout_ms: u64,
+}
+
+/// A checked `sandbox.writeFile`, content decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFile {
+    pub sandbox_id: String,
+    pub path: String,
+    pub content: Vec<u8>,
+    pub mode: Option<u32>,
+}
+
+/// A checked `sandbox.readFile`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadFile {
+    pub sandbox_id: String,
+    pub path: String,
+    pub encoding: Encoding,
+}
+
+/// A checked `sandbox.listFiles`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListFiles {
+    pub sandbox_id: String,
+    pub path: Option<String>,
+}
+
+/// Which sandboxes `sandbox.list` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListScope {
+    Environment(String),
+    Project(String),
+}
+
+fn required_id(issues: &mut Issues, field: &str, value: &str) {
+    if value.is_empty() {
+        issues.push(field, "is required");
+    } else if value.len() > 128 || value.chars().any(char::is_control) {
+        issues.push(field, "is not a valid id");
+    }
+}
+
+/// Checks a sandbox id alone (queries and kill/remove bodies).
+pub fn sandbox_id(value: &str) -> Result<String, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", value);
+    issues.finish(value.to_owned())
+}
+
+fn display_name(issues: &mut Issues, field: &str, value: &str) {
+    let chars = value.chars().count();
+    if chars == 0 || chars > MAX_NAME_CHARS {
+        issues.push(field, "must be 1 to 64 characters");
+    } else if value.chars().any(char::is_control) {
+        issues.push(field, "must not contain control characters");
+    }
+}
+
+fn path_into(issues: &mut Issues, field: &str, raw: &str) -> Option<String> {
+    match paths::absolute(field, raw) {
+        Ok(path) => Some(path),
+        Err(invalid) => {
+            for issue in invalid.issues {
+                issues.push(issue.path, issue.message);
+            }
+            None
+        }
+    }
+}
+
+/// Checks `sandbox.create`.
+pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "environmentId", &req.environment_id);
+    if let Some(name) = &req.name {
+        display_name(&mut issues, "name", name);
+    }
+    if let Some(template) = &req.template
+        && !TEMPLATE_NAMES.contains(&template.as_str())
+    {
+        issues.push("template", "must be one of base, python, node");
+    }
+    if let Some(image) = &req.image
+        && (image.is_empty()
+            || image.len() > MAX_IMAGE_CHARS
+            || image.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        issues.push(
+            "image",
+            "must be an image reference of 1 to 255 characters without spaces",
+        );
+    }
+    if req.template.is_none() && req.image.is_none() {
+        issues.push("image", "either template or image is required");
+    }
+    let cpu = req.cpu.unwrap_or(DEFAULT_CPU);
+    if !(MIN_CPU..=MAX_CPU).contains(&cpu) {
+        issues.push("cpu", "must be between 0.1 and 64");
+    }
+    let memory_mb = req.memory_mb.unwrap_or(DEFAULT_MEMORY_MB);
+    if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
+        issues.push("memoryMb", "must be between 64 and 262144");
+    }
+    let pids_limit = req.pids_limit.unwrap_or(DEFAULT_PIDS_LIMIT);
+    if !(MIN_PIDS_LIMIT..=MAX_PIDS_LIMIT).contains(&pids_limit) {
+        issues.push("pidsLimit", "must be between 16 and 65536");
+    }
+    let timeout_ms = req.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    check_timeout(&mut issues, timeout_ms);
+    if let Some(env) = &req.env_vars {
+        if env.len() > MAX_ENV_VARS_BYTES {
+            issues.push("envVars", "must be at most 65536 bytes");
+        } else if env.contains('\0') {
+            issues.push("envVars", "must not contain NUL");
+        }
+    }
+    let workdir = match &req.workdir {
+        Some(raw) => path_into(&mut issues, "workdir", raw),
+        None => None,
+    };
+    if let Some(server) = &req.server_id {
+        required_id(&mut issues, "serverId", server);
+    }
+    let command = CreateSandbox {
+        environment_id: req.environment_id,
+        name: req.name,
+        image: ImageChoice {
+            template: req.template,
+            image: req.image,
+        },
+        server_id: req.server_id,
+        cpu,
+        memory_mb,
+        pids_limit,
+        timeout_ms,
+        network_mode: req.network_mode.unwrap_or_default(),
+        env_vars: req.env_vars,
+        workdir,
+    };
+    issues.finish(command)
+}
+
+fn check_timeout(issues: &mut Issues, timeout_ms: i64) {
+    if !(MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+        issues.push(
+            "timeoutMs",
+            "must be between 10000 (10 s) and 86400000 (24 h)",
+        );
+    }
+}
+
+/// Checks `sandbox.exec`.
+pub fn exec(req: ExecRequest) -> Result<ExecCommand, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    if req.cmd.is_empty() || req.cmd.len() > MAX_CMD_BYTES {
+        issues.push("cmd", "must be 1 to 65536 bytes");
+    } else if req.cmd.contains('\0') {
+        issues.push("cmd", "must not contain NUL");
+    }
+    let cwd = match &req.cwd {
+        Some(raw) => path_into(&mut issues, "cwd", raw),
+        None => None,
+    };
+    let env: Vec<(String, String)> = req.env.unwrap_or_default().into_iter().collect();
+    for (key, value) in &env {
+        if !env_vars::is_valid_key(key) {
+            issues.push(
+                format!("env.{key}"),
+                "key must match ^[A-Za-z_][A-Za-z0-9_]*$",
+            );
+        } else if value.contains('\0') {
+            issues.push(format!("env.{key}"), "value must not contain NUL");
+        }
+    }
+    let timeout_ms = req.timeout_ms.unwrap_or(DEFAULT_EXEC_TIMEOUT_MS);
+    if !(MIN_EXEC_TIMEOUT_MS..=MAX_EXEC_TIMEOUT_MS).contains(&timeout_ms) {
+        issues.push(
+            "timeoutMs",
+            "must be between 1000 (1 s) and 600000 (10 min)",
+        );
+    }
+    issues.finish(ExecCommand {
+        sandbox_id: req.sandbox_id,
+        cmd: req.cmd,
+        cwd,
+        env,
+        timeout_ms,
+    })
+}
+
+/// Base64 as browsers and Node write it: standard alphabet, padding optional.
+const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// Checks `sandbox.writeFile` and decodes its content. Size is not checked here: an
+/// oversized file is a 413, not a validation error.
+pub fn write_file(req: WriteFileRequest) -> Result<WriteFile, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    let path = path_into(&mut issues, "path", &req.path);
+    if let Some(path) = &path
+        && paths::split_file(path).is_none()
+    {
+        issues.push("path", "must point to a file");
+    }
+    if let Some(mode) = req.mode
+        && mode > MAX_FILE_MODE
+    {
+        issues.push("mode", "must be between 0 and 0o7777 (4095)");
+    }
+    let content = match req.encoding {
+        Encoding::Utf8 => req.content.into_bytes(),
+        Encoding::Base64 => {
+            let compact: String = req.content.split_ascii_whitespace().collect();
+            LENIENT_BASE64.decode(compact).unwrap_or_else(|_| {
+                issues.push("content", "is not valid base64");
+                Vec::new()
+            })
+        }
+    };
+    issues.finish(WriteFile {
+        sandbox_id: req.sandbox_id,
+        path: path.unwrap_or_default(),
+        content,
+        mode: req.mode,
+    })
+}
+
+/// Checks `sandbox.readFile`.
+pub fn read_file(req: ReadFileQuery) -> Result<ReadFile, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    let path = path_into(&mut issues, "path", &req.path);
+    issues.finish(ReadFile {
+        sandbox_id: req.sandbox_id,
+        path: path.unwrap_or_default(),
+        encoding: req.encoding,
+    })
+}
+
+/// Checks `sandbox.listFiles`.
+pub fn list_files(req: ListFilesQuery) -> Result<ListFiles, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    let path = match &req.path {
+        Some(raw) => path_into(&mut issues, "path", raw),
+        None => None,
+    };
+    issues.finish(ListFiles {
+        sandbox_id: req.sandbox_id,
+        path,
+    })
+}
+
+/// Checks `sandbox.setTimeout`; returns the sandbox id and the timeout.
+pub fn set_timeout(req: SetTimeoutRequest) -> Result<(String, i64), Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    check_timeout(&mut issues, req.timeout_ms);
+    issues.finish((req.sandbox_id, req.timeout_ms))
+}
+
+/// Checks `sandbox.list`: the environment wins when both ids are given.
+pub fn list_scope(req: ListSandboxesQuery) -> Result<ListScope, Invalid> {
+    match (req.environment_id, req.project_id) {
+        (Some(env), _) if !env.is_empty() => Ok(ListScope::Environment(sandbox_like_id(
+            "environmentId",
+            env,
+        )?)),
+        (_, Some(project)) if !project.is_empty() => {
+            Ok(ListScope::Project(sandbox_like_id("projectId", project)?))
+        }
+        _ => Err(Invalid::one(
+            "environmentId",
+            "either environmentId or projectId is required",
+        )),
+    }
+}
+
+fn sandbox_like_id(field: &str, value: String) -> Result<String, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, field, &value);
+    issues.finish(value)
+}
+
+/// Checks `project.create`; returns name and description.
+pub fn create_project(req: CreateProjectRequest) -> Result<(String, Option<String>), Invalid> {
+    let mut issues = Issues::default();
+    display_name(&mut issues, "name", &req.name);
+    check_description(&mut issues, req.description.as_deref());
+    issues.finish((req.name, req.description))
+}
+
+/// Checks `environment.create`.
+pub fn create_environment(
+    req: CreateEnvironmentRequest,
+) -> Result<(String, String, Option<String>), Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "projectId", &req.project_id);
+    display_name(&mut issues, "name", &req.name);
+    check_description(&mut issues, req.description.as_deref());
+    issues.finish((req.project_id, req.name, req.description))
+}
+
+fn check_description(issues: &mut Issues, description: Option<&str>) {
+    if description.is_some_and(|d| d.len() > 1024) {
+        issues.push("description", "must be at most 1024 bytes");
+    }
+}
+
+#[cfg(test)]
+mod tests;

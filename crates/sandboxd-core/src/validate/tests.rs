@@ -1,0 +1,186 @@
+#![allow(clippy::type_complexity)]
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+fn create(edit: impl FnOnce(&mut CreateSandboxRequest)) -> Result<CreateSandbox, Invalid> {
+    let mut req = CreateSandboxRequest {
+        environment_id: "env_1".into(),
+        template: Some("base".into()),
+        ..Default::default()
+    };
+    edit(&mut req);
+    create_sandbox(req)
+}
+
+fn paths_of(err: Invalid) -> Vec<String> {
+    err.issues.into_iter().map(|i| i.path).collect()
+}
+
+#[test]
+fn create_applies_defaults() {
+    let cmd = create(|_| {}).expect("valid");
+    assert_eq!(cmd.cpu, 1.0);
+    assert_eq!(cmd.memory_mb, 512);
+    assert_eq!(cmd.pids_limit, 256);
+    assert_eq!(cmd.timeout_ms, 300_000);
+    assert_eq!(cmd.network_mode, NetworkMode::Isolated);
+    assert_eq!(cmd.workdir, None);
+}
+
+#[test]
+fn create_bounds_are_inclusive() {
+    let ok: [fn(&mut CreateSandboxRequest); 8] = [
+        |r| r.cpu = Some(0.1),
+        |r| r.cpu = Some(64.0),
+        |r| r.memory_mb = Some(64),
+        |r| r.memory_mb = Some(262_144),
+        |r| r.pids_limit = Some(16),
+        |r| r.pids_limit = Some(65_536),
+        |r| r.timeout_ms = Some(10_000),
+        |r| r.timeout_ms = Some(86_400_000),
+    ];
+    for edit in ok {
+        assert!(create(edit).is_ok());
+    }
+    let bad: [(fn(&mut CreateSandboxRequest), &str); 12] = [
+        (|r| r.cpu = Some(0.09), "cpu"),
+        (|r| r.cpu = Some(64.5), "cpu"),
+        (|r| r.memory_mb = Some(63), "memoryMb"),
+        (|r| r.memory_mb = Some(262_145), "memoryMb"),
+        (|r| r.pids_limit = Some(15), "pidsLimit"),
+        (|r| r.pids_limit = Some(65_537), "pidsLimit"),
+        (|r| r.timeout_ms = Some(9_999), "timeoutMs"),
+        (|r| r.timeout_ms = Some(86_400_001), "timeoutMs"),
+        (|r| r.env_vars = Some("A".repeat(65_537)), "envVars"),
+        (|r| r.workdir = Some("home".into()), "workdir"),
+        (|r| r.template = Some("ruby".into()), "template"),
+        (|r| r.name = Some(String::new()), "name"),
+    ];
+    for (edit, field) in bad {
+        assert_eq!(paths_of(create(edit).expect_err(field)), [field]);
+    }
+}
+
+#[test]
+fn create_needs_template_or_image() {
+    let err = create(|r| r.template = None).expect_err("no image");
+    assert_eq!(paths_of(err), ["image"]);
+    let cmd = create(|r| {
+        r.template = None;
+        r.image = Some("busybox:latest".into());
+    })
+    .expect("image alone");
+    assert_eq!(cmd.image.image.as_deref(), Some("busybox:latest"));
+    assert!(create(|r| r.image = Some("bad image".into())).is_err());
+}
+
+#[test]
+fn create_reports_every_issue() {
+    let err = create(|r| {
+        r.environment_id = String::new();
+        r.cpu = Some(0.0);
+        r.memory_mb = Some(1);
+    })
+    .expect_err("three issues");
+    assert_eq!(paths_of(err), ["environmentId", "cpu", "memoryMb"]);
+}
+
+fn exec_req(edit: impl FnOnce(&mut ExecRequest)) -> Result<ExecCommand, Invalid> {
+    let mut req = ExecRequest {
+        sandbox_id: "sb_1".into(),
+        cmd: "echo hi".into(),
+        ..Default::default()
+    };
+    edit(&mut req);
+    exec(req)
+}
+
+#[test]
+fn exec_checks_cmd_env_cwd_and_timeout() {
+    let cmd = exec_req(|_| {}).expect("valid");
+    assert_eq!(cmd.timeout_ms, 60_000);
+    assert!(exec_req(|r| r.cmd = String::new()).is_err());
+    assert!(exec_req(|r| r.cmd = "x".repeat(65_537)).is_err());
+    assert!(exec_req(|r| r.cmd = "x".repeat(65_536)).is_ok());
+    assert!(exec_req(|r| r.cmd = "a\0b".into()).is_err());
+    assert!(exec_req(|r| r.timeout_ms = Some(999)).is_err());
+    assert!(exec_req(|r| r.timeout_ms = Some(600_001)).is_err());
+    assert!(exec_req(|r| r.cwd = Some("tmp".into())).is_err());
+    let err = exec_req(|r| r.env = Some(BTreeMap::from([("1BAD".into(), "x".into())])))
+        .expect_err("bad key");
+    assert_eq!(paths_of(err), ["env.1BAD"]);
+    let ok = exec_req(|r| {
+        r.env = Some(BTreeMap::from([("GOOD_1".into(), "x y".into())]));
+        r.cwd = Some("/tmp/../var".into());
+    })
+    .expect("valid env");
+    assert_eq!(ok.cwd.as_deref(), Some("/var"));
+    assert_eq!(ok.env, [("GOOD_1".to_owned(), "x y".to_owned())]);
+}
+
+fn write_req(edit: impl FnOnce(&mut WriteFileRequest)) -> Result<WriteFile, Invalid> {
+    let mut req = WriteFileRequest {
+        sandbox_id: "sb_1".into(),
+        path: "/home/user/a.txt".into(),
+        content: "hi".into(),
+        ..Default::default()
+    };
+    edit(&mut req);
+    write_file(req)
+}
+
+#[test]
+fn write_file_decodes_and_checks() {
+    assert_eq!(write_req(|_| {}).expect("utf8").content, b"hi");
+    let b64 = write_req(|r| {
+        r.encoding = Encoding::Base64;
+        r.content = "AAEC/w==".into();
+    })
+    .expect("base64");
+    assert_eq!(b64.content, [0, 1, 2, 255]);
+    let unpadded = write_req(|r| {
+        r.encoding = Encoding::Base64;
+        r.content = "AAEC\n/w".into();
+    })
+    .expect("unpadded base64 with a newline");
+    assert_eq!(unpadded.content, [0, 1, 2, 255]);
+    assert!(
+        write_req(|r| {
+            r.encoding = Encoding::Base64;
+            r.content = "***".into();
+        })
+        .is_err()
+    );
+    assert!(write_req(|r| r.mode = Some(0o7777)).is_ok());
+    assert!(write_req(|r| r.mode = Some(0o10000)).is_err());
+    assert!(write_req(|r| r.path = "/".into()).is_err());
+    assert!(write_req(|r| r.path = "/tmp/..".into()).is_err());
+}
+
+#[test]
+fn list_scope_needs_an_id() {
+    let env = ListSandboxesQuery {
+        environment_id: Some("env".into()),
+        project_id: Some("proj".into()),
+    };
+    assert_eq!(list_scope(env), Ok(ListScope::Environment("env".into())));
+    let project = ListSandboxesQuery {
+        environment_id: Some(String::new()),
+        project_id: Some("proj".into()),
+    };
+    assert_eq!(list_scope(project), Ok(ListScope::Project("proj".into())));
+    assert!(list_scope(ListSandboxesQuery::default()).is_err());
+}
+
+#[test]
+fn set_timeout_bounds() {
+    let req = |timeout_ms| SetTimeoutRequest {
+        sandbox_id: "sb".into(),
+        timeout_ms,
+    };
+    assert!(set_timeout(req(10_000)).is_ok());
+    assert!(set_timeout(req(9_999)).is_err());
+    assert!(set_timeout(req(86_400_001)).is_err());
+}

@@ -1,0 +1,258 @@
+//! Files through the engine's archive API: a one-entry tar in, and the first entry of a
+//! tar out, read only as far as needed and never past the size limit.
+
+use bollard::query_parameters::{
+    DownloadFromContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+};
+use bytes::Bytes;
+use futures_util::StreamExt;
+
+use crate::engine::{Engine, bounded};
+use crate::error::{EngineError, status_of};
+
+const BLOCK: usize = 512;
+
+/// Why a file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadFileError {
+    #[error("file not found")]
+    NotFound,
+    #[error("path is not a regular file")]
+    NotRegularFile,
+    #[error("file exceeds the {0} byte limit")]
+    TooLarge(usize),
+    #[error("engine returned a malformed archive")]
+    Malformed,
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+fn entry_tar(
+    name: &str,
+    kind: tar::EntryType,
+    content: &[u8],
+    mode: u32,
+    owner: (u32, u32),
+) -> std::io::Result<Vec<u8>> {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(kind);
+    header.set_size(content.len() as u64);
+    header.set_mode(mode);
+    header.set_uid(u64::from(owner.0));
+    header.set_gid(u64::from(owner.1));
+    header.set_mtime(now_secs());
+    let mut builder = tar::Builder::new(Vec::with_capacity(content.len() + 3 * BLOCK));
+    builder.append_data(&mut header, name, content)?;
+    builder.into_inner()
+}
+
+impl Engine {
+    async fn upload(&self, container: &str, dir: &str, tar: Vec<u8>) -> Result<(), EngineError> {
+        let options = UploadToContainerOptionsBuilder::default().path(dir).build();
+        bounded(
+            "upload archive",
+            self.docker.upload_to_container(
+                container,
+                Some(options),
+                bollard::body_full(Bytes::from(tar)),
+            ),
+        )
+        .await?
+        .map_err(|e| EngineError::from_engine("directory", e))
+    }
+
+    /// Writes `content` to `dir/name` owned by `owner` with `mode`. The engine unpacks the
+    /// archive, so no capability is needed inside the container.
+    pub async fn put_file(
+        &self,
+        container: &str,
+        dir: &str,
+        name: &str,
+        content: &[u8],
+        mode: u32,
+        owner: (u32, u32),
+    ) -> Result<(), EngineError> {
+        let tar = entry_tar(name, tar::EntryType::Regular, content, mode, owner).map_err(|e| {
+            EngineError::Rejected {
+                status: 400,
+                message: format!("cannot archive {name}: {e}"),
+            }
+        })?;
+        self.upload(container, dir, tar).await
+    }
+
+    /// Creates (or re-owns) the directory `parent/name` owned by `owner`.
+    pub async fn put_dir(
+        &self,
+        container: &str,
+        parent: &str,
+        name: &str,
+        owner: (u32, u32),
+    ) -> Result<(), EngineError> {
+        let tar = entry_tar(name, tar::EntryType::Directory, &[], 0o755, owner).map_err(|e| {
+            EngineError::Rejected {
+                status: 400,
+                message: format!("cannot archive {name}: {e}"),
+            }
+        })?;
+        self.upload(container, parent, tar).await
+    }
+
+    /// Reads a regular file of at most `max` bytes. Reading stops as soon as the outcome
+    /// is known: a directory or an oversized file is refused from its header alone.
+    pub async fn read_file(
+        &self,
+        container: &str,
+        path: &str,
+        max: usize,
+    ) -> Result<Vec<u8>, ReadFileError> {
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(path)
+            .build();
+        let mut stream = self
+            .docker
+            .download_from_container(container, Some(options));
+        let mut buf: Vec<u8> = Vec::new();
+        let mut reader = FirstEntry::default();
+        loop {
+            if let Some(result) = reader.advance(&buf, max)? {
+                return Ok(result);
+            }
+            let next = bounded("download archive", stream.next()).await?;
+            match next {
+                Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+                Some(Err(e)) if status_of(&e) == Some(404) => return Err(ReadFileError::NotFound),
+                Some(Err(e)) => return Err(EngineError::from_engine("file", e).into()),
+                None => return Err(ReadFileError::Malformed),
+            }
+        }
+    }
+}
+
+/// Incremental reader of the first real entry of a tar held in a growing buffer.
+#[derive(Debug, Default)]
+struct FirstEntry {
+    /// Offset of the next header to read.
+    offset: usize,
+    /// Offset and size of the content once the entry's header was read.
+    content: Option<(usize, usize)>,
+}
+
+fn padded(size: usize) -> usize {
+    size.div_ceil(BLOCK) * BLOCK
+}
+
+impl FirstEntry {
+    /// `Some(content)` once it is complete, `None` when more bytes are needed.
+    fn advance(&mut self, buf: &[u8], max: usize) -> Result<Option<Vec<u8>>, ReadFileError> {
+        loop {
+            if let Some((start, size)) = self.content {
+                return Ok((buf.len() >= start + size).then(|| buf[start..start + size].to_vec()));
+            }
+            if buf.len() < self.offset + BLOCK {
+                return Ok(None);
+            }
+            let block = &buf[self.offset..self.offset + BLOCK];
+            if block.iter().all(|b| *b == 0) {
+                return Err(ReadFileError::Malformed);
+            }
+            let header = tar::Header::from_byte_slice(block);
+            let size = header.entry_size().map_err(|_| ReadFileError::Malformed)?;
+            let size = usize::try_from(size).map_err(|_| ReadFileError::TooLarge(max))?;
+            match header.entry_type() {
+                // Extended headers (long names, PAX attributes) precede the real entry.
+                kind if kind.is_pax_global_extensions()
+                    || kind.is_pax_local_extensions()
+                    || kind.is_gnu_longname()
+                    || kind.is_gnu_longlink() =>
+                {
+                    if size > 1024 * 1024 {
+                        return Err(ReadFileError::Malformed);
+                    }
+                    self.offset += BLOCK + padded(size);
+                }
+                kind if kind.is_file() => {
+                    if size > max {
+                        return Err(ReadFileError::TooLarge(max));
+                    }
+                    self.content = Some((self.offset + BLOCK, size));
+                }
+                _ => return Err(ReadFileError::NotRegularFile),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(tar: &[u8], max: usize) -> Result<Vec<u8>, ReadFileError> {
+        let mut reader = FirstEntry::default();
+        // Feed the buffer in small steps, as a stream would.
+        for end in (0..=tar.len()).step_by(100).chain([tar.len()]) {
+            if let Some(content) = reader.advance(&tar[..end], max)? {
+                return Ok(content);
+            }
+        }
+        Err(ReadFileError::Malformed)
+    }
+
+    #[test]
+    fn reads_the_first_file_with_a_long_name() {
+        let name = "n".repeat(150);
+        let tar = entry_tar(
+            &name,
+            tar::EntryType::Regular,
+            b"hello",
+            0o644,
+            (1000, 1000),
+        )
+        .unwrap();
+        assert_eq!(read_all(&tar, 10).unwrap(), b"hello");
+    }
+
+    #[test]
+    fn refuses_directories_and_oversized_files_from_the_header() {
+        let dir = entry_tar("d", tar::EntryType::Directory, &[], 0o755, (0, 0)).unwrap();
+        assert!(matches!(
+            read_all(&dir, 10),
+            Err(ReadFileError::NotRegularFile)
+        ));
+        let big = entry_tar("f", tar::EntryType::Regular, &[7u8; 2000], 0o644, (0, 0)).unwrap();
+        let mut reader = FirstEntry::default();
+        assert!(matches!(
+            reader.advance(&big[..BLOCK], 1000),
+            Err(ReadFileError::TooLarge(1000))
+        ));
+        let link = {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Symlink);
+            header.set_size(0);
+            let mut builder = tar::Builder::new(Vec::new());
+            builder
+                .append_link(&mut header, "l", "/etc/passwd")
+                .unwrap();
+            builder.into_inner().unwrap()
+        };
+        assert!(matches!(
+            read_all(&link, 10),
+            Err(ReadFileError::NotRegularFile)
+        ));
+    }
+
+    #[test]
+    fn empty_archive_is_malformed() {
+        assert!(matches!(
+            read_all(&[0u8; 1024], 10),
+            Err(ReadFileError::Malformed)
+        ));
+    }
+}

@@ -1,0 +1,172 @@
+//! Sandbox containers: create from a plan, start, kill, remove, list.
+
+use std::collections::HashMap;
+
+use bollard::models::{
+    ContainerCreateBody, ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, RestartPolicy,
+    RestartPolicyNameEnum,
+};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
+};
+use sandboxd_core::limits::STOP_GRACE_SECS;
+use sandboxd_core::plan::{
+    ContainerPlan, LABEL_INSTANCE, LABEL_SANDBOX, LABEL_SANDBOX_ID, LOG_MAX_SIZE, NetworkPlan,
+    hardening,
+};
+use sandboxd_core::reconcile::ContainerState;
+
+use crate::engine::{Engine, bounded};
+use crate::error::{EngineError, status_of};
+
+fn strings(values: &[&str]) -> Vec<String> {
+    values.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The engine's create body for a plan.
+fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
+    let (network_disabled, network_mode) = match &plan.network {
+        NetworkPlan::Disabled => (Some(true), None),
+        NetworkPlan::Bridge(name) => (None, Some(name.clone())),
+    };
+    ContainerCreateBody {
+        image: Some(plan.image.clone()),
+        // An empty entrypoint resets the image's, so our command always is the main process.
+        entrypoint: Some(vec![String::new()]),
+        cmd: Some(plan.cmd.clone()),
+        working_dir: Some(plan.workdir.clone()),
+        env: Some(plan.env.clone()),
+        user: plan.user.clone(),
+        labels: Some(plan.labels.clone().into_iter().collect()),
+        network_disabled,
+        host_config: Some(HostConfig {
+            // The engine's init reaps the orphans a killed command leaves behind.
+            init: Some(true),
+            nano_cpus: Some(plan.nano_cpus),
+            memory: Some(plan.memory_bytes),
+            memory_swap: Some(plan.memory_bytes),
+            pids_limit: Some(plan.pids_limit),
+            cap_drop: Some(strings(hardening::CAP_DROP)),
+            security_opt: Some(strings(hardening::SECURITY_OPT)),
+            restart_policy: Some(RestartPolicy {
+                name: Some(RestartPolicyNameEnum::NO),
+                maximum_retry_count: None,
+            }),
+            log_config: Some(HostConfigLogConfig {
+                typ: Some("json-file".into()),
+                config: Some(HashMap::from([
+                    ("max-size".to_owned(), LOG_MAX_SIZE.to_owned()),
+                    ("max-file".to_owned(), "1".to_owned()),
+                ])),
+            }),
+            network_mode,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+impl Engine {
+    /// Creates (does not start) the container of a plan; returns its id.
+    pub async fn create_container(&self, plan: &ContainerPlan) -> Result<String, EngineError> {
+        let options = CreateContainerOptionsBuilder::default()
+            .name(&plan.name)
+            .build();
+        let created = bounded(
+            "create container",
+            self.docker
+                .create_container(Some(options), create_body(plan)),
+        )
+        .await?
+        .map_err(|e| EngineError::from_engine("image", e))?;
+        Ok(created.id)
+    }
+
+    /// Starts a created or stopped container.
+    pub async fn start_container(&self, id: &str) -> Result<(), EngineError> {
+        bounded("start container", self.docker.start_container(id, None))
+            .await?
+            .map_err(|e| EngineError::from_engine("container", e))
+    }
+
+    /// Sends SIGKILL to every process of a container.
+    pub async fn kill_container(&self, id: &str) -> Result<(), EngineError> {
+        let options = KillContainerOptionsBuilder::default()
+            .signal("SIGKILL")
+            .build();
+        bounded(
+            "kill container",
+            self.docker.kill_container(id, Some(options)),
+        )
+        .await?
+        .map_err(|e| EngineError::from_engine("container", e))
+    }
+
+    /// Stops a container (2 s grace, then SIGKILL) and removes it; a container that is
+    /// already stopped or gone is not an error.
+    pub async fn destroy_container(&self, id: &str) -> Result<(), EngineError> {
+        let stop = StopContainerOptionsBuilder::default()
+            .t(STOP_GRACE_SECS)
+            .build();
+        match bounded("stop container", self.docker.stop_container(id, Some(stop))).await? {
+            Ok(()) => {}
+            Err(e) if matches!(status_of(&e), Some(304 | 404)) => {}
+            Err(e) => return Err(EngineError::Engine(e)),
+        }
+        self.remove_container(id).await
+    }
+
+    /// Force-removes a container; a container already gone is not an error.
+    pub async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
+        let remove = RemoveContainerOptionsBuilder::default().force(true).build();
+        match bounded(
+            "remove container",
+            self.docker.remove_container(id, Some(remove)),
+        )
+        .await?
+        {
+            Ok(()) => Ok(()),
+            Err(e) if status_of(&e) == Some(404) => Ok(()),
+            Err(e) => Err(EngineError::Engine(e)),
+        }
+    }
+
+    /// Every container (running or not) labelled as a sandbox of this installation.
+    pub async fn list_sandbox_containers(
+        &self,
+        instance_id: &str,
+    ) -> Result<Vec<ContainerState>, EngineError> {
+        let filters = HashMap::from([(
+            "label",
+            vec![
+                format!("{LABEL_SANDBOX}=true"),
+                format!("{LABEL_INSTANCE}={instance_id}"),
+            ],
+        )]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = bounded(
+            "list containers",
+            self.docker.list_containers(Some(options)),
+        )
+        .await?
+        .map_err(EngineError::Engine)?;
+        Ok(list
+            .into_iter()
+            .filter_map(|summary| {
+                let sandbox_id = summary
+                    .labels
+                    .as_ref()
+                    .and_then(|labels| labels.get(LABEL_SANDBOX_ID).cloned());
+                Some(ContainerState {
+                    container_id: summary.id?,
+                    sandbox_id,
+                    running: summary.state == Some(ContainerSummaryStateEnum::RUNNING),
+                })
+            })
+            .collect())
+    }
+}

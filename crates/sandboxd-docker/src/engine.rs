@@ -1,0 +1,49 @@
+//! The engine client: one per Docker host, shared by every request.
+
+use std::future::Future;
+use std::time::Duration;
+
+use bollard::Docker;
+
+use crate::error::EngineError;
+
+/// Timeout of a single engine call that is not an exec or a pull.
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A connected Docker engine.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    pub(crate) docker: Docker,
+}
+
+impl Engine {
+    /// Connects to the local engine (`DOCKER_HOST` honoured) and negotiates the API version,
+    /// so both old (1.41) and new engines are spoken to in their own version.
+    pub async fn connect_local() -> Result<Self, EngineError> {
+        let docker = Docker::connect_with_local_defaults().map_err(EngineError::Engine)?;
+        let docker = bounded("negotiate", docker.negotiate_version())
+            .await?
+            .map_err(EngineError::Engine)?;
+        Ok(Self { docker })
+    }
+
+    /// The API version in use.
+    pub fn api_version(&self) -> String {
+        self.docker.client_version().to_string()
+    }
+
+    /// The underlying client, for tests and tools that inspect what sandboxd created.
+    pub fn client(&self) -> &Docker {
+        &self.docker
+    }
+}
+
+/// Runs an engine call with the default timeout.
+pub(crate) async fn bounded<T>(
+    call: &'static str,
+    future: impl Future<Output = T>,
+) -> Result<T, EngineError> {
+    tokio::time::timeout(CALL_TIMEOUT, future)
+        .await
+        .map_err(|_| EngineError::Timeout { call })
+}

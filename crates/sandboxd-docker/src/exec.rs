@@ -1,0 +1,206 @@
+//! Commands in a sandbox through the engine's exec: bounded output, a timeout that kills
+//! the whole process tree by marker, and a container restart when that kill cannot run.
+
+use std::time::Duration;
+
+use bollard::container::LogOutput;
+use bollard::exec::{StartExecOptions, StartExecResults};
+use bollard::models::ExecConfig;
+use futures_util::StreamExt;
+use sandboxd_core::exec_kill;
+use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
+use tracing::warn;
+
+use crate::engine::{Engine, bounded};
+use crate::error::EngineError;
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct ExecSpec {
+    /// The argv; no shell unless the caller puts one there.
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    /// `NAME=value` entries added to the container's environment.
+    pub env: Vec<String>,
+    /// Run as this user instead of the container's.
+    pub user: Option<String>,
+    pub timeout: Duration,
+    /// Each stream is kept up to this many bytes; the rest is drained and dropped.
+    pub max_output: usize,
+}
+
+/// What a command did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutcome {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i64,
+    pub timed_out: bool,
+    pub truncated: bool,
+    /// The marker kill did not end the command, so the container was killed.
+    pub container_killed: bool,
+    /// ... and started again: every process is gone, the files are kept.
+    pub container_restarted: bool,
+}
+
+/// A capped buffer that records whether anything was cut.
+struct Sink<'a> {
+    buf: &'a mut Vec<u8>,
+    max: usize,
+    truncated: &'a mut bool,
+}
+
+impl Sink<'_> {
+    fn push(&mut self, bytes: &[u8]) {
+        let room = self.max.saturating_sub(self.buf.len());
+        let take = room.min(bytes.len());
+        self.buf.extend_from_slice(&bytes[..take]);
+        if take < bytes.len() {
+            *self.truncated = true;
+        }
+    }
+}
+
+fn random_marker() -> String {
+    let mut bytes = [0u8; 16];
+    // A marker only has to be unique among the running commands of one sandbox; if the
+    // OS random source fails, the time still makes it so.
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes = nanos.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Engine {
+    /// Runs a command and collects its output.
+    pub async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecOutcome, EngineError> {
+        let marker = random_marker();
+        let mut env = spec.env.clone();
+        env.push(exec_kill::marker_entry(&marker));
+        let config = ExecConfig {
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            tty: Some(false),
+            cmd: Some(spec.argv.clone()),
+            working_dir: spec.cwd.clone(),
+            env: Some(env),
+            user: spec.user.clone(),
+            ..Default::default()
+        };
+        let created = bounded("create exec", self.docker.create_exec(container, config))
+            .await?
+            .map_err(|e| EngineError::from_engine("container", e))?;
+        let started = bounded("start exec", self.docker.start_exec(&created.id, None))
+            .await?
+            .map_err(EngineError::Engine)?;
+        let StartExecResults::Attached { mut output, .. } = started else {
+            return Err(EngineError::Rejected {
+                status: 500,
+                message: "exec started detached".into(),
+            });
+        };
+
+        let mut outcome = ExecOutcome::default();
+        let mut truncated_out = false;
+        let mut truncated_err = false;
+        {
+            let mut stdout = Sink {
+                buf: &mut outcome.stdout,
+                max: spec.max_output,
+                truncated: &mut truncated_out,
+            };
+            let mut stderr = Sink {
+                buf: &mut outcome.stderr,
+                max: spec.max_output,
+                truncated: &mut truncated_err,
+            };
+            let drain = async {
+                while let Some(item) = output.next().await {
+                    match item {
+                        Ok(LogOutput::StdOut { message } | LogOutput::Console { message }) => {
+                            stdout.push(&message)
+                        }
+                        Ok(LogOutput::StdErr { message }) => stderr.push(&message),
+                        Ok(LogOutput::StdIn { .. }) => {}
+                        Err(error) => {
+                            warn!(%error, "exec output stream failed");
+                            break;
+                        }
+                    }
+                }
+            };
+            tokio::pin!(drain);
+            if tokio::time::timeout(spec.timeout, &mut drain)
+                .await
+                .is_err()
+            {
+                outcome.timed_out = true;
+                if let Err(error) = self
+                    .exec_detached(container, exec_kill::kill_argv(&marker))
+                    .await
+                {
+                    warn!(%error, "marker kill could not start");
+                }
+                let grace = Duration::from_millis(KILL_GRACE_MS);
+                if tokio::time::timeout(grace, &mut drain).await.is_err() {
+                    // The kill could not run (pids limit exhausted, no grep): killing and
+                    // starting the container drops every process and keeps the files.
+                    outcome.container_killed = self.kill_container(container).await.is_ok();
+                    if outcome.container_killed {
+                        outcome.container_restarted = self.start_container(container).await.is_ok();
+                    }
+                }
+            }
+        }
+        outcome.truncated = truncated_out || truncated_err;
+        outcome.exit_code = if outcome.timed_out {
+            TIMEOUT_EXIT_CODE
+        } else {
+            self.exit_code(&created.id).await?
+        };
+        Ok(outcome)
+    }
+
+    /// The exit code of a finished exec; 1 when the engine reports none.
+    async fn exit_code(&self, exec_id: &str) -> Result<i64, EngineError> {
+        // The output stream can close a moment before the engine records the exit.
+        for _ in 0..50 {
+            let info = bounded("inspect exec", self.docker.inspect_exec(exec_id))
+                .await?
+                .map_err(EngineError::Engine)?;
+            if info.running != Some(true) {
+                return Ok(info.exit_code.unwrap_or(1));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(1)
+    }
+
+    /// Starts a command without waiting for it.
+    async fn exec_detached(&self, container: &str, argv: Vec<String>) -> Result<(), EngineError> {
+        let config = ExecConfig {
+            cmd: Some(argv),
+            attach_stdout: Some(false),
+            attach_stderr: Some(false),
+            ..Default::default()
+        };
+        let created = bounded("create exec", self.docker.create_exec(container, config))
+            .await?
+            .map_err(|e| EngineError::from_engine("container", e))?;
+        let options = StartExecOptions {
+            detach: true,
+            ..Default::default()
+        };
+        bounded(
+            "start exec",
+            self.docker.start_exec(&created.id, Some(options)),
+        )
+        .await?
+        .map_err(EngineError::Engine)?;
+        Ok(())
+    }
+}

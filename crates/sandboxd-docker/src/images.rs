@@ -1,0 +1,80 @@
+//! Images: used when present, pulled (with progress in the log) when missing.
+
+use std::time::Duration;
+
+use bollard::query_parameters::CreateImageOptionsBuilder;
+use futures_util::StreamExt;
+use tracing::info;
+
+use crate::engine::{Engine, bounded};
+use crate::error::{EngineError, message_of, status_of};
+
+/// A pull that makes no progress for this long is abandoned.
+const PULL_STALL: Duration = Duration::from_secs(120);
+
+/// `name:latest` when `image` names neither a tag nor a digest, so a pull never fetches
+/// every tag of a repository.
+fn with_default_tag(image: &str) -> String {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    if last.contains(':') || image.contains('@') {
+        image.to_owned()
+    } else {
+        format!("{image}:latest")
+    }
+}
+
+impl Engine {
+    /// Makes sure `image` is present, pulling it when it is not.
+    pub async fn ensure_image(&self, image: &str) -> Result<(), EngineError> {
+        match bounded("inspect image", self.docker.inspect_image(image)).await? {
+            Ok(_) => return Ok(()),
+            Err(e) if status_of(&e) == Some(404) => {}
+            Err(e) => return Err(EngineError::Engine(e)),
+        }
+        let reference = with_default_tag(image);
+        info!(image = %reference, "pulling image");
+        let options = CreateImageOptionsBuilder::default()
+            .from_image(&reference)
+            .build();
+        let mut progress = self.docker.create_image(Some(options), None, None);
+        let pull_error = |reason: String| EngineError::Pull {
+            image: image.to_owned(),
+            reason,
+        };
+        loop {
+            let next = tokio::time::timeout(PULL_STALL, progress.next())
+                .await
+                .map_err(|_| pull_error("no progress for 120 s".into()))?;
+            match next {
+                None => break,
+                Some(Ok(step)) => {
+                    if let Some(detail) = step.error_detail.and_then(|d| d.message) {
+                        return Err(pull_error(detail));
+                    }
+                    if let Some(status) = step.status {
+                        info!(image = %reference, layer = step.id.as_deref().unwrap_or(""), %status, "pull progress");
+                    }
+                }
+                Some(Err(e)) => return Err(pull_error(message_of(&e))),
+            }
+        }
+        info!(image = %reference, "image pulled");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds_latest_only_without_tag_or_digest() {
+        assert_eq!(with_default_tag("busybox"), "busybox:latest");
+        assert_eq!(with_default_tag("busybox:1.36"), "busybox:1.36");
+        assert_eq!(
+            with_default_tag("localhost:5000/app"),
+            "localhost:5000/app:latest"
+        );
+        assert_eq!(with_default_tag("app@sha256:abc"), "app@sha256:abc");
+    }
+}

@@ -1,0 +1,162 @@
+//! The first start (organization, owner, project, key) and API key authentication.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sandboxd_core::model::{Principal, Role};
+use sqlx::Row as _;
+use subtle::ConstantTimeEq as _;
+
+use crate::ids::random_bytes;
+use crate::store::now_ms;
+use crate::{Store, StoreError, new_id};
+
+/// Prefix of every generated API key, so leaked keys are easy to recognise and scan for.
+pub const KEY_PREFIX: &str = "sbx_";
+/// Shortest API key accepted at bootstrap.
+pub const MIN_BOOTSTRAP_KEY_CHARS: usize = 32;
+
+/// What the first start created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bootstrap {
+    pub organization_id: String,
+    pub project_id: String,
+    pub environment_id: String,
+    /// The owner key, when this start generated it (it is shown once, never stored).
+    pub generated_key: Option<String>,
+}
+
+fn generate_key() -> Result<String, StoreError> {
+    let mut bytes = [0u8; 32];
+    random_bytes(&mut bytes)?;
+    Ok(format!("{KEY_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes)))
+}
+
+impl Store {
+    /// The id of this installation, created on first use. Containers are labelled with it.
+    pub async fn instance_id(&self) -> Result<String, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let existing = sqlx::query("SELECT instance_id FROM installation WHERE singleton = 1")
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some(row) = existing {
+            return Ok(row.try_get("instance_id")?);
+        }
+        let id = new_id()?;
+        sqlx::query(
+            "INSERT INTO installation (singleton, instance_id, created_at) VALUES (1, $1, $2)",
+        )
+        .bind(&id)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// On an empty store, creates an organization, its owner, a project `default` with an
+    /// environment `production`, and an owner API key: `bootstrap_key` when given (32+
+    /// characters), else a generated one. `Ok(None)` when the store was not empty.
+    pub async fn bootstrap(
+        &self,
+        bootstrap_key: Option<&str>,
+    ) -> Result<Option<Bootstrap>, StoreError> {
+        if let Some(key) = bootstrap_key
+            && key.chars().count() < MIN_BOOTSTRAP_KEY_CHARS
+        {
+            return Err(StoreError::Conflict(format!(
+                "the bootstrap key must be at least {MIN_BOOTSTRAP_KEY_CHARS} characters"
+            )));
+        }
+        let mut tx = self.pool.begin().await?;
+        let any = sqlx::query("SELECT 1 AS one FROM organizations LIMIT 1")
+            .fetch_optional(&mut *tx)
+            .await?;
+        if any.is_some() {
+            return Ok(None);
+        }
+        let now = now_ms();
+        let (org, user, key_id) = (new_id()?, new_id()?, new_id()?);
+        let (token, generated) = match bootstrap_key {
+            Some(key) => (key.to_owned(), None),
+            None => {
+                let key = generate_key()?;
+                (key.clone(), Some(key))
+            }
+        };
+        sqlx::query("INSERT INTO organizations (organization_id, name, created_at) VALUES ($1, 'default', $2)")
+            .bind(&org)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("INSERT INTO users (user_id, name, created_at) VALUES ($1, 'owner', $2)")
+            .bind(&user)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("INSERT INTO members (organization_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)")
+            .bind(&org)
+            .bind(&user)
+            .bind(Role::Owner.as_str())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO api_keys (key_id, organization_id, user_id, name, prefix, key_hash, created_at) \
+             VALUES ($1, $2, $3, 'owner', $4, $5, $6)",
+        )
+        .bind(&key_id)
+        .bind(&org)
+        .bind(&user)
+        .bind(token.chars().take(8).collect::<String>())
+        .bind(self.secrets.key_hash(&token))
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let (project, environments) = self.create_project(&org, "default", None).await?;
+        let environment_id = environments
+            .first()
+            .map(|e| e.environment_id.clone())
+            .ok_or_else(|| StoreError::Corrupt("project created without environment".into()))?;
+        Ok(Some(Bootstrap {
+            organization_id: org,
+            project_id: project.project_id,
+            environment_id,
+            generated_key: generated,
+        }))
+    }
+
+    /// The caller an API key belongs to; `None` for an unknown, revoked or expired key.
+    pub async fn authenticate(&self, token: &str) -> Result<Option<Principal>, StoreError> {
+        if token.is_empty() || token.len() > 512 {
+            return Ok(None);
+        }
+        let hash = self.secrets.key_hash(token);
+        let row = sqlx::query(
+            "SELECT k.key_id, k.key_hash, k.expires_at, k.revoked_at, m.organization_id, m.user_id, m.role \
+             FROM api_keys k JOIN members m ON m.organization_id = k.organization_id AND m.user_id = k.user_id \
+             WHERE k.key_hash = $1",
+        )
+        .bind(&hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let stored: String = row.try_get("key_hash")?;
+        if !bool::from(stored.as_bytes().ct_eq(hash.as_bytes())) {
+            return Ok(None);
+        }
+        let revoked: Option<i64> = row.try_get("revoked_at")?;
+        let expires: Option<i64> = row.try_get("expires_at")?;
+        if revoked.is_some() || expires.is_some_and(|at| at <= now_ms()) {
+            return Ok(None);
+        }
+        let role: String = row.try_get("role")?;
+        Ok(Some(Principal {
+            user_id: row.try_get("user_id")?,
+            organization_id: row.try_get("organization_id")?,
+            role: Role::parse(&role)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown role {role}")))?,
+            key_id: row.try_get("key_id")?,
+        }))
+    }
+}

@@ -1,0 +1,18 @@
+//! Persistence of sandboxd: SQLite through sqlx's Any driver (so PostgreSQL can be added
+//! with its own migrations and the same queries), migrations, and secrets at rest.
+#![forbid(unsafe_code)]
+
+mod error;
+mod ids;
+mod keys;
+mod rows;
+mod sandboxes;
+mod secrets;
+mod store;
+mod tenancy;
+
+pub use error::StoreError;
+pub use ids::new_id;
+pub use keys::Bootstrap;
+pub use secrets::SecretBox;
+pub use store::Store;

@@ -1,0 +1,73 @@
+//! Mapping of database rows to domain records.
+
+use sandboxd_core::model::{Environment, NetworkMode, Project, Sandbox, SandboxStatus};
+use sqlx::Row as _;
+use sqlx::any::AnyRow;
+
+use crate::StoreError;
+
+/// `SELECT <every column [`sandbox`] reads> FROM sandboxes <tail>`, as a static string.
+macro_rules! select_sandboxes {
+    ($tail:literal) => {
+        concat!(
+            "SELECT sandbox_id, name, organization_id, project_id, environment_id, server_id, ",
+            "image, template, container_id, status, cpu, memory_mb, pids_limit, timeout_ms, ",
+            "network_mode, workdir, run_as, runtime, created_at, expires_at, last_activity_at, ",
+            "killed_at FROM sandboxes ",
+            $tail
+        )
+    };
+}
+pub(crate) use select_sandboxes;
+
+pub(crate) fn sandbox(row: &AnyRow) -> Result<Sandbox, StoreError> {
+    let status: String = row.try_get("status")?;
+    let mode: String = row.try_get("network_mode")?;
+    Ok(Sandbox {
+        sandbox_id: row.try_get("sandbox_id")?,
+        name: row.try_get("name")?,
+        organization_id: row.try_get("organization_id")?,
+        project_id: row.try_get("project_id")?,
+        environment_id: row.try_get("environment_id")?,
+        server_id: row.try_get("server_id")?,
+        image: row.try_get("image")?,
+        template: row.try_get("template")?,
+        container_id: row.try_get("container_id")?,
+        status: SandboxStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown sandbox status {status}")))?,
+        cpu: row.try_get("cpu")?,
+        memory_mb: row.try_get("memory_mb")?,
+        pids_limit: row.try_get("pids_limit")?,
+        timeout_ms: row.try_get("timeout_ms")?,
+        network_mode: NetworkMode::parse(&mode)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown network mode {mode}")))?,
+        workdir: row.try_get("workdir")?,
+        user: row.try_get("run_as")?,
+        runtime: row.try_get("runtime")?,
+        created_at: row.try_get("created_at")?,
+        expires_at: row.try_get("expires_at")?,
+        last_activity_at: row.try_get("last_activity_at")?,
+        killed_at: row.try_get("killed_at")?,
+    })
+}
+
+pub(crate) fn project(row: &AnyRow) -> Result<Project, StoreError> {
+    Ok(Project {
+        project_id: row.try_get("project_id")?,
+        organization_id: row.try_get("organization_id")?,
+        name: row.try_get("name")?,
+        description: row.try_get("description")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+pub(crate) fn environment(row: &AnyRow) -> Result<Environment, StoreError> {
+    Ok(Environment {
+        environment_id: row.try_get("environment_id")?,
+        project_id: row.try_get("project_id")?,
+        organization_id: row.try_get("organization_id")?,
+        name: row.try_get("name")?,
+        description: row.try_get("description")?,
+        created_at: row.try_get("created_at")?,
+    })
+}

@@ -1,0 +1,255 @@
+//! Sandbox rows.
+
+use sandboxd_core::model::{Sandbox, SandboxStatus};
+use sandboxd_core::reconcile::RowState;
+use sqlx::Row as _;
+
+use crate::rows::{self, select_sandboxes};
+use crate::{Store, StoreError};
+
+impl Store {
+    /// Inserts a new sandbox row with its environment variables sealed.
+    pub async fn insert_sandbox(
+        &self,
+        sandbox: &Sandbox,
+        env_vars: Option<&str>,
+        created_by: &str,
+    ) -> Result<(), StoreError> {
+        let sealed = env_vars
+            .map(|text| self.secrets.seal(&sandbox.sandbox_id, text.as_bytes()))
+            .transpose()?;
+        sqlx::query(
+            "INSERT INTO sandboxes (sandbox_id, name, organization_id, project_id, environment_id, \
+             server_id, image, template, container_id, status, cpu, memory_mb, pids_limit, \
+             timeout_ms, network_mode, env_vars, workdir, run_as, runtime, created_by, created_at, \
+             expires_at, last_activity_at, killed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
+        )
+        .bind(&sandbox.sandbox_id)
+        .bind(&sandbox.name)
+        .bind(&sandbox.organization_id)
+        .bind(&sandbox.project_id)
+        .bind(&sandbox.environment_id)
+        .bind(&sandbox.server_id)
+        .bind(&sandbox.image)
+        .bind(&sandbox.template)
+        .bind(&sandbox.container_id)
+        .bind(sandbox.status.as_str())
+        .bind(sandbox.cpu)
+        .bind(sandbox.memory_mb)
+        .bind(sandbox.pids_limit)
+        .bind(sandbox.timeout_ms)
+        .bind(sandbox.network_mode.as_str())
+        .bind(sealed)
+        .bind(&sandbox.workdir)
+        .bind(&sandbox.user)
+        .bind(&sandbox.runtime)
+        .bind(created_by)
+        .bind(sandbox.created_at)
+        .bind(sandbox.expires_at)
+        .bind(sandbox.last_activity_at)
+        .bind(sandbox.killed_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The decrypted `envVars` text of a sandbox, if it has one.
+    pub async fn sandbox_env_vars(&self, sandbox_id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT env_vars FROM sandboxes WHERE sandbox_id = $1")
+            .bind(sandbox_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(sealed) = row
+            .map(|r| r.try_get::<Option<Vec<u8>>, _>("env_vars"))
+            .transpose()?
+            .flatten()
+        else {
+            return Ok(None);
+        };
+        let plain = self.secrets.open(sandbox_id, &sealed)?;
+        String::from_utf8(plain)
+            .map(Some)
+            .map_err(|_| StoreError::Corrupt("env vars are not UTF-8".into()))
+    }
+
+    /// One sandbox by id.
+    pub async fn sandbox(&self, sandbox_id: &str) -> Result<Option<Sandbox>, StoreError> {
+        let row = sqlx::query(select_sandboxes!("WHERE sandbox_id = $1"))
+            .bind(sandbox_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(rows::sandbox).transpose()
+    }
+
+    /// The sandboxes of an environment, newest first.
+    pub async fn sandboxes_in_environment(
+        &self,
+        environment_id: &str,
+    ) -> Result<Vec<Sandbox>, StoreError> {
+        let found = sqlx::query(select_sandboxes!(
+            "WHERE environment_id = $1 ORDER BY created_at DESC, sandbox_id"
+        ))
+        .bind(environment_id)
+        .fetch_all(&self.pool)
+        .await?;
+        found.iter().map(rows::sandbox).collect()
+    }
+
+    /// The sandboxes of a project, newest first.
+    pub async fn sandboxes_in_project(&self, project_id: &str) -> Result<Vec<Sandbox>, StoreError> {
+        let found = sqlx::query(select_sandboxes!(
+            "WHERE project_id = $1 ORDER BY created_at DESC, sandbox_id"
+        ))
+        .bind(project_id)
+        .fetch_all(&self.pool)
+        .await?;
+        found.iter().map(rows::sandbox).collect()
+    }
+
+    /// Records that a sandbox's container runs; returns the updated row.
+    pub async fn mark_running(
+        &self,
+        sandbox_id: &str,
+        container_id: &str,
+        user: Option<&str>,
+        now: i64,
+    ) -> Result<Option<Sandbox>, StoreError> {
+        sqlx::query(
+            "UPDATE sandboxes SET status = 'running', container_id = $1, run_as = $2, \
+             last_activity_at = $3, expires_at = $3 + timeout_ms WHERE sandbox_id = $4",
+        )
+        .bind(container_id)
+        .bind(user)
+        .bind(now)
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
+        self.sandbox(sandbox_id).await
+    }
+
+    /// Sets the status of a sandbox.
+    pub async fn set_status(
+        &self,
+        sandbox_id: &str,
+        status: SandboxStatus,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sandboxes SET status = $1 WHERE sandbox_id = $2")
+            .bind(status.as_str())
+            .bind(sandbox_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Refreshes the activity of a running sandbox: `expiresAt` becomes now + its timeout.
+    pub async fn touch(&self, sandbox_id: &str, now: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE sandboxes SET last_activity_at = $1, expires_at = $1 + timeout_ms \
+             WHERE sandbox_id = $2 AND status = 'running'",
+        )
+        .bind(now)
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Changes the timeout of a running sandbox and extends it from now; `None` when the
+    /// sandbox is no longer running.
+    pub async fn set_timeout(
+        &self,
+        sandbox_id: &str,
+        timeout_ms: i64,
+        now: i64,
+    ) -> Result<Option<Sandbox>, StoreError> {
+        let updated = sqlx::query(
+            "UPDATE sandboxes SET timeout_ms = $1, last_activity_at = $2, expires_at = $2 + $1 \
+             WHERE sandbox_id = $3 AND status = 'running'",
+        )
+        .bind(timeout_ms)
+        .bind(now)
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.sandbox(sandbox_id).await
+    }
+
+    /// Marks a sandbox killed; returns the updated row.
+    pub async fn mark_killed(
+        &self,
+        sandbox_id: &str,
+        now: i64,
+    ) -> Result<Option<Sandbox>, StoreError> {
+        sqlx::query("UPDATE sandboxes SET status = 'killed', killed_at = $1 WHERE sandbox_id = $2")
+            .bind(now)
+            .bind(sandbox_id)
+            .execute(&self.pool)
+            .await?;
+        self.sandbox(sandbox_id).await
+    }
+
+    /// Deletes a sandbox row.
+    pub async fn delete_sandbox(&self, sandbox_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM sandboxes WHERE sandbox_id = $1")
+            .bind(sandbox_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Running sandboxes whose `expiresAt` has passed.
+    pub async fn expired_sandboxes(&self, now: i64) -> Result<Vec<Sandbox>, StoreError> {
+        let found = sqlx::query(select_sandboxes!(
+            "WHERE status = 'running' AND expires_at IS NOT NULL AND expires_at <= $1"
+        ))
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?;
+        found.iter().map(rows::sandbox).collect()
+    }
+
+    /// The `creating` and `running` rows, as reconcile sees them.
+    pub async fn live_rows(&self) -> Result<Vec<RowState>, StoreError> {
+        let found = sqlx::query(
+            "SELECT sandbox_id, container_id, status, created_at FROM sandboxes \
+             WHERE status IN ('creating', 'running')",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        found
+            .iter()
+            .map(|row| {
+                let status: String = row.try_get("status")?;
+                Ok(RowState {
+                    sandbox_id: row.try_get("sandbox_id")?,
+                    container_id: row.try_get("container_id")?,
+                    status: SandboxStatus::parse(&status).ok_or_else(|| {
+                        StoreError::Corrupt(format!("unknown sandbox status {status}"))
+                    })?,
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Marks sandboxes `error`, but only those still `creating` or `running`, so a
+    /// sandbox killed meanwhile keeps its status.
+    pub async fn mark_error(&self, sandbox_ids: &[String]) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for id in sandbox_ids {
+            sqlx::query(
+                "UPDATE sandboxes SET status = 'error' WHERE sandbox_id = $1 \
+                 AND status IN ('creating', 'running')",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,91 @@
+//! Opening the store: the database file, its migrations and the secret box.
+
+use std::path::Path;
+use std::str::FromStr as _;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AnyPool, Executor as _, SqlSafeStr as _};
+
+use crate::{SecretBox, StoreError};
+
+/// The SQLite migrations, in order. Migrations are only ever added, never edited.
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../migrations/sqlite/0001_init.sql"),
+)];
+
+/// The persistent state of one sandboxd installation.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(crate) pool: AnyPool,
+    pub(crate) secrets: SecretBox,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or_default()
+}
+
+impl Store {
+    /// Opens (creating when needed) `sandboxd.db` and `master.key` in `data_dir`, and
+    /// brings the schema up to date.
+    pub async fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        sqlx::any::install_default_drivers();
+        let secrets = SecretBox::load_or_create(&data_dir.join("master.key"))?;
+        let db = data_dir.join("sandboxd.db");
+        let url = format!("sqlite://{}?mode=rwc", db.display());
+        let options = AnyConnectOptions::from_str(&url)?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(8)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA foreign_keys = ON").await?;
+                    conn.execute("PRAGMA busy_timeout = 5000").await?;
+                    conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        pool.execute("PRAGMA journal_mode = WAL").await?;
+        restrict_permissions(&db);
+        let migrations = SQLITE_MIGRATIONS
+            .iter()
+            .map(|(version, name, sql)| {
+                Migration::new(
+                    *version,
+                    (*name).into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect();
+        Migrator::with_migrations(migrations).run(&pool).await?;
+        Ok(Self { pool, secrets })
+    }
+
+    /// The secret box of this installation.
+    pub fn secrets(&self) -> &SecretBox {
+        &self.secrets
+    }
+
+    /// Closes every connection.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// The database holds sealed secrets and key hashes only, but nobody else needs to read it.
+fn restrict_permissions(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+}

@@ -1,0 +1,192 @@
+//! The store's story on a real SQLite file: bootstrap, keys, projects, sandbox rows,
+//! secrets at rest, reconcile rows.
+
+use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
+use sandboxd_store::{Store, new_id};
+
+fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox {
+    Sandbox {
+        sandbox_id: new_id().unwrap(),
+        name: "s".into(),
+        organization_id: org.into(),
+        project_id: project.into(),
+        environment_id: env.into(),
+        server_id: None,
+        image: "img".into(),
+        template: None,
+        container_id: None,
+        status: SandboxStatus::Creating,
+        cpu: 0.5,
+        memory_mb: 128,
+        pids_limit: 64,
+        timeout_ms: 60_000,
+        network_mode: NetworkMode::Isolated,
+        workdir: "/home/user".into(),
+        user: None,
+        runtime: None,
+        created_at,
+        expires_at: None,
+        last_activity_at: None,
+        killed_at: None,
+    }
+}
+
+#[tokio::test]
+async fn bootstrap_authenticate_and_sandbox_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    assert!(store.bootstrap(Some("short")).await.is_err());
+    let boot = store
+        .bootstrap(None)
+        .await
+        .unwrap()
+        .expect("first start bootstraps");
+    let key = boot.generated_key.clone().expect("a key is generated");
+    assert!(key.starts_with("sbx_"));
+    assert!(
+        store.bootstrap(None).await.unwrap().is_none(),
+        "second start does nothing"
+    );
+
+    let principal = store
+        .authenticate(&key)
+        .await
+        .unwrap()
+        .expect("key is valid");
+    assert_eq!(principal.organization_id, boot.organization_id);
+    assert!(store.authenticate("sbx_wrong").await.unwrap().is_none());
+    assert!(store.authenticate("").await.unwrap().is_none());
+
+    let projects = store
+        .projects_with_environments(&boot.organization_id)
+        .await
+        .unwrap();
+    assert_eq!(projects.len(), 1);
+    assert_eq!(projects[0].0.name, "default");
+    assert_eq!(projects[0].1[0].name, "production");
+    assert!(
+        store
+            .environment("other-org", &boot.environment_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let staging = store
+        .create_environment(&boot.organization_id, &boot.project_id, "staging", None)
+        .await
+        .unwrap();
+    assert!(staging.is_some());
+    assert!(
+        store
+            .create_environment(&boot.organization_id, &boot.project_id, "staging", None)
+            .await
+            .is_err()
+    );
+
+    let secret = "API_TOKEN=plaintext-secret-value-123";
+    let row = sandbox(
+        &boot.organization_id,
+        &boot.project_id,
+        &boot.environment_id,
+        1,
+    );
+    store
+        .insert_sandbox(&row, Some(secret), &principal.user_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .sandbox_env_vars(&row.sandbox_id)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(secret)
+    );
+    let running = store
+        .mark_running(&row.sandbox_id, "cid", Some("1000:1000"), 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(running.status, SandboxStatus::Running);
+    assert_eq!(running.expires_at, Some(61_000));
+    store.touch(&row.sandbox_id, 2_000).await.unwrap();
+    assert_eq!(
+        store
+            .sandbox(&row.sandbox_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .expires_at,
+        Some(62_000)
+    );
+    let extended = store
+        .set_timeout(&row.sandbox_id, 120_000, 3_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(extended.expires_at, Some(123_000));
+    assert_eq!(store.expired_sandboxes(122_999).await.unwrap().len(), 0);
+    assert_eq!(store.expired_sandboxes(123_000).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .sandboxes_in_project(&boot.project_id)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(store.live_rows().await.unwrap().len(), 1);
+    let killed = store
+        .mark_killed(&row.sandbox_id, 5_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(killed.status, SandboxStatus::Killed);
+    store
+        .mark_error(std::slice::from_ref(&row.sandbox_id))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .sandbox(&row.sandbox_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        SandboxStatus::Killed,
+        "mark_error never overrides a kill"
+    );
+    store.close().await;
+
+    // Nothing secret is in the database files in plaintext: not the env vars, not the key.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        for needle in [secret.as_bytes(), b"plaintext-secret-value", key.as_bytes()] {
+            assert!(!bytes.windows(needle.len()).any(|w| w == needle));
+        }
+    }
+
+    // The store reopens with the same master key: keys and secrets still work.
+    let reopened = Store::open(dir.path()).await.unwrap();
+    assert!(reopened.authenticate(&key).await.unwrap().is_some());
+    assert_eq!(
+        reopened
+            .sandbox_env_vars(&row.sandbox_id)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(secret)
+    );
+}
+
+#[tokio::test]
+async fn bootstrap_key_from_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let chosen = "k".repeat(40);
+    let boot = store.bootstrap(Some(&chosen)).await.unwrap().unwrap();
+    assert!(boot.generated_key.is_none());
+    assert!(store.authenticate(&chosen).await.unwrap().is_some());
+    let id = store.instance_id().await.unwrap();
+    assert_eq!(store.instance_id().await.unwrap(), id);
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds the local images the test suite and the quick start use, without any registry:
+#   sandboxd-test/busybox:latest  a static busybox root filesystem (no GNU tools, no libc)
+#   sandboxd-test/debian:bookworm a minimal Debian made with debootstrap (GNU find, coreutils)
+# Images that already exist are kept; pass --force to rebuild them.
+set -euo pipefail
+
+force=0
+[ "${1:-}" = "--force" ] && force=1
+
+have_image() { [ "$force" = 0 ] && docker image inspect "$1" >/dev/null 2>&1; }
+
+apt_updated=0
+ensure_pkg() {
+  if ! dpkg -s "$1" >/dev/null 2>&1; then
+    if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+  fi
+}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+write_accounts() {
+  local root=$1
+  mkdir -p "$root/etc"
+  cat >"$root/etc/passwd" <<'P'
+root:x:0:0:root:/root:/bin/sh
+user:x:1000:1000:user:/home/user:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+P
+  cat >"$root/etc/group" <<'G'
+root:x:0:
+user:x:1000:
+nogroup:x:65534:
+G
+}
+
+if ! have_image sandboxd-test/busybox:latest; then
+  ensure_pkg busybox-static
+  root="$work/busybox"
+  mkdir -p "$root/bin" "$root/tmp" "$root/home/user" "$root/root" "$root/proc" "$root/sys" "$root/dev"
+  cp /bin/busybox "$root/bin/busybox"
+  for applet in $("$root/bin/busybox" --list); do
+    [ "$applet" = busybox ] || ln -sf busybox "$root/bin/$applet"
+  done
+  write_accounts "$root"
+  chmod 1777 "$root/tmp"
+  chown 1000:1000 "$root/home/user"
+  tar -C "$root" -c . | docker import \
+    --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/bin' \
+    --change 'LABEL sandboxd.test-image=true' \
+    - sandboxd-test/busybox:latest >/dev/null
+  echo "built sandboxd-test/busybox:latest"
+fi
+
+if ! have_image sandboxd-test/debian:bookworm; then
+  ensure_pkg debootstrap
+  root="$work/debian"
+  debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
+    || { tail -n 30 "$work/debootstrap.log"; exit 1; }
+  rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/*
+  chroot "$root" /usr/sbin/groupadd -g 1000 user
+  chroot "$root" /usr/sbin/useradd -u 1000 -g 1000 -m -d /home/user -s /bin/sh user
+  tar -C "$root" -c . | docker import \
+    --change 'CMD ["/bin/bash"]' \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'LABEL sandboxd.test-image=true' \
+    - sandboxd-test/debian:bookworm >/dev/null
+  echo "built sandboxd-test/debian:bookworm"
+fi
