@@ -8,15 +8,21 @@ pub const MARKER_ENV: &str = "SANDBOXD_EXEC_ID";
 
 /// The kill script; it takes the `NAME=value` marker as `$1`, so nothing is quoted.
 /// GNU grep reads NUL-separated environ with `-z`; busybox grep has no `-z` (exit 2),
-/// so it falls back to `tr`.
+/// so it falls back to `tr`. It exits non-zero when a readable environ could not be
+/// checked (typically: no pid left to fork `grep`), so the caller knows the kill may
+/// have missed processes and falls back to restarting the container.
 const KILL_SCRIPT: &str = r#"m="$1"
+failed=0
 kill_pid() { p="${1#/proc/}"; kill -9 "${p%/environ}" 2>/dev/null; }
+settle() {
+  if [ "$1" -eq 0 ]; then kill_pid "$2"; elif [ "$1" -gt 1 ] && [ -r "$2" ]; then failed=1; fi
+}
 if grep -qzF x /dev/null 2>/dev/null; [ $? -ne 2 ]; then
-  for f in /proc/[0-9]*/environ; do grep -qzxF "$m" "$f" 2>/dev/null && kill_pid "$f"; done
+  for f in /proc/[0-9]*/environ; do grep -qzxF "$m" "$f" 2>/dev/null; settle $? "$f"; done
 else
-  for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f" 2>/dev/null | grep -qxF "$m" && kill_pid "$f"; done
+  for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f" 2>/dev/null | grep -qxF "$m"; settle $? "$f"; done
 fi
-true"#;
+exit $failed"#;
 
 /// `NAME=value` entry to add to the environment of an exec.
 pub fn marker_entry(marker: &str) -> String {

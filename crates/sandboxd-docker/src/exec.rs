@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bollard::container::LogOutput;
-use bollard::exec::{StartExecOptions, StartExecResults};
+use bollard::exec::StartExecResults;
 use bollard::models::ExecConfig;
 use futures_util::StreamExt;
 use sandboxd_core::exec_kill;
@@ -139,16 +139,19 @@ impl Engine {
                 .is_err()
             {
                 outcome.timed_out = true;
-                if let Err(error) = self
-                    .exec_detached(container, exec_kill::kill_argv(&marker))
+                let killed = self
+                    .run_quietly(container, exec_kill::kill_argv(&marker))
                     .await
-                {
-                    warn!(%error, "marker kill could not start");
-                }
+                    == Some(0);
                 let grace = Duration::from_millis(KILL_GRACE_MS);
-                if tokio::time::timeout(grace, &mut drain).await.is_err() {
-                    // The kill could not run (pids limit exhausted, no grep): killing and
-                    // starting the container drops every process and keeps the files.
+                if !killed || tokio::time::timeout(grace, &mut drain).await.is_err() {
+                    // The kill could not run or missed processes (pids limit exhausted, no
+                    // grep): killing and starting the container drops every process and
+                    // keeps the files.
+                    warn!(
+                        container,
+                        "marker kill incomplete; restarting the container"
+                    );
                     outcome.container_killed = self.kill_container(container).await.is_ok();
                     if outcome.container_killed {
                         outcome.container_restarted = self.start_container(container).await.is_ok();
@@ -180,27 +183,25 @@ impl Engine {
         Ok(1)
     }
 
-    /// Starts a command without waiting for it.
-    async fn exec_detached(&self, container: &str, argv: Vec<String>) -> Result<(), EngineError> {
+    /// Runs a short command to its end and returns its exit code; `None` when it could
+    /// not start, failed, or did not finish within the kill grace period.
+    async fn run_quietly(&self, container: &str, argv: Vec<String>) -> Option<i64> {
         let config = ExecConfig {
             cmd: Some(argv),
-            attach_stdout: Some(false),
-            attach_stderr: Some(false),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
             ..Default::default()
         };
-        let created = bounded("create exec", self.docker.create_exec(container, config))
-            .await?
-            .map_err(|e| EngineError::from_engine("container", e))?;
-        let options = StartExecOptions {
-            detach: true,
-            ..Default::default()
+        let grace = Duration::from_millis(KILL_GRACE_MS);
+        let run = async {
+            let created = self.docker.create_exec(container, config).await.ok()?;
+            if let StartExecResults::Attached { mut output, .. } =
+                self.docker.start_exec(&created.id, None).await.ok()?
+            {
+                while let Some(Ok(_)) = output.next().await {}
+            }
+            self.exit_code(&created.id).await.ok()
         };
-        bounded(
-            "start exec",
-            self.docker.start_exec(&created.id, Some(options)),
-        )
-        .await?
-        .map_err(EngineError::Engine)?;
-        Ok(())
+        tokio::time::timeout(grace, run).await.ok().flatten()
     }
 }

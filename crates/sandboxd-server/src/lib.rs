@@ -1,1 +1,170 @@
-//! placeholder
+//! The HTTP server of sandboxd: the REST API and its OpenAPI document, authentication,
+//! and the background loops (reaper, reconcile).
+#![forbid(unsafe_code)]
+
+mod auth;
+mod error;
+mod extract;
+mod loops;
+mod openapi;
+mod routes;
+pub mod service;
+pub mod time;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use sandboxd_core::limits::{REAPER_INTERVAL_MS, RECONCILE_INTERVAL_MS};
+use sandboxd_core::templates::Templates;
+use sandboxd_docker::Engine;
+use sandboxd_store::{Bootstrap, Store};
+use tokio::net::TcpListener;
+use tracing::{info, warn};
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+
+pub use service::Service;
+
+/// Largest request body accepted: a 10 MiB file, base64-encoded, in JSON.
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// What the server needs to start.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub data_dir: PathBuf,
+    /// Images of the built-in templates, by template name, replacing the defaults.
+    pub template_images: BTreeMap<String, String>,
+    /// The owner key to create on first start (32+ characters); generated when absent.
+    pub bootstrap_key: Option<String>,
+    pub reaper_interval: Duration,
+    pub reconcile_interval: Duration,
+}
+
+impl ServerConfig {
+    /// Defaults for a data directory.
+    pub fn new(data_dir: PathBuf) -> Self {
+        Self {
+            data_dir,
+            template_images: BTreeMap::new(),
+            bootstrap_key: None,
+            reaper_interval: Duration::from_millis(REAPER_INTERVAL_MS),
+            reconcile_interval: Duration::from_millis(RECONCILE_INTERVAL_MS),
+        }
+    }
+}
+
+/// Shared state of the handlers.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub service: Service,
+}
+
+/// A server that is ready to serve: store open, engine connected, first start done.
+#[derive(Debug)]
+pub struct Server {
+    pub service: Service,
+    /// What the first start created, when this start was the first.
+    pub bootstrap: Option<Bootstrap>,
+    config: ServerConfig,
+}
+
+/// Failure to start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot open the store in {path}")]
+    Store {
+        path: String,
+        #[source]
+        source: sandboxd_store::StoreError,
+    },
+    #[error("cannot connect to the Docker engine")]
+    Engine(#[source] sandboxd_docker::EngineError),
+    #[error("cannot serve HTTP")]
+    Serve(#[source] std::io::Error),
+}
+
+impl Server {
+    /// Opens the store (bootstrapping an empty one) and connects to the engine.
+    pub async fn start(config: ServerConfig) -> Result<Self, StartError> {
+        let store_error = |source| StartError::Store {
+            path: config.data_dir.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&config.data_dir).map_err(|source| StartError::Store {
+            path: config.data_dir.display().to_string(),
+            source: sandboxd_store::StoreError::Io {
+                path: config.data_dir.display().to_string(),
+                source,
+            },
+        })?;
+        let store = Store::open(&config.data_dir).await.map_err(store_error)?;
+        let bootstrap = store
+            .bootstrap(config.bootstrap_key.as_deref())
+            .await
+            .map_err(store_error)?;
+        let instance_id = store.instance_id().await.map_err(store_error)?;
+        let engine = Engine::connect_local().await.map_err(StartError::Engine)?;
+        info!(api_version = %engine.api_version(), %instance_id, "connected to the Docker engine");
+        let templates = Templates::with_images(&config.template_images);
+        let service = Service::new(store, engine, templates, instance_id);
+        Ok(Self {
+            service,
+            bootstrap,
+            config,
+        })
+    }
+
+    /// The router of the API.
+    pub fn router(&self) -> Router {
+        app(AppState {
+            service: self.service.clone(),
+        })
+    }
+
+    /// Reconciles once, then serves until `shutdown` resolves; the background loops stop
+    /// with the server.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StartError> {
+        if let Err(error) = self.service.reconcile_once().await {
+            warn!(%error, "startup reconcile failed; the periodic pass will retry");
+        }
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let background = loops::spawn(self.service.clone(), &self.config, stop_rx);
+        let router = self.router();
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        let _ = stop_tx.send(true);
+        for task in background {
+            let _ = task.await;
+        }
+        self.service.store().close().await;
+        served.map_err(StartError::Serve)
+    }
+}
+
+/// Builds the HTTP application around a state.
+pub fn app(state: AppState) -> Router {
+    let (router, api) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .merge(routes::sandbox::router())
+        .merge(routes::projects::router())
+        .split_for_parts();
+    let document = Json(api);
+    router
+        .route(
+            "/api/openapi.json",
+            get(move || async move { document.clone() }),
+        )
+        .route("/health", get(|| async { "ok" }))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}

@@ -1,5 +1,6 @@
 //! The store's story on a real SQLite file: bootstrap, keys, projects, sandbox rows,
 //! secrets at rest, reconcile rows.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
 use sandboxd_store::{Store, new_id};

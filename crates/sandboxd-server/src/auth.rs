@@ -1,0 +1,44 @@
+//! Authentication: the `x-api-key` header (or `Authorization: Bearer`) names the caller.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use sandboxd_core::model::Principal;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::service::ServiceError;
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Principal);
+
+fn token(parts: &Parts) -> Option<&str> {
+    if let Some(key) = parts.headers.get("x-api-key") {
+        return key.to_str().ok();
+    }
+    parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = token(parts).ok_or(ApiError::Unauthorized)?.trim();
+        let principal = state
+            .service
+            .store()
+            .authenticate(token)
+            .await
+            .map_err(|e| ApiError::Service(ServiceError::from(e)))?
+            .ok_or(ApiError::Unauthorized)?;
+        Ok(Self(principal))
+    }
+}

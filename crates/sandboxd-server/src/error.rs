@@ -1,0 +1,116 @@
+//! The one place where failures become HTTP statuses and stable error codes.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use sandboxd_core::api::ErrorBody;
+use sandboxd_core::error::Issue;
+use tracing::error;
+
+use crate::service::ServiceError;
+
+/// A failed request.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("missing or invalid API key")]
+    Unauthorized,
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+}
+
+impl ApiError {
+    fn parts(&self) -> (StatusCode, &'static str, String, Vec<Issue>) {
+        use ServiceError as S;
+        match self {
+            Self::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHORIZED",
+                self.to_string(),
+                vec![],
+            ),
+            Self::BadRequest(message) => (
+                StatusCode::BAD_REQUEST,
+                "BAD_REQUEST",
+                message.clone(),
+                vec![],
+            ),
+            Self::TooLarge(message) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                message.clone(),
+                vec![],
+            ),
+            Self::Service(service) => match service {
+                S::Invalid(invalid) => (
+                    StatusCode::BAD_REQUEST,
+                    "BAD_REQUEST",
+                    invalid.to_string(),
+                    invalid.issues.clone(),
+                ),
+                S::Refused(message) => (
+                    StatusCode::BAD_REQUEST,
+                    "BAD_REQUEST",
+                    message.clone(),
+                    vec![],
+                ),
+                S::NotFound(_) => (
+                    StatusCode::NOT_FOUND,
+                    "NOT_FOUND",
+                    service.to_string(),
+                    vec![],
+                ),
+                S::NotRunning(_) => (
+                    StatusCode::PRECONDITION_FAILED,
+                    "PRECONDITION_FAILED",
+                    service.to_string(),
+                    vec![],
+                ),
+                S::TooLarge(message) => (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "PAYLOAD_TOO_LARGE",
+                    message.clone(),
+                    vec![],
+                ),
+                S::Conflict(message) => (StatusCode::CONFLICT, "CONFLICT", message.clone(), vec![]),
+                // Internal faults: the cause goes to the log, never to the client.
+                S::Store(_) | S::Engine(_) => (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL_SERVER_ERROR",
+                    "internal error".into(),
+                    vec![],
+                ),
+            },
+        }
+    }
+}
+
+/// The error chain of a failure, for the log.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, message, issues) = self.parts();
+        if status.is_server_error() {
+            error!(error = %chain(&self), "request failed");
+        }
+        let body = ErrorBody {
+            code: code.into(),
+            message,
+            issues,
+        };
+        (status, Json(body)).into_response()
+    }
+}

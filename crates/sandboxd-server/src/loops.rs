@@ -1,0 +1,59 @@
+//! Schedulers of the background passes: a tick, one pass, log the outcome. A pass that
+//! is running when the server stops finishes first.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::warn;
+
+use crate::ServerConfig;
+use crate::service::{Service, ServiceError};
+
+fn every<F, Fut>(
+    period: Duration,
+    mut stop: watch::Receiver<bool>,
+    name: &'static str,
+    mut pass: F,
+) -> JoinHandle<()>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), ServiceError>> + Send,
+{
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticks.tick().await;
+        loop {
+            tokio::select! {
+                _ = stop.changed() => return,
+                _ = ticks.tick() => {
+                    if let Err(error) = pass().await {
+                        warn!(loop_name = name, %error, "background pass failed");
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Starts the reaper and the periodic reconcile.
+pub fn spawn(
+    service: Service,
+    config: &ServerConfig,
+    stop: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let reaper = service.clone();
+    let reconciler = service;
+    vec![
+        every(config.reaper_interval, stop.clone(), "reaper", move || {
+            let service = reaper.clone();
+            async move { service.reap_once().await.map(|_| ()) }
+        }),
+        every(config.reconcile_interval, stop, "reconcile", move || {
+            let service = reconciler.clone();
+            async move { service.reconcile_once().await.map(|_| ()) }
+        }),
+    ]
+}

@@ -1,0 +1,4 @@
+//! HTTP routes, grouped by resource.
+
+pub mod projects;
+pub mod sandbox;

@@ -1,0 +1,209 @@
+//! `/api/sandbox.<procedure>`: parse into a typed command, call the service, map the result.
+
+use axum::Json;
+use axum::extract::State;
+use sandboxd_core::api::*;
+use sandboxd_core::model::Sandbox;
+use sandboxd_core::validate;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::extract::{ApiJson, ApiQuery};
+use crate::time::rfc3339;
+
+type ApiResult<T> = Result<Json<T>, ApiError>;
+
+fn view(sandbox: &Sandbox) -> SandboxView {
+    SandboxView::from_sandbox(sandbox, rfc3339)
+}
+
+/// The sandbox procedures.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create))
+        .routes(routes!(exec))
+        .routes(routes!(write_file))
+        .routes(routes!(read_file))
+        .routes(routes!(list_files))
+        .routes(routes!(set_timeout))
+        .routes(routes!(list))
+        .routes(routes!(one))
+        .routes(routes!(kill))
+        .routes(routes!(remove))
+        .routes(routes!(templates))
+}
+
+/// Create a sandbox: pulls the image if missing, starts a hardened container and
+/// returns the record with `status: running`.
+#[utoipa::path(post, path = "/api/sandbox.create", operation_id = "sandbox-create", tag = "sandbox",
+    request_body = CreateSandboxRequest,
+    responses((status = 200, body = SandboxView), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn create(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<CreateSandboxRequest>,
+) -> ApiResult<SandboxView> {
+    let cmd = validate::create_sandbox(req).map_err(crate::service::ServiceError::from)?;
+    Ok(Json(view(&state.service.create(&caller, cmd).await?)))
+}
+
+/// Run a command through `sh -c`; output is capped at 1 MiB per stream and the whole
+/// process tree is killed on timeout (exit code 124).
+#[utoipa::path(post, path = "/api/sandbox.exec", operation_id = "sandbox-exec", tag = "sandbox",
+    request_body = ExecRequest,
+    responses((status = 200, body = ExecResult), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 412, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn exec(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<ExecRequest>,
+) -> ApiResult<ExecResult> {
+    let cmd = validate::exec(req).map_err(crate::service::ServiceError::from)?;
+    Ok(Json(state.service.exec(&caller, cmd).await?))
+}
+
+/// Write a file (utf8 or base64, ≤ 10 MiB); parent directories are created and the
+/// file is owned by the sandbox user.
+#[utoipa::path(post, path = "/api/sandbox.writeFile", operation_id = "sandbox-writeFile", tag = "sandbox",
+    request_body = WriteFileRequest,
+    responses((status = 200, body = WriteFileResult), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 412, body = ErrorBody),
+        (status = 413, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn write_file(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<WriteFileRequest>,
+) -> ApiResult<WriteFileResult> {
+    let cmd = validate::write_file(req).map_err(crate::service::ServiceError::from)?;
+    Ok(Json(state.service.write_file(&caller, cmd).await?))
+}
+
+/// Read a regular file (≤ 10 MiB).
+#[utoipa::path(get, path = "/api/sandbox.readFile", operation_id = "sandbox-readFile", tag = "sandbox",
+    params(ReadFileQuery),
+    responses((status = 200, body = ReadFileResult), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 412, body = ErrorBody),
+        (status = 413, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn read_file(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiQuery(req): ApiQuery<ReadFileQuery>,
+) -> ApiResult<ReadFileResult> {
+    let cmd = validate::read_file(req).map_err(crate::service::ServiceError::from)?;
+    Ok(Json(state.service.read_file(&caller, cmd).await?))
+}
+
+/// List a directory (default: the workdir), directories first.
+#[utoipa::path(get, path = "/api/sandbox.listFiles", operation_id = "sandbox-listFiles", tag = "sandbox",
+    params(ListFilesQuery),
+    responses((status = 200, body = ListFilesResult), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 412, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn list_files(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiQuery(req): ApiQuery<ListFilesQuery>,
+) -> ApiResult<ListFilesResult> {
+    let cmd = validate::list_files(req).map_err(crate::service::ServiceError::from)?;
+    Ok(Json(state.service.list_files(&caller, cmd).await?))
+}
+
+/// Change the idle timeout of a running sandbox; it then expires that long from now.
+#[utoipa::path(post, path = "/api/sandbox.setTimeout", operation_id = "sandbox-setTimeout", tag = "sandbox",
+    request_body = SetTimeoutRequest,
+    responses((status = 200, body = SandboxView), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 412, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn set_timeout(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<SetTimeoutRequest>,
+) -> ApiResult<SandboxView> {
+    let (id, timeout) = validate::set_timeout(req).map_err(crate::service::ServiceError::from)?;
+    Ok(Json(view(
+        &state.service.set_timeout(&caller, &id, timeout).await?,
+    )))
+}
+
+/// List the sandboxes of an environment or of a project, newest first.
+#[utoipa::path(get, path = "/api/sandbox.list", operation_id = "sandbox-list", tag = "sandbox",
+    params(ListSandboxesQuery),
+    responses((status = 200, body = Vec<SandboxView>), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn list(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiQuery(req): ApiQuery<ListSandboxesQuery>,
+) -> ApiResult<Vec<SandboxView>> {
+    let scope = validate::list_scope(req).map_err(crate::service::ServiceError::from)?;
+    let sandboxes = state.service.list(&caller, scope).await?;
+    Ok(Json(sandboxes.iter().map(view).collect()))
+}
+
+/// One sandbox.
+#[utoipa::path(get, path = "/api/sandbox.one", operation_id = "sandbox-one", tag = "sandbox",
+    params(SandboxIdQuery),
+    responses((status = 200, body = SandboxView), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn one(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiQuery(req): ApiQuery<SandboxIdQuery>,
+) -> ApiResult<SandboxView> {
+    Ok(Json(view(
+        &state.service.sandbox_for(&caller, &req.sandbox_id).await?,
+    )))
+}
+
+/// Kill a sandbox: the container is stopped (2 s grace) and removed; the record stays
+/// as `killed`.
+#[utoipa::path(post, path = "/api/sandbox.kill", operation_id = "sandbox-kill", tag = "sandbox",
+    request_body = SandboxIdBody,
+    responses((status = 200, body = SandboxView), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn kill(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<SandboxIdBody>,
+) -> ApiResult<SandboxView> {
+    Ok(Json(view(
+        &state.service.kill_for(&caller, &req.sandbox_id).await?,
+    )))
+}
+
+/// Delete a sandbox record, killing it first if needed.
+#[utoipa::path(post, path = "/api/sandbox.remove", operation_id = "sandbox-remove", tag = "sandbox",
+    request_body = SandboxIdBody,
+    responses((status = 200, body = bool), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn remove(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<SandboxIdBody>,
+) -> ApiResult<bool> {
+    state.service.remove_for(&caller, &req.sandbox_id).await?;
+    Ok(Json(true))
+}
+
+/// The built-in templates.
+#[utoipa::path(get, path = "/api/sandbox.templates", operation_id = "sandbox-templates", tag = "sandbox",
+    responses((status = 200, body = Vec<TemplateView>), (status = 401, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn templates(
+    State(state): State<AppState>,
+    Caller(_caller): Caller,
+) -> ApiResult<Vec<TemplateView>> {
+    Ok(Json(state.service.templates().views()))
+}

@@ -1,0 +1,181 @@
+//! `sandbox.create`: a row in `creating`, then image, network, container, user and
+//! workdir; the row ends `running`, or `error` with no container left behind.
+
+use sandboxd_core::limits::DEFAULT_WORKDIR;
+use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
+use sandboxd_core::paths;
+use sandboxd_core::plan::{self, NetworkPlan};
+use sandboxd_core::validate::CreateSandbox;
+use sandboxd_docker::{EngineError, ExecSpec};
+use sandboxd_store::new_id;
+use std::time::Duration;
+use tracing::{info, warn};
+
+use super::{Service, ServiceError, now_ms};
+
+/// Timeout of the small commands sandboxd runs itself (user lookup, mkdir, listing).
+pub(crate) const INTERNAL_EXEC_TIMEOUT: Duration = Duration::from_secs(15);
+
+impl Service {
+    /// Creates and starts a sandbox for `caller`.
+    pub async fn create(
+        &self,
+        caller: &Principal,
+        cmd: CreateSandbox,
+    ) -> Result<Sandbox, ServiceError> {
+        let environment = self
+            .store()
+            .environment(&caller.organization_id, &cmd.environment_id)
+            .await?
+            .ok_or(ServiceError::NotFound("environment"))?;
+        if cmd.server_id.is_some() {
+            return Err(ServiceError::NotFound("server"));
+        }
+        let template = cmd
+            .image
+            .template
+            .as_deref()
+            .and_then(|name| self.templates().get(name));
+        let image = cmd
+            .image
+            .image
+            .clone()
+            .or_else(|| template.map(|t| t.image.clone()))
+            .ok_or(ServiceError::NotFound("template"))?;
+        let now = now_ms();
+        let sandbox_id = new_id()?;
+        let row = Sandbox {
+            name: cmd
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("sandbox-{}", &sandbox_id[..8].to_lowercase())),
+            sandbox_id,
+            organization_id: caller.organization_id.clone(),
+            project_id: environment.project_id.clone(),
+            environment_id: environment.environment_id.clone(),
+            server_id: None,
+            image,
+            template: cmd.image.template.clone(),
+            container_id: None,
+            status: SandboxStatus::Creating,
+            cpu: cmd.cpu,
+            memory_mb: cmd.memory_mb,
+            pids_limit: cmd.pids_limit,
+            timeout_ms: cmd.timeout_ms,
+            network_mode: cmd.network_mode,
+            workdir: cmd
+                .workdir
+                .clone()
+                .or_else(|| template.map(|t| t.workdir.clone()))
+                .unwrap_or_else(|| DEFAULT_WORKDIR.into()),
+            user: template.and_then(|t| t.user.clone()),
+            runtime: None,
+            created_at: now,
+            expires_at: None,
+            last_activity_at: None,
+            killed_at: None,
+        };
+        self.store()
+            .insert_sandbox(&row, cmd.env_vars.as_deref(), &caller.user_id)
+            .await?;
+        match self.start_container(&row, cmd.env_vars.as_deref()).await {
+            Ok((container_id, user)) => {
+                info!(sandbox_id = %row.sandbox_id, image = %row.image, "sandbox running");
+                self.store()
+                    .mark_running(&row.sandbox_id, &container_id, user.as_deref(), now_ms())
+                    .await?
+                    .ok_or(ServiceError::NotFound("sandbox"))
+            }
+            Err(error) => {
+                warn!(sandbox_id = %row.sandbox_id, %error, "sandbox creation failed");
+                self.store()
+                    .set_status(&row.sandbox_id, SandboxStatus::Error)
+                    .await?;
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Image, network, container; on any failure after the container exists, the
+    /// container is removed. Returns the container id and the resolved `uid:gid`.
+    async fn start_container(
+        &self,
+        row: &Sandbox,
+        env_vars: Option<&str>,
+    ) -> Result<(String, Option<String>), EngineError> {
+        let engine = self.engine();
+        engine.ensure_image(&row.image).await?;
+        let plan = plan::plan_container(row, env_vars, self.instance_id());
+        if let NetworkPlan::Bridge(name) = &plan.network {
+            engine.ensure_bridge(name).await?;
+        }
+        let container_id = engine.create_container(&plan).await?;
+        let prepared = async {
+            engine.start_container(&container_id).await?;
+            let user = self
+                .resolve_user(&container_id)
+                .await
+                .or_else(|| row.user.clone());
+            self.prepare_workdir(&container_id, &row.workdir, user.as_deref())
+                .await?;
+            Ok::<_, EngineError>(user)
+        };
+        match prepared.await {
+            Ok(user) => Ok((container_id, user)),
+            Err(error) => {
+                if let Err(cleanup) = engine.remove_container(&container_id).await {
+                    warn!(%container_id, error = %cleanup, "could not remove the container of a failed sandbox");
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The `uid:gid` the container runs as, read inside it.
+    async fn resolve_user(&self, container_id: &str) -> Option<String> {
+        let spec = |flag: &str| ExecSpec {
+            argv: vec!["id".into(), flag.into()],
+            cwd: Some("/".into()),
+            env: Vec::new(),
+            user: None,
+            timeout: INTERNAL_EXEC_TIMEOUT,
+            max_output: 64,
+        };
+        let uid = self.engine().exec(container_id, spec("-u")).await.ok()?;
+        let gid = self.engine().exec(container_id, spec("-g")).await.ok()?;
+        if uid.exit_code != 0 || gid.exit_code != 0 {
+            return None;
+        }
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_owned();
+        let user = format!("{}:{}", text(&uid.stdout), text(&gid.stdout));
+        plan::parse_user(&user).map(|_| user)
+    }
+
+    /// Creates the workdir owned by the sandbox user. The engine unpacks the archive, so
+    /// no capability is needed inside the container.
+    async fn prepare_workdir(
+        &self,
+        container_id: &str,
+        workdir: &str,
+        user: Option<&str>,
+    ) -> Result<(), EngineError> {
+        let Some((parent, name)) = paths::split_file(workdir) else {
+            return Ok(());
+        };
+        if parent != "/" {
+            let mkdir = ExecSpec {
+                argv: vec!["mkdir".into(), "-p".into(), "--".into(), parent.into()],
+                cwd: Some("/".into()),
+                env: Vec::new(),
+                user: Some("0".into()),
+                timeout: INTERNAL_EXEC_TIMEOUT,
+                max_output: 4096,
+            };
+            self.engine().exec(container_id, mkdir).await?;
+        }
+        let owner = user.and_then(plan::parse_user).unwrap_or((0, 0));
+        self.engine()
+            .put_dir(container_id, parent, name, owner)
+            .await
+    }
+}

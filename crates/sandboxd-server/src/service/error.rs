@@ -1,0 +1,50 @@
+//! Errors of the service layer: typed, with their causes kept. Only the API layer turns
+//! them into status codes.
+
+use sandboxd_core::error::Invalid;
+use sandboxd_core::model::NotRunning;
+use sandboxd_docker::EngineError;
+use sandboxd_store::StoreError;
+
+/// Why an operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error(transparent)]
+    NotRunning(#[from] NotRunning),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
+    Conflict(String),
+    /// The request was well-formed but the sandbox or engine refused it (a path that
+    /// cannot be created, an image that cannot be pulled).
+    #[error("{0}")]
+    Refused(String),
+    #[error("store failure")]
+    Store(#[source] StoreError),
+    #[error("engine failure")]
+    Engine(#[source] EngineError),
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Conflict(message) => Self::Conflict(message),
+            other => Self::Store(other),
+        }
+    }
+}
+
+impl From<EngineError> for ServiceError {
+    fn from(error: EngineError) -> Self {
+        match error {
+            EngineError::Pull { .. } | EngineError::Rejected { .. } => {
+                Self::Refused(error.to_string())
+            }
+            other => Self::Engine(other),
+        }
+    }
+}

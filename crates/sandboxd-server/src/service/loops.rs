@@ -1,0 +1,79 @@
+//! One pass of each background loop. The schedulers around them are trivial; startup
+//! reconcile and periodic reconcile are the same pass.
+
+use sandboxd_core::reconcile::{expired, plan_reconcile};
+use tracing::{info, warn};
+
+use super::{Service, ServiceError, now_ms};
+
+/// What a reaper pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReapReport {
+    pub killed: Vec<String>,
+    pub failed: Vec<String>,
+}
+
+/// What a reconcile pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    pub removed_containers: Vec<String>,
+    pub marked_error: Vec<String>,
+}
+
+impl Service {
+    /// Kills every running sandbox whose `expiresAt` has passed, carrying on past failures.
+    pub async fn reap_once(&self) -> Result<ReapReport, ServiceError> {
+        let now = now_ms();
+        let rows = self.store().expired_sandboxes(now).await?;
+        let mut report = ReapReport::default();
+        for sandbox in expired(&rows, now) {
+            let id = sandbox.sandbox_id.clone();
+            match self.kill(sandbox.clone()).await {
+                Ok(_) => report.killed.push(id),
+                Err(error) => {
+                    warn!(sandbox_id = %id, %error, "reaper could not kill an expired sandbox");
+                    report.failed.push(id);
+                }
+            }
+        }
+        if !report.killed.is_empty() {
+            info!(
+                killed = report.killed.len(),
+                "reaper killed expired sandboxes"
+            );
+        }
+        Ok(report)
+    }
+
+    /// Brings rows and containers back in line: orphan or stopped containers removed,
+    /// rows whose container is gone (or stuck creating) marked `error`.
+    pub async fn reconcile_once(&self) -> Result<ReconcileReport, ServiceError> {
+        let containers = self
+            .engine()
+            .list_sandbox_containers(self.instance_id())
+            .await?;
+        // Rows are read after the containers: a sandbox created in between has its row
+        // (creating or running) in the list, so its fresh container is never an orphan.
+        let rows = self.store().live_rows().await?;
+        let plan = plan_reconcile(&rows, &containers, now_ms());
+        let mut report = ReconcileReport::default();
+        for container in &plan.remove_containers {
+            match self.engine().remove_container(container).await {
+                Ok(()) => report.removed_containers.push(container.clone()),
+                Err(error) => {
+                    warn!(container_id = %container, %error, "reconcile could not remove a container")
+                }
+            }
+        }
+        self.store().mark_error(&plan.mark_error).await?;
+        report.marked_error = plan.mark_error;
+        if !plan.remove_containers.is_empty() || !report.marked_error.is_empty() {
+            info!(
+                removed = report.removed_containers.len(),
+                errored = report.marked_error.len(),
+                "reconciled sandboxes"
+            );
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,21 @@
+//! Times on the wire.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+/// Epoch milliseconds as an RFC 3339 UTC time with milliseconds.
+pub fn rfc3339(ms: i64) -> String {
+    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or_default());
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_milliseconds() {
+        assert_eq!(
+            super::rfc3339(1_700_000_000_123),
+            "2023-11-14T22:13:20.123Z"
+        );
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00.000Z");
+    }
+}

@@ -1,0 +1,238 @@
+//! Authentication, validation, errors, the OpenAPI document, projects and environments.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::harness::{KEY, TestServer};
+
+#[tokio::test]
+async fn missing_or_unknown_key_is_401_with_a_json_error() {
+    let server = TestServer::start().await;
+    for key in [None, Some("sbx_not_a_key"), Some("")] {
+        let (status, body) = server.post_with_key("sandbox.create", key, json!({})).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(body["code"], "UNAUTHORIZED");
+    }
+    let bearer = server
+        .client
+        .get(format!("{}/api/sandbox.templates", server.url))
+        .header("authorization", format!("Bearer {KEY}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bearer.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn validation_errors_are_400_with_issues_and_nothing_is_created() {
+    let server = TestServer::start().await;
+    let (status, body) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "template": "base", "cpu": 100, "memoryMb": 1}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "BAD_REQUEST");
+    let fields: Vec<&str> = body["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["cpu", "memoryMb"]);
+
+    // Wrong types and malformed JSON are 400 too, never 500.
+    let (status, _) = server
+        .post("sandbox.create", json!({"environmentId": 5}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let raw = server
+        .client
+        .post(format!("{}/api/sandbox.exec", server.url))
+        .header("x-api-key", KEY)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(raw.status(), StatusCode::BAD_REQUEST);
+    let body: Value = raw.json().await.unwrap();
+    assert_eq!(body["code"], "BAD_REQUEST");
+
+    let (status, body) = server.get("sandbox.list", &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, list) = server
+        .get("sandbox.list", &[("environmentId", &server.env_id)])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(list, json!([]));
+}
+
+#[tokio::test]
+async fn unknown_ids_are_404() {
+    let server = TestServer::start().await;
+    let (status, body) = server.get("sandbox.one", &[("sandboxId", "nope")]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["code"], "NOT_FOUND");
+    let (status, _) = server
+        .post("sandbox.exec", json!({"sandboxId": "nope", "cmd": "true"}))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": "nope", "template": "base"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = server.get("sandbox.list", &[("projectId", "nope")]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn projects_and_environments() {
+    let server = TestServer::start().await;
+    let (status, project) = server
+        .post("project.create", json!({"name": "agents"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{project}");
+    assert_eq!(project["environments"][0]["name"], "production");
+    let project_id = project["projectId"].as_str().unwrap();
+    let (status, env) = server
+        .post(
+            "environment.create",
+            json!({"projectId": project_id, "name": "staging"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{env}");
+    assert_eq!(env["projectId"], project_id);
+    let (status, _) = server
+        .post(
+            "environment.create",
+            json!({"projectId": project_id, "name": "staging"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = server
+        .post(
+            "environment.create",
+            json!({"projectId": "nope", "name": "x"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, all) = server.get("project.all", &[]).await;
+    let names: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "agents"]);
+    let envs: Vec<&str> = all[1]["environments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(envs, ["production", "staging"]);
+}
+
+#[tokio::test]
+async fn openapi_document_describes_every_procedure() {
+    let server = TestServer::start().await;
+    let doc: Value = server
+        .client
+        .get(format!("{}/api/openapi.json", server.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    assert_eq!(doc["info"]["title"], "sandboxd");
+    let expected = [
+        ("/api/sandbox.create", "post", "sandbox-create"),
+        ("/api/sandbox.exec", "post", "sandbox-exec"),
+        ("/api/sandbox.writeFile", "post", "sandbox-writeFile"),
+        ("/api/sandbox.readFile", "get", "sandbox-readFile"),
+        ("/api/sandbox.listFiles", "get", "sandbox-listFiles"),
+        ("/api/sandbox.setTimeout", "post", "sandbox-setTimeout"),
+        ("/api/sandbox.list", "get", "sandbox-list"),
+        ("/api/sandbox.one", "get", "sandbox-one"),
+        ("/api/sandbox.kill", "post", "sandbox-kill"),
+        ("/api/sandbox.remove", "post", "sandbox-remove"),
+        ("/api/sandbox.templates", "get", "sandbox-templates"),
+        ("/api/project.all", "get", "project-all"),
+        ("/api/project.create", "post", "project-create"),
+        ("/api/environment.create", "post", "environment-create"),
+    ];
+    let paths = doc["paths"].as_object().unwrap();
+    assert_eq!(
+        paths.len(),
+        expected.len(),
+        "{:?}",
+        paths.keys().collect::<Vec<_>>()
+    );
+    for (path, method, operation) in expected {
+        assert_eq!(
+            doc["paths"][path][method]["operationId"], operation,
+            "{path}"
+        );
+        // Each documented route answers (without a key: 401, never 404 or 405).
+        let request = match method {
+            "get" => server.client.get(format!("{}{path}", server.url)),
+            _ => server
+                .client
+                .post(format!("{}{path}", server.url))
+                .json(&json!({})),
+        };
+        assert_eq!(
+            request.send().await.unwrap().status(),
+            StatusCode::UNAUTHORIZED,
+            "{path}"
+        );
+    }
+    let create = &doc["components"]["schemas"]["CreateSandboxRequest"]["properties"];
+    for field in [
+        "environmentId",
+        "template",
+        "image",
+        "cpu",
+        "memoryMb",
+        "pidsLimit",
+        "timeoutMs",
+        "networkMode",
+        "envVars",
+        "workdir",
+    ] {
+        assert!(create.get(field).is_some(), "CreateSandboxRequest.{field}");
+    }
+    assert!(
+        doc["components"]["schemas"]["SandboxView"]["properties"]
+            .get("envVars")
+            .is_none()
+    );
+    assert_eq!(
+        doc["components"]["securitySchemes"]["apiKey"]["name"],
+        "x-api-key"
+    );
+}
+
+#[tokio::test]
+async fn templates_list_the_configured_images() {
+    let server = TestServer::start().await;
+    let (status, templates) = server.get("sandbox.templates", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["base", "python", "node"]);
+    assert_eq!(templates[0]["image"], crate::harness::DEBIAN);
+    assert_eq!(templates[0]["user"], "1000:1000");
+    assert_eq!(templates[2]["image"], "node:22-slim");
+}

@@ -1,0 +1,172 @@
+//! Containers as the engine sees them: hardening, limits, labels, network, images.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::harness::{BUSYBOX, TestServer, container, id};
+
+#[tokio::test]
+async fn container_is_hardened_and_limited_as_planned() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"template": "base", "cpu": 0.5, "memoryMb": 128, "pidsLimit": 64, "envVars": "FOO=bar\n# c\nBAD\nBAZ=q=1"}))
+        .await;
+    let info = server
+        .docker()
+        .inspect_container(container(&sandbox), None)
+        .await
+        .unwrap();
+    let config = info.config.unwrap();
+    let host = info.host_config.unwrap();
+    assert_eq!(
+        info.name.as_deref(),
+        Some(format!("/sandboxd-{}", id(&sandbox)).as_str())
+    );
+    assert_eq!(config.user.as_deref(), Some("1000:1000"));
+    assert_eq!(
+        config.cmd,
+        Some(vec!["tail".into(), "-f".into(), "/dev/null".into()])
+    );
+    assert!(
+        config
+            .entrypoint
+            .unwrap_or_default()
+            .iter()
+            .all(String::is_empty)
+    );
+    assert_eq!(config.working_dir.as_deref(), Some("/home/user"));
+    assert_eq!(config.network_disabled, Some(true));
+    let env = config.env.unwrap();
+    assert!(env.contains(&"HOME=/home/user".to_owned()));
+    assert!(env.contains(&"FOO=bar".to_owned()));
+    assert!(env.contains(&"BAZ=q=1".to_owned()));
+    assert!(!env.iter().any(|e| e == "BAD" || e.starts_with('#')));
+    let labels = config.labels.unwrap();
+    assert_eq!(labels["sandboxd.sandbox"], "true");
+    assert_eq!(labels["sandboxd.sandboxId"], id(&sandbox));
+    assert_eq!(labels["sandboxd.projectId"], server.project_id);
+    assert_eq!(labels["sandboxd.environmentId"], server.env_id);
+    assert_eq!(labels["sandboxd.instance"], server.instance());
+    assert_eq!(host.init, Some(true));
+    assert_eq!(host.nano_cpus, Some(500_000_000));
+    assert_eq!(host.memory, Some(128 * 1024 * 1024));
+    assert_eq!(host.memory_swap, Some(128 * 1024 * 1024));
+    assert_eq!(host.pids_limit, Some(64));
+    assert_eq!(host.cap_drop, Some(vec!["ALL".into()]));
+    assert_eq!(host.security_opt, Some(vec!["no-new-privileges".into()]));
+    assert_eq!(
+        host.restart_policy
+            .unwrap()
+            .name
+            .map(|n| n.to_string())
+            .as_deref(),
+        Some("no")
+    );
+    let log = host.log_config.unwrap();
+    assert_eq!(log.typ.as_deref(), Some("json-file"));
+    assert_eq!(log.config.unwrap()["max-size"], "10m");
+
+    // The workdir belongs to the sandbox user; HOME is the workdir.
+    let out = server
+        .exec(&sandbox, "id -u; id -g; stat -c %u:%g .; echo $HOME")
+        .await;
+    assert_eq!(out["stdout"], "1000\n1000\n1000:1000\n/home/user\n");
+}
+
+#[tokio::test]
+async fn isolated_sandbox_has_only_loopback() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    assert_eq!(sandbox["networkMode"], "isolated");
+    let out = server
+        .exec(
+            &sandbox,
+            "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+        )
+        .await;
+    assert_eq!(out["stdout"], "lo\n");
+    let info = server
+        .docker()
+        .inspect_container(container(&sandbox), None)
+        .await
+        .unwrap();
+    let networks = info
+        .network_settings
+        .and_then(|n| n.networks)
+        .unwrap_or_default();
+    assert!(networks.keys().all(|name| name != "bridge"), "{networks:?}");
+}
+
+#[tokio::test]
+async fn internet_sandbox_is_on_a_dedicated_bridge_without_inter_container_traffic() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"template": "base", "networkMode": "internet"}))
+        .await;
+    let info = server
+        .docker()
+        .inspect_container(container(&sandbox), None)
+        .await
+        .unwrap();
+    let networks = info
+        .network_settings
+        .and_then(|n| n.networks)
+        .unwrap_or_default();
+    assert_eq!(networks.keys().collect::<Vec<_>>(), ["sandboxd-internet"]);
+    let network = server
+        .docker()
+        .inspect_network("sandboxd-internet", None)
+        .await
+        .unwrap();
+    assert_eq!(
+        network.options.unwrap()["com.docker.network.bridge.enable_icc"],
+        "false"
+    );
+    assert_eq!(network.internal, Some(false));
+    let out = server
+        .exec(
+            &sandbox,
+            "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort",
+        )
+        .await;
+    assert_eq!(out["stdout"], "eth0\nlo\n");
+}
+
+#[tokio::test]
+async fn custom_image_runs_as_its_default_user() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"image": BUSYBOX, "workdir": "/work/dir"}))
+        .await;
+    assert_eq!(sandbox["user"], "0:0");
+    assert_eq!(sandbox["template"], serde_json::Value::Null);
+    let out = server.exec(&sandbox, "pwd; id -u").await;
+    assert_eq!(out["stdout"], "/work/dir\n0\n");
+}
+
+#[tokio::test]
+async fn failed_pull_names_the_image_and_leaves_no_container() {
+    let server = TestServer::start().await;
+    let image = "sandboxd-test/does-not-exist:missing";
+    let (status, body) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "image": image}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["message"].as_str().unwrap().contains(image), "{body}");
+    let (_, list) = server
+        .get("sandbox.list", &[("environmentId", &server.env_id)])
+        .await;
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["status"], "error");
+    assert_eq!(list[0]["containerId"], serde_json::Value::Null);
+    let containers = server
+        .service
+        .engine()
+        .list_sandbox_containers(server.instance())
+        .await
+        .unwrap();
+    assert!(containers.is_empty(), "{containers:?}");
+}

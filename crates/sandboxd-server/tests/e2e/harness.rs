@@ -1,0 +1,239 @@
+//! A real server on a loopback port with its own data dir, driven over HTTP. Every
+//! container it created is removed when the harness is dropped, even after a failure.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use sandboxd_server::{Server, ServerConfig, Service};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+pub const DEBIAN: &str = "sandboxd-test/debian:bookworm";
+pub const BUSYBOX: &str = "sandboxd-test/busybox:latest";
+pub const KEY: &str = "sbx_test_owner_key_0123456789abcdefghijklmnop";
+
+pub struct TestServer {
+    pub url: String,
+    pub env_id: String,
+    pub project_id: String,
+    pub service: Service,
+    pub client: reqwest::Client,
+    instance: String,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    data: Option<TempDir>,
+}
+
+fn config(dir: &TempDir) -> ServerConfig {
+    let mut config = ServerConfig::new(dir.path().to_path_buf());
+    config.bootstrap_key = Some(KEY.into());
+    config.template_images.insert("base".into(), DEBIAN.into());
+    config
+        .template_images
+        .insert("python".into(), BUSYBOX.into());
+    config.reaper_interval = Duration::from_millis(500);
+    config.reconcile_interval = Duration::from_secs(3600);
+    config
+}
+
+impl TestServer {
+    pub async fn start() -> Self {
+        Self::start_on(tempfile::tempdir().expect("temp dir")).await
+    }
+
+    /// Starts a server again on the data dir of a stopped one; its containers are now
+    /// this server's to clean up.
+    pub async fn start_in(mut stopped: StoppedServer) -> Self {
+        stopped.instance.clear();
+        Self::start_on(stopped.data.take().expect("data dir")).await
+    }
+
+    async fn start_on(data: TempDir) -> Self {
+        let server = Server::start(config(&data)).await.expect("server starts");
+        let service = server.service.clone();
+        let instance = service.instance_id().to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let _ = server
+                .serve(listener, async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        let client = reqwest::Client::new();
+        let mut harness = Self {
+            url,
+            env_id: String::new(),
+            project_id: String::new(),
+            service,
+            client,
+            instance,
+            shutdown: Some(tx),
+            task: Some(task),
+            data: Some(data),
+        };
+        for _ in 0..200 {
+            if harness
+                .client
+                .get(format!("{}/health", harness.url))
+                .send()
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let (status, projects) = harness.get("project.all", &[]).await;
+        assert_eq!(status, StatusCode::OK, "{projects}");
+        harness.project_id = projects[0]["projectId"]
+            .as_str()
+            .expect("project")
+            .to_owned();
+        harness.env_id = projects[0]["environments"][0]["environmentId"]
+            .as_str()
+            .expect("env")
+            .to_owned();
+        harness
+    }
+
+    /// Stops the server gracefully, keeping its data dir and containers.
+    pub async fn stop(mut self) -> StoppedServer {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        let instance = std::mem::take(&mut self.instance);
+        StoppedServer {
+            data: self.data.take(),
+            instance,
+        }
+    }
+
+    pub fn docker(&self) -> &bollard::Docker {
+        self.service.engine().client()
+    }
+
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    pub async fn post_with_key(
+        &self,
+        procedure: &str,
+        key: Option<&str>,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        let mut request = self
+            .client
+            .post(format!("{}/api/{procedure}", self.url))
+            .json(&body);
+        if let Some(key) = key {
+            request = request.header("x-api-key", key);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status();
+        let value = response.json().await.unwrap_or(Value::Null);
+        (status, value)
+    }
+
+    pub async fn post(&self, procedure: &str, body: Value) -> (StatusCode, Value) {
+        self.post_with_key(procedure, Some(KEY), body).await
+    }
+
+    pub async fn get(&self, procedure: &str, query: &[(&str, &str)]) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .get(format!("{}/api/{procedure}", self.url))
+            .query(query)
+            .header("x-api-key", KEY)
+            .send()
+            .await
+            .expect("request");
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Creates a sandbox from `body` (environment filled in) and returns its record.
+    pub async fn create(&self, mut body: Value) -> Value {
+        body["environmentId"] = json!(self.env_id);
+        let (status, sandbox) = self.post("sandbox.create", body).await;
+        assert_eq!(status, StatusCode::OK, "create failed: {sandbox}");
+        assert_eq!(sandbox["status"], "running");
+        sandbox
+    }
+
+    pub async fn exec(&self, sandbox: &Value, cmd: &str) -> Value {
+        let (status, result) = self
+            .post(
+                "sandbox.exec",
+                json!({"sandboxId": sandbox["sandboxId"], "cmd": cmd}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "exec failed: {result}");
+        result
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if !self.instance.is_empty() {
+            remove_labelled(&format!("sandboxd.instance={}", self.instance));
+        }
+    }
+}
+
+/// The data dir of a stopped server; its containers are removed when this is dropped
+/// without a restart.
+pub struct StoppedServer {
+    data: Option<TempDir>,
+    instance: String,
+}
+
+impl StoppedServer {
+    pub fn path(&self) -> &std::path::Path {
+        self.data.as_ref().expect("data dir").path()
+    }
+}
+
+impl Drop for StoppedServer {
+    fn drop(&mut self) {
+        if !self.instance.is_empty() {
+            remove_labelled(&format!("sandboxd.instance={}", self.instance));
+        }
+    }
+}
+
+/// Force-removes every container with `label` through the Docker CLI (works from Drop).
+pub fn remove_labelled(label: &str) {
+    let listed = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("label={label}")])
+        .output();
+    if let Ok(out) = listed {
+        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        if !ids.is_empty() {
+            let _ = std::process::Command::new("docker")
+                .arg("rm")
+                .arg("-f")
+                .args(&ids)
+                .output();
+        }
+    }
+}
+
+pub fn id(value: &Value) -> &str {
+    value["sandboxId"].as_str().expect("sandboxId")
+}
+
+pub fn container(value: &Value) -> &str {
+    value["containerId"].as_str().expect("containerId")
+}

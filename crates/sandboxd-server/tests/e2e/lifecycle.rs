@@ -1,0 +1,155 @@
+//! Lifecycle: activity, setTimeout, kill, remove, the reaper, listing; envVars never leak.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::harness::{BUSYBOX, TestServer, container, id};
+
+#[tokio::test]
+async fn activity_and_set_timeout_extend_the_sandbox() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"image": BUSYBOX, "timeoutMs": 60_000}))
+        .await;
+    let sid = id(&sandbox);
+    let expires =
+        |v: &serde_json::Value| humantime::parse_rfc3339(v["expiresAt"].as_str().unwrap()).unwrap();
+    let first = expires(&sandbox);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    server.exec(&sandbox, "true").await;
+    let (_, after_exec) = server.get("sandbox.one", &[("sandboxId", sid)]).await;
+    assert!(expires(&after_exec) > first);
+    let (status, extended) = server
+        .post(
+            "sandbox.setTimeout",
+            json!({"sandboxId": sid, "timeoutMs": 900_000}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(extended["timeoutMs"], 900_000);
+    assert!(expires(&extended) > expires(&after_exec) + Duration::from_secs(800));
+    let (status, _) = server
+        .post(
+            "sandbox.setTimeout",
+            json!({"sandboxId": sid, "timeoutMs": 5}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn kill_keeps_the_row_and_remove_deletes_it() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"image": BUSYBOX, "name": "agent-run-42"}))
+        .await;
+    assert_eq!(sandbox["name"], "agent-run-42");
+    let sid = id(&sandbox);
+    let (status, killed) = server.post("sandbox.kill", json!({"sandboxId": sid})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(killed["status"], "killed");
+    assert!(killed["killedAt"].is_string());
+    let gone = server
+        .docker()
+        .inspect_container(container(&sandbox), None)
+        .await;
+    assert!(gone.is_err(), "container removed");
+    let (status, again) = server.post("sandbox.kill", json!({"sandboxId": sid})).await;
+    assert_eq!(status, StatusCode::OK, "kill is idempotent");
+    assert_eq!(again["status"], "killed");
+    let (status, _) = server
+        .post(
+            "sandbox.setTimeout",
+            json!({"sandboxId": sid, "timeoutMs": 60_000}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED);
+    let (status, removed) = server
+        .post("sandbox.remove", json!({"sandboxId": sid}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(removed, json!(true));
+    let (status, _) = server.get("sandbox.one", &[("sandboxId", sid)]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // remove also kills a running sandbox.
+    let running = server.create(json!({"image": BUSYBOX})).await;
+    let (status, _) = server
+        .post("sandbox.remove", json!({"sandboxId": id(&running)}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        server
+            .docker()
+            .inspect_container(container(&running), None)
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn reaper_kills_expired_sandboxes() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"image": BUSYBOX, "timeoutMs": 10_000}))
+        .await;
+    let keep = server
+        .create(json!({"image": BUSYBOX, "timeoutMs": 600_000}))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let (_, one) = server
+            .get("sandbox.one", &[("sandboxId", id(&sandbox))])
+            .await;
+        if one["status"] == "killed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not reaped: {one}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(
+        server
+            .docker()
+            .inspect_container(container(&sandbox), None)
+            .await
+            .is_err()
+    );
+    let (_, kept) = server.get("sandbox.one", &[("sandboxId", id(&keep))]).await;
+    assert_eq!(kept["status"], "running");
+}
+
+#[tokio::test]
+async fn list_by_environment_and_project_never_shows_env_vars() {
+    let server = TestServer::start().await;
+    let secret = "SECRET_TOKEN=sk-very-secret-value";
+    let first = server
+        .create(json!({"image": BUSYBOX, "envVars": secret}))
+        .await;
+    let second = server.create(json!({"image": BUSYBOX})).await;
+    let (_, by_env) = server
+        .get("sandbox.list", &[("environmentId", &server.env_id)])
+        .await;
+    let (_, by_project) = server
+        .get("sandbox.list", &[("projectId", &server.project_id)])
+        .await;
+    for list in [&by_env, &by_project] {
+        let ids: Vec<&str> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sandboxId"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 2);
+        assert!(ids.contains(&id(&first)) && ids.contains(&id(&second)));
+    }
+    let (_, one) = server
+        .get("sandbox.one", &[("sandboxId", id(&first))])
+        .await;
+    for body in [&first, &by_env, &by_project, &one] {
+        let text = body.to_string();
+        assert!(!text.contains("sk-very-secret-value"), "{text}");
+        assert!(!text.contains("envVars"), "{text}");
+    }
+}

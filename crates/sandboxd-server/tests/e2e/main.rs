@@ -1,0 +1,13 @@
+//! End-to-end tests: the real server over HTTP, on the real Docker engine, with SQLite.
+//! They need the local test images (scripts/build-test-images.sh) and fail loudly
+//! without an engine.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+
+mod api;
+mod containers;
+mod exec;
+mod files;
+mod lifecycle;
+mod reconcile;

@@ -1,0 +1,103 @@
+//! Configuration: defaults, then a TOML file, then `SANDBOXD_*` environment variables,
+//! then command-line flags.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format as _, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// The image of one template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TemplateConfig {
+    pub image: String,
+}
+
+/// Everything `sandboxd serve` can be configured with.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: String,
+    /// Where the database and keys live.
+    pub data_dir: PathBuf,
+    /// Owner key to create on first start (32+ characters).
+    pub bootstrap_key: Option<String>,
+    /// Image overrides of the built-in templates, e.g. `[templates.base] image = "..."`.
+    pub templates: BTreeMap<String, TemplateConfig>,
+    /// Log filter, as `RUST_LOG` (`info`, `sandboxd=debug`).
+    pub log: String,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("data_dir", &self.data_dir)
+            .field("bootstrap_key", &self.bootstrap_key.as_ref().map(|_| "***"))
+            .field("templates", &self.templates)
+            .field("log", &self.log)
+            .finish()
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:3000".into(),
+            data_dir: PathBuf::from("./sandboxd-data"),
+            bootstrap_key: None,
+            templates: BTreeMap::new(),
+            log: "info".into(),
+        }
+    }
+}
+
+impl Config {
+    /// Loads the configuration from the file (when given) and the environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(file) = file {
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        figment
+            .merge(Env::prefixed("SANDBOXD_").split("__"))
+            .extract()
+            .map_err(Box::new)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::result_large_err)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_environment() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "sandboxd.toml",
+                "listen = \"0.0.0.0:8080\"\n[templates.base]\nimage = \"local/base:1\"\n",
+            )?;
+            jail.set_env("SANDBOXD_DATA_DIR", "/var/lib/sandboxd");
+            jail.set_env("SANDBOXD_BOOTSTRAP_KEY", "k".repeat(32));
+            let config =
+                Config::load(Some(Path::new("sandboxd.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(config.listen, "0.0.0.0:8080");
+            assert_eq!(config.data_dir, PathBuf::from("/var/lib/sandboxd"));
+            assert_eq!(config.templates["base"].image, "local/base:1");
+            assert!(!format!("{config:?}").contains("kkkk"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn defaults() {
+        figment::Jail::expect_with(|_| {
+            let config = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(config.listen, "127.0.0.1:3000");
+            assert_eq!(config.data_dir, PathBuf::from("./sandboxd-data"));
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,106 @@
+//! `sandboxd serve`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use clap::Args;
+use sandboxd_server::{Server, ServerConfig};
+use tracing::info;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::Config;
+
+/// Flags of `sandboxd serve`; each overrides the file and the environment.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:3000].
+    #[arg(long)]
+    listen: Option<String>,
+    /// Directory of the database and keys [default: ./sandboxd-data].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// TOML configuration file.
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let mut config = Config::load(args.config.as_deref()).context("invalid configuration")?;
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(dir) = args.data_dir {
+        config.data_dir = dir;
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_new(&config.log).unwrap_or_else(|_| EnvFilter::new("info")))
+        .init();
+
+    let mut server_config = ServerConfig::new(config.data_dir.clone());
+    server_config.bootstrap_key = config.bootstrap_key.clone();
+    server_config.template_images = config
+        .templates
+        .iter()
+        .map(|(name, t)| (name.clone(), t.image.clone()))
+        .collect();
+    let server = Server::start(server_config)
+        .await
+        .context("sandboxd could not start")?;
+    if let Some(boot) = &server.bootstrap {
+        info!(
+            project_id = %boot.project_id,
+            environment_id = %boot.environment_id,
+            "first start: created organization, project `default` and environment `production`"
+        );
+        if let Some(key) = &boot.generated_key {
+            let path = config.data_dir.join("owner.key");
+            write_private(&path, key)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            // Shown once, on standard output only: never through the log.
+            println!("owner API key (also written to {}): {key}", path.display());
+        }
+    }
+    let listener = tokio::net::TcpListener::bind(&config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    info!(address = %listener.local_addr()?, "sandboxd listening");
+    server.serve(listener, shutdown_signal()).await?;
+    info!("sandboxd stopped");
+    Ok(())
+}
+
+fn write_private(path: &Path, key: &str) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    writeln!(file, "{key}")
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+    info!("shutting down");
+}
