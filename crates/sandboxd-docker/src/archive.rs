@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use crate::engine::{Engine, bounded};
-use crate::error::{EngineError, status_of};
+use crate::error::{EngineError, message_of, status_of};
 
 const BLOCK: usize = 512;
 
@@ -65,7 +65,15 @@ impl Engine {
             ),
         )
         .await?
-        .map_err(|e| EngineError::from_engine("directory", e))
+        .map_err(|e| match (status_of(&e), message_of(&e)) {
+            // The engine reports an extraction point that is a file as a server error,
+            // though the request is what is wrong.
+            (Some(500), message) if message.contains("not a directory") => EngineError::Rejected {
+                status: 400,
+                message: format!("{dir} is not a directory"),
+            },
+            _ => EngineError::from_engine("directory", e),
+        })
     }
 
     /// Writes `content` to `dir/name` owned by `owner` with `mode`. The engine unpacks the

@@ -24,13 +24,30 @@ fn with_default_tag(image: &str) -> String {
 }
 
 impl Engine {
-    /// Makes sure `image` is present, pulling it when it is not.
-    pub async fn ensure_image(&self, image: &str) -> Result<(), EngineError> {
-        match bounded("inspect image", self.docker.inspect_image(image)).await? {
-            Ok(_) => return Ok(()),
-            Err(e) if status_of(&e) == Some(404) => {}
-            Err(e) => return Err(EngineError::Engine(e)),
+    /// Makes sure `image` is present, pulling it when it is not; returns the user the
+    /// image runs as by default (empty for root).
+    pub async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
+        match self.image_user(image).await? {
+            Some(user) => return Ok(user),
+            None => self.pull(image).await?,
         }
+        self.image_user(image)
+            .await?
+            .ok_or(EngineError::NotFound { what: "image" })
+    }
+
+    /// The default user of a present image; `None` when the image is absent.
+    async fn image_user(&self, image: &str) -> Result<Option<String>, EngineError> {
+        match bounded("inspect image", self.docker.inspect_image(image)).await? {
+            Ok(inspect) => Ok(Some(
+                inspect.config.and_then(|c| c.user).unwrap_or_default(),
+            )),
+            Err(e) if status_of(&e) == Some(404) => Ok(None),
+            Err(e) => Err(EngineError::Engine(e)),
+        }
+    }
+
+    async fn pull(&self, image: &str) -> Result<(), EngineError> {
         let reference = with_default_tag(image);
         info!(image = %reference, "pulling image");
         let options = CreateImageOptionsBuilder::default()

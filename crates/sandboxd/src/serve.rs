@@ -35,6 +35,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_new(&config.log).unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
         .init();
 
     let mut server_config = ServerConfig::new(config.data_dir.clone());

@@ -104,7 +104,7 @@ impl Service {
         env_vars: Option<&str>,
     ) -> Result<(String, Option<String>), EngineError> {
         let engine = self.engine();
-        engine.ensure_image(&row.image).await?;
+        let image_user = engine.ensure_image(&row.image).await?;
         let plan = plan::plan_container(row, env_vars, self.instance_id());
         if let NetworkPlan::Bridge(name) = &plan.network {
             engine.ensure_bridge(name).await?;
@@ -112,10 +112,10 @@ impl Service {
         let container_id = engine.create_container(&plan).await?;
         let prepared = async {
             engine.start_container(&container_id).await?;
-            let user = self
-                .resolve_user(&container_id)
-                .await
-                .or_else(|| row.user.clone());
+            let user = match row.user.clone() {
+                Some(user) => Some(user),
+                None => self.image_user(&container_id, &image_user).await,
+            };
             self.prepare_workdir(&container_id, &row.workdir, user.as_deref())
                 .await?;
             Ok::<_, EngineError>(user)
@@ -129,6 +129,21 @@ impl Service {
                 Err(error)
             }
         }
+    }
+
+    /// The `uid:gid` of an image's default user: root when it names none, as written
+    /// when numeric, else looked up inside the running container.
+    async fn image_user(&self, container_id: &str, configured: &str) -> Option<String> {
+        let configured = configured.trim();
+        if configured.is_empty() {
+            return Some("0:0".into());
+        }
+        if let Some((uid, gid)) = plan::parse_user(configured)
+            && configured.contains(':')
+        {
+            return Some(format!("{uid}:{gid}"));
+        }
+        self.resolve_user(container_id).await
     }
 
     /// The `uid:gid` the container runs as, read inside it.
@@ -152,7 +167,8 @@ impl Service {
     }
 
     /// Creates the workdir owned by the sandbox user. The engine unpacks the archive, so
-    /// no capability is needed inside the container.
+    /// no capability is needed inside the container; the parent is created (as root) only
+    /// when the engine reports it missing.
     async fn prepare_workdir(
         &self,
         container_id: &str,
@@ -162,20 +178,27 @@ impl Service {
         let Some((parent, name)) = paths::split_file(workdir) else {
             return Ok(());
         };
-        if parent != "/" {
-            let mkdir = ExecSpec {
-                argv: vec!["mkdir".into(), "-p".into(), "--".into(), parent.into()],
-                cwd: Some("/".into()),
-                env: Vec::new(),
-                user: Some("0".into()),
-                timeout: INTERNAL_EXEC_TIMEOUT,
-                max_output: 4096,
-            };
-            self.engine().exec(container_id, mkdir).await?;
-        }
         let owner = user.and_then(plan::parse_user).unwrap_or((0, 0));
-        self.engine()
+        match self
+            .engine()
             .put_dir(container_id, parent, name, owner)
             .await
+        {
+            Err(EngineError::NotFound { .. }) => {
+                let mkdir = ExecSpec {
+                    argv: vec!["mkdir".into(), "-p".into(), "--".into(), parent.into()],
+                    cwd: Some("/".into()),
+                    env: Vec::new(),
+                    user: Some("0".into()),
+                    timeout: INTERNAL_EXEC_TIMEOUT,
+                    max_output: 4096,
+                };
+                self.engine().exec(container_id, mkdir).await?;
+                self.engine()
+                    .put_dir(container_id, parent, name, owner)
+                    .await
+            }
+            other => other,
+        }
     }
 }

@@ -7,7 +7,7 @@ use sandboxd_core::limits::{MAX_FILE_BYTES, MAX_LISTING_BYTES};
 use sandboxd_core::model::Principal;
 use sandboxd_core::validate::{ListFiles, ReadFile, WriteFile};
 use sandboxd_core::{listing, paths, plan};
-use sandboxd_docker::{ExecSpec, ReadFileError};
+use sandboxd_docker::{EngineError, ExecSpec, ReadFileError};
 
 use super::create::INTERNAL_EXEC_TIMEOUT;
 use super::{Service, ServiceError, now_ms};
@@ -52,39 +52,46 @@ impl Service {
         let (dir, name) = paths::split_file(&cmd.path)
             .ok_or_else(|| ServiceError::Refused("path must point to a file".into()))?;
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
-        if dir != "/" {
-            let mkdir = self
-                .engine()
-                .exec(
-                    &container,
-                    internal(
-                        vec!["mkdir".into(), "-p".into(), "--".into(), dir.into()],
-                        4096,
-                    ),
-                )
-                .await?;
-            if mkdir.exit_code != 0 {
-                let reason = first_line(&mkdir.stderr);
-                return Err(ServiceError::Refused(if reason.is_empty() {
-                    format!("unable to create directory {dir}")
-                } else {
-                    reason
-                }));
-            }
-        }
         let owner = sandbox
             .user
             .as_deref()
             .and_then(plan::parse_user)
             .unwrap_or((0, 0));
         let mode = cmd.mode.unwrap_or(DEFAULT_FILE_MODE);
-        self.engine()
+        let engine = self.engine();
+        // The common case (the directory exists) costs one archive upload; a missing
+        // directory is created as the sandbox user, then the upload is retried.
+        match engine
             .put_file(&container, dir, name, &cmd.content, mode, owner)
-            .await?;
+            .await
+        {
+            Err(EngineError::NotFound { .. }) => {
+                self.make_dirs(&container, dir).await?;
+                engine
+                    .put_file(&container, dir, name, &cmd.content, mode, owner)
+                    .await?;
+            }
+            other => other?,
+        }
         Ok(WriteFileResult {
             path: cmd.path,
             size: cmd.content.len() as u64,
         })
+    }
+
+    /// `mkdir -p` as the sandbox user, so it can only create what the user may.
+    async fn make_dirs(&self, container: &str, dir: &str) -> Result<(), ServiceError> {
+        let argv = vec!["mkdir".into(), "-p".into(), "--".into(), dir.into()];
+        let mkdir = self.engine().exec(container, internal(argv, 4096)).await?;
+        if mkdir.exit_code == 0 {
+            return Ok(());
+        }
+        let reason = first_line(&mkdir.stderr);
+        Err(ServiceError::Refused(if reason.is_empty() {
+            format!("unable to create directory {dir}")
+        } else {
+            reason
+        }))
     }
 
     /// Reads a regular file of at most 10 MiB.

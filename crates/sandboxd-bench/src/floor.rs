@@ -1,0 +1,169 @@
+//! The floor: the same work done directly against the Docker API with bollard, with the
+//! same image and hardening (network mode `none`, as a user of the raw API would).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::exec::StartExecResults;
+use bollard::models::{ContainerCreateBody, ExecConfig, HostConfig};
+use bollard::query_parameters::{
+    DownloadFromContainerOptionsBuilder, RemoveContainerOptionsBuilder,
+    UploadToContainerOptionsBuilder,
+};
+use futures_util::StreamExt as _;
+
+pub struct Floor {
+    docker: Docker,
+    image: String,
+}
+
+impl Floor {
+    pub async fn connect(image: &str) -> anyhow::Result<Self> {
+        let docker = Docker::connect_with_local_defaults()?
+            .negotiate_version()
+            .await?;
+        Ok(Self {
+            docker,
+            image: image.into(),
+        })
+    }
+
+    fn body(&self) -> ContainerCreateBody {
+        let memory = 512 * 1024 * 1024;
+        ContainerCreateBody {
+            image: Some(self.image.clone()),
+            entrypoint: Some(vec![String::new()]),
+            cmd: Some(vec!["tail".into(), "-f".into(), "/dev/null".into()]),
+            user: Some("1000:1000".into()),
+            working_dir: Some("/home/user".into()),
+            labels: Some(HashMap::from([(
+                "sandboxd.bench".to_owned(),
+                "true".to_owned(),
+            )])),
+            host_config: Some(HostConfig {
+                init: Some(true),
+                nano_cpus: Some(1_000_000_000),
+                memory: Some(memory),
+                memory_swap: Some(memory),
+                pids_limit: Some(256),
+                cap_drop: Some(vec!["ALL".into()]),
+                security_opt: Some(vec!["no-new-privileges".into()]),
+                network_mode: Some("none".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// Runs `cmd` and returns the time to its first output and its output.
+    async fn exec(&self, id: &str, cmd: &[&str]) -> anyhow::Result<(Duration, Vec<u8>)> {
+        let started = Instant::now();
+        let config = ExecConfig {
+            cmd: Some(cmd.iter().map(|s| (*s).to_owned()).collect()),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            ..Default::default()
+        };
+        let exec = self.docker.create_exec(id, config).await?;
+        let StartExecResults::Attached { mut output, .. } =
+            self.docker.start_exec(&exec.id, None).await?
+        else {
+            bail!("detached exec");
+        };
+        let mut first = None;
+        let mut out = Vec::new();
+        while let Some(item) = output.next().await {
+            if let LogOutput::StdOut { message } = item? {
+                first.get_or_insert_with(|| started.elapsed());
+                out.extend_from_slice(&message);
+            }
+        }
+        let done = self.docker.inspect_exec(&exec.id).await?;
+        if done.exit_code != Some(0) {
+            bail!("{cmd:?} exited with {:?}", done.exit_code);
+        }
+        Ok((first.unwrap_or_else(|| started.elapsed()), out))
+    }
+
+    pub async fn create_and_echo(&self) -> anyhow::Result<(String, Duration)> {
+        let started = Instant::now();
+        let id = self.docker.create_container(None, self.body()).await?.id;
+        self.docker.start_container(&id, None).await?;
+        let (_, out) = self.exec(&id, &["sh", "-c", "echo hi"]).await?;
+        let took = started.elapsed();
+        if out != b"hi\n" {
+            bail!("unexpected output");
+        }
+        Ok((id, took))
+    }
+
+    pub async fn exec_true(&self, id: &str) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        self.exec(id, &["sh", "-c", "true"]).await?;
+        Ok(started.elapsed())
+    }
+
+    pub async fn write_read(&self, id: &str, payload: &[u8]) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let mut header = tar::Header::new_gnu();
+        header.set_size(payload.len() as u64);
+        header.set_mode(0o644);
+        header.set_uid(1000);
+        header.set_gid(1000);
+        let mut builder = tar::Builder::new(Vec::new());
+        builder.append_data(&mut header, "bench.bin", payload)?;
+        let tar = builder.into_inner()?;
+        let upload = UploadToContainerOptionsBuilder::default()
+            .path("/tmp")
+            .build();
+        self.docker
+            .upload_to_container(
+                id,
+                Some(upload),
+                bollard::body_full(bytes::Bytes::from(tar)),
+            )
+            .await?;
+        let download = DownloadFromContainerOptionsBuilder::default()
+            .path("/tmp/bench.bin")
+            .build();
+        let mut stream = self.docker.download_from_container(id, Some(download));
+        let mut archive = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            archive.extend_from_slice(&chunk?);
+        }
+        let mut reader = tar::Archive::new(archive.as_slice());
+        let mut entry = reader.entries()?.next().context("empty archive")??;
+        let mut content = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut content)?;
+        let took = started.elapsed();
+        if content.len() != payload.len() {
+            bail!("read back {} bytes", content.len());
+        }
+        Ok(took)
+    }
+
+    pub async fn remove(&self, id: &str) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let options = RemoveContainerOptionsBuilder::default().force(true).build();
+        self.docker.remove_container(id, Some(options)).await?;
+        Ok(started.elapsed())
+    }
+
+    /// Force-removes every container with `label`.
+    pub async fn remove_labelled(&self, label: &str) {
+        let filters = HashMap::from([("label", vec![label.to_owned()])]);
+        let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let Ok(list) = self.docker.list_containers(Some(options)).await else {
+            return;
+        };
+        for id in list.into_iter().filter_map(|c| c.id) {
+            let _ = self.remove(&id).await;
+        }
+    }
+}
