@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The full test suite: unit tests, engine integration tests and end-to-end tests.
-# Needs a running Docker engine and the local test images (scripts/build-test-images.sh).
+# Needs a running Docker engine and the local test images (scripts/build-local-images.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docker info >/dev/null 2>&1 || { echo "the test suite needs a running Docker engine" >&2; exit 1; }
-bash scripts/build-test-images.sh
+bash scripts/build-local-images.sh
 cargo nextest run --workspace --no-fail-fast "$@"

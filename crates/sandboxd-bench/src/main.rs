@@ -21,7 +21,7 @@ struct Args {
     #[arg(long, default_value_t = 20)]
     iterations: usize,
     /// Image used by both sides.
-    #[arg(long, default_value = "sandboxd-test/debian:bookworm")]
+    #[arg(long, default_value = "sandboxd-local/debian:bookworm")]
     image: String,
     /// Write the JSON report to this file as well.
     #[arg(long)]

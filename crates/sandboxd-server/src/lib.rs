@@ -42,6 +42,8 @@ pub struct ServerConfig {
     pub template_images: BTreeMap<String, String>,
     /// The owner key to create on first start (32+ characters); generated when absent.
     pub bootstrap_key: Option<String>,
+    /// The master key sealing secrets; `<data-dir>/master.key` (created) when absent.
+    pub master_key: Option<[u8; 32]>,
     pub reaper_interval: Duration,
     pub reconcile_interval: Duration,
 }
@@ -53,6 +55,7 @@ impl ServerConfig {
             data_dir,
             template_images: BTreeMap::new(),
             bootstrap_key: None,
+            master_key: None,
             reaper_interval: Duration::from_millis(REAPER_INTERVAL_MS),
             reconcile_interval: Duration::from_millis(RECONCILE_INTERVAL_MS),
         }
@@ -83,6 +86,8 @@ pub enum StartError {
         #[source]
         source: sandboxd_store::StoreError,
     },
+    #[error("first start failed")]
+    Bootstrap(#[source] sandboxd_store::StoreError),
     #[error("cannot connect to the Docker engine")]
     Engine(#[source] sandboxd_docker::EngineError),
     #[error("cannot serve HTTP")]

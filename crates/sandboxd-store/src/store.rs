@@ -35,8 +35,20 @@ impl Store {
     /// Opens (creating when needed) `sandboxd.db` and `master.key` in `data_dir`, and
     /// brings the schema up to date.
     pub async fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with_key(data_dir, None).await
+    }
+
+    /// As [`Store::open`], with the master key given by configuration instead of the
+    /// `master.key` file.
+    pub async fn open_with_key(
+        data_dir: &Path,
+        master: Option<&[u8; 32]>,
+    ) -> Result<Self, StoreError> {
         sqlx::any::install_default_drivers();
-        let secrets = SecretBox::load_or_create(&data_dir.join("master.key"))?;
+        let secrets = match master {
+            Some(master) => SecretBox::from_master(master)?,
+            None => SecretBox::load_or_create(&data_dir.join("master.key"))?,
+        };
         let db = data_dir.join("sandboxd.db");
         let url = format!("sqlite://{}?mode=rwc", db.display());
         let options = AnyConnectOptions::from_str(&url)?;

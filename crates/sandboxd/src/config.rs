@@ -23,6 +23,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Owner key to create on first start (32+ characters).
     pub bootstrap_key: Option<String>,
+    /// Master key sealing secrets at rest, 64 hex digits; `<data_dir>/master.key` when unset.
+    pub master_key: Option<String>,
     /// Image overrides of the built-in templates, e.g. `[templates.base] image = "..."`.
     pub templates: BTreeMap<String, TemplateConfig>,
     /// Log filter, as `RUST_LOG` (`info`, `sandboxd=debug`).
@@ -35,6 +37,7 @@ impl std::fmt::Debug for Config {
             .field("listen", &self.listen)
             .field("data_dir", &self.data_dir)
             .field("bootstrap_key", &self.bootstrap_key.as_ref().map(|_| "***"))
+            .field("master_key", &self.master_key.as_ref().map(|_| "***"))
             .field("templates", &self.templates)
             .field("log", &self.log)
             .finish()
@@ -47,6 +50,7 @@ impl Default for Config {
             listen: "127.0.0.1:3000".into(),
             data_dir: PathBuf::from("./sandboxd-data"),
             bootstrap_key: None,
+            master_key: None,
             templates: BTreeMap::new(),
             log: "info".into(),
         }
@@ -65,6 +69,19 @@ impl Config {
             .extract()
             .map_err(Box::new)
     }
+}
+
+/// Decodes a master key given as 64 hex digits.
+pub fn parse_master_key(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut key = [0u8; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(key)
 }
 
 #[cfg(test)]
@@ -89,6 +106,15 @@ mod tests {
             assert!(!format!("{config:?}").contains("kkkk"));
             Ok(())
         });
+    }
+
+    #[test]
+    fn master_keys_are_64_hex_digits() {
+        let key = parse_master_key(&"0f".repeat(32)).unwrap();
+        assert_eq!(key, [0x0f; 32]);
+        assert!(parse_master_key("0f").is_none());
+        assert!(parse_master_key(&"zz".repeat(32)).is_none());
+        assert!(parse_master_key(&"é".repeat(32)).is_none());
     }
 
     #[test]

@@ -3,13 +3,13 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use clap::Args;
 use sandboxd_server::{Server, ServerConfig};
 use tracing::info;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::Config;
+use crate::config::{Config, parse_master_key};
 
 /// Flags of `sandboxd serve`; each overrides the file and the environment.
 #[derive(Debug, Args)]
@@ -40,6 +40,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 
     let mut server_config = ServerConfig::new(config.data_dir.clone());
     server_config.bootstrap_key = config.bootstrap_key.clone();
+    if let Some(bootstrap) = &config.bootstrap_key
+        && bootstrap.chars().count() < 32
+    {
+        bail!("the bootstrap key must be at least 32 characters");
+    }
+    server_config.master_key = match &config.master_key {
+        Some(hex) => Some(parse_master_key(hex).context("the master key must be 64 hex digits")?),
+        None => None,
+    };
     server_config.template_images = config
         .templates
         .iter()

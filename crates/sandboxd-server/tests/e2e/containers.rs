@@ -97,9 +97,38 @@ async fn isolated_sandbox_has_only_loopback() {
     assert!(networks.keys().all(|name| name != "bridge"), "{networks:?}");
 }
 
+/// Removes the `internet` network when the test ends, even after a failure. Only this
+/// test uses `internet` mode, so it owns the network while it runs.
+struct NetworkGuard;
+
+impl Drop for NetworkGuard {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker")
+            .args(["network", "rm", "sandboxd-internet"])
+            .output();
+    }
+}
+
 #[tokio::test]
 async fn internet_sandbox_is_on_a_dedicated_bridge_without_inter_container_traffic() {
+    let _network = NetworkGuard;
     let server = TestServer::start().await;
+    // A network left by an older build that allows inter-container traffic, unused: it
+    // must be recreated.
+    let _ = std::process::Command::new("docker")
+        .args(["network", "rm", "sandboxd-internet"])
+        .output();
+    let planted = std::process::Command::new("docker")
+        .args([
+            "network",
+            "create",
+            "--label",
+            "sandboxd.sandbox=true",
+            "sandboxd-internet",
+        ])
+        .output()
+        .unwrap();
+    assert!(planted.status.success());
     let sandbox = server
         .create(json!({"template": "base", "networkMode": "internet"}))
         .await;
@@ -130,6 +159,23 @@ async fn internet_sandbox_is_on_a_dedicated_bridge_without_inter_container_traff
         )
         .await;
     assert_eq!(out["stdout"], "eth0\nlo\n");
+
+    // A second sandbox reuses the correct network.
+    let second = server
+        .create(json!({"template": "base", "networkMode": "internet"}))
+        .await;
+    let again = server
+        .docker()
+        .inspect_network("sandboxd-internet", None)
+        .await
+        .unwrap();
+    assert_eq!(again.id, network.id);
+    for sandbox in [&sandbox, &second] {
+        let (status, _) = server
+            .post("sandbox.kill", json!({"sandboxId": id(sandbox)}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
 }
 
 #[tokio::test]
@@ -147,7 +193,7 @@ async fn custom_image_runs_as_its_default_user() {
 #[tokio::test]
 async fn failed_pull_names_the_image_and_leaves_no_container() {
     let server = TestServer::start().await;
-    let image = "sandboxd-test/does-not-exist:missing";
+    let image = "sandboxd-local/does-not-exist:missing";
     let (status, body) = server
         .post(
             "sandbox.create",

@@ -8,8 +8,8 @@ use sandboxd_server::{Server, ServerConfig, Service};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-pub const DEBIAN: &str = "sandboxd-test/debian:bookworm";
-pub const BUSYBOX: &str = "sandboxd-test/busybox:latest";
+pub const DEBIAN: &str = "sandboxd-local/debian:bookworm";
+pub const BUSYBOX: &str = "sandboxd-local/busybox:latest";
 pub const KEY: &str = "sbx_test_owner_key_0123456789abcdefghijklmnop";
 
 pub struct TestServer {

@@ -1,5 +1,5 @@
 //! End-to-end tests: the real server over HTTP, on the real Docker engine, with SQLite.
-//! They need the local test images (scripts/build-test-images.sh) and fail loudly
+//! They need the local test images (scripts/build-local-images.sh) and fail loudly
 //! without an engine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the local images the test suite and the quick start use, without any registry:
-#   sandboxd-test/busybox:latest  a static busybox root filesystem (no GNU tools, no libc)
-#   sandboxd-test/debian:bookworm a minimal Debian made with debootstrap (GNU find, coreutils)
+# Builds the local images the quick start and the test suite use, without any registry:
+#   sandboxd-local/busybox:latest  a static busybox root filesystem (no GNU tools, no libc)
+#   sandboxd-local/debian:bookworm a minimal Debian made with debootstrap (GNU coreutils and
+#                                  find, python3), user 1000 `user` with home /home/user
 # Images that already exist are kept; pass --force to rebuild them.
 set -euo pipefail
 
@@ -36,7 +37,7 @@ nogroup:x:65534:
 G
 }
 
-if ! have_image sandboxd-test/busybox:latest; then
+if ! have_image sandboxd-local/busybox:latest; then
   ensure_pkg busybox-static
   root="$work/busybox"
   mkdir -p "$root/bin" "$root/tmp" "$root/home/user" "$root/root" "$root/proc" "$root/sys" "$root/dev"
@@ -49,15 +50,15 @@ if ! have_image sandboxd-test/busybox:latest; then
   chown 1000:1000 "$root/home/user"
   tar -C "$root" -c . | docker import \
     --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/bin' \
-    --change 'LABEL sandboxd.test-image=true' \
-    - sandboxd-test/busybox:latest >/dev/null
-  echo "built sandboxd-test/busybox:latest"
+    --change 'LABEL sandboxd.local-image=true' \
+    - sandboxd-local/busybox:latest >/dev/null
+  echo "built sandboxd-local/busybox:latest"
 fi
 
-if ! have_image sandboxd-test/debian:bookworm; then
+if ! have_image sandboxd-local/debian:bookworm; then
   ensure_pkg debootstrap
   root="$work/debian"
-  debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
+  debootstrap --variant=minbase --include=python3-minimal bookworm "$root" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
     || { tail -n 30 "$work/debootstrap.log"; exit 1; }
   rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/*
   chroot "$root" /usr/sbin/groupadd -g 1000 user
@@ -65,7 +66,7 @@ if ! have_image sandboxd-test/debian:bookworm; then
   tar -C "$root" -c . | docker import \
     --change 'CMD ["/bin/bash"]' \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'LABEL sandboxd.test-image=true' \
-    - sandboxd-test/debian:bookworm >/dev/null
-  echo "built sandboxd-test/debian:bookworm"
+    --change 'LABEL sandboxd.local-image=true' \
+    - sandboxd-local/debian:bookworm >/dev/null
+  echo "built sandboxd-local/debian:bookworm"
 fi
