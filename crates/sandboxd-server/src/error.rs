@@ -22,6 +22,12 @@ pub enum ApiError {
     Service(#[from] ServiceError),
 }
 
+impl From<sandboxd_core::error::Invalid> for ApiError {
+    fn from(invalid: sandboxd_core::error::Invalid) -> Self {
+        Self::Service(ServiceError::Invalid(invalid))
+    }
+}
+
 impl ApiError {
     fn parts(&self) -> (StatusCode, &'static str, String, Vec<Issue>) {
         use ServiceError as S;

@@ -15,4 +15,4 @@ pub use error::StoreError;
 pub use ids::new_id;
 pub use keys::Bootstrap;
 pub use secrets::SecretBox;
-pub use store::Store;
+pub use store::{Store, now_ms};

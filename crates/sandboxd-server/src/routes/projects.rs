@@ -14,7 +14,6 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::ApiJson;
-use crate::service::ServiceError;
 use crate::time::rfc3339;
 
 fn env_view(env: &Environment) -> EnvironmentView {
@@ -57,7 +56,7 @@ async fn create_project(
     Caller(caller): Caller,
     ApiJson(req): ApiJson<CreateProjectRequest>,
 ) -> Result<Json<ProjectView>, ApiError> {
-    let (name, description) = validate::create_project(req).map_err(ServiceError::from)?;
+    let (name, description) = validate::create_project(req)?;
     let (project, envs) = state
         .service
         .create_project(&caller, &name, description.as_deref())
@@ -76,8 +75,7 @@ async fn create_environment(
     Caller(caller): Caller,
     ApiJson(req): ApiJson<CreateEnvironmentRequest>,
 ) -> Result<Json<EnvironmentView>, ApiError> {
-    let (project_id, name, description) =
-        validate::create_environment(req).map_err(ServiceError::from)?;
+    let (project_id, name, description) = validate::create_environment(req)?;
     let env = state
         .service
         .create_environment(&caller, &project_id, &name, description.as_deref())

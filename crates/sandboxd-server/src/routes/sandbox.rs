@@ -48,7 +48,7 @@ async fn create(
     Caller(caller): Caller,
     ApiJson(req): ApiJson<CreateSandboxRequest>,
 ) -> ApiResult<SandboxView> {
-    let cmd = validate::create_sandbox(req).map_err(crate::service::ServiceError::from)?;
+    let cmd = validate::create_sandbox(req)?;
     Ok(Json(view(&state.service.create(&caller, cmd).await?)))
 }
 
@@ -64,7 +64,7 @@ async fn exec(
     Caller(caller): Caller,
     ApiJson(req): ApiJson<ExecRequest>,
 ) -> ApiResult<ExecResult> {
-    let cmd = validate::exec(req).map_err(crate::service::ServiceError::from)?;
+    let cmd = validate::exec(req)?;
     Ok(Json(state.service.exec(&caller, cmd).await?))
 }
 
@@ -81,7 +81,7 @@ async fn write_file(
     Caller(caller): Caller,
     ApiJson(req): ApiJson<WriteFileRequest>,
 ) -> ApiResult<WriteFileResult> {
-    let cmd = validate::write_file(req).map_err(crate::service::ServiceError::from)?;
+    let cmd = validate::write_file(req)?;
     Ok(Json(state.service.write_file(&caller, cmd).await?))
 }
 
@@ -97,7 +97,7 @@ async fn read_file(
     Caller(caller): Caller,
     ApiQuery(req): ApiQuery<ReadFileQuery>,
 ) -> ApiResult<ReadFileResult> {
-    let cmd = validate::read_file(req).map_err(crate::service::ServiceError::from)?;
+    let cmd = validate::read_file(req)?;
     Ok(Json(state.service.read_file(&caller, cmd).await?))
 }
 
@@ -112,7 +112,7 @@ async fn list_files(
     Caller(caller): Caller,
     ApiQuery(req): ApiQuery<ListFilesQuery>,
 ) -> ApiResult<ListFilesResult> {
-    let cmd = validate::list_files(req).map_err(crate::service::ServiceError::from)?;
+    let cmd = validate::list_files(req)?;
     Ok(Json(state.service.list_files(&caller, cmd).await?))
 }
 
@@ -127,7 +127,7 @@ async fn set_timeout(
     Caller(caller): Caller,
     ApiJson(req): ApiJson<SetTimeoutRequest>,
 ) -> ApiResult<SandboxView> {
-    let (id, timeout) = validate::set_timeout(req).map_err(crate::service::ServiceError::from)?;
+    let (id, timeout) = validate::set_timeout(req)?;
     Ok(Json(view(
         &state.service.set_timeout(&caller, &id, timeout).await?,
     )))
@@ -144,7 +144,7 @@ async fn list(
     Caller(caller): Caller,
     ApiQuery(req): ApiQuery<ListSandboxesQuery>,
 ) -> ApiResult<Vec<SandboxView>> {
-    let scope = validate::list_scope(req).map_err(crate::service::ServiceError::from)?;
+    let scope = validate::list_scope(req)?;
     let sandboxes = state.service.list(&caller, scope).await?;
     Ok(Json(sandboxes.iter().map(view).collect()))
 }

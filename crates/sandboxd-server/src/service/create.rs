@@ -8,13 +8,9 @@ use sandboxd_core::plan::{self, NetworkPlan};
 use sandboxd_core::validate::CreateSandbox;
 use sandboxd_docker::{EngineError, ExecSpec};
 use sandboxd_store::new_id;
-use std::time::Duration;
 use tracing::{info, warn};
 
-use super::{Service, ServiceError, now_ms};
-
-/// Timeout of the small commands sandboxd runs itself (user lookup, mkdir, listing).
-pub(crate) const INTERNAL_EXEC_TIMEOUT: Duration = Duration::from_secs(15);
+use super::{Service, ServiceError, internal_exec, now_ms};
 
 impl Service {
     /// Creates and starts a sandbox for `caller`.
@@ -148,14 +144,7 @@ impl Service {
 
     /// The `uid:gid` the container runs as, read inside it.
     async fn resolve_user(&self, container_id: &str) -> Option<String> {
-        let spec = |flag: &str| ExecSpec {
-            argv: vec!["id".into(), flag.into()],
-            cwd: Some("/".into()),
-            env: Vec::new(),
-            user: None,
-            timeout: INTERNAL_EXEC_TIMEOUT,
-            max_output: 64,
-        };
+        let spec = |flag: &str| internal_exec(vec!["id".into(), flag.into()], 64);
         let uid = self.engine().exec(container_id, spec("-u")).await.ok()?;
         let gid = self.engine().exec(container_id, spec("-g")).await.ok()?;
         if uid.exit_code != 0 || gid.exit_code != 0 {
@@ -185,13 +174,10 @@ impl Service {
             .await
         {
             Err(EngineError::NotFound { .. }) => {
+                let argv = vec!["mkdir".into(), "-p".into(), "--".into(), parent.into()];
                 let mkdir = ExecSpec {
-                    argv: vec!["mkdir".into(), "-p".into(), "--".into(), parent.into()],
-                    cwd: Some("/".into()),
-                    env: Vec::new(),
                     user: Some("0".into()),
-                    timeout: INTERNAL_EXEC_TIMEOUT,
-                    max_output: 4096,
+                    ..internal_exec(argv, 4096)
                 };
                 self.engine().exec(container_id, mkdir).await?;
                 self.engine()

@@ -7,24 +7,12 @@ use sandboxd_core::limits::{MAX_FILE_BYTES, MAX_LISTING_BYTES};
 use sandboxd_core::model::Principal;
 use sandboxd_core::validate::{ListFiles, ReadFile, WriteFile};
 use sandboxd_core::{listing, paths, plan};
-use sandboxd_docker::{EngineError, ExecSpec, ReadFileError};
+use sandboxd_docker::{EngineError, ReadFileError};
 
-use super::create::INTERNAL_EXEC_TIMEOUT;
-use super::{Service, ServiceError, now_ms};
+use super::{Service, ServiceError, internal_exec, now_ms};
 use crate::time::rfc3339;
 
 const DEFAULT_FILE_MODE: u32 = 0o644;
-
-fn internal(argv: Vec<String>, max_output: usize) -> ExecSpec {
-    ExecSpec {
-        argv,
-        cwd: Some("/".into()),
-        env: Vec::new(),
-        user: None,
-        timeout: INTERNAL_EXEC_TIMEOUT,
-        max_output,
-    }
-}
 
 fn first_line(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes)
@@ -82,7 +70,10 @@ impl Service {
     /// `mkdir -p` as the sandbox user, so it can only create what the user may.
     async fn make_dirs(&self, container: &str, dir: &str) -> Result<(), ServiceError> {
         let argv = vec!["mkdir".into(), "-p".into(), "--".into(), dir.into()];
-        let mkdir = self.engine().exec(container, internal(argv, 4096)).await?;
+        let mkdir = self
+            .engine()
+            .exec(container, internal_exec(argv, 4096))
+            .await?;
         if mkdir.exit_code == 0 {
             return Ok(());
         }
@@ -147,7 +138,7 @@ impl Service {
             .engine()
             .exec(
                 &container,
-                internal(listing::find_argv(&target), MAX_LISTING_BYTES),
+                internal_exec(listing::find_argv(&target), MAX_LISTING_BYTES),
             )
             .await?;
         if find.exit_code == 0 {
@@ -160,7 +151,7 @@ impl Service {
             .engine()
             .exec(
                 &container,
-                internal(listing::ls_argv(&target), MAX_LISTING_BYTES),
+                internal_exec(listing::ls_argv(&target), MAX_LISTING_BYTES),
             )
             .await?;
         if ls.exit_code == 0 {

@@ -10,10 +10,11 @@ mod loops;
 mod tenancy;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::templates::Templates;
-use sandboxd_docker::Engine;
+use sandboxd_docker::{Engine, ExecSpec};
 use sandboxd_store::Store;
 
 pub use error::ServiceError;
@@ -77,10 +78,19 @@ impl Service {
     }
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or_default()
+pub use sandboxd_store::now_ms;
+
+/// Timeout of the small commands sandboxd runs itself (user lookup, mkdir, listing).
+const INTERNAL_EXEC_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A command sandboxd runs itself: argv without a shell, from `/`, as the sandbox user.
+fn internal_exec(argv: Vec<String>, max_output: usize) -> ExecSpec {
+    ExecSpec {
+        argv,
+        cwd: Some("/".into()),
+        env: Vec::new(),
+        user: None,
+        timeout: INTERNAL_EXEC_TIMEOUT,
+        max_output,
+    }
 }
