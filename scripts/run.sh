@@ -12,6 +12,8 @@ if ! docker info >/dev/null 2>&1; then
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
 fi
 bash scripts/build-local-images.sh
+SANDBOXD_AGENT_BINARY=${SANDBOXD_AGENT_BINARY:-$(bash scripts/build-agent.sh)}
+export SANDBOXD_AGENT_BINARY
 cargo build -p sandboxd
 config=${SANDBOXD_CONFIG:-examples/local.toml}
 data=${SANDBOXD_DATA_DIR:-./sandboxd-data}

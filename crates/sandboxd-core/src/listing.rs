@@ -28,7 +28,8 @@ pub fn ls_argv(path: &str) -> Vec<String> {
         .collect()
 }
 
-fn sort(entries: &mut [FileEntry]) {
+/// Directories first, then by name.
+pub fn sort(entries: &mut [FileEntry]) {
     entries.sort_by(|a, b| {
         let dir = |e: &FileEntry| e.kind != FileType::Directory;
         dir(a).cmp(&dir(b)).then_with(|| a.name.cmp(&b.name))

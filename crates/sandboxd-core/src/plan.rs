@@ -23,8 +23,32 @@ pub const INTERNET_NETWORK: &str = "sandboxd-internet";
 pub const ICC_OPTION: &str = "com.docker.network.bridge.enable_icc";
 /// The json-file log of a sandbox is capped at this size.
 pub const LOG_MAX_SIZE: &str = "10m";
-/// The command that keeps a sandbox alive as the main process under the engine's init.
+/// The command that keeps a sandbox alive as the main process under the engine's init,
+/// when it runs without the agent.
 pub const IDLE_COMMAND: [&str; 3] = ["tail", "-f", "/dev/null"];
+/// Where the agent binary is mounted (read-only) in a sandbox.
+pub const AGENT_BINARY: &str = "/.sandboxd/bin/sandboxd-agent";
+/// Where the agent's directory, holding the socket sandboxd listens on, is mounted
+/// (read-only) in a sandbox.
+pub const AGENT_RUN_DIR: &str = "/.sandboxd/run";
+/// The socket the agent connects to, inside the sandbox.
+pub const AGENT_SOCKET: &str = "/.sandboxd/run/agent.sock";
+
+/// Host paths of what the agent needs mounted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentMount {
+    /// The static agent binary.
+    pub binary: String,
+    /// The per-sandbox directory holding the socket.
+    pub run_dir: String,
+}
+
+/// A read-only bind mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindMount {
+    pub source: String,
+    pub target: String,
+}
 
 /// How the container is attached to the network.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +77,8 @@ pub struct ContainerPlan {
     pub memory_bytes: i64,
     pub pids_limit: i64,
     pub network: NetworkPlan,
+    /// Read-only bind mounts (the agent and its socket directory).
+    pub mounts: Vec<BindMount>,
 }
 
 /// Security options applied to every sandbox, whatever its plan.
@@ -68,11 +94,13 @@ pub fn container_name(sandbox_id: &str) -> String {
     format!("sandboxd-{sandbox_id}")
 }
 
-/// Builds the container plan of `sandbox` with its decrypted `env_vars` text.
+/// Builds the container plan of `sandbox` with its decrypted `env_vars` text; with an
+/// agent, the agent is the main process and its binary and socket directory are mounted.
 pub fn plan_container(
     sandbox: &Sandbox,
     env_vars: Option<&str>,
     instance_id: &str,
+    agent: Option<&AgentMount>,
 ) -> ContainerPlan {
     let mut env = vec![format!("HOME={}", sandbox.workdir)];
     env.extend(env_vars.map(env_vars::parse).unwrap_or_default());
@@ -90,7 +118,15 @@ pub fn plan_container(
     ContainerPlan {
         name: container_name(&sandbox.sandbox_id),
         image: sandbox.image.clone(),
-        cmd: IDLE_COMMAND.iter().map(|s| (*s).to_owned()).collect(),
+        cmd: match agent {
+            Some(_) => vec![
+                AGENT_BINARY.into(),
+                "supervise".into(),
+                "--socket".into(),
+                AGENT_SOCKET.into(),
+            ],
+            None => IDLE_COMMAND.iter().map(|s| (*s).to_owned()).collect(),
+        },
         workdir: sandbox.workdir.clone(),
         env,
         user: sandbox.user.clone(),
@@ -102,6 +138,20 @@ pub fn plan_container(
             NetworkMode::Isolated => NetworkPlan::Disabled,
             NetworkMode::Internet => NetworkPlan::Bridge(INTERNET_NETWORK.to_owned()),
         },
+        mounts: agent
+            .map(|agent| {
+                vec![
+                    BindMount {
+                        source: agent.binary.clone(),
+                        target: AGENT_BINARY.into(),
+                    },
+                    BindMount {
+                        source: agent.run_dir.clone(),
+                        target: AGENT_RUN_DIR.into(),
+                    },
+                ]
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -154,6 +204,7 @@ mod tests {
             &sandbox(NetworkMode::Isolated),
             Some("FOO=bar\n# comment\n\nBAZ=qux=1\ninvalid"),
             "inst",
+            None,
         );
         assert_eq!(plan.name, "sandboxd-sb_1");
         assert_eq!(plan.cmd, ["tail", "-f", "/dev/null"]);
@@ -172,9 +223,36 @@ mod tests {
 
     #[test]
     fn internet_uses_the_dedicated_bridge() {
-        let plan = plan_container(&sandbox(NetworkMode::Internet), None, "inst");
+        let plan = plan_container(&sandbox(NetworkMode::Internet), None, "inst", None);
         assert_eq!(plan.network, NetworkPlan::Bridge(INTERNET_NETWORK.into()));
         assert_eq!(plan.env, ["HOME=/home/user"]);
+        assert!(plan.mounts.is_empty());
+    }
+
+    #[test]
+    fn the_agent_is_the_main_process_and_mounted_read_only() {
+        let agent = AgentMount {
+            binary: "/opt/agent".into(),
+            run_dir: "/data/agents/sb_1".into(),
+        };
+        let plan = plan_container(&sandbox(NetworkMode::Isolated), None, "inst", Some(&agent));
+        assert_eq!(
+            plan.cmd,
+            [AGENT_BINARY, "supervise", "--socket", AGENT_SOCKET]
+        );
+        assert_eq!(
+            plan.mounts,
+            [
+                BindMount {
+                    source: "/opt/agent".into(),
+                    target: AGENT_BINARY.into()
+                },
+                BindMount {
+                    source: "/data/agents/sb_1".into(),
+                    target: AGENT_RUN_DIR.into()
+                },
+            ]
+        );
     }
 
     #[test]

@@ -61,6 +61,14 @@ fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
                 ])),
             }),
             network_mode,
+            // Read-only binds: the sandbox can neither change the agent nor put anything
+            // next to the socket sandboxd listens on.
+            binds: Some(
+                plan.mounts
+                    .iter()
+                    .map(|m| format!("{}:{}:ro", m.source, m.target))
+                    .collect(),
+            ),
             ..Default::default()
         }),
         ..Default::default()

@@ -82,6 +82,12 @@ impl ApiError {
                     vec![],
                 ),
                 S::Conflict(message) => (StatusCode::CONFLICT, "CONFLICT", message.clone(), vec![]),
+                S::Unavailable(message) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "SERVICE_UNAVAILABLE",
+                    message.clone(),
+                    vec![],
+                ),
                 // Internal faults: the cause goes to the log, never to the client.
                 S::Store(_) | S::Engine(_) => (
                     StatusCode::INTERNAL_SERVER_ERROR,

@@ -2,6 +2,7 @@
 //! and the background loops (reaper, reconcile).
 #![forbid(unsafe_code)]
 
+pub mod agent;
 mod auth;
 mod error;
 mod extract;
@@ -24,6 +25,8 @@ use sandboxd_core::limits::{REAPER_INTERVAL_MS, RECONCILE_INTERVAL_MS};
 use sandboxd_core::templates::Templates;
 use sandboxd_docker::Engine;
 use sandboxd_store::{Bootstrap, Store};
+
+use crate::agent::AgentHub;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 use utoipa::OpenApi as _;
@@ -44,6 +47,9 @@ pub struct ServerConfig {
     pub bootstrap_key: Option<String>,
     /// The master key sealing secrets; `<data-dir>/master.key` (created) when absent.
     pub master_key: Option<[u8; 32]>,
+    /// The static agent binary mounted into sandboxes; `sandboxd-agent` next to the
+    /// running executable when absent. Without a static agent, sandboxes run without it.
+    pub agent_binary: Option<PathBuf>,
     pub reaper_interval: Duration,
     pub reconcile_interval: Duration,
 }
@@ -56,6 +62,7 @@ impl ServerConfig {
             template_images: BTreeMap::new(),
             bootstrap_key: None,
             master_key: None,
+            agent_binary: None,
             reaper_interval: Duration::from_millis(REAPER_INTERVAL_MS),
             reconcile_interval: Duration::from_millis(RECONCILE_INTERVAL_MS),
         }
@@ -117,7 +124,13 @@ impl Server {
         let engine = Engine::connect_local().await.map_err(StartError::Engine)?;
         info!(api_version = %engine.api_version(), %instance_id, "connected to the Docker engine");
         let templates = Templates::with_images(&config.template_images);
-        let service = Service::new(store, engine, templates, instance_id);
+        let agents = AgentHub::new(config.data_dir.join("agents"), agent_binary(&config));
+        if agents.enabled() {
+            info!("sandboxes run with the in-sandbox agent");
+        } else {
+            warn!("no static agent binary: every command goes through the engine's exec");
+        }
+        let service = Service::new(store, engine, agents, templates, instance_id);
         Ok(Self {
             service,
             bootstrap,
@@ -154,6 +167,25 @@ impl Server {
         }
         self.service.store().close().await;
         served.map_err(StartError::Serve)
+    }
+}
+
+/// The agent binary to mount: the configured one, else `sandboxd-agent` next to the
+/// running executable; only a statically linked one is usable in any image.
+fn agent_binary(config: &ServerConfig) -> Option<PathBuf> {
+    let candidate = config.agent_binary.clone().or_else(|| {
+        let beside = std::env::current_exe()
+            .ok()?
+            .parent()?
+            .join("sandboxd-agent");
+        beside.is_file().then_some(beside)
+    })?;
+    let candidate = std::fs::canonicalize(&candidate).unwrap_or(candidate);
+    if agent::is_static_elf(&candidate) {
+        Some(candidate)
+    } else {
+        warn!(path = %candidate.display(), "the agent binary is not statically linked; not using it");
+        None
     }
 }
 

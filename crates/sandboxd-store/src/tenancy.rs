@@ -14,14 +14,14 @@ impl Store {
     ) -> Result<Vec<(Project, Vec<Environment>)>, StoreError> {
         let projects = sqlx::query(
             "SELECT project_id, organization_id, name, description, created_at FROM projects \
-             WHERE organization_id = $1 ORDER BY created_at, project_id",
+             WHERE organization_id = $1 ORDER BY created_at, name",
         )
         .bind(organization_id)
         .fetch_all(&self.pool)
         .await?;
         let environments = sqlx::query(
             "SELECT environment_id, project_id, organization_id, name, description, created_at \
-             FROM environments WHERE organization_id = $1 ORDER BY created_at, environment_id",
+             FROM environments WHERE organization_id = $1 ORDER BY created_at, name",
         )
         .bind(organization_id)
         .fetch_all(&self.pool)

@@ -25,6 +25,9 @@ pub struct Config {
     pub bootstrap_key: Option<String>,
     /// Master key sealing secrets at rest, 64 hex digits; `<data_dir>/master.key` when unset.
     pub master_key: Option<String>,
+    /// The static agent binary mounted into sandboxes; `sandboxd-agent` next to this
+    /// executable when unset.
+    pub agent_binary: Option<PathBuf>,
     /// Image overrides of the built-in templates, e.g. `[templates.base] image = "..."`.
     pub templates: BTreeMap<String, TemplateConfig>,
     /// Log filter, as `RUST_LOG` (`info`, `sandboxd=debug`).
@@ -38,6 +41,7 @@ impl std::fmt::Debug for Config {
             .field("data_dir", &self.data_dir)
             .field("bootstrap_key", &self.bootstrap_key.as_ref().map(|_| "***"))
             .field("master_key", &self.master_key.as_ref().map(|_| "***"))
+            .field("agent_binary", &self.agent_binary)
             .field("templates", &self.templates)
             .field("log", &self.log)
             .finish()
@@ -51,6 +55,7 @@ impl Default for Config {
             data_dir: PathBuf::from("./sandboxd-data"),
             bootstrap_key: None,
             master_key: None,
+            agent_binary: None,
             templates: BTreeMap::new(),
             log: "info".into(),
         }

@@ -49,6 +49,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(hex) => Some(parse_master_key(hex).context("the master key must be 64 hex digits")?),
         None => None,
     };
+    server_config.agent_binary = config.agent_binary.clone();
     server_config.template_images = config
         .templates
         .iter()

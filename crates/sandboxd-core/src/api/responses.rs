@@ -201,7 +201,7 @@ impl ProjectView {
 #[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
     /// `BAD_REQUEST`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `CONFLICT`,
-    /// `PRECONDITION_FAILED`, `PAYLOAD_TOO_LARGE`, `TOO_MANY_REQUESTS` or `INTERNAL_SERVER_ERROR`.
+    /// `PRECONDITION_FAILED`, `PAYLOAD_TOO_LARGE`, `INTERNAL_SERVER_ERROR` or `SERVICE_UNAVAILABLE`.
     pub code: String,
     pub message: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]

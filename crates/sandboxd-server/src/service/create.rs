@@ -8,9 +8,13 @@ use sandboxd_core::plan::{self, NetworkPlan};
 use sandboxd_core::validate::CreateSandbox;
 use sandboxd_docker::{EngineError, ExecSpec};
 use sandboxd_store::new_id;
+use std::time::Duration;
 use tracing::{info, warn};
 
 use super::{Service, ServiceError, internal_exec, now_ms};
+
+/// How long a create waits for the new sandbox's agent to connect.
+const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Service {
     /// Creates and starts a sandbox for `caller`.
@@ -101,16 +105,41 @@ impl Service {
     ) -> Result<(String, Option<String>), EngineError> {
         let engine = self.engine();
         let image_user = engine.ensure_image(&row.image).await?;
-        let plan = plan::plan_container(row, env_vars, self.instance_id());
+        let agent = match self.agents().listen(&row.sandbox_id) {
+            Ok(agent) => agent,
+            Err(error) => {
+                warn!(sandbox_id = %row.sandbox_id, %error, "sandbox runs without its agent");
+                None
+            }
+        };
+        let plan = plan::plan_container(row, env_vars, self.instance_id(), agent.as_ref());
         if let NetworkPlan::Bridge(name) = &plan.network {
             engine.ensure_bridge(name).await?;
         }
-        let container_id = engine.create_container(&plan).await?;
+        let container_id = match engine.create_container(&plan).await {
+            Ok(id) => id,
+            Err(error) => {
+                self.agents().release(&row.sandbox_id);
+                return Err(error);
+            }
+        };
         let prepared = async {
             engine.start_container(&container_id).await?;
-            let user = match row.user.clone() {
-                Some(user) => Some(user),
-                None => self.image_user(&container_id, &image_user).await,
+            let hello = match agent {
+                Some(_) => {
+                    self.agents()
+                        .wait_connected(&row.sandbox_id, AGENT_CONNECT_TIMEOUT)
+                        .await
+                }
+                None => None,
+            };
+            if agent.is_some() && hello.is_none() {
+                warn!(sandbox_id = %row.sandbox_id, "agent did not connect; the engine's exec serves this sandbox");
+            }
+            let user = match (row.user.clone(), hello) {
+                (Some(user), _) => Some(user),
+                (None, Some(conn)) => Some(format!("{}:{}", conn.hello.uid, conn.hello.gid)),
+                (None, None) => self.image_user(&container_id, &image_user).await,
             };
             self.prepare_workdir(&container_id, &row.workdir, user.as_deref())
                 .await?;
@@ -119,6 +148,7 @@ impl Service {
         match prepared.await {
             Ok(user) => Ok((container_id, user)),
             Err(error) => {
+                self.agents().release(&row.sandbox_id);
                 if let Err(cleanup) = engine.remove_container(&container_id).await {
                     warn!(%container_id, error = %cleanup, "could not remove the container of a failed sandbox");
                 }

@@ -23,6 +23,9 @@ pub enum ServiceError {
     /// cannot be created, an image that cannot be pulled).
     #[error("{0}")]
     Refused(String),
+    /// The sandbox's agent went away in the middle of the request; retrying is safe.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("store failure")]
     Store(#[source] StoreError),
     #[error("engine failure")]

@@ -6,10 +6,11 @@ use sandboxd_core::api::ExecResult;
 use sandboxd_core::limits::MAX_EXEC_OUTPUT_BYTES;
 use sandboxd_core::model::{Principal, SandboxStatus};
 use sandboxd_core::validate::ExecCommand;
-use sandboxd_docker::ExecSpec;
-use tracing::{info, warn};
+use sandboxd_docker::{ExecOutcome, ExecSpec};
+use tracing::{debug, info, warn};
 
-use super::{Service, ServiceError, now_ms};
+use super::{ServedBy, Service, ServiceError, now_ms};
+use crate::agent::{AgentError, AgentExec};
 
 impl Service {
     /// Runs a command in a running sandbox of the caller's.
@@ -21,19 +22,14 @@ impl Service {
         let sandbox = self.sandbox_for(caller, &cmd.sandbox_id).await?;
         let container = sandbox.running_container()?.to_owned();
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
-        let spec = ExecSpec {
+        let spec = AgentExec {
             argv: vec!["sh".into(), "-c".into(), cmd.cmd],
             cwd: Some(cmd.cwd.unwrap_or_else(|| sandbox.workdir.clone())),
-            env: cmd
-                .env
-                .into_iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect(),
-            user: None,
+            env: cmd.env,
             timeout: Duration::from_millis(cmd.timeout_ms),
             max_output: MAX_EXEC_OUTPUT_BYTES,
         };
-        let outcome = self.engine().exec(&container, spec).await?;
+        let outcome = self.run(&sandbox.sandbox_id, &container, spec).await?;
         if outcome.timed_out {
             info!(
                 sandbox_id = %sandbox.sandbox_id,
@@ -56,5 +52,58 @@ impl Service {
             timed_out: outcome.timed_out,
             truncated: outcome.truncated,
         })
+    }
+}
+
+impl Service {
+    /// Runs a command through the sandbox's agent when it is connected, else through the
+    /// engine's exec. A timed-out command whose kill did not take gets the container
+    /// restarted, whichever path ran it.
+    pub(crate) async fn run(
+        &self,
+        sandbox_id: &str,
+        container: &str,
+        spec: AgentExec,
+    ) -> Result<ExecOutcome, ServiceError> {
+        if let Some(agent) = self.agents().connection(sandbox_id) {
+            match agent.exec(spec.clone()).await {
+                Ok((outcome, true)) => {
+                    self.served(sandbox_id, ServedBy::Agent);
+                    return Ok(outcome);
+                }
+                Ok((mut outcome, false)) => {
+                    self.served(sandbox_id, ServedBy::Agent);
+                    warn!(%sandbox_id, "agent kill did not end the command; restarting the container");
+                    outcome.container_killed =
+                        self.engine().kill_container(container).await.is_ok();
+                    if outcome.container_killed {
+                        outcome.container_restarted =
+                            self.engine().start_container(container).await.is_ok();
+                    }
+                    return Ok(outcome);
+                }
+                Err(AgentError::NotSent) => {}
+                Err(error) => return Err(ServiceError::Unavailable(error.to_string())),
+            }
+        }
+        self.served(sandbox_id, ServedBy::Engine);
+        let engine_spec = ExecSpec {
+            argv: spec.argv,
+            cwd: spec.cwd,
+            env: spec
+                .env
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            user: None,
+            timeout: spec.timeout,
+            max_output: spec.max_output,
+        };
+        Ok(self.engine().exec(container, engine_spec).await?)
+    }
+
+    pub(crate) fn served(&self, sandbox_id: &str, path: ServedBy) {
+        self.count(path);
+        debug!(%sandbox_id, path = path.as_str(), "served");
     }
 }

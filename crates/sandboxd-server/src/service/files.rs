@@ -2,14 +2,18 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use sandboxd_core::api::{Encoding, ListFilesResult, ReadFileResult, WriteFileResult};
+use sandboxd_agent_protocol::{DirEntry, EntryKind, FailureKind};
+use sandboxd_core::api::{
+    Encoding, FileEntry, FileType, ListFilesResult, ReadFileResult, WriteFileResult,
+};
 use sandboxd_core::limits::{MAX_FILE_BYTES, MAX_LISTING_BYTES};
 use sandboxd_core::model::Principal;
 use sandboxd_core::validate::{ListFiles, ReadFile, WriteFile};
 use sandboxd_core::{listing, paths, plan};
 use sandboxd_docker::{EngineError, ReadFileError};
 
-use super::{Service, ServiceError, internal_exec, now_ms};
+use super::{ServedBy, Service, ServiceError, internal_exec, now_ms};
+use crate::agent::{AgentError, FileOpError};
 use crate::time::rfc3339;
 
 const DEFAULT_FILE_MODE: u32 = 0o644;
@@ -40,12 +44,26 @@ impl Service {
         let (dir, name) = paths::split_file(&cmd.path)
             .ok_or_else(|| ServiceError::Refused("path must point to a file".into()))?;
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        let mode = cmd.mode.unwrap_or(DEFAULT_FILE_MODE);
+        if let Some(agent) = self.agents().connection(&sandbox.sandbox_id) {
+            match agent.write_file(&cmd.path, &cmd.content, mode).await {
+                Err(FileOpError::Agent(AgentError::NotSent)) => {}
+                outcome => {
+                    self.served(&sandbox.sandbox_id, ServedBy::Agent);
+                    let size = outcome.map_err(file_error)?;
+                    return Ok(WriteFileResult {
+                        path: cmd.path,
+                        size,
+                    });
+                }
+            }
+        }
+        self.served(&sandbox.sandbox_id, ServedBy::Engine);
         let owner = sandbox
             .user
             .as_deref()
             .and_then(plan::parse_user)
             .unwrap_or((0, 0));
-        let mode = cmd.mode.unwrap_or(DEFAULT_FILE_MODE);
         let engine = self.engine();
         // The common case (the directory exists) costs one archive upload; a missing
         // directory is created as the sandbox user, then the upload is retried.
@@ -94,6 +112,16 @@ impl Service {
         let sandbox = self.sandbox_for(caller, &cmd.sandbox_id).await?;
         let container = sandbox.running_container()?.to_owned();
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        if let Some(agent) = self.agents().connection(&sandbox.sandbox_id) {
+            match agent.read_file(&cmd.path, MAX_FILE_BYTES).await {
+                Err(FileOpError::Agent(AgentError::NotSent)) => {}
+                outcome => {
+                    self.served(&sandbox.sandbox_id, ServedBy::Agent);
+                    return Ok(read_result(cmd, outcome.map_err(file_error)?));
+                }
+            }
+        }
+        self.served(&sandbox.sandbox_id, ServedBy::Engine);
         let content = self
             .engine()
             .read_file(&container, &cmd.path, MAX_FILE_BYTES)
@@ -111,17 +139,7 @@ impl Service {
                 }
                 ReadFileError::Engine(engine) => engine.into(),
             })?;
-        let size = content.len() as u64;
-        let content = match cmd.encoding {
-            Encoding::Utf8 => String::from_utf8_lossy(&content).into_owned(),
-            Encoding::Base64 => STANDARD.encode(&content),
-        };
-        Ok(ReadFileResult {
-            path: cmd.path,
-            size,
-            encoding: cmd.encoding,
-            content,
-        })
+        Ok(read_result(cmd, content))
     }
 
     /// Lists a directory: GNU find with metadata, or names only where find has no `-printf`.
@@ -134,6 +152,25 @@ impl Service {
         let container = sandbox.running_container()?.to_owned();
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         let target = cmd.path.unwrap_or_else(|| sandbox.workdir.clone());
+        if let Some(agent) = self.agents().connection(&sandbox.sandbox_id) {
+            match agent.list_dir(&target, MAX_LISTING_BYTES).await {
+                Err(FileOpError::Agent(AgentError::NotSent)) => {}
+                outcome => {
+                    self.served(&sandbox.sandbox_id, ServedBy::Agent);
+                    let mut entries: Vec<FileEntry> = outcome
+                        .map_err(file_error)?
+                        .into_iter()
+                        .map(file_entry)
+                        .collect();
+                    listing::sort(&mut entries);
+                    return Ok(ListFilesResult {
+                        path: target,
+                        entries,
+                    });
+                }
+            }
+        }
+        self.served(&sandbox.sandbox_id, ServedBy::Engine);
         let find = self
             .engine()
             .exec(
@@ -173,5 +210,52 @@ impl Service {
         } else {
             reason
         }))
+    }
+}
+
+fn read_result(cmd: ReadFile, content: Vec<u8>) -> ReadFileResult {
+    let size = content.len() as u64;
+    let content = match cmd.encoding {
+        Encoding::Utf8 => String::from_utf8_lossy(&content).into_owned(),
+        Encoding::Base64 => STANDARD.encode(&content),
+    };
+    ReadFileResult {
+        path: cmd.path,
+        size,
+        encoding: cmd.encoding,
+        content,
+    }
+}
+
+fn file_entry(entry: DirEntry) -> FileEntry {
+    FileEntry {
+        name: entry.name,
+        kind: match entry.kind {
+            EntryKind::Directory => FileType::Directory,
+            EntryKind::File => FileType::File,
+            EntryKind::Symlink => FileType::Symlink,
+            EntryKind::Other => FileType::Other,
+        },
+        size: Some(entry.size),
+        mode: Some(format!("{:o}", entry.mode)),
+        modified_at: Some(rfc3339(entry.modified_ms)),
+    }
+}
+
+/// The error of a file operation the agent refused or could not finish.
+fn file_error(error: FileOpError) -> ServiceError {
+    match error {
+        FileOpError::Refused(failure) => match failure.kind {
+            FailureKind::NotFound => ServiceError::NotFound("file"),
+            FailureKind::TooLarge => {
+                ServiceError::TooLarge(format!("file exceeds the {MAX_FILE_BYTES} byte limit"))
+            }
+            FailureKind::NotAFile => ServiceError::Refused("path is not a regular file".into()),
+            FailureKind::NotADirectory
+            | FailureKind::PermissionDenied
+            | FailureKind::Invalid
+            | FailureKind::Io => ServiceError::Refused(failure.message),
+        },
+        FileOpError::Agent(error) => ServiceError::Unavailable(error.to_string()),
     }
 }

@@ -79,6 +79,7 @@ impl Service {
         {
             warn!(sandbox_id = %sandbox.sandbox_id, %error, "could not remove the container of a killed sandbox");
         }
+        self.agents().release(&sandbox.sandbox_id);
         info!(sandbox_id = %sandbox.sandbox_id, "sandbox killed");
         self.store()
             .mark_killed(&sandbox.sandbox_id, now_ms())

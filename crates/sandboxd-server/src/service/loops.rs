@@ -1,6 +1,7 @@
 //! One pass of each background loop. The schedulers around them are trivial; startup
 //! reconcile and periodic reconcile are the same pass.
 
+use sandboxd_core::model::SandboxStatus;
 use sandboxd_core::reconcile::{expired, plan_reconcile};
 use tracing::{info, warn};
 
@@ -66,6 +67,15 @@ impl Service {
             }
         }
         self.store().mark_error(&plan.mark_error).await?;
+        for sandbox_id in &plan.mark_error {
+            self.agents().release(sandbox_id);
+        }
+        // Running sandboxes get their agent socket back after a restart of sandboxd.
+        for row in &rows {
+            if row.status == SandboxStatus::Running && !plan.mark_error.contains(&row.sandbox_id) {
+                self.agents().restore(&row.sandbox_id);
+            }
+        }
         report.marked_error = plan.mark_error;
         if !plan.remove_containers.is_empty() || !report.marked_error.is_empty() {
             info!(

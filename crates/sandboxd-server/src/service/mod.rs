@@ -10,12 +10,15 @@ mod loops;
 mod tenancy;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::templates::Templates;
 use sandboxd_docker::{Engine, ExecSpec};
 use sandboxd_store::Store;
+
+use crate::agent::AgentHub;
 
 pub use error::ServiceError;
 pub use loops::{ReapReport, ReconcileReport};
@@ -30,20 +33,71 @@ pub struct Service {
 struct Inner {
     store: Store,
     engine: Engine,
+    agents: AgentHub,
     templates: Templates,
     instance_id: String,
+    paths: PathCounts,
+}
+
+/// How many operations each path served: the agent, or the engine's exec and archive
+/// API (the fallback).
+#[derive(Debug, Default)]
+pub struct PathCounts {
+    pub agent: AtomicU64,
+    pub engine: AtomicU64,
+}
+
+/// Which path served an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServedBy {
+    Agent,
+    Engine,
+}
+
+impl ServedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Agent => "agent",
+            Self::Engine => "engine",
+        }
+    }
 }
 
 impl Service {
-    pub fn new(store: Store, engine: Engine, templates: Templates, instance_id: String) -> Self {
+    pub fn new(
+        store: Store,
+        engine: Engine,
+        agents: AgentHub,
+        templates: Templates,
+        instance_id: String,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 store,
                 engine,
+                agents,
                 templates,
                 instance_id,
+                paths: PathCounts::default(),
             }),
         }
+    }
+
+    pub fn agents(&self) -> &AgentHub {
+        &self.inner.agents
+    }
+
+    /// Operations served by each path since start.
+    pub fn path_counts(&self) -> &PathCounts {
+        &self.inner.paths
+    }
+
+    fn count(&self, path: ServedBy) {
+        let counter = match path {
+            ServedBy::Agent => &self.inner.paths.agent,
+            ServedBy::Engine => &self.inner.paths.engine,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn store(&self) -> &Store {

@@ -23,10 +23,13 @@ async fn container_is_hardened_and_limited_as_planned() {
         Some(format!("/sandboxd-{}", id(&sandbox)).as_str())
     );
     assert_eq!(config.user.as_deref(), Some("1000:1000"));
-    assert_eq!(
-        config.cmd,
-        Some(vec!["tail".into(), "-f".into(), "/dev/null".into()])
-    );
+    let agent_cmd = [
+        "/.sandboxd/bin/sandboxd-agent",
+        "supervise",
+        "--socket",
+        "/.sandboxd/run/agent.sock",
+    ];
+    assert_eq!(config.cmd, Some(agent_cmd.map(String::from).to_vec()));
     assert!(
         config
             .entrypoint
@@ -62,6 +65,16 @@ async fn container_is_hardened_and_limited_as_planned() {
             .as_deref(),
         Some("no")
     );
+    // The agent and its socket directory are mounted read-only.
+    let binds = host.binds.unwrap();
+    assert_eq!(binds.len(), 2, "{binds:?}");
+    assert!(binds.iter().all(|b| b.ends_with(":ro")), "{binds:?}");
+    assert!(
+        binds
+            .iter()
+            .any(|b| b.ends_with(":/.sandboxd/bin/sandboxd-agent:ro"))
+    );
+    assert!(binds.iter().any(|b| b.ends_with(":/.sandboxd/run:ro")));
     let log = host.log_config.unwrap();
     assert_eq!(log.typ.as_deref(), Some("json-file"));
     assert_eq!(log.config.unwrap()["max-size"], "10m");
@@ -71,6 +84,30 @@ async fn container_is_hardened_and_limited_as_planned() {
         .exec(&sandbox, "id -u; id -g; stat -c %u:%g .; echo $HOME")
         .await;
     assert_eq!(out["stdout"], "1000\n1000\n1000:1000\n/home/user\n");
+}
+
+#[tokio::test]
+async fn without_the_agent_the_main_process_is_tail() {
+    let server = TestServer::start_without_agent().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let info = server
+        .docker()
+        .inspect_container(container(&sandbox), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        info.config.unwrap().cmd,
+        Some(vec!["tail".into(), "-f".into(), "/dev/null".into()])
+    );
+    assert!(
+        info.host_config
+            .unwrap()
+            .binds
+            .unwrap_or_default()
+            .is_empty()
+    );
+    let out = server.exec(&sandbox, "id -u; pwd").await;
+    assert_eq!(out["stdout"], "1000\n/home/user\n");
 }
 
 #[tokio::test]

@@ -112,20 +112,26 @@ async fn timeout_kills_the_whole_tree_on_busybox_images() {
     timeout_kills_the_tree(json!({"image": BUSYBOX})).await;
 }
 
-#[tokio::test]
-async fn fork_bomb_under_a_small_pids_limit_leaves_the_sandbox_usable() {
-    let server = TestServer::start().await;
+/// Exhausts the pids limit from a process that survives its failed forks, so the
+/// command runs until its timeout.
+const FORK_BOMB: &str = "python3 -c 'import os, time\nwhile True:\n    try:\n        os.fork() or time.sleep(1000)\n    except OSError:\n        time.sleep(0.01)'";
+
+async fn fork_bomb_leaves_the_sandbox_usable(server: TestServer, cmd: &str) -> (TestServer, bool) {
     let sandbox = server
         .create(json!({"template": "base", "pidsLimit": 32}))
         .await;
     server
         .exec(&sandbox, "echo kept > /home/user/kept.txt")
         .await;
+    let boot = started_at(&server, &sandbox).await;
     let (status, out) = server
-        .post("sandbox.exec", json!({"sandboxId": id(&sandbox), "cmd": "while :; do sleep 1000 & done", "timeoutMs": 2000}))
+        .post(
+            "sandbox.exec",
+            json!({"sandboxId": id(&sandbox), "cmd": cmd, "timeoutMs": 2000}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{out}");
-    assert_eq!(out["exitCode"], 124);
+    assert_eq!(out["exitCode"], 124, "{out}");
     let (_, one) = server
         .get("sandbox.one", &[("sandboxId", id(&sandbox))])
         .await;
@@ -134,6 +140,36 @@ async fn fork_bomb_under_a_small_pids_limit_leaves_the_sandbox_usable() {
         .exec(&sandbox, "cat /home/user/kept.txt; echo ok")
         .await;
     assert_eq!(after["stdout"], "kept\nok\n", "{after}");
+    let restarted = started_at(&server, &sandbox).await != boot;
+    (server, restarted)
+}
+
+async fn started_at(server: &TestServer, sandbox: &Value) -> Option<String> {
+    let info = server
+        .docker()
+        .inspect_container(container(sandbox), None)
+        .await
+        .unwrap();
+    info.state.and_then(|s| s.started_at)
+}
+
+#[tokio::test]
+async fn fork_bomb_is_killed_by_the_agent_without_a_restart() {
+    let server = TestServer::start().await;
+    let (_server, restarted) = fork_bomb_leaves_the_sandbox_usable(server, FORK_BOMB).await;
+    // The agent kills without forking: no restart was needed.
+    assert!(!restarted);
+}
+
+#[tokio::test]
+async fn fork_bomb_without_the_agent_restarts_the_container() {
+    let server = TestServer::start_without_agent().await;
+    let (_server, restarted) =
+        fork_bomb_leaves_the_sandbox_usable(server, "while :; do sleep 1000 & done").await;
+    assert!(
+        restarted,
+        "the marker kill cannot fork, so the container was restarted"
+    );
 }
 
 fn peak_rss_kib() -> u64 {

@@ -194,8 +194,8 @@ async fn file_limits_and_errors() {
 }
 
 #[tokio::test]
-async fn busybox_listing_falls_back_to_names() {
-    let server = TestServer::start().await;
+async fn busybox_listing_without_agent_falls_back_to_names() {
+    let server = TestServer::start_without_agent().await;
     let sandbox = server.create(json!({"image": BUSYBOX})).await;
     let sid = id(&sandbox);
     for name in ["b.txt", "with space"] {

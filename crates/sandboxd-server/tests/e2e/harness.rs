@@ -1,6 +1,7 @@
 //! A real server on a loopback port with its own data dir, driven over HTTP. Every
 //! container it created is removed when the harness is dropped, even after a failure.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reqwest::StatusCode;
@@ -24,8 +25,32 @@ pub struct TestServer {
     data: Option<TempDir>,
 }
 
-fn config(dir: &TempDir) -> ServerConfig {
+/// The static agent: `SANDBOXD_AGENT_BINARY`, else where `scripts/build-agent.sh` puts it.
+pub fn agent_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("SANDBOXD_AGENT_BINARY") {
+        return PathBuf::from(path);
+    }
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/agent")
+        .join(triple)
+        .join("release/sandboxd-agent");
+    assert!(
+        path.is_file(),
+        "no agent binary at {}: run scripts/build-agent.sh",
+        path.display()
+    );
+    path
+}
+
+fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
     let mut config = ServerConfig::new(dir.path().to_path_buf());
+    // Without an agent, `none` is not a static binary, so none is used.
+    config.agent_binary = Some(if with_agent {
+        agent_binary()
+    } else {
+        PathBuf::from("/nonexistent")
+    });
     config.bootstrap_key = Some(KEY.into());
     config.template_images.insert("base".into(), DEBIAN.into());
     config
@@ -38,18 +63,26 @@ fn config(dir: &TempDir) -> ServerConfig {
 
 impl TestServer {
     pub async fn start() -> Self {
-        Self::start_on(tempfile::tempdir().expect("temp dir")).await
+        Self::start_on(tempfile::tempdir().expect("temp dir"), true).await
+    }
+
+    /// A server whose sandboxes run without the agent, as sandboxes created before the
+    /// agent existed do: everything goes through the engine's exec and archive API.
+    pub async fn start_without_agent() -> Self {
+        Self::start_on(tempfile::tempdir().expect("temp dir"), false).await
     }
 
     /// Starts a server again on the data dir of a stopped one; its containers are now
     /// this server's to clean up.
     pub async fn start_in(mut stopped: StoppedServer) -> Self {
         stopped.instance.clear();
-        Self::start_on(stopped.data.take().expect("data dir")).await
+        Self::start_on(stopped.data.take().expect("data dir"), true).await
     }
 
-    async fn start_on(data: TempDir) -> Self {
-        let server = Server::start(config(&data)).await.expect("server starts");
+    async fn start_on(data: TempDir, with_agent: bool) -> Self {
+        let server = Server::start(config(&data, with_agent))
+            .await
+            .expect("server starts");
         let service = server.service.clone();
         let instance = service.instance_id().to_owned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -1,0 +1,185 @@
+//! Frames: `u32 payload length | u32 channel | u8 kind | payload`, big-endian.
+
+/// Bytes before the payload.
+pub const HEADER_LEN: usize = 9;
+/// Largest payload accepted; a peer that announces more is cut off.
+pub const MAX_PAYLOAD: usize = 1024 * 1024;
+
+/// What a frame carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// Agent → host, channel 0, once per connection: [`crate::Hello`].
+    Hello = 0,
+    /// Host → agent: a [`crate::Request`] opening the channel.
+    Request = 1,
+    /// Agent → host: a chunk of a command's standard output.
+    Stdout = 2,
+    /// Agent → host: a chunk of a command's standard error.
+    Stderr = 3,
+    /// Agent → host: a command ended: [`crate::Exit`]. Closes the channel.
+    Exit = 4,
+    /// Agent → host: the request failed: [`crate::Failure`]. Closes the channel.
+    Error = 5,
+    /// Either way: a chunk of file content or listing.
+    Data = 6,
+    /// Host → agent: the content of a write is complete.
+    End = 7,
+    /// Host → agent: kill a running command: [`crate::Signal`].
+    Signal = 8,
+    /// Agent → host: the request succeeded: [`crate::Done`]. Closes the channel.
+    Done = 9,
+}
+
+impl Kind {
+    fn from_byte(byte: u8) -> Option<Self> {
+        Some(match byte {
+            0 => Self::Hello,
+            1 => Self::Request,
+            2 => Self::Stdout,
+            3 => Self::Stderr,
+            4 => Self::Exit,
+            5 => Self::Error,
+            6 => Self::Data,
+            7 => Self::End,
+            8 => Self::Signal,
+            9 => Self::Done,
+            _ => return None,
+        })
+    }
+}
+
+/// One frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub channel: u32,
+    pub kind: Kind,
+    pub payload: Vec<u8>,
+}
+
+impl Frame {
+    pub fn new(channel: u32, kind: Kind, payload: impl Into<Vec<u8>>) -> Self {
+        Self {
+            channel,
+            kind,
+            payload: payload.into(),
+        }
+    }
+
+    /// A frame whose payload is `message` as JSON.
+    pub fn json(channel: u32, kind: Kind, message: &impl serde::Serialize) -> Self {
+        // Serializing plain data structs to a Vec cannot fail.
+        Self::new(
+            channel,
+            kind,
+            serde_json::to_vec(message).unwrap_or_default(),
+        )
+    }
+
+    /// The payload parsed as JSON of type `T`.
+    pub fn parse<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, FrameError> {
+        serde_json::from_slice(&self.payload).map_err(|e| FrameError::BadMessage(e.to_string()))
+    }
+}
+
+/// A broken stream: the connection must be dropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame payload of {0} bytes exceeds the limit")]
+    TooLarge(usize),
+    #[error("unknown frame kind {0}")]
+    UnknownKind(u8),
+    #[error("malformed message: {0}")]
+    BadMessage(String),
+}
+
+/// The bytes of a frame. Payloads over [`MAX_PAYLOAD`] are the caller's bug; they are
+/// refused here rather than sent to be refused by the peer.
+pub fn encode(frame: &Frame) -> Result<Vec<u8>, FrameError> {
+    if frame.payload.len() > MAX_PAYLOAD {
+        return Err(FrameError::TooLarge(frame.payload.len()));
+    }
+    let mut out = Vec::with_capacity(HEADER_LEN + frame.payload.len());
+    out.extend_from_slice(&(frame.payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&frame.channel.to_be_bytes());
+    out.push(frame.kind as u8);
+    out.extend_from_slice(&frame.payload);
+    Ok(out)
+}
+
+/// Incremental decoder: feed bytes as they arrive, take frames as they complete.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    buf: Vec<u8>,
+}
+
+impl Decoder {
+    /// Appends received bytes.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next complete frame, `Ok(None)` when more bytes are needed, or an error that
+    /// ends the connection (checked from the header, before the payload is buffered).
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+        if self.buf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
+        if len > MAX_PAYLOAD {
+            return Err(FrameError::TooLarge(len));
+        }
+        let kind = Kind::from_byte(self.buf[8]).ok_or(FrameError::UnknownKind(self.buf[8]))?;
+        if self.buf.len() < HEADER_LEN + len {
+            return Ok(None);
+        }
+        let channel = u32::from_be_bytes([self.buf[4], self.buf[5], self.buf[6], self.buf[7]]);
+        let payload = self.buf[HEADER_LEN..HEADER_LEN + len].to_vec();
+        self.buf.drain(..HEADER_LEN + len);
+        Ok(Some(Frame {
+            channel,
+            kind,
+            payload,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_in_pieces() {
+        let frames = [
+            Frame::new(0, Kind::Hello, b"{}".to_vec()),
+            Frame::new(7, Kind::Stdout, vec![1u8; 70_000]),
+            Frame::new(u32::MAX, Kind::Done, Vec::new()),
+        ];
+        let bytes: Vec<u8> = frames.iter().flat_map(|f| encode(f).unwrap()).collect();
+        let mut decoder = Decoder::default();
+        let mut out = Vec::new();
+        for chunk in bytes.chunks(1000) {
+            decoder.feed(chunk);
+            while let Some(frame) = decoder.next_frame().unwrap() {
+                out.push(frame);
+            }
+        }
+        assert_eq!(out, frames);
+    }
+
+    #[test]
+    fn refuses_oversized_and_unknown_frames_from_the_header() {
+        let mut decoder = Decoder::default();
+        let mut header = ((MAX_PAYLOAD + 1) as u32).to_be_bytes().to_vec();
+        header.extend_from_slice(&[0, 0, 0, 1, 2]);
+        decoder.feed(&header);
+        assert_eq!(
+            decoder.next_frame(),
+            Err(FrameError::TooLarge(MAX_PAYLOAD + 1))
+        );
+        let mut decoder = Decoder::default();
+        decoder.feed(&[0, 0, 0, 0, 0, 0, 0, 1, 200]);
+        assert_eq!(decoder.next_frame(), Err(FrameError::UnknownKind(200)));
+        assert!(encode(&Frame::new(1, Kind::Data, vec![0u8; MAX_PAYLOAD + 1])).is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! The JSON messages carried by control frames.
+
+use serde::{Deserialize, Serialize};
+
+/// First frame of a connection: who the agent is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hello {
+    pub version: u32,
+    pub pid: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// What the host asks on a new channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum Request {
+    /// Run `argv` in its own process group; output comes as Stdout/Stderr frames, then
+    /// Exit. Every process carries `marker` (a `NAME=value` entry) in its environment.
+    #[serde(rename_all = "camelCase")]
+    Exec {
+        argv: Vec<String>,
+        cwd: Option<String>,
+        env: Vec<(String, String)>,
+        marker: (String, String),
+    },
+    /// Write a file from the Data frames that follow until End; parents are created.
+    #[serde(rename_all = "camelCase")]
+    WriteFile { path: String, mode: u32 },
+    /// Read a regular file of at most `max` bytes as Data frames, then Done.
+    #[serde(rename_all = "camelCase")]
+    ReadFile { path: String, max: u64 },
+    /// List a directory: Data frames of JSON arrays of [`DirEntry`], then Done.
+    #[serde(rename_all = "camelCase")]
+    ListDir { path: String },
+    /// Create a directory and its parents.
+    #[serde(rename_all = "camelCase")]
+    Mkdir { path: String, mode: u32 },
+}
+
+/// Signal sent to a running command's process group and marked processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Signal {
+    pub signal: i32,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Exit {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FailureKind {
+    NotFound,
+    NotAFile,
+    NotADirectory,
+    TooLarge,
+    PermissionDenied,
+    Invalid,
+    Io,
+}
+
+/// A failed request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+/// A request that succeeded, with the size it moved where that applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Done {
+    pub size: u64,
+}
+
+/// Kind of a directory entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EntryKind {
+    Directory,
+    File,
+    Symlink,
+    Other,
+}
+
+/// One directory entry, with metadata from `lstat`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DirEntry {
+    pub name: String,
+    pub kind: EntryKind,
+    pub size: u64,
+    /// Permission bits (`0o7777` at most).
+    pub mode: u32,
+    /// Modification time, milliseconds since the epoch.
+    pub modified_ms: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_tagged_json() {
+        let request = Request::ReadFile {
+            path: "/a".into(),
+            max: 10,
+        };
+        let text = serde_json::to_string(&request).unwrap();
+        assert_eq!(text, r#"{"op":"readFile","path":"/a","max":10}"#);
+        assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), request);
+        assert!(serde_json::from_str::<Request>(r#"{"op":"rm","path":"/"}"#).is_err());
+    }
+}

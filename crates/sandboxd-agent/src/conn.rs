@@ -1,0 +1,159 @@
+//! One connection to sandboxd: announce, then read frames and dispatch them. Writes are
+//! serialized through [`Outbox`]; each request runs on its own thread.
+
+use std::collections::HashMap;
+use std::io::{Read as _, Write as _};
+use std::os::unix::net::UnixStream;
+use std::process::ExitCode;
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request, encode};
+
+use crate::exec::Running;
+use crate::{exec, files};
+
+/// The shared write half of the connection.
+#[derive(Clone)]
+pub struct Outbox(Arc<Mutex<UnixStream>>);
+
+impl Outbox {
+    /// Sends a frame; `false` once the connection is gone.
+    pub fn send(&self, frame: &Frame) -> bool {
+        let Ok(bytes) = encode(frame) else {
+            return false;
+        };
+        match self.0.lock() {
+            Ok(mut stream) => stream.write_all(&bytes).is_ok(),
+            Err(_) => false,
+        }
+    }
+}
+
+pub fn serve_forever(socket: &str) -> ExitCode {
+    let mut delay = Duration::from_millis(20);
+    loop {
+        match UnixStream::connect(socket) {
+            Ok(stream) => {
+                delay = Duration::from_millis(20);
+                serve(stream);
+            }
+            Err(_) => {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+fn hello() -> Hello {
+    Hello {
+        version: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        uid: rustix::process::getuid().as_raw(),
+        gid: rustix::process::getgid().as_raw(),
+    }
+}
+
+/// Serves one connection until it ends; every command it started is killed then.
+fn serve(stream: UnixStream) {
+    let Ok(writer) = stream.try_clone() else {
+        return;
+    };
+    let outbox = Outbox(Arc::new(Mutex::new(writer)));
+    if !outbox.send(&Frame::json(0, Kind::Hello, &hello())) {
+        return;
+    }
+    let running: Running = Arc::new(Mutex::new(HashMap::new()));
+    let mut uploads: HashMap<u32, SyncSender<Frame>> = HashMap::new();
+    let mut reader = stream;
+    let mut decoder = Decoder::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    'read: loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        decoder.feed(&buf[..n]);
+        loop {
+            let frame = match decoder.next_frame() {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(_) => break 'read,
+            };
+            dispatch(frame, &outbox, &running, &mut uploads);
+        }
+    }
+    exec::kill_all(&running);
+}
+
+fn dispatch(
+    frame: Frame,
+    outbox: &Outbox,
+    running: &Running,
+    uploads: &mut HashMap<u32, SyncSender<Frame>>,
+) {
+    let channel = frame.channel;
+    match frame.kind {
+        Kind::Request => {
+            let request: Request = match frame.parse() {
+                Ok(request) => request,
+                Err(error) => {
+                    files::fail(
+                        outbox,
+                        channel,
+                        sandboxd_agent_protocol::FailureKind::Invalid,
+                        &error.to_string(),
+                    );
+                    return;
+                }
+            };
+            let outbox = outbox.clone();
+            match request {
+                Request::Exec {
+                    argv,
+                    cwd,
+                    env,
+                    marker,
+                } => {
+                    let running = running.clone();
+                    std::thread::spawn(move || {
+                        exec::run(&outbox, channel, &running, argv, cwd, env, marker)
+                    });
+                }
+                Request::WriteFile { path, mode } => {
+                    // Bounded: a writer slower than the socket holds the reader back.
+                    let (tx, rx) = sync_channel(16);
+                    uploads.insert(channel, tx);
+                    std::thread::spawn(move || files::write(&outbox, channel, &path, mode, &rx));
+                }
+                Request::ReadFile { path, max } => {
+                    std::thread::spawn(move || files::read(&outbox, channel, &path, max));
+                }
+                Request::ListDir { path } => {
+                    std::thread::spawn(move || files::list(&outbox, channel, &path));
+                }
+                Request::Mkdir { path, mode } => {
+                    std::thread::spawn(move || files::mkdir(&outbox, channel, &path, mode));
+                }
+            }
+        }
+        Kind::Data | Kind::End => {
+            let end = frame.kind == Kind::End;
+            if let Some(tx) = uploads.get(&channel) {
+                let _ = tx.send(frame);
+            }
+            if end {
+                uploads.remove(&channel);
+            }
+        }
+        Kind::Signal => {
+            if let Ok(signal) = frame.parse::<sandboxd_agent_protocol::Signal>() {
+                exec::signal(running, channel, signal.signal);
+            }
+        }
+        // Frames only the agent sends are ignored if the host ever sends them.
+        _ => {}
+    }
+}

@@ -1,0 +1,216 @@
+//! File operations, done with the sandbox user's own permissions: no tar, no shell, no
+//! external tools.
+
+use std::fs;
+use std::io::{ErrorKind, Read as _, Write as _};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::path::Path;
+use std::sync::mpsc::Receiver;
+use std::time::UNIX_EPOCH;
+
+use sandboxd_agent_protocol::{
+    DirEntry, Done, EntryKind, Failure, FailureKind, Frame, Kind, MAX_PAYLOAD,
+};
+
+use crate::conn::Outbox;
+
+const CHUNK: usize = 256 * 1024;
+
+pub fn fail(outbox: &Outbox, channel: u32, kind: FailureKind, message: &str) {
+    let failure = Failure {
+        kind,
+        message: message.to_owned(),
+    };
+    outbox.send(&Frame::json(channel, Kind::Error, &failure));
+}
+
+fn fail_io(outbox: &Outbox, channel: u32, path: &str, error: &std::io::Error) {
+    let kind = match error.kind() {
+        ErrorKind::NotFound => FailureKind::NotFound,
+        ErrorKind::PermissionDenied => FailureKind::PermissionDenied,
+        ErrorKind::NotADirectory => FailureKind::NotADirectory,
+        ErrorKind::IsADirectory => FailureKind::NotAFile,
+        _ => FailureKind::Io,
+    };
+    fail(outbox, channel, kind, &format!("{path}: {error}"));
+}
+
+fn done(outbox: &Outbox, channel: u32, size: u64) {
+    outbox.send(&Frame::json(channel, Kind::Done, &Done { size }));
+}
+
+/// Writes the Data frames up to End into `path` through a temporary file renamed into
+/// place, so a reader never sees half a file.
+pub fn write(outbox: &Outbox, channel: u32, path: &str, mode: u32, rx: &Receiver<Frame>) {
+    let target = Path::new(path);
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        fail(
+            outbox,
+            channel,
+            FailureKind::Invalid,
+            "path must point to a file",
+        );
+        return;
+    };
+    if let Err(error) = fs::create_dir_all(dir) {
+        fail_io(outbox, channel, &dir.display().to_string(), &error);
+        // Drain the content so the connection stays in step.
+        while let Ok(frame) = rx.recv() {
+            if frame.kind == Kind::End {
+                break;
+            }
+        }
+        return;
+    }
+    let temp = dir.join(format!(
+        ".{}.sandboxd-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| -> std::io::Result<u64> {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temp)?;
+        let mut size = 0u64;
+        while let Ok(frame) = rx.recv() {
+            if frame.kind == Kind::End {
+                break;
+            }
+            file.write_all(&frame.payload)?;
+            size += frame.payload.len() as u64;
+        }
+        file.set_permissions(fs::Permissions::from_mode(mode & 0o7777))?;
+        drop(file);
+        if fs::metadata(target).is_ok_and(|m| m.is_dir()) {
+            return Err(std::io::Error::new(
+                ErrorKind::IsADirectory,
+                "is a directory",
+            ));
+        }
+        fs::rename(&temp, target)?;
+        Ok(size)
+    })();
+    match result {
+        Ok(size) => done(outbox, channel, size),
+        Err(error) => {
+            let _ = fs::remove_file(&temp);
+            fail_io(outbox, channel, path, &error);
+        }
+    }
+}
+
+/// Streams a regular file of at most `max` bytes.
+pub fn read(outbox: &Outbox, channel: u32, path: &str, max: u64) {
+    let mut file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(error) => return fail_io(outbox, channel, path, &error),
+    };
+    match file.metadata() {
+        Ok(meta) if !meta.is_file() => {
+            return fail(
+                outbox,
+                channel,
+                FailureKind::NotAFile,
+                "path is not a regular file",
+            );
+        }
+        Ok(meta) if meta.len() > max => {
+            return fail(
+                outbox,
+                channel,
+                FailureKind::TooLarge,
+                "file exceeds the size limit",
+            );
+        }
+        Ok(_) => {}
+        Err(error) => return fail_io(outbox, channel, path, &error),
+    }
+    let mut buf = vec![0u8; CHUNK];
+    let mut size = 0u64;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(error) => return fail_io(outbox, channel, path, &error),
+        };
+        size += n as u64;
+        // The file grew while being read.
+        if size > max {
+            return fail(
+                outbox,
+                channel,
+                FailureKind::TooLarge,
+                "file exceeds the size limit",
+            );
+        }
+        if !outbox.send(&Frame::new(channel, Kind::Data, buf[..n].to_vec())) {
+            return;
+        }
+    }
+    done(outbox, channel, size);
+}
+
+fn entry(dir: &Path, name: &std::ffi::OsStr) -> Option<DirEntry> {
+    let meta = fs::symlink_metadata(dir.join(name)).ok()?;
+    let kind = if meta.is_dir() {
+        EntryKind::Directory
+    } else if meta.is_file() {
+        EntryKind::File
+    } else if meta.file_type().is_symlink() {
+        EntryKind::Symlink
+    } else {
+        EntryKind::Other
+    };
+    let modified_ms = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_else(|| meta.mtime() * 1000);
+    Some(DirEntry {
+        name: name.to_string_lossy().into_owned(),
+        kind,
+        size: meta.len(),
+        mode: meta.mode() & 0o7777,
+        modified_ms,
+    })
+}
+
+/// Lists a directory in Data frames of JSON arrays, each under the frame limit.
+pub fn list(outbox: &Outbox, channel: u32, path: &str) {
+    let dir = Path::new(path);
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) => return fail_io(outbox, channel, path, &error),
+    };
+    let mut batch: Vec<DirEntry> = Vec::new();
+    let mut batch_bytes = 0usize;
+    for item in entries.flatten() {
+        let Some(entry) = entry(dir, &item.file_name()) else {
+            continue;
+        };
+        batch_bytes += entry.name.len() + 96;
+        batch.push(entry);
+        if batch_bytes > MAX_PAYLOAD / 2 {
+            outbox.send(&Frame::json(channel, Kind::Data, &batch));
+            batch.clear();
+            batch_bytes = 0;
+        }
+    }
+    if !batch.is_empty() {
+        outbox.send(&Frame::json(channel, Kind::Data, &batch));
+    }
+    done(outbox, channel, 0);
+}
+
+/// Creates a directory and its parents.
+pub fn mkdir(outbox: &Outbox, channel: u32, path: &str, mode: u32) {
+    match fs::create_dir_all(path)
+        .and_then(|()| fs::set_permissions(path, fs::Permissions::from_mode(mode & 0o7777)))
+    {
+        Ok(()) => done(outbox, channel, 0),
+        Err(error) => fail_io(outbox, channel, path, &error),
+    }
+}

@@ -1,0 +1,33 @@
+//! `sandboxd-agent`: started by the engine's init as a sandbox's main process. The
+//! supervisor (`supervise`) keeps one worker (`serve`) alive; the worker connects to the
+//! socket sandboxd listens on, announces itself and serves requests until the
+//! connection ends, then connects again. It is linked statically, so it runs in any
+//! image, with or without a shell or libc, as the sandbox user.
+#![forbid(unsafe_code)]
+
+mod conn;
+mod exec;
+mod files;
+mod supervise;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let socket = match args.iter().position(|a| a == "--socket") {
+        Some(i) => args.get(i + 1).cloned(),
+        None => None,
+    };
+    let Some(socket) = socket else {
+        eprintln!("usage: sandboxd-agent (supervise|serve) --socket PATH");
+        return ExitCode::from(2);
+    };
+    match args.get(1).map(String::as_str) {
+        Some("supervise") => supervise::run(&socket),
+        Some("serve") => conn::serve_forever(&socket),
+        _ => {
+            eprintln!("usage: sandboxd-agent (supervise|serve) --socket PATH");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! One agent connection: a reader task that routes frames to channels, a writer task,
+//! and channels opened by requests.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, Request, encode};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+/// The agent must introduce itself this quickly after connecting.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Frames buffered per channel before the connection's reader waits for the consumer.
+const CHANNEL_DEPTH: usize = 64;
+
+/// Why an operation over the agent failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// The request never reached the agent: another path may safely serve it.
+    #[error("the sandbox agent is not connected")]
+    NotSent,
+    #[error("the sandbox agent disconnected")]
+    Disconnected,
+    #[error("the sandbox agent sent an invalid reply: {0}")]
+    Protocol(String),
+    #[error("the sandbox agent did not answer in time")]
+    Timeout,
+}
+
+type Routes = Arc<Mutex<HashMap<u32, mpsc::Sender<Frame>>>>;
+
+/// A live connection to one sandbox's agent. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AgentConn {
+    pub hello: Hello,
+    outgoing: mpsc::Sender<Frame>,
+    routes: Routes,
+    next_channel: Arc<AtomicU32>,
+}
+
+/// A request in flight: frames for it arrive on `rx`.
+#[derive(Debug)]
+pub struct Channel {
+    pub id: u32,
+    pub rx: mpsc::Receiver<Frame>,
+    conn: AgentConn,
+}
+
+impl Channel {
+    /// Sends a frame on this channel.
+    pub async fn send(&self, kind: Kind, payload: Vec<u8>) -> Result<(), AgentError> {
+        self.conn
+            .outgoing
+            .send(Frame::new(self.id, kind, payload))
+            .await
+            .map_err(|_| AgentError::Disconnected)
+    }
+
+    /// The next frame; `Disconnected` when the connection ended.
+    pub async fn recv(&mut self) -> Result<Frame, AgentError> {
+        self.rx.recv().await.ok_or(AgentError::Disconnected)
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        if let Ok(mut routes) = self.conn.routes.lock() {
+            routes.remove(&self.id);
+        }
+    }
+}
+
+impl AgentConn {
+    /// Opens a channel with `request`.
+    pub async fn open(&self, request: &Request) -> Result<Channel, AgentError> {
+        let id = self.next_channel.fetch_add(1, Ordering::Relaxed).max(1);
+        let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
+        self.routes
+            .lock()
+            .map_err(|_| AgentError::NotSent)?
+            .insert(id, tx);
+        let channel = Channel {
+            id,
+            rx,
+            conn: self.clone(),
+        };
+        self.outgoing
+            .send(Frame::json(id, Kind::Request, request))
+            .await
+            .map_err(|_| AgentError::NotSent)?;
+        Ok(channel)
+    }
+
+    /// Whether the connection is still up.
+    pub fn is_open(&self) -> bool {
+        !self.outgoing.is_closed()
+    }
+
+    /// Whether both handles are the same connection.
+    pub fn same(&self, other: &AgentConn) -> bool {
+        Arc::ptr_eq(&self.next_channel, &other.next_channel)
+    }
+}
+
+/// Reads the agent's Hello, then runs the connection until it ends. `on_ready` receives
+/// the connection once the agent introduced itself and says whether it is wanted; the
+/// returned future ends with the connection.
+pub async fn serve(
+    stream: UnixStream,
+    sandbox_id: String,
+    on_ready: impl FnOnce(AgentConn) -> bool,
+) -> Result<(), AgentError> {
+    let (mut reader, mut writer) = stream.into_split();
+    let mut decoder = Decoder::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    let hello = tokio::time::timeout(HELLO_TIMEOUT, async {
+        loop {
+            if let Some(frame) = decoder
+                .next_frame()
+                .map_err(|e| AgentError::Protocol(e.to_string()))?
+            {
+                if frame.kind != Kind::Hello || frame.channel != 0 {
+                    return Err(AgentError::Protocol("expected hello".into()));
+                }
+                return frame
+                    .parse::<Hello>()
+                    .map_err(|e| AgentError::Protocol(e.to_string()));
+            }
+            let n = reader
+                .read(&mut buf)
+                .await
+                .map_err(|_| AgentError::Disconnected)?;
+            if n == 0 {
+                return Err(AgentError::Disconnected);
+            }
+            decoder.feed(&buf[..n]);
+        }
+    })
+    .await
+    .map_err(|_| AgentError::Timeout)??;
+    debug!(%sandbox_id, pid = hello.pid, uid = hello.uid, "agent connected");
+
+    let (outgoing, mut queue) = mpsc::channel::<Frame>(CHANNEL_DEPTH);
+    let routes: Routes = Arc::new(Mutex::new(HashMap::new()));
+    let conn = AgentConn {
+        hello,
+        outgoing,
+        routes: routes.clone(),
+        next_channel: Arc::new(AtomicU32::new(1)),
+    };
+    if !on_ready(conn) {
+        return Ok(());
+    }
+
+    let write = async move {
+        while let Some(frame) = queue.recv().await {
+            let Ok(bytes) = encode(&frame) else { continue };
+            if writer.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+    };
+    let read = async {
+        loop {
+            loop {
+                let frame = match decoder.next_frame() {
+                    Ok(Some(frame)) => frame,
+                    Ok(None) => break,
+                    Err(error) => return Err(AgentError::Protocol(error.to_string())),
+                };
+                let route = routes
+                    .lock()
+                    .ok()
+                    .and_then(|r| r.get(&frame.channel).cloned());
+                match route {
+                    // A consumer that went away is not the agent's fault.
+                    Some(tx) => {
+                        let _ = tx.send(frame).await;
+                    }
+                    None if frame.channel == 0 => {
+                        return Err(AgentError::Protocol("unexpected frame on channel 0".into()));
+                    }
+                    None => {}
+                }
+            }
+            let n = reader
+                .read(&mut buf)
+                .await
+                .map_err(|_| AgentError::Disconnected)?;
+            if n == 0 {
+                return Err(AgentError::Disconnected);
+            }
+            decoder.feed(&buf[..n]);
+        }
+    };
+    let outcome = tokio::select! {
+        outcome = read => outcome,
+        () = write => Err(AgentError::Disconnected),
+    };
+    // Dropping the routes ends every channel still waiting.
+    if let Ok(mut routes) = routes.lock() {
+        routes.clear();
+    }
+    if let Err(AgentError::Protocol(reason)) = &outcome {
+        warn!(%sandbox_id, %reason, "agent connection dropped");
+    }
+    outcome
+}

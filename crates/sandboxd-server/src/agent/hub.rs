@@ -1,0 +1,242 @@
+//! Per-sandbox sockets. sandboxd creates a directory per sandbox, listens on a socket in
+//! it and mounts the directory read-only into the sandbox; the agent connects out to it.
+//! The sandbox can neither write into the directory nor make sandboxd connect anywhere:
+//! sandboxd only ever accepts on a socket it created.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sandboxd_core::plan::AgentMount;
+use tokio::net::UnixListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+use super::conn::{self, AgentConn};
+
+const SOCKET_NAME: &str = "agent.sock";
+
+#[derive(Debug)]
+struct Slot {
+    conn: watch::Receiver<Option<AgentConn>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The agent sockets of every sandbox of this server.
+#[derive(Debug, Clone)]
+pub struct AgentHub {
+    inner: Arc<HubInner>,
+}
+
+#[derive(Debug)]
+struct HubInner {
+    root: PathBuf,
+    binary: Option<PathBuf>,
+    slots: Mutex<HashMap<String, Slot>>,
+}
+
+/// Errors of socket setup; a sandbox then runs without its agent.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set up the agent socket in {path}")]
+pub struct HubError {
+    path: String,
+    #[source]
+    source: std::io::Error,
+}
+
+fn valid_for_bind(path: &Path) -> bool {
+    // The engine's bind syntax is `source:target:ro`.
+    path.to_str()
+        .is_some_and(|p| !p.contains(':') && !p.contains(','))
+}
+
+impl AgentHub {
+    /// A hub keeping sockets under `root`; without a usable `binary`, sandboxes run
+    /// without the agent and every operation takes the engine's exec path.
+    pub fn new(root: PathBuf, binary: Option<PathBuf>) -> Self {
+        let binary = binary.filter(|b| {
+            let usable = b.is_file() && valid_for_bind(b) && valid_for_bind(&root);
+            if !usable {
+                warn!(path = %b.display(), "agent binary unusable; sandboxes run without the agent");
+            }
+            usable
+        });
+        Self {
+            inner: Arc::new(HubInner {
+                root,
+                binary,
+                slots: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Whether sandboxes get an agent.
+    pub fn enabled(&self) -> bool {
+        self.inner.binary.is_some()
+    }
+
+    fn dir(&self, sandbox_id: &str) -> PathBuf {
+        self.inner.root.join(sandbox_id)
+    }
+
+    /// Creates the sandbox's socket and starts accepting on it; returns what to mount.
+    /// Called before the container exists, and again after a server restart.
+    pub fn listen(&self, sandbox_id: &str) -> Result<Option<AgentMount>, HubError> {
+        let Some(binary) = &self.inner.binary else {
+            return Ok(None);
+        };
+        let dir = self.dir(sandbox_id);
+        let io = |source| HubError {
+            path: dir.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        set_mode(&dir, 0o755).map_err(io)?;
+        let socket = dir.join(SOCKET_NAME);
+        match std::fs::remove_file(&socket) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(e)),
+        }
+        let listener = UnixListener::bind(&socket).map_err(io)?;
+        // The sandbox user (any uid) must be able to connect; only this sandbox sees it.
+        set_mode(&socket, 0o666).map_err(io)?;
+        let (tx, rx) = watch::channel(None);
+        let task = tokio::spawn(accept_loop(listener, sandbox_id.to_owned(), tx));
+        if let Ok(mut slots) = self.inner.slots.lock() {
+            slots.insert(sandbox_id.to_owned(), Slot { conn: rx, task });
+        }
+        Ok(Some(AgentMount {
+            binary: binary.display().to_string(),
+            run_dir: dir.display().to_string(),
+        }))
+    }
+
+    /// Listens again for a sandbox whose agent directory exists but that has no socket
+    /// in this process (after a restart of sandboxd).
+    pub fn restore(&self, sandbox_id: &str) {
+        let known = self
+            .inner
+            .slots
+            .lock()
+            .is_ok_and(|slots| slots.contains_key(sandbox_id));
+        if known || !self.dir(sandbox_id).is_dir() {
+            return;
+        }
+        if let Err(error) = self.listen(sandbox_id) {
+            warn!(%sandbox_id, %error, "cannot listen again for an agent");
+        }
+    }
+
+    /// The sandbox's agent, if it is connected.
+    pub fn connection(&self, sandbox_id: &str) -> Option<AgentConn> {
+        let slots = self.inner.slots.lock().ok()?;
+        let conn = slots.get(sandbox_id)?.conn.borrow().clone()?;
+        conn.is_open().then_some(conn)
+    }
+
+    /// Waits up to `timeout` for the sandbox's agent to connect.
+    pub async fn wait_connected(&self, sandbox_id: &str, timeout: Duration) -> Option<AgentConn> {
+        let mut rx = {
+            let slots = self.inner.slots.lock().ok()?;
+            slots.get(sandbox_id)?.conn.clone()
+        };
+        let ready = rx.wait_for(|conn| conn.as_ref().is_some_and(AgentConn::is_open));
+        let guard = tokio::time::timeout(timeout, ready).await.ok()?.ok()?;
+        guard.clone()
+    }
+
+    /// Stops listening for the sandbox and removes its directory.
+    pub fn release(&self, sandbox_id: &str) {
+        if let Ok(mut slots) = self.inner.slots.lock() {
+            slots.remove(sandbox_id);
+        }
+        let dir = self.dir(sandbox_id);
+        if let Err(error) = std::fs::remove_dir_all(&dir)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            warn!(path = %dir.display(), %error, "cannot remove an agent directory");
+        }
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// Connections still introducing themselves, at most, per sandbox.
+const MAX_HANDSHAKES: usize = 4;
+
+/// Accepts the agent's connections: while one is live, others are closed at once, so a
+/// stray process in the sandbox cannot take over a working agent; at most a few may be
+/// in their handshake at a time.
+async fn accept_loop(
+    listener: UnixListener,
+    sandbox_id: String,
+    slot: watch::Sender<Option<AgentConn>>,
+) {
+    let handshakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let live = slot.borrow().as_ref().is_some_and(AgentConn::is_open);
+        if live || handshakes.load(std::sync::atomic::Ordering::Acquire) >= MAX_HANDSHAKES {
+            debug!(%sandbox_id, "extra agent connection refused");
+            drop(stream);
+            continue;
+        }
+        handshakes.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let slot = slot.clone();
+        let id = sandbox_id.clone();
+        let pending = handshakes.clone();
+        tokio::spawn(async move {
+            let ready = slot.clone();
+            let mine: Arc<Mutex<Option<AgentConn>>> = Arc::default();
+            let keep = mine.clone();
+            let handshake = pending.clone();
+            let _ = conn::serve(stream, id, move |conn| {
+                handshake.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                if let Ok(mut mine) = keep.lock() {
+                    *mine = Some(conn.clone());
+                }
+                // A connection that lost the race to a live one is closed.
+                ready.send_if_modified(|current| {
+                    if current.as_ref().is_some_and(AgentConn::is_open) {
+                        return false;
+                    }
+                    *current = Some(conn);
+                    true
+                })
+            })
+            .await;
+            let conn = mine.lock().ok().and_then(|m| m.clone());
+            match conn {
+                // The connection ended: clear the slot if it still holds this one.
+                Some(conn) => {
+                    slot.send_if_modified(|current| {
+                        if current.as_ref().is_some_and(|c| c.same(&conn)) {
+                            *current = None;
+                            return true;
+                        }
+                        false
+                    });
+                }
+                // It never introduced itself.
+                None => {
+                    pending.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,14 @@
+//! The host side of the in-sandbox agent: per-sandbox sockets sandboxd listens on, the
+//! connection the agent makes to one, and the operations run over it. Everything the
+//! agent sends is untrusted: frames are bounded, messages parsed strictly, waits timed.
+
+mod conn;
+mod hub;
+mod ops;
+
+mod static_elf;
+
+pub use conn::{AgentConn, AgentError};
+pub use hub::AgentHub;
+pub use ops::{AgentExec, FileOpError};
+pub use static_elf::is_static_elf;

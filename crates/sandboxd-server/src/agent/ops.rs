@@ -1,0 +1,236 @@
+//! Operations over an agent connection: exec with capped output and a timeout, and the
+//! file operations. Replies are checked: a frame of the wrong kind or an oversized
+//! stream ends the operation with a protocol error.
+
+use std::time::Duration;
+
+use sandboxd_agent_protocol::{
+    DirEntry, Done, Exit, Failure, Frame, Kind, MAX_PAYLOAD, Request, Signal,
+};
+use sandboxd_core::exec_kill::MARKER_ENV;
+use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
+use sandboxd_docker::ExecOutcome;
+
+use super::conn::{AgentConn, AgentError, Channel};
+
+/// Unix signal number of SIGKILL.
+const SIGKILL: i32 = 9;
+/// File content is sent in chunks of this size.
+const CHUNK: usize = 256 * 1024;
+/// A file operation that stalls this long is abandoned.
+const FILE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How an agent file operation failed.
+#[derive(Debug)]
+pub enum FileOpError {
+    /// The agent could not do it (missing file, not a directory, too large, …).
+    Refused(Failure),
+    Agent(AgentError),
+}
+
+impl From<AgentError> for FileOpError {
+    fn from(error: AgentError) -> Self {
+        Self::Agent(error)
+    }
+}
+
+fn unexpected(frame: &Frame) -> AgentError {
+    AgentError::Protocol(format!("unexpected {:?} frame", frame.kind))
+}
+
+fn push_capped(buf: &mut Vec<u8>, bytes: &[u8], max: usize, truncated: &mut bool) {
+    let take = max.saturating_sub(buf.len()).min(bytes.len());
+    buf.extend_from_slice(&bytes[..take]);
+    if take < bytes.len() {
+        *truncated = true;
+    }
+}
+
+/// Random hex for exec markers.
+fn marker() -> String {
+    let mut bytes = [0u8; 16];
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What an exec over the agent needs.
+#[derive(Debug, Clone)]
+pub struct AgentExec {
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub max_output: usize,
+}
+
+/// The outcome of an exec, or `Err(KillFailed)`-like `Ok(None)` when the command timed
+/// out and did not end after the kill: the caller then restarts the container.
+impl AgentConn {
+    pub async fn exec(&self, spec: AgentExec) -> Result<(ExecOutcome, bool), AgentError> {
+        let request = Request::Exec {
+            argv: spec.argv,
+            cwd: spec.cwd,
+            env: spec.env,
+            marker: (MARKER_ENV.to_owned(), marker()),
+        };
+        let mut channel = self.open(&request).await?;
+        let mut outcome = ExecOutcome::default();
+        let mut truncated = false;
+        let deadline = tokio::time::Instant::now() + spec.timeout;
+        let mut kill_deadline: Option<tokio::time::Instant> = None;
+        loop {
+            let until = kill_deadline.unwrap_or(deadline);
+            let frame = match tokio::time::timeout_at(until, channel.recv()).await {
+                Ok(frame) => frame?,
+                Err(_) if kill_deadline.is_none() => {
+                    outcome.timed_out = true;
+                    channel
+                        .send(
+                            Kind::Signal,
+                            serde_json::to_vec(&Signal { signal: SIGKILL }).unwrap_or_default(),
+                        )
+                        .await?;
+                    kill_deadline =
+                        Some(tokio::time::Instant::now() + Duration::from_millis(KILL_GRACE_MS));
+                    continue;
+                }
+                // Killed but not ended: the kill did not take.
+                Err(_) => {
+                    outcome.truncated = truncated;
+                    outcome.exit_code = TIMEOUT_EXIT_CODE;
+                    return Ok((outcome, false));
+                }
+            };
+            match frame.kind {
+                Kind::Stdout => push_capped(
+                    &mut outcome.stdout,
+                    &frame.payload,
+                    spec.max_output,
+                    &mut truncated,
+                ),
+                Kind::Stderr => push_capped(
+                    &mut outcome.stderr,
+                    &frame.payload,
+                    spec.max_output,
+                    &mut truncated,
+                ),
+                Kind::Exit => {
+                    let exit: Exit = frame
+                        .parse()
+                        .map_err(|e| AgentError::Protocol(e.to_string()))?;
+                    outcome.truncated = truncated;
+                    outcome.exit_code = if outcome.timed_out {
+                        TIMEOUT_EXIT_CODE
+                    } else {
+                        match (exit.code, exit.signal) {
+                            (Some(code), _) => i64::from(code),
+                            (None, Some(signal)) => 128 + i64::from(signal),
+                            (None, None) => 1,
+                        }
+                    };
+                    return Ok((outcome, true));
+                }
+                _ => return Err(unexpected(&frame)),
+            }
+        }
+    }
+
+    /// Writes a file (parents created) with `mode`.
+    pub async fn write_file(
+        &self,
+        path: &str,
+        content: &[u8],
+        mode: u32,
+    ) -> Result<u64, FileOpError> {
+        let request = Request::WriteFile {
+            path: path.to_owned(),
+            mode,
+        };
+        let mut channel = self.open(&request).await?;
+        for chunk in content.chunks(CHUNK) {
+            channel.send(Kind::Data, chunk.to_vec()).await?;
+        }
+        channel.send(Kind::End, Vec::new()).await?;
+        let done: Done = finish(&mut channel).await?;
+        Ok(done.size)
+    }
+
+    /// Reads a regular file of at most `max` bytes.
+    pub async fn read_file(&self, path: &str, max: usize) -> Result<Vec<u8>, FileOpError> {
+        let request = Request::ReadFile {
+            path: path.to_owned(),
+            max: max as u64,
+        };
+        let mut channel = self.open(&request).await?;
+        let mut content = Vec::new();
+        loop {
+            let frame = recv(&mut channel).await?;
+            match frame.kind {
+                Kind::Data if content.len() + frame.payload.len() <= max => {
+                    content.extend_from_slice(&frame.payload)
+                }
+                Kind::Data => {
+                    return Err(AgentError::Protocol("file larger than announced".into()).into());
+                }
+                Kind::Done => return Ok(content),
+                Kind::Error => return Err(FileOpError::Refused(parse(&frame)?)),
+                _ => return Err(unexpected(&frame).into()),
+            }
+        }
+    }
+
+    /// Lists a directory; at most `max_bytes` of listing are accepted.
+    pub async fn list_dir(
+        &self,
+        path: &str,
+        max_bytes: usize,
+    ) -> Result<Vec<DirEntry>, FileOpError> {
+        let request = Request::ListDir {
+            path: path.to_owned(),
+        };
+        let mut channel = self.open(&request).await?;
+        let mut entries = Vec::new();
+        let mut bytes = 0usize;
+        loop {
+            let frame = recv(&mut channel).await?;
+            match frame.kind {
+                Kind::Data => {
+                    bytes += frame.payload.len();
+                    if bytes > max_bytes {
+                        return Err(AgentError::Protocol("listing too large".into()).into());
+                    }
+                    let batch: Vec<DirEntry> = parse(&frame)?;
+                    entries.extend(batch);
+                }
+                Kind::Done => return Ok(entries),
+                Kind::Error => return Err(FileOpError::Refused(parse(&frame)?)),
+                _ => return Err(unexpected(&frame).into()),
+            }
+        }
+    }
+}
+
+async fn recv(channel: &mut Channel) -> Result<Frame, AgentError> {
+    tokio::time::timeout(FILE_TIMEOUT, channel.recv())
+        .await
+        .map_err(|_| AgentError::Timeout)?
+}
+
+fn parse<T: serde::de::DeserializeOwned>(frame: &Frame) -> Result<T, AgentError> {
+    if frame.payload.len() > MAX_PAYLOAD {
+        return Err(AgentError::Protocol("oversized message".into()));
+    }
+    frame
+        .parse()
+        .map_err(|e| AgentError::Protocol(e.to_string()))
+}
+
+/// Waits for Done (or Error) closing a channel.
+async fn finish(channel: &mut Channel) -> Result<Done, FileOpError> {
+    let frame = recv(channel).await?;
+    match frame.kind {
+        Kind::Done => Ok(parse(&frame)?),
+        Kind::Error => Err(FileOpError::Refused(parse(&frame)?)),
+        _ => Err(unexpected(&frame).into()),
+    }
+}
