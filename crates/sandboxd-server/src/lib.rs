@@ -165,6 +165,7 @@ impl Server {
         for task in background {
             let _ = task.await;
         }
+        self.service.agents().shutdown();
         self.service.store().close().await;
         served.map_err(StartError::Serve)
     }

@@ -154,6 +154,14 @@ impl AgentHub {
         guard.clone()
     }
 
+    /// Closes every socket and connection (sandboxd is stopping); directories stay, so
+    /// the next start listens again.
+    pub fn shutdown(&self) {
+        if let Ok(mut slots) = self.inner.slots.lock() {
+            slots.clear();
+        }
+    }
+
     /// Stops listening for the sandbox and removes its directory.
     pub fn release(&self, sandbox_id: &str) {
         if let Ok(mut slots) = self.inner.slots.lock() {
@@ -185,8 +193,15 @@ async fn accept_loop(
     slot: watch::Sender<Option<AgentConn>>,
 ) {
     let handshakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // Connections live in this set: when the loop is aborted (the sandbox is released or
+    // sandboxd stops), they are dropped with it.
+    let mut connections = tokio::task::JoinSet::new();
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let Ok((stream, _)) = accepted else {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
@@ -200,7 +215,7 @@ async fn accept_loop(
         let slot = slot.clone();
         let id = sandbox_id.clone();
         let pending = handshakes.clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let ready = slot.clone();
             let mine: Arc<Mutex<Option<AgentConn>>> = Arc::default();
             let keep = mine.clone();

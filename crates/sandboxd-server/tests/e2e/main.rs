@@ -5,6 +5,7 @@
 
 mod harness;
 
+mod agent;
 mod api;
 mod containers;
 mod exec;
