@@ -31,52 +31,88 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let api = through_api::Api::start(&args.image).await?;
+    let agent = through_api::Api::start(&args.image, true).await?;
+    let engine = through_api::Api::start(&args.image, false).await?;
     let raw = floor::Floor::connect(&args.image).await?;
-    let instance = api.instance().to_owned();
-    let outcome = run(&args, api, &raw).await;
+    let instances = [agent.instance().to_owned(), engine.instance().to_owned()];
+    let outcome = run(&args, &agent, &engine, &raw).await;
+    agent.stop().await;
+    engine.stop().await;
     // Whatever happened, leave no container behind.
     raw.remove_labelled("sandboxd.bench=true").await;
-    raw.remove_labelled(&format!("sandboxd.instance={instance}"))
-        .await;
+    for instance in instances {
+        raw.remove_labelled(&format!("sandboxd.instance={instance}"))
+            .await;
+    }
     outcome
 }
 
-async fn run(args: &Args, api: through_api::Api, raw: &floor::Floor) -> anyhow::Result<()> {
-    let mut create_first = (Samples::default(), Samples::default());
-    let mut destroy = (Samples::default(), Samples::default());
-    let mut exec_true = (Samples::default(), Samples::default());
-    let mut files = (Samples::default(), Samples::default());
+async fn run(
+    args: &Args,
+    agent: &through_api::Api,
+    engine: &through_api::Api,
+    raw: &floor::Floor,
+) -> anyhow::Result<()> {
+    let mut create = [Samples::default(), Samples::default(), Samples::default()];
+    let mut exec_true = [Samples::default(), Samples::default(), Samples::default()];
+    let mut files = [Samples::default(), Samples::default(), Samples::default()];
+    let mut destroy = [Samples::default(), Samples::default(), Samples::default()];
+    let mut one = Samples::default();
+    let mut channel = Samples::default();
     let payload: Vec<u8> = (0..1024 * 1024).map(|i| (i % 251) as u8).collect();
 
     // Warm-up: the first create of each side pays one-time costs (image metadata, store).
-    let (id, _) = api.create_and_echo().await?;
-    api.remove(&id).await?;
+    for api in [agent, engine] {
+        let (id, _) = api.create_and_echo().await?;
+        api.remove(&id).await?;
+    }
     let (id, _) = raw.create_and_echo().await?;
     raw.remove(&id).await?;
 
     for _ in 0..args.iterations {
-        let (sandbox, took) = api.create_and_echo().await?;
-        create_first.0.push(took);
+        let (with_agent, took) = agent.create_and_echo().await?;
+        create[0].push(took);
+        let (without, took) = engine.create_and_echo().await?;
+        create[1].push(took);
         let (container, took) = raw.create_and_echo().await?;
-        create_first.1.push(took);
+        create[2].push(took);
 
-        exec_true.0.push(api.exec_true(&sandbox).await?);
-        exec_true.1.push(raw.exec_true(&container).await?);
-        files.0.push(api.write_read(&sandbox, &payload).await?);
-        files.1.push(raw.write_read(&container, &payload).await?);
+        one.push(agent.one(&with_agent).await?);
+        channel.push(agent.agent_channel_true(&with_agent).await?);
+        exec_true[0].push(agent.exec_true(&with_agent).await?);
+        exec_true[1].push(engine.exec_true(&without).await?);
+        exec_true[2].push(raw.exec_true(&container).await?);
+        files[0].push(agent.write_read(&with_agent, &payload).await?);
+        files[1].push(engine.write_read(&without, &payload).await?);
+        files[2].push(raw.write_read(&container, &payload).await?);
 
-        destroy.0.push(api.remove(&sandbox).await?);
-        destroy.1.push(raw.remove(&container).await?);
+        destroy[0].push(agent.remove(&with_agent).await?);
+        destroy[1].push(engine.remove(&without).await?);
+        destroy[2].push(raw.remove(&container).await?);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    api.stop().await;
 
+    let named = |[a, e, r]: [Samples; 3]| {
+        vec![
+            ("sandboxd (agent)", a),
+            ("sandboxd (engine exec)", e),
+            ("Docker API (floor)", r),
+        ]
+    };
     let rows = [
-        report::Row::new("create → first exec output", create_first),
-        report::Row::new("exec `true` round trip", exec_true),
-        report::Row::new("1 MiB write then read", files),
-        report::Row::new("destroy", destroy),
+        report::Row::new("create → first exec output", named(create)),
+        report::Row::new("exec `true` round trip", {
+            let [a, e, r] = exec_true;
+            vec![
+                ("sandboxd (agent)", a),
+                ("agent channel, no HTTP", channel),
+                ("sandboxd (engine exec)", e),
+                ("Docker API (floor)", r),
+            ]
+        }),
+        report::Row::new("1 MiB write then read", named(files)),
+        report::Row::new("destroy", named(destroy)),
+        report::Row::new("sandbox.one (API overhead)", vec![("sandboxd", one)]),
     ];
     let json = report::print(&rows, args.iterations);
     if let Some(path) = &args.json {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-/// Durations of one side of a scenario.
+/// Durations of one approach to a scenario.
 #[derive(Debug, Default, Clone)]
 pub struct Samples(Vec<Duration>);
 
@@ -24,46 +24,48 @@ impl Samples {
     }
 }
 
-/// One scenario: sandboxd and the floor.
+/// One scenario: each approach's samples; the last one is the floor.
 #[derive(Debug)]
 pub struct Row {
     name: &'static str,
-    sandboxd: Samples,
-    floor: Samples,
+    approaches: Vec<(&'static str, Samples)>,
 }
 
 impl Row {
-    pub fn new(name: &'static str, (sandboxd, floor): (Samples, Samples)) -> Self {
-        Self {
-            name,
-            sandboxd,
-            floor,
-        }
+    pub fn new(name: &'static str, approaches: Vec<(&'static str, Samples)>) -> Self {
+        Self { name, approaches }
     }
 }
 
 /// Prints the table and returns the JSON report.
 pub fn print(rows: &[Row], iterations: usize) -> String {
-    println!("{iterations} iterations per scenario, interleaved; times in ms");
     println!(
-        "{:<28} {:>12} {:>12} {:>12} {:>12} {:>8}",
-        "scenario", "sandboxd p50", "sandboxd p90", "docker p50", "docker p90", "ratio"
+        "{iterations} iterations per scenario, interleaved; times in ms; ratio = p50 / floor p50"
+    );
+    println!(
+        "{:<28} {:<26} {:>9} {:>9} {:>7}",
+        "scenario", "approach", "p50", "p90", "ratio"
     );
     let mut out = Vec::new();
     for row in rows {
-        let (s50, s90) = (row.sandboxd.percentile(0.5), row.sandboxd.percentile(0.9));
-        let (f50, f90) = (row.floor.percentile(0.5), row.floor.percentile(0.9));
-        let ratio = s50 / f50;
-        println!(
-            "{:<28} {s50:>12.2} {s90:>12.2} {f50:>12.2} {f90:>12.2} {ratio:>8.2}",
-            row.name
-        );
-        out.push(json!({
-            "scenario": row.name,
-            "sandboxd_ms": {"p50": s50, "p90": s90},
-            "docker_api_ms": {"p50": f50, "p90": f90},
-            "ratio_p50": ratio,
-        }));
+        let floor = row
+            .approaches
+            .last()
+            .map(|(_, s)| s.percentile(0.5))
+            .unwrap_or(f64::NAN);
+        let mut approaches = Vec::new();
+        for (name, samples) in &row.approaches {
+            let (p50, p90) = (samples.percentile(0.5), samples.percentile(0.9));
+            let ratio = p50 / floor;
+            println!(
+                "{:<28} {name:<26} {p50:>9.2} {p90:>9.2} {ratio:>7.3}",
+                row.name
+            );
+            approaches.push(
+                json!({"approach": name, "p50_ms": p50, "p90_ms": p90, "ratio_to_floor": ratio}),
+            );
+        }
+        out.push(json!({"scenario": row.name, "approaches": approaches}));
     }
     let report = json!({"iterations": iterations, "scenarios": out}).to_string();
     println!("{report}");

@@ -11,19 +11,27 @@ use serde_json::{Value, json};
 const KEY: &str = "sbx_benchmark_key_0123456789abcdefghijklmnopqrstuv";
 
 pub struct Api {
+    service: sandboxd_server::Service,
     url: String,
     instance: String,
     env_id: String,
     client: reqwest::Client,
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
+    stop: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     _data: tempfile::TempDir,
 }
 
 impl Api {
-    pub async fn start(image: &str) -> anyhow::Result<Self> {
+    /// A server with or without the in-sandbox agent (`SANDBOXD_AGENT_BINARY`, or where
+    /// `scripts/build-agent.sh` puts it).
+    pub async fn start(image: &str, with_agent: bool) -> anyhow::Result<Self> {
         let data = tempfile::tempdir()?;
         let mut config = ServerConfig::new(data.path().to_path_buf());
+        config.agent_binary = Some(if with_agent {
+            agent_binary()?
+        } else {
+            std::path::PathBuf::from("/nonexistent")
+        });
         config.bootstrap_key = Some(KEY.into());
         config.template_images.insert("base".into(), image.into());
         let server = Server::start(config).await?;
@@ -33,6 +41,7 @@ impl Api {
             .map(|b| b.environment_id.clone())
             .context("fresh data dir bootstraps")?;
         let instance = server.service.instance_id().to_owned();
+        let service = server.service.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let (stop, rx) = tokio::sync::oneshot::channel::<()>();
@@ -44,12 +53,13 @@ impl Api {
                 .await;
         });
         Ok(Self {
+            service,
             url,
             instance,
             env_id,
             client: reqwest::Client::new(),
-            stop,
-            task,
+            stop: std::sync::Mutex::new(Some(stop)),
+            task: std::sync::Mutex::new(Some(task)),
             _data: data,
         })
     }
@@ -59,9 +69,13 @@ impl Api {
         &self.instance
     }
 
-    pub async fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.task.await;
+    pub async fn stop(&self) {
+        if let Some(stop) = self.stop.lock().ok().and_then(|mut s| s.take()) {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.lock().ok().and_then(|mut t| t.take()) {
+            let _ = task.await;
+        }
     }
 
     async fn post(&self, procedure: &str, body: Value) -> anyhow::Result<Value> {
@@ -101,6 +115,49 @@ impl Api {
             bail!("unexpected output {out}");
         }
         Ok((id, took))
+    }
+
+    /// `true` straight through the sandbox's agent connection: the channel's own round
+    /// trip, without HTTP, authentication or the store.
+    pub async fn agent_channel_true(&self, id: &str) -> anyhow::Result<Duration> {
+        let conn = self
+            .service
+            .agents()
+            .connection(id)
+            .context("agent not connected")?;
+        let spec = sandboxd_server::agent::AgentExec {
+            argv: vec!["true".into()],
+            cwd: None,
+            env: Vec::new(),
+            timeout: Duration::from_secs(10),
+            max_output: 1024,
+        };
+        let started = Instant::now();
+        let (outcome, _) = conn.exec(spec).await?;
+        let took = started.elapsed();
+        if outcome.exit_code != 0 {
+            bail!("true failed through the agent");
+        }
+        Ok(took)
+    }
+
+    /// `sandbox.one`: the cost of HTTP, authentication and one read of the store.
+    pub async fn one(&self, id: &str) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let response = self
+            .client
+            .get(format!("{}/api/sandbox.one", self.url))
+            .query(&[("sandboxId", id)])
+            .header("x-api-key", KEY)
+            .send()
+            .await?;
+        let ok = response.status().is_success();
+        let _ = response.bytes().await?;
+        let took = started.elapsed();
+        if !ok {
+            bail!("sandbox.one failed");
+        }
+        Ok(took)
     }
 
     pub async fn exec_true(&self, id: &str) -> anyhow::Result<Duration> {
@@ -148,4 +205,22 @@ impl Api {
             .await?;
         Ok(started.elapsed())
     }
+}
+
+fn agent_binary() -> anyhow::Result<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os("SANDBOXD_AGENT_BINARY") {
+        return Ok(path.into());
+    }
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/agent")
+        .join(triple)
+        .join("release/sandboxd-agent");
+    if !path.is_file() {
+        bail!(
+            "no agent binary at {}: run scripts/build-agent.sh",
+            path.display()
+        );
+    }
+    Ok(path)
 }

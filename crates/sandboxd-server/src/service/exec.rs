@@ -1,6 +1,9 @@
 //! `sandbox.exec`: `sh -c` in the sandbox with capped output and a timeout.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// A command running longer than this refreshes the sandbox's activity again at its end.
+const LONG_COMMAND: Duration = Duration::from_secs(1);
 
 use sandboxd_core::api::ExecResult;
 use sandboxd_core::limits::MAX_EXEC_OUTPUT_BYTES;
@@ -22,6 +25,7 @@ impl Service {
         let sandbox = self.sandbox_for(caller, &cmd.sandbox_id).await?;
         let container = sandbox.running_container()?.to_owned();
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        let started = Instant::now();
         let spec = AgentExec {
             argv: vec!["sh".into(), "-c".into(), cmd.cmd],
             cwd: Some(cmd.cwd.unwrap_or_else(|| sandbox.workdir.clone())),
@@ -44,7 +48,9 @@ impl Service {
                 .await?;
         }
         // A long command is activity too: the sandbox expires counting from its end.
-        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        if started.elapsed() > LONG_COMMAND {
+            self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        }
         Ok(ExecResult {
             stdout: String::from_utf8_lossy(&outcome.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&outcome.stderr).into_owned(),
