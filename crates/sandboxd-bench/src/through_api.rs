@@ -131,6 +131,7 @@ impl Api {
             env: Vec::new(),
             timeout: Duration::from_secs(10),
             max_output: 1024,
+            stream: None,
         };
         let started = Instant::now();
         let (outcome, _) = conn.exec(spec).await?;

@@ -13,4 +13,5 @@ pub mod paths;
 pub mod plan;
 pub mod reconcile;
 pub mod templates;
+pub mod utf8_stream;
 pub mod validate;

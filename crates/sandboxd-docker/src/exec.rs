@@ -14,6 +14,16 @@ use tracing::warn;
 use crate::engine::{Engine, bounded};
 use crate::error::EngineError;
 
+/// Which stream a chunk of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// Where chunks of output go as they arrive, for streaming.
+pub type OutputTx = tokio::sync::mpsc::Sender<(OutputStream, bytes::Bytes)>;
+
 /// One command to run.
 #[derive(Debug, Clone)]
 pub struct ExecSpec {
@@ -27,6 +37,35 @@ pub struct ExecSpec {
     pub timeout: Duration,
     /// Each stream is kept up to this many bytes; the rest is drained and dropped.
     pub max_output: usize,
+    /// Every chunk is also sent here as it arrives (uncapped), when given.
+    pub stream: Option<OutputTx>,
+}
+
+/// Kills a command's processes by marker if its exec is dropped before it ended (the
+/// client went away).
+struct KillOnDrop {
+    engine: Engine,
+    container: String,
+    marker: String,
+    armed: bool,
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let engine = self.engine.clone();
+        let container = std::mem::take(&mut self.container);
+        let marker = std::mem::take(&mut self.marker);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                engine
+                    .run_quietly(&container, exec_kill::kill_argv(&marker))
+                    .await;
+            });
+        }
+    }
 }
 
 /// What a command did.
@@ -104,6 +143,12 @@ impl Engine {
             });
         };
 
+        let mut guard = KillOnDrop {
+            engine: self.clone(),
+            container: container.to_owned(),
+            marker: marker.clone(),
+            armed: true,
+        };
         let mut outcome = ExecOutcome::default();
         let mut truncated_out = false;
         let mut truncated_err = false;
@@ -118,13 +163,22 @@ impl Engine {
                 max: spec.max_output,
                 truncated: &mut truncated_err,
             };
+            let stream = spec.stream.clone();
             let drain = async {
                 while let Some(item) = output.next().await {
                     match item {
                         Ok(LogOutput::StdOut { message } | LogOutput::Console { message }) => {
-                            stdout.push(&message)
+                            stdout.push(&message);
+                            if let Some(tx) = &stream {
+                                let _ = tx.send((OutputStream::Stdout, message)).await;
+                            }
                         }
-                        Ok(LogOutput::StdErr { message }) => stderr.push(&message),
+                        Ok(LogOutput::StdErr { message }) => {
+                            stderr.push(&message);
+                            if let Some(tx) = &stream {
+                                let _ = tx.send((OutputStream::Stderr, message)).await;
+                            }
+                        }
                         Ok(LogOutput::StdIn { .. }) => {}
                         Err(error) => {
                             warn!(%error, "exec output stream failed");
@@ -159,6 +213,7 @@ impl Engine {
                 }
             }
         }
+        guard.armed = false;
         outcome.truncated = truncated_out || truncated_err;
         outcome.exit_code = if outcome.timed_out {
             TIMEOUT_EXIT_CODE
@@ -185,7 +240,7 @@ impl Engine {
 
     /// Runs a short command to its end and returns its exit code; `None` when it could
     /// not start, failed, or did not finish within the kill grace period.
-    async fn run_quietly(&self, container: &str, argv: Vec<String>) -> Option<i64> {
+    pub(crate) async fn run_quietly(&self, container: &str, argv: Vec<String>) -> Option<i64> {
         let config = ExecConfig {
             cmd: Some(argv),
             attach_stdout: Some(true),

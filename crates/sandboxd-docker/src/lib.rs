@@ -13,4 +13,4 @@ mod networks;
 pub use archive::ReadFileError;
 pub use engine::Engine;
 pub use error::EngineError;
-pub use exec::{ExecOutcome, ExecSpec};
+pub use exec::{ExecOutcome, ExecSpec, OutputStream, OutputTx};

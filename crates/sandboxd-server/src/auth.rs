@@ -12,12 +12,12 @@ use crate::service::ServiceError;
 #[derive(Debug, Clone)]
 pub struct Caller(pub Principal);
 
-fn token(parts: &Parts) -> Option<&str> {
-    if let Some(key) = parts.headers.get("x-api-key") {
+/// The API key of a request: `x-api-key`, else `Authorization: Bearer`.
+pub fn token_from(headers: &axum::http::HeaderMap) -> Option<&str> {
+    if let Some(key) = headers.get("x-api-key") {
         return key.to_str().ok();
     }
-    parts
-        .headers
+    headers
         .get(axum::http::header::AUTHORIZATION)?
         .to_str()
         .ok()?
@@ -31,7 +31,9 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = token(parts).ok_or(ApiError::Unauthorized)?.trim();
+        let token = token_from(&parts.headers)
+            .ok_or(ApiError::Unauthorized)?
+            .trim();
         let principal = state
             .service
             .store()

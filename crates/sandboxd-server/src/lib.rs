@@ -203,6 +203,7 @@ pub fn app(state: AppState) -> Router {
             get(move || async move { document.clone() }),
         )
         .route("/health", get(|| async { "ok" }))
+        .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }

@@ -3,6 +3,7 @@
 
 mod requests;
 mod responses;
+pub mod stream;
 
 pub use requests::*;
 pub use responses::*;

@@ -66,6 +66,46 @@ impl Channel {
     }
 }
 
+/// Sends a signal to the command on a channel when dropped, unless disarmed.
+#[derive(Debug)]
+pub struct KillOnDrop {
+    outgoing: mpsc::Sender<Frame>,
+    channel: u32,
+    signal: i32,
+    armed: bool,
+}
+
+impl KillOnDrop {
+    pub fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            let signal = sandboxd_agent_protocol::Signal {
+                signal: self.signal,
+            };
+            let _ = self
+                .outgoing
+                .try_send(Frame::json(self.channel, Kind::Signal, &signal));
+        }
+    }
+}
+
+impl Channel {
+    /// A guard that signals the command on this channel if the caller gives up on it.
+    pub fn kill_on_drop(&self, signal: i32) -> KillOnDrop {
+        KillOnDrop {
+            outgoing: self.conn.outgoing.clone(),
+            channel: self.id,
+            signal,
+            armed: true,
+        }
+    }
+}
+
 impl Drop for Channel {
     fn drop(&mut self) {
         if let Ok(mut routes) = self.conn.routes.lock() {

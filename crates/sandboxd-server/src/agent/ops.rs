@@ -9,7 +9,7 @@ use sandboxd_agent_protocol::{
 };
 use sandboxd_core::exec_kill::MARKER_ENV;
 use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
-use sandboxd_docker::ExecOutcome;
+use sandboxd_docker::{ExecOutcome, OutputStream, OutputTx};
 
 use super::conn::{AgentConn, AgentError, Channel};
 
@@ -61,6 +61,8 @@ pub struct AgentExec {
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
     pub max_output: usize,
+    /// Every chunk is also sent here as it arrives (uncapped), when given.
+    pub stream: Option<OutputTx>,
 }
 
 /// The outcome of an exec, or `Err(KillFailed)`-like `Ok(None)` when the command timed
@@ -74,6 +76,8 @@ impl AgentConn {
             marker: (MARKER_ENV.to_owned(), marker()),
         };
         let mut channel = self.open(&request).await?;
+        // If this future is dropped (the client went away), the command is killed.
+        let mut guard = channel.kill_on_drop(SIGKILL);
         let mut outcome = ExecOutcome::default();
         let mut truncated = false;
         let deadline = tokio::time::Instant::now() + spec.timeout;
@@ -84,37 +88,25 @@ impl AgentConn {
                 Ok(frame) => frame?,
                 Err(_) if kill_deadline.is_none() => {
                     outcome.timed_out = true;
-                    channel
-                        .send(
-                            Kind::Signal,
-                            serde_json::to_vec(&Signal { signal: SIGKILL }).unwrap_or_default(),
-                        )
-                        .await?;
+                    let kill = serde_json::to_vec(&Signal { signal: SIGKILL }).unwrap_or_default();
+                    channel.send(Kind::Signal, kill).await?;
                     kill_deadline =
                         Some(tokio::time::Instant::now() + Duration::from_millis(KILL_GRACE_MS));
                     continue;
                 }
                 // Killed but not ended: the kill did not take.
                 Err(_) => {
+                    guard.disarm();
                     outcome.truncated = truncated;
                     outcome.exit_code = TIMEOUT_EXIT_CODE;
                     return Ok((outcome, false));
                 }
             };
-            match frame.kind {
-                Kind::Stdout => push_capped(
-                    &mut outcome.stdout,
-                    &frame.payload,
-                    spec.max_output,
-                    &mut truncated,
-                ),
-                Kind::Stderr => push_capped(
-                    &mut outcome.stderr,
-                    &frame.payload,
-                    spec.max_output,
-                    &mut truncated,
-                ),
+            let which = match frame.kind {
+                Kind::Stdout => OutputStream::Stdout,
+                Kind::Stderr => OutputStream::Stderr,
                 Kind::Exit => {
+                    guard.disarm();
                     let exit: Exit = frame
                         .parse()
                         .map_err(|e| AgentError::Protocol(e.to_string()))?;
@@ -131,6 +123,14 @@ impl AgentConn {
                     return Ok((outcome, true));
                 }
                 _ => return Err(unexpected(&frame)),
+            };
+            let buf = match which {
+                OutputStream::Stdout => &mut outcome.stdout,
+                OutputStream::Stderr => &mut outcome.stderr,
+            };
+            push_capped(buf, &frame.payload, spec.max_output, &mut truncated);
+            if let Some(tx) = &spec.stream {
+                let _ = tx.send((which, frame.payload.into())).await;
             }
         }
     }

@@ -1,4 +1,5 @@
 //! HTTP routes, grouped by resource.
 
+pub mod exec_stream;
 pub mod projects;
 pub mod sandbox;

@@ -34,6 +34,27 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(kill))
         .routes(routes!(remove))
         .routes(routes!(templates))
+        .routes(routes!(exec_token))
+}
+
+/// A single-use token for the streaming exec WebSocket of a sandbox, for browsers
+/// (which cannot send `x-api-key` on a WebSocket): connect to
+/// `/sandbox-exec?sandboxId=…&token=…` within a minute.
+#[utoipa::path(post, path = "/api/sandbox.execToken", operation_id = "sandbox-execToken", tag = "sandbox",
+    request_body = SandboxIdBody,
+    responses((status = 200, body = stream::ExecTokenView), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn exec_token(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<SandboxIdBody>,
+) -> ApiResult<stream::ExecTokenView> {
+    let (token, expires) = state.service.exec_token(&caller, &req.sandbox_id).await?;
+    Ok(Json(stream::ExecTokenView {
+        token,
+        sandbox_id: req.sandbox_id,
+        expires_at: rfc3339(expires),
+    }))
 }
 
 /// Create a sandbox: pulls the image if missing, starts a hardened container and

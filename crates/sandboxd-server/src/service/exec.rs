@@ -9,7 +9,7 @@ use sandboxd_core::api::ExecResult;
 use sandboxd_core::limits::MAX_EXEC_OUTPUT_BYTES;
 use sandboxd_core::model::{Principal, SandboxStatus};
 use sandboxd_core::validate::ExecCommand;
-use sandboxd_docker::{ExecOutcome, ExecSpec};
+use sandboxd_docker::{ExecOutcome, ExecSpec, OutputTx};
 use tracing::{debug, info, warn};
 
 use super::{ServedBy, Service, ServiceError, now_ms};
@@ -22,6 +22,17 @@ impl Service {
         caller: &Principal,
         cmd: ExecCommand,
     ) -> Result<ExecResult, ServiceError> {
+        self.exec_streaming(caller, cmd, None).await
+    }
+
+    /// Runs a command, sending its output to `stream` as it arrives when given. Dropping
+    /// the returned future kills the command.
+    pub async fn exec_streaming(
+        &self,
+        caller: &Principal,
+        cmd: ExecCommand,
+        stream: Option<OutputTx>,
+    ) -> Result<ExecResult, ServiceError> {
         let sandbox = self.sandbox_for(caller, &cmd.sandbox_id).await?;
         let container = sandbox.running_container()?.to_owned();
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
@@ -32,6 +43,7 @@ impl Service {
             env: cmd.env,
             timeout: Duration::from_millis(cmd.timeout_ms),
             max_output: MAX_EXEC_OUTPUT_BYTES,
+            stream,
         };
         let outcome = self.run(&sandbox.sandbox_id, &container, spec).await?;
         if outcome.timed_out {
@@ -104,6 +116,7 @@ impl Service {
             user: None,
             timeout: spec.timeout,
             max_output: spec.max_output,
+            stream: spec.stream,
         };
         Ok(self.engine().exec(container, engine_spec).await?)
     }

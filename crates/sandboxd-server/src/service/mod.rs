@@ -8,6 +8,7 @@ mod files;
 mod lifecycle;
 mod loops;
 mod tenancy;
+mod tokens;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,6 +38,7 @@ struct Inner {
     templates: Templates,
     instance_id: String,
     paths: PathCounts,
+    tokens: tokens::ExecTokens,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive
@@ -79,12 +81,34 @@ impl Service {
                 templates,
                 instance_id,
                 paths: PathCounts::default(),
+                tokens: tokens::ExecTokens::default(),
             }),
         }
     }
 
     pub fn agents(&self) -> &AgentHub {
         &self.inner.agents
+    }
+
+    /// Issues a single-use token for the streaming exec WebSocket of a sandbox of the
+    /// caller's; returns it with its expiry (epoch ms).
+    pub async fn exec_token(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<(String, i64), ServiceError> {
+        let sandbox = self.sandbox_for(caller, sandbox_id).await?;
+        let token = self
+            .inner
+            .tokens
+            .issue(caller, &sandbox.sandbox_id)
+            .ok_or_else(|| ServiceError::Unavailable("no randomness available".into()))?;
+        Ok((token, now_ms() + tokens::TOKEN_TTL.as_millis() as i64))
+    }
+
+    /// The caller a WebSocket token was issued to, using it up.
+    pub fn redeem_exec_token(&self, token: &str, sandbox_id: &str) -> Option<Principal> {
+        self.inner.tokens.redeem(token, sandbox_id)
     }
 
     /// Operations served by each path since start.
@@ -146,5 +170,6 @@ fn internal_exec(argv: Vec<String>, max_output: usize) -> ExecSpec {
         user: None,
         timeout: INTERNAL_EXEC_TIMEOUT,
         max_output,
+        stream: None,
     }
 }

@@ -164,6 +164,7 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/sandbox.kill", "post", "sandbox-kill"),
         ("/api/sandbox.remove", "post", "sandbox-remove"),
         ("/api/sandbox.templates", "get", "sandbox-templates"),
+        ("/api/sandbox.execToken", "post", "sandbox-execToken"),
         ("/api/project.all", "get", "project-all"),
         ("/api/project.create", "post", "project-create"),
         ("/api/environment.create", "post", "environment-create"),

@@ -12,3 +12,4 @@ mod exec;
 mod files;
 mod lifecycle;
 mod reconcile;
+mod stream;

@@ -1,0 +1,231 @@
+//! `/sandbox-exec?sandboxId=…`: streaming exec over a WebSocket, the reference protocol.
+//! Authorized by the `x-api-key` header (or `Authorization: Bearer`), or by a single-use
+//! `?token=` from `sandbox.execToken` for browsers. Messages sent before `ready` wait
+//! unread in the socket; one command at a time; a client that goes away kills its
+//! command.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use bytes::Bytes;
+use sandboxd_core::api::ExecRequest;
+use sandboxd_core::api::stream::{ClientMessage, ServerMessage, close_code};
+use sandboxd_core::model::Principal;
+use sandboxd_core::utf8_stream::Utf8Stream;
+use sandboxd_core::validate;
+use sandboxd_docker::OutputStream;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use crate::AppState;
+use crate::auth::token_from;
+use crate::service::ServiceError;
+
+/// Query of the WebSocket.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamQuery {
+    sandbox_id: Option<String>,
+    token: Option<String>,
+}
+
+/// Upgrades, then authorizes on the socket so failures can carry their close codes.
+pub async fn sandbox_exec(
+    ws: WebSocketUpgrade,
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<StreamQuery>,
+) -> Response {
+    let key = token_from(&headers).map(str::to_owned);
+    ws.on_upgrade(move |socket| session(socket, state, query, key))
+}
+
+async fn close(mut socket: WebSocket, code: u16, reason: &str) {
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    let _ = socket.send(Message::Close(Some(frame))).await;
+}
+
+async fn send(socket: &mut WebSocket, message: &ServerMessage) -> bool {
+    let Ok(text) = serde_json::to_string(message) else {
+        return false;
+    };
+    socket.send(Message::Text(text.into())).await.is_ok()
+}
+
+async fn authorize(
+    state: &AppState,
+    key: Option<&str>,
+    token: Option<&str>,
+    sandbox_id: &str,
+) -> Option<Principal> {
+    if let Some(key) = key {
+        return state
+            .service
+            .store()
+            .authenticate(key.trim())
+            .await
+            .ok()
+            .flatten();
+    }
+    token.and_then(|token| state.service.redeem_exec_token(token, sandbox_id))
+}
+
+type Running =
+    Pin<Box<dyn Future<Output = Result<sandboxd_core::api::ExecResult, ServiceError>> + Send>>;
+
+async fn session(mut socket: WebSocket, state: AppState, query: StreamQuery, key: Option<String>) {
+    let Some(sandbox_id) = query.sandbox_id.filter(|id| !id.is_empty()) else {
+        return close(socket, close_code::NO_SANDBOX_ID, "sandboxId is required").await;
+    };
+    let Some(caller) = authorize(&state, key.as_deref(), query.token.as_deref(), &sandbox_id).await
+    else {
+        return close(socket, close_code::UNAUTHORIZED, "unauthorized").await;
+    };
+    let Ok(sandbox) = state.service.sandbox_for(&caller, &sandbox_id).await else {
+        return close(
+            socket,
+            close_code::FORBIDDEN,
+            "not authorized for this sandbox",
+        )
+        .await;
+    };
+    if !send(
+        &mut socket,
+        &ServerMessage::Ready {
+            sandbox_id: sandbox.sandbox_id.clone(),
+        },
+    )
+    .await
+    {
+        return;
+    }
+    // The running command and its output; dropping the command kills it.
+    let mut running: Option<Running> = None;
+    let mut output: Option<mpsc::Receiver<(OutputStream, Bytes)>> = None;
+    let mut decoders = [Utf8Stream::default(), Utf8Stream::default()];
+    loop {
+        tokio::select! {
+            incoming = socket.recv() => {
+                let text = match incoming {
+                    Some(Ok(Message::Text(text))) => text,
+                    Some(Ok(Message::Binary(_))) => {
+                        send(&mut socket, &ServerMessage::Error { message: "messages are JSON text".into() }).await;
+                        continue;
+                    }
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                    // Gone: dropping the running command kills it.
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
+                };
+                let message = match serde_json::from_str::<ClientMessage>(&text) {
+                    Ok(message) => message,
+                    Err(error) => {
+                        send(&mut socket, &ServerMessage::Error { message: format!("invalid message: {error}") }).await;
+                        continue;
+                    }
+                };
+                if running.is_some() {
+                    send(&mut socket, &ServerMessage::Error { message: "a command is already running on this connection".into() }).await;
+                    continue;
+                }
+                let ClientMessage::Exec { cmd, cwd, env, timeout_ms } = message;
+                let request = ExecRequest { sandbox_id: sandbox.sandbox_id.clone(), cmd, cwd, env, timeout_ms };
+                let command = match validate::exec(request) {
+                    Ok(command) => command,
+                    Err(invalid) => {
+                        send(&mut socket, &ServerMessage::Error { message: invalid.to_string() }).await;
+                        continue;
+                    }
+                };
+                let (tx, rx) = mpsc::channel(64);
+                let service = state.service.clone();
+                let who = caller.clone();
+                let future: Running = Box::pin(async move { service.exec_streaming(&who, command, Some(tx)).await });
+                running = Some(future);
+                output = Some(rx);
+                decoders = [Utf8Stream::default(), Utf8Stream::default()];
+            }
+            Some((which, chunk)) = recv(&mut output) => {
+                if !forward(&mut socket, &mut decoders, which, &chunk).await {
+                    return;
+                }
+            }
+            result = finish(&mut running) => {
+                running = None;
+                // Every chunk was queued before the command completed.
+                if let Some(mut rx) = output.take() {
+                    while let Ok((which, bytes)) = rx.try_recv() {
+                        if !forward(&mut socket, &mut decoders, which, &bytes).await {
+                            return;
+                        }
+                    }
+                }
+                for (index, decoder) in decoders.iter_mut().enumerate() {
+                    let rest = decoder.finish();
+                    if !rest.is_empty() {
+                        let message = if index == 0 { ServerMessage::Stdout { data: rest } } else { ServerMessage::Stderr { data: rest } };
+                        send(&mut socket, &message).await;
+                    }
+                }
+                let message = match result {
+                    Ok(result) => ServerMessage::Exit { exit_code: result.exit_code, timed_out: result.timed_out },
+                    Err(error) => ServerMessage::Error { message: public_message(&error) },
+                };
+                if !send(&mut socket, &message).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The next chunk of the running command, or never when none runs.
+async fn recv(
+    output: &mut Option<mpsc::Receiver<(OutputStream, Bytes)>>,
+) -> Option<(OutputStream, Bytes)> {
+    match output.as_mut() {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The result of the running command, or never when none runs.
+async fn finish(
+    running: &mut Option<Running>,
+) -> Result<sandboxd_core::api::ExecResult, ServiceError> {
+    match running.as_mut() {
+        Some(future) => future.await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn forward(
+    socket: &mut WebSocket,
+    decoders: &mut [Utf8Stream; 2],
+    which: OutputStream,
+    bytes: &[u8],
+) -> bool {
+    let (index, wrap): (usize, fn(String) -> ServerMessage) = match which {
+        OutputStream::Stdout => (0, |data| ServerMessage::Stdout { data }),
+        OutputStream::Stderr => (1, |data| ServerMessage::Stderr { data }),
+    };
+    let text = decoders[index].push(bytes);
+    text.is_empty() || send(socket, &wrap(text)).await
+}
+
+/// What a client may see of a failure: internal causes stay in the log.
+fn public_message(error: &ServiceError) -> String {
+    match error {
+        ServiceError::Store(_) | ServiceError::Engine(_) => {
+            tracing::error!(%error, "streaming exec failed");
+            "internal error".into()
+        }
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,93 @@
+//! Single-use tokens for the streaming exec WebSocket, for browsers (which cannot set a
+//! header on a WebSocket). A token names one sandbox and one caller, and dies after one
+//! use or a minute.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sandboxd_core::model::Principal;
+
+/// How long a token is good for.
+pub const TOKEN_TTL: Duration = Duration::from_secs(60);
+/// Outstanding tokens at most; past it, the oldest are forgotten.
+const MAX_TOKENS: usize = 10_000;
+
+#[derive(Debug)]
+struct Grant {
+    principal: Principal,
+    sandbox_id: String,
+    expires: Instant,
+}
+
+/// The outstanding tokens.
+#[derive(Debug, Default)]
+pub struct ExecTokens(Mutex<HashMap<String, Grant>>);
+
+impl ExecTokens {
+    /// A new token for `principal` on `sandbox_id`; `None` if the OS has no randomness.
+    pub fn issue(&self, principal: &Principal, sandbox_id: &str) -> Option<String> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).ok()?;
+        let token = URL_SAFE_NO_PAD.encode(bytes);
+        let mut grants = self.0.lock().ok()?;
+        let now = Instant::now();
+        grants.retain(|_, grant| grant.expires > now);
+        if grants.len() >= MAX_TOKENS {
+            let oldest = grants
+                .iter()
+                .min_by_key(|(_, g)| g.expires)
+                .map(|(t, _)| t.clone());
+            if let Some(oldest) = oldest {
+                grants.remove(&oldest);
+            }
+        }
+        grants.insert(
+            token.clone(),
+            Grant {
+                principal: principal.clone(),
+                sandbox_id: sandbox_id.to_owned(),
+                expires: now + TOKEN_TTL,
+            },
+        );
+        Some(token)
+    }
+
+    /// Uses up a token: the caller it was issued to, if it is valid for `sandbox_id`.
+    pub fn redeem(&self, token: &str, sandbox_id: &str) -> Option<Principal> {
+        let grant = self.0.lock().ok()?.remove(token)?;
+        (grant.expires > Instant::now() && grant.sandbox_id == sandbox_id)
+            .then_some(grant.principal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sandboxd_core::model::Role;
+
+    fn principal() -> Principal {
+        Principal {
+            user_id: "u".into(),
+            organization_id: "o".into(),
+            role: Role::Owner,
+            key_id: "k".into(),
+        }
+    }
+
+    #[test]
+    fn tokens_are_single_use_and_bound_to_a_sandbox() {
+        let tokens = ExecTokens::default();
+        let token = tokens.issue(&principal(), "sb").unwrap();
+        assert!(
+            tokens.redeem(&token, "other").is_none(),
+            "wrong sandbox uses it up"
+        );
+        let token = tokens.issue(&principal(), "sb").unwrap();
+        assert_eq!(tokens.redeem(&token, "sb"), Some(principal()));
+        assert!(tokens.redeem(&token, "sb").is_none(), "second use");
+        assert!(tokens.redeem("made-up", "sb").is_none());
+    }
+}
