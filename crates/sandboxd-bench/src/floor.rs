@@ -100,6 +100,11 @@ impl Floor {
         Ok((id, took))
     }
 
+    /// `echo hi` through the engine's exec: the time to its first output.
+    pub async fn first_output(&self, id: &str) -> anyhow::Result<Duration> {
+        Ok(self.exec(id, &["sh", "-c", "echo hi"]).await?.0)
+    }
+
     pub async fn exec_true(&self, id: &str) -> anyhow::Result<Duration> {
         let started = Instant::now();
         self.exec(id, &["sh", "-c", "true"]).await?;

@@ -59,6 +59,7 @@ async fn run(
     let mut destroy = [Samples::default(), Samples::default(), Samples::default()];
     let mut one = Samples::default();
     let mut channel = Samples::default();
+    let mut first_byte = [Samples::default(), Samples::default(), Samples::default()];
     let payload: Vec<u8> = (0..1024 * 1024).map(|i| (i % 251) as u8).collect();
 
     // Warm-up: the first create of each side pays one-time costs (image metadata, store).
@@ -78,6 +79,11 @@ async fn run(
         create[2].push(took);
 
         one.push(agent.one(&with_agent).await?);
+        let mut socket = agent.stream(&with_agent).await?;
+        first_byte[0].push(through_api::Api::first_streamed_byte(&mut socket).await?);
+        let mut socket = engine.stream(&without).await?;
+        first_byte[1].push(through_api::Api::first_streamed_byte(&mut socket).await?);
+        first_byte[2].push(raw.first_output(&container).await?);
         channel.push(agent.agent_channel_true(&with_agent).await?);
         exec_true[0].push(agent.exec_true(&with_agent).await?);
         exec_true[1].push(engine.exec_true(&without).await?);
@@ -110,6 +116,7 @@ async fn run(
                 ("Docker API (floor)", r),
             ]
         }),
+        report::Row::new("first streamed byte (echo)", named(first_byte)),
         report::Row::new("1 MiB write then read", named(files)),
         report::Row::new("destroy", named(destroy)),
         report::Row::new("sandbox.one (API overhead)", vec![("sandboxd", one)]),

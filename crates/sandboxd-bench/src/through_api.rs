@@ -225,3 +225,45 @@ fn agent_binary() -> anyhow::Result<std::path::PathBuf> {
     }
     Ok(path)
 }
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+impl Api {
+    /// A streaming exec connection to a sandbox, past its `ready`.
+    pub async fn stream(&self, id: &str) -> anyhow::Result<Socket> {
+        use futures_util::StreamExt as _;
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+        let url = format!("{}/sandbox-exec?sandboxId={id}", self.url.replacen("http", "ws", 1));
+        let mut request = url.into_client_request()?;
+        request.headers_mut().insert("x-api-key", KEY.parse()?);
+        let (mut socket, _) = tokio_tungstenite::connect_async(request).await?;
+        let ready = socket.next().await.context("closed before ready")??;
+        if !ready.to_text()?.contains("ready") {
+            bail!("unexpected first message {ready}");
+        }
+        Ok(socket)
+    }
+
+    /// Sends `echo hi` on a streaming connection: the time to the first output message,
+    /// then waits for the exit.
+    pub async fn first_streamed_byte(socket: &mut Socket) -> anyhow::Result<Duration> {
+        use futures_util::{SinkExt as _, StreamExt as _};
+        use tokio_tungstenite::tungstenite::Message;
+        let started = Instant::now();
+        let exec = json!({"type": "exec", "cmd": "echo hi"}).to_string();
+        socket.send(Message::Text(exec.into())).await?;
+        let mut first = None;
+        loop {
+            let message = socket.next().await.context("closed")??;
+            let value: Value = serde_json::from_str(message.to_text()?)?;
+            match value["type"].as_str() {
+                Some("stdout") => {
+                    first.get_or_insert_with(|| started.elapsed());
+                }
+                Some("exit") => break,
+                _ => bail!("unexpected message {value}"),
+            }
+        }
+        first.context("no output")
+    }
+}
