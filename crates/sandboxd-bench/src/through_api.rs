@@ -226,14 +226,18 @@ fn agent_binary() -> anyhow::Result<std::path::PathBuf> {
     Ok(path)
 }
 
-type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 impl Api {
     /// A streaming exec connection to a sandbox, past its `ready`.
     pub async fn stream(&self, id: &str) -> anyhow::Result<Socket> {
         use futures_util::StreamExt as _;
         use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
-        let url = format!("{}/sandbox-exec?sandboxId={id}", self.url.replacen("http", "ws", 1));
+        let url = format!(
+            "{}/sandbox-exec?sandboxId={id}",
+            self.url.replacen("http", "ws", 1)
+        );
         let mut request = url.into_client_request()?;
         request.headers_mut().insert("x-api-key", KEY.parse()?);
         let (mut socket, _) = tokio_tungstenite::connect_async(request).await?;
