@@ -29,6 +29,8 @@ pub enum Kind {
     Signal = 8,
     /// Agent → host: the request succeeded: [`crate::Done`]. Closes the channel.
     Done = 9,
+    /// Host → agent: new size of a terminal: [`crate::Resize`].
+    Resize = 10,
 }
 
 impl Kind {
@@ -44,6 +46,7 @@ impl Kind {
             7 => Self::End,
             8 => Self::Signal,
             9 => Self::Done,
+            10 => Self::Resize,
             _ => return None,
         })
     }

@@ -18,12 +18,26 @@ pub struct Hello {
 pub enum Request {
     /// Run `argv` in its own process group; output comes as Stdout/Stderr frames, then
     /// Exit. Every process carries `marker` (a `NAME=value` entry) in its environment.
+    /// With `stdin`, Data frames are written to its standard input and End closes it.
     #[serde(rename_all = "camelCase")]
     Exec {
         argv: Vec<String>,
         cwd: Option<String>,
         env: Vec<(String, String)>,
         marker: (String, String),
+        #[serde(default)]
+        stdin: bool,
+    },
+    /// Run `argv` on a new terminal of `cols` × `rows`, in its own session; output comes
+    /// as Stdout frames, Data frames are typed in, Resize frames resize it, then Exit.
+    #[serde(rename_all = "camelCase")]
+    Pty {
+        argv: Vec<String>,
+        cwd: Option<String>,
+        env: Vec<(String, String)>,
+        marker: (String, String),
+        cols: u16,
+        rows: u16,
     },
     /// Write a file from the Data frames that follow until End; parents are created.
     #[serde(rename_all = "camelCase")]
@@ -44,6 +58,14 @@ pub enum Request {
 #[serde(rename_all = "camelCase")]
 pub struct Signal {
     pub signal: i32,
+}
+
+/// New size of a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resize {
+    pub cols: u16,
+    pub rows: u16,
 }
 
 /// How a command ended.

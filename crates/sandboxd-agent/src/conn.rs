@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
-use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request, encode};
 
 use crate::exec::Running;
-use crate::{exec, files};
+use crate::input::Inputs;
+use crate::{exec, files, pty};
 
 /// The shared write half of the connection.
 #[derive(Clone)]
@@ -66,7 +66,7 @@ fn serve(stream: UnixStream) {
         return;
     }
     let running: Running = Arc::new(Mutex::new(HashMap::new()));
-    let mut uploads: HashMap<u32, SyncSender<Frame>> = HashMap::new();
+    let inputs = Inputs::default();
     let mut reader = stream;
     let mut decoder = Decoder::default();
     let mut buf = vec![0u8; 64 * 1024];
@@ -82,18 +82,13 @@ fn serve(stream: UnixStream) {
                 Ok(None) => break,
                 Err(_) => break 'read,
             };
-            dispatch(frame, &outbox, &running, &mut uploads);
+            dispatch(frame, &outbox, &running, &inputs);
         }
     }
     exec::kill_all(&running);
 }
 
-fn dispatch(
-    frame: Frame,
-    outbox: &Outbox,
-    running: &Running,
-    uploads: &mut HashMap<u32, SyncSender<Frame>>,
-) {
+fn dispatch(frame: Frame, outbox: &Outbox, running: &Running, inputs: &Inputs) {
     let channel = frame.channel;
     match frame.kind {
         Kind::Request => {
@@ -110,23 +105,54 @@ fn dispatch(
                 }
             };
             let outbox = outbox.clone();
+            let running = running.clone();
+            let inputs = inputs.clone();
             match request {
                 Request::Exec {
                     argv,
                     cwd,
                     env,
                     marker,
+                    stdin,
                 } => {
-                    let running = running.clone();
+                    let input = stdin.then(|| inputs.open(channel));
+                    let command = exec::Command {
+                        argv,
+                        cwd,
+                        env,
+                        marker,
+                    };
                     std::thread::spawn(move || {
-                        exec::run(&outbox, channel, &running, argv, cwd, env, marker)
+                        exec::run(&outbox, channel, &running, command, input);
+                        inputs.close(channel);
+                    });
+                }
+                Request::Pty {
+                    argv,
+                    cwd,
+                    env,
+                    marker,
+                    cols,
+                    rows,
+                } => {
+                    let input = inputs.open(channel);
+                    let command = exec::Command {
+                        argv,
+                        cwd,
+                        env,
+                        marker,
+                    };
+                    std::thread::spawn(move || {
+                        pty::run(&outbox, channel, &running, command, (cols, rows), input);
+                        inputs.close(channel);
                     });
                 }
                 Request::WriteFile { path, mode } => {
-                    // Bounded: a writer slower than the socket holds the reader back.
-                    let (tx, rx) = sync_channel(16);
-                    uploads.insert(channel, tx);
-                    std::thread::spawn(move || files::write(&outbox, channel, &path, mode, &rx));
+                    let input = inputs.open(channel);
+                    std::thread::spawn(move || {
+                        files::write(&outbox, channel, &path, mode, &input);
+                        inputs.close(channel);
+                    });
                 }
                 Request::ReadFile { path, max } => {
                     std::thread::spawn(move || files::read(&outbox, channel, &path, max));
@@ -139,15 +165,7 @@ fn dispatch(
                 }
             }
         }
-        Kind::Data | Kind::End => {
-            let end = frame.kind == Kind::End;
-            if let Some(tx) = uploads.get(&channel) {
-                let _ = tx.send(frame);
-            }
-            if end {
-                uploads.remove(&channel);
-            }
-        }
+        Kind::Data | Kind::End | Kind::Resize => inputs.route(frame),
         Kind::Signal => {
             if let Ok(signal) = frame.parse::<sandboxd_agent_protocol::Signal>() {
                 exec::signal(running, channel, signal.signal);

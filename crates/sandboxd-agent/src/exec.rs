@@ -4,9 +4,9 @@
 //! exhausted).
 
 use std::collections::HashMap;
-use std::io::Read as _;
+use std::io::Write as _;
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
-use std::process::{Command, Stdio};
+use std::process::{self, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,6 +15,7 @@ use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use sandboxd_agent_protocol::{Exit, Frame, Kind};
 
 use crate::conn::Outbox;
+use crate::input::Input;
 
 /// The running commands of a connection: channel → (pid, marker entry).
 pub type Running = Arc<Mutex<HashMap<u32, (i32, Vec<u8>)>>>;
@@ -23,16 +24,136 @@ pub type Running = Arc<Mutex<HashMap<u32, (i32, Vec<u8>)>>>;
 /// for this long, then dropped (the pipes keep being drained).
 const LINGER: Duration = Duration::from_millis(250);
 
+/// What to run.
+pub struct Command {
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub marker: (String, String),
+}
+
+impl Command {
+    /// The process to start, without its stdio.
+    pub fn build(&self, program: &str, args: &[String]) -> process::Command {
+        let mut command = process::Command::new(program);
+        command
+            .args(args)
+            .envs(self.env.iter().cloned())
+            .env(&self.marker.0, &self.marker.1);
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        command
+    }
+
+    /// Reports a command that could not start: a message on stderr, exit 126 or 127.
+    pub fn refuse(&self, outbox: &Outbox, channel: u32, program: &str, error: &std::io::Error) {
+        let what = match &self.cwd {
+            Some(cwd) if !std::path::Path::new(cwd).is_dir() => {
+                format!("cannot enter {cwd}: {error}")
+            }
+            _ => format!("cannot run {program}: {error}"),
+        };
+        outbox.send(&Frame::new(
+            channel,
+            Kind::Stderr,
+            format!("sandboxd-agent: {what}\n"),
+        ));
+        let missing = error.kind() == std::io::ErrorKind::NotFound
+            && self
+                .cwd
+                .as_deref()
+                .is_none_or(|c| std::path::Path::new(c).is_dir());
+        finish(
+            outbox,
+            channel,
+            Exit {
+                code: Some(if missing { 127 } else { 126 }),
+                signal: None,
+            },
+        );
+    }
+
+    fn marker_entry(&self) -> Vec<u8> {
+        format!("{}={}", self.marker.0, self.marker.1).into_bytes()
+    }
+}
+
+/// Forwards what a pipe or terminal yields as `kind` frames while `open`, and keeps
+/// draining after, so writers never block; signals `done` at the end.
+pub fn pump(
+    mut source: impl std::io::Read + Send + 'static,
+    kind: Kind,
+    outbox: Outbox,
+    channel: u32,
+    open: Arc<Mutex<bool>>,
+    done: mpsc::Sender<()>,
+) {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match source.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if let Ok(open) = open.lock()
+                && *open
+            {
+                outbox.send(&Frame::new(channel, kind, buf[..n].to_vec()));
+            }
+        }
+        let _ = done.send(());
+    });
+}
+
+/// Waits for `count` pumps to finish, at most [`LINGER`], then stops forwarding.
+pub fn settle(done: &mpsc::Receiver<()>, count: usize, open: &Mutex<bool>) {
+    let deadline = std::time::Instant::now() + LINGER;
+    for _ in 0..count {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if done.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    if let Ok(mut open) = open.lock() {
+        *open = false;
+    }
+}
+
+pub fn register(running: &Running, channel: u32, pid: u32, command: &Command) {
+    if let Ok(mut map) = running.lock() {
+        map.insert(channel, (pid as i32, command.marker_entry()));
+    }
+}
+
+pub fn unregister(running: &Running, channel: u32) {
+    if let Ok(mut map) = running.lock() {
+        map.remove(&channel);
+    }
+}
+
+pub fn exit_of(status: std::io::Result<std::process::ExitStatus>) -> Exit {
+    match status {
+        Ok(status) => Exit {
+            code: status.code(),
+            signal: status.signal(),
+        },
+        Err(_) => Exit {
+            code: None,
+            signal: None,
+        },
+    }
+}
+
+/// Runs a command with piped output (and standard input when `input` is given).
 pub fn run(
     outbox: &Outbox,
     channel: u32,
     running: &Running,
-    argv: Vec<String>,
-    cwd: Option<String>,
-    env: Vec<(String, String)>,
-    marker: (String, String),
+    command: Command,
+    input: Option<Input>,
 ) {
-    let Some((program, args)) = argv.split_first() else {
+    let Some((program, args)) = command.argv.split_first() else {
         finish(
             outbox,
             channel,
@@ -43,125 +164,65 @@ pub fn run(
         );
         return;
     };
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .envs(env)
-        .env(&marker.0, &marker.1)
-        .stdin(Stdio::null())
+    let mut process = command.build(program, args);
+    process
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    if let Some(cwd) = &cwd {
-        command.current_dir(cwd);
-    }
-    let mut child = match command.spawn() {
+    let mut child = match process.spawn() {
         Ok(child) => child,
-        Err(error) => {
-            let what = match &cwd {
-                Some(cwd) if !std::path::Path::new(cwd).is_dir() => {
-                    format!("cannot enter {cwd}: {error}")
-                }
-                _ => format!("cannot run {program}: {error}"),
-            };
-            outbox.send(&Frame::new(
-                channel,
-                Kind::Stderr,
-                format!("sandboxd-agent: {what}\n"),
-            ));
-            let code = if error.kind() == std::io::ErrorKind::NotFound && cwd.is_none() {
-                127
-            } else {
-                126
-            };
-            finish(
-                outbox,
-                channel,
-                Exit {
-                    code: Some(code),
-                    signal: None,
-                },
-            );
-            return;
-        }
+        Err(error) => return command.refuse(outbox, channel, program, &error),
     };
-    let pid = child.id() as i32;
-    if let Ok(mut map) = running.lock() {
-        map.insert(
-            channel,
-            (pid, format!("{}={}", marker.0, marker.1).into_bytes()),
-        );
+    register(running, channel, child.id(), &command);
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        std::thread::spawn(move || {
+            while let Some(frame) = input.recv() {
+                if frame.kind == Kind::End || stdin.write_all(&frame.payload).is_err() {
+                    break;
+                }
+            }
+        });
     }
     let open = Arc::new(Mutex::new(true));
     let (done_tx, done_rx) = mpsc::channel::<()>();
-    let pipes: [(Option<Box<dyn std::io::Read + Send>>, Kind); 2] = [
-        (
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    let mut pumps = 0;
+    if let Some(stdout) = child.stdout.take() {
+        pump(
+            stdout,
             Kind::Stdout,
-        ),
-        (
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            outbox.clone(),
+            channel,
+            open.clone(),
+            done_tx.clone(),
+        );
+        pumps += 1;
+    }
+    if let Some(stderr) = child.stderr.take() {
+        pump(
+            stderr,
             Kind::Stderr,
-        ),
-    ];
-    for (pipe, kind) in pipes {
-        let Some(mut pipe) = pipe else { continue };
-        let outbox = outbox.clone();
-        let open = open.clone();
-        let done = done_tx.clone();
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let n = match pipe.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                if let Ok(open) = open.lock()
-                    && *open
-                {
-                    outbox.send(&Frame::new(channel, kind, buf[..n].to_vec()));
-                }
-            }
-            let _ = done.send(());
-        });
+            outbox.clone(),
+            channel,
+            open.clone(),
+            done_tx.clone(),
+        );
+        pumps += 1;
     }
     drop(done_tx);
     let status = child.wait();
     // Output still in the pipes is forwarded, for a short while if background
     // processes keep them open.
-    let deadline = std::time::Instant::now() + LINGER;
-    for _ in 0..2 {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if done_rx.recv_timeout(left).is_err() {
-            break;
-        }
-    }
-    if let Ok(mut open) = open.lock() {
-        *open = false;
-    }
-    if let Ok(mut map) = running.lock() {
-        map.remove(&channel);
-    }
-    let exit = match status {
-        Ok(status) => Exit {
-            code: status.code(),
-            signal: status.signal(),
-        },
-        Err(_) => Exit {
-            code: None,
-            signal: None,
-        },
-    };
-    finish(outbox, channel, exit);
+    settle(&done_rx, pumps, &open);
+    unregister(running, channel);
+    finish(outbox, channel, exit_of(status));
 }
 
-fn finish(outbox: &Outbox, channel: u32, exit: Exit) {
+pub fn finish(outbox: &Outbox, channel: u32, exit: Exit) {
     outbox.send(&Frame::json(channel, Kind::Exit, &exit));
 }
 

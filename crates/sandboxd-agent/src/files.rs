@@ -5,7 +5,6 @@ use std::fs;
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
-use std::sync::mpsc::Receiver;
 use std::time::UNIX_EPOCH;
 
 use sandboxd_agent_protocol::{
@@ -13,6 +12,7 @@ use sandboxd_agent_protocol::{
 };
 
 use crate::conn::Outbox;
+use crate::input::Input;
 
 const CHUNK: usize = 256 * 1024;
 
@@ -41,7 +41,7 @@ fn done(outbox: &Outbox, channel: u32, size: u64) {
 
 /// Writes the Data frames up to End into `path` through a temporary file renamed into
 /// place, so a reader never sees half a file.
-pub fn write(outbox: &Outbox, channel: u32, path: &str, mode: u32, rx: &Receiver<Frame>) {
+pub fn write(outbox: &Outbox, channel: u32, path: &str, mode: u32, rx: &Input) {
     let target = Path::new(path);
     let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
         fail(
@@ -55,7 +55,7 @@ pub fn write(outbox: &Outbox, channel: u32, path: &str, mode: u32, rx: &Receiver
     if let Err(error) = fs::create_dir_all(dir) {
         fail_io(outbox, channel, &dir.display().to_string(), &error);
         // Drain the content so the connection stays in step.
-        while let Ok(frame) = rx.recv() {
+        while let Some(frame) = rx.recv() {
             if frame.kind == Kind::End {
                 break;
             }
@@ -74,7 +74,7 @@ pub fn write(outbox: &Outbox, channel: u32, path: &str, mode: u32, rx: &Receiver
             .truncate(true)
             .open(&temp)?;
         let mut size = 0u64;
-        while let Ok(frame) = rx.recv() {
+        while let Some(frame) = rx.recv() {
             if frame.kind == Kind::End {
                 break;
             }

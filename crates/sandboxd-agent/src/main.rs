@@ -8,12 +8,17 @@
 mod conn;
 mod exec;
 mod files;
+mod input;
+mod pty;
 mod supervise;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("pty-exec") {
+        return pty::exec_on_terminal(args.get(3..).unwrap_or_default());
+    }
     let socket = match args.iter().position(|a| a == "--socket") {
         Some(i) => args.get(i + 1).cloned(),
         None => None,

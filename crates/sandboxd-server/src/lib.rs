@@ -204,6 +204,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/health", get(|| async { "ok" }))
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
+        .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }

@@ -3,6 +3,9 @@
 
 mod config;
 mod serve;
+mod shell;
+
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -21,16 +24,22 @@ struct Cli {
 enum Command {
     /// Run the server.
     Serve(serve::ServeArgs),
+    /// Open an interactive shell in a sandbox (this terminal, raw mode).
+    Shell(shell::ShellArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
+    let outcome = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Shell(args) => shell::run(args).await,
         }
-    })
+    });
+    // A read of the terminal may still be blocked in a worker thread; do not wait for it.
+    runtime.shutdown_background();
+    outcome
 }

@@ -10,5 +10,5 @@ mod static_elf;
 
 pub use conn::{AgentConn, AgentError};
 pub use hub::AgentHub;
-pub use ops::{AgentExec, FileOpError};
+pub use ops::{AgentExec, FileOpError, PtyEvent, PtySession, PtySpec};
 pub use static_elf::is_static_elf;

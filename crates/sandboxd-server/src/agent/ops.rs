@@ -74,6 +74,7 @@ impl AgentConn {
             cwd: spec.cwd,
             env: spec.env,
             marker: (MARKER_ENV.to_owned(), marker()),
+            stdin: false,
         };
         let mut channel = self.open(&request).await?;
         // If this future is dropped (the client went away), the command is killed.
@@ -232,5 +233,86 @@ async fn finish(channel: &mut Channel) -> Result<Done, FileOpError> {
         Kind::Done => Ok(parse(&frame)?),
         Kind::Error => Err(FileOpError::Refused(parse(&frame)?)),
         _ => Err(unexpected(&frame).into()),
+    }
+}
+
+/// A terminal session to open.
+#[derive(Debug, Clone)]
+pub struct PtySpec {
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// What a terminal session yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PtyEvent {
+    Output(Vec<u8>),
+    Exit(i64),
+}
+
+/// A running terminal session. Dropping it before the command ended kills the command.
+#[derive(Debug)]
+pub struct PtySession {
+    channel: Channel,
+    guard: super::conn::KillOnDrop,
+}
+
+/// Keys are sent in frames of at most this size.
+const INPUT_CHUNK: usize = 64 * 1024;
+
+impl AgentConn {
+    /// Opens a terminal session running `spec.argv`.
+    pub async fn pty(&self, spec: PtySpec) -> Result<PtySession, AgentError> {
+        let request = Request::Pty {
+            argv: spec.argv,
+            cwd: spec.cwd,
+            env: spec.env,
+            marker: (MARKER_ENV.to_owned(), marker()),
+            cols: spec.cols,
+            rows: spec.rows,
+        };
+        let channel = self.open(&request).await?;
+        let guard = channel.kill_on_drop(SIGKILL);
+        Ok(PtySession { channel, guard })
+    }
+}
+
+impl PtySession {
+    /// Types `keys` into the terminal.
+    pub async fn input(&self, keys: &[u8]) -> Result<(), AgentError> {
+        for chunk in keys.chunks(INPUT_CHUNK) {
+            self.channel.send(Kind::Data, chunk.to_vec()).await?;
+        }
+        Ok(())
+    }
+
+    /// Resizes the terminal.
+    pub async fn resize(&self, cols: u16, rows: u16) -> Result<(), AgentError> {
+        let resize =
+            serde_json::to_vec(&sandboxd_agent_protocol::Resize { cols, rows }).unwrap_or_default();
+        self.channel.send(Kind::Resize, resize).await
+    }
+
+    /// The next output, or the exit code once the command ended.
+    pub async fn next(&mut self) -> Result<PtyEvent, AgentError> {
+        let frame = self.channel.recv().await?;
+        match frame.kind {
+            Kind::Stdout | Kind::Stderr => Ok(PtyEvent::Output(frame.payload)),
+            Kind::Exit => {
+                self.guard.disarm();
+                let exit: Exit = frame
+                    .parse()
+                    .map_err(|e| AgentError::Protocol(e.to_string()))?;
+                Ok(PtyEvent::Exit(match (exit.code, exit.signal) {
+                    (Some(code), _) => i64::from(code),
+                    (None, Some(signal)) => 128 + i64::from(signal),
+                    (None, None) => 1,
+                }))
+            }
+            _ => Err(unexpected(&frame)),
+        }
     }
 }

@@ -44,7 +44,7 @@ pub async fn sandbox_exec(
     ws.on_upgrade(move |socket| session(socket, state, query, key))
 }
 
-async fn close(mut socket: WebSocket, code: u16, reason: &str) {
+pub(super) async fn close(mut socket: WebSocket, code: u16, reason: &str) {
     let frame = CloseFrame {
         code,
         reason: reason.into(),
@@ -52,14 +52,14 @@ async fn close(mut socket: WebSocket, code: u16, reason: &str) {
     let _ = socket.send(Message::Close(Some(frame))).await;
 }
 
-async fn send(socket: &mut WebSocket, message: &ServerMessage) -> bool {
+pub(super) async fn send(socket: &mut WebSocket, message: &ServerMessage) -> bool {
     let Ok(text) = serde_json::to_string(message) else {
         return false;
     };
     socket.send(Message::Text(text.into())).await.is_ok()
 }
 
-async fn authorize(
+pub(super) async fn authorize(
     state: &AppState,
     key: Option<&str>,
     token: Option<&str>,

@@ -3,3 +3,4 @@
 pub mod exec_stream;
 pub mod projects;
 pub mod sandbox;
+pub mod terminal;

@@ -8,6 +8,7 @@ mod files;
 mod lifecycle;
 mod loops;
 mod tenancy;
+mod terminal;
 mod tokens;
 
 use std::sync::Arc;

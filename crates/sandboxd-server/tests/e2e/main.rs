@@ -13,3 +13,4 @@ mod files;
 mod lifecycle;
 mod reconcile;
 mod stream;
+mod terminal;

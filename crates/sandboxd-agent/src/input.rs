@@ -1,0 +1,89 @@
+//! Input for a running request (file content, standard input, terminal keys and sizes),
+//! routed from the connection's reader to the thread serving the request. The reader
+//! never blocks on a slow consumer: input is queued, up to a cap per channel.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+
+use sandboxd_agent_protocol::Frame;
+
+/// Queued input per channel at most; beyond it, input is dropped (and reported once).
+const MAX_QUEUED: usize = 16 * 1024 * 1024;
+
+#[derive(Clone)]
+struct Route {
+    tx: Sender<Frame>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// The input routes of a connection, by channel.
+#[derive(Clone, Default)]
+pub struct Inputs(Arc<Mutex<HashMap<u32, Route>>>);
+
+/// The receiving end of one channel's input.
+pub struct Input {
+    rx: Receiver<Frame>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Input {
+    /// The next input frame; `None` once the channel is closed.
+    pub fn recv(&self) -> Option<Frame> {
+        let frame = self.rx.recv().ok()?;
+        self.queued.fetch_sub(frame.payload.len(), Ordering::AcqRel);
+        Some(frame)
+    }
+}
+
+impl Inputs {
+    /// Opens the input of a channel.
+    pub fn open(&self, channel: u32) -> Input {
+        let (tx, rx) = channel_pair();
+        let queued = Arc::new(AtomicUsize::new(0));
+        if let Ok(mut routes) = self.0.lock() {
+            routes.insert(
+                channel,
+                Route {
+                    tx,
+                    queued: queued.clone(),
+                },
+            );
+        }
+        Input { rx, queued }
+    }
+
+    /// Closes the input of a channel (its request ended).
+    pub fn close(&self, channel: u32) {
+        if let Ok(mut routes) = self.0.lock() {
+            routes.remove(&channel);
+        }
+    }
+
+    /// Routes a frame to its channel; frames for channels without input are dropped.
+    pub fn route(&self, frame: Frame) {
+        let Some(route) = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|r| r.get(&frame.channel).cloned())
+        else {
+            return;
+        };
+        let size = frame.payload.len();
+        if route.queued.fetch_add(size, Ordering::AcqRel) + size > MAX_QUEUED {
+            route.queued.fetch_sub(size, Ordering::AcqRel);
+            eprintln!(
+                "sandboxd-agent: input of channel {} over its cap; dropped",
+                frame.channel
+            );
+            return;
+        }
+        let _ = route.tx.send(frame);
+    }
+}
+
+fn channel_pair() -> (Sender<Frame>, Receiver<Frame>) {
+    channel()
+}

@@ -1,0 +1,54 @@
+//! Interactive terminals: a shell (or a command) on a terminal inside the sandbox,
+//! through its agent.
+
+use sandboxd_core::model::Principal;
+
+use super::{ServedBy, Service, ServiceError, now_ms};
+use crate::agent::{PtySession, PtySpec};
+
+impl Service {
+    /// Opens a terminal in a running sandbox of the caller's. `cmd` runs through `sh -c`;
+    /// without it, `sh` itself is the session. Needs the sandbox's agent.
+    pub async fn open_terminal(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        cmd: Option<String>,
+        cols: u16,
+        rows: u16,
+    ) -> Result<PtySession, ServiceError> {
+        let sandbox = self.sandbox_for(caller, sandbox_id).await?;
+        sandbox.running_container()?;
+        let agent = self
+            .agents()
+            .connection(&sandbox.sandbox_id)
+            .ok_or_else(|| {
+                ServiceError::Unavailable(
+                    "interactive terminals need the sandbox agent, which is not connected".into(),
+                )
+            })?;
+        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        let argv = match cmd {
+            Some(cmd) => vec!["sh".into(), "-c".into(), cmd],
+            None => vec!["sh".into()],
+        };
+        let spec = PtySpec {
+            argv,
+            cwd: Some(sandbox.workdir.clone()),
+            env: Vec::new(),
+            cols,
+            rows,
+        };
+        let session = agent
+            .pty(spec)
+            .await
+            .map_err(|e| ServiceError::Unavailable(e.to_string()))?;
+        self.served(&sandbox.sandbox_id, ServedBy::Agent);
+        Ok(session)
+    }
+
+    /// Refreshes a sandbox's activity (a terminal in use).
+    pub async fn touch(&self, sandbox_id: &str) -> Result<(), ServiceError> {
+        Ok(self.store().touch(sandbox_id, now_ms()).await?)
+    }
+}
