@@ -51,6 +51,72 @@ pub enum Request {
     /// Create a directory and its parents.
     #[serde(rename_all = "camelCase")]
     Mkdir { path: String, mode: u32 },
+    /// Start a background process that outlives connections; its output is kept in a
+    /// ring buffer per stream. Replies Data([`ProcessInfo`]), Done.
+    #[serde(rename_all = "camelCase")]
+    Spawn {
+        id: String,
+        argv: Vec<String>,
+        cwd: Option<String>,
+        env: Vec<(String, String)>,
+        marker: (String, String),
+        stdin: bool,
+    },
+    /// The background processes: Data(`[ProcessInfo]`), Done.
+    #[serde(rename_all = "camelCase")]
+    Processes {},
+    /// Waits up to `timeout_ms` for a process to end: Data([`ProcessInfo`]), Done.
+    #[serde(rename_all = "camelCase")]
+    WaitProcess { id: String, timeout_ms: u64 },
+    /// Signals a process (its group and marked processes): Data([`ProcessInfo`]), Done.
+    #[serde(rename_all = "camelCase")]
+    SignalProcess { id: String, signal: i32 },
+    /// Reads a stream of a process from `offset`, at most `max` bytes: Data([`OutputSlice`])
+    /// then Data frames of raw bytes, Done.
+    #[serde(rename_all = "camelCase")]
+    ReadProcess {
+        id: String,
+        stream: ProcessStream,
+        offset: u64,
+        max: u64,
+    },
+    /// Writes the Data frames that follow, up to End, to a process's standard input; with
+    /// `close`, closes it after. Done.
+    #[serde(rename_all = "camelCase")]
+    WriteProcess { id: String, close: bool },
+}
+
+/// A stream of a background process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ProcessStream {
+    Stdout,
+    Stderr,
+}
+
+/// A background process as the agent knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessInfo {
+    pub id: String,
+    pub argv: Vec<String>,
+    pub pid: u32,
+    pub started_ms: i64,
+    pub exit: Option<Exit>,
+    pub ended_ms: Option<i64>,
+    pub stdin_open: bool,
+    /// Bytes written to each stream since the start.
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+}
+
+/// Where a read of a process stream starts and ends: the buffer keeps the last bytes
+/// only, so `start` is later than the offset asked for when older output was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutputSlice {
+    pub start: u64,
+    pub end: u64,
 }
 
 /// Signal sent to a running command's process group and marked processes.

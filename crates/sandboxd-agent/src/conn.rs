@@ -12,6 +12,7 @@ use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Req
 
 use crate::exec::Running;
 use crate::input::Inputs;
+use crate::procs::Processes;
 use crate::{exec, files, pty};
 
 /// The shared write half of the connection.
@@ -33,11 +34,13 @@ impl Outbox {
 
 pub fn serve_forever(socket: &str) -> ExitCode {
     let mut delay = Duration::from_millis(20);
+    // Background processes outlive connections.
+    let processes = Processes::default();
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => {
                 delay = Duration::from_millis(20);
-                serve(stream);
+                serve(stream, &processes);
             }
             Err(_) => {
                 std::thread::sleep(delay);
@@ -56,8 +59,9 @@ fn hello() -> Hello {
     }
 }
 
-/// Serves one connection until it ends; every command it started is killed then.
-fn serve(stream: UnixStream) {
+/// Serves one connection until it ends; every command it started is killed then
+/// (background processes are not).
+fn serve(stream: UnixStream, processes: &Processes) {
     let Ok(writer) = stream.try_clone() else {
         return;
     };
@@ -82,13 +86,19 @@ fn serve(stream: UnixStream) {
                 Ok(None) => break,
                 Err(_) => break 'read,
             };
-            dispatch(frame, &outbox, &running, &inputs);
+            dispatch(frame, &outbox, &running, &inputs, processes);
         }
     }
     exec::kill_all(&running);
 }
 
-fn dispatch(frame: Frame, outbox: &Outbox, running: &Running, inputs: &Inputs) {
+fn dispatch(
+    frame: Frame,
+    outbox: &Outbox,
+    running: &Running,
+    inputs: &Inputs,
+    processes: &Processes,
+) {
     let channel = frame.channel;
     match frame.kind {
         Kind::Request => {
@@ -153,6 +163,22 @@ fn dispatch(frame: Frame, outbox: &Outbox, running: &Running, inputs: &Inputs) {
                         files::write(&outbox, channel, &path, mode, &input);
                         inputs.close(channel);
                     });
+                }
+                Request::WriteProcess { .. } => {
+                    let input = inputs.open(channel);
+                    let processes = processes.clone();
+                    std::thread::spawn(move || {
+                        processes.serve(&outbox, channel, request, Some(input));
+                        inputs.close(channel);
+                    });
+                }
+                Request::Spawn { .. }
+                | Request::Processes {}
+                | Request::WaitProcess { .. }
+                | Request::SignalProcess { .. }
+                | Request::ReadProcess { .. } => {
+                    let processes = processes.clone();
+                    std::thread::spawn(move || processes.serve(&outbox, channel, request, None));
                 }
                 Request::ReadFile { path, max } => {
                     std::thread::spawn(move || files::read(&outbox, channel, &path, max));

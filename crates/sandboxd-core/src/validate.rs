@@ -359,5 +359,90 @@ fn check_description(issues: &mut Issues, description: Option<&str>) {
     }
 }
 
+/// A checked `sandbox.processStart`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartProcess {
+    pub command: ExecCommand,
+    pub stdin: bool,
+}
+
+/// Checks `sandbox.processStart` (the same rules as `sandbox.exec`).
+pub fn process_start(req: crate::api::ProcessStartRequest) -> Result<StartProcess, Invalid> {
+    let command = exec(ExecRequest {
+        sandbox_id: req.sandbox_id,
+        cmd: req.cmd,
+        cwd: req.cwd,
+        env: req.env,
+        timeout_ms: None,
+    })?;
+    Ok(StartProcess {
+        command,
+        stdin: req.stdin,
+    })
+}
+
+/// Checks a process id.
+pub fn process_id(value: &str) -> Result<String, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "processId", value);
+    issues.finish(value.to_owned())
+}
+
+/// Longest wait for a process, and the default.
+pub const MAX_PROCESS_WAIT_MS: u64 = 600_000;
+pub const DEFAULT_PROCESS_WAIT_MS: u64 = 30_000;
+/// Largest write to a process's standard input.
+pub const MAX_PROCESS_WRITE_BYTES: usize = 1024 * 1024;
+
+/// Checks a wait's timeout.
+pub fn process_wait_ms(value: Option<u64>) -> Result<u64, Invalid> {
+    let ms = value.unwrap_or(DEFAULT_PROCESS_WAIT_MS);
+    if ms > MAX_PROCESS_WAIT_MS {
+        return Err(Invalid::one(
+            "timeoutMs",
+            "must be between 0 and 600000 (10 min)",
+        ));
+    }
+    Ok(ms)
+}
+
+/// The number of a signal name (`TERM` by default).
+pub fn signal_number(name: Option<&str>) -> Result<i32, Invalid> {
+    let name = name.unwrap_or("TERM");
+    let bare = name.strip_prefix("SIG").unwrap_or(name);
+    Ok(match bare {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "KILL" => 9,
+        "USR1" => 10,
+        "USR2" => 12,
+        "TERM" => 15,
+        _ => {
+            return Err(Invalid::one(
+                "signal",
+                "must be one of TERM, KILL, INT, HUP, QUIT, USR1, USR2",
+            ));
+        }
+    })
+}
+
+/// Decodes data for a process's standard input.
+pub fn process_data(data: String, encoding: Encoding) -> Result<Vec<u8>, Invalid> {
+    let bytes = match encoding {
+        Encoding::Utf8 => data.into_bytes(),
+        Encoding::Base64 => {
+            let compact: String = data.split_ascii_whitespace().collect();
+            LENIENT_BASE64
+                .decode(compact)
+                .map_err(|_| Invalid::one("data", "is not valid base64"))?
+        }
+    };
+    if bytes.len() > MAX_PROCESS_WRITE_BYTES {
+        return Err(Invalid::one("data", "must be at most 1 MiB"));
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@ use utoipa::{Modify, OpenApi};
     info(title = "sandboxd", description = "Ephemeral, hardened Docker sandboxes driven through an API."),
     modifiers(&ApiKeyScheme),
     tags((name = "sandbox", description = "Sandbox lifecycle, commands and files"),
+         (name = "process", description = "Background processes in a sandbox"),
          (name = "project", description = "Projects and environments"))
 )]
 pub struct ApiDoc;

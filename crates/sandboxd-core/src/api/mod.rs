@@ -1,9 +1,11 @@
 //! The wire format of the REST API: request and response bodies, camelCase as in the
 //! reference API. Validation of requests lives in [`crate::validate`].
 
+mod processes;
 mod requests;
 mod responses;
 pub mod stream;
 
+pub use processes::*;
 pub use requests::*;
 pub use responses::*;

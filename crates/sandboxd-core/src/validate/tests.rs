@@ -184,3 +184,18 @@ fn set_timeout_bounds() {
     assert!(set_timeout(req(9_999)).is_err());
     assert!(set_timeout(req(86_400_001)).is_err());
 }
+
+#[test]
+fn process_checks() {
+    assert_eq!(signal_number(None), Ok(15));
+    assert_eq!(signal_number(Some("SIGKILL")), Ok(9));
+    assert!(signal_number(Some("STOP")).is_err());
+    assert_eq!(process_wait_ms(None), Ok(30_000));
+    assert!(process_wait_ms(Some(600_001)).is_err());
+    assert_eq!(
+        process_data("aGk=".into(), Encoding::Base64),
+        Ok(b"hi".to_vec())
+    );
+    assert!(process_data("x".repeat(1024 * 1024 + 1), Encoding::Utf8).is_err());
+    assert!(process_id("").is_err());
+}

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use sandboxd_agent_protocol::{
-    DirEntry, Done, Exit, Failure, Frame, Kind, MAX_PAYLOAD, Request, Signal,
+    DirEntry, Done, Exit, Failure, Frame, Kind, MAX_PAYLOAD, OutputSlice, ProcessInfo,
+    ProcessStream, Request, Signal,
 };
 use sandboxd_core::exec_kill::MARKER_ENV;
 use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
@@ -314,5 +315,134 @@ impl PtySession {
             }
             _ => Err(unexpected(&frame)),
         }
+    }
+}
+
+/// Background processes, kept by the agent across connections.
+impl AgentConn {
+    /// Sends `request` and reads the JSON reply (one Data frame, then Done).
+    async fn ask<T: serde::de::DeserializeOwned>(
+        &self,
+        request: &Request,
+        wait: Duration,
+    ) -> Result<T, FileOpError> {
+        let mut channel = self.open(request).await?;
+        let mut reply = None;
+        loop {
+            let frame = tokio::time::timeout(wait, channel.recv())
+                .await
+                .map_err(|_| AgentError::Timeout)??;
+            match frame.kind {
+                Kind::Data if reply.is_none() => reply = Some(parse::<T>(&frame)?),
+                Kind::Done => {
+                    return reply
+                        .ok_or_else(|| AgentError::Protocol("reply without data".into()).into());
+                }
+                Kind::Error => return Err(FileOpError::Refused(parse(&frame)?)),
+                _ => return Err(unexpected(&frame).into()),
+            }
+        }
+    }
+
+    /// Starts a background process.
+    pub async fn spawn_process(
+        &self,
+        id: &str,
+        argv: Vec<String>,
+        cwd: Option<String>,
+        env: Vec<(String, String)>,
+        stdin: bool,
+    ) -> Result<ProcessInfo, FileOpError> {
+        let request = Request::Spawn {
+            id: id.to_owned(),
+            argv,
+            cwd,
+            env,
+            marker: (MARKER_ENV.to_owned(), marker()),
+            stdin,
+        };
+        self.ask(&request, FILE_TIMEOUT).await
+    }
+
+    /// The background processes.
+    pub async fn processes(&self) -> Result<Vec<ProcessInfo>, FileOpError> {
+        self.ask(&Request::Processes {}, FILE_TIMEOUT).await
+    }
+
+    /// Waits up to `timeout` for a process to end.
+    pub async fn wait_process(
+        &self,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<ProcessInfo, FileOpError> {
+        let request = Request::WaitProcess {
+            id: id.to_owned(),
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        self.ask(&request, timeout + FILE_TIMEOUT).await
+    }
+
+    /// Signals a process's group.
+    pub async fn signal_process(&self, id: &str, signal: i32) -> Result<ProcessInfo, FileOpError> {
+        self.ask(
+            &Request::SignalProcess {
+                id: id.to_owned(),
+                signal,
+            },
+            FILE_TIMEOUT,
+        )
+        .await
+    }
+
+    /// Reads up to `max` bytes of a process's stream from `offset`.
+    pub async fn read_process(
+        &self,
+        id: &str,
+        stream: ProcessStream,
+        offset: u64,
+        max: u64,
+    ) -> Result<(OutputSlice, Vec<u8>), FileOpError> {
+        let request = Request::ReadProcess {
+            id: id.to_owned(),
+            stream,
+            offset,
+            max,
+        };
+        let mut channel = self.open(&request).await?;
+        let mut slice: Option<OutputSlice> = None;
+        let mut bytes = Vec::new();
+        loop {
+            let frame = recv(&mut channel).await?;
+            match (frame.kind, slice) {
+                (Kind::Data, None) => slice = Some(parse(&frame)?),
+                (Kind::Data, Some(s))
+                    if (bytes.len() + frame.payload.len()) as u64 <= s.end - s.start =>
+                {
+                    bytes.extend_from_slice(&frame.payload)
+                }
+                (Kind::Done, Some(s)) => return Ok((s, bytes)),
+                (Kind::Error, _) => return Err(FileOpError::Refused(parse(&frame)?)),
+                _ => return Err(unexpected(&frame).into()),
+            }
+        }
+    }
+
+    /// Writes to a process's standard input, closing it after when `close`.
+    pub async fn write_process(
+        &self,
+        id: &str,
+        data: &[u8],
+        close: bool,
+    ) -> Result<u64, FileOpError> {
+        let request = Request::WriteProcess {
+            id: id.to_owned(),
+            close,
+        };
+        let mut channel = self.open(&request).await?;
+        for chunk in data.chunks(CHUNK) {
+            channel.send(Kind::Data, chunk.to_vec()).await?;
+        }
+        channel.send(Kind::End, Vec::new()).await?;
+        Ok(finish(&mut channel).await?.size)
     }
 }

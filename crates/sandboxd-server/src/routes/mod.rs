@@ -1,6 +1,7 @@
 //! HTTP routes, grouped by resource.
 
 pub mod exec_stream;
+pub mod processes;
 pub mod projects;
 pub mod sandbox;
 pub mod terminal;

@@ -7,6 +7,7 @@ mod exec;
 mod files;
 mod lifecycle;
 mod loops;
+mod processes;
 mod tenancy;
 mod terminal;
 mod tokens;

@@ -11,6 +11,7 @@ mod containers;
 mod exec;
 mod files;
 mod lifecycle;
+mod processes;
 mod reconcile;
 mod stream;
 mod terminal;

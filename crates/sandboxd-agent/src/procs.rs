@@ -1,0 +1,375 @@
+//! Background processes: started on request, kept by the worker across connections,
+//! each stream's last MiB kept in a ring buffer that can be read from an offset.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read as _, Write as _};
+use std::os::unix::process::CommandExt as _;
+use std::process::{ChildStdin, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use sandboxd_agent_protocol::{
+    Done, Exit, FailureKind, Frame, Kind, OutputSlice, ProcessInfo, ProcessStream, Request,
+};
+
+use crate::conn::Outbox;
+use crate::exec::{self, Command};
+use crate::files;
+use crate::input::Input;
+
+/// Bytes kept per stream.
+const RING: usize = 1024 * 1024;
+/// Processes kept at most; the oldest ended ones are forgotten first.
+const MAX_PROCESSES: usize = 64;
+
+/// The last [`RING`] bytes of a stream, with the count of all bytes ever written.
+#[derive(Debug, Default)]
+struct Ring {
+    buf: VecDeque<u8>,
+    total: u64,
+}
+
+impl Ring {
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend(bytes);
+        self.total += bytes.len() as u64;
+        let excess = self.buf.len().saturating_sub(RING);
+        self.buf.drain(..excess);
+    }
+
+    /// Up to `max` bytes from `offset` (or from the oldest byte kept, if later).
+    fn read(&self, offset: u64, max: u64) -> (OutputSlice, Vec<u8>) {
+        let first = self.total - self.buf.len() as u64;
+        let start = offset.clamp(first, self.total);
+        let skip = (start - first) as usize;
+        let take = (self.total - start).min(max) as usize;
+        let bytes: Vec<u8> = self.buf.iter().skip(skip).take(take).copied().collect();
+        (
+            OutputSlice {
+                start,
+                end: start + take as u64,
+            },
+            bytes,
+        )
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    stdout: Ring,
+    stderr: Ring,
+    exit: Option<Exit>,
+    ended_ms: Option<i64>,
+}
+
+struct Proc {
+    id: String,
+    argv: Vec<String>,
+    pid: u32,
+    started_ms: i64,
+    state: Mutex<State>,
+    changed: Condvar,
+    stdin: Mutex<Option<ChildStdin>>,
+}
+
+impl Proc {
+    fn info(&self) -> ProcessInfo {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        ProcessInfo {
+            id: self.id.clone(),
+            argv: self.argv.clone(),
+            pid: self.pid,
+            started_ms: self.started_ms,
+            exit: state.exit,
+            ended_ms: state.ended_ms,
+            stdin_open: self.stdin.lock().map(|s| s.is_some()).unwrap_or(false),
+            stdout_bytes: state.stdout.total,
+            stderr_bytes: state.stderr.total,
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+/// The background processes of this worker.
+#[derive(Clone, Default)]
+pub struct Processes(Arc<Mutex<HashMap<String, Arc<Proc>>>>);
+
+impl Processes {
+    fn get(&self, id: &str) -> Option<Arc<Proc>> {
+        self.0.lock().ok()?.get(id).cloned()
+    }
+
+    fn insert(&self, proc: Arc<Proc>) {
+        let Ok(mut map) = self.0.lock() else { return };
+        while map.len() >= MAX_PROCESSES {
+            let oldest = map
+                .values()
+                .filter(|p| p.state.lock().map(|s| s.exit.is_some()).unwrap_or(false))
+                .min_by_key(|p| p.started_ms)
+                .map(|p| p.id.clone());
+            match oldest {
+                Some(id) => map.remove(&id),
+                None => break,
+            };
+        }
+        map.insert(proc.id.clone(), proc);
+    }
+
+    /// Serves a process request on `channel`.
+    pub fn serve(&self, outbox: &Outbox, channel: u32, request: Request, input: Option<Input>) {
+        match request {
+            Request::Spawn {
+                id,
+                argv,
+                cwd,
+                env,
+                marker,
+                stdin,
+            } => self.spawn(
+                outbox,
+                channel,
+                id,
+                Command {
+                    argv,
+                    cwd,
+                    env,
+                    marker,
+                },
+                stdin,
+            ),
+            Request::Processes {} => {
+                let infos: Vec<ProcessInfo> = self
+                    .0
+                    .lock()
+                    .map(|map| map.values().map(|p| p.info()).collect())
+                    .unwrap_or_default();
+                reply(outbox, channel, &infos);
+            }
+            Request::WaitProcess { id, timeout_ms } => self.with(outbox, channel, &id, |proc| {
+                let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+                let mut state = proc.state.lock().unwrap_or_else(|e| e.into_inner());
+                while state.exit.is_none() {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    state = proc
+                        .changed
+                        .wait_timeout(state, left)
+                        .map(|(s, _)| s)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+                drop(state);
+                reply(outbox, channel, &proc.info());
+            }),
+            Request::SignalProcess { id, signal } => self.with(outbox, channel, &id, |proc| {
+                if let (Some(group), Some(sig)) = (
+                    Pid::from_raw(proc.pid as i32),
+                    Signal::from_named_raw(signal),
+                ) {
+                    let _ = kill_process_group(group, sig);
+                }
+                reply(outbox, channel, &proc.info());
+            }),
+            Request::ReadProcess {
+                id,
+                stream,
+                offset,
+                max,
+            } => self.with(outbox, channel, &id, |proc| {
+                let (slice, bytes) = {
+                    let state = proc.state.lock().unwrap_or_else(|e| e.into_inner());
+                    match stream {
+                        ProcessStream::Stdout => state.stdout.read(offset, max),
+                        ProcessStream::Stderr => state.stderr.read(offset, max),
+                    }
+                };
+                outbox.send(&Frame::json(channel, Kind::Data, &slice));
+                for chunk in bytes.chunks(256 * 1024) {
+                    outbox.send(&Frame::new(channel, Kind::Data, chunk.to_vec()));
+                }
+                outbox.send(&Frame::json(channel, Kind::Done, &Done { size: slice.end }));
+            }),
+            Request::WriteProcess { id, close } => self.with(outbox, channel, &id, |proc| {
+                let mut written = 0u64;
+                let mut broken = false;
+                if let Some(input) = &input {
+                    while let Some(frame) = input.recv() {
+                        if frame.kind == Kind::End {
+                            break;
+                        }
+                        let mut stdin = proc.stdin.lock().unwrap_or_else(|e| e.into_inner());
+                        let ok = !broken
+                            && stdin
+                                .as_mut()
+                                .is_some_and(|pipe| pipe.write_all(&frame.payload).is_ok());
+                        if ok {
+                            written += frame.payload.len() as u64;
+                        } else {
+                            broken = true;
+                        }
+                    }
+                }
+                if close && let Ok(mut stdin) = proc.stdin.lock() {
+                    stdin.take();
+                }
+                if broken {
+                    files::fail(
+                        outbox,
+                        channel,
+                        FailureKind::Io,
+                        "the process's standard input is closed",
+                    );
+                } else {
+                    outbox.send(&Frame::json(channel, Kind::Done, &Done { size: written }));
+                }
+            }),
+            _ => files::fail(
+                outbox,
+                channel,
+                FailureKind::Invalid,
+                "not a process request",
+            ),
+        }
+    }
+
+    fn with(&self, outbox: &Outbox, channel: u32, id: &str, f: impl FnOnce(&Proc)) {
+        match self.get(id) {
+            Some(proc) => f(&proc),
+            None => files::fail(outbox, channel, FailureKind::NotFound, "no such process"),
+        }
+    }
+
+    fn spawn(&self, outbox: &Outbox, channel: u32, id: String, command: Command, stdin: bool) {
+        let Some((program, args)) = command.argv.split_first() else {
+            return files::fail(outbox, channel, FailureKind::Invalid, "empty command");
+        };
+        if self.get(&id).is_some() {
+            return files::fail(outbox, channel, FailureKind::Invalid, "process id in use");
+        }
+        let mut process = command.build(program, args);
+        process
+            .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = match process.spawn() {
+            Ok(child) => child,
+            Err(error) => {
+                return files::fail(
+                    outbox,
+                    channel,
+                    FailureKind::Invalid,
+                    &format!("cannot start {program}: {error}"),
+                );
+            }
+        };
+        let proc = Arc::new(Proc {
+            id,
+            argv: command.argv.clone(),
+            pid: child.id(),
+            started_ms: now_ms(),
+            state: Mutex::new(State {
+                stdout: Ring::default(),
+                stderr: Ring::default(),
+                exit: None,
+                ended_ms: None,
+            }),
+            changed: Condvar::new(),
+            stdin: Mutex::new(child.stdin.take()),
+        });
+        let mut readers = Vec::new();
+        for (pipe, stream) in [
+            (
+                child
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+                ProcessStream::Stdout,
+            ),
+            (
+                child
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+                ProcessStream::Stderr,
+            ),
+        ] {
+            let Some(mut pipe) = pipe else { continue };
+            let proc = proc.clone();
+            readers.push(std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut state = proc.state.lock().unwrap_or_else(|e| e.into_inner());
+                    match stream {
+                        ProcessStream::Stdout => state.stdout.push(&buf[..n]),
+                        ProcessStream::Stderr => state.stderr.push(&buf[..n]),
+                    }
+                    drop(state);
+                    proc.changed.notify_all();
+                }
+            }));
+        }
+        let waiter = proc.clone();
+        std::thread::spawn(move || {
+            let status = child.wait();
+            // Output written just before the end is in the buffer before the exit is.
+            let deadline = Instant::now() + Duration::from_millis(250);
+            for reader in readers {
+                while !reader.is_finished() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            let mut state = waiter.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.exit = Some(exec::exit_of(status));
+            state.ended_ms = Some(now_ms());
+            drop(state);
+            waiter.changed.notify_all();
+        });
+        let info = proc.info();
+        self.insert(proc);
+        reply(outbox, channel, &info);
+    }
+}
+
+fn reply(outbox: &Outbox, channel: u32, message: &impl serde::Serialize) {
+    outbox.send(&Frame::json(channel, Kind::Data, message));
+    outbox.send(&Frame::json(channel, Kind::Done, &Done { size: 0 }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_keeps_the_last_mebibyte_and_reads_from_offsets() {
+        let mut ring = Ring::default();
+        ring.push(b"hello ");
+        ring.push(b"world");
+        let (slice, bytes) = ring.read(0, 100);
+        assert_eq!(
+            (slice.start, slice.end, bytes.as_slice()),
+            (0, 11, &b"hello world"[..])
+        );
+        let (slice, bytes) = ring.read(6, 3);
+        assert_eq!(
+            (slice.start, slice.end, bytes.as_slice()),
+            (6, 9, &b"wor"[..])
+        );
+        ring.push(&vec![b'x'; RING]);
+        let (slice, bytes) = ring.read(0, u64::MAX);
+        assert_eq!(slice.start, 11, "older bytes are gone");
+        assert_eq!(bytes.len(), RING);
+        assert_eq!(ring.read(u64::MAX, 10).0.start, ring.total);
+    }
+}

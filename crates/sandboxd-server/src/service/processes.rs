@@ -1,0 +1,218 @@
+//! Background processes: kept by the sandbox's agent, so they outlive client connections
+//! (and restarts of sandboxd), and die with the sandbox.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use sandboxd_agent_protocol::{ProcessInfo, ProcessStream};
+use sandboxd_core::api::{Encoding, ProcessOutputResult, ProcessView, StreamName};
+use sandboxd_core::model::{Principal, Sandbox};
+use sandboxd_core::validate::StartProcess;
+
+use super::{ServedBy, Service, ServiceError, now_ms};
+use crate::agent::{AgentConn, AgentError, FileOpError};
+use crate::time::rfc3339;
+
+/// A read of process output returns at most this much.
+const MAX_READ: u64 = 1024 * 1024;
+
+fn view(sandbox_id: &str, info: ProcessInfo) -> ProcessView {
+    let exit_code = info.exit.map(|exit| match (exit.code, exit.signal) {
+        (Some(code), _) => i64::from(code),
+        (None, Some(signal)) => 128 + i64::from(signal),
+        (None, None) => 1,
+    });
+    ProcessView {
+        process_id: info.id,
+        sandbox_id: sandbox_id.to_owned(),
+        // Started as `sh -c CMD`: show CMD.
+        cmd: info
+            .argv
+            .get(2)
+            .cloned()
+            .unwrap_or_else(|| info.argv.join(" ")),
+        pid: info.pid,
+        status: if exit_code.is_some() {
+            "exited"
+        } else {
+            "running"
+        }
+        .into(),
+        exit_code,
+        started_at: rfc3339(info.started_ms),
+        ended_at: info.ended_ms.map(rfc3339),
+        stdin_open: info.stdin_open,
+        stdout_bytes: info.stdout_bytes,
+        stderr_bytes: info.stderr_bytes,
+    }
+}
+
+fn process_error(error: FileOpError) -> ServiceError {
+    match error {
+        FileOpError::Refused(failure) => match failure.kind {
+            sandboxd_agent_protocol::FailureKind::NotFound => ServiceError::NotFound("process"),
+            sandboxd_agent_protocol::FailureKind::Io => ServiceError::Conflict(failure.message),
+            _ => ServiceError::Refused(failure.message),
+        },
+        FileOpError::Agent(AgentError::NotSent) => ServiceError::Unavailable(
+            "background processes need the sandbox agent, which is not connected".into(),
+        ),
+        FileOpError::Agent(error) => ServiceError::Unavailable(error.to_string()),
+    }
+}
+
+fn new_process_id() -> Result<String, ServiceError> {
+    Ok(format!("p_{}", &sandboxd_store::new_id()?[..12]))
+}
+
+impl Service {
+    /// A running sandbox of the caller's and its connected agent.
+    async fn agent_for(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<(Sandbox, AgentConn), ServiceError> {
+        let sandbox = self.sandbox_for(caller, sandbox_id).await?;
+        sandbox.running_container()?;
+        let agent = self
+            .agents()
+            .connection(&sandbox.sandbox_id)
+            .ok_or_else(|| {
+                ServiceError::Unavailable(
+                    "background processes need the sandbox agent, which is not connected".into(),
+                )
+            })?;
+        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        self.served(&sandbox.sandbox_id, ServedBy::Agent);
+        Ok((sandbox, agent))
+    }
+
+    /// Starts a background process and returns its handle at once.
+    pub async fn start_process(
+        &self,
+        caller: &Principal,
+        start: StartProcess,
+    ) -> Result<ProcessView, ServiceError> {
+        let (sandbox, agent) = self.agent_for(caller, &start.command.sandbox_id).await?;
+        let id = new_process_id()?;
+        let argv = vec!["sh".into(), "-c".into(), start.command.cmd];
+        let cwd = Some(start.command.cwd.unwrap_or_else(|| sandbox.workdir.clone()));
+        let info = agent
+            .spawn_process(&id, argv, cwd, start.command.env, start.stdin)
+            .await
+            .map_err(process_error)?;
+        Ok(view(&sandbox.sandbox_id, info))
+    }
+
+    /// The background processes of a sandbox, oldest first.
+    pub async fn list_processes(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<Vec<ProcessView>, ServiceError> {
+        let (sandbox, agent) = self.agent_for(caller, sandbox_id).await?;
+        let mut infos = agent.processes().await.map_err(process_error)?;
+        infos.sort_by(|a, b| {
+            a.started_ms
+                .cmp(&b.started_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(infos
+            .into_iter()
+            .map(|info| view(&sandbox.sandbox_id, info))
+            .collect())
+    }
+
+    /// Waits up to `timeout` for a process to end.
+    pub async fn wait_process(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        process_id: &str,
+        timeout: Duration,
+    ) -> Result<ProcessView, ServiceError> {
+        let (sandbox, agent) = self.agent_for(caller, sandbox_id).await?;
+        let info = agent
+            .wait_process(process_id, timeout)
+            .await
+            .map_err(process_error)?;
+        Ok(view(&sandbox.sandbox_id, info))
+    }
+
+    /// Signals a process's group.
+    pub async fn signal_process(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        process_id: &str,
+        signal: i32,
+    ) -> Result<ProcessView, ServiceError> {
+        let (sandbox, agent) = self.agent_for(caller, sandbox_id).await?;
+        let info = agent
+            .signal_process(process_id, signal)
+            .await
+            .map_err(process_error)?;
+        Ok(view(&sandbox.sandbox_id, info))
+    }
+
+    /// Writes to a process's standard input.
+    pub async fn write_process(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        process_id: &str,
+        data: &[u8],
+        close: bool,
+    ) -> Result<u64, ServiceError> {
+        let (_, agent) = self.agent_for(caller, sandbox_id).await?;
+        agent
+            .write_process(process_id, data, close)
+            .await
+            .map_err(process_error)
+    }
+
+    /// Reads a process's output from `offset`.
+    pub async fn read_process(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        process_id: &str,
+        stream: StreamName,
+        offset: u64,
+        encoding: Encoding,
+    ) -> Result<ProcessOutputResult, ServiceError> {
+        let (_, agent) = self.agent_for(caller, sandbox_id).await?;
+        let which = match stream {
+            StreamName::Stdout => ProcessStream::Stdout,
+            StreamName::Stderr => ProcessStream::Stderr,
+        };
+        // The state is read first: if it has ended, everything it wrote is in the buffer.
+        let exited = agent
+            .processes()
+            .await
+            .map_err(process_error)?
+            .into_iter()
+            .find(|p| p.id == process_id)
+            .ok_or(ServiceError::NotFound("process"))?
+            .exit
+            .is_some();
+        let (slice, bytes) = agent
+            .read_process(process_id, which, offset, MAX_READ)
+            .await
+            .map_err(process_error)?;
+        let data = match encoding {
+            Encoding::Utf8 => String::from_utf8_lossy(&bytes).into_owned(),
+            Encoding::Base64 => STANDARD.encode(&bytes),
+        };
+        Ok(ProcessOutputResult {
+            process_id: process_id.to_owned(),
+            stream,
+            start: slice.start,
+            end: slice.end,
+            encoding,
+            data,
+            exited,
+        })
+    }
+}
