@@ -2,14 +2,20 @@
 # Builds the local images the quick start and the test suite use, without any registry:
 #   sandboxd-local/busybox:latest  a static busybox root filesystem (no GNU tools, no libc)
 #   sandboxd-local/debian:bookworm a minimal Debian made with debootstrap (GNU coreutils and
-#                                  find, python3), user 1000 `user` with home /home/user
-# Images that already exist are kept; pass --force to rebuild them.
+#                                  find, python3 with its standard library), user 1000
+#                                  `user` with home /home/user
+# Images that already exist in this version are kept; pass --force to rebuild them.
 set -euo pipefail
 
+# Bumped whenever what goes into the images changes, so stale images are rebuilt.
+version=2
 force=0
 [ "${1:-}" = "--force" ] && force=1
 
-have_image() { [ "$force" = 0 ] && docker image inspect "$1" >/dev/null 2>&1; }
+have_image() {
+  [ "$force" = 0 ] &&
+    [ "$(docker image inspect --format '{{index .Config.Labels "sandboxd.local-image"}}' "$1" 2>/dev/null)" = "$version" ]
+}
 
 apt_updated=0
 ensure_pkg() {
@@ -50,7 +56,7 @@ if ! have_image sandboxd-local/busybox:latest; then
   chown 1000:1000 "$root/home/user"
   tar -C "$root" -c . | docker import \
     --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/bin' \
-    --change 'LABEL sandboxd.local-image=true' \
+    --change "LABEL sandboxd.local-image=$version" \
     - sandboxd-local/busybox:latest >/dev/null
   echo "built sandboxd-local/busybox:latest"
 fi
@@ -58,7 +64,7 @@ fi
 if ! have_image sandboxd-local/debian:bookworm; then
   ensure_pkg debootstrap
   root="$work/debian"
-  debootstrap --variant=minbase --include=python3-minimal bookworm "$root" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
+  debootstrap --variant=minbase --include=python3 bookworm "$root" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
     || { tail -n 30 "$work/debootstrap.log"; exit 1; }
   rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/*
   chroot "$root" /usr/sbin/groupadd -g 1000 user
@@ -66,7 +72,7 @@ if ! have_image sandboxd-local/debian:bookworm; then
   tar -C "$root" -c . | docker import \
     --change 'CMD ["/bin/bash"]' \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'LABEL sandboxd.local-image=true' \
+    --change "LABEL sandboxd.local-image=$version" \
     - sandboxd-local/debian:bookworm >/dev/null
   echo "built sandboxd-local/debian:bookworm"
 fi

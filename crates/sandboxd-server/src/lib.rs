@@ -195,6 +195,7 @@ pub fn app(state: AppState) -> Router {
     let (router, api) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(routes::sandbox::router())
         .merge(routes::processes::router())
+        .merge(routes::contexts::router())
         .merge(routes::projects::router())
         .split_for_parts();
     let document = Json(api);

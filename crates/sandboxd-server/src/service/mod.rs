@@ -1,6 +1,7 @@
 //! The sandbox service: each operation checks its input, the caller's access and the
 //! sandbox's state, then drives the store and the engine. One file per operation group.
 
+mod contexts;
 mod create;
 mod error;
 mod exec;

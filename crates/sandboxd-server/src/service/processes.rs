@@ -48,7 +48,7 @@ fn view(sandbox_id: &str, info: ProcessInfo) -> ProcessView {
     }
 }
 
-fn process_error(error: FileOpError) -> ServiceError {
+pub(super) fn process_error(error: FileOpError) -> ServiceError {
     match error {
         FileOpError::Refused(failure) => match failure.kind {
             sandboxd_agent_protocol::FailureKind::NotFound => ServiceError::NotFound("process"),
@@ -68,7 +68,7 @@ fn new_process_id() -> Result<String, ServiceError> {
 
 impl Service {
     /// A running sandbox of the caller's and its connected agent.
-    async fn agent_for(
+    pub(super) async fn agent_for(
         &self,
         caller: &Principal,
         sandbox_id: &str,

@@ -175,6 +175,17 @@ async fn openapi_document_describes_every_procedure() {
         ),
         ("/api/sandbox.processWrite", "post", "sandbox-processWrite"),
         ("/api/sandbox.processOutput", "get", "sandbox-processOutput"),
+        (
+            "/api/sandbox.contextCreate",
+            "post",
+            "sandbox-contextCreate",
+        ),
+        ("/api/sandbox.contextRun", "post", "sandbox-contextRun"),
+        (
+            "/api/sandbox.contextRemove",
+            "post",
+            "sandbox-contextRemove",
+        ),
         ("/api/project.all", "get", "project-all"),
         ("/api/project.create", "post", "project-create"),
         ("/api/environment.create", "post", "environment-create"),

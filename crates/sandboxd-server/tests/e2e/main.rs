@@ -8,6 +8,7 @@ mod harness;
 mod agent;
 mod api;
 mod containers;
+mod contexts;
 mod exec;
 mod files;
 mod lifecycle;

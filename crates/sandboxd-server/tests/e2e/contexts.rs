@@ -1,0 +1,127 @@
+//! Interpreter contexts: state persists between runs, results and errors come back,
+//! a timeout interrupts the run and keeps the state.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::harness::{TestServer, id};
+
+async fn run(
+    server: &TestServer,
+    sandbox: &Value,
+    context: &Value,
+    code: &str,
+    timeout_ms: u64,
+) -> Value {
+    let (status, result) = server
+        .post(
+            "sandbox.contextRun",
+            json!({"sandboxId": id(sandbox), "contextId": context["contextId"], "code": code, "timeoutMs": timeout_ms}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{result}");
+    result
+}
+
+#[tokio::test]
+async fn python_state_persists_between_runs() {
+    let server = TestServer::start().await;
+    // The test's `base` image has python3; its `python` template is busybox, without.
+    let busybox = server.create(json!({"template": "python"})).await;
+    let (status, body) = server
+        .post("sandbox.contextCreate", json!({"sandboxId": id(&busybox)}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("python3"),
+        "{body}"
+    );
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let (status, context) = server
+        .post(
+            "sandbox.contextCreate",
+            json!({"sandboxId": id(&sandbox), "language": "python"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{context}");
+    assert_eq!(context["status"], "running");
+
+    let first = run(&server, &sandbox, &context, "x = 41\nprint('set')", 10_000).await;
+    assert_eq!(
+        first,
+        json!({"stdout": "set\n", "stderr": "", "result": null, "error": null, "timedOut": false})
+    );
+    let second = run(&server, &sandbox, &context, "x + 1", 10_000).await;
+    assert_eq!(second["result"], "42");
+    let failed = run(
+        &server,
+        &sandbox,
+        &context,
+        "import sys\nprint('oops', file=sys.stderr)\n1/0",
+        10_000,
+    )
+    .await;
+    assert_eq!(failed["stderr"], "oops\n");
+    assert_eq!(failed["error"]["name"], "ZeroDivisionError");
+    assert!(
+        failed["error"]["traceback"]
+            .as_str()
+            .unwrap()
+            .contains("<cell>")
+    );
+
+    let slow = run(
+        &server,
+        &sandbox,
+        &context,
+        "import time\nx = 7\ntime.sleep(30)",
+        1_000,
+    )
+    .await;
+    assert_eq!(slow["timedOut"], true);
+    assert_eq!(slow["error"]["name"], "KeyboardInterrupt");
+    assert_eq!(
+        run(&server, &sandbox, &context, "x", 10_000).await["result"],
+        "7",
+        "state survived the interrupt"
+    );
+
+    let (status, _) = server
+        .post(
+            "sandbox.contextRemove",
+            json!({"sandboxId": id(&sandbox), "contextId": context["contextId"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let (status, _) = server
+            .post(
+                "sandbox.contextRun",
+                json!({"sandboxId": id(&sandbox), "contextId": context["contextId"], "code": "1"}),
+            )
+            .await;
+        if status == StatusCode::CONFLICT {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a removed context still runs code"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (status, _) = server
+        .post(
+            "sandbox.contextRun",
+            json!({"sandboxId": id(&sandbox), "contextId": "c_missing", "code": "1"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = server
+        .post(
+            "sandbox.contextCreate",
+            json!({"sandboxId": id(&sandbox), "language": "ruby"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
