@@ -117,6 +117,9 @@ pub struct ProcessInfo {
 pub struct OutputSlice {
     pub start: u64,
     pub end: u64,
+    /// The process had ended when this was read, so no output follows `end`.
+    #[serde(default)]
+    pub exited: bool,
 }
 
 /// Signal sent to a running command's process group and marked processes.

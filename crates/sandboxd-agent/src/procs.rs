@@ -49,6 +49,7 @@ impl Ring {
             OutputSlice {
                 start,
                 end: start + take as u64,
+                exited: false,
             },
             bytes,
         )
@@ -186,10 +187,12 @@ impl Processes {
             } => self.with(outbox, channel, &id, |proc| {
                 let (slice, bytes) = {
                     let state = proc.state.lock().unwrap_or_else(|e| e.into_inner());
-                    match stream {
+                    let (slice, bytes) = match stream {
                         ProcessStream::Stdout => state.stdout.read(offset, max),
                         ProcessStream::Stderr => state.stderr.read(offset, max),
-                    }
+                    };
+                    let exited = state.exit.is_some();
+                    (OutputSlice { exited, ..slice }, bytes)
                 };
                 outbox.send(&Frame::json(channel, Kind::Data, &slice));
                 for chunk in bytes.chunks(256 * 1024) {

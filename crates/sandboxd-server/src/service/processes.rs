@@ -14,6 +14,10 @@ use super::{ServedBy, Service, ServiceError, now_ms};
 use crate::agent::{AgentConn, AgentError, FileOpError};
 use crate::time::rfc3339;
 
+/// Why terminals, processes and contexts fail without the sandbox's agent.
+const NEEDS_AGENT: &str =
+    "this needs the sandbox agent (terminals, processes, contexts), which is not connected";
+
 /// A read of process output returns at most this much.
 const MAX_READ: u64 = 1024 * 1024;
 
@@ -55,9 +59,7 @@ pub(super) fn process_error(error: FileOpError) -> ServiceError {
             sandboxd_agent_protocol::FailureKind::Io => ServiceError::Conflict(failure.message),
             _ => ServiceError::Refused(failure.message),
         },
-        FileOpError::Agent(AgentError::NotSent) => ServiceError::Unavailable(
-            "background processes need the sandbox agent, which is not connected".into(),
-        ),
+        FileOpError::Agent(AgentError::NotSent) => ServiceError::Unavailable(NEEDS_AGENT.into()),
         FileOpError::Agent(error) => ServiceError::Unavailable(error.to_string()),
     }
 }
@@ -78,11 +80,7 @@ impl Service {
         let agent = self
             .agents()
             .connection(&sandbox.sandbox_id)
-            .ok_or_else(|| {
-                ServiceError::Unavailable(
-                    "background processes need the sandbox agent, which is not connected".into(),
-                )
-            })?;
+            .ok_or_else(|| ServiceError::Unavailable(NEEDS_AGENT.into()))?;
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         self.served(&sandbox.sandbox_id, ServedBy::Agent);
         Ok((sandbox, agent))
@@ -187,16 +185,6 @@ impl Service {
             StreamName::Stdout => ProcessStream::Stdout,
             StreamName::Stderr => ProcessStream::Stderr,
         };
-        // The state is read first: if it has ended, everything it wrote is in the buffer.
-        let exited = agent
-            .processes()
-            .await
-            .map_err(process_error)?
-            .into_iter()
-            .find(|p| p.id == process_id)
-            .ok_or(ServiceError::NotFound("process"))?
-            .exit
-            .is_some();
         let (slice, bytes) = agent
             .read_process(process_id, which, offset, MAX_READ)
             .await
@@ -212,7 +200,7 @@ impl Service {
             end: slice.end,
             encoding,
             data,
-            exited,
+            exited: slice.exited,
         })
     }
 }

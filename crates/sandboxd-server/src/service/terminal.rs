@@ -3,7 +3,7 @@
 
 use sandboxd_core::model::Principal;
 
-use super::{ServedBy, Service, ServiceError, now_ms};
+use super::{Service, ServiceError, now_ms};
 use crate::agent::{PtySession, PtySpec};
 
 impl Service {
@@ -17,17 +17,7 @@ impl Service {
         cols: u16,
         rows: u16,
     ) -> Result<PtySession, ServiceError> {
-        let sandbox = self.sandbox_for(caller, sandbox_id).await?;
-        sandbox.running_container()?;
-        let agent = self
-            .agents()
-            .connection(&sandbox.sandbox_id)
-            .ok_or_else(|| {
-                ServiceError::Unavailable(
-                    "interactive terminals need the sandbox agent, which is not connected".into(),
-                )
-            })?;
-        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        let (sandbox, agent) = self.agent_for(caller, sandbox_id).await?;
         let argv = match cmd {
             Some(cmd) => vec!["sh".into(), "-c".into(), cmd],
             None => vec!["sh".into()],
@@ -39,12 +29,10 @@ impl Service {
             cols,
             rows,
         };
-        let session = agent
+        agent
             .pty(spec)
             .await
-            .map_err(|e| ServiceError::Unavailable(e.to_string()))?;
-        self.served(&sandbox.sandbox_id, ServedBy::Agent);
-        Ok(session)
+            .map_err(|e| ServiceError::Unavailable(e.to_string()))
     }
 
     /// Refreshes a sandbox's activity (a terminal in use).

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::harness::{BUSYBOX, TestServer, container, id};
+use crate::harness::{BUSYBOX, TestServer, id};
 
 fn counts(server: &TestServer) -> (u64, u64) {
     let paths = server.service.path_counts();
@@ -84,17 +84,7 @@ async fn timeout_kills_processes_that_left_the_group() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(out["exitCode"], 124);
-    let top = server
-        .docker()
-        .top_processes(container(&sandbox), None)
-        .await
-        .unwrap();
-    let left: Vec<String> = top
-        .processes
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|p| p.last().cloned())
-        .collect();
+    let left = server.commands(&sandbox).await;
     assert!(left.iter().all(|cmd| !cmd.contains("sleep")), "{left:?}");
 }
 

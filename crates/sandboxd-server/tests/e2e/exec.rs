@@ -44,19 +44,6 @@ async fn runs_through_sh_with_cwd_env_and_exit_code() {
     assert_eq!(check["stdout"], "no\n");
 }
 
-async fn processes(server: &TestServer, sandbox: &Value) -> Vec<String> {
-    let top = server
-        .docker()
-        .top_processes(container(sandbox), None)
-        .await
-        .unwrap();
-    top.processes
-        .unwrap_or_default()
-        .into_iter()
-        .map(|p| p.last().cloned().unwrap_or_default())
-        .collect()
-}
-
 async fn timeout_kills_the_tree(image: Value) {
     let server = TestServer::start().await;
     let mut body = image;
@@ -83,7 +70,7 @@ async fn timeout_kills_the_tree(image: Value) {
     assert_eq!(out["timedOut"], true);
     assert_eq!(out["stdout"], "before\n");
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
-    let left = processes(&server, &sandbox).await;
+    let left = server.commands(&sandbox).await;
     assert!(left.iter().all(|cmd| !cmd.contains("sleep")), "{left:?}");
     let now = started_at(
         server

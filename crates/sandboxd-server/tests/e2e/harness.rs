@@ -214,6 +214,39 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// The command lines of the processes in a sandbox's container, as the engine's
+    /// `top` shows them.
+    pub async fn commands(&self, sandbox: &Value) -> Vec<String> {
+        let top = self
+            .docker()
+            .top_processes(container(sandbox), None)
+            .await
+            .unwrap();
+        top.processes
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|p| p.last().cloned())
+            .collect()
+    }
+
+    /// Waits up to 10 s until no process of the sandbox matches `gone`.
+    pub async fn wait_gone(&self, sandbox: &Value, gone: impl Fn(&str) -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = self.commands(sandbox).await;
+            if !left.iter().any(|cmd| gone(cmd)) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "still running: {left:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
 impl Drop for TestServer {
     fn drop(&mut self) {
         if !self.instance.is_empty() {

@@ -11,7 +11,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use crate::harness::{KEY, TestServer, container, id};
+use crate::harness::{KEY, TestServer, id};
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -213,25 +213,9 @@ async fn client_that_goes_away_kills_its_command(server: TestServer) {
     .await;
     assert_eq!(next(&mut socket).await.unwrap()["data"], "started\n");
     drop(socket);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let top = server
-            .docker()
-            .top_processes(container(&sandbox), None)
-            .await
-            .unwrap();
-        let left: Vec<String> = top
-            .processes
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|p| p.last().cloned())
-            .collect();
-        if left.iter().all(|cmd| !cmd.contains("sleep")) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "command still running: {left:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server
+        .wait_gone(&sandbox, |cmd| cmd.contains("sleep"))
+        .await;
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
-use crate::harness::{KEY, TestServer, container, id};
+use crate::harness::{KEY, TestServer, id};
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -133,25 +133,9 @@ async fn a_client_that_goes_away_ends_the_session() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     read_until(&mut socket, &mut output, b"sleep 301").await;
     drop(socket);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let top = server
-            .docker()
-            .top_processes(container(&sandbox), None)
-            .await
-            .unwrap();
-        let left: Vec<String> = top
-            .processes
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|p| p.last().cloned())
-            .collect();
-        if left.iter().all(|cmd| !cmd.contains("sleep") && cmd != "sh") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "session still running: {left:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server
+        .wait_gone(&sandbox, |cmd| cmd.contains("sleep") || cmd == "sh")
+        .await;
 }
 
 #[tokio::test]

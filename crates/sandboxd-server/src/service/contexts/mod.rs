@@ -206,6 +206,12 @@ impl ReplyReader<'_> {
             if let Some(reply) = find_reply(&self.buf, run_id) {
                 return Ok(Some(reply));
             }
+            // It ended before replying: its whole output was read.
+            if slice.exited {
+                return Err(ServiceError::Conflict(
+                    "the context's interpreter has ended".into(),
+                ));
+            }
             // Replies are small: keep only what may hold the start of one.
             if self.buf.len() > 4 * 1024 * 1024 {
                 let keep = self.buf.len() - 1024 * 1024;
