@@ -35,7 +35,19 @@ impl SandboxStatus {
 }
 
 /// What a sandbox may reach on the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum NetworkMode {
     /// No network at all: the container has only a loopback interface.

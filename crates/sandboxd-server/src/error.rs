@@ -112,17 +112,25 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The status and the body a client sees; internal faults are logged here, once.
+    pub fn status_and_body(&self) -> (StatusCode, ErrorBody) {
         let (status, code, message, issues) = self.parts();
         if status.is_server_error() {
-            error!(error = %chain(&self), "request failed");
+            error!(error = %chain(self), "request failed");
         }
         let body = ErrorBody {
             code: code.into(),
             message,
             issues,
         };
+        (status, body)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = self.status_and_body();
         (status, Json(body)).into_response()
     }
 }

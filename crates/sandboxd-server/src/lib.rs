@@ -7,6 +7,7 @@ mod auth;
 mod error;
 mod extract;
 mod loops;
+mod mcp;
 mod openapi;
 mod routes;
 pub mod service;
@@ -207,6 +208,14 @@ pub fn app(state: AppState) -> Router {
         .route("/health", get(|| async { "ok" }))
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
+        .merge(
+            Router::new()
+                .nest_service("/mcp", mcp::service(state.service.clone()))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    mcp::authenticate,
+                )),
+        )
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }

@@ -8,7 +8,18 @@ use utoipa::{IntoParams, ToSchema};
 use crate::model::NetworkMode;
 
 /// Content encoding of a file body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Deserialize,
+    serde::Serialize,
+    ToSchema,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Encoding {
     #[default]
@@ -17,7 +28,7 @@ pub enum Encoding {
 }
 
 /// Body of `sandbox.create`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateSandboxRequest {
     /// Environment the sandbox belongs to.
@@ -47,7 +58,7 @@ pub struct CreateSandboxRequest {
 }
 
 /// Body of `sandbox.exec`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecRequest {
     pub sandbox_id: String,
@@ -62,7 +73,7 @@ pub struct ExecRequest {
 }
 
 /// Body of `sandbox.writeFile`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WriteFileRequest {
     pub sandbox_id: String,
@@ -77,7 +88,7 @@ pub struct WriteFileRequest {
 }
 
 /// Query of `sandbox.readFile`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ReadFileQuery {
@@ -90,7 +101,7 @@ pub struct ReadFileQuery {
 }
 
 /// Query of `sandbox.listFiles`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ListFilesQuery {
@@ -100,7 +111,7 @@ pub struct ListFilesQuery {
 }
 
 /// Body of `sandbox.setTimeout`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetTimeoutRequest {
     pub sandbox_id: String,
@@ -109,14 +120,14 @@ pub struct SetTimeoutRequest {
 }
 
 /// Body of `sandbox.kill` and `sandbox.remove`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxIdBody {
     pub sandbox_id: String,
 }
 
 /// Query of `sandbox.one`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct SandboxIdQuery {
@@ -124,7 +135,7 @@ pub struct SandboxIdQuery {
 }
 
 /// Query of `sandbox.list`: one of the two ids is required.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ListSandboxesQuery {
@@ -133,7 +144,7 @@ pub struct ListSandboxesQuery {
 }
 
 /// Body of `project.create`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateProjectRequest {
     /// 1–64 characters.
@@ -142,7 +153,7 @@ pub struct CreateProjectRequest {
 }
 
 /// Body of `environment.create`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateEnvironmentRequest {
     pub project_id: String,

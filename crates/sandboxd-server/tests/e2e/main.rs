@@ -12,6 +12,7 @@ mod contexts;
 mod exec;
 mod files;
 mod lifecycle;
+mod mcp;
 mod processes;
 mod reconcile;
 mod stream;

@@ -1,0 +1,277 @@
+//! MCP over streamable HTTP at `/mcp`: the sandbox procedures as tools named as the
+//! reference lists them. Input schemas are the REST request types; failures are tool
+//! errors (`isError: true`) carrying the REST error body (stable code and message).
+
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::Extension;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
+use sandboxd_core::api::*;
+use sandboxd_core::model::Principal;
+use sandboxd_core::validate;
+use serde::Serialize;
+
+use crate::AppState;
+use crate::auth::token_from;
+use crate::error::ApiError;
+use crate::service::Service;
+use crate::time::rfc3339;
+
+/// The MCP server of one session.
+#[derive(Debug, Clone)]
+pub struct SandboxTools {
+    service: Service,
+    tool_router: ToolRouter<Self>,
+}
+
+type ToolResult = Result<CallToolResult, ErrorData>;
+
+fn ok(value: &impl Serialize) -> ToolResult {
+    Ok(CallToolResult::success(vec![ContentBlock::text(
+        serde_json::to_string_pretty(value).unwrap_or_default(),
+    )]))
+}
+
+fn failed(error: impl Into<ApiError>) -> ToolResult {
+    let (_, body) = error.into().status_and_body();
+    Ok(CallToolResult::error(vec![ContentBlock::text(
+        serde_json::to_string(&body).unwrap_or_default(),
+    )]))
+}
+
+/// The caller, put in the request by [`authenticate`].
+fn caller(parts: &Parts) -> Result<Principal, ErrorData> {
+    parts
+        .extensions
+        .get::<Principal>()
+        .cloned()
+        .ok_or_else(|| ErrorData::invalid_request("unauthenticated", None))
+}
+
+macro_rules! attempt {
+    ($result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(error) => return failed(error),
+        }
+    };
+}
+
+#[tool_router]
+impl SandboxTools {
+    pub fn new(service: Service) -> Self {
+        Self {
+            service,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        name = "sandbox-create",
+        description = "Create a sandbox: an isolated, resource-limited Linux container. Give environmentId (from your project's environments) and a template (base, python, node) or an image. Defaults: 1 CPU, 512 MiB, no network (networkMode internet for egress), expires after 5 idle minutes (timeoutMs up to 24 h). Returns the sandbox record; use its sandboxId with sandbox-exec, sandbox-writeFile, sandbox-readFile, and sandbox-kill when done."
+    )]
+    async fn create(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<CreateSandboxRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let command = attempt!(validate::create_sandbox(req));
+        let sandbox = attempt!(self.service.create(&who, command).await);
+        ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
+    }
+
+    #[tool(
+        name = "sandbox-exec",
+        description = "Run a shell command (sh -c) in a running sandbox and wait for it. Returns stdout, stderr, exitCode, timedOut and truncated. Each stream is capped at 1 MiB (truncated: true when cut: write large output to a file and read it with sandbox-readFile instead). timeoutMs 1 s–10 min (default 60 s); on timeout every process of the command is killed and exitCode is 124. Optional cwd (absolute) and env."
+    )]
+    async fn exec(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ExecRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let command = attempt!(validate::exec(req));
+        ok(&attempt!(self.service.exec(&who, command).await))
+    }
+
+    #[tool(
+        name = "sandbox-writeFile",
+        description = "Write a file in a running sandbox (absolute path; parent directories are created; owned by the sandbox user). content is utf8 text, or base64 with encoding: base64. At most 10 MiB. Optional mode (e.g. 493 for 0o755)."
+    )]
+    async fn write_file(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<WriteFileRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let command = attempt!(validate::write_file(req));
+        ok(&attempt!(self.service.write_file(&who, command).await))
+    }
+
+    #[tool(
+        name = "sandbox-readFile",
+        description = "Read a regular file of at most 10 MiB from a running sandbox (absolute path). encoding utf8 (default) or base64 for binary files."
+    )]
+    async fn read_file(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ReadFileQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let command = attempt!(validate::read_file(req));
+        ok(&attempt!(self.service.read_file(&who, command).await))
+    }
+
+    #[tool(
+        name = "sandbox-listFiles",
+        description = "List a directory of a running sandbox (default: the sandbox's working directory), directories first, with type, size, mode and modification time."
+    )]
+    async fn list_files(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ListFilesQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let command = attempt!(validate::list_files(req));
+        ok(&attempt!(self.service.list_files(&who, command).await))
+    }
+
+    #[tool(
+        name = "sandbox-setTimeout",
+        description = "Change the idle timeout of a running sandbox (timeoutMs 10 s–24 h); it then expires that long from now unless used again. Every operation on a sandbox also extends it."
+    )]
+    async fn set_timeout(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<SetTimeoutRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let (id, timeout) = attempt!(validate::set_timeout(req));
+        let sandbox = attempt!(self.service.set_timeout(&who, &id, timeout).await);
+        ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
+    }
+
+    #[tool(
+        name = "sandbox-kill",
+        description = "Kill a sandbox: its container and every process and file in it are gone; the record stays with status killed. Call this when you are done with a sandbox."
+    )]
+    async fn kill(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<SandboxIdBody>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let sandbox = attempt!(self.service.kill_for(&who, &req.sandbox_id).await);
+        ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
+    }
+
+    #[tool(
+        name = "sandbox-remove",
+        description = "Delete a sandbox's record, killing it first if it still runs."
+    )]
+    async fn remove(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<SandboxIdBody>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        attempt!(self.service.remove_for(&who, &req.sandbox_id).await);
+        ok(&true)
+    }
+
+    #[tool(
+        name = "sandbox-list",
+        description = "List the sandboxes of an environment (environmentId) or of a project (projectId), newest first, with their status and expiry."
+    )]
+    async fn list(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ListSandboxesQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let scope = attempt!(validate::list_scope(req));
+        let sandboxes = attempt!(self.service.list(&who, scope).await);
+        let views: Vec<SandboxView> = sandboxes
+            .iter()
+            .map(|s| SandboxView::from_sandbox(s, rfc3339))
+            .collect();
+        ok(&views)
+    }
+
+    #[tool(
+        name = "sandbox-one",
+        description = "One sandbox's record: status (creating, running, killed, error), limits, expiry."
+    )]
+    async fn one(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<SandboxIdQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let sandbox = attempt!(self.service.sandbox_for(&who, &req.sandbox_id).await);
+        ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
+    }
+
+    #[tool(
+        name = "sandbox-templates",
+        description = "The built-in templates (base, python, node) with their images, users and working directories."
+    )]
+    async fn templates(&self, Extension(parts): Extension<Parts>) -> ToolResult {
+        caller(&parts)?;
+        ok(&self.service.templates().views())
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for SandboxTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "sandboxd runs isolated Linux sandboxes. Create one with sandbox-create, run commands with \
+             sandbox-exec, move files with sandbox-writeFile and sandbox-readFile, and kill it with \
+             sandbox-kill when done.",
+        )
+    }
+}
+
+/// The MCP endpoint, as a tower service to nest at `/mcp`.
+pub fn service(service: Service) -> StreamableHttpService<SandboxTools, LocalSessionManager> {
+    StreamableHttpService::new(
+        move || Ok(SandboxTools::new(service.clone())),
+        Default::default(),
+        StreamableHttpServerConfig::default(),
+    )
+}
+
+/// Authenticates MCP requests like the REST API (`x-api-key` or `Authorization:
+/// Bearer`): no key, no tools.
+pub async fn authenticate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let principal = match token_from(request.headers()) {
+        Some(key) => state
+            .service
+            .store()
+            .authenticate(key.trim())
+            .await
+            .ok()
+            .flatten(),
+        None => None,
+    };
+    match principal {
+        Some(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        None => ApiError::Unauthorized.into_response(),
+    }
+}

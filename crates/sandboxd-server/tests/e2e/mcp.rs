@@ -1,0 +1,148 @@
+//! MCP over streamable HTTP with rmcp's client: the tools and their names, a session of
+//! create → exec → writeFile → readFile → kill, tool errors with the REST error codes,
+//! and no tools without a key.
+
+use reqwest::StatusCode;
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+use crate::harness::{KEY, TestServer};
+
+type Client = rmcp::service::RunningService<rmcp::RoleClient, ClientConfig>;
+
+async fn connect(server: &TestServer) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
+        .auth_header(KEY);
+    ClientConfig::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("MCP session")
+}
+
+/// Calls a tool; returns whether it failed and its JSON payload.
+async fn call(client: &Client, tool: &'static str, arguments: Value) -> (bool, Value) {
+    let arguments = arguments.as_object().cloned().unwrap_or_default();
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .expect("tool call");
+    let result = serde_json::to_value(&result).unwrap();
+    let text = result["content"][0]["text"].as_str().unwrap_or("null");
+    (
+        result["isError"] == json!(true),
+        serde_json::from_str(text).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn tools_over_streamable_http() {
+    let server = TestServer::start().await;
+    let client = connect(&server).await;
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "sandbox-create",
+            "sandbox-exec",
+            "sandbox-kill",
+            "sandbox-list",
+            "sandbox-listFiles",
+            "sandbox-one",
+            "sandbox-readFile",
+            "sandbox-remove",
+            "sandbox-setTimeout",
+            "sandbox-templates",
+            "sandbox-writeFile",
+        ]
+    );
+
+    let (failed, sandbox) = call(
+        &client,
+        "sandbox-create",
+        json!({"environmentId": server.env_id, "template": "base"}),
+    )
+    .await;
+    assert!(!failed, "{sandbox}");
+    assert_eq!(sandbox["status"], "running");
+    let sid = sandbox["sandboxId"].clone();
+    let (failed, out) = call(
+        &client,
+        "sandbox-exec",
+        json!({"sandboxId": sid, "cmd": "echo hi"}),
+    )
+    .await;
+    assert!(!failed);
+    assert_eq!(out["stdout"], "hi\n");
+    let (failed, _) = call(
+        &client,
+        "sandbox-writeFile",
+        json!({"sandboxId": sid, "path": "/tmp/a.txt", "content": "from mcp"}),
+    )
+    .await;
+    assert!(!failed);
+    let (failed, read) = call(
+        &client,
+        "sandbox-readFile",
+        json!({"sandboxId": sid, "path": "/tmp/a.txt"}),
+    )
+    .await;
+    assert!(!failed);
+    assert_eq!(read["content"], "from mcp");
+    let (failed, killed) = call(&client, "sandbox-kill", json!({"sandboxId": sid})).await;
+    assert!(!failed);
+    assert_eq!(killed["status"], "killed");
+
+    // Failures are tool errors carrying the REST error body.
+    let (failed, error) = call(
+        &client,
+        "sandbox-exec",
+        json!({"sandboxId": sid, "cmd": "echo hi"}),
+    )
+    .await;
+    assert!(failed);
+    assert_eq!(error["code"], "PRECONDITION_FAILED");
+    let (failed, error) = call(
+        &client,
+        "sandbox-exec",
+        json!({"sandboxId": sid, "cmd": "x", "timeoutMs": 5}),
+    )
+    .await;
+    assert!(failed);
+    assert_eq!(error["code"], "BAD_REQUEST");
+    assert_eq!(error["issues"][0]["path"], "timeoutMs");
+    let (failed, error) = call(&client, "sandbox-one", json!({"sandboxId": "missing"})).await;
+    assert!(failed);
+    assert_eq!(error["code"], "NOT_FOUND");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn no_key_no_tools() {
+    let server = TestServer::start().await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    for key in [None, Some("sbx_wrong")] {
+        let mut request = server
+            .client
+            .post(format!("{}/mcp", server.url))
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize);
+        if let Some(key) = key {
+            request = request.header("x-api-key", key);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], "UNAUTHORIZED");
+    }
+}
