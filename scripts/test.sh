@@ -8,3 +8,4 @@ bash scripts/build-local-images.sh
 SANDBOXD_AGENT_BINARY=$(bash scripts/build-agent.sh)
 export SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"
+bash scripts/test-mcp-python.sh

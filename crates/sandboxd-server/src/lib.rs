@@ -53,6 +53,11 @@ pub struct ServerConfig {
     pub agent_binary: Option<PathBuf>,
     pub reaper_interval: Duration,
     pub reconcile_interval: Duration,
+    /// `Host` values the MCP endpoint accepts; empty: loopback names and the address the
+    /// server listens on (DNS-rebinding protection).
+    pub mcp_allowed_hosts: Vec<String>,
+    /// Browser origins the MCP endpoint accepts; empty: no `Origin` check.
+    pub mcp_allowed_origins: Vec<String>,
 }
 
 impl ServerConfig {
@@ -66,6 +71,8 @@ impl ServerConfig {
             agent_binary: None,
             reaper_interval: Duration::from_millis(REAPER_INTERVAL_MS),
             reconcile_interval: Duration::from_millis(RECONCILE_INTERVAL_MS),
+            mcp_allowed_hosts: Vec::new(),
+            mcp_allowed_origins: Vec::new(),
         }
     }
 }
@@ -74,6 +81,7 @@ impl ServerConfig {
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub service: Service,
+    pub mcp: mcp::McpSettings,
 }
 
 /// A server that is ready to serve: store open, engine connected, first start done.
@@ -139,10 +147,21 @@ impl Server {
         })
     }
 
-    /// The router of the API.
-    pub fn router(&self) -> Router {
+    /// The router of the API, for a server listening on `local`.
+    pub fn router(&self, local: Option<std::net::SocketAddr>) -> Router {
+        let mut hosts = self.config.mcp_allowed_hosts.clone();
+        if hosts.is_empty() {
+            hosts = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
+            if let Some(ip) = local.map(|a| a.ip()).filter(|ip| !ip.is_unspecified()) {
+                hosts.push(ip.to_string());
+            }
+        }
         app(AppState {
             service: self.service.clone(),
+            mcp: mcp::McpSettings {
+                allowed_hosts: hosts,
+                allowed_origins: self.config.mcp_allowed_origins.clone(),
+            },
         })
     }
 
@@ -158,7 +177,7 @@ impl Server {
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let background = loops::spawn(self.service.clone(), &self.config, stop_rx);
-        let router = self.router();
+        let router = self.router(listener.local_addr().ok());
         let served = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
@@ -210,7 +229,7 @@ pub fn app(state: AppState) -> Router {
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
         .merge(
             Router::new()
-                .nest_service("/mcp", mcp::service(state.service.clone()))
+                .nest_service("/mcp", mcp::service(state.service.clone(), &state.mcp))
                 .layer(axum::middleware::from_fn_with_state(
                     state.clone(),
                     mcp::authenticate,

@@ -241,12 +241,27 @@ impl ServerHandler for SandboxTools {
     }
 }
 
+/// Which `Host` and `Origin` values the MCP endpoint accepts.
+#[derive(Debug, Clone, Default)]
+pub struct McpSettings {
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+}
+
 /// The MCP endpoint, as a tower service to nest at `/mcp`.
-pub fn service(service: Service) -> StreamableHttpService<SandboxTools, LocalSessionManager> {
+pub fn service(
+    service: Service,
+    settings: &McpSettings,
+) -> StreamableHttpService<SandboxTools, LocalSessionManager> {
+    let mut config =
+        StreamableHttpServerConfig::default().with_allowed_hosts(settings.allowed_hosts.clone());
+    if !settings.allowed_origins.is_empty() {
+        config = config.with_allowed_origins(settings.allowed_origins.clone());
+    }
     StreamableHttpService::new(
         move || Ok(SandboxTools::new(service.clone())),
         Default::default(),
-        StreamableHttpServerConfig::default(),
+        config,
     )
 }
 

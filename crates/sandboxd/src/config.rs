@@ -32,6 +32,10 @@ pub struct Config {
     pub templates: BTreeMap<String, TemplateConfig>,
     /// Log filter, as `RUST_LOG` (`info`, `sandboxd=debug`).
     pub log: String,
+    /// `Host` values `/mcp` accepts (default: loopback and the listen address).
+    pub mcp_allowed_hosts: Vec<String>,
+    /// Browser origins `/mcp` accepts (default: no `Origin` check).
+    pub mcp_allowed_origins: Vec<String>,
 }
 
 impl std::fmt::Debug for Config {
@@ -44,6 +48,8 @@ impl std::fmt::Debug for Config {
             .field("agent_binary", &self.agent_binary)
             .field("templates", &self.templates)
             .field("log", &self.log)
+            .field("mcp_allowed_hosts", &self.mcp_allowed_hosts)
+            .field("mcp_allowed_origins", &self.mcp_allowed_origins)
             .finish()
     }
 }
@@ -58,6 +64,8 @@ impl Default for Config {
             agent_binary: None,
             templates: BTreeMap::new(),
             log: "info".into(),
+            mcp_allowed_hosts: Vec::new(),
+            mcp_allowed_origins: Vec::new(),
         }
     }
 }

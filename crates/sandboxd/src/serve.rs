@@ -50,6 +50,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         None => None,
     };
     server_config.agent_binary = config.agent_binary.clone();
+    server_config.mcp_allowed_hosts = config.mcp_allowed_hosts.clone();
+    server_config.mcp_allowed_origins = config.mcp_allowed_origins.clone();
     server_config.template_images = config
         .templates
         .iter()

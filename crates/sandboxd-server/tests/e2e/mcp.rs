@@ -126,6 +126,37 @@ async fn tools_over_streamable_http() {
     client.cancel().await.unwrap();
 }
 
+/// The tool list as models see it (names, descriptions, input schemas) is kept in
+/// `docs/mcp-tools.json`, so a change to it shows in review. Run with
+/// `SANDBOXD_UPDATE_SNAPSHOTS=1` to accept a change.
+#[tokio::test]
+async fn tool_list_matches_the_snapshot() {
+    let server = TestServer::start().await;
+    let client = connect(&server).await;
+    let mut tools: Vec<Value> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|tool| {
+            let tool = serde_json::to_value(&tool).unwrap();
+            json!({"name": tool["name"], "description": tool["description"], "inputSchema": tool["inputSchema"]})
+        })
+        .collect();
+    tools.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    let actual = serde_json::to_string_pretty(&tools).unwrap() + "\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/mcp-tools.json");
+    if std::env::var_os("SANDBOXD_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        actual == expected,
+        "the MCP tool list changed; review it and run with SANDBOXD_UPDATE_SNAPSHOTS=1:\n{actual}"
+    );
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn no_key_no_tools() {
     let server = TestServer::start().await;
@@ -145,4 +176,16 @@ async fn no_key_no_tools() {
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["code"], "UNAUTHORIZED");
     }
+    // A page on another site cannot reach a local sandboxd through DNS rebinding.
+    let response = server
+        .client
+        .post(format!("{}/mcp", server.url))
+        .header("accept", "application/json, text/event-stream")
+        .header("x-api-key", KEY)
+        .header("host", "attacker.example")
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_client_error(), "{}", response.status());
 }
