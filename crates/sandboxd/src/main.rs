@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod mcp_stdio;
 mod serve;
 mod shell;
 
@@ -26,6 +27,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Open an interactive shell in a sandbox (this terminal, raw mode).
     Shell(shell::ShellArgs),
+    /// Serve MCP on stdio, forwarding to a sandboxd server (for clients that launch a command).
+    Mcp(mcp_stdio::McpArgs),
 }
 
 fn main() -> anyhow::Result<ExitCode> {
@@ -37,6 +40,7 @@ fn main() -> anyhow::Result<ExitCode> {
         match cli.command {
             Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Shell(args) => shell::run(args).await,
+            Command::Mcp(args) => mcp_stdio::run(args).await,
         }
     });
     // A read of the terminal may still be blocked in a worker thread; do not wait for it.

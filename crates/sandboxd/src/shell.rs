@@ -66,9 +66,10 @@ fn window_size() -> (u16, u16) {
         .map_or((80, 24), |s| (s.ws_col, s.ws_row))
 }
 
-fn key(args: &ShellArgs) -> anyhow::Result<String> {
-    if let Some(key) = &args.key {
-        return Ok(key.clone());
+/// The key given, else `./sandboxd-data/owner.key`.
+pub fn key_or_default(key: Option<String>) -> anyhow::Result<String> {
+    if let Some(key) = key {
+        return Ok(key);
     }
     let path = std::path::Path::new("sandboxd-data/owner.key");
     let key = std::fs::read_to_string(path)
@@ -88,7 +89,7 @@ fn percent_encode(text: &str) -> String {
 }
 
 pub async fn run(args: ShellArgs) -> anyhow::Result<ExitCode> {
-    let key = key(&args)?;
+    let key = key_or_default(args.key.clone())?;
     let (cols, rows) = window_size();
     let base = args.url.trim_end_matches('/').replacen("http", "ws", 1);
     let mut url = format!(

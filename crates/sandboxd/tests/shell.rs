@@ -3,118 +3,22 @@
 //! remote exit code becomes the command's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const KEY: &str = "sbx_cli_test_key_0123456789abcdefghijklmnop";
-
-fn agent_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("SANDBOXD_AGENT_BINARY") {
-        return PathBuf::from(path);
-    }
-    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/agent")
-        .join(triple)
-        .join("release/sandboxd-agent")
-}
-
-/// Kills the server and removes the sandbox's container when the test ends.
-struct Cleanup {
-    server: std::process::Child,
-    sandbox: Option<String>,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-        if let Some(id) = &self.sandbox {
-            let listed = Command::new("docker")
-                .args([
-                    "ps",
-                    "-aq",
-                    "--filter",
-                    &format!("label=sandboxd.sandboxId={id}"),
-                ])
-                .output()
-                .unwrap();
-            for container in String::from_utf8_lossy(&listed.stdout).split_whitespace() {
-                let _ = Command::new("docker")
-                    .args(["rm", "-f", container])
-                    .output();
-            }
-        }
-    }
-}
+use common::{KEY, RunningServer};
 
 #[tokio::test]
 async fn shell_attaches_a_terminal_to_the_sandbox() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("http://127.0.0.1:{port}");
-    let server = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .env("SANDBOXD_BOOTSTRAP_KEY", KEY)
-        .env("SANDBOXD_AGENT_BINARY", agent_binary())
-        .env(
-            "SANDBOXD_TEMPLATES__BASE__IMAGE",
-            "sandboxd-local/debian:bookworm",
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut cleanup = Cleanup {
-        server,
-        sandbox: None,
-    };
-
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let projects: serde_json::Value = loop {
-        if let Ok(response) = client
-            .get(format!("{url}/api/project.all"))
-            .header("x-api-key", KEY)
-            .send()
-            .await
-        {
-            break response.json().await.unwrap();
-        }
-        assert!(Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let env_id = projects[0]["environments"][0]["environmentId"]
-        .as_str()
-        .unwrap();
-    let sandbox: serde_json::Value = client
-        .post(format!("{url}/api/sandbox.create"))
-        .header("x-api-key", KEY)
-        .json(&serde_json::json!({"environmentId": env_id, "template": "base"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let sandbox_id = sandbox["sandboxId"].as_str().expect("created").to_owned();
-    cleanup.sandbox = Some(sandbox_id.clone());
-
+    let server = RunningServer::start().await;
+    let sandbox_id = server.create().await;
     let shell = format!(
-        "{} shell {sandbox_id} --url {url} --key {KEY}",
-        env!("CARGO_BIN_EXE_sandboxd")
+        "{} shell {sandbox_id} --url {} --key {KEY}",
+        env!("CARGO_BIN_EXE_sandboxd"),
+        server.url
     );
     let mut script = Command::new("script")
         .args(["-qec", &shell, "/dev/null"])

@@ -1,0 +1,121 @@
+//! The real server binary on a free port with its own data dir, for the command-line
+//! tests; it is stopped, and the containers it made removed, when dropped.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const KEY: &str = "sbx_cli_test_key_0123456789abcdefghijklmnop";
+
+fn agent_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("SANDBOXD_AGENT_BINARY") {
+        return PathBuf::from(path);
+    }
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/agent")
+        .join(triple)
+        .join("release/sandboxd-agent")
+}
+
+pub struct RunningServer {
+    pub url: String,
+    pub env_id: String,
+    server: std::process::Child,
+    _data: tempfile::TempDir,
+}
+
+impl RunningServer {
+    pub async fn start() -> Self {
+        let data = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}");
+        let server = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(data.path())
+            .env("SANDBOXD_BOOTSTRAP_KEY", KEY)
+            .env("SANDBOXD_AGENT_BINARY", agent_binary())
+            .env(
+                "SANDBOXD_TEMPLATES__BASE__IMAGE",
+                "sandboxd-local/debian:bookworm",
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut running = Self {
+            url,
+            env_id: String::new(),
+            server,
+            _data: data,
+        };
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let projects: serde_json::Value = loop {
+            if let Ok(response) = client
+                .get(format!("{}/api/project.all", running.url))
+                .header("x-api-key", KEY)
+                .send()
+                .await
+            {
+                break response.json().await.unwrap();
+            }
+            assert!(Instant::now() < deadline, "server did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        running.env_id = projects[0]["environments"][0]["environmentId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        running
+    }
+
+    /// Creates a sandbox from the `base` template; returns its id.
+    pub async fn create(&self) -> String {
+        let sandbox: serde_json::Value = reqwest::Client::new()
+            .post(format!("{}/api/sandbox.create", self.url))
+            .header("x-api-key", KEY)
+            .json(&serde_json::json!({"environmentId": self.env_id, "template": "base"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        sandbox["sandboxId"].as_str().expect("created").to_owned()
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        if self.env_id.is_empty() {
+            return;
+        }
+        let listed = Command::new("docker")
+            .args([
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=sandboxd.environmentId={}", self.env_id),
+            ])
+            .output()
+            .unwrap();
+        for container in String::from_utf8_lossy(&listed.stdout).split_whitespace() {
+            let _ = Command::new("docker")
+                .args(["rm", "-f", container])
+                .output();
+        }
+    }
+}
