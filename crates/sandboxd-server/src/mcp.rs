@@ -221,6 +221,159 @@ impl SandboxTools {
     }
 
     #[tool(
+        name = "sandbox-processStart",
+        description = "Start a long-running command (sh -c) in the background of a running sandbox, e.g. a server or a build, and get its processId at once. It keeps running after this call; read its output with sandbox-processOutput, wait for it with sandbox-processWait, stop it with sandbox-processSignal. Set stdin: true to write to it with sandbox-processWrite."
+    )]
+    async fn process_start(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ProcessStartRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let start = attempt!(validate::process_start(req));
+        ok(&attempt!(self.service.start_process(&who, start).await))
+    }
+
+    #[tool(
+        name = "sandbox-processList",
+        description = "The background processes of a sandbox with their status and exit codes."
+    )]
+    async fn process_list(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ProcessListQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        ok(&attempt!(
+            self.service.list_processes(&who, &req.sandbox_id).await
+        ))
+    }
+
+    #[tool(
+        name = "sandbox-processOutput",
+        description = "Read up to 1 MiB of a background process's stdout or stderr from a byte offset (start at 0). The reply's end is the offset to pass next time to continue: page through long output this way. start is later than asked when older output was dropped (the last MiB of each stream is kept)."
+    )]
+    async fn process_output(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ProcessOutputQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let id = attempt!(validate::process_id(&req.process_id));
+        ok(&attempt!(
+            self.service
+                .read_process(
+                    &who,
+                    &req.sandbox_id,
+                    &id,
+                    req.stream,
+                    req.offset,
+                    req.encoding
+                )
+                .await
+        ))
+    }
+
+    #[tool(
+        name = "sandbox-processWait",
+        description = "Wait up to timeoutMs (default 30 s, max 10 min) for a background process to end; returns its status and exitCode (status running if it has not ended yet)."
+    )]
+    async fn process_wait(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ProcessWaitRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let id = attempt!(validate::process_id(&req.process_id));
+        let wait =
+            std::time::Duration::from_millis(attempt!(validate::process_wait_ms(req.timeout_ms)));
+        ok(&attempt!(
+            self.service
+                .wait_process(&who, &req.sandbox_id, &id, wait)
+                .await
+        ))
+    }
+
+    #[tool(
+        name = "sandbox-processSignal",
+        description = "Send a signal (TERM by default, KILL, INT, HUP, QUIT, USR1, USR2) to a background process and everything it started."
+    )]
+    async fn process_signal(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ProcessSignalRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let id = attempt!(validate::process_id(&req.process_id));
+        let signal = attempt!(validate::signal_number(req.signal.as_deref()));
+        ok(&attempt!(
+            self.service
+                .signal_process(&who, &req.sandbox_id, &id, signal)
+                .await
+        ))
+    }
+
+    #[tool(
+        name = "sandbox-processWrite",
+        description = "Write data to the standard input of a background process started with stdin: true; close: true closes its input after (it then reads end of file)."
+    )]
+    async fn process_write(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ProcessWriteRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let id = attempt!(validate::process_id(&req.process_id));
+        let data = attempt!(validate::process_data(req.data, req.encoding));
+        let written = attempt!(
+            self.service
+                .write_process(&who, &req.sandbox_id, &id, &data, req.close)
+                .await
+        );
+        ok(&ProcessWriteResult { written })
+    }
+
+    #[tool(
+        name = "sandbox-contextCreate",
+        description = "Start a Python interpreter context in a running sandbox (the image needs python3). Variables, imports and functions persist between sandbox-contextRun calls, as in a notebook."
+    )]
+    async fn context_create(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ContextCreateRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        ok(&attempt!(
+            self.service
+                .create_context(&who, &req.sandbox_id, req.language.as_deref())
+                .await
+        ))
+    }
+
+    #[tool(
+        name = "sandbox-contextRun",
+        description = "Run Python code in a context from sandbox-contextCreate. Returns captured stdout and stderr, result (repr of a final expression) and error (exception name, value, traceback). At timeoutMs (default 60 s) the run is interrupted and the context keeps its state."
+    )]
+    async fn context_run(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ContextRunRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        ok(&attempt!(
+            self.service
+                .run_in_context(
+                    &who,
+                    &req.sandbox_id,
+                    &req.context_id,
+                    &req.code,
+                    req.timeout_ms
+                )
+                .await
+        ))
+    }
+
+    #[tool(
         name = "sandbox-templates",
         description = "The built-in templates (base, python, node) with their images, users and working directories."
     )]

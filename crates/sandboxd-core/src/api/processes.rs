@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::Encoding;
 
 /// Body of `sandbox.processStart`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessStartRequest {
     pub sandbox_id: String,
@@ -24,7 +24,7 @@ pub struct ProcessStartRequest {
 }
 
 /// Query of `sandbox.processList`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ProcessListQuery {
@@ -32,7 +32,7 @@ pub struct ProcessListQuery {
 }
 
 /// Body of `sandbox.processWait`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessWaitRequest {
     pub sandbox_id: String,
@@ -43,7 +43,7 @@ pub struct ProcessWaitRequest {
 }
 
 /// Body of `sandbox.processSignal`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessSignalRequest {
     pub sandbox_id: String,
@@ -54,7 +54,7 @@ pub struct ProcessSignalRequest {
 }
 
 /// Body of `sandbox.processWrite`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessWriteRequest {
     pub sandbox_id: String,
@@ -70,7 +70,18 @@ pub struct ProcessWriteRequest {
 }
 
 /// Which output of a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StreamName {
     #[default]
@@ -79,7 +90,7 @@ pub enum StreamName {
 }
 
 /// Query of `sandbox.processOutput`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ProcessOutputQuery {

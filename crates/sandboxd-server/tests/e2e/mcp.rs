@@ -52,12 +52,20 @@ async fn tools_over_streamable_http() {
     assert_eq!(
         names,
         [
+            "sandbox-contextCreate",
+            "sandbox-contextRun",
             "sandbox-create",
             "sandbox-exec",
             "sandbox-kill",
             "sandbox-list",
             "sandbox-listFiles",
             "sandbox-one",
+            "sandbox-processList",
+            "sandbox-processOutput",
+            "sandbox-processSignal",
+            "sandbox-processStart",
+            "sandbox-processWait",
+            "sandbox-processWrite",
             "sandbox-readFile",
             "sandbox-remove",
             "sandbox-setTimeout",
@@ -98,6 +106,33 @@ async fn tools_over_streamable_http() {
     .await;
     assert!(!failed);
     assert_eq!(read["content"], "from mcp");
+    // What sandboxd adds: a background process, paged output.
+    let (failed, process) = call(
+        &client,
+        "sandbox-processStart",
+        json!({"sandboxId": sid, "cmd": "echo bg; exit 3"}),
+    )
+    .await;
+    assert!(!failed, "{process}");
+    let (failed, ended) = call(
+        &client,
+        "sandbox-processWait",
+        json!({"sandboxId": sid, "processId": process["processId"], "timeoutMs": 10_000}),
+    )
+    .await;
+    assert!(!failed);
+    assert_eq!(ended["exitCode"], 3);
+    let (failed, page) = call(
+        &client,
+        "sandbox-processOutput",
+        json!({"sandboxId": sid, "processId": process["processId"]}),
+    )
+    .await;
+    assert!(!failed);
+    assert_eq!(
+        (page["data"].as_str(), page["end"].as_u64()),
+        (Some("bg\n"), Some(3))
+    );
     let (failed, killed) = call(&client, "sandbox-kill", json!({"sandboxId": sid})).await;
     assert!(!failed);
     assert_eq!(killed["status"], "killed");
