@@ -37,11 +37,8 @@ fn upstream(error: rmcp::ServiceError) -> ErrorData {
 
 impl ServerHandler for Forward {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
-            "sandboxd runs isolated Linux sandboxes. Create one with sandbox-create, run commands with \
-             sandbox-exec, move files with sandbox-writeFile and sandbox-readFile, and kill it with \
-             sandbox-kill when done.",
-        )
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions(sandboxd_core::api::MCP_INSTRUCTIONS)
     }
 
     async fn list_tools(

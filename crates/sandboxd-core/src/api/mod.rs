@@ -11,3 +11,8 @@ pub use contexts::*;
 pub use processes::*;
 pub use requests::*;
 pub use responses::*;
+
+/// What an MCP client is told about sandboxd's tools (the HTTP endpoint and `sandboxd mcp`).
+pub const MCP_INSTRUCTIONS: &str = "sandboxd runs isolated Linux sandboxes. Create one with sandbox-create, run \
+commands with sandbox-exec, move files with sandbox-writeFile and sandbox-readFile, and kill it with \
+sandbox-kill when done.";

@@ -146,6 +146,37 @@ impl AgentConn {
     }
 }
 
+/// Frames read from the agent's side of the socket.
+struct FrameReader {
+    reader: tokio::net::unix::OwnedReadHalf,
+    decoder: Decoder,
+    buf: Vec<u8>,
+}
+
+impl FrameReader {
+    /// The next frame; a malformed stream or a closed socket ends the connection.
+    async fn next(&mut self) -> Result<Frame, AgentError> {
+        loop {
+            if let Some(frame) = self
+                .decoder
+                .next_frame()
+                .map_err(|e| AgentError::Protocol(e.to_string()))?
+            {
+                return Ok(frame);
+            }
+            let n = self
+                .reader
+                .read(&mut self.buf)
+                .await
+                .map_err(|_| AgentError::Disconnected)?;
+            if n == 0 {
+                return Err(AgentError::Disconnected);
+            }
+            self.decoder.feed(&self.buf[..n]);
+        }
+    }
+}
+
 /// Reads the agent's Hello, then runs the connection until it ends. `on_ready` receives
 /// the connection once the agent introduced itself and says whether it is wanted; the
 /// returned future ends with the connection.
@@ -154,31 +185,20 @@ pub async fn serve(
     sandbox_id: String,
     on_ready: impl FnOnce(AgentConn) -> bool,
 ) -> Result<(), AgentError> {
-    let (mut reader, mut writer) = stream.into_split();
-    let mut decoder = Decoder::default();
-    let mut buf = vec![0u8; 64 * 1024];
+    let (reader, mut writer) = stream.into_split();
+    let mut frames = FrameReader {
+        reader,
+        decoder: Decoder::default(),
+        buf: vec![0u8; 64 * 1024],
+    };
     let hello = tokio::time::timeout(HELLO_TIMEOUT, async {
-        loop {
-            if let Some(frame) = decoder
-                .next_frame()
-                .map_err(|e| AgentError::Protocol(e.to_string()))?
-            {
-                if frame.kind != Kind::Hello || frame.channel != 0 {
-                    return Err(AgentError::Protocol("expected hello".into()));
-                }
-                return frame
-                    .parse::<Hello>()
-                    .map_err(|e| AgentError::Protocol(e.to_string()));
-            }
-            let n = reader
-                .read(&mut buf)
-                .await
-                .map_err(|_| AgentError::Disconnected)?;
-            if n == 0 {
-                return Err(AgentError::Disconnected);
-            }
-            decoder.feed(&buf[..n]);
+        let frame = frames.next().await?;
+        if frame.kind != Kind::Hello || frame.channel != 0 {
+            return Err(AgentError::Protocol("expected hello".into()));
         }
+        frame
+            .parse::<Hello>()
+            .map_err(|e| AgentError::Protocol(e.to_string()))
     })
     .await
     .map_err(|_| AgentError::Timeout)??;
@@ -206,35 +226,21 @@ pub async fn serve(
     };
     let read = async {
         loop {
-            loop {
-                let frame = match decoder.next_frame() {
-                    Ok(Some(frame)) => frame,
-                    Ok(None) => break,
-                    Err(error) => return Err(AgentError::Protocol(error.to_string())),
-                };
-                let route = routes
-                    .lock()
-                    .ok()
-                    .and_then(|r| r.get(&frame.channel).cloned());
-                match route {
-                    // A consumer that went away is not the agent's fault.
-                    Some(tx) => {
-                        let _ = tx.send(frame).await;
-                    }
-                    None if frame.channel == 0 => {
-                        return Err(AgentError::Protocol("unexpected frame on channel 0".into()));
-                    }
-                    None => {}
+            let frame = frames.next().await?;
+            let route = routes
+                .lock()
+                .ok()
+                .and_then(|r| r.get(&frame.channel).cloned());
+            match route {
+                // A consumer that went away is not the agent's fault.
+                Some(tx) => {
+                    let _ = tx.send(frame).await;
                 }
+                None if frame.channel == 0 => {
+                    return Err(AgentError::Protocol("unexpected frame on channel 0".into()));
+                }
+                None => {}
             }
-            let n = reader
-                .read(&mut buf)
-                .await
-                .map_err(|_| AgentError::Disconnected)?;
-            if n == 0 {
-                return Err(AgentError::Disconnected);
-            }
-            decoder.feed(&buf[..n]);
         }
     };
     let outcome = tokio::select! {
