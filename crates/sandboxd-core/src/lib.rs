@@ -9,6 +9,7 @@ pub mod exec_kill;
 pub mod limits;
 pub mod listing;
 pub mod model;
+pub mod paging;
 pub mod paths;
 pub mod plan;
 pub mod reconcile;

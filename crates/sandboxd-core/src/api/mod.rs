@@ -2,12 +2,14 @@
 //! reference API. Validation of requests lives in [`crate::validate`].
 
 mod contexts;
+mod pages;
 mod processes;
 mod requests;
 mod responses;
 pub mod stream;
 
 pub use contexts::*;
+pub use pages::*;
 pub use processes::*;
 pub use requests::*;
 pub use responses::*;
@@ -15,4 +17,5 @@ pub use responses::*;
 /// What an MCP client is told about sandboxd's tools (the HTTP endpoint and `sandboxd mcp`).
 pub const MCP_INSTRUCTIONS: &str = "sandboxd runs isolated Linux sandboxes. Create one with sandbox-create, run \
 commands with sandbox-exec, move files with sandbox-writeFile and sandbox-readFile, and kill it with \
-sandbox-kill when done.";
+sandbox-kill when done. Long output is not cut: a reply with `more` holds the rest, read it with \
+sandbox-outputPage.";

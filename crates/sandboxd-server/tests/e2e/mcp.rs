@@ -60,6 +60,7 @@ async fn tools_over_streamable_http() {
             "sandbox-list",
             "sandbox-listFiles",
             "sandbox-one",
+            "sandbox-outputPage",
             "sandbox-processList",
             "sandbox-processOutput",
             "sandbox-processSignal",
@@ -133,6 +134,7 @@ async fn tools_over_streamable_http() {
         (page["data"].as_str(), page["end"].as_u64()),
         (Some("bg\n"), Some(3))
     );
+    read_long_output_page_by_page(&client, &sid).await;
     let (failed, killed) = call(&client, "sandbox-kill", json!({"sandboxId": sid})).await;
     assert!(!failed);
     assert_eq!(killed["status"], "killed");
@@ -159,6 +161,87 @@ async fn tools_over_streamable_http() {
     assert!(failed);
     assert_eq!(error["code"], "NOT_FOUND");
     client.cancel().await.unwrap();
+}
+
+/// Reads every page of a held text after the first one, `shown` bytes in.
+async fn rest_of(client: &Client, sid: &Value, more: &Value, stream: &str) -> String {
+    let mut offset = more[stream]["shown"].as_u64().unwrap();
+    let mut text = String::new();
+    loop {
+        let (failed, page) = call(
+            client,
+            "sandbox-outputPage",
+            json!({"sandboxId": sid, "outputId": more["outputId"], "stream": stream,
+                   "offset": offset, "limit": 30_000}),
+        )
+        .await;
+        assert!(!failed, "{page}");
+        assert_eq!(page["start"].as_u64(), Some(offset));
+        text.push_str(page["data"].as_str().unwrap());
+        offset = page["end"].as_u64().unwrap();
+        if page["done"] == json!(true) {
+            return text;
+        }
+    }
+}
+
+/// Long command output and long files come back as a first page plus an id to read the
+/// rest with `sandbox-outputPage`; nothing is cut, no page splits a character.
+async fn read_long_output_page_by_page(client: &Client, sid: &Value) {
+    let (failed, out) = call(
+        client,
+        "sandbox-exec",
+        json!({"sandboxId": sid,
+               "cmd": "python3 -c \"print('\\u00e9' * 50000, end='')\"; echo short >&2"}),
+    )
+    .await;
+    assert!(!failed, "{out}");
+    let more = &out["more"];
+    assert_eq!(more["stdout"]["bytes"], 100_000);
+    assert_eq!(more["stderr"]["bytes"], 6);
+    assert_eq!(out["stderr"], "short\n");
+    let shown = out["stdout"].as_str().unwrap();
+    assert_eq!(
+        shown.len() as u64,
+        more["stdout"]["shown"].as_u64().unwrap()
+    );
+    assert!(shown.len() <= 16 * 1024);
+    let stdout = shown.to_owned() + &rest_of(client, sid, more, "stdout").await;
+    assert_eq!(stdout, "\u{e9}".repeat(50_000));
+
+    let (failed, _) = call(
+        client,
+        "sandbox-exec",
+        json!({"sandboxId": sid, "cmd": "seq 1 20000 > /tmp/long.txt"}),
+    )
+    .await;
+    assert!(!failed);
+    let (failed, file) = call(
+        client,
+        "sandbox-readFile",
+        json!({"sandboxId": sid, "path": "/tmp/long.txt"}),
+    )
+    .await;
+    assert!(!failed);
+    let content = file["content"].as_str().unwrap().to_owned()
+        + &rest_of(client, sid, &file["more"], "content").await;
+    let expected: String = (1..=20_000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(content, expected);
+
+    // Only for this sandbox; unknown ids look the same as expired ones.
+    for (sandbox, output) in [
+        (json!("missing"), more["outputId"].clone()),
+        (sid.clone(), json!("out_nope")),
+    ] {
+        let (failed, error) = call(
+            client,
+            "sandbox-outputPage",
+            json!({"sandboxId": sandbox, "outputId": output, "stream": "stdout"}),
+        )
+        .await;
+        assert!(failed);
+        assert_eq!(error["code"], "NOT_FOUND");
+    }
 }
 
 /// The tool list as models see it (names, descriptions, input schemas) is kept in

@@ -1,33 +1,29 @@
-//! MCP over streamable HTTP at `/mcp`: the sandbox procedures as tools named as the
-//! reference lists them. Input schemas are the REST request types; failures are tool
-//! errors (`isError: true`) carrying the REST error body (stable code and message).
+//! The tools of one MCP session: each validates with the REST request type, calls the
+//! same service method as the REST handler, and returns its result or its error body.
 
-use axum::extract::{Request, State};
+use std::sync::Arc;
+
 use axum::http::request::Parts;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::Extension;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use sandboxd_core::api::*;
 use sandboxd_core::model::Principal;
-use sandboxd_core::validate;
+use sandboxd_core::{paging, validate};
 use serde::Serialize;
 
-use crate::AppState;
-use crate::auth::token_from;
+use super::held::{HeldOutputs, Owner};
 use crate::error::ApiError;
-use crate::service::Service;
+use crate::service::{Service, ServiceError};
 use crate::time::rfc3339;
 
 /// The MCP server of one session.
 #[derive(Debug, Clone)]
 pub struct SandboxTools {
     service: Service,
+    held: Arc<HeldOutputs>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -46,7 +42,14 @@ fn failed(error: impl Into<ApiError>) -> ToolResult {
     )]))
 }
 
-/// The caller, put in the request by [`authenticate`].
+fn owner(who: &Principal, sandbox_id: &str) -> Owner {
+    Owner {
+        organization_id: who.organization_id.clone(),
+        sandbox_id: sandbox_id.to_owned(),
+    }
+}
+
+/// The caller, put in the request by [`super::authenticate`].
 fn caller(parts: &Parts) -> Result<Principal, ErrorData> {
     parts
         .extensions
@@ -66,9 +69,10 @@ macro_rules! attempt {
 
 #[tool_router]
 impl SandboxTools {
-    pub fn new(service: Service) -> Self {
+    pub fn new(service: Service, held: Arc<HeldOutputs>) -> Self {
         Self {
             service,
+            held,
             tool_router: Self::tool_router(),
         }
     }
@@ -90,7 +94,7 @@ impl SandboxTools {
 
     #[tool(
         name = "sandbox-exec",
-        description = "Run a shell command (sh -c) in a running sandbox and wait for it. Returns stdout, stderr, exitCode, timedOut and truncated. Each stream is capped at 1 MiB (truncated: true when cut: write large output to a file and read it with sandbox-readFile instead). timeoutMs 1 s–10 min (default 60 s); on timeout every process of the command is killed and exitCode is 124. Optional cwd (absolute) and env."
+        description = "Run a shell command (sh -c) in a running sandbox and wait for it. Returns stdout, stderr, exitCode, timedOut and truncated. The first 16 KiB of each stream are in the reply; when there is more, the reply's more.outputId lets you read the rest with sandbox-outputPage. The server keeps up to 1 MiB per stream (truncated: true when a stream was longer: redirect such output to a file, e.g. cmd > /tmp/out.txt, and read it with sandbox-readFile, which pages up to 10 MiB). timeoutMs 1 s–10 min (default 60 s); on timeout every process of the command is killed and exitCode is 124. Optional cwd (absolute) and env."
     )]
     async fn exec(
         &self,
@@ -99,7 +103,20 @@ impl SandboxTools {
     ) -> ToolResult {
         let who = caller(&parts)?;
         let command = attempt!(validate::exec(req));
-        ok(&attempt!(self.service.exec(&who, command).await))
+        let owner = owner(&who, &command.sandbox_id);
+        let mut result = attempt!(self.service.exec(&who, command).await);
+        let more = attempt!(
+            self.held
+                .hold_long(
+                    owner,
+                    &mut [
+                        (HeldStream::Stdout, &mut result.stdout),
+                        (HeldStream::Stderr, &mut result.stderr),
+                    ],
+                )
+                .map_err(ServiceError::from)
+        );
+        ok(&PagedExecResult { result, more })
     }
 
     #[tool(
@@ -118,7 +135,7 @@ impl SandboxTools {
 
     #[tool(
         name = "sandbox-readFile",
-        description = "Read a regular file of at most 10 MiB from a running sandbox (absolute path). encoding utf8 (default) or base64 for binary files."
+        description = "Read a regular file of at most 10 MiB from a running sandbox (absolute path). encoding utf8 (default) or base64 for binary files. The first 16 KiB of the content are in the reply; when the file is longer, read the rest with sandbox-outputPage (stream content) using the reply's more.outputId."
     )]
     async fn read_file(
         &self,
@@ -127,7 +144,14 @@ impl SandboxTools {
     ) -> ToolResult {
         let who = caller(&parts)?;
         let command = attempt!(validate::read_file(req));
-        ok(&attempt!(self.service.read_file(&who, command).await))
+        let owner = owner(&who, &command.sandbox_id);
+        let mut result = attempt!(self.service.read_file(&who, command).await);
+        let more = attempt!(
+            self.held
+                .hold_long(owner, &mut [(HeldStream::Content, &mut result.content)])
+                .map_err(ServiceError::from)
+        );
+        ok(&PagedReadFile { result, more })
     }
 
     #[tool(
@@ -374,6 +398,31 @@ impl SandboxTools {
     }
 
     #[tool(
+        name = "sandbox-outputPage",
+        description = "Read the rest of a long sandbox-exec output (stream stdout or stderr) or sandbox-readFile content (stream content) that did not fit in the reply: give the reply's more.outputId, and offset = more.<stream>.shown for the first page, then the previous page's end, until done is true. limit 1 KiB–256 KiB per page (default 64 KiB). Output is held for 10 minutes."
+    )]
+    async fn output_page(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<OutputPageQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        // The same access check as reading the sandbox itself.
+        let sandbox = attempt!(self.service.sandbox_for(&who, &req.sandbox_id).await);
+        let page = self.held.page(
+            &owner(&who, &sandbox.sandbox_id),
+            &req.output_id,
+            req.stream,
+            req.offset,
+            paging::page_limit(req.limit),
+        );
+        match page {
+            Some(page) => ok(&page),
+            None => failed(ServiceError::NotFound("held output")),
+        }
+    }
+
+    #[tool(
         name = "sandbox-templates",
         description = "The built-in templates (base, python, node) with their images, users and working directories."
     )]
@@ -388,55 +437,5 @@ impl ServerHandler for SandboxTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_instructions(sandboxd_core::api::MCP_INSTRUCTIONS)
-    }
-}
-
-/// Which `Host` and `Origin` values the MCP endpoint accepts.
-#[derive(Debug, Clone, Default)]
-pub struct McpSettings {
-    pub allowed_hosts: Vec<String>,
-    pub allowed_origins: Vec<String>,
-}
-
-/// The MCP endpoint, as a tower service to nest at `/mcp`.
-pub fn service(
-    service: Service,
-    settings: &McpSettings,
-) -> StreamableHttpService<SandboxTools, LocalSessionManager> {
-    let mut config =
-        StreamableHttpServerConfig::default().with_allowed_hosts(settings.allowed_hosts.clone());
-    if !settings.allowed_origins.is_empty() {
-        config = config.with_allowed_origins(settings.allowed_origins.clone());
-    }
-    StreamableHttpService::new(
-        move || Ok(SandboxTools::new(service.clone())),
-        Default::default(),
-        config,
-    )
-}
-
-/// Authenticates MCP requests like the REST API (`x-api-key` or `Authorization:
-/// Bearer`): no key, no tools.
-pub async fn authenticate(
-    State(state): State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let principal = match token_from(request.headers()) {
-        Some(key) => state
-            .service
-            .store()
-            .authenticate(key.trim())
-            .await
-            .ok()
-            .flatten(),
-        None => None,
-    };
-    match principal {
-        Some(principal) => {
-            request.extensions_mut().insert(principal);
-            next.run(request).await
-        }
-        None => ApiError::Unauthorized.into_response(),
     }
 }
