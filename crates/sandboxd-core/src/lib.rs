@@ -2,6 +2,7 @@
 //! policy as plain data, and the planners the background loops execute. No I/O lives here.
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod api;
 pub mod env_vars;
 pub mod error;

@@ -109,6 +109,9 @@ pub struct Principal {
     pub organization_id: String,
     pub role: Role,
     pub key_id: String,
+    /// What this key may do: the role's permissions (a member's grants) narrowed to
+    /// the key's scopes.
+    pub permissions: crate::access::Permissions,
 }
 
 /// A sandbox row. Environment variables are not part of it: they are stored encrypted
@@ -203,4 +206,70 @@ mod tests {
         }
         assert_eq!(SandboxStatus::parse("paused"), None);
     }
+}
+
+/// An organization, as one of its members sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Organization {
+    pub organization_id: String,
+    pub name: String,
+    /// The role of the user who asked.
+    pub role: Role,
+    pub created_at: i64,
+}
+
+/// A user's membership of an organization, with what they were granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub user_id: String,
+    pub organization_id: String,
+    pub name: String,
+    pub role: Role,
+    /// Granted permissions (owners and admins hold every permission whatever this says).
+    pub grants: crate::access::Permissions,
+    pub project_ids: Vec<String>,
+    pub sandbox_ids: Vec<String>,
+    pub created_at: i64,
+}
+
+/// An API key's record; the key itself is never stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub key_id: String,
+    pub organization_id: String,
+    pub user_id: String,
+    pub name: String,
+    /// The first characters of the key, to recognise it.
+    pub prefix: String,
+    /// `None`: the key holds everything its user holds.
+    pub scopes: Option<crate::access::Permissions>,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+/// One entry of the audit log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    pub audit_id: String,
+    pub organization_id: String,
+    /// `None` for what sandboxd did by itself (the reaper).
+    pub actor_user_id: Option<String>,
+    pub actor_key_id: Option<String>,
+    pub action: String,
+    pub resource_type: String,
+    pub resource_id: String,
+    pub resource_name: Option<String>,
+    pub metadata: serde_json::Value,
+    pub created_at: i64,
+}
+
+/// What a member is given on creation, or what replaces their grants on update
+/// (`None`: unchanged, or the default on creation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberChanges {
+    pub role: Option<Role>,
+    pub permissions: Option<crate::access::Permissions>,
+    pub project_ids: Option<Vec<String>>,
+    pub sandbox_ids: Option<Vec<String>>,
 }

@@ -14,6 +14,9 @@ use crate::model::NetworkMode;
 use crate::paths;
 use crate::templates::TEMPLATE_NAMES;
 
+mod access;
+pub use access::*;
+
 /// Where the image of a new sandbox comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageChoice {

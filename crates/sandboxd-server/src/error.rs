@@ -69,6 +69,9 @@ impl ApiError {
                     service.to_string(),
                     vec![],
                 ),
+                S::Forbidden(message) => {
+                    (StatusCode::FORBIDDEN, "FORBIDDEN", message.clone(), vec![])
+                }
                 S::NotRunning(_) => (
                     StatusCode::PRECONDITION_FAILED,
                     "PRECONDITION_FAILED",

@@ -58,6 +58,9 @@ pub struct ServerConfig {
     pub mcp_allowed_hosts: Vec<String>,
     /// Browser origins the MCP endpoint accepts; empty: no `Origin` check.
     pub mcp_allowed_origins: Vec<String>,
+    /// Record every command in the audit log: who, which sandbox, a keyed hash of the
+    /// command (never its text or env), exit code and duration.
+    pub audit_exec: bool,
 }
 
 impl ServerConfig {
@@ -73,6 +76,7 @@ impl ServerConfig {
             reconcile_interval: Duration::from_millis(RECONCILE_INTERVAL_MS),
             mcp_allowed_hosts: Vec::new(),
             mcp_allowed_origins: Vec::new(),
+            audit_exec: false,
         }
     }
 }
@@ -139,7 +143,14 @@ impl Server {
         } else {
             warn!("no static agent binary: every command goes through the engine's exec");
         }
-        let service = Service::new(store, engine, agents, templates, instance_id);
+        let service = Service::new(
+            store,
+            engine,
+            agents,
+            templates,
+            instance_id,
+            config.audit_exec,
+        );
         Ok(Self {
             service,
             bootstrap,
@@ -217,6 +228,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::processes::router())
         .merge(routes::contexts::router())
         .merge(routes::projects::router())
+        .merge(routes::access::router())
         .split_for_parts();
     let document = Json(api);
     router

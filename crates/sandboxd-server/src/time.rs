@@ -8,8 +8,21 @@ pub fn rfc3339(ms: i64) -> String {
     humantime::format_rfc3339_millis(at).to_string()
 }
 
+/// An RFC 3339 time (`2026-01-31T12:00:00Z`, fractions allowed) as epoch milliseconds.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let at = humantime::parse_rfc3339(text).ok()?;
+    i64::try_from(at.duration_since(UNIX_EPOCH).ok()?.as_millis()).ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn parses_what_it_formats() {
+        let text = super::rfc3339(1_700_000_000_123);
+        assert_eq!(super::parse_rfc3339(&text), Some(1_700_000_000_123));
+        assert_eq!(super::parse_rfc3339("yesterday"), None);
+    }
+
     #[test]
     fn formats_milliseconds() {
         assert_eq!(

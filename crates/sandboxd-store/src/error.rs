@@ -9,6 +9,9 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("{0}")]
     Conflict(String),
+    /// A request named something that does not exist (for this organization).
+    #[error("unknown {0}")]
+    Unknown(String),
     #[error("cannot access {path}")]
     Io {
         path: String,

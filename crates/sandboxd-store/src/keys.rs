@@ -2,8 +2,10 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sandboxd_core::model::{Principal, Role};
+use sandboxd_core::access::{self, Permissions};
+use sandboxd_core::model::{ApiKey, Principal, Role};
 use sqlx::Row as _;
+use sqlx::any::AnyRow;
 use subtle::ConstantTimeEq as _;
 
 use crate::ids::random_bytes;
@@ -23,6 +25,28 @@ pub struct Bootstrap {
     pub environment_id: String,
     /// The owner key, when this start generated it (it is shown once, never stored).
     pub generated_key: Option<String>,
+}
+
+/// A key just created: its record and the secret, shown once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewKey {
+    pub record: ApiKey,
+    pub secret: String,
+}
+
+fn key_row(row: &AnyRow) -> Result<ApiKey, StoreError> {
+    let scopes: Option<String> = row.try_get("scopes")?;
+    Ok(ApiKey {
+        key_id: row.try_get("key_id")?,
+        organization_id: row.try_get("organization_id")?,
+        user_id: row.try_get("user_id")?,
+        name: row.try_get("name")?,
+        prefix: row.try_get("prefix")?,
+        scopes: scopes.as_deref().map(Permissions::from_text),
+        created_at: row.try_get("created_at")?,
+        expires_at: row.try_get("expires_at")?,
+        revoked_at: row.try_get("revoked_at")?,
+    })
 }
 
 fn generate_key() -> Result<String, StoreError> {
@@ -133,7 +157,8 @@ impl Store {
         }
         let hash = self.secrets.key_hash(token);
         let row = sqlx::query(
-            "SELECT k.key_id, k.key_hash, k.expires_at, k.revoked_at, m.organization_id, m.user_id, m.role \
+            "SELECT k.key_id, k.key_hash, k.expires_at, k.revoked_at, k.scopes, m.organization_id, \
+             m.user_id, m.role, m.permissions \
              FROM api_keys k JOIN members m ON m.organization_id = k.organization_id AND m.user_id = k.user_id \
              WHERE k.key_hash = $1",
         )
@@ -151,12 +176,125 @@ impl Store {
             return Ok(None);
         }
         let role: String = row.try_get("role")?;
+        let role = Role::parse(&role)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown role {role}")))?;
+        let grants: String = row.try_get("permissions")?;
+        let scopes: Option<String> = row.try_get("scopes")?;
         Ok(Some(Principal {
             user_id: row.try_get("user_id")?,
             organization_id: row.try_get("organization_id")?,
-            role: Role::parse(&role)
-                .ok_or_else(|| StoreError::Corrupt(format!("unknown role {role}")))?,
+            role,
             key_id: row.try_get("key_id")?,
+            permissions: access::effective(
+                role,
+                Permissions::from_text(&grants),
+                scopes.as_deref().map(Permissions::from_text),
+            ),
         }))
+    }
+
+    /// Creates a key for a member; the secret is in the result and nowhere else.
+    pub async fn create_key(
+        &self,
+        organization_id: &str,
+        user_id: &str,
+        name: &str,
+        scopes: Option<Permissions>,
+        expires_at: Option<i64>,
+    ) -> Result<NewKey, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let key = self
+            .insert_key(&mut tx, organization_id, user_id, name, scopes, expires_at)
+            .await?;
+        tx.commit().await?;
+        Ok(key)
+    }
+
+    pub(crate) async fn insert_key(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        organization_id: &str,
+        user_id: &str,
+        name: &str,
+        scopes: Option<Permissions>,
+        expires_at: Option<i64>,
+    ) -> Result<NewKey, StoreError> {
+        let secret = generate_key()?;
+        let record = ApiKey {
+            key_id: new_id()?,
+            organization_id: organization_id.to_owned(),
+            user_id: user_id.to_owned(),
+            name: name.to_owned(),
+            prefix: secret.chars().take(8).collect(),
+            scopes,
+            created_at: now_ms(),
+            expires_at,
+            revoked_at: None,
+        };
+        sqlx::query(
+            "INSERT INTO api_keys (key_id, organization_id, user_id, name, prefix, key_hash,              scopes, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&record.key_id)
+        .bind(organization_id)
+        .bind(user_id)
+        .bind(name)
+        .bind(&record.prefix)
+        .bind(self.secrets.key_hash(&secret))
+        .bind(scopes.map(Permissions::to_text))
+        .bind(record.created_at)
+        .bind(expires_at)
+        .execute(&mut **tx)
+        .await?;
+        Ok(NewKey { record, secret })
+    }
+
+    /// The keys of an organization, of one user when `user_id` is given, newest first.
+    pub async fn keys(
+        &self,
+        organization_id: &str,
+        user_id: Option<&str>,
+    ) -> Result<Vec<ApiKey>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT key_id, organization_id, user_id, name, prefix, scopes, created_at,              expires_at, revoked_at FROM api_keys              WHERE organization_id = $1 AND ($2 = '' OR user_id = $2)              ORDER BY created_at DESC, key_id",
+        )
+        .bind(organization_id)
+        .bind(user_id.unwrap_or(""))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(key_row).collect()
+    }
+
+    /// One key of an organization.
+    pub async fn key(
+        &self,
+        organization_id: &str,
+        key_id: &str,
+    ) -> Result<Option<ApiKey>, StoreError> {
+        let row = sqlx::query(
+            "SELECT key_id, organization_id, user_id, name, prefix, scopes, created_at,              expires_at, revoked_at FROM api_keys WHERE organization_id = $1 AND key_id = $2",
+        )
+        .bind(organization_id)
+        .bind(key_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(key_row).transpose()
+    }
+
+    /// Revokes a key (at once: the next request with it is refused). Revoking twice
+    /// keeps the first time.
+    pub async fn revoke_key(
+        &self,
+        organization_id: &str,
+        key_id: &str,
+    ) -> Result<Option<ApiKey>, StoreError> {
+        sqlx::query(
+            "UPDATE api_keys SET revoked_at = $1              WHERE organization_id = $2 AND key_id = $3 AND revoked_at IS NULL",
+        )
+        .bind(now_ms())
+        .bind(organization_id)
+        .bind(key_id)
+        .execute(&self.pool)
+        .await?;
+        self.key(organization_id, key_id).await
     }
 }

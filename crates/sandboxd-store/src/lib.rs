@@ -2,17 +2,20 @@
 //! with its own migrations and the same queries), migrations, and secrets at rest.
 #![forbid(unsafe_code)]
 
+mod audit;
 mod error;
 mod ids;
 mod keys;
+mod members;
 mod rows;
 mod sandboxes;
 mod secrets;
 mod store;
 mod tenancy;
 
+pub use audit::{AuditFilter, AuditPage, NewAuditEntry};
 pub use error::StoreError;
 pub use ids::new_id;
-pub use keys::Bootstrap;
+pub use keys::{Bootstrap, NewKey};
 pub use secrets::SecretBox;
 pub use store::{Store, now_ms};

@@ -8,7 +8,8 @@ use crate::rows::{self, select_sandboxes};
 use crate::{Store, StoreError};
 
 impl Store {
-    /// Inserts a new sandbox row with its environment variables sealed.
+    /// Inserts a new sandbox row with its environment variables sealed, and puts it on
+    /// its creator's access list.
     pub async fn insert_sandbox(
         &self,
         sandbox: &Sandbox,
@@ -18,6 +19,7 @@ impl Store {
         let sealed = env_vars
             .map(|text| self.secrets.seal(&sandbox.sandbox_id, text.as_bytes()))
             .transpose()?;
+        let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT INTO sandboxes (sandbox_id, name, organization_id, project_id, environment_id, \
              server_id, image, template, container_id, status, cpu, memory_mb, pids_limit, \
@@ -49,8 +51,17 @@ impl Store {
         .bind(sandbox.expires_at)
         .bind(sandbox.last_activity_at)
         .bind(sandbox.killed_at)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        sqlx::query(
+            "INSERT INTO member_sandboxes (organization_id, user_id, sandbox_id) VALUES ($1, $2, $3)",
+        )
+        .bind(&sandbox.organization_id)
+        .bind(created_by)
+        .bind(&sandbox.sandbox_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 

@@ -114,6 +114,12 @@ impl SecretBox {
     }
 
     /// The keyed hash under which an API key is stored, as hex.
+    /// A keyed hash of a command for the audit log: equal commands hash equally, and
+    /// without the master key the text cannot be guessed from it.
+    pub fn command_hash(&self, command: &str) -> String {
+        self.key_hash(&format!("sandboxd exec command\0{command}"))
+    }
+
     pub fn key_hash(&self, token: &str) -> String {
         // HMAC accepts keys of any length, so this cannot fail for a 32-byte key.
         let Ok(mut mac) = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(&self.mac_key) else {

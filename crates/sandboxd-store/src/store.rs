@@ -10,11 +10,18 @@ use sqlx::{AnyPool, Executor as _, SqlSafeStr as _};
 use crate::{SecretBox, StoreError};
 
 /// The SQLite migrations, in order. Migrations are only ever added, never edited.
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../migrations/sqlite/0001_init.sql"),
-)];
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/sqlite/0001_init.sql"),
+    ),
+    (
+        2,
+        "access",
+        include_str!("../migrations/sqlite/0002_access.sql"),
+    ),
+];
 
 /// The persistent state of one sandboxd installation.
 #[derive(Debug, Clone)]

@@ -36,6 +36,8 @@ pub struct Config {
     pub mcp_allowed_hosts: Vec<String>,
     /// Browser origins `/mcp` accepts (default: no `Origin` check).
     pub mcp_allowed_origins: Vec<String>,
+    /// Record every command in the audit log (a keyed hash of it, never its text).
+    pub audit_exec: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -50,6 +52,7 @@ impl std::fmt::Debug for Config {
             .field("log", &self.log)
             .field("mcp_allowed_hosts", &self.mcp_allowed_hosts)
             .field("mcp_allowed_origins", &self.mcp_allowed_origins)
+            .field("audit_exec", &self.audit_exec)
             .finish()
     }
 }
@@ -66,6 +69,7 @@ impl Default for Config {
             log: "info".into(),
             mcp_allowed_hosts: Vec::new(),
             mcp_allowed_origins: Vec::new(),
+            audit_exec: false,
         }
     }
 }

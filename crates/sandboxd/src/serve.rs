@@ -52,6 +52,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server_config.agent_binary = config.agent_binary.clone();
     server_config.mcp_allowed_hosts = config.mcp_allowed_hosts.clone();
     server_config.mcp_allowed_origins = config.mcp_allowed_origins.clone();
+    server_config.audit_exec = config.audit_exec;
     server_config.template_images = config
         .templates
         .iter()

@@ -1,6 +1,7 @@
 //! The wire format of the REST API: request and response bodies, camelCase as in the
 //! reference API. Validation of requests lives in [`crate::validate`].
 
+mod access;
 mod contexts;
 mod pages;
 mod processes;
@@ -8,6 +9,7 @@ mod requests;
 mod responses;
 pub mod stream;
 
+pub use access::*;
 pub use contexts::*;
 pub use pages::*;
 pub use processes::*;

@@ -1,6 +1,7 @@
 //! The tools of one MCP session: each validates with the REST request type, calls the
 //! same service method as the REST handler, and returns its result or its error body.
 
+use sandboxd_core::access::SandboxNeed;
 use std::sync::Arc;
 
 use axum::http::request::Parts;
@@ -240,7 +241,11 @@ impl SandboxTools {
         Parameters(req): Parameters<SandboxIdQuery>,
     ) -> ToolResult {
         let who = caller(&parts)?;
-        let sandbox = attempt!(self.service.sandbox_for(&who, &req.sandbox_id).await);
+        let sandbox = attempt!(
+            self.service
+                .sandbox_for(&who, &req.sandbox_id, SandboxNeed::Read)
+                .await
+        );
         ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
     }
 
@@ -408,7 +413,11 @@ impl SandboxTools {
     ) -> ToolResult {
         let who = caller(&parts)?;
         // The same access check as reading the sandbox itself.
-        let sandbox = attempt!(self.service.sandbox_for(&who, &req.sandbox_id).await);
+        let sandbox = attempt!(
+            self.service
+                .sandbox_for(&who, &req.sandbox_id, SandboxNeed::Read)
+                .await
+        );
         let page = self.held.page(
             &owner(&who, &sandbox.sandbox_id),
             &req.output_id,

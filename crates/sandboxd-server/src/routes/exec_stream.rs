@@ -4,6 +4,7 @@
 //! unread in the socket; one command at a time; a client that goes away kills its
 //! command.
 
+use sandboxd_core::access::SandboxNeed;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -88,7 +89,11 @@ async fn session(mut socket: WebSocket, state: AppState, query: StreamQuery, key
     else {
         return close(socket, close_code::UNAUTHORIZED, "unauthorized").await;
     };
-    let Ok(sandbox) = state.service.sandbox_for(&caller, &sandbox_id).await else {
+    let Ok(sandbox) = state
+        .service
+        .sandbox_for(&caller, &sandbox_id, SandboxNeed::Use)
+        .await
+    else {
         return close(
             socket,
             close_code::FORBIDDEN,

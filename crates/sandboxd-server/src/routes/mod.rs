@@ -1,5 +1,6 @@
 //! HTTP routes, grouped by resource.
 
+pub mod access;
 pub mod contexts;
 pub mod exec_stream;
 pub mod processes;

@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::*;
 use sandboxd_core::model::Sandbox;
 use sandboxd_core::validate;
@@ -182,7 +183,10 @@ async fn one(
     ApiQuery(req): ApiQuery<SandboxIdQuery>,
 ) -> ApiResult<SandboxView> {
     Ok(Json(view(
-        &state.service.sandbox_for(&caller, &req.sandbox_id).await?,
+        &state
+            .service
+            .sandbox_for(&caller, &req.sandbox_id, SandboxNeed::Read)
+            .await?,
     )))
 }
 

@@ -4,6 +4,7 @@
 //! `{"type":"exit","exitCode":N}` when the session ends. The client sends keys as binary
 //! messages (or `{"type":"input","data":"…"}`) and `{"type":"resize","cols":…,"rows":…}`.
 
+use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -81,7 +82,7 @@ async fn session(
     };
     if state
         .service
-        .sandbox_for(&caller, &sandbox_id)
+        .sandbox_for(&caller, &sandbox_id, SandboxNeed::Use)
         .await
         .is_err()
     {

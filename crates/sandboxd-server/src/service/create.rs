@@ -11,7 +11,8 @@ use sandboxd_store::new_id;
 use std::time::Duration;
 use tracing::{info, warn};
 
-use super::{Service, ServiceError, internal_exec, now_ms};
+use super::{Resource, Service, ServiceError, internal_exec, now_ms};
+use serde_json::json;
 
 /// How long a create waits for the new sandbox's agent to connect.
 const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -28,6 +29,8 @@ impl Service {
             .environment(&caller.organization_id, &cmd.environment_id)
             .await?
             .ok_or(ServiceError::NotFound("environment"))?;
+        self.check_create_in(caller, &environment.project_id)
+            .await?;
         if cmd.server_id.is_some() {
             return Err(ServiceError::NotFound("server"));
         }
@@ -78,7 +81,24 @@ impl Service {
         self.store()
             .insert_sandbox(&row, cmd.env_vars.as_deref(), &caller.user_id)
             .await?;
-        match self.start_container(&row, cmd.env_vars.as_deref()).await {
+        let outcome = self.start_container(&row, cmd.env_vars.as_deref()).await;
+        self.record(
+            &row.organization_id,
+            Some(caller),
+            "sandbox.create",
+            Resource::sandbox(&row),
+            json!({
+                "image": row.image,
+                "template": row.template,
+                "environmentId": row.environment_id,
+                "networkMode": row.network_mode.as_str(),
+                "cpu": row.cpu,
+                "memoryMb": row.memory_mb,
+                "started": outcome.is_ok(),
+            }),
+        )
+        .await;
+        match outcome {
             Ok((container_id, user)) => {
                 info!(sandbox_id = %row.sandbox_id, image = %row.image, "sandbox running");
                 self.store()

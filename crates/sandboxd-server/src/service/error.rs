@@ -13,6 +13,9 @@ pub enum ServiceError {
     Invalid(#[from] Invalid),
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// The caller's organization owns it, but the caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
     #[error(transparent)]
     NotRunning(#[from] NotRunning),
     #[error("{0}")]
@@ -36,6 +39,7 @@ impl From<StoreError> for ServiceError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Conflict(message) => Self::Conflict(message),
+            StoreError::Unknown(what) => Self::Refused(format!("unknown {what}")),
             other => Self::Store(other),
         }
     }

@@ -1,5 +1,6 @@
 //! `sandbox.exec`: `sh -c` in the sandbox with capped output and a timeout.
 
+use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
 /// A command running longer than this refreshes the sandbox's activity again at its end.
@@ -12,7 +13,7 @@ use sandboxd_core::validate::ExecCommand;
 use sandboxd_docker::{ExecOutcome, ExecSpec, OutputTx};
 use tracing::{debug, info, warn};
 
-use super::{ServedBy, Service, ServiceError, now_ms};
+use super::{Resource, ServedBy, Service, ServiceError, now_ms};
 use crate::agent::{AgentError, AgentExec};
 
 impl Service {
@@ -33,10 +34,15 @@ impl Service {
         cmd: ExecCommand,
         stream: Option<OutputTx>,
     ) -> Result<ExecResult, ServiceError> {
-        let sandbox = self.sandbox_for(caller, &cmd.sandbox_id).await?;
+        let sandbox = self
+            .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
+            .await?;
         let container = sandbox.running_container()?.to_owned();
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         let started = Instant::now();
+        let command_hash = self
+            .audits_exec()
+            .then(|| self.store().secrets().command_hash(&cmd.cmd));
         let spec = AgentExec {
             argv: vec!["sh".into(), "-c".into(), cmd.cmd],
             cwd: Some(cmd.cwd.unwrap_or_else(|| sandbox.workdir.clone())),
@@ -62,6 +68,21 @@ impl Service {
         // A long command is activity too: the sandbox expires counting from its end.
         if started.elapsed() > LONG_COMMAND {
             self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        }
+        if let Some(hash) = command_hash {
+            self.record(
+                &sandbox.organization_id,
+                Some(caller),
+                "sandbox.exec",
+                Resource::sandbox(&sandbox),
+                serde_json::json!({
+                    "commandHash": hash,
+                    "exitCode": outcome.exit_code,
+                    "timedOut": outcome.timed_out,
+                    "durationMs": started.elapsed().as_millis() as u64,
+                }),
+            )
+            .await;
         }
         Ok(ExecResult {
             stdout: String::from_utf8_lossy(&outcome.stdout).into_owned(),

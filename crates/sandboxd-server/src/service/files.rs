@@ -3,6 +3,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use sandboxd_agent_protocol::{DirEntry, EntryKind, FailureKind};
+use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::{
     Encoding, FileEntry, FileType, ListFilesResult, ReadFileResult, WriteFileResult,
 };
@@ -34,7 +35,9 @@ impl Service {
         caller: &Principal,
         cmd: WriteFile,
     ) -> Result<WriteFileResult, ServiceError> {
-        let sandbox = self.sandbox_for(caller, &cmd.sandbox_id).await?;
+        let sandbox = self
+            .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
+            .await?;
         let container = sandbox.running_container()?.to_owned();
         if cmd.content.len() > MAX_FILE_BYTES {
             return Err(ServiceError::TooLarge(format!(
@@ -109,7 +112,9 @@ impl Service {
         caller: &Principal,
         cmd: ReadFile,
     ) -> Result<ReadFileResult, ServiceError> {
-        let sandbox = self.sandbox_for(caller, &cmd.sandbox_id).await?;
+        let sandbox = self
+            .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
+            .await?;
         let container = sandbox.running_container()?.to_owned();
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         if let Some(agent) = self.agents().connection(&sandbox.sandbox_id) {
@@ -148,7 +153,9 @@ impl Service {
         caller: &Principal,
         cmd: ListFiles,
     ) -> Result<ListFilesResult, ServiceError> {
-        let sandbox = self.sandbox_for(caller, &cmd.sandbox_id).await?;
+        let sandbox = self
+            .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
+            .await?;
         let container = sandbox.running_container()?.to_owned();
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         let target = cmd.path.unwrap_or_else(|| sandbox.workdir.clone());

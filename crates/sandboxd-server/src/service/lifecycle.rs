@@ -1,10 +1,12 @@
 //! `sandbox.one`, `list`, `setTimeout`, `kill`, `remove`.
 
+use sandboxd_core::access::{self, Denied, Permission, SandboxNeed};
 use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
 use sandboxd_core::validate::ListScope;
+use serde_json::json;
 use tracing::{info, warn};
 
-use super::{Service, ServiceError, now_ms};
+use super::{Resource, Service, ServiceError, now_ms};
 
 impl Service {
     /// The sandboxes of an environment or project of the caller's organization.
@@ -14,22 +16,45 @@ impl Service {
         scope: ListScope,
     ) -> Result<Vec<Sandbox>, ServiceError> {
         let org = &caller.organization_id;
-        match scope {
+        let (project_id, sandboxes) = match scope {
             ListScope::Environment(id) => {
-                self.store()
+                let environment = self
+                    .store()
                     .environment(org, &id)
                     .await?
                     .ok_or(ServiceError::NotFound("environment"))?;
-                Ok(self.store().sandboxes_in_environment(&id).await?)
+                (
+                    environment.project_id,
+                    self.store().sandboxes_in_environment(&id).await?,
+                )
             }
             ListScope::Project(id) => {
                 self.store()
                     .project(org, &id)
                     .await?
                     .ok_or(ServiceError::NotFound("project"))?;
-                Ok(self.store().sandboxes_in_project(&id).await?)
+                let sandboxes = self.store().sandboxes_in_project(&id).await?;
+                (id, sandboxes)
             }
+        };
+        self.require(caller, Permission::ServiceRead)?;
+        if access::sees_everything(caller.role) {
+            return Ok(sandboxes);
         }
+        if !self.project_listed(caller, &project_id).await? {
+            return Err(Denied::NotListed("project").into());
+        }
+        // A member sees the sandboxes on their access list only.
+        let listed = self
+            .store()
+            .member(org, &caller.user_id)
+            .await?
+            .map(|member| member.sandbox_ids)
+            .unwrap_or_default();
+        Ok(sandboxes
+            .into_iter()
+            .filter(|s| listed.binary_search(&s.sandbox_id).is_ok())
+            .collect())
     }
 
     /// Changes the idle timeout of a running sandbox and extends it from now.
@@ -39,17 +64,31 @@ impl Service {
         sandbox_id: &str,
         timeout_ms: i64,
     ) -> Result<Sandbox, ServiceError> {
-        let sandbox = self.sandbox_for(caller, sandbox_id).await?;
+        let sandbox = self
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         sandbox.running_container()?;
         match self
             .store()
             .set_timeout(&sandbox.sandbox_id, timeout_ms, now_ms())
             .await?
         {
-            Some(updated) => Ok(updated),
+            Some(updated) => {
+                self.record(
+                    &updated.organization_id,
+                    Some(caller),
+                    "sandbox.setTimeout",
+                    Resource::sandbox(&updated),
+                    json!({"timeoutMs": timeout_ms}),
+                )
+                .await;
+                Ok(updated)
+            }
             // Killed between the read and the update: report its state now.
             None => {
-                let current = self.sandbox_for(caller, sandbox_id).await?;
+                let current = self
+                    .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+                    .await?;
                 current.running_container()?;
                 Err(ServiceError::Conflict(
                     "sandbox changed state, retry".into(),
@@ -64,8 +103,20 @@ impl Service {
         caller: &Principal,
         sandbox_id: &str,
     ) -> Result<Sandbox, ServiceError> {
-        let sandbox = self.sandbox_for(caller, sandbox_id).await?;
-        self.kill(sandbox).await
+        let sandbox = self
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        let was = sandbox.status;
+        let killed = self.kill(sandbox).await?;
+        self.record(
+            &killed.organization_id,
+            Some(caller),
+            "sandbox.kill",
+            Resource::sandbox(&killed),
+            json!({"previousStatus": was.as_str()}),
+        )
+        .await;
+        Ok(killed)
     }
 
     /// Stops and removes the container (failures are logged, not fatal) and keeps the row
@@ -93,10 +144,20 @@ impl Service {
         caller: &Principal,
         sandbox_id: &str,
     ) -> Result<(), ServiceError> {
-        let sandbox = self.sandbox_for(caller, sandbox_id).await?;
+        let sandbox = self
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Delete)
+            .await?;
         let id = sandbox.sandbox_id.clone();
-        self.kill(sandbox).await?;
+        let killed = self.kill(sandbox).await?;
         self.store().delete_sandbox(&id).await?;
+        self.record(
+            &killed.organization_id,
+            Some(caller),
+            "sandbox.remove",
+            Resource::sandbox(&killed),
+            json!({}),
+        )
+        .await;
         Ok(())
     }
 }

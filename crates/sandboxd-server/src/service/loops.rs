@@ -5,7 +5,7 @@ use sandboxd_core::model::SandboxStatus;
 use sandboxd_core::reconcile::{expired, plan_reconcile};
 use tracing::{info, warn};
 
-use super::{Service, ServiceError, now_ms};
+use super::{Resource, Service, ServiceError, now_ms};
 
 /// What a reaper pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,7 +30,17 @@ impl Service {
         for sandbox in expired(&rows, now) {
             let id = sandbox.sandbox_id.clone();
             match self.kill(sandbox.clone()).await {
-                Ok(_) => report.killed.push(id),
+                Ok(killed) => {
+                    self.record(
+                        &killed.organization_id,
+                        None,
+                        "sandbox.kill",
+                        Resource::sandbox(&killed),
+                        serde_json::json!({"reason": "expired"}),
+                    )
+                    .await;
+                    report.killed.push(id)
+                }
                 Err(error) => {
                     warn!(sandbox_id = %id, %error, "reaper could not kill an expired sandbox");
                     report.failed.push(id);

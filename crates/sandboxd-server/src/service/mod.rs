@@ -1,6 +1,7 @@
 //! The sandbox service: each operation checks its input, the caller's access and the
 //! sandbox's state, then drives the store and the engine. One file per operation group.
 
+mod access;
 mod contexts;
 mod create;
 mod error;
@@ -8,6 +9,7 @@ mod exec;
 mod files;
 mod lifecycle;
 mod loops;
+mod members;
 mod processes;
 mod tenancy;
 mod terminal;
@@ -17,13 +19,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use sandboxd_core::model::{Principal, Sandbox};
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::model::Principal;
 use sandboxd_core::templates::Templates;
 use sandboxd_docker::{Engine, ExecSpec};
 use sandboxd_store::Store;
 
 use crate::agent::AgentHub;
 
+pub use access::Resource;
 pub use error::ServiceError;
 pub use loops::{ReapReport, ReconcileReport};
 
@@ -42,6 +46,7 @@ struct Inner {
     instance_id: String,
     paths: PathCounts,
     tokens: tokens::ExecTokens,
+    audit_exec: bool,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive
@@ -75,6 +80,7 @@ impl Service {
         agents: AgentHub,
         templates: Templates,
         instance_id: String,
+        audit_exec: bool,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -85,8 +91,14 @@ impl Service {
                 instance_id,
                 paths: PathCounts::default(),
                 tokens: tokens::ExecTokens::default(),
+                audit_exec,
             }),
         }
+    }
+
+    /// Whether every command is recorded in the audit log (as a keyed hash).
+    pub fn audits_exec(&self) -> bool {
+        self.inner.audit_exec
     }
 
     pub fn agents(&self) -> &AgentHub {
@@ -100,7 +112,9 @@ impl Service {
         caller: &Principal,
         sandbox_id: &str,
     ) -> Result<(String, i64), ServiceError> {
-        let sandbox = self.sandbox_for(caller, sandbox_id).await?;
+        let sandbox = self
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         let token = self
             .inner
             .tokens
@@ -142,20 +156,6 @@ impl Service {
     /// The id containers of this installation are labelled with.
     pub fn instance_id(&self) -> &str {
         &self.inner.instance_id
-    }
-
-    /// A sandbox the caller may see. Another organization's sandbox is reported exactly
-    /// like a missing one, so ids cannot be probed.
-    pub async fn sandbox_for(
-        &self,
-        caller: &Principal,
-        sandbox_id: &str,
-    ) -> Result<Sandbox, ServiceError> {
-        let id = sandboxd_core::validate::sandbox_id(sandbox_id)?;
-        match self.store().sandbox(&id).await? {
-            Some(sandbox) if sandbox.organization_id == caller.organization_id => Ok(sandbox),
-            _ => Err(ServiceError::NotFound("sandbox")),
-        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Background processes: kept by the sandbox's agent, so they outlive client connections
 //! (and restarts of sandboxd), and die with the sandbox.
 
+use sandboxd_core::access::SandboxNeed;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -74,8 +75,9 @@ impl Service {
         &self,
         caller: &Principal,
         sandbox_id: &str,
+        need: SandboxNeed,
     ) -> Result<(Sandbox, AgentConn), ServiceError> {
-        let sandbox = self.sandbox_for(caller, sandbox_id).await?;
+        let sandbox = self.sandbox_for(caller, sandbox_id, need).await?;
         sandbox.running_container()?;
         let agent = self
             .agents()
@@ -92,7 +94,9 @@ impl Service {
         caller: &Principal,
         start: StartProcess,
     ) -> Result<ProcessView, ServiceError> {
-        let (sandbox, agent) = self.agent_for(caller, &start.command.sandbox_id).await?;
+        let (sandbox, agent) = self
+            .agent_for(caller, &start.command.sandbox_id, SandboxNeed::Use)
+            .await?;
         let id = new_process_id()?;
         let argv = vec!["sh".into(), "-c".into(), start.command.cmd];
         let cwd = Some(start.command.cwd.unwrap_or_else(|| sandbox.workdir.clone()));
@@ -109,7 +113,9 @@ impl Service {
         caller: &Principal,
         sandbox_id: &str,
     ) -> Result<Vec<ProcessView>, ServiceError> {
-        let (sandbox, agent) = self.agent_for(caller, sandbox_id).await?;
+        let (sandbox, agent) = self
+            .agent_for(caller, sandbox_id, SandboxNeed::Read)
+            .await?;
         let mut infos = agent.processes().await.map_err(process_error)?;
         infos.sort_by(|a, b| {
             a.started_ms
@@ -130,7 +136,9 @@ impl Service {
         process_id: &str,
         timeout: Duration,
     ) -> Result<ProcessView, ServiceError> {
-        let (sandbox, agent) = self.agent_for(caller, sandbox_id).await?;
+        let (sandbox, agent) = self
+            .agent_for(caller, sandbox_id, SandboxNeed::Read)
+            .await?;
         let info = agent
             .wait_process(process_id, timeout)
             .await
@@ -146,7 +154,7 @@ impl Service {
         process_id: &str,
         signal: i32,
     ) -> Result<ProcessView, ServiceError> {
-        let (sandbox, agent) = self.agent_for(caller, sandbox_id).await?;
+        let (sandbox, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
         let info = agent
             .signal_process(process_id, signal)
             .await
@@ -163,7 +171,7 @@ impl Service {
         data: &[u8],
         close: bool,
     ) -> Result<u64, ServiceError> {
-        let (_, agent) = self.agent_for(caller, sandbox_id).await?;
+        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
         agent
             .write_process(process_id, data, close)
             .await
@@ -180,7 +188,9 @@ impl Service {
         offset: u64,
         encoding: Encoding,
     ) -> Result<ProcessOutputResult, ServiceError> {
-        let (_, agent) = self.agent_for(caller, sandbox_id).await?;
+        let (_, agent) = self
+            .agent_for(caller, sandbox_id, SandboxNeed::Read)
+            .await?;
         let which = match stream {
             StreamName::Stdout => ProcessStream::Stdout,
             StreamName::Stderr => ProcessStream::Stderr,

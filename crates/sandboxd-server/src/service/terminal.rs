@@ -1,6 +1,7 @@
 //! Interactive terminals: a shell (or a command) on a terminal inside the sandbox,
 //! through its agent.
 
+use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::Principal;
 
 use super::{Service, ServiceError, now_ms};
@@ -17,7 +18,7 @@ impl Service {
         cols: u16,
         rows: u16,
     ) -> Result<PtySession, ServiceError> {
-        let (sandbox, agent) = self.agent_for(caller, sandbox_id).await?;
+        let (sandbox, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
         let argv = match cmd {
             Some(cmd) => vec!["sh".into(), "-c".into(), cmd],
             None => vec!["sh".into()],

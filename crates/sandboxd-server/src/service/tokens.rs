@@ -74,6 +74,7 @@ mod tests {
             organization_id: "o".into(),
             role: Role::Owner,
             key_id: "k".into(),
+            permissions: sandboxd_core::access::Permissions::all(),
         }
     }
 

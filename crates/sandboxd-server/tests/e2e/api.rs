@@ -189,6 +189,16 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/project.all", "get", "project-all"),
         ("/api/project.create", "post", "project-create"),
         ("/api/environment.create", "post", "environment-create"),
+        ("/api/organization.create", "post", "organization-create"),
+        ("/api/organization.all", "get", "organization-all"),
+        ("/api/member.all", "get", "member-all"),
+        ("/api/member.create", "post", "member-create"),
+        ("/api/member.update", "post", "member-update"),
+        ("/api/member.remove", "post", "member-remove"),
+        ("/api/apiKey.create", "post", "apiKey-create"),
+        ("/api/apiKey.all", "get", "apiKey-all"),
+        ("/api/apiKey.revoke", "post", "apiKey-revoke"),
+        ("/api/audit.list", "get", "audit-list"),
     ];
     let paths = doc["paths"].as_object().unwrap();
     assert_eq!(

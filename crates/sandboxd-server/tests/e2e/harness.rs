@@ -52,6 +52,7 @@ fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
         PathBuf::from("/nonexistent")
     });
     config.bootstrap_key = Some(KEY.into());
+    config.audit_exec = true;
     config.template_images.insert("base".into(), DEBIAN.into());
     config
         .template_images
@@ -181,11 +182,20 @@ impl TestServer {
     }
 
     pub async fn get(&self, procedure: &str, query: &[(&str, &str)]) -> (StatusCode, Value) {
+        self.get_with_key(procedure, KEY, query).await
+    }
+
+    pub async fn get_with_key(
+        &self,
+        procedure: &str,
+        key: &str,
+        query: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
         let response = self
             .client
             .get(format!("{}/api/{procedure}", self.url))
             .query(query)
-            .header("x-api-key", KEY)
+            .header("x-api-key", key)
             .send()
             .await
             .expect("request");

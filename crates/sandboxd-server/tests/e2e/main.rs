@@ -16,4 +16,5 @@ mod mcp;
 mod processes;
 mod reconcile;
 mod stream;
+mod tenancy;
 mod terminal;

@@ -3,6 +3,7 @@
 //! driver's standard input and reads the driver's reply, marked by an ASCII record
 //! separator, from its output from where it stood before the run.
 
+use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
 use sandboxd_agent_protocol::ProcessStream;
@@ -66,7 +67,7 @@ impl Service {
         if language.is_some_and(|l| l != "python") {
             return Err(Invalid::one("language", "only python is supported").into());
         }
-        let (sandbox, agent) = self.agent_for(caller, sandbox_id).await?;
+        let (sandbox, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
         let id = format!("c_{}", &sandboxd_store::new_id()?[..12]);
         let argv = vec!["python3".into(), "-u".into(), "-c".into(), DRIVER.into()];
         let info = agent
@@ -100,7 +101,7 @@ impl Service {
             return Err(Invalid::one("code", "must be 1 to 65536 bytes").into());
         }
         let timeout = run_timeout(timeout_ms)?;
-        let (_, agent) = self.agent_for(caller, sandbox_id).await?;
+        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
         let info = agent
             .processes()
             .await
@@ -163,7 +164,7 @@ impl Service {
         if !context_id.starts_with("c_") {
             return Err(ServiceError::NotFound("context"));
         }
-        let (_, agent) = self.agent_for(caller, sandbox_id).await?;
+        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
         agent
             .signal_process(context_id, SIGKILL)
             .await

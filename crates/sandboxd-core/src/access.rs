@@ -1,0 +1,253 @@
+//! Who may do what: the permissions a caller holds (from their role, their grants and
+//! their key's scopes) and the decisions built on them. Callers from another
+//! organization never reach these checks: their ids resolve to nothing.
+
+use crate::model::{Principal, Role};
+
+/// A capability of a caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Permission {
+    /// Create sandboxes in a project the member can access.
+    ServiceCreate,
+    /// See a sandbox, its files and its processes' output.
+    ServiceRead,
+    /// Remove a sandbox's record.
+    ServiceDelete,
+    /// Run commands in a sandbox, write its files, change its timeout, kill it.
+    DeploymentCreate,
+    /// Create projects and environments.
+    ProjectCreate,
+    /// Manage members, their grants and other users' keys; read the audit log. Held by
+    /// owners and admins only; a key can be narrowed to drop it.
+    OrganizationAdmin,
+}
+
+impl Permission {
+    pub const ALL: [Self; 6] = [
+        Self::ServiceCreate,
+        Self::ServiceRead,
+        Self::ServiceDelete,
+        Self::DeploymentCreate,
+        Self::ProjectCreate,
+        Self::OrganizationAdmin,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ServiceCreate => "service:create",
+            Self::ServiceRead => "service:read",
+            Self::ServiceDelete => "service:delete",
+            Self::DeploymentCreate => "deployment:create",
+            Self::ProjectCreate => "project:create",
+            Self::OrganizationAdmin => "organization:admin",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == value)
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// A set of permissions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Permissions(u8);
+
+impl Permissions {
+    pub const NONE: Self = Self(0);
+
+    pub fn all() -> Self {
+        Permission::ALL.into_iter().collect()
+    }
+
+    /// What a member can be granted: everything but organization administration.
+    pub fn grantable() -> Self {
+        Self::all().without(Permission::OrganizationAdmin)
+    }
+
+    /// What a new member holds unless told otherwise.
+    pub fn member_default() -> Self {
+        [Permission::ServiceRead].into_iter().collect()
+    }
+
+    pub fn contains(self, permission: Permission) -> bool {
+        self.0 & permission.bit() != 0
+    }
+
+    pub fn without(self, permission: Permission) -> Self {
+        Self(self.0 & !permission.bit())
+    }
+
+    pub fn intersect(self, other: Self) -> Self {
+        Self(self.0 & other.0)
+    }
+
+    pub fn is_subset_of(self, other: Self) -> bool {
+        self.0 & !other.0 == 0
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Permission> {
+        Permission::ALL
+            .into_iter()
+            .filter(move |p| self.contains(*p))
+    }
+
+    pub fn names(self) -> Vec<String> {
+        self.iter().map(|p| p.as_str().to_owned()).collect()
+    }
+
+    /// Parses names; the first unknown one is the error.
+    pub fn parse<S: AsRef<str>>(names: &[S]) -> Result<Self, String> {
+        names
+            .iter()
+            .map(|name| Permission::parse(name.as_ref()).ok_or_else(|| name.as_ref().to_owned()))
+            .collect()
+    }
+
+    /// Space-separated names, as stored.
+    pub fn to_text(self) -> String {
+        self.names().join(" ")
+    }
+
+    /// Reads [`Self::to_text`]; unknown names (from a newer version) are ignored.
+    pub fn from_text(text: &str) -> Self {
+        text.split_whitespace()
+            .filter_map(Permission::parse)
+            .collect()
+    }
+}
+
+impl FromIterator<Permission> for Permissions {
+    fn from_iter<I: IntoIterator<Item = Permission>>(iter: I) -> Self {
+        Self(iter.into_iter().fold(0, |bits, p| bits | p.bit()))
+    }
+}
+
+/// What a caller holds: owners and admins everything, members their grants, each
+/// narrowed to the key's scopes when it has any.
+pub fn effective(role: Role, grants: Permissions, scopes: Option<Permissions>) -> Permissions {
+    let held = match role {
+        Role::Owner | Role::Admin => Permissions::all(),
+        Role::Member => grants.intersect(Permissions::grantable()),
+    };
+    scopes.map_or(held, |scopes| held.intersect(scopes))
+}
+
+/// Owners and admins see every project and sandbox of their organization; members only
+/// those on their access lists.
+pub fn sees_everything(role: Role) -> bool {
+    matches!(role, Role::Owner | Role::Admin)
+}
+
+/// What an operation on an existing sandbox needs, as the reference lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxNeed {
+    /// one, list, readFile, listFiles, process output.
+    Read,
+    /// exec, writeFile, setTimeout, kill, the WebSockets, processes, contexts.
+    Use,
+    /// remove.
+    Delete,
+}
+
+impl SandboxNeed {
+    pub fn permission(self) -> Permission {
+        match self {
+            Self::Read => Permission::ServiceRead,
+            Self::Use => Permission::DeploymentCreate,
+            Self::Delete => Permission::ServiceDelete,
+        }
+    }
+}
+
+/// Why a caller of the right organization may not do something.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Denied {
+    #[error("this needs the permission {}", .0.as_str())]
+    Missing(Permission),
+    #[error("you do not have access to this {0}")]
+    NotListed(&'static str),
+    #[error("{0}")]
+    Rule(&'static str),
+}
+
+/// Whether `caller` may act on a sandbox of their organization; `listed` is whether the
+/// sandbox is on their access list.
+pub fn check_sandbox(caller: &Principal, need: SandboxNeed, listed: bool) -> Result<(), Denied> {
+    require(caller, need.permission())?;
+    if sees_everything(caller.role) || listed {
+        Ok(())
+    } else {
+        Err(Denied::NotListed("sandbox"))
+    }
+}
+
+/// Whether `caller` may create sandboxes in a project of their organization; `listed`
+/// is whether the project is on their access list.
+pub fn check_create_in_project(caller: &Principal, listed: bool) -> Result<(), Denied> {
+    require(caller, Permission::ServiceCreate)?;
+    if sees_everything(caller.role) || listed {
+        Ok(())
+    } else {
+        Err(Denied::NotListed("project"))
+    }
+}
+
+pub fn require(caller: &Principal, permission: Permission) -> Result<(), Denied> {
+    if caller.permissions.contains(permission) {
+        Ok(())
+    } else {
+        Err(Denied::Missing(permission))
+    }
+}
+
+/// Whether `caller` may change or remove the membership of a user whose role is
+/// `target` (and, on a change, give it the role `new_role`). Admins manage members;
+/// only owners manage admins and owners; nobody changes their own membership.
+pub fn check_manage_member(
+    caller: &Principal,
+    target_user_id: &str,
+    target: Role,
+    new_role: Option<Role>,
+) -> Result<(), Denied> {
+    require(caller, Permission::OrganizationAdmin)?;
+    if target_user_id == caller.user_id {
+        return Err(Denied::Rule(
+            "you cannot change or remove your own membership",
+        ));
+    }
+    let touches_privileged =
+        target != Role::Member || new_role.is_some_and(|role| role != Role::Member);
+    if touches_privileged && caller.role != Role::Owner {
+        return Err(Denied::Rule("only an owner can manage owners and admins"));
+    }
+    Ok(())
+}
+
+/// Whether `caller` may create a key for, or revoke a key of, the user `owner_user_id`
+/// (role `owner_role`) with `scopes`. Everybody manages their own keys, narrowed to
+/// what they hold; managing another user's keys is member management.
+pub fn check_manage_key(
+    caller: &Principal,
+    owner_user_id: &str,
+    owner_role: Role,
+    scopes: Option<Permissions>,
+) -> Result<(), Denied> {
+    if owner_user_id != caller.user_id {
+        check_manage_member(caller, owner_user_id, owner_role, None)?;
+    }
+    if let Some(scopes) = scopes
+        && !scopes.is_subset_of(caller.permissions)
+    {
+        return Err(Denied::Rule(
+            "a key cannot hold scopes its creator does not hold",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+use super::*;
+
+fn caller(role: Role, permissions: Permissions) -> Principal {
+    Principal {
+        user_id: "u".into(),
+        organization_id: "o".into(),
+        role,
+        key_id: "k".into(),
+        permissions,
+    }
+}
+
+#[test]
+fn names_round_trip_and_unknown_names_are_reported() {
+    let all = Permissions::all();
+    assert_eq!(Permissions::parse(&all.names()), Ok(all));
+    assert_eq!(Permissions::from_text(&all.to_text()), all);
+    assert_eq!(
+        Permissions::parse(&["service:read", "root"]),
+        Err("root".to_owned())
+    );
+}
+
+#[test]
+fn members_never_hold_organization_admin_and_scopes_narrow_everyone() {
+    assert!(
+        !effective(Role::Member, Permissions::all(), None).contains(Permission::OrganizationAdmin)
+    );
+    assert_eq!(
+        effective(Role::Owner, Permissions::NONE, None),
+        Permissions::all()
+    );
+    let read: Permissions = [Permission::ServiceRead].into_iter().collect();
+    assert_eq!(effective(Role::Owner, Permissions::NONE, Some(read)), read);
+    assert_eq!(
+        effective(Role::Member, Permissions::NONE, Some(Permissions::all())),
+        Permissions::NONE
+    );
+}
+
+#[test]
+fn each_sandbox_need_maps_to_the_reference_permission() {
+    let read_only = caller(Role::Member, Permissions::member_default());
+    assert_eq!(check_sandbox(&read_only, SandboxNeed::Read, true), Ok(()));
+    assert_eq!(
+        check_sandbox(&read_only, SandboxNeed::Use, true),
+        Err(Denied::Missing(Permission::DeploymentCreate))
+    );
+    assert_eq!(
+        check_sandbox(&read_only, SandboxNeed::Delete, true),
+        Err(Denied::Missing(Permission::ServiceDelete))
+    );
+    assert_eq!(
+        check_sandbox(&read_only, SandboxNeed::Read, false),
+        Err(Denied::NotListed("sandbox"))
+    );
+    let owner = caller(Role::Owner, Permissions::all());
+    assert_eq!(check_sandbox(&owner, SandboxNeed::Delete, false), Ok(()));
+}
+
+#[test]
+fn creating_needs_the_permission_and_the_project() {
+    let member = caller(Role::Member, Permissions::grantable());
+    assert_eq!(check_create_in_project(&member, true), Ok(()));
+    assert_eq!(
+        check_create_in_project(&member, false),
+        Err(Denied::NotListed("project"))
+    );
+    let reader = caller(Role::Member, Permissions::member_default());
+    assert_eq!(
+        check_create_in_project(&reader, true),
+        Err(Denied::Missing(Permission::ServiceCreate))
+    );
+}
+
+#[test]
+fn admins_manage_members_and_only_owners_manage_admins() {
+    let admin = caller(Role::Admin, Permissions::all());
+    assert_eq!(check_manage_member(&admin, "m", Role::Member, None), Ok(()));
+    assert!(check_manage_member(&admin, "m", Role::Member, Some(Role::Admin)).is_err());
+    assert!(check_manage_member(&admin, "a", Role::Admin, None).is_err());
+    let owner = caller(Role::Owner, Permissions::all());
+    assert_eq!(
+        check_manage_member(&owner, "a", Role::Admin, Some(Role::Owner)),
+        Ok(())
+    );
+    assert!(check_manage_member(&owner, "u", Role::Owner, Some(Role::Member)).is_err());
+    let member = caller(Role::Member, Permissions::grantable());
+    assert_eq!(
+        check_manage_member(&member, "m", Role::Member, None),
+        Err(Denied::Missing(Permission::OrganizationAdmin))
+    );
+    let scoped_owner = caller(Role::Owner, Permissions::grantable());
+    assert!(check_manage_member(&scoped_owner, "m", Role::Member, None).is_err());
+}
+
+#[test]
+fn keys_hold_no_more_than_their_creator() {
+    let member = caller(Role::Member, Permissions::member_default());
+    assert_eq!(check_manage_key(&member, "u", Role::Member, None), Ok(()));
+    assert_eq!(
+        check_manage_key(
+            &member,
+            "u",
+            Role::Member,
+            Some(Permissions::member_default())
+        ),
+        Ok(())
+    );
+    assert!(check_manage_key(&member, "u", Role::Member, Some(Permissions::all())).is_err());
+    assert!(check_manage_key(&member, "other", Role::Member, None).is_err());
+    let admin = caller(Role::Admin, Permissions::all());
+    assert_eq!(check_manage_key(&admin, "m", Role::Member, None), Ok(()));
+    assert!(check_manage_key(&admin, "o", Role::Owner, None).is_err());
+}

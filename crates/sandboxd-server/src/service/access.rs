@@ -1,0 +1,118 @@
+//! Access checks shared by every operation, and the audit trail they leave.
+//!
+//! Order of checks: an id of another organization resolves to nothing (404, as a missing
+//! one); within the organization a missing permission or access-list entry is 403.
+
+use sandboxd_core::access::{self, Denied, Permission, SandboxNeed};
+use sandboxd_core::model::{Principal, Sandbox};
+use sandboxd_store::NewAuditEntry;
+use serde_json::Value;
+use tracing::error;
+
+use super::{Service, ServiceError};
+
+impl From<Denied> for ServiceError {
+    fn from(denied: Denied) -> Self {
+        Self::Forbidden(denied.to_string())
+    }
+}
+
+/// What an audit entry is about.
+#[derive(Debug, Clone, Copy)]
+pub struct Resource<'a> {
+    pub kind: &'static str,
+    pub id: &'a str,
+    pub name: Option<&'a str>,
+}
+
+impl<'a> Resource<'a> {
+    pub fn sandbox(sandbox: &'a Sandbox) -> Self {
+        Self {
+            kind: "sandbox",
+            id: &sandbox.sandbox_id,
+            name: Some(&sandbox.name),
+        }
+    }
+}
+
+impl Service {
+    /// A sandbox of the caller's organization that the caller may act on as `need`
+    /// says. Another organization's sandbox is reported exactly like a missing one, so
+    /// ids cannot be probed.
+    pub async fn sandbox_for(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        need: SandboxNeed,
+    ) -> Result<Sandbox, ServiceError> {
+        let id = sandboxd_core::validate::sandbox_id(sandbox_id)?;
+        let sandbox = match self.store().sandbox(&id).await? {
+            Some(sandbox) if sandbox.organization_id == caller.organization_id => sandbox,
+            _ => return Err(ServiceError::NotFound("sandbox")),
+        };
+        let listed = access::sees_everything(caller.role)
+            || self
+                .store()
+                .sandbox_listed(&caller.organization_id, &caller.user_id, &id)
+                .await?;
+        access::check_sandbox(caller, need, listed)?;
+        Ok(sandbox)
+    }
+
+    /// Whether the caller may see a project of their organization (and list its
+    /// sandboxes).
+    pub(crate) async fn project_listed(
+        &self,
+        caller: &Principal,
+        project_id: &str,
+    ) -> Result<bool, ServiceError> {
+        Ok(access::sees_everything(caller.role)
+            || self
+                .store()
+                .project_listed(&caller.organization_id, &caller.user_id, project_id)
+                .await?)
+    }
+
+    /// Checks that the caller may create sandboxes in a project of their organization.
+    pub(crate) async fn check_create_in(
+        &self,
+        caller: &Principal,
+        project_id: &str,
+    ) -> Result<(), ServiceError> {
+        let listed = self.project_listed(caller, project_id).await?;
+        Ok(access::check_create_in_project(caller, listed)?)
+    }
+
+    pub(crate) fn require(
+        &self,
+        caller: &Principal,
+        permission: Permission,
+    ) -> Result<(), ServiceError> {
+        Ok(access::require(caller, permission)?)
+    }
+
+    /// Records an action in the audit log. `actor` is `None` for what sandboxd does by
+    /// itself. A failure to record is logged and does not undo the action.
+    pub(crate) async fn record(
+        &self,
+        organization_id: &str,
+        actor: Option<&Principal>,
+        action: &str,
+        resource: Resource<'_>,
+        metadata: Value,
+    ) {
+        let entry = NewAuditEntry {
+            organization_id,
+            actor_user_id: actor.map(|a| a.user_id.as_str()),
+            actor_key_id: actor.map(|a| a.key_id.as_str()),
+            action,
+            resource_type: resource.kind,
+            resource_id: resource.id,
+            resource_name: resource.name,
+            metadata,
+        };
+        if let Err(failure) = self.store().audit(entry).await {
+            error!(%action, resource_id = %resource.id, error = %failure, "could not record an audit entry");
+        }
+    }
+}
