@@ -31,16 +31,24 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = token_from(&parts.headers)
-            .ok_or(ApiError::Unauthorized)?
-            .trim();
-        let principal = state
-            .service
-            .store()
-            .authenticate(token)
-            .await
-            .map_err(|e| ApiError::Service(ServiceError::from(e)))?
-            .ok_or(ApiError::Unauthorized)?;
-        Ok(Self(principal))
+        let token = token_from(&parts.headers).ok_or(ApiError::Unauthorized)?;
+        Ok(Self(principal(state, token).await?))
     }
+}
+
+/// The caller a key names, counted against the key's rate limit: 401 for an unknown,
+/// revoked or expired key, 429 when the key is over its limit.
+pub async fn principal(state: &AppState, key: &str) -> Result<Principal, ApiError> {
+    let principal = state
+        .service
+        .store()
+        .authenticate(key.trim())
+        .await
+        .map_err(|e| ApiError::Service(ServiceError::from(e)))?
+        .ok_or(ApiError::Unauthorized)?;
+    state
+        .limits
+        .check(&principal.key_id)
+        .map_err(ApiError::RateLimited)?;
+    Ok(principal)
 }

@@ -1,7 +1,8 @@
 //! The one place where failures become HTTP statuses and stable error codes.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sandboxd_core::api::ErrorBody;
 use sandboxd_core::error::Issue;
@@ -18,6 +19,8 @@ pub enum ApiError {
     BadRequest(String),
     #[error("{0}")]
     TooLarge(String),
+    #[error("too many requests with this key; retry later")]
+    RateLimited(std::time::Duration),
     #[error(transparent)]
     Service(#[from] ServiceError),
 }
@@ -48,6 +51,12 @@ impl ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "PAYLOAD_TOO_LARGE",
                 message.clone(),
+                vec![],
+            ),
+            Self::RateLimited(_) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "TOO_MANY_REQUESTS",
+                self.to_string(),
                 vec![],
             ),
             Self::Service(service) => match service {
@@ -134,6 +143,14 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, body) = self.status_and_body();
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if let Self::RateLimited(wait) = self {
+            // Whole seconds, rounded up: a client that waits this long gets through.
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        }
+        response
     }
 }

@@ -4,11 +4,13 @@
 
 pub mod agent;
 mod auth;
+mod body_limit;
 mod error;
 mod extract;
 mod loops;
 mod mcp;
 mod openapi;
+mod rate_limit;
 mod routes;
 pub mod service;
 pub mod time;
@@ -16,6 +18,7 @@ pub mod time;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
@@ -34,9 +37,6 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 
 pub use service::Service;
-
-/// Largest request body accepted: a 10 MiB file, base64-encoded, in JSON.
-const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// What the server needs to start.
 #[derive(Debug, Clone)]
@@ -61,6 +61,10 @@ pub struct ServerConfig {
     /// Record every command in the audit log: who, which sandbox, a keyed hash of the
     /// command (never its text or env), exit code and duration.
     pub audit_exec: bool,
+    /// Requests per second each API key may make, sustained; 0 turns limits off.
+    pub rate_limit_per_second: u32,
+    /// Requests each API key may make at once above the sustained rate.
+    pub rate_limit_burst: u32,
 }
 
 impl ServerConfig {
@@ -77,6 +81,8 @@ impl ServerConfig {
             mcp_allowed_hosts: Vec::new(),
             mcp_allowed_origins: Vec::new(),
             audit_exec: false,
+            rate_limit_per_second: 100,
+            rate_limit_burst: 200,
         }
     }
 }
@@ -86,6 +92,7 @@ impl ServerConfig {
 pub struct AppState {
     pub service: Service,
     pub mcp: mcp::McpSettings,
+    pub limits: Arc<rate_limit::KeyLimiter>,
 }
 
 /// A server that is ready to serve: store open, engine connected, first start done.
@@ -168,6 +175,10 @@ impl Server {
             }
         }
         app(AppState {
+            limits: Arc::new(rate_limit::KeyLimiter::new(
+                self.config.rate_limit_per_second,
+                self.config.rate_limit_burst,
+            )),
             service: self.service.clone(),
             mcp: mcp::McpSettings {
                 allowed_hosts: hosts,
@@ -247,6 +258,7 @@ pub fn app(state: AppState) -> Router {
                     mcp::authenticate,
                 )),
         )
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(body_limit::enforce))
+        .layer(DefaultBodyLimit::max(body_limit::MAX_FILE_BODY_BYTES))
         .with_state(state)
 }

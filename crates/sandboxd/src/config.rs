@@ -38,6 +38,10 @@ pub struct Config {
     pub mcp_allowed_origins: Vec<String>,
     /// Record every command in the audit log (a keyed hash of it, never its text).
     pub audit_exec: bool,
+    /// Requests per second each API key may make, sustained; 0 turns limits off.
+    pub rate_limit_per_second: u32,
+    /// Requests each API key may make at once above the sustained rate.
+    pub rate_limit_burst: u32,
 }
 
 impl std::fmt::Debug for Config {
@@ -53,6 +57,8 @@ impl std::fmt::Debug for Config {
             .field("mcp_allowed_hosts", &self.mcp_allowed_hosts)
             .field("mcp_allowed_origins", &self.mcp_allowed_origins)
             .field("audit_exec", &self.audit_exec)
+            .field("rate_limit_per_second", &self.rate_limit_per_second)
+            .field("rate_limit_burst", &self.rate_limit_burst)
             .finish()
     }
 }
@@ -70,6 +76,8 @@ impl Default for Config {
             mcp_allowed_hosts: Vec::new(),
             mcp_allowed_origins: Vec::new(),
             audit_exec: false,
+            rate_limit_per_second: 100,
+            rate_limit_burst: 200,
         }
     }
 }

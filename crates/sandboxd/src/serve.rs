@@ -53,6 +53,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server_config.mcp_allowed_hosts = config.mcp_allowed_hosts.clone();
     server_config.mcp_allowed_origins = config.mcp_allowed_origins.clone();
     server_config.audit_exec = config.audit_exec;
+    server_config.rate_limit_per_second = config.rate_limit_per_second;
+    server_config.rate_limit_burst = config.rate_limit_burst;
     server_config.template_images = config
         .templates
         .iter()

@@ -15,7 +15,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::AppState;
-use crate::auth::token_from;
+use crate::auth::{principal, token_from};
 use crate::error::ApiError;
 use crate::service::Service;
 use held::HeldOutputs;
@@ -53,21 +53,14 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = match token_from(request.headers()) {
-        Some(key) => state
-            .service
-            .store()
-            .authenticate(key.trim())
-            .await
-            .ok()
-            .flatten(),
-        None => None,
+    let Some(key) = token_from(request.headers()) else {
+        return ApiError::Unauthorized.into_response();
     };
-    match principal {
-        Some(principal) => {
+    match principal(&state, key).await {
+        Ok(principal) => {
             request.extensions_mut().insert(principal);
             next.run(request).await
         }
-        None => ApiError::Unauthorized.into_response(),
+        Err(error) => error.into_response(),
     }
 }

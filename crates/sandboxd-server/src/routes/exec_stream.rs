@@ -67,13 +67,7 @@ pub(super) async fn authorize(
     sandbox_id: &str,
 ) -> Option<Principal> {
     if let Some(key) = key {
-        return state
-            .service
-            .store()
-            .authenticate(key.trim())
-            .await
-            .ok()
-            .flatten();
+        return crate::auth::principal(state, key).await.ok();
     }
     token.and_then(|token| state.service.redeem_exec_token(token, sandbox_id))
 }

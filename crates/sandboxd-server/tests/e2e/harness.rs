@@ -64,26 +64,35 @@ fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
 
 impl TestServer {
     pub async fn start() -> Self {
-        Self::start_on(tempfile::tempdir().expect("temp dir"), true).await
+        Self::start_on(tempfile::tempdir().expect("temp dir"), true, |_| {}).await
+    }
+
+    /// A server with the test configuration changed by `tweak`.
+    pub async fn start_with(tweak: impl FnOnce(&mut ServerConfig)) -> Self {
+        Self::start_on(tempfile::tempdir().expect("temp dir"), true, tweak).await
     }
 
     /// A server whose sandboxes run without the agent, as sandboxes created before the
     /// agent existed do: everything goes through the engine's exec and archive API.
     pub async fn start_without_agent() -> Self {
-        Self::start_on(tempfile::tempdir().expect("temp dir"), false).await
+        Self::start_on(tempfile::tempdir().expect("temp dir"), false, |_| {}).await
     }
 
     /// Starts a server again on the data dir of a stopped one; its containers are now
     /// this server's to clean up.
     pub async fn start_in(mut stopped: StoppedServer) -> Self {
         stopped.instance.clear();
-        Self::start_on(stopped.data.take().expect("data dir"), true).await
+        Self::start_on(stopped.data.take().expect("data dir"), true, |_| {}).await
     }
 
-    async fn start_on(data: TempDir, with_agent: bool) -> Self {
-        let server = Server::start(config(&data, with_agent))
-            .await
-            .expect("server starts");
+    async fn start_on(
+        data: TempDir,
+        with_agent: bool,
+        tweak: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
+        let mut config = config(&data, with_agent);
+        tweak(&mut config);
+        let server = Server::start(config).await.expect("server starts");
         let service = server.service.clone();
         let instance = service.instance_id().to_owned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

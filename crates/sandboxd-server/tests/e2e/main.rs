@@ -11,6 +11,7 @@ mod containers;
 mod contexts;
 mod exec;
 mod files;
+mod hygiene;
 mod lifecycle;
 mod mcp;
 mod processes;

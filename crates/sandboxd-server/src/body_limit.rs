@@ -1,0 +1,55 @@
+//! Request bodies are limited before they are read: a `Content-Length` over the route's
+//! limit is refused at once (413, nothing read), and a body without one is cut off as
+//! soon as it passes the limit.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::header::CONTENT_LENGTH;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+
+/// Largest body of most procedures (commands, env, process input of ≤ 1 MiB as text).
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+/// Largest body of the routes that carry whole files (10 MiB base64-encoded, plus JSON).
+pub const MAX_FILE_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// The body limit of a path.
+pub fn limit_for(path: &str) -> usize {
+    match path {
+        "/api/sandbox.writeFile" | "/mcp" => MAX_FILE_BODY_BYTES,
+        _ => MAX_BODY_BYTES,
+    }
+}
+
+/// The middleware.
+pub async fn enforce(request: Request, next: Next) -> Response {
+    let limit = limit_for(request.uri().path());
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return ApiError::TooLarge(format!(
+            "request body is over the limit of {limit} bytes for this route"
+        ))
+        .into_response();
+    }
+    let request = request.map(|body| Body::new(http_body_util::Limited::new(body, limit)));
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn file_routes_take_files_and_the_rest_less() {
+        assert_eq!(
+            super::limit_for("/api/sandbox.writeFile"),
+            super::MAX_FILE_BODY_BYTES
+        );
+        assert_eq!(super::limit_for("/mcp"), super::MAX_FILE_BODY_BYTES);
+        assert_eq!(super::limit_for("/api/sandbox.exec"), super::MAX_BODY_BYTES);
+    }
+}
