@@ -3,12 +3,14 @@
 #   sandboxd-local/busybox:latest  a static busybox root filesystem (no GNU tools, no libc)
 #   sandboxd-local/debian:bookworm a minimal Debian made with debootstrap (GNU coreutils and
 #                                  find, python3 with its standard library), user 1000
-#                                  `user` with home /home/user
+#                                  `user` with home /home/user, and /usr/local/bin/suid-id,
+#                                  a setuid-root copy of `id` the security tests run to
+#                                  show that setuid grants nothing in a sandbox
 # Images that already exist in this version are kept; pass --force to rebuild them.
 set -euo pipefail
 
 # Bumped whenever what goes into the images changes, so stale images are rebuilt.
-version=2
+version=3
 force=0
 [ "${1:-}" = "--force" ] && force=1
 
@@ -69,6 +71,7 @@ if ! have_image sandboxd-local/debian:bookworm; then
   rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/*
   chroot "$root" /usr/sbin/groupadd -g 1000 user
   chroot "$root" /usr/sbin/useradd -u 1000 -g 1000 -m -d /home/user -s /bin/sh user
+  install -m 4755 -o root -g root "$root/usr/bin/id" "$root/usr/local/bin/suid-id"
   tar -C "$root" -c . | docker import \
     --change 'CMD ["/bin/bash"]' \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \

@@ -9,3 +9,4 @@ SANDBOXD_AGENT_BINARY=$(bash scripts/build-agent.sh)
 export SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"
 bash scripts/test-mcp-python.sh
+bash scripts/fuzz-api.sh

@@ -10,6 +10,7 @@ pub mod exec_kill;
 pub mod limits;
 pub mod listing;
 pub mod model;
+pub mod oom;
 pub mod paging;
 pub mod paths;
 pub mod plan;

@@ -79,6 +79,9 @@ pub struct ContainerPlan {
     pub network: NetworkPlan,
     /// Read-only bind mounts (the agent and its socket directory).
     pub mounts: Vec<BindMount>,
+    /// The engine's OCI runtime (`runsc`, `kata-runtime`…); `None` is the engine's
+    /// default (runc).
+    pub runtime: Option<String>,
 }
 
 /// Security options applied to every sandbox, whatever its plan.
@@ -152,6 +155,26 @@ pub fn plan_container(
                 ]
             })
             .unwrap_or_default(),
+        runtime: sandbox.runtime.clone(),
+    }
+}
+
+/// How strongly a runtime isolates a sandbox from the host kernel: `container`
+/// (namespaces and cgroups on the host kernel: runc, crun, or a runtime sandboxd does
+/// not know, reported conservatively), `gvisor` (a user-space kernel intercepts system
+/// calls: runsc) or `microvm` (a guest kernel in a lightweight VM: Kata, Firecracker).
+pub fn isolation_tier(runtime: Option<&str>) -> &'static str {
+    let name = runtime
+        .unwrap_or("runc")
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
+    if name.starts_with("runsc") {
+        "gvisor"
+    } else if name.starts_with("kata") || name.contains("firecracker") {
+        "microvm"
+    } else {
+        "container"
     }
 }
 
@@ -170,6 +193,18 @@ pub fn parse_user(user: &str) -> Option<(u32, u32)> {
 mod tests {
     use super::*;
     use crate::model::SandboxStatus;
+
+    #[test]
+    fn isolation_tiers_of_known_runtimes() {
+        assert_eq!(isolation_tier(None), "container");
+        assert_eq!(isolation_tier(Some("runc")), "container");
+        assert_eq!(isolation_tier(Some("crun")), "container");
+        assert_eq!(isolation_tier(Some("runsc")), "gvisor");
+        assert_eq!(isolation_tier(Some("runsc-kvm")), "gvisor");
+        assert_eq!(isolation_tier(Some("kata-runtime")), "microvm");
+        assert_eq!(isolation_tier(Some("/usr/bin/kata-fc")), "microvm");
+        assert_eq!(isolation_tier(Some("my-runtime")), "container");
+    }
 
     fn sandbox(mode: NetworkMode) -> Sandbox {
         Sandbox {

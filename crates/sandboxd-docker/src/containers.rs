@@ -61,6 +61,7 @@ fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
                 ])),
             }),
             network_mode,
+            runtime: plan.runtime.clone(),
             // Read-only binds: the sandbox can neither change the agent nor put anything
             // next to the socket sandboxd listens on.
             binds: Some(

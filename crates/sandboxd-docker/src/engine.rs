@@ -27,6 +27,17 @@ impl Engine {
         Ok(Self { docker })
     }
 
+    /// The OCI runtimes the engine offers (`runc`, and `runsc`, `kata-runtime`… when
+    /// installed).
+    pub async fn runtimes(&self) -> Result<Vec<String>, EngineError> {
+        let info = bounded("info", self.docker.info())
+            .await?
+            .map_err(EngineError::Engine)?;
+        let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// The API version in use.
     pub fn api_version(&self) -> String {
         self.docker.client_version().to_string()

@@ -65,6 +65,9 @@ pub struct ServerConfig {
     pub rate_limit_per_second: u32,
     /// Requests each API key may make at once above the sustained rate.
     pub rate_limit_burst: u32,
+    /// The engine runtime sandboxes run under (`runsc` for gVisor, `kata-runtime`…);
+    /// `None`: the engine's default (runc). Checked against the engine at start.
+    pub runtime: Option<String>,
 }
 
 impl ServerConfig {
@@ -83,6 +86,7 @@ impl ServerConfig {
             audit_exec: false,
             rate_limit_per_second: 100,
             rate_limit_burst: 200,
+            runtime: None,
         }
     }
 }
@@ -119,6 +123,10 @@ pub enum StartError {
     Engine(#[source] sandboxd_docker::EngineError),
     #[error("cannot serve HTTP")]
     Serve(#[source] std::io::Error),
+    #[error(
+        "the configured runtime {wanted:?} is not offered by the Docker engine (it has: {offered})"
+    )]
+    UnknownRuntime { wanted: String, offered: String },
 }
 
 impl Server {
@@ -142,6 +150,17 @@ impl Server {
             .map_err(store_error)?;
         let instance_id = store.instance_id().await.map_err(store_error)?;
         let engine = Engine::connect_local().await.map_err(StartError::Engine)?;
+        // A stronger runtime that is not there must stop the start, not silently
+        // become runc.
+        if let Some(wanted) = &config.runtime {
+            let offered = engine.runtimes().await.map_err(StartError::Engine)?;
+            if !offered.contains(wanted) {
+                return Err(StartError::UnknownRuntime {
+                    wanted: wanted.clone(),
+                    offered: offered.join(", "),
+                });
+            }
+        }
         info!(api_version = %engine.api_version(), %instance_id, "connected to the Docker engine");
         let templates = Templates::with_images(&config.template_images);
         let agents = AgentHub::new(config.data_dir.join("agents"), agent_binary(&config));
@@ -156,7 +175,10 @@ impl Server {
             agents,
             templates,
             instance_id,
-            config.audit_exec,
+            service::Options {
+                audit_exec: config.audit_exec,
+                runtime: config.runtime.clone(),
+            },
         );
         Ok(Self {
             service,

@@ -58,7 +58,7 @@ fn generate_key() -> Result<String, StoreError> {
 impl Store {
     /// The id of this installation, created on first use. Containers are labelled with it.
     pub async fn instance_id(&self) -> Result<String, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let existing = sqlx::query("SELECT instance_id FROM installation WHERE singleton = 1")
             .fetch_optional(&mut *tx)
             .await?;
@@ -91,7 +91,7 @@ impl Store {
                 "the bootstrap key must be at least {MIN_BOOTSTRAP_KEY_CHARS} characters"
             )));
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let any = sqlx::query("SELECT 1 AS one FROM organizations LIMIT 1")
             .fetch_optional(&mut *tx)
             .await?;
@@ -202,7 +202,7 @@ impl Store {
         scopes: Option<Permissions>,
         expires_at: Option<i64>,
     ) -> Result<NewKey, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let key = self
             .insert_key(&mut tx, organization_id, user_id, name, scopes, expires_at)
             .await?;

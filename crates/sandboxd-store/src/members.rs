@@ -23,7 +23,7 @@ impl Store {
     ) -> Result<(Organization, NewKey), StoreError> {
         let now = now_ms();
         let organization_id = new_id()?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         sqlx::query(
             "INSERT INTO organizations (organization_id, name, created_at) VALUES ($1, $2, $3)",
         )
@@ -164,7 +164,7 @@ impl Store {
     ) -> Result<Member, StoreError> {
         let now = now_ms();
         let user_id = new_id()?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         sqlx::query("INSERT INTO users (user_id, name, created_at) VALUES ($1, $2, $3)")
             .bind(&user_id)
             .bind(name)
@@ -202,7 +202,7 @@ impl Store {
         user_id: &str,
         grants: &Grants,
     ) -> Result<Option<Member>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let exists =
             sqlx::query("SELECT role FROM members WHERE organization_id = $1 AND user_id = $2")
                 .bind(organization_id)
@@ -243,7 +243,7 @@ impl Store {
         organization_id: &str,
         user_id: &str,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let removed =
             sqlx::query("DELETE FROM members WHERE organization_id = $1 AND user_id = $2")
                 .bind(organization_id)

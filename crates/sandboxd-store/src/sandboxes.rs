@@ -19,7 +19,7 @@ impl Store {
         let sealed = env_vars
             .map(|text| self.secrets.seal(&sandbox.sandbox_id, text.as_bytes()))
             .transpose()?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         sqlx::query(
             "INSERT INTO sandboxes (sandbox_id, name, organization_id, project_id, environment_id, \
              server_id, image, template, container_id, status, cpu, memory_mb, pids_limit, \
@@ -250,7 +250,7 @@ impl Store {
     /// Marks sandboxes `error`, but only those still `creating` or `running`, so a
     /// sandbox killed meanwhile keeps its status.
     pub async fn mark_error(&self, sandbox_ids: &[String]) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         for id in sandbox_ids {
             sqlx::query(
                 "UPDATE sandboxes SET status = 'error' WHERE sandbox_id = $1 \

@@ -90,6 +90,15 @@ impl Store {
     }
 
     /// The secret box of this installation.
+    /// A transaction that writes. It takes SQLite's write lock at `BEGIN` (IMMEDIATE),
+    /// so a concurrent writer makes it wait (busy timeout) instead of failing later
+    /// with `SQLITE_BUSY_SNAPSHOT` when a read inside it turns into a write.
+    pub(crate) async fn write_tx(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
+
     pub fn secrets(&self) -> &SecretBox {
         &self.secrets
     }

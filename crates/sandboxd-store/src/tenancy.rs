@@ -101,7 +101,7 @@ impl Store {
             description: None,
             created_at: now,
         };
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         sqlx::query(
             "INSERT INTO projects (project_id, organization_id, name, description, created_at) \
              VALUES ($1, $2, $3, $4, $5)",
@@ -138,7 +138,7 @@ impl Store {
             description: description.map(str::to_owned),
             created_at: now_ms(),
         };
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let taken =
             sqlx::query("SELECT 1 AS one FROM environments WHERE project_id = $1 AND name = $2")
                 .bind(project_id)

@@ -42,6 +42,8 @@ pub struct Config {
     pub rate_limit_per_second: u32,
     /// Requests each API key may make at once above the sustained rate.
     pub rate_limit_burst: u32,
+    /// Engine runtime of sandboxes (`runsc`, `kata-runtime`…); the engine's default when unset.
+    pub runtime: Option<String>,
 }
 
 impl std::fmt::Debug for Config {
@@ -59,6 +61,7 @@ impl std::fmt::Debug for Config {
             .field("audit_exec", &self.audit_exec)
             .field("rate_limit_per_second", &self.rate_limit_per_second)
             .field("rate_limit_burst", &self.rate_limit_burst)
+            .field("runtime", &self.runtime)
             .finish()
     }
 }
@@ -78,6 +81,7 @@ impl Default for Config {
             audit_exec: false,
             rate_limit_per_second: 100,
             rate_limit_burst: 200,
+            runtime: None,
         }
     }
 }

@@ -25,6 +25,31 @@ pub struct ServeArgs {
     config: Option<PathBuf>,
 }
 
+/// Libraries that log request and message bodies at debug level: the engine client
+/// logs container create bodies (with the sandbox's environment variables), the MCP
+/// and HTTP stacks log messages (with tool arguments). They are capped whatever the
+/// configured filter says, so secrets never reach the log.
+const BODY_LOGGING_CRATES: [&str; 7] = [
+    "bollard=info",
+    "rmcp=info",
+    "hyper=info",
+    "hyper_util=info",
+    "h2=info",
+    "reqwest=info",
+    "sqlx=warn",
+];
+
+/// The configured log filter (`info` when invalid), with [`BODY_LOGGING_CRATES`] capped.
+fn log_filter(configured: &str) -> EnvFilter {
+    let mut filter = EnvFilter::try_new(configured).unwrap_or_else(|_| EnvFilter::new("info"));
+    for directive in BODY_LOGGING_CRATES {
+        if let Ok(directive) = directive.parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    filter
+}
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = Config::load(args.config.as_deref()).context("invalid configuration")?;
     if let Some(listen) = args.listen {
@@ -34,7 +59,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         config.data_dir = dir;
     }
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_new(&config.log).unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(log_filter(&config.log))
         .with_writer(std::io::stderr)
         .init();
 
@@ -55,6 +80,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server_config.audit_exec = config.audit_exec;
     server_config.rate_limit_per_second = config.rate_limit_per_second;
     server_config.rate_limit_burst = config.rate_limit_burst;
+    server_config.runtime = config.runtime.clone();
     server_config.template_images = config
         .templates
         .iter()

@@ -27,7 +27,11 @@ pub struct SandboxView {
     pub network_mode: NetworkMode,
     pub workdir: String,
     pub user: Option<String>,
+    /// The engine runtime it runs under (`null`: the engine's default, runc).
     pub runtime: Option<String>,
+    /// How it is isolated from the host kernel: `container` (runc: namespaces, cgroups,
+    /// no capabilities, seccomp), `gvisor` (runsc) or `microvm` (Kata).
+    pub isolation: String,
     /// RFC 3339 times.
     pub created_at: String,
     pub expires_at: Option<String>,
@@ -57,6 +61,7 @@ impl SandboxView {
             workdir: sandbox.workdir.clone(),
             user: sandbox.user.clone(),
             runtime: sandbox.runtime.clone(),
+            isolation: crate::plan::isolation_tier(sandbox.runtime.as_deref()).to_owned(),
             created_at: format_time(sandbox.created_at),
             expires_at: time(sandbox.expires_at),
             last_activity_at: time(sandbox.last_activity_at),
@@ -78,6 +83,9 @@ pub struct ExecResult {
     pub timed_out: bool,
     /// Whether stdout or stderr was cut at 1 MiB.
     pub truncated: bool,
+    /// The command (or a process it started) was killed by the kernel for exceeding
+    /// the sandbox's memory limit; the sandbox itself keeps running.
+    pub oom_killed: bool,
 }
 
 /// Result of `sandbox.writeFile`.

@@ -72,7 +72,7 @@ impl Service {
                 .or_else(|| template.map(|t| t.workdir.clone()))
                 .unwrap_or_else(|| DEFAULT_WORKDIR.into()),
             user: template.and_then(|t| t.user.clone()),
-            runtime: None,
+            runtime: self.runtime().map(str::to_owned),
             created_at: now,
             expires_at: None,
             last_activity_at: None,

@@ -9,6 +9,7 @@ const LONG_COMMAND: Duration = Duration::from_secs(1);
 use sandboxd_core::api::ExecResult;
 use sandboxd_core::limits::MAX_EXEC_OUTPUT_BYTES;
 use sandboxd_core::model::{Principal, SandboxStatus};
+use sandboxd_core::oom;
 use sandboxd_core::validate::ExecCommand;
 use sandboxd_docker::{ExecOutcome, ExecSpec, OutputTx};
 use tracing::{debug, info, warn};
@@ -84,7 +85,11 @@ impl Service {
             )
             .await;
         }
+        let oom_killed = outcome.exit_code == oom::SIGKILL_EXIT
+            && !outcome.timed_out
+            && self.oom_killed(&sandbox.sandbox_id, &container).await;
         Ok(ExecResult {
+            oom_killed,
             stdout: String::from_utf8_lossy(&outcome.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&outcome.stderr).into_owned(),
             exit_code: outcome.exit_code,
@@ -95,6 +100,33 @@ impl Service {
 }
 
 impl Service {
+    /// Whether the sandbox's cgroup counted an OOM kill since the last look.
+    async fn oom_killed(&self, sandbox_id: &str, container: &str) -> bool {
+        let mut argv = vec!["cat".to_owned()];
+        argv.extend(oom::OOM_COUNTER_FILES.map(String::from));
+        let spec = AgentExec {
+            argv,
+            cwd: Some("/".into()),
+            env: Vec::new(),
+            timeout: Duration::from_secs(10),
+            max_output: 4096,
+            stream: None,
+        };
+        let Ok(outcome) = self.run(sandbox_id, container, spec).await else {
+            return false;
+        };
+        let Some(now) = oom::oom_kills(&String::from_utf8_lossy(&outcome.stdout)) else {
+            return false;
+        };
+        let mut seen = self
+            .inner
+            .oom_seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let before = seen.insert(sandbox_id.to_owned(), now).unwrap_or(0);
+        oom::killed_since(before, now)
+    }
+
     /// Runs a command through the sandbox's agent when it is connected, else through the
     /// engine's exec. A timed-out command whose kill did not take gets the container
     /// restarted, whichever path ran it.

@@ -131,6 +131,11 @@ impl Service {
             warn!(sandbox_id = %sandbox.sandbox_id, %error, "could not remove the container of a killed sandbox");
         }
         self.agents().release(&sandbox.sandbox_id);
+        self.inner
+            .oom_seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&sandbox.sandbox_id);
         info!(sandbox_id = %sandbox.sandbox_id, "sandbox killed");
         self.store()
             .mark_killed(&sandbox.sandbox_id, now_ms())

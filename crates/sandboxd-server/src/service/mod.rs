@@ -46,7 +46,18 @@ struct Inner {
     instance_id: String,
     paths: PathCounts,
     tokens: tokens::ExecTokens,
-    audit_exec: bool,
+    options: Options,
+    /// The OOM-kill count last read in each sandbox.
+    oom_seen: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+/// How the service runs sandboxes and what it records.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Record every command in the audit log (as a keyed hash).
+    pub audit_exec: bool,
+    /// The engine runtime of new sandboxes; `None`: the engine's default.
+    pub runtime: Option<String>,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive
@@ -80,7 +91,7 @@ impl Service {
         agents: AgentHub,
         templates: Templates,
         instance_id: String,
-        audit_exec: bool,
+        options: Options,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -91,14 +102,20 @@ impl Service {
                 instance_id,
                 paths: PathCounts::default(),
                 tokens: tokens::ExecTokens::default(),
-                audit_exec,
+                options,
+                oom_seen: Default::default(),
             }),
         }
     }
 
     /// Whether every command is recorded in the audit log (as a keyed hash).
     pub fn audits_exec(&self) -> bool {
-        self.inner.audit_exec
+        self.inner.options.audit_exec
+    }
+
+    /// The engine runtime new sandboxes run under.
+    pub fn runtime(&self) -> Option<&str> {
+        self.inner.options.runtime.as_deref()
     }
 
     pub fn agents(&self) -> &AgentHub {

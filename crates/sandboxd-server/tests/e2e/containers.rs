@@ -207,6 +207,32 @@ async fn internet_sandbox_is_on_a_dedicated_bridge_without_inter_container_traff
         .await
         .unwrap();
     assert_eq!(again.id, network.id);
+
+    // A listener in one is reachable from itself and not from the other.
+    let (status, _) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&second), "cmd": "exec python3 -m http.server 8080"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let address = server
+        .docker()
+        .inspect_container(container(&second), None)
+        .await
+        .unwrap()
+        .network_settings
+        .and_then(|n| n.networks)
+        .and_then(|n| n.get("sandboxd-internet").cloned())
+        .and_then(|n| n.ip_address)
+        .unwrap();
+    let connect = format!(
+        "python3 -c \"import socket,time\nfor _ in range(50):\n  try:\n    socket.create_connection(('{address}', 8080), timeout=2); print('open'); break\n  except ConnectionRefusedError: time.sleep(0.1)\n  except OSError as e: print(type(e).__name__); break\""
+    );
+    let own = server.exec(&second, &connect).await;
+    assert_eq!(own["stdout"], "open\n", "{own}");
+    let other = server.exec(&sandbox, &connect).await;
+    assert_ne!(other["stdout"], "open\n", "{other}");
     for sandbox in [&sandbox, &second] {
         let (status, _) = server
             .post("sandbox.kill", json!({"sandboxId": id(sandbox)}))
@@ -252,4 +278,37 @@ async fn failed_pull_names_the_image_and_leaves_no_container() {
         .await
         .unwrap();
     assert!(containers.is_empty(), "{containers:?}");
+}
+
+/// Sandboxes report their isolation tier; a configured runtime is used, and one the
+/// engine does not offer stops the start instead of silently becoming runc.
+#[tokio::test]
+async fn the_runtime_is_configured_reported_and_checked() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "python"})).await;
+    assert_eq!(sandbox["isolation"], "container");
+    assert_eq!(sandbox["runtime"], serde_json::Value::Null);
+    drop(server);
+
+    let server = TestServer::start_with(|config| config.runtime = Some("runc".into())).await;
+    let sandbox = server.create(json!({"template": "python"})).await;
+    assert_eq!(
+        (sandbox["runtime"].as_str(), sandbox["isolation"].as_str()),
+        (Some("runc"), Some("container"))
+    );
+    let info = server
+        .docker()
+        .inspect_container(container(&sandbox), None)
+        .await
+        .unwrap();
+    assert_eq!(info.host_config.unwrap().runtime.as_deref(), Some("runc"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = sandboxd_server::ServerConfig::new(dir.path().to_path_buf());
+    config.runtime = Some("runsc".into());
+    let error = sandboxd_server::Server::start(config).await.unwrap_err();
+    assert!(
+        error.to_string().contains("\"runsc\" is not offered"),
+        "{error}"
+    );
 }

@@ -21,7 +21,7 @@ async fn runs_through_sh_with_cwd_env_and_exit_code() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         out,
-        json!({"stdout": "out\n1x y\n/tmp\n", "stderr": "err\n", "exitCode": 3, "timedOut": false, "truncated": false})
+        json!({"stdout": "out\n1x y\n/tmp\n", "stderr": "err\n", "exitCode": 3, "timedOut": false, "truncated": false, "oomKilled": false})
     );
 
     // cwd and env are taken literally, never interpreted by a shell.

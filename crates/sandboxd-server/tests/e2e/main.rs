@@ -7,6 +7,7 @@ mod harness;
 
 mod agent;
 mod api;
+mod attacks;
 mod containers;
 mod contexts;
 mod exec;

@@ -28,13 +28,37 @@ pub struct RunningServer {
 
 impl RunningServer {
     pub async fn start() -> Self {
-        let data = tempfile::tempdir().unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), false).await
+    }
+
+    /// A server logging everything (`debug`) to `server.log` in its data dir.
+    pub async fn start_logged() -> Self {
+        Self::start_in(tempfile::tempdir().unwrap(), true).await
+    }
+
+    /// The data dir: the database, the keys, and `server.log` when logged.
+    pub fn data_dir(&self) -> &Path {
+        self._data.path()
+    }
+
+    /// What the server logged so far (stdout and stderr).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir().join("server.log")).unwrap_or_default()
+    }
+
+    async fn start_in(data: tempfile::TempDir, logged: bool) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
         let url = format!("http://127.0.0.1:{port}");
+        let (stdout, stderr) = if logged {
+            let log = std::fs::File::create(data.path().join("server.log")).unwrap();
+            (Stdio::from(log.try_clone().unwrap()), Stdio::from(log))
+        } else {
+            (Stdio::null(), Stdio::null())
+        };
         let server = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
             .args([
                 "serve",
@@ -49,8 +73,9 @@ impl RunningServer {
                 "SANDBOXD_TEMPLATES__BASE__IMAGE",
                 "sandboxd-local/debian:bookworm",
             )
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .env("SANDBOXD_LOG", if logged { "debug" } else { "info" })
+            .stdout(stdout)
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut running = Self {

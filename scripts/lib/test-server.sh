@@ -1,0 +1,33 @@
+# Sourced by the scripts that test the real binary from outside: starts a debug build
+# of `sandboxd serve` on a free port with its own data dir, and removes everything it
+# created on exit. Sets: port, key, data, url, env_id. Extra `SANDBOXD_*` settings can be
+# exported before sourcing.
+cargo build -q -p sandboxd
+data=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+key="sbx_external_test_key_0123456789abcdefghijk"
+url="http://127.0.0.1:$port"
+SANDBOXD_BOOTSTRAP_KEY=$key SANDBOXD_TEMPLATES__BASE__IMAGE=sandboxd-local/debian:bookworm \
+  SANDBOXD_TEMPLATES__PYTHON__IMAGE=sandboxd-local/busybox:latest \
+  SANDBOXD_TEMPLATES__NODE__IMAGE=sandboxd-local/busybox:latest \
+  SANDBOXD_AGENT_BINARY=${SANDBOXD_AGENT_BINARY:-$(bash scripts/build-agent.sh)} \
+  target/debug/sandboxd serve --listen "127.0.0.1:$port" --data-dir "$data" >"$data/server.log" 2>&1 &
+server=$!
+instance=none
+cleanup() {
+  kill -TERM "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  # Every container of this server carries its installation id.
+  ids=$(docker ps -aq --filter "label=sandboxd.instance=$instance")
+  [ -z "$ids" ] || docker rm -f $ids >/dev/null
+  rm -rf "$data"
+}
+trap cleanup EXIT
+for _ in $(seq 1 100); do curl -fs "$url/health" >/dev/null 2>&1 && break; sleep 0.1; done
+env_id=$(curl -fs "$url/api/project.all" -H "x-api-key: $key" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["environments"][0]["environmentId"])')
+instance=$(python3 - "$data/sandboxd.db" <<'PY'
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("SELECT instance_id FROM installation").fetchone()[0])
+PY
+)
