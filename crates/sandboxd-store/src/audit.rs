@@ -1,6 +1,7 @@
 //! The audit log: appended to, filtered and read newest first in pages.
 
 use sandboxd_core::model::AuditRecord;
+use sandboxd_core::validate::AuditSelection;
 use sqlx::Row as _;
 
 use crate::store::now_ms;
@@ -17,19 +18,6 @@ pub struct NewAuditEntry<'a> {
     pub resource_id: &'a str,
     pub resource_name: Option<&'a str>,
     pub metadata: serde_json::Value,
-}
-
-/// Which entries to read. Times are epoch milliseconds, `from` included, `to` excluded.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AuditFilter {
-    pub resource_id: Option<String>,
-    pub actor_user_id: Option<String>,
-    pub action: Option<String>,
-    pub from: Option<i64>,
-    pub to: Option<i64>,
-    /// Where the previous page ended: `(created_at, audit_id)` of its last entry.
-    pub after: Option<(i64, String)>,
-    pub limit: u32,
 }
 
 /// One page of entries, newest first.
@@ -63,11 +51,13 @@ impl Store {
         Ok(())
     }
 
-    /// A page of an organization's entries matching `filter`, newest first.
+    /// A page of an organization's entries matching `filter`, newest first. Times are
+    /// epoch milliseconds, `from` included, `to` excluded; `after` is the
+    /// `(created_at, audit_id)` of the previous page's last entry.
     pub async fn audit_page(
         &self,
         organization_id: &str,
-        filter: &AuditFilter,
+        filter: &AuditSelection,
     ) -> Result<AuditPage, StoreError> {
         let (after_at, after_id) = filter.after.clone().unwrap_or((i64::MAX, String::new()));
         let rows = sqlx::query(
@@ -81,7 +71,7 @@ impl Store {
         )
         .bind(organization_id)
         .bind(filter.resource_id.as_deref().unwrap_or(""))
-        .bind(filter.actor_user_id.as_deref().unwrap_or(""))
+        .bind(filter.actor_id.as_deref().unwrap_or(""))
         .bind(filter.action.as_deref().unwrap_or(""))
         .bind(filter.from.unwrap_or(i64::MIN))
         .bind(filter.to.unwrap_or(i64::MAX))

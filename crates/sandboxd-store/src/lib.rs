@@ -13,7 +13,7 @@ mod secrets;
 mod store;
 mod tenancy;
 
-pub use audit::{AuditFilter, AuditPage, NewAuditEntry};
+pub use audit::{AuditPage, NewAuditEntry};
 pub use error::StoreError;
 pub use ids::new_id;
 pub use keys::{Bootstrap, NewKey};

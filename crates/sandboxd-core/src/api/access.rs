@@ -44,12 +44,11 @@ pub struct OrganizationCreated {
     pub api_key: ApiKeyCreated,
 }
 
-/// Body of `member.create`.
+/// What a member is given: on `member.create` (absent: the default), on
+/// `member.update` (absent: unchanged; a list given replaces the old one whole).
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CreateMemberRequest {
-    /// Display name of the new user.
-    pub name: String,
+pub struct MemberGrantsBody {
     /// `member` (default), `admin` or `owner`.
     pub role: Option<String>,
     /// Granted permissions (default `["service:read"]`): `service:create`,
@@ -61,15 +60,23 @@ pub struct CreateMemberRequest {
     pub sandbox_ids: Option<Vec<String>>,
 }
 
-/// Body of `member.update`: what is given is replaced whole.
+/// Body of `member.create`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMemberRequest {
+    /// Display name of the new user.
+    pub name: String,
+    #[serde(flatten)]
+    pub grants: MemberGrantsBody,
+}
+
+/// Body of `member.update`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateMemberRequest {
     pub user_id: String,
-    pub role: Option<String>,
-    pub permissions: Option<Vec<String>>,
-    pub project_ids: Option<Vec<String>>,
-    pub sandbox_ids: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub grants: MemberGrantsBody,
 }
 
 /// Body of `member.remove`.

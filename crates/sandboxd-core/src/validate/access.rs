@@ -2,7 +2,9 @@
 
 use super::{display_name, required_id};
 use crate::access::Permissions;
-use crate::api::{AuditQuery, CreateApiKeyRequest, CreateMemberRequest, UpdateMemberRequest};
+use crate::api::{
+    AuditQuery, CreateApiKeyRequest, CreateMemberRequest, MemberGrantsBody, UpdateMemberRequest,
+};
 use crate::error::{Invalid, Issues};
 use crate::model::{MemberChanges, Role};
 
@@ -113,21 +115,25 @@ fn id_list(issues: &mut Issues, field: &str, ids: Option<Vec<String>>) -> Option
     Some(ids)
 }
 
+fn member_changes(issues: &mut Issues, grants: MemberGrantsBody) -> MemberChanges {
+    MemberChanges {
+        role: role(issues, grants.role.as_deref()),
+        permissions: permissions(
+            issues,
+            "permissions",
+            grants.permissions.as_deref(),
+            Permissions::grantable(),
+        ),
+        project_ids: id_list(issues, "projectIds", grants.project_ids),
+        sandbox_ids: id_list(issues, "sandboxIds", grants.sandbox_ids),
+    }
+}
+
 /// Checks `member.create`.
 pub fn create_member(req: CreateMemberRequest) -> Result<NewMember, Invalid> {
     let mut issues = Issues::default();
     display_name(&mut issues, "name", &req.name);
-    let changes = MemberChanges {
-        role: role(&mut issues, req.role.as_deref()),
-        permissions: permissions(
-            &mut issues,
-            "permissions",
-            req.permissions.as_deref(),
-            Permissions::grantable(),
-        ),
-        project_ids: id_list(&mut issues, "projectIds", req.project_ids),
-        sandbox_ids: id_list(&mut issues, "sandboxIds", req.sandbox_ids),
-    };
+    let changes = member_changes(&mut issues, req.grants);
     issues.finish(NewMember {
         name: req.name,
         changes,
@@ -138,17 +144,7 @@ pub fn create_member(req: CreateMemberRequest) -> Result<NewMember, Invalid> {
 pub fn update_member(req: UpdateMemberRequest) -> Result<(String, MemberChanges), Invalid> {
     let mut issues = Issues::default();
     required_id(&mut issues, "userId", &req.user_id);
-    let changes = MemberChanges {
-        role: role(&mut issues, req.role.as_deref()),
-        permissions: permissions(
-            &mut issues,
-            "permissions",
-            req.permissions.as_deref(),
-            Permissions::grantable(),
-        ),
-        project_ids: id_list(&mut issues, "projectIds", req.project_ids),
-        sandbox_ids: id_list(&mut issues, "sandboxIds", req.sandbox_ids),
-    };
+    let changes = member_changes(&mut issues, req.grants);
     issues.finish((req.user_id, changes))
 }
 
@@ -244,9 +240,11 @@ mod tests {
     fn unknown_permissions_and_roles_are_named() {
         let error = create_member(CreateMemberRequest {
             name: "m".into(),
-            role: Some("root".into()),
-            permissions: Some(vec!["service:read".into(), "sudo".into()]),
-            ..Default::default()
+            grants: MemberGrantsBody {
+                role: Some("root".into()),
+                permissions: Some(vec!["service:read".into(), "sudo".into()]),
+                ..Default::default()
+            },
         })
         .unwrap_err();
         let paths: Vec<&str> = error.issues.iter().map(|i| i.path.as_str()).collect();
@@ -259,8 +257,10 @@ mod tests {
         assert!(
             create_member(CreateMemberRequest {
                 name: "m".into(),
-                permissions: Some(vec!["organization:admin".into()]),
-                ..Default::default()
+                grants: MemberGrantsBody {
+                    permissions: Some(vec!["organization:admin".into()]),
+                    ..Default::default()
+                },
             })
             .is_err()
         );

@@ -5,7 +5,7 @@ use sandboxd_core::model::{
     ApiKey, AuditRecord, Member, MemberChanges, Organization, Principal, Role,
 };
 use sandboxd_core::validate::{AuditSelection, NewKey as NewKeyCommand, NewMember};
-use sandboxd_store::{AuditFilter, NewKey};
+use sandboxd_store::NewKey;
 use serde_json::json;
 
 use super::{Resource, Service, ServiceError, now_ms};
@@ -267,18 +267,9 @@ impl Service {
         selection: AuditSelection,
     ) -> Result<(Vec<AuditRecord>, Option<(i64, String)>), ServiceError> {
         self.require(caller, Permission::OrganizationAdmin)?;
-        let filter = AuditFilter {
-            resource_id: selection.resource_id,
-            actor_user_id: selection.actor_id,
-            action: selection.action,
-            from: selection.from,
-            to: selection.to,
-            after: selection.after,
-            limit: selection.limit,
-        };
         let page = self
             .store()
-            .audit_page(&caller.organization_id, &filter)
+            .audit_page(&caller.organization_id, &selection)
             .await?;
         Ok((page.entries, page.next))
     }
