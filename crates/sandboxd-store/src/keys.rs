@@ -34,6 +34,17 @@ pub struct NewKey {
     pub secret: String,
 }
 
+/// `SELECT <every column [`key_row`] reads> FROM api_keys <tail>`, as a static string.
+macro_rules! select_keys {
+    ($tail:literal) => {
+        concat!(
+            "SELECT key_id, organization_id, user_id, name, prefix, scopes, created_at, ",
+            "expires_at, revoked_at FROM api_keys ",
+            $tail
+        )
+    };
+}
+
 fn key_row(row: &AnyRow) -> Result<ApiKey, StoreError> {
     let scopes: Option<String> = row.try_get("scopes")?;
     Ok(ApiKey {
@@ -254,9 +265,10 @@ impl Store {
         organization_id: &str,
         user_id: Option<&str>,
     ) -> Result<Vec<ApiKey>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT key_id, organization_id, user_id, name, prefix, scopes, created_at,              expires_at, revoked_at FROM api_keys              WHERE organization_id = $1 AND ($2 = '' OR user_id = $2)              ORDER BY created_at DESC, key_id",
-        )
+        let rows = sqlx::query(select_keys!(
+            "WHERE organization_id = $1 AND ($2 = '' OR user_id = $2) \
+                 ORDER BY created_at DESC, key_id"
+        ))
         .bind(organization_id)
         .bind(user_id.unwrap_or(""))
         .fetch_all(&self.pool)
@@ -270,13 +282,11 @@ impl Store {
         organization_id: &str,
         key_id: &str,
     ) -> Result<Option<ApiKey>, StoreError> {
-        let row = sqlx::query(
-            "SELECT key_id, organization_id, user_id, name, prefix, scopes, created_at,              expires_at, revoked_at FROM api_keys WHERE organization_id = $1 AND key_id = $2",
-        )
-        .bind(organization_id)
-        .bind(key_id)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = sqlx::query(select_keys!("WHERE organization_id = $1 AND key_id = $2"))
+            .bind(organization_id)
+            .bind(key_id)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(key_row).transpose()
     }
 
@@ -288,7 +298,8 @@ impl Store {
         key_id: &str,
     ) -> Result<Option<ApiKey>, StoreError> {
         sqlx::query(
-            "UPDATE api_keys SET revoked_at = $1              WHERE organization_id = $2 AND key_id = $3 AND revoked_at IS NULL",
+            "UPDATE api_keys SET revoked_at = $1 \
+             WHERE organization_id = $2 AND key_id = $3 AND revoked_at IS NULL",
         )
         .bind(now_ms())
         .bind(organization_id)
