@@ -46,9 +46,9 @@ pub async fn principal(state: &AppState, key: &str) -> Result<Principal, ApiErro
         .await
         .map_err(|e| ApiError::Service(ServiceError::from(e)))?
         .ok_or(ApiError::Unauthorized)?;
-    state
-        .limits
-        .check(&principal.key_id)
-        .map_err(ApiError::RateLimited)?;
+    state.limits.check(&principal.key_id).map_err(|wait| {
+        metrics::counter!(crate::metrics::RATE_LIMITED).increment(1);
+        ApiError::RateLimited(wait)
+    })?;
     Ok(principal)
 }

@@ -9,6 +9,7 @@ mod error;
 mod extract;
 mod loops;
 mod mcp;
+mod metrics;
 mod openapi;
 mod rate_limit;
 mod routes;
@@ -189,6 +190,7 @@ impl Server {
 
     /// The router of the API, for a server listening on `local`.
     pub fn router(&self, local: Option<std::net::SocketAddr>) -> Router {
+        metrics::handle();
         let mut hosts = self.config.mcp_allowed_hosts.clone();
         if hosts.is_empty() {
             hosts = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
@@ -229,6 +231,10 @@ impl Server {
         for task in background {
             let _ = task.await;
         }
+        // Containers of sandboxes killed just before the stop are removed, not leaked.
+        self.service
+            .finish_removals(std::time::Duration::from_secs(15))
+            .await;
         self.service.agents().shutdown();
         self.service.store().close().await;
         served.map_err(StartError::Serve)
@@ -270,6 +276,7 @@ pub fn app(state: AppState) -> Router {
             get(move || async move { document.clone() }),
         )
         .route("/health", get(|| async { "ok" }))
+        .route("/metrics", get(metrics::render))
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
         .merge(
@@ -281,6 +288,7 @@ pub fn app(state: AppState) -> Router {
                 )),
         )
         .layer(axum::middleware::from_fn(body_limit::enforce))
+        .route_layer(axum::middleware::from_fn(metrics::record))
         .layer(DefaultBodyLimit::max(body_limit::MAX_FILE_BODY_BYTES))
         .with_state(state)
 }

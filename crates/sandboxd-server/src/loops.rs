@@ -49,11 +49,23 @@ pub fn spawn(
     vec![
         every(config.reaper_interval, stop.clone(), "reaper", move || {
             let service = reaper.clone();
-            async move { service.reap_once().await.map(|_| ()) }
+            async move {
+                let started = std::time::Instant::now();
+                let outcome = service.reap_once().await.map(|_| ());
+                metrics::histogram!(crate::metrics::REAPER_DURATION)
+                    .record(started.elapsed().as_secs_f64());
+                outcome
+            }
         }),
         every(config.reconcile_interval, stop, "reconcile", move || {
             let service = reconciler.clone();
-            async move { service.reconcile_once().await.map(|_| ()) }
+            async move {
+                let started = std::time::Instant::now();
+                let outcome = service.reconcile_once().await.map(|_| ());
+                metrics::histogram!(crate::metrics::RECONCILE_DURATION)
+                    .record(started.elapsed().as_secs_f64());
+                outcome
+            }
         }),
     ]
 }

@@ -203,6 +203,19 @@ impl Store {
         self.sandbox(sandbox_id).await
     }
 
+    /// How many sandboxes are running on each server (`local` for the local engine).
+    pub async fn running_per_server(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT COALESCE(server_id, 'local') AS server, COUNT(*) AS running FROM sandboxes \
+             WHERE status = 'running' GROUP BY COALESCE(server_id, 'local') ORDER BY server",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("server")?, row.try_get("running")?)))
+            .collect()
+    }
+
     /// Deletes a sandbox row.
     pub async fn delete_sandbox(&self, sandbox_id: &str) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM sandboxes WHERE sandbox_id = $1")

@@ -119,17 +119,19 @@ impl Service {
         Ok(killed)
     }
 
-    /// Stops and removes the container (failures are logged, not fatal) and keeps the row
-    /// as `killed`.
+    /// Marks the row `killed` and returns at once: from then on nothing reaches the
+    /// sandbox through the API, and its container is stopped (2 s grace) and removed in
+    /// the background. A removal that fails, or is cut by a server stop, is done by the
+    /// next reconcile (the container of a killed row is an orphan).
     pub async fn kill(&self, sandbox: Sandbox) -> Result<Sandbox, ServiceError> {
         if sandbox.status == SandboxStatus::Killed {
             return Ok(sandbox);
         }
-        if let Some(container) = &sandbox.container_id
-            && let Err(error) = self.engine().destroy_container(container).await
-        {
-            warn!(sandbox_id = %sandbox.sandbox_id, %error, "could not remove the container of a killed sandbox");
-        }
+        let killed = self
+            .store()
+            .mark_killed(&sandbox.sandbox_id, now_ms())
+            .await?
+            .ok_or(ServiceError::NotFound("sandbox"))?;
         self.agents().release(&sandbox.sandbox_id);
         self.inner
             .oom_seen
@@ -137,10 +139,16 @@ impl Service {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&sandbox.sandbox_id);
         info!(sandbox_id = %sandbox.sandbox_id, "sandbox killed");
-        self.store()
-            .mark_killed(&sandbox.sandbox_id, now_ms())
-            .await?
-            .ok_or(ServiceError::NotFound("sandbox"))
+        if let Some(container) = sandbox.container_id {
+            let engine = self.engine().clone();
+            let id = sandbox.sandbox_id;
+            self.inner.removals.spawn(async move {
+                if let Err(error) = engine.destroy_container(&container).await {
+                    warn!(sandbox_id = %id, %error, "could not remove the container of a killed sandbox; reconcile will");
+                }
+            });
+        }
+        Ok(killed)
     }
 
     /// Kills a sandbox if needed and deletes its row.

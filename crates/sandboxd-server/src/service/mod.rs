@@ -47,6 +47,8 @@ struct Inner {
     paths: PathCounts,
     tokens: tokens::ExecTokens,
     options: Options,
+    /// Removals of killed sandboxes' containers, running in the background.
+    removals: tokio_util::task::TaskTracker,
     /// The OOM-kill count last read in each sandbox.
     oom_seen: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
@@ -104,6 +106,7 @@ impl Service {
                 tokens: tokens::ExecTokens::default(),
                 options,
                 oom_seen: Default::default(),
+                removals: tokio_util::task::TaskTracker::new(),
             }),
         }
     }
@@ -156,6 +159,26 @@ impl Service {
             ServedBy::Engine => &self.inner.paths.engine,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(crate::metrics::SERVED, "path" => path.as_str()).increment(1);
+    }
+
+    /// Container removals of killed sandboxes still running in the background.
+    pub fn removals_pending(&self) -> usize {
+        self.inner.removals.len()
+    }
+
+    /// Waits (up to `limit`) for the background removals to finish.
+    pub async fn finish_removals(&self, limit: Duration) {
+        self.inner.removals.close();
+        if tokio::time::timeout(limit, self.inner.removals.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                pending = self.inner.removals.len(),
+                "container removals still running at shutdown; reconcile removes them at the next start"
+            );
+        }
     }
 
     pub fn store(&self) -> &Store {

@@ -268,3 +268,41 @@ async fn templates_list_the_configured_images() {
     assert_eq!(templates[0]["user"], "1000:1000");
     assert_eq!(templates[2]["image"], "node:22-slim");
 }
+
+/// `/metrics` speaks the Prometheus text format with the latency of each procedure
+/// (by route template, never by id), the path that served operations, the running
+/// sandboxes and the background loops' durations.
+#[tokio::test]
+async fn metrics_describe_requests_paths_sandboxes_and_loops() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "python"})).await;
+    server.exec(&sandbox, "true").await;
+    let (status, _) = server.get("sandbox.one", &[("sandboxId", "missing")]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let response = server
+        .client
+        .get(format!("{}/metrics", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = response.text().await.unwrap();
+    for expected in [
+        "sandboxd_http_request_duration_seconds_bucket{route=\"/api/sandbox.exec\",status=\"2xx\"",
+        "sandboxd_http_request_duration_seconds_count{route=\"/api/sandbox.one\",status=\"4xx\"} 1",
+        "sandboxd_operations_served_total{path=\"agent\"}",
+        "sandboxd_sandboxes_running{server=\"local\"} 1",
+        "sandboxd_reaper_duration_seconds_count",
+        "sandboxd_container_removals_pending 0",
+    ] {
+        assert!(text.contains(expected), "{expected} missing in:\n{text}");
+    }
+    assert!(!text.contains(sandbox["sandboxId"].as_str().unwrap()));
+}

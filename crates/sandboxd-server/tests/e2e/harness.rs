@@ -249,6 +249,24 @@ impl TestServer {
             .collect()
     }
 
+    /// Waits up to 10 s until the sandbox's container is gone from the engine.
+    pub async fn wait_container_removed(&self, sandbox: &Value) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self
+            .docker()
+            .inspect_container(container(sandbox), None)
+            .await
+            .is_ok()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "container of {} still there",
+                id(sandbox)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits up to 10 s until no process of the sandbox matches `gone`.
     pub async fn wait_gone(&self, sandbox: &Value, gone: impl Fn(&str) -> bool) {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);

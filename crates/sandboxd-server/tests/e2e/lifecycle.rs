@@ -51,11 +51,8 @@ async fn kill_keeps_the_row_and_remove_deletes_it() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(killed["status"], "killed");
     assert!(killed["killedAt"].is_string());
-    let gone = server
-        .docker()
-        .inspect_container(container(&sandbox), None)
-        .await;
-    assert!(gone.is_err(), "container removed");
+    // Killing returns once the row says so; the container goes in the background.
+    server.wait_container_removed(&sandbox).await;
     let (status, again) = server.post("sandbox.kill", json!({"sandboxId": sid})).await;
     assert_eq!(status, StatusCode::OK, "kill is idempotent");
     assert_eq!(again["status"], "killed");
@@ -80,13 +77,7 @@ async fn kill_keeps_the_row_and_remove_deletes_it() {
         .post("sandbox.remove", json!({"sandboxId": id(&running)}))
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert!(
-        server
-            .docker()
-            .inspect_container(container(&running), None)
-            .await
-            .is_err()
-    );
+    server.wait_container_removed(&running).await;
 }
 
 #[tokio::test]
@@ -152,4 +143,24 @@ async fn list_by_environment_and_project_never_shows_env_vars() {
         assert!(!text.contains("sk-very-secret-value"), "{text}");
         assert!(!text.contains("envVars"), "{text}");
     }
+}
+
+/// A server stopping right after a kill still removes the container before it exits.
+#[tokio::test]
+async fn a_stop_right_after_a_kill_leaves_no_container() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"image": BUSYBOX})).await;
+    let (status, _) = server
+        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let docker = server.docker().clone();
+    let _stopped = server.stop().await;
+    assert!(
+        docker
+            .inspect_container(container(&sandbox), None)
+            .await
+            .is_err(),
+        "removed before the server exited"
+    );
 }

@@ -1,0 +1,88 @@
+//! Prometheus metrics at `/metrics`: request latency per procedure, which path served
+//! each operation, sandboxes running per server, background removals in flight, reaper
+//! and reconcile durations, rate-limit refusals. Names and labels are bounded: routes are
+//! the matched templates, never raw paths or ids.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+pub const HTTP_DURATION: &str = "sandboxd_http_request_duration_seconds";
+pub const SERVED: &str = "sandboxd_operations_served_total";
+pub const RUNNING: &str = "sandboxd_sandboxes_running";
+pub const REMOVALS_PENDING: &str = "sandboxd_container_removals_pending";
+pub const REAPER_DURATION: &str = "sandboxd_reaper_duration_seconds";
+pub const RECONCILE_DURATION: &str = "sandboxd_reconcile_duration_seconds";
+pub const RATE_LIMITED: &str = "sandboxd_rate_limited_total";
+
+/// Histogram buckets, in seconds: from a fast API call to a slow create.
+const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0,
+];
+
+/// The process's recorder: installed once, shared by every server of the process.
+pub fn handle() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let builder = PrometheusBuilder::new()
+            .set_buckets(&BUCKETS)
+            .unwrap_or_else(|_| PrometheusBuilder::new());
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        // Another recorder already installed (an embedding program's): ours then renders
+        // nothing, which is better than failing the server.
+        let _ = metrics::set_global_recorder(recorder);
+        handle
+    })
+}
+
+/// Times each request under its route template and status class.
+pub async fn record(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = match response.status().as_u16() {
+        200..=299 => "2xx",
+        400..=499 => "4xx",
+        500..=599 => "5xx",
+        _ => "other",
+    };
+    metrics::histogram!(HTTP_DURATION, "route" => route, "status" => status)
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// `GET /metrics`, in the Prometheus text format.
+pub async fn render(State(state): State<AppState>) -> Response {
+    match state.service.store().running_per_server().await {
+        Ok(mut counts) => {
+            // A server with nothing running still reports 0, not its last count.
+            if !counts.iter().any(|(server, _)| server == "local") {
+                counts.push(("local".into(), 0));
+            }
+            for (server, count) in counts {
+                metrics::gauge!(RUNNING, "server" => server).set(count as f64);
+            }
+        }
+        Err(error) => return ApiError::Service(error.into()).into_response(),
+    }
+    metrics::gauge!(REMOVALS_PENDING).set(state.service.removals_pending() as f64);
+    let handle = handle();
+    handle.run_upkeep();
+    (
+        [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        handle.render(),
+    )
+        .into_response()
+}
