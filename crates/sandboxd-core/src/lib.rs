@@ -14,6 +14,7 @@ pub mod oom;
 pub mod paging;
 pub mod paths;
 pub mod plan;
+pub mod pools;
 pub mod reconcile;
 pub mod templates;
 pub mod utf8_stream;

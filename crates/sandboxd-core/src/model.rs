@@ -141,6 +141,9 @@ pub struct Sandbox {
     pub expires_at: Option<i64>,
     pub last_activity_at: Option<i64>,
     pub killed_at: Option<i64>,
+    /// Claimed from a warm pool: the container was started before `envVars` were
+    /// known, so they are given to every command instead.
+    pub env_per_exec: bool,
 }
 
 /// A sandbox that is not running cannot be used; this is the error a guard returns.

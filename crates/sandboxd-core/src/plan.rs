@@ -17,6 +17,8 @@ pub const LABEL_ENVIRONMENT_ID: &str = "sandboxd.environmentId";
 /// Label naming the sandboxd installation (its store) that owns the container, so that
 /// two installations sharing an engine never reconcile each other's containers away.
 pub const LABEL_INSTANCE: &str = "sandboxd.instance";
+/// Label of a warm-pool container: the template of its pool.
+pub const LABEL_POOL: &str = "sandboxd.pool";
 /// The bridge network of `internet` sandboxes.
 pub const INTERNET_NETWORK: &str = "sandboxd-internet";
 /// Driver option that disables traffic between containers on a bridge.
@@ -230,6 +232,7 @@ mod tests {
             expires_at: None,
             last_activity_at: None,
             killed_at: None,
+            env_per_exec: false,
         }
     }
 

@@ -40,7 +40,14 @@ impl ReconcilePlan {
 
 /// Plans reconcile from the `creating`/`running` rows and the labelled containers.
 /// A sandbox still `creating` is left to its creator unless it is older than 10 minutes.
-pub fn plan_reconcile(rows: &[RowState], containers: &[ContainerState], now: i64) -> ReconcilePlan {
+/// Containers of `pool_members` (warm-pool sandboxes not claimed yet, being made or
+/// being claimed) have no row and are kept; any other container without a row goes.
+pub fn plan_reconcile(
+    rows: &[RowState],
+    containers: &[ContainerState],
+    pool_members: &HashSet<String>,
+    now: i64,
+) -> ReconcilePlan {
     let by_id: HashMap<&str, &RowState> = rows.iter().map(|r| (r.sandbox_id.as_str(), r)).collect();
     let stuck = |row: &RowState| {
         row.status == SandboxStatus::Creating && now - row.created_at > STUCK_CREATING_MS
@@ -51,6 +58,10 @@ pub fn plan_reconcile(rows: &[RowState], containers: &[ContainerState], now: i64
         let row = container.sandbox_id.as_deref().and_then(|id| by_id.get(id));
         match row {
             Some(row) if row.status == SandboxStatus::Creating && !stuck(row) => {}
+            None if container
+                .sandbox_id
+                .as_ref()
+                .is_some_and(|id| pool_members.contains(id)) => {}
             Some(row)
                 if row.status == SandboxStatus::Running
                     && row.container_id.as_deref() == Some(container.container_id.as_str())
@@ -123,7 +134,7 @@ mod tests {
             container("c_creating", Some("creating"), true),
             container("c_stuck", Some("stuck"), true),
         ];
-        let plan = plan_reconcile(&rows, &containers, NOW);
+        let plan = plan_reconcile(&rows, &containers, &HashSet::new(), NOW);
         assert_eq!(
             plan.remove_containers,
             ["c_stopped", "c_old", "c_orphan", "c_unlabelled", "c_stuck"]
@@ -136,6 +147,18 @@ mod tests {
 
     #[test]
     fn empty_world_plans_nothing() {
-        assert!(plan_reconcile(&[], &[], NOW).is_empty());
+        assert!(plan_reconcile(&[], &[], &HashSet::new(), NOW).is_empty());
+    }
+
+    #[test]
+    fn pool_members_are_kept_and_other_rowless_containers_go() {
+        let container = |id: &str| ContainerState {
+            container_id: format!("c-{id}"),
+            sandbox_id: Some(id.into()),
+            running: true,
+        };
+        let members = HashSet::from(["warm".to_owned()]);
+        let plan = plan_reconcile(&[], &[container("warm"), container("gone")], &members, NOW);
+        assert_eq!(plan.remove_containers, ["c-gone"]);
     }
 }

@@ -69,6 +69,8 @@ pub struct ServerConfig {
     /// The engine runtime sandboxes run under (`runsc` for gVisor, `kata-runtime`…);
     /// `None`: the engine's default (runc). Checked against the engine at start.
     pub runtime: Option<String>,
+    /// Warm pools: template name → started sandboxes kept ready to be claimed.
+    pub pools: BTreeMap<String, usize>,
 }
 
 impl ServerConfig {
@@ -88,6 +90,7 @@ impl ServerConfig {
             rate_limit_per_second: 100,
             rate_limit_burst: 200,
             runtime: None,
+            pools: BTreeMap::new(),
         }
     }
 }
@@ -179,6 +182,7 @@ impl Server {
             service::Options {
                 audit_exec: config.audit_exec,
                 runtime: config.runtime.clone(),
+                pools: config.pools.clone(),
             },
         );
         Ok(Self {
@@ -231,7 +235,9 @@ impl Server {
         for task in background {
             let _ = task.await;
         }
-        // Containers of sandboxes killed just before the stop are removed, not leaked.
+        // Warm members are removed, and containers of sandboxes killed just before the
+        // stop: nothing is leaked.
+        self.service.drain_pools().await;
         self.service
             .finish_removals(std::time::Duration::from_secs(15))
             .await;

@@ -11,6 +11,9 @@ use tracing::warn;
 use crate::ServerConfig;
 use crate::service::{Service, ServiceError};
 
+/// How often the warm pools are topped up (each pass fills them completely).
+const POOL_REFILL_INTERVAL: Duration = Duration::from_millis(200);
+
 fn every<F, Fut>(
     period: Duration,
     mut stop: watch::Receiver<bool>,
@@ -45,6 +48,7 @@ pub fn spawn(
     stop: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     let reaper = service.clone();
+    let filler = service.clone();
     let reconciler = service;
     vec![
         every(config.reaper_interval, stop.clone(), "reaper", move || {
@@ -57,6 +61,18 @@ pub fn spawn(
                 outcome
             }
         }),
+        every(
+            POOL_REFILL_INTERVAL,
+            stop.clone(),
+            "pool refill",
+            move || {
+                let service = filler.clone();
+                async move {
+                    service.fill_pools_once().await;
+                    Ok(())
+                }
+            },
+        ),
         every(config.reconcile_interval, stop, "reconcile", move || {
             let service = reconciler.clone();
             async move {

@@ -13,7 +13,7 @@ macro_rules! select_sandboxes {
             "SELECT sandbox_id, name, organization_id, project_id, environment_id, server_id, ",
             "image, template, container_id, status, cpu, memory_mb, pids_limit, timeout_ms, ",
             "network_mode, workdir, run_as, runtime, created_at, expires_at, last_activity_at, ",
-            "killed_at FROM sandboxes ",
+            "killed_at, env_per_exec FROM sandboxes ",
             $tail
         )
     };
@@ -48,6 +48,7 @@ pub(crate) fn sandbox(row: &AnyRow) -> Result<Sandbox, StoreError> {
         expires_at: row.try_get("expires_at")?,
         last_activity_at: row.try_get("last_activity_at")?,
         killed_at: row.try_get("killed_at")?,
+        env_per_exec: row.try_get::<i64, _>("env_per_exec")? != 0,
     })
 }
 

@@ -21,6 +21,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "access",
         include_str!("../migrations/sqlite/0002_access.sql"),
     ),
+    (
+        3,
+        "pools",
+        include_str!("../migrations/sqlite/0003_pools.sql"),
+    ),
 ];
 
 /// The persistent state of one sandboxd installation.

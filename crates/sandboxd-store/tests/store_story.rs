@@ -29,6 +29,7 @@ fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox {
         expires_at: None,
         last_activity_at: None,
         killed_at: None,
+        env_per_exec: false,
     }
 }
 

@@ -44,6 +44,15 @@ pub struct Config {
     pub rate_limit_burst: u32,
     /// Engine runtime of sandboxes (`runsc`, `kata-runtime`…); the engine's default when unset.
     pub runtime: Option<String>,
+    /// Warm pools by template, e.g. `[pools.python] size = 4`.
+    pub pools: BTreeMap<String, PoolConfig>,
+}
+
+/// A warm pool of a template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolConfig {
+    /// Started sandboxes kept ready to be claimed.
+    pub size: usize,
 }
 
 impl std::fmt::Debug for Config {
@@ -62,6 +71,7 @@ impl std::fmt::Debug for Config {
             .field("rate_limit_per_second", &self.rate_limit_per_second)
             .field("rate_limit_burst", &self.rate_limit_burst)
             .field("runtime", &self.runtime)
+            .field("pools", &self.pools)
             .finish()
     }
 }
@@ -82,6 +92,7 @@ impl Default for Config {
             rate_limit_per_second: 100,
             rate_limit_burst: 200,
             runtime: None,
+            pools: BTreeMap::new(),
         }
     }
 }

@@ -81,6 +81,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server_config.rate_limit_per_second = config.rate_limit_per_second;
     server_config.rate_limit_burst = config.rate_limit_burst;
     server_config.runtime = config.runtime.clone();
+    server_config.pools = config
+        .pools
+        .iter()
+        .map(|(template, pool)| (template.clone(), pool.size))
+        .collect();
     server_config.template_images = config
         .templates
         .iter()

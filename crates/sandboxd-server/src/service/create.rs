@@ -31,6 +31,9 @@ impl Service {
             .ok_or(ServiceError::NotFound("environment"))?;
         self.check_create_in(caller, &environment.project_id)
             .await?;
+        if let Some(warm) = self.claim_warm(caller, &cmd, &environment).await? {
+            return Ok(warm);
+        }
         if cmd.server_id.is_some() {
             return Err(ServiceError::NotFound("server"));
         }
@@ -77,11 +80,14 @@ impl Service {
             expires_at: None,
             last_activity_at: None,
             killed_at: None,
+            env_per_exec: false,
         };
         self.store()
             .insert_sandbox(&row, cmd.env_vars.as_deref(), &caller.user_id)
             .await?;
-        let outcome = self.start_container(&row, cmd.env_vars.as_deref()).await;
+        let outcome = self
+            .start_container(&row, cmd.env_vars.as_deref(), None)
+            .await;
         self.record(
             &row.organization_id,
             Some(caller),
@@ -118,10 +124,11 @@ impl Service {
 
     /// Image, network, container; on any failure after the container exists, the
     /// container is removed. Returns the container id and the resolved `uid:gid`.
-    async fn start_container(
+    pub(super) async fn start_container(
         &self,
         row: &Sandbox,
         env_vars: Option<&str>,
+        pool: Option<&str>,
     ) -> Result<(String, Option<String>), EngineError> {
         let engine = self.engine();
         let image_user = engine.ensure_image(&row.image).await?;
@@ -132,7 +139,11 @@ impl Service {
                 None
             }
         };
-        let plan = plan::plan_container(row, env_vars, self.instance_id(), agent.as_ref());
+        let mut plan = plan::plan_container(row, env_vars, self.instance_id(), agent.as_ref());
+        if let Some(pool) = pool {
+            plan.labels
+                .insert(plan::LABEL_POOL.to_owned(), pool.to_owned());
+        }
         if let NetworkPlan::Bridge(name) = &plan.network {
             engine.ensure_bridge(name).await?;
         }

@@ -47,7 +47,7 @@ impl Service {
         let spec = AgentExec {
             argv: vec!["sh".into(), "-c".into(), cmd.cmd],
             cwd: Some(cmd.cwd.unwrap_or_else(|| sandbox.workdir.clone())),
-            env: cmd.env,
+            env: self.command_env(&sandbox, cmd.env).await?,
             timeout: Duration::from_millis(cmd.timeout_ms),
             max_output: MAX_EXEC_OUTPUT_BYTES,
             stream,

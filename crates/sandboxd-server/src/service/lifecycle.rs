@@ -133,11 +133,7 @@ impl Service {
             .await?
             .ok_or(ServiceError::NotFound("sandbox"))?;
         self.agents().release(&sandbox.sandbox_id);
-        self.inner
-            .oom_seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&sandbox.sandbox_id);
+        self.forget(&sandbox.sandbox_id);
         info!(sandbox_id = %sandbox.sandbox_id, "sandbox killed");
         if let Some(container) = sandbox.container_id {
             let engine = self.engine().clone();

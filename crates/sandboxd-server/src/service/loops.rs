@@ -66,7 +66,9 @@ impl Service {
         // Rows are read after the containers: a sandbox created in between has its row
         // (creating or running) in the list, so its fresh container is never an orphan.
         let rows = self.store().live_rows().await?;
-        let plan = plan_reconcile(&rows, &containers, now_ms());
+        // Read after the containers too: a member made in between is already known.
+        let members = self.pool_members();
+        let plan = plan_reconcile(&rows, &containers, &members, now_ms());
         let mut report = ReconcileReport::default();
         for container in &plan.remove_containers {
             match self.engine().remove_container(container).await {

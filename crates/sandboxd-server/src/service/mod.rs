@@ -10,6 +10,7 @@ mod files;
 mod lifecycle;
 mod loops;
 mod members;
+mod pools;
 mod processes;
 mod tenancy;
 mod terminal;
@@ -20,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sandboxd_core::access::SandboxNeed;
-use sandboxd_core::model::Principal;
+use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::templates::Templates;
 use sandboxd_docker::{Engine, ExecSpec};
 use sandboxd_store::Store;
@@ -47,11 +48,17 @@ struct Inner {
     paths: PathCounts,
     tokens: tokens::ExecTokens,
     options: Options,
+    pools: pools::Pools,
+    /// The environment variables of pooled sandboxes, given to each of their commands.
+    exec_env: std::sync::Mutex<std::collections::HashMap<String, Arc<EnvPairs>>>,
     /// Removals of killed sandboxes' containers, running in the background.
     removals: tokio_util::task::TaskTracker,
     /// The OOM-kill count last read in each sandbox.
     oom_seen: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
+
+/// Environment variables as name and value.
+type EnvPairs = Vec<(String, String)>;
 
 /// How the service runs sandboxes and what it records.
 #[derive(Debug, Clone, Default)]
@@ -60,6 +67,8 @@ pub struct Options {
     pub audit_exec: bool,
     /// The engine runtime of new sandboxes; `None`: the engine's default.
     pub runtime: Option<String>,
+    /// Warm pools: template name → members kept ready.
+    pub pools: std::collections::BTreeMap<String, usize>,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive
@@ -104,8 +113,11 @@ impl Service {
                 instance_id,
                 paths: PathCounts::default(),
                 tokens: tokens::ExecTokens::default(),
+                pools: pools::Pools::new(options.pools.clone()),
                 options,
                 oom_seen: Default::default(),
+
+                exec_env: Default::default(),
                 removals: tokio_util::task::TaskTracker::new(),
             }),
         }
@@ -160,6 +172,65 @@ impl Service {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         metrics::counter!(crate::metrics::SERVED, "path" => path.as_str()).increment(1);
+    }
+
+    /// The environment a command in `sandbox` runs with besides its own `env`: the
+    /// sandbox's variables when it came from a warm pool (its container was started
+    /// before they were known), nothing otherwise. `env` comes last and wins.
+    pub(crate) async fn command_env(
+        &self,
+        sandbox: &Sandbox,
+        env: Vec<(String, String)>,
+    ) -> Result<Vec<(String, String)>, ServiceError> {
+        if !sandbox.env_per_exec {
+            return Ok(env);
+        }
+        let cached = self
+            .inner
+            .exec_env
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&sandbox.sandbox_id)
+            .cloned();
+        let vars = match cached {
+            Some(vars) => vars,
+            None => {
+                let text = self
+                    .store()
+                    .sandbox_env_vars(&sandbox.sandbox_id)
+                    .await?
+                    .unwrap_or_default();
+                let vars: Vec<(String, String)> = sandboxd_core::env_vars::parse(&text)
+                    .into_iter()
+                    .filter_map(|pair| {
+                        let (key, value) = pair.split_once('=')?;
+                        Some((key.to_owned(), value.to_owned()))
+                    })
+                    .collect();
+                let vars = Arc::new(vars);
+                self.inner
+                    .exec_env
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(sandbox.sandbox_id.clone(), vars.clone());
+                vars
+            }
+        };
+        Ok(vars.iter().cloned().chain(env).collect())
+    }
+
+    /// Forgets what is kept in memory for a sandbox that is gone.
+    pub(crate) fn forget(&self, sandbox_id: &str) {
+        self.inner
+            .oom_seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(sandbox_id);
+        self.inner
+            .exec_env
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(sandbox_id);
     }
 
     /// Container removals of killed sandboxes still running in the background.

@@ -101,7 +101,13 @@ impl Service {
         let argv = vec!["sh".into(), "-c".into(), start.command.cmd];
         let cwd = Some(start.command.cwd.unwrap_or_else(|| sandbox.workdir.clone()));
         let info = agent
-            .spawn_process(&id, argv, cwd, start.command.env, start.stdin)
+            .spawn_process(
+                &id,
+                argv,
+                cwd,
+                self.command_env(&sandbox, start.command.env).await?,
+                start.stdin,
+            )
             .await
             .map_err(process_error)?;
         Ok(view(&sandbox.sandbox_id, info))

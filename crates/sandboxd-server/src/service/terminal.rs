@@ -26,7 +26,7 @@ impl Service {
         let spec = PtySpec {
             argv,
             cwd: Some(sandbox.workdir.clone()),
-            env: Vec::new(),
+            env: self.command_env(&sandbox, Vec::new()).await?,
             cols,
             rows,
         };

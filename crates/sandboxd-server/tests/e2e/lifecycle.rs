@@ -100,13 +100,7 @@ async fn reaper_kills_expired_sandboxes() {
         assert!(Instant::now() < deadline, "not reaped: {one}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    assert!(
-        server
-            .docker()
-            .inspect_container(container(&sandbox), None)
-            .await
-            .is_err()
-    );
+    server.wait_container_removed(&sandbox).await;
     let (_, kept) = server.get("sandbox.one", &[("sandboxId", id(&keep))]).await;
     assert_eq!(kept["status"], "running");
 }

@@ -15,6 +15,7 @@ mod files;
 mod hygiene;
 mod lifecycle;
 mod mcp;
+mod pools;
 mod processes;
 mod reconcile;
 mod stream;

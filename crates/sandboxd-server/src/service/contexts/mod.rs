@@ -71,7 +71,13 @@ impl Service {
         let id = format!("c_{}", &sandboxd_store::new_id()?[..12]);
         let argv = vec!["python3".into(), "-u".into(), "-c".into(), DRIVER.into()];
         let info = agent
-            .spawn_process(&id, argv, Some(sandbox.workdir.clone()), Vec::new(), true)
+            .spawn_process(
+                &id,
+                argv,
+                Some(sandbox.workdir.clone()),
+                self.command_env(&sandbox, Vec::new()).await?,
+                true,
+            )
             .await
             .map_err(process_error)?;
         Ok(ContextView {

@@ -1,0 +1,93 @@
+//! Warm pools: which creates a pool of started sandboxes can serve. A pool belongs to a
+//! template and holds containers made exactly as a create of that template with the
+//! default limits and isolated networking would make them; a create that asks for
+//! anything else is served cold.
+
+use crate::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT};
+use crate::model::NetworkMode;
+use crate::templates::Templates;
+use crate::validate::CreateSandbox;
+
+/// The pool (template name) that can serve `cmd`, if it matches one of `pooled`.
+/// Environment variables, name and timeout do not matter: they are applied on claim
+/// (the variables to every command, since a started container's environment is fixed).
+pub fn pool_for<'a>(
+    cmd: &CreateSandbox,
+    templates: &Templates,
+    pooled: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let name = cmd.image.template.as_deref()?;
+    let template = templates.get(name)?;
+    let same_image = cmd
+        .image
+        .image
+        .as_deref()
+        .is_none_or(|i| i == template.image);
+    let same_workdir = cmd.workdir.as_deref().is_none_or(|w| w == template.workdir);
+    let default_limits = cmd.cpu == DEFAULT_CPU
+        && cmd.memory_mb == DEFAULT_MEMORY_MB
+        && cmd.pids_limit == DEFAULT_PIDS_LIMIT;
+    let plain = same_image
+        && same_workdir
+        && default_limits
+        && cmd.network_mode == NetworkMode::Isolated
+        && cmd.server_id.is_none();
+    if !plain {
+        return None;
+    }
+    pooled.into_iter().find(|pool| *pool == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::DEFAULT_TIMEOUT_MS;
+    use crate::validate::ImageChoice;
+
+    fn create(template: &str) -> CreateSandbox {
+        CreateSandbox {
+            environment_id: "env".into(),
+            name: Some("n".into()),
+            image: ImageChoice {
+                template: Some(template.into()),
+                image: None,
+            },
+            server_id: None,
+            cpu: DEFAULT_CPU,
+            memory_mb: DEFAULT_MEMORY_MB,
+            pids_limit: DEFAULT_PIDS_LIMIT,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            network_mode: NetworkMode::Isolated,
+            env_vars: Some("A=1".into()),
+            workdir: None,
+        }
+    }
+
+    #[test]
+    fn a_plain_create_of_a_pooled_template_is_served_by_its_pool() {
+        let templates = Templates::default();
+        assert_eq!(
+            pool_for(&create("python"), &templates, ["python"]),
+            Some("python")
+        );
+        assert_eq!(pool_for(&create("base"), &templates, ["python"]), None);
+    }
+
+    #[test]
+    fn anything_a_pooled_container_was_not_made_with_goes_cold() {
+        let templates = Templates::default();
+        let variants: [fn(&mut CreateSandbox); 6] = [
+            |c| c.cpu = 2.0,
+            |c| c.memory_mb = 1024,
+            |c| c.pids_limit = 64,
+            |c| c.network_mode = NetworkMode::Internet,
+            |c| c.workdir = Some("/elsewhere".into()),
+            |c| c.image.image = Some("other:1".into()),
+        ];
+        for change in variants {
+            let mut cmd = create("python");
+            change(&mut cmd);
+            assert_eq!(pool_for(&cmd, &templates, ["python"]), None, "{cmd:?}");
+        }
+    }
+}

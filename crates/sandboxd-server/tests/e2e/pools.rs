@@ -1,0 +1,170 @@
+//! Warm pools on the real engine: members are made in the background and never visible
+//! as sandboxes; a matching create claims one (env vars given to every command), a
+//! different one goes cold; reconcile keeps members and removes strangers; a stop
+//! removes the unclaimed members and a restart keeps claimed sandboxes working.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use bollard::query_parameters::ListContainersOptionsBuilder;
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::harness::{BUSYBOX, TestServer, id};
+
+/// Pool containers of a server (label `sandboxd.pool`), by sandbox id.
+async fn pool_containers(server: &TestServer, instance: &str) -> HashMap<String, String> {
+    let filters = HashMap::from([(
+        "label".to_owned(),
+        vec![
+            format!("sandboxd.instance={instance}"),
+            "sandboxd.pool".to_owned(),
+        ],
+    )]);
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    server
+        .docker()
+        .list_containers(Some(options))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            let labels = c.labels.unwrap_or_default();
+            (
+                labels["sandboxd.sandboxId"].clone(),
+                c.id.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+async fn wait_ready(server: &TestServer, pool: &str, size: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.service.pools_ready().get(pool).copied() != Some(size) {
+        assert!(
+            Instant::now() < deadline,
+            "pool {pool} never reached {size}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
+    let server = TestServer::start_with(|config| {
+        config.pools.insert("python".into(), 2);
+    })
+    .await;
+    let instance = server.instance().to_owned();
+    wait_ready(&server, "python", 2).await;
+    let members = pool_containers(&server, &instance).await;
+    assert_eq!(members.len(), 2);
+    // Not sandboxes: not listed, not found, kept by reconcile.
+    let (_, listed) = server
+        .get("sandbox.list", &[("projectId", &server.project_id)])
+        .await;
+    assert_eq!(listed, json!([]));
+    for member in members.keys() {
+        let (status, _) = server.get("sandbox.one", &[("sandboxId", member)]).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+    server.service.reconcile_once().await.unwrap();
+    assert_eq!(pool_containers(&server, &instance).await.len(), 2);
+
+    // A matching create claims a member: same container, variables in every command.
+    let claimed = server
+        .create(json!({"template": "python", "envVars": "GREETING=hello warm", "name": "w"}))
+        .await;
+    assert!(members.contains_key(id(&claimed)), "served by the pool");
+    assert_eq!(claimed["status"], "running");
+    assert_eq!(claimed["name"], "w");
+    let out = server.exec(&claimed, "echo $GREETING; id -u").await;
+    assert_eq!(out["stdout"], "hello warm\n1000\n");
+    let (status, out) = server
+        .post(
+            "sandbox.exec",
+            json!({"sandboxId": id(&claimed), "cmd": "echo $GREETING", "env": {"GREETING": "mine"}}),
+        )
+        .await;
+    assert_eq!(
+        (status, out["stdout"].as_str()),
+        (StatusCode::OK, Some("mine\n")),
+        "request env wins"
+    );
+    let (_, process) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&claimed), "cmd": "echo $GREETING"}),
+        )
+        .await;
+    server
+        .post(
+            "sandbox.processWait",
+            json!({"sandboxId": id(&claimed), "processId": process["processId"]}),
+        )
+        .await;
+    let (_, output) = server
+        .get(
+            "sandbox.processOutput",
+            &[
+                ("sandboxId", id(&claimed)),
+                ("processId", process["processId"].as_str().unwrap()),
+            ],
+        )
+        .await;
+    assert_eq!(output["data"], "hello warm\n");
+    let (_, listed) = server
+        .get("sandbox.list", &[("projectId", &server.project_id)])
+        .await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    // The pool refills; a create it cannot serve goes cold.
+    wait_ready(&server, "python", 2).await;
+    let cold = server
+        .create(json!({"template": "python", "memoryMb": 256}))
+        .await;
+    assert!(
+        !pool_containers(&server, &instance)
+            .await
+            .contains_key(id(&cold))
+    );
+
+    // A pool container nobody knows (a pool removed from the configuration, a crash)
+    // is removed by reconcile.
+    let stranger = std::process::Command::new("docker")
+        .args([
+            "run",
+            "-d",
+            "--label",
+            &format!("sandboxd.instance={instance}"),
+            "--label",
+            "sandboxd.sandbox=true",
+            "--label",
+            "sandboxd.sandboxId=strangerAAAA",
+            "--label",
+            "sandboxd.pool=gone",
+            BUSYBOX,
+            "sleep",
+            "300",
+        ])
+        .output()
+        .unwrap();
+    assert!(stranger.status.success());
+    server.service.reconcile_once().await.unwrap();
+    let left = pool_containers(&server, &instance).await;
+    assert!(!left.contains_key("strangerAAAA"), "{left:?}");
+    assert_eq!(left.len(), 3, "two members and the claimed sandbox");
+
+    // A stop removes the unclaimed members; the claimed sandbox survives a restart with
+    // its variables.
+    let stopped = server.stop().await;
+    let server = TestServer::start_in(stopped).await;
+    let left = pool_containers(&server, &instance).await;
+    assert!(left.contains_key(id(&claimed)));
+    assert_eq!(left.len(), 1, "only the claimed sandbox is left: {left:?}");
+    let out = server.exec(&claimed, "echo $GREETING").await;
+    assert_eq!(out["stdout"], "hello warm\n");
+}
