@@ -157,6 +157,18 @@ impl Floor {
         Ok(started.elapsed())
     }
 
+    /// Lists the containers with `label` (what a reconcile pass asks the engine for).
+    pub async fn list_labelled(&self, label: &str) -> anyhow::Result<(usize, Duration)> {
+        let started = Instant::now();
+        let filters = HashMap::from([("label", vec![label.to_owned()])]);
+        let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self.docker.list_containers(Some(options)).await?;
+        Ok((list.len(), started.elapsed()))
+    }
+
     /// Force-removes every container with `label`.
     pub async fn remove_labelled(&self, label: &str) {
         let filters = HashMap::from([("label", vec![label.to_owned()])]);

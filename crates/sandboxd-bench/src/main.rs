@@ -4,7 +4,9 @@
 //! median, p90 and the ratio of medians, and a JSON line for machines.
 #![forbid(unsafe_code)]
 
+mod child;
 mod floor;
+mod load;
 mod report;
 mod through_api;
 
@@ -14,9 +16,12 @@ use clap::Parser;
 
 use crate::report::Samples;
 
+/// Members of the warm pool of the warm-create scenario.
+const WARM_POOL: usize = 2;
+
 /// Benchmark sandboxd against the raw Docker API.
 #[derive(Debug, Parser)]
-struct Args {
+pub struct Args {
     /// Iterations per scenario (medians of at least 20 are meaningful).
     #[arg(long, default_value_t = 20)]
     iterations: usize,
@@ -26,18 +31,31 @@ struct Args {
     /// Write the JSON report to this file as well.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// The `sandboxd` binary run as a separate process for the load scenarios
+    /// (concurrent creates, server memory, `sandbox.one` throughput).
+    #[arg(long, default_value = "target/release/sandboxd")]
+    server_binary: std::path::PathBuf,
+    /// Concurrent creates, one scenario each.
+    #[arg(long, value_delimiter = ',', default_value = "50,100")]
+    concurrency: Vec<usize>,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let agent = through_api::Api::start(&args.image, true).await?;
-    let engine = through_api::Api::start(&args.image, false).await?;
+    let agent = through_api::Api::start(&args.image, true, 0).await?;
+    let engine = through_api::Api::start(&args.image, false, 0).await?;
+    let warm = through_api::Api::start(&args.image, true, WARM_POOL).await?;
     let raw = floor::Floor::connect(&args.image).await?;
-    let instances = [agent.instance().to_owned(), engine.instance().to_owned()];
-    let outcome = run(&args, &agent, &engine, &raw).await;
+    let instances = [
+        agent.instance().to_owned(),
+        engine.instance().to_owned(),
+        warm.instance().to_owned(),
+    ];
+    let outcome = run(&args, &agent, &engine, &warm, &raw).await;
     agent.stop().await;
     engine.stop().await;
+    warm.stop().await;
     // Whatever happened, leave no container behind.
     raw.remove_labelled("sandboxd.bench=true").await;
     for instance in instances {
@@ -51,6 +69,7 @@ async fn run(
     args: &Args,
     agent: &through_api::Api,
     engine: &through_api::Api,
+    warm: &through_api::Api,
     raw: &floor::Floor,
 ) -> anyhow::Result<()> {
     let mut create = [Samples::default(), Samples::default(), Samples::default()];
@@ -98,6 +117,21 @@ async fn run(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
+    // Warm pool: each claim measured once the pool is full and nothing runs in the
+    // background, and so is its floor (a raw create on a quiet engine).
+    let mut warm_create = [Samples::default(), Samples::default()];
+    for _ in 0..args.iterations {
+        warm.settle(WARM_POOL).await?;
+        let (id, took) = warm.create_and_echo().await?;
+        warm_create[0].push(took);
+        warm.remove(&id).await?;
+        warm.settle(WARM_POOL).await?;
+        let (container, took) = raw.create_and_echo().await?;
+        warm_create[1].push(took);
+        raw.remove(&container).await?;
+    }
+    let load = load::run(args, agent, raw).await?;
+
     let named = |[a, e, r]: [Samples; 3]| {
         vec![
             ("sandboxd (agent)", a),
@@ -107,6 +141,10 @@ async fn run(
     };
     let rows = [
         report::Row::new("create → first exec output", named(create)),
+        report::Row::new("warm create → first output", {
+            let [w, r] = warm_create;
+            vec![("sandboxd (warm pool)", w), ("Docker API (floor)", r)]
+        }),
         report::Row::new("exec `true` round trip", {
             let [a, e, r] = exec_true;
             vec![
@@ -121,7 +159,9 @@ async fn run(
         report::Row::new("destroy", named(destroy)),
         report::Row::new("sandbox.one (API overhead)", vec![("sandboxd", one)]),
     ];
-    let json = report::print(&rows, args.iterations);
+    let rows: Vec<report::Row> = rows.into_iter().chain(load.rows).collect();
+    let mut json = report::print(&rows, args.iterations);
+    json = load::annotate(json, &load.figures);
     if let Some(path) = &args.json {
         std::fs::write(path, json)?;
     }

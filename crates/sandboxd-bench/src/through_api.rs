@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use sandboxd_server::{Server, ServerConfig};
 use serde_json::{Value, json};
 
-const KEY: &str = "sbx_benchmark_key_0123456789abcdefghijklmnopqrstuv";
+pub const KEY: &str = "sbx_benchmark_key_0123456789abcdefghijklmnopqrstuv";
 
 pub struct Api {
     service: sandboxd_server::Service,
@@ -24,7 +24,7 @@ pub struct Api {
 impl Api {
     /// A server with or without the in-sandbox agent (`SANDBOXD_AGENT_BINARY`, or where
     /// `scripts/build-agent.sh` puts it).
-    pub async fn start(image: &str, with_agent: bool) -> anyhow::Result<Self> {
+    pub async fn start(image: &str, with_agent: bool, pool: usize) -> anyhow::Result<Self> {
         let data = tempfile::tempdir()?;
         let mut config = ServerConfig::new(data.path().to_path_buf());
         config.agent_binary = Some(if with_agent {
@@ -34,6 +34,11 @@ impl Api {
         });
         config.bootstrap_key = Some(KEY.into());
         config.template_images.insert("base".into(), image.into());
+        // The benchmark drives one key hard; the per-key limit would measure itself.
+        config.rate_limit_per_second = 0;
+        if pool > 0 {
+            config.pools.insert("base".into(), pool);
+        }
         let server = Server::start(config).await?;
         let env_id = server
             .bootstrap
@@ -62,6 +67,30 @@ impl Api {
             task: std::sync::Mutex::new(Some(task)),
             _data: data,
         })
+    }
+
+    pub fn env_id(&self) -> &str {
+        &self.env_id
+    }
+
+    /// The service behind the HTTP API, for the in-process scenarios.
+    pub fn service(&self) -> &sandboxd_server::Service {
+        &self.service
+    }
+
+    /// Waits until the warm pool has `size` members ready and no removal is running, so
+    /// the next measurement competes with no background work.
+    pub async fn settle(&self, size: usize) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.service.pools_ready().get("base").copied().unwrap_or(0) < size
+            || self.service.removals_pending() > 0
+        {
+            if Instant::now() > deadline {
+                bail!("the warm pool did not refill");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(())
     }
 
     /// The label value of this server's containers.
@@ -208,7 +237,7 @@ impl Api {
     }
 }
 
-fn agent_binary() -> anyhow::Result<std::path::PathBuf> {
+pub fn agent_binary() -> anyhow::Result<std::path::PathBuf> {
     if let Some(path) = std::env::var_os("SANDBOXD_AGENT_BINARY") {
         return Ok(path.into());
     }
