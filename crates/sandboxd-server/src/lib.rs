@@ -22,7 +22,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
@@ -275,11 +274,18 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::projects::router())
         .merge(routes::access::router())
         .split_for_parts();
-    let document = Json(api);
+    // Serialized once: the handler (cloned by the router for every request and
+    // connection) then holds a reference-counted buffer, not the document itself.
+    let document = bytes::Bytes::from(serde_json::to_vec(&api).unwrap_or_default());
     router
         .route(
             "/api/openapi.json",
-            get(move || async move { document.clone() }),
+            get(move || async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    document.clone(),
+                )
+            }),
         )
         .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(metrics::render))
