@@ -41,7 +41,15 @@ where
     })
 }
 
-/// Starts the reaper and the periodic reconcile.
+/// Runs a pass and records its duration in the histogram `name`.
+async fn timed<T>(name: &'static str, pass: impl Future<Output = T>) -> T {
+    let started = std::time::Instant::now();
+    let outcome = pass.await;
+    metrics::histogram!(name).record(started.elapsed().as_secs_f64());
+    outcome
+}
+
+/// Starts the reaper, the warm-pool refill and the periodic reconcile.
 pub fn spawn(
     service: Service,
     config: &ServerConfig,
@@ -53,13 +61,9 @@ pub fn spawn(
     vec![
         every(config.reaper_interval, stop.clone(), "reaper", move || {
             let service = reaper.clone();
-            async move {
-                let started = std::time::Instant::now();
-                let outcome = service.reap_once().await.map(|_| ());
-                metrics::histogram!(crate::metrics::REAPER_DURATION)
-                    .record(started.elapsed().as_secs_f64());
-                outcome
-            }
+            timed(crate::metrics::REAPER_DURATION, async move {
+                service.reap_once().await.map(|_| ())
+            })
         }),
         every(
             POOL_REFILL_INTERVAL,
@@ -75,13 +79,9 @@ pub fn spawn(
         ),
         every(config.reconcile_interval, stop, "reconcile", move || {
             let service = reconciler.clone();
-            async move {
-                let started = std::time::Instant::now();
-                let outcome = service.reconcile_once().await.map(|_| ());
-                metrics::histogram!(crate::metrics::RECONCILE_DURATION)
-                    .record(started.elapsed().as_secs_f64());
-                outcome
-            }
+            timed(crate::metrics::RECONCILE_DURATION, async move {
+                service.reconcile_once().await.map(|_| ())
+            })
         }),
     ]
 }

@@ -12,7 +12,21 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use super::{Resource, Service, ServiceError, internal_exec, now_ms};
-use serde_json::json;
+use serde_json::{Value, json};
+
+/// What the audit log records of a create (never `envVars`).
+pub(super) fn created_metadata(row: &Sandbox, started: bool, pool: Option<&str>) -> Value {
+    json!({
+        "image": row.image,
+        "template": row.template,
+        "environmentId": row.environment_id,
+        "networkMode": row.network_mode.as_str(),
+        "cpu": row.cpu,
+        "memoryMb": row.memory_mb,
+        "started": started,
+        "pool": pool,
+    })
+}
 
 /// How long a create waits for the new sandbox's agent to connect.
 const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -93,15 +107,7 @@ impl Service {
             Some(caller),
             "sandbox.create",
             Resource::sandbox(&row),
-            json!({
-                "image": row.image,
-                "template": row.template,
-                "environmentId": row.environment_id,
-                "networkMode": row.network_mode.as_str(),
-                "cpu": row.cpu,
-                "memoryMb": row.memory_mb,
-                "started": outcome.is_ok(),
-            }),
+            created_metadata(&row, outcome.is_ok(), None),
         )
         .await;
         match outcome {

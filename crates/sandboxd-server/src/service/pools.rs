@@ -14,7 +14,6 @@ use sandboxd_core::model::{Environment, NetworkMode, Principal, Sandbox, Sandbox
 use sandboxd_core::pools::pool_for;
 use sandboxd_core::validate::CreateSandbox;
 use sandboxd_store::new_id;
-use serde_json::json;
 use tracing::{info, warn};
 
 use super::{Resource, Service, ServiceError, now_ms};
@@ -154,16 +153,7 @@ impl Service {
             Some(caller),
             "sandbox.create",
             Resource::sandbox(&row),
-            json!({
-                "image": row.image,
-                "template": row.template,
-                "environmentId": row.environment_id,
-                "networkMode": row.network_mode.as_str(),
-                "cpu": row.cpu,
-                "memoryMb": row.memory_mb,
-                "started": true,
-                "pool": pool,
-            }),
+            super::create::created_metadata(&row, true, Some(pool)),
         )
         .await;
         info!(sandbox_id = %row.sandbox_id, pool, "sandbox claimed from a warm pool");
