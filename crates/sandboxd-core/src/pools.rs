@@ -1,21 +1,32 @@
 //! Warm pools: which creates a pool of started sandboxes can serve. A pool belongs to a
-//! template and holds containers made exactly as a create of that template with the
-//! default limits and isolated networking would make them; a create that asks for
-//! anything else is served cold.
+//! template and holds containers made as a create of that template with the default
+//! limits and isolated networking would make them. Other limits are applied to a member
+//! on claim (the engine updates CPU, memory and pids of a running container); a create
+//! that asks for anything else (image, workdir, network, server) is served cold.
 
 use crate::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT};
 use crate::model::NetworkMode;
 use crate::templates::Templates;
 use crate::validate::CreateSandbox;
 
-/// The pool (template name) that can serve `cmd`, if it matches one of `pooled`.
-/// Environment variables, name and timeout do not matter: they are applied on claim
-/// (the variables to every command, since a started container's environment is fixed).
+/// A pool that can serve a create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolMatch<'a> {
+    /// The pool (template name).
+    pub pool: &'a str,
+    /// The create asks for other limits than the members were made with: the claimed
+    /// container's limits are updated first.
+    pub update_limits: bool,
+}
+
+/// The pool that can serve `cmd`, if it matches one of `pooled`. Environment
+/// variables, name and timeout do not matter: they are applied on claim (the variables
+/// to every command, since a started container's environment is fixed).
 pub fn pool_for<'a>(
     cmd: &CreateSandbox,
     templates: &Templates,
     pooled: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+) -> Option<PoolMatch<'a>> {
     let name = cmd.image.template.as_deref()?;
     let template = templates.get(name)?;
     let same_image = cmd
@@ -29,13 +40,16 @@ pub fn pool_for<'a>(
         && cmd.pids_limit == DEFAULT_PIDS_LIMIT;
     let plain = same_image
         && same_workdir
-        && default_limits
         && cmd.network_mode == NetworkMode::Isolated
         && cmd.server_id.is_none();
     if !plain {
         return None;
     }
-    pooled.into_iter().find(|pool| *pool == name)
+    let pool = pooled.into_iter().find(|pool| *pool == name)?;
+    Some(PoolMatch {
+        pool,
+        update_limits: !default_limits,
+    })
 }
 
 #[cfg(test)]
@@ -68,18 +82,34 @@ mod tests {
         let templates = Templates::default();
         assert_eq!(
             pool_for(&create("python"), &templates, ["python"]),
-            Some("python")
+            Some(PoolMatch {
+                pool: "python",
+                update_limits: false
+            })
         );
         assert_eq!(pool_for(&create("base"), &templates, ["python"]), None);
     }
 
     #[test]
-    fn anything_a_pooled_container_was_not_made_with_goes_cold() {
+    fn other_limits_are_served_with_an_update() {
         let templates = Templates::default();
-        let variants: [fn(&mut CreateSandbox); 6] = [
+        let variants: [fn(&mut CreateSandbox); 3] = [
             |c| c.cpu = 2.0,
             |c| c.memory_mb = 1024,
             |c| c.pids_limit = 64,
+        ];
+        for change in variants {
+            let mut cmd = create("python");
+            change(&mut cmd);
+            let matched = pool_for(&cmd, &templates, ["python"]).unwrap();
+            assert!(matched.update_limits, "{cmd:?}");
+        }
+    }
+
+    #[test]
+    fn another_image_workdir_or_network_goes_cold() {
+        let templates = Templates::default();
+        let variants: [fn(&mut CreateSandbox); 3] = [
             |c| c.network_mode = NetworkMode::Internet,
             |c| c.workdir = Some("/elsewhere".into()),
             |c| c.image.image = Some("other:1".into()),

@@ -126,6 +126,26 @@ impl Engine {
         self.remove_container(id).await
     }
 
+    /// Changes the CPU, memory (= memory + swap) and pids limits of a container.
+    pub async fn update_limits(
+        &self,
+        id: &str,
+        nano_cpus: i64,
+        memory_bytes: i64,
+        pids_limit: i64,
+    ) -> Result<(), EngineError> {
+        let limits = bollard::models::ContainerUpdateBody {
+            nano_cpus: Some(nano_cpus),
+            memory: Some(memory_bytes),
+            memory_swap: Some(memory_bytes),
+            pids_limit: Some(pids_limit),
+            ..Default::default()
+        };
+        bounded("update container", self.docker.update_container(id, limits))
+            .await?
+            .map_err(EngineError::Engine)
+    }
+
     /// Force-removes a container; a container already gone is not an error.
     pub async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         let remove = RemoveContainerOptionsBuilder::default().force(true).build();

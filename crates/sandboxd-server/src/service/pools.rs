@@ -83,13 +83,14 @@ impl Service {
         environment: &Environment,
     ) -> Result<Option<Sandbox>, ServiceError> {
         let pools = &self.inner.pools;
-        let Some(pool) = pool_for(
+        let Some(matched) = pool_for(
             cmd,
             self.templates(),
             pools.sizes.keys().map(String::as_str),
         ) else {
             return Ok(None);
         };
+        let pool = matched.pool;
         let warm = loop {
             let taken = pools
                 .state()
@@ -108,6 +109,23 @@ impl Service {
             warn!(sandbox_id = %warm.sandbox_id, "discarding a warm sandbox whose agent is gone");
             self.discard_member(warm);
         };
+        if matched.update_limits {
+            let updated = self
+                .engine()
+                .update_limits(
+                    &warm.container_id,
+                    (cmd.cpu * 1e9).round() as i64,
+                    cmd.memory_mb * 1024 * 1024,
+                    cmd.pids_limit,
+                )
+                .await;
+            if let Err(error) = updated {
+                // Not servable warm (e.g. less memory than the member uses): cold.
+                warn!(sandbox_id = %warm.sandbox_id, %error, "could not set the limits of a warm sandbox; creating cold");
+                self.discard_member(warm);
+                return Ok(None);
+            }
+        }
         metrics::counter!(POOL_CLAIMS, "pool" => pool.to_owned(), "outcome" => "hit").increment(1);
         let template = self.templates().get(pool);
         let now = now_ms();

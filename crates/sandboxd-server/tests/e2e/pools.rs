@@ -121,10 +121,42 @@ async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
         .await;
     assert_eq!(listed.as_array().unwrap().len(), 1);
 
-    // The pool refills; a create it cannot serve goes cold.
+    // The pool refills; other limits are set on the claimed container; another workdir
+    // goes cold.
+    wait_ready(&server, "python", 2).await;
+    let members = pool_containers(&server, &instance).await;
+    let limited = server
+        .create(json!({"template": "python", "memoryMb": 256, "cpu": 0.5, "pidsLimit": 64}))
+        .await;
+    assert!(members.contains_key(id(&limited)), "served by the pool");
+    let host = server
+        .docker()
+        .inspect_container(&members[id(&limited)], None)
+        .await
+        .unwrap()
+        .host_config
+        .unwrap();
+    assert_eq!(
+        (
+            host.memory,
+            host.memory_swap,
+            host.nano_cpus,
+            host.pids_limit
+        ),
+        (
+            Some(256 << 20),
+            Some(256 << 20),
+            Some(500_000_000),
+            Some(64)
+        )
+    );
+    assert_eq!(
+        (limited["memoryMb"].as_i64(), limited["pidsLimit"].as_i64()),
+        (Some(256), Some(64))
+    );
     wait_ready(&server, "python", 2).await;
     let cold = server
-        .create(json!({"template": "python", "memoryMb": 256}))
+        .create(json!({"template": "python", "workdir": "/tmp/elsewhere"}))
         .await;
     assert!(
         !pool_containers(&server, &instance)
@@ -156,7 +188,7 @@ async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
     server.service.reconcile_once().await.unwrap();
     let left = pool_containers(&server, &instance).await;
     assert!(!left.contains_key("strangerAAAA"), "{left:?}");
-    assert_eq!(left.len(), 3, "two members and the claimed sandbox");
+    assert_eq!(left.len(), 4, "two members and the two claimed sandboxes");
 
     // A stop removes the unclaimed members; the claimed sandbox survives a restart with
     // its variables.
@@ -164,7 +196,11 @@ async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
     let server = TestServer::start_in(stopped).await;
     let left = pool_containers(&server, &instance).await;
     assert!(left.contains_key(id(&claimed)));
-    assert_eq!(left.len(), 1, "only the claimed sandbox is left: {left:?}");
+    assert_eq!(
+        left.len(),
+        2,
+        "only the claimed sandboxes are left: {left:?}"
+    );
     let out = server.exec(&claimed, "echo $GREETING").await;
     assert_eq!(out["stdout"], "hello warm\n");
 }
