@@ -219,9 +219,21 @@ pub fn check_manage_member(
             "you cannot change or remove your own membership",
         ));
     }
-    let touches_privileged =
-        target != Role::Member || new_role.is_some_and(|role| role != Role::Member);
-    if touches_privileged && caller.role != Role::Owner {
+    only_owners_grant(caller, target != Role::Member || grants_privilege(new_role))
+}
+
+/// Whether `caller` may add a member with `role` (a member when absent).
+pub fn check_add_member(caller: &Principal, role: Option<Role>) -> Result<(), Denied> {
+    require(caller, Permission::OrganizationAdmin)?;
+    only_owners_grant(caller, grants_privilege(role))
+}
+
+fn grants_privilege(role: Option<Role>) -> bool {
+    role.is_some_and(|role| role != Role::Member)
+}
+
+fn only_owners_grant(caller: &Principal, privileged: bool) -> Result<(), Denied> {
+    if privileged && caller.role != Role::Owner {
         return Err(Denied::Rule("only an owner can manage owners and admins"));
     }
     Ok(())

@@ -17,5 +17,6 @@ pub use audit::{AuditPage, NewAuditEntry};
 pub use error::StoreError;
 pub use ids::new_id;
 pub use keys::{Bootstrap, NewKey};
+pub use members::AccessList;
 pub use secrets::SecretBox;
 pub use store::{Store, now_ms};

@@ -290,46 +290,15 @@ impl Store {
         Ok(())
     }
 
-    /// Whether a sandbox is on a member's access list.
-    pub async fn sandbox_listed(
+    /// Whether `id` is on one of a member's access lists.
+    pub async fn on_access_list(
         &self,
-        organization_id: &str,
-        user_id: &str,
-        sandbox_id: &str,
-    ) -> Result<bool, StoreError> {
-        self.listed(
-            List::Sandboxes.exists(),
-            organization_id,
-            user_id,
-            sandbox_id,
-        )
-        .await
-    }
-
-    /// Whether a project is on a member's access list.
-    pub async fn project_listed(
-        &self,
-        organization_id: &str,
-        user_id: &str,
-        project_id: &str,
-    ) -> Result<bool, StoreError> {
-        self.listed(
-            List::Projects.exists(),
-            organization_id,
-            user_id,
-            project_id,
-        )
-        .await
-    }
-
-    async fn listed(
-        &self,
-        sql: &'static str,
+        list: AccessList,
         organization_id: &str,
         user_id: &str,
         id: &str,
     ) -> Result<bool, StoreError> {
-        Ok(sqlx::query(sql)
+        Ok(sqlx::query(list.exists())
             .bind(organization_id)
             .bind(user_id)
             .bind(id)
@@ -337,16 +306,44 @@ impl Store {
             .await?
             .is_some())
     }
+
+    /// The ids on one of a member's access lists, sorted.
+    pub async fn access_list(
+        &self,
+        list: AccessList,
+        organization_id: &str,
+        user_id: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(list.ids())
+            .bind(organization_id)
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|row| Ok(row.try_get("id")?)).collect()
+    }
 }
 
 /// The two access lists of a member, and their statements.
-#[derive(Debug, Clone, Copy)]
-enum List {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessList {
     Projects,
     Sandboxes,
 }
 
-impl List {
+impl AccessList {
+    fn ids(self) -> &'static str {
+        match self {
+            Self::Projects => {
+                "SELECT project_id AS id FROM member_projects \
+                 WHERE organization_id = $1 AND user_id = $2 ORDER BY project_id"
+            }
+            Self::Sandboxes => {
+                "SELECT sandbox_id AS id FROM member_sandboxes \
+                 WHERE organization_id = $1 AND user_id = $2 ORDER BY sandbox_id"
+            }
+        }
+    }
+
     fn exists(self) -> &'static str {
         match self {
             Self::Projects => {
@@ -431,8 +428,8 @@ async fn replace_lists(
     grants: &Grants,
 ) -> Result<(), StoreError> {
     for (list, ids) in [
-        (List::Projects, &grants.project_ids),
-        (List::Sandboxes, &grants.sandbox_ids),
+        (AccessList::Projects, &grants.project_ids),
+        (AccessList::Sandboxes, &grants.sandbox_ids),
     ] {
         let Some(ids) = ids else { continue };
         sqlx::query(list.clear())

@@ -95,6 +95,17 @@ fn admins_manage_members_and_only_owners_manage_admins() {
 }
 
 #[test]
+fn admins_add_members_and_only_owners_add_admins() {
+    let admin = caller(Role::Admin, Permissions::all());
+    assert_eq!(check_add_member(&admin, None), Ok(()));
+    assert!(check_add_member(&admin, Some(Role::Admin)).is_err());
+    let owner = caller(Role::Owner, Permissions::all());
+    assert_eq!(check_add_member(&owner, Some(Role::Owner)), Ok(()));
+    let member = caller(Role::Member, Permissions::grantable());
+    assert!(check_add_member(&member, None).is_err());
+}
+
+#[test]
 fn keys_hold_no_more_than_their_creator() {
     let member = caller(Role::Member, Permissions::member_default());
     assert_eq!(check_manage_key(&member, "u", Role::Member, None), Ok(()));

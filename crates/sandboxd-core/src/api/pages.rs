@@ -3,8 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExecResult, ReadFileResult};
-
 /// Which held text to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -58,22 +56,13 @@ pub const MORE_OUTPUT_NEXT: &str = "Only the first `shown` bytes are above. Read
 sandbox-outputPage (outputId, stream, offset = shown, then offset = the previous page's end) \
 until done is true. Held for 10 minutes.";
 
-/// `sandbox-exec` over MCP: the result with each stream cut to its first page.
+/// A tool result whose long texts were cut to their first page (`sandbox-exec`: each
+/// stream; `sandbox-readFile`: the content), with what was held back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PagedExecResult {
+pub struct Paged<T> {
     #[serde(flatten)]
-    pub result: ExecResult,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub more: Option<MoreOutput>,
-}
-
-/// `sandbox-readFile` over MCP: the file with its content cut to the first page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PagedReadFile {
-    #[serde(flatten)]
-    pub result: ReadFileResult,
+    pub result: T,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub more: Option<MoreOutput>,
 }

@@ -117,7 +117,7 @@ impl SandboxTools {
                 )
                 .map_err(ServiceError::from)
         );
-        ok(&PagedExecResult { result, more })
+        ok(&Paged { result, more })
     }
 
     #[tool(
@@ -152,7 +152,7 @@ impl SandboxTools {
                 .hold_long(owner, &mut [(HeldStream::Content, &mut result.content)])
                 .map_err(ServiceError::from)
         );
-        ok(&PagedReadFile { result, more })
+        ok(&Paged { result, more })
     }
 
     #[tool(

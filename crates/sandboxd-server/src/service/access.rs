@@ -5,7 +5,7 @@
 
 use sandboxd_core::access::{self, Denied, Permission, SandboxNeed};
 use sandboxd_core::model::{Principal, Sandbox};
-use sandboxd_store::NewAuditEntry;
+use sandboxd_store::{AccessList, NewAuditEntry};
 use serde_json::Value;
 use tracing::error;
 
@@ -53,7 +53,12 @@ impl Service {
         let listed = access::sees_everything(caller.role)
             || self
                 .store()
-                .sandbox_listed(&caller.organization_id, &caller.user_id, &id)
+                .on_access_list(
+                    AccessList::Sandboxes,
+                    &caller.organization_id,
+                    &caller.user_id,
+                    &id,
+                )
                 .await?;
         access::check_sandbox(caller, need, listed)?;
         Ok(sandbox)
@@ -69,7 +74,12 @@ impl Service {
         Ok(access::sees_everything(caller.role)
             || self
                 .store()
-                .project_listed(&caller.organization_id, &caller.user_id, project_id)
+                .on_access_list(
+                    AccessList::Projects,
+                    &caller.organization_id,
+                    &caller.user_id,
+                    project_id,
+                )
                 .await?)
     }
 

@@ -3,6 +3,7 @@
 use sandboxd_core::access::{self, Denied, Permission, SandboxNeed};
 use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
 use sandboxd_core::validate::ListScope;
+use sandboxd_store::AccessList;
 use serde_json::json;
 use tracing::{info, warn};
 
@@ -47,10 +48,8 @@ impl Service {
         // A member sees the sandboxes on their access list only.
         let listed = self
             .store()
-            .member(org, &caller.user_id)
-            .await?
-            .map(|member| member.sandbox_ids)
-            .unwrap_or_default();
+            .access_list(AccessList::Sandboxes, org, &caller.user_id)
+            .await?;
         Ok(sandboxes
             .into_iter()
             .filter(|s| listed.binary_search(&s.sandbox_id).is_ok())

@@ -99,7 +99,7 @@ impl Service {
         caller: &Principal,
         new: NewMember,
     ) -> Result<Member, ServiceError> {
-        access::check_manage_member(caller, "", Role::Member, new.changes.role)?;
+        access::check_add_member(caller, new.changes.role)?;
         let member = self
             .store()
             .create_member(&caller.organization_id, &new.name, &new.changes)

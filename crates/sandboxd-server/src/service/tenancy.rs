@@ -2,6 +2,7 @@
 
 use sandboxd_core::access::{self, Denied, Permission};
 use sandboxd_core::model::{Environment, Principal, Project};
+use sandboxd_store::AccessList;
 use serde_json::json;
 
 use super::{Resource, Service, ServiceError};
@@ -21,10 +22,12 @@ impl Service {
         }
         let listed = self
             .store()
-            .member(&caller.organization_id, &caller.user_id)
-            .await?
-            .map(|member| member.project_ids)
-            .unwrap_or_default();
+            .access_list(
+                AccessList::Projects,
+                &caller.organization_id,
+                &caller.user_id,
+            )
+            .await?;
         Ok(all
             .into_iter()
             .filter(|(project, _)| listed.binary_search(&project.project_id).is_ok())
