@@ -96,49 +96,70 @@ pub enum FrameError {
     BadMessage(String),
 }
 
-/// The bytes of a frame. Payloads over [`MAX_PAYLOAD`] are the caller's bug; they are
-/// refused here rather than sent to be refused by the peer.
-pub fn encode(frame: &Frame) -> Result<Vec<u8>, FrameError> {
-    if frame.payload.len() > MAX_PAYLOAD {
-        return Err(FrameError::TooLarge(frame.payload.len()));
+/// The header of a frame of `len` payload bytes. Payloads over [`MAX_PAYLOAD`] are the
+/// caller's bug; they are refused here rather than sent to be refused by the peer.
+pub fn header(channel: u32, kind: Kind, len: usize) -> Result<[u8; HEADER_LEN], FrameError> {
+    if len > MAX_PAYLOAD {
+        return Err(FrameError::TooLarge(len));
     }
+    let mut out = [0u8; HEADER_LEN];
+    out[..4].copy_from_slice(&(len as u32).to_be_bytes());
+    out[4..8].copy_from_slice(&channel.to_be_bytes());
+    out[8] = kind as u8;
+    Ok(out)
+}
+
+/// The bytes of a frame, header and payload in one buffer.
+pub fn encode(frame: &Frame) -> Result<Vec<u8>, FrameError> {
+    let header = header(frame.channel, frame.kind, frame.payload.len())?;
     let mut out = Vec::with_capacity(HEADER_LEN + frame.payload.len());
-    out.extend_from_slice(&(frame.payload.len() as u32).to_be_bytes());
-    out.extend_from_slice(&frame.channel.to_be_bytes());
-    out.push(frame.kind as u8);
+    out.extend_from_slice(&header);
     out.extend_from_slice(&frame.payload);
     Ok(out)
 }
 
 /// Incremental decoder: feed bytes as they arrive, take frames as they complete.
+/// Consumed bytes are dropped when the buffer runs empty or is mostly consumed, not
+/// after every frame, so a burst of frames is not moved once per frame.
 #[derive(Debug, Default)]
 pub struct Decoder {
     buf: Vec<u8>,
+    /// Start of the bytes not yet decoded.
+    start: usize,
 }
 
 impl Decoder {
     /// Appends received bytes.
     pub fn feed(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
         self.buf.extend_from_slice(bytes);
     }
 
     /// The next complete frame, `Ok(None)` when more bytes are needed, or an error that
     /// ends the connection (checked from the header, before the payload is buffered).
     pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
-        if self.buf.len() < HEADER_LEN {
+        let pending = &self.buf[self.start..];
+        if pending.len() < HEADER_LEN {
             return Ok(None);
         }
-        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
+        let len = u32::from_be_bytes([pending[0], pending[1], pending[2], pending[3]]) as usize;
         if len > MAX_PAYLOAD {
             return Err(FrameError::TooLarge(len));
         }
-        let kind = Kind::from_byte(self.buf[8]).ok_or(FrameError::UnknownKind(self.buf[8]))?;
-        if self.buf.len() < HEADER_LEN + len {
+        let kind = Kind::from_byte(pending[8]).ok_or(FrameError::UnknownKind(pending[8]))?;
+        if pending.len() < HEADER_LEN + len {
             return Ok(None);
         }
-        let channel = u32::from_be_bytes([self.buf[4], self.buf[5], self.buf[6], self.buf[7]]);
-        let payload = self.buf[HEADER_LEN..HEADER_LEN + len].to_vec();
-        self.buf.drain(..HEADER_LEN + len);
+        let channel = u32::from_be_bytes([pending[4], pending[5], pending[6], pending[7]]);
+        let payload = pending[HEADER_LEN..HEADER_LEN + len].to_vec();
+        self.start += HEADER_LEN + len;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
         Ok(Some(Frame {
             channel,
             kind,
@@ -168,6 +189,31 @@ mod tests {
             }
         }
         assert_eq!(out, frames);
+    }
+
+    #[test]
+    fn decodes_a_burst_fed_at_once_and_a_header_before_its_payload() {
+        let frames: Vec<Frame> = (0..5)
+            .map(|i| Frame::new(i, Kind::Data, vec![i as u8; 300 * (i as usize + 1)]))
+            .collect();
+        let mut bytes: Vec<u8> = frames.iter().flat_map(|f| encode(f).unwrap()).collect();
+        let last = Frame::new(9, Kind::End, b"tail".to_vec());
+        let split = HEADER_LEN + 1;
+        let mut tail = header(last.channel, last.kind, last.payload.len())
+            .unwrap()
+            .to_vec();
+        tail.extend_from_slice(&last.payload);
+        bytes.extend_from_slice(&tail[..split]);
+        let mut decoder = Decoder::default();
+        decoder.feed(&bytes);
+        let mut out = Vec::new();
+        while let Some(frame) = decoder.next_frame().unwrap() {
+            out.push(frame);
+        }
+        assert_eq!(out, frames);
+        decoder.feed(&tail[split..]);
+        assert_eq!(decoder.next_frame().unwrap(), Some(last));
+        assert_eq!(decoder.next_frame().unwrap(), None);
     }
 
     #[test]

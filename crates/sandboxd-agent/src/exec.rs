@@ -16,6 +16,7 @@ use sandboxd_agent_protocol::{Exit, Frame, Kind};
 
 use crate::conn::Outbox;
 use crate::input::Input;
+use crate::lookup;
 
 /// The running commands of a connection: channel → (pid, marker entry).
 pub type Running = Arc<Mutex<HashMap<u32, (i32, Vec<u8>)>>>;
@@ -35,7 +36,14 @@ pub struct Command {
 impl Command {
     /// The process to start, without its stdio.
     pub fn build(&self, program: &str, args: &[String]) -> process::Command {
-        let mut command = process::Command::new(program);
+        let mut command = match lookup::resolve(program, &self.env) {
+            Some(file) => {
+                let mut command = process::Command::new(file);
+                command.arg0(program);
+                command
+            }
+            None => process::Command::new(program),
+        };
         command
             .args(args)
             .envs(self.env.iter().cloned())
@@ -44,6 +52,30 @@ impl Command {
             command.current_dir(cwd);
         }
         command
+    }
+
+    /// Starts the process `configure` completes; when the file PATH was remembered to
+    /// hold is gone, looks again once.
+    pub fn spawn(
+        &self,
+        program: &str,
+        args: &[String],
+        configure: impl Fn(&mut process::Command),
+    ) -> std::io::Result<process::Child> {
+        let start = || {
+            let mut process = self.build(program, args);
+            configure(&mut process);
+            process.spawn()
+        };
+        match start() {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::NotFound
+                    && lookup::forget(program, &self.env) =>
+            {
+                start()
+            }
+            other => other,
+        }
     }
 
     /// Reports a command that could not start: a message on stderr, exit 126 or 127.
@@ -99,7 +131,7 @@ pub fn pump(
             if let Ok(open) = open.lock()
                 && *open
             {
-                outbox.send(&Frame::new(channel, kind, buf[..n].to_vec()));
+                outbox.send_bytes(channel, kind, &buf[..n]);
             }
         }
         let _ = done.send(());
@@ -164,17 +196,19 @@ pub fn run(
         );
         return;
     };
-    let mut process = command.build(program, args);
-    process
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match process.spawn() {
+    let piped_input = input.is_some();
+    let spawned = command.spawn(program, args, |process| {
+        process
+            .stdin(if piped_input {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+    });
+    let mut child = match spawned {
         Ok(child) => child,
         Err(error) => return command.refuse(outbox, channel, program, &error),
     };

@@ -83,12 +83,7 @@ pub fn write(outbox: &Outbox, channel: u32, path: &str, mode: u32, rx: &Input) {
         }
         file.set_permissions(fs::Permissions::from_mode(mode & 0o7777))?;
         drop(file);
-        if fs::metadata(target).is_ok_and(|m| m.is_dir()) {
-            return Err(std::io::Error::new(
-                ErrorKind::IsADirectory,
-                "is a directory",
-            ));
-        }
+        // A directory in the way makes the rename fail (EISDIR): nothing is replaced.
         fs::rename(&temp, target)?;
         Ok(size)
     })();
@@ -145,7 +140,7 @@ pub fn read(outbox: &Outbox, channel: u32, path: &str, max: u64) {
                 "file exceeds the size limit",
             );
         }
-        if !outbox.send(&Frame::new(channel, Kind::Data, buf[..n].to_vec())) {
+        if !outbox.send_bytes(channel, Kind::Data, &buf[..n]) {
             return;
         }
     }

@@ -9,6 +9,7 @@ mod conn;
 mod exec;
 mod files;
 mod input;
+mod lookup;
 mod procs;
 mod pty;
 mod supervise;

@@ -257,13 +257,14 @@ impl Processes {
         if self.get(&id).is_some() {
             return files::fail(outbox, channel, FailureKind::Invalid, "process id in use");
         }
-        let mut process = command.build(program, args);
-        process
-            .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = match process.spawn() {
+        let spawned = command.spawn(program, args, |process| {
+            process
+                .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0);
+        });
+        let mut child = match spawned {
             Ok(child) => child,
             Err(error) => {
                 return files::fail(

@@ -1,23 +1,37 @@
-//! `sandboxd serve` as a separate process, so its memory is measured alone.
+//! `sandboxd serve` as a separate process, as users run it: its latency is not shared
+//! with the benchmark's own runtime, and its memory is measured alone.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
-use serde_json::Value;
+use anyhow::bail;
 
-use crate::through_api::{KEY, agent_binary};
+use crate::http::{Http, KEY};
+use crate::through_api::agent_binary;
+
+/// How a server process is set up.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    /// Whether sandboxes get the in-sandbox agent (else everything goes through the
+    /// engine's exec and archive API).
+    pub agent: bool,
+    /// Warm pool size of the `base` template.
+    pub pool: usize,
+}
 
 pub struct ChildServer {
-    pub url: String,
-    pub env_id: String,
-    pub client: reqwest::Client,
+    pub http: Http,
+    instance: String,
     child: Child,
     _data: tempfile::TempDir,
 }
 
 impl ChildServer {
-    pub async fn start(binary: &std::path::Path, image: &str) -> anyhow::Result<Self> {
+    pub async fn start(
+        binary: &std::path::Path,
+        image: &str,
+        setup: Setup,
+    ) -> anyhow::Result<Self> {
         if !binary.is_file() {
             bail!(
                 "no server binary at {}: run cargo build --release -p sandboxd",
@@ -28,6 +42,11 @@ impl ChildServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
+        let agent = if setup.agent {
+            agent_binary()?
+        } else {
+            "/nonexistent".into()
+        };
         let child = Command::new(binary)
             .args([
                 "serve",
@@ -37,45 +56,68 @@ impl ChildServer {
             ])
             .arg(data.path())
             .env("SANDBOXD_BOOTSTRAP_KEY", KEY)
-            .env("SANDBOXD_AGENT_BINARY", agent_binary()?)
+            .env("SANDBOXD_AGENT_BINARY", agent)
             .env("SANDBOXD_TEMPLATES__BASE__IMAGE", image)
+            .env("SANDBOXD_POOLS__BASE__SIZE", setup.pool.to_string())
+            // The benchmark drives one key hard; the per-key limit would measure itself.
             .env("SANDBOXD_RATE_LIMIT_PER_SECOND", "0")
             .env("SANDBOXD_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()?;
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(256)
-            .build()?;
-        let url = format!("http://127.0.0.1:{port}");
-        let mut server = Self {
-            url,
-            env_id: String::new(),
-            client,
-            child,
-            _data: data,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let projects: Value = loop {
-            if let Ok(response) = server
-                .client
-                .get(format!("{}/api/project.all", server.url))
-                .header("x-api-key", KEY)
-                .send()
-                .await
-            {
-                break response.json().await?;
+        let mut child = child;
+        let ready = async {
+            let http = Http::connect(format!("http://127.0.0.1:{port}")).await?;
+            let instance = sandboxd_store::Store::open(data.path())
+                .await?
+                .instance_id()
+                .await?;
+            Ok::<_, anyhow::Error>((http, instance))
+        }
+        .await;
+        match ready {
+            Ok((http, instance)) => Ok(Self {
+                http,
+                instance,
+                child,
+                _data: data,
+            }),
+            Err(error) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(error)
+            }
+        }
+    }
+
+    /// The label value of this server's containers.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// Waits until the warm pool has `size` members ready and no removal is running, so
+    /// the next measurement competes with no background work.
+    pub async fn settle(&self, size: usize) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ready = self
+                .http
+                .metric("sandboxd_pool_ready{pool=\"base\"}")
+                .await?
+                .unwrap_or(0.0);
+            let removing = self
+                .http
+                .metric("sandboxd_container_removals_pending")
+                .await?
+                .unwrap_or(0.0);
+            if ready >= size as f64 && removing == 0.0 {
+                return Ok(());
             }
             if Instant::now() > deadline {
-                bail!("the server process did not start");
+                bail!("the warm pool did not refill");
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        server.env_id = projects[0]["environments"][0]["environmentId"]
-            .as_str()
-            .context("environment")?
-            .to_owned();
-        Ok(server)
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Resident and peak memory of the server process, in MiB.

@@ -11,10 +11,11 @@ use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
 use serde_json::{Value, json};
 
 use crate::Args;
-use crate::child::ChildServer;
+use crate::child::{ChildServer, Setup};
 use crate::floor::Floor;
+use crate::http::KEY;
 use crate::report::{Row, Samples};
-use crate::through_api::{Api, KEY};
+use crate::through_api::Api;
 
 /// Rows for the table, and the figures that are not latencies.
 pub struct Load {
@@ -34,79 +35,37 @@ pub fn annotate(report: String, figures: &Value) -> String {
     }
 }
 
-async fn create_and_echo(server: &ChildServer) -> anyhow::Result<(String, Duration)> {
-    let started = Instant::now();
-    let created: Value = server
-        .client
-        .post(format!("{}/api/sandbox.create", server.url))
-        .header("x-api-key", KEY)
-        .json(&json!({"environmentId": server.env_id, "template": "base"}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let id = created["sandboxId"]
-        .as_str()
-        .with_context(|| format!("create failed: {created}"))?
-        .to_owned();
-    let out: Value = server
-        .client
-        .post(format!("{}/api/sandbox.exec", server.url))
-        .header("x-api-key", KEY)
-        .json(&json!({"sandboxId": id, "cmd": "echo hi"}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    if out["stdout"] != "hi\n" {
-        anyhow::bail!("exec failed: {out}");
-    }
-    Ok((id, started.elapsed()))
-}
-
-async fn remove(server: &ChildServer, id: &str) {
-    let _ = server
-        .client
-        .post(format!("{}/api/sandbox.remove", server.url))
-        .header("x-api-key", KEY)
-        .json(&json!({"sandboxId": id}))
-        .send()
-        .await;
-}
-
-/// Requests per second of `path` with `clients` concurrent loops for `seconds`.
-async fn throughput(server: &ChildServer, path: &str, clients: usize, seconds: u64) -> f64 {
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    let started = Instant::now();
-    let counts = join_all((0..clients).map(|_| async {
-        let mut done = 0u64;
-        while Instant::now() < deadline {
-            let ok = server
-                .client
-                .get(format!("{}{path}", server.url))
-                .header("x-api-key", KEY)
-                .send()
-                .await
-                .map(|r| r.status().is_success());
-            if let Ok(true) = ok {
-                done += 1;
-            }
-        }
-        done
-    }))
-    .await;
-    counts.iter().sum::<u64>() as f64 / started.elapsed().as_secs_f64()
-}
-
 pub async fn run(args: &Args, agent: &Api, raw: &Floor) -> anyhow::Result<Load> {
-    let server = ChildServer::start(&args.server_binary, &args.image).await?;
+    let server = ChildServer::start(
+        &args.server_binary,
+        &args.image,
+        Setup {
+            agent: true,
+            pool: 0,
+        },
+    )
+    .await?;
+    let result = measure(args, &server, raw).await;
+    raw.remove_labelled(&format!("sandboxd.instance={}", server.instance()))
+        .await;
+    let (mut rows, figures) = result?;
+    rows.extend(loops(agent, raw).await?);
+    Ok(Load { rows, figures })
+}
+
+/// The concurrent creates and the throughput figures of one server process.
+async fn measure(
+    args: &Args,
+    server: &ChildServer,
+    raw: &Floor,
+) -> anyhow::Result<(Vec<Row>, Value)> {
     let mut rows = Vec::new();
     let mut figures = serde_json::Map::new();
     let (idle_rss, _) = server.memory_mib();
     figures.insert("server_rss_idle_mib".into(), json!(idle_rss));
     for &n in &args.concurrency {
         let started = Instant::now();
-        let results = join_all((0..n).map(|_| create_and_echo(&server))).await;
+        let results = join_all((0..n).map(|_| server.http.create_and_echo())).await;
         let wall = started.elapsed();
         let (rss, peak) = server.memory_mib();
         let mut ours = Samples::default();
@@ -126,12 +85,12 @@ pub async fn run(args: &Args, agent: &Api, raw: &Floor) -> anyhow::Result<Load> 
                 "/api/sandbox.one?sandboxId={}",
                 ids.first().map_or("", String::as_str)
             );
-            let one = throughput(&server, &one_path, 32, 3).await;
-            let health = throughput(&server, "/health", 32, 3).await;
+            let one = server.http.throughput(&one_path, 32, 3).await;
+            let health = server.http.throughput("/health", 32, 3).await;
             figures.insert("sandbox_one_rps".into(), json!(one.round()));
             figures.insert("health_rps".into(), json!(health.round()));
         }
-        join_all(ids.iter().map(|id| remove(&server, id))).await;
+        join_all(ids.iter().map(|id| server.http.remove(id))).await;
         let floor_started = Instant::now();
         let floor_results = join_all((0..n).map(|_| raw.create_and_echo())).await;
         let floor_wall = floor_started.elapsed();
@@ -171,16 +130,12 @@ pub async fn run(args: &Args, agent: &Api, raw: &Floor) -> anyhow::Result<Load> 
         // Let the background removals finish before the next scenario.
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
-    rows.extend(loops(agent, raw).await?);
-    Ok(Load {
-        rows,
-        figures: Value::Object(figures),
-    })
+    Ok((rows, Value::Object(figures)))
 }
 
 /// Reaper and reconcile passes with 100 running sandboxes and 900 killed rows.
 async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
-    let created = join_all((0..100).map(|_| agent.create_and_echo())).await;
+    let created = join_all((0..100).map(|_| agent.http().create_and_echo())).await;
     let ids: Vec<String> = created
         .into_iter()
         .filter_map(|r| r.ok().map(|(id, _)| id))
@@ -188,7 +143,7 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
     let store = agent.service().store();
     let caller = store.authenticate(KEY).await?.context("bench key")?;
     let environment = store
-        .environment(&caller.organization_id, agent.env_id())
+        .environment(&caller.organization_id, &agent.http().env_id)
         .await?
         .context("environment")?;
     for _ in 0..900 {
@@ -237,7 +192,7 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
         anyhow::ensure!(count >= ids.len(), "listed {count} containers");
         list.push(took);
     }
-    join_all(ids.iter().map(|id| agent.remove(id))).await;
+    join_all(ids.iter().map(|id| agent.http().remove(id))).await;
     Ok(vec![
         Row::new(
             "reconcile, 1000 rows/100 ctrs",

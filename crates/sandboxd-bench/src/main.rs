@@ -6,6 +6,7 @@
 
 mod child;
 mod floor;
+mod http;
 mod load;
 mod report;
 mod through_api;
@@ -14,10 +15,17 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::child::{ChildServer, Setup};
+use crate::http::Http;
 use crate::report::Samples;
 
 /// Members of the warm pool of the warm-create scenario.
 const WARM_POOL: usize = 2;
+/// Runs of each short scenario per iteration.
+const REPEAT: usize = 3;
+
+/// Pause after the creates of an iteration, before its other scenarios.
+const QUIET: Duration = Duration::from_millis(500);
 
 /// Benchmark sandboxd against the raw Docker API.
 #[derive(Debug, Parser)]
@@ -31,8 +39,8 @@ pub struct Args {
     /// Write the JSON report to this file as well.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
-    /// The `sandboxd` binary run as a separate process for the load scenarios
-    /// (concurrent creates, server memory, `sandbox.one` throughput).
+    /// The `sandboxd` binary, run as separate processes (as users run it) for every
+    /// scenario through the API.
     #[arg(long, default_value = "target/release/sandboxd")]
     server_binary: std::path::PathBuf,
     /// Concurrent creates, one scenario each.
@@ -40,22 +48,29 @@ pub struct Args {
     concurrency: Vec<usize>,
 }
 
+/// The servers of the latency scenarios.
+struct Servers {
+    agent: ChildServer,
+    engine: ChildServer,
+    warm: ChildServer,
+    /// In the benchmark's process: the agent channel without HTTP, and the reaper and
+    /// reconcile passes.
+    inner: through_api::Api,
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let agent = through_api::Api::start(&args.image, true, 0).await?;
-    let engine = through_api::Api::start(&args.image, false, 0).await?;
-    let warm = through_api::Api::start(&args.image, true, WARM_POOL).await?;
     let raw = floor::Floor::connect(&args.image).await?;
-    let instances = [
-        agent.instance().to_owned(),
-        engine.instance().to_owned(),
-        warm.instance().to_owned(),
-    ];
-    let outcome = run(&args, &agent, &engine, &warm, &raw).await;
-    agent.stop().await;
-    engine.stop().await;
-    warm.stop().await;
+    let mut instances = Vec::new();
+    let outcome = match start(&args, &mut instances).await {
+        Ok(servers) => {
+            let outcome = run(&args, &servers, &raw).await;
+            servers.inner.stop().await;
+            outcome
+        }
+        Err(error) => Err(error),
+    };
     // Whatever happened, leave no container behind.
     raw.remove_labelled("sandboxd.bench=true").await;
     for instance in instances {
@@ -65,13 +80,44 @@ async fn main() -> anyhow::Result<()> {
     outcome
 }
 
-async fn run(
-    args: &Args,
-    agent: &through_api::Api,
-    engine: &through_api::Api,
-    warm: &through_api::Api,
-    raw: &floor::Floor,
-) -> anyhow::Result<()> {
+/// Starts the servers, noting each one's instance as soon as it runs.
+async fn start(args: &Args, instances: &mut Vec<String>) -> anyhow::Result<Servers> {
+    let mut child = async |setup: Setup| -> anyhow::Result<ChildServer> {
+        let server = ChildServer::start(&args.server_binary, &args.image, setup).await?;
+        instances.push(server.instance().to_owned());
+        Ok(server)
+    };
+    let agent = child(Setup {
+        agent: true,
+        pool: 0,
+    })
+    .await?;
+    let engine = child(Setup {
+        agent: false,
+        pool: 0,
+    })
+    .await?;
+    let warm = child(Setup {
+        agent: true,
+        pool: WARM_POOL,
+    })
+    .await?;
+    let inner = through_api::Api::start(&args.image).await?;
+    instances.push(inner.instance().to_owned());
+    Ok(Servers {
+        agent,
+        engine,
+        warm,
+        inner,
+    })
+}
+
+async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Result<()> {
+    let (agent, engine, warm) = (
+        &servers.agent.http,
+        &servers.engine.http,
+        &servers.warm.http,
+    );
     let mut create = [Samples::default(), Samples::default(), Samples::default()];
     let mut exec_true = [Samples::default(), Samples::default(), Samples::default()];
     let mut files = [Samples::default(), Samples::default(), Samples::default()];
@@ -89,6 +135,7 @@ async fn run(
     let (id, _) = raw.create_and_echo().await?;
     raw.remove(&id).await?;
 
+    let (channel_box, _) = servers.inner.http().create_and_echo().await?;
     for _ in 0..args.iterations {
         let (with_agent, took) = agent.create_and_echo().await?;
         create[0].push(took);
@@ -96,20 +143,30 @@ async fn run(
         create[1].push(took);
         let (container, took) = raw.create_and_echo().await?;
         create[2].push(took);
+        // The engine keeps working for a while after a start (the shim, the runtime's
+        // exit, events): the remaining scenarios of the iteration are measured on a quiet
+        // engine, for every approach alike.
+        tokio::time::sleep(QUIET).await;
 
-        one.push(agent.one(&with_agent).await?);
-        let mut socket = agent.stream(&with_agent).await?;
-        first_byte[0].push(through_api::Api::first_streamed_byte(&mut socket).await?);
-        let mut socket = engine.stream(&without).await?;
-        first_byte[1].push(through_api::Api::first_streamed_byte(&mut socket).await?);
-        first_byte[2].push(raw.first_output(&container).await?);
-        channel.push(agent.agent_channel_true(&with_agent).await?);
-        exec_true[0].push(agent.exec_true(&with_agent).await?);
-        exec_true[1].push(engine.exec_true(&without).await?);
-        exec_true[2].push(raw.exec_true(&container).await?);
-        files[0].push(agent.write_read(&with_agent, &payload).await?);
-        files[1].push(engine.write_read(&without, &payload).await?);
-        files[2].push(raw.write_read(&container, &payload).await?);
+        let mut agent_socket = agent.stream(&with_agent).await?;
+        let mut engine_socket = engine.stream(&without).await?;
+        // Agents send commands in bursts: each short scenario runs a few times in a row,
+        // every run recorded, so the first one after the pause (idle CPUs waking up)
+        // counts as one sample among several, for every approach alike.
+        for _ in 0..REPEAT {
+            one.push(agent.one(&with_agent).await?);
+            first_byte[0].push(Http::first_streamed_byte(&mut agent_socket).await?);
+            first_byte[1].push(Http::first_streamed_byte(&mut engine_socket).await?);
+            first_byte[2].push(raw.first_output(&container).await?);
+            channel.push(servers.inner.agent_channel_true(&channel_box).await?);
+            exec_true[0].push(agent.exec_true(&with_agent).await?);
+            exec_true[1].push(engine.exec_true(&without).await?);
+            exec_true[2].push(raw.exec_true(&container).await?);
+            files[0].push(agent.write_read(&with_agent, &payload).await?);
+            files[1].push(engine.write_read(&without, &payload).await?);
+            files[2].push(raw.write_read(&container, &payload).await?);
+        }
+        drop((agent_socket, engine_socket));
 
         destroy[0].push(agent.remove(&with_agent).await?);
         destroy[1].push(engine.remove(&without).await?);
@@ -117,20 +174,32 @@ async fn run(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
+    servers.inner.http().remove(&channel_box).await?;
+
     // Warm pool: each claim measured once the pool is full and nothing runs in the
     // background, and so is its floor (a raw create on a quiet engine).
-    let mut warm_create = [Samples::default(), Samples::default()];
+    let mut warm_create = [Samples::default(), Samples::default(), Samples::default()];
     for _ in 0..args.iterations {
-        warm.settle(WARM_POOL).await?;
+        servers.warm.settle(WARM_POOL).await?;
         let (id, took) = warm.create_and_echo().await?;
         warm_create[0].push(took);
         warm.remove(&id).await?;
-        warm.settle(WARM_POOL).await?;
-        let (container, took) = raw.create_and_echo().await?;
+        // Other limits than the pool's (applied by an engine update on claim) and
+        // environment variables (applied to each command).
+        servers.warm.settle(WARM_POOL).await?;
+        let (id, took) = warm
+            .create_with_and_echo(serde_json::json!({
+                "cpu": 0.5, "memoryMb": 1024, "pidsLimit": 128, "envVars": "GREETING=hello",
+            }))
+            .await?;
         warm_create[1].push(took);
+        warm.remove(&id).await?;
+        servers.warm.settle(WARM_POOL).await?;
+        let (container, took) = raw.create_and_echo().await?;
+        warm_create[2].push(took);
         raw.remove(&container).await?;
     }
-    let load = load::run(args, agent, raw).await?;
+    let load = load::run(args, &servers.inner, raw).await?;
 
     let named = |[a, e, r]: [Samples; 3]| {
         vec![
@@ -142,8 +211,12 @@ async fn run(
     let rows = [
         report::Row::new("create → first exec output", named(create)),
         report::Row::new("warm create → first output", {
-            let [w, r] = warm_create;
-            vec![("sandboxd (warm pool)", w), ("Docker API (floor)", r)]
+            let [w, limits, r] = warm_create;
+            vec![
+                ("sandboxd (warm pool)", w),
+                ("warm, other limits + env", limits),
+                ("Docker API (floor)", r),
+            ]
         }),
         report::Row::new("exec `true` round trip", {
             let [a, e, r] = exec_true;

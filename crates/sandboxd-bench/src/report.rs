@@ -40,7 +40,9 @@ impl Row {
 /// Prints the table and returns the JSON report.
 pub fn print(rows: &[Row], iterations: usize) -> String {
     println!(
-        "{iterations} iterations per scenario, interleaved; times in ms; ratio = p50 / floor p50"
+        "{iterations} iterations, approaches interleaved (exec, file and sandbox.one rows: {} runs \
+         in a row per iteration); times in ms; ratio = p50 / floor p50",
+        crate::REPEAT
     );
     println!(
         "{:<28} {:<26} {:>9} {:>9} {:>7}",

@@ -1,8 +1,5 @@
 //! Turns wire requests into typed, checked commands. Every bound of the API lives here.
 
-use base64::Engine as _;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-
 use crate::api::{
     CreateEnvironmentRequest, CreateProjectRequest, CreateSandboxRequest, Encoding, ExecRequest,
     ListFilesQuery, ListSandboxesQuery, ReadFileQuery, SetTimeoutRequest, WriteFileRequest,
@@ -241,10 +238,11 @@ pub fn exec(req: ExecRequest) -> Result<ExecCommand, Invalid> {
 }
 
 /// Base64 as browsers and Node write it: standard alphabet, padding optional.
-const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
+/// Standard base64 as browsers decode it: whitespace (line breaks of `base64` output)
+/// ignored, padding optional.
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    base64_simd::forgiving_decode_to_vec(text.as_bytes()).ok()
+}
 
 /// Checks `sandbox.writeFile` and decodes its content. Size is not checked here: an
 /// oversized file is a 413, not a validation error.
@@ -264,13 +262,10 @@ pub fn write_file(req: WriteFileRequest) -> Result<WriteFile, Invalid> {
     }
     let content = match req.encoding {
         Encoding::Utf8 => req.content.into_bytes(),
-        Encoding::Base64 => {
-            let compact: String = req.content.split_ascii_whitespace().collect();
-            LENIENT_BASE64.decode(compact).unwrap_or_else(|_| {
-                issues.push("content", "is not valid base64");
-                Vec::new()
-            })
-        }
+        Encoding::Base64 => decode_base64(&req.content).unwrap_or_else(|| {
+            issues.push("content", "is not valid base64");
+            Vec::new()
+        }),
     };
     issues.finish(WriteFile {
         sandbox_id: req.sandbox_id,
@@ -435,10 +430,7 @@ pub fn process_data(data: String, encoding: Encoding) -> Result<Vec<u8>, Invalid
     let bytes = match encoding {
         Encoding::Utf8 => data.into_bytes(),
         Encoding::Base64 => {
-            let compact: String = data.split_ascii_whitespace().collect();
-            LENIENT_BASE64
-                .decode(compact)
-                .map_err(|_| Invalid::one("data", "is not valid base64"))?
+            decode_base64(&data).ok_or_else(|| Invalid::one("data", "is not valid base64"))?
         }
     };
     if bytes.len() > MAX_PROCESS_WRITE_BYTES {

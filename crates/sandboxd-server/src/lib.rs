@@ -25,6 +25,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
+use axum::serve::ListenerExt as _;
 use sandboxd_core::limits::{REAPER_INTERVAL_MS, RECONCILE_INTERVAL_MS};
 use sandboxd_core::templates::Templates;
 use sandboxd_docker::Engine;
@@ -227,6 +228,13 @@ impl Server {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let background = loops::spawn(self.service.clone(), &self.config, stop_rx);
         let router = self.router(listener.local_addr().ok());
+        // Responses leave as soon as they are written: no waiting on Nagle's algorithm
+        // for the ACK of a previous segment.
+        let listener = listener.tap_io(|stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%error, "could not set TCP_NODELAY");
+            }
+        });
         let served = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await;

@@ -78,6 +78,10 @@ pub async fn render(State(state): State<AppState>) -> Response {
         Err(error) => return ApiError::Service(error.into()).into_response(),
     }
     metrics::gauge!(REMOVALS_PENDING).set(state.service.removals_pending() as f64);
+    // Claims happen between refill passes: the gauge is read fresh at each scrape.
+    for (pool, ready) in state.service.pools_ready() {
+        metrics::gauge!(crate::service::POOL_READY, "pool" => pool).set(ready as f64);
+    }
     let handle = handle();
     handle.run_upkeep();
     (

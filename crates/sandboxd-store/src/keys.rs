@@ -1,7 +1,5 @@
 //! The first start (organization, owner, project, key) and API key authentication.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sandboxd_core::access::{self, Permissions};
 use sandboxd_core::model::{ApiKey, Principal, Role};
 use sqlx::Row as _;
@@ -63,7 +61,10 @@ fn key_row(row: &AnyRow) -> Result<ApiKey, StoreError> {
 fn generate_key() -> Result<String, StoreError> {
     let mut bytes = [0u8; 32];
     random_bytes(&mut bytes)?;
-    Ok(format!("{KEY_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes)))
+    Ok(format!(
+        "{KEY_PREFIX}{}",
+        base64_simd::URL_SAFE_NO_PAD.encode_to_string(bytes)
+    ))
 }
 
 impl Store {

@@ -157,6 +157,20 @@ impl AgentConn {
         Ok(done.size)
     }
 
+    /// `mkdir -p` then `chmod` as the sandbox user. The `chmod` succeeds only for the
+    /// directory's owner, so success means the user owns it.
+    pub async fn make_dir(&self, path: &str, mode: u32) -> Result<(), FileOpError> {
+        let request = Request::Mkdir {
+            path: path.to_owned(),
+            mode,
+        };
+        let mut channel = self.open(&request).await?;
+        let _: Done = tokio::time::timeout(FILE_TIMEOUT, finish(&mut channel))
+            .await
+            .map_err(|_| FileOpError::Agent(AgentError::Timeout))??;
+        Ok(())
+    }
+
     /// Reads a regular file of at most `max` bytes.
     pub async fn read_file(&self, path: &str, max: usize) -> Result<Vec<u8>, FileOpError> {
         let request = Request::ReadFile {

@@ -30,6 +30,8 @@ pub(super) fn created_metadata(row: &Sandbox, started: bool, pool: Option<&str>)
 
 /// How long a create waits for the new sandbox's agent to connect.
 const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Permission bits of a workdir made for a sandbox (as the engine's archive path makes it).
+const WORKDIR_MODE: u32 = 0o755;
 
 impl Service {
     /// Creates and starts a sandbox for `caller`.
@@ -178,8 +180,13 @@ impl Service {
                 (None, Some(conn)) => Some(format!("{}:{}", conn.hello.uid, conn.hello.gid)),
                 (None, None) => self.image_user(&container_id, &image_user).await,
             };
-            self.prepare_workdir(&container_id, &row.workdir, user.as_deref())
-                .await?;
+            self.prepare_workdir(
+                &row.sandbox_id,
+                &container_id,
+                &row.workdir,
+                user.as_deref(),
+            )
+            .await?;
             Ok::<_, EngineError>(user)
         };
         match prepared.await {
@@ -222,11 +229,15 @@ impl Service {
         plan::parse_user(&user).map(|_| user)
     }
 
-    /// Creates the workdir owned by the sandbox user. The engine unpacks the archive, so
-    /// no capability is needed inside the container; the parent is created (as root) only
-    /// when the engine reports it missing.
+    /// Creates the workdir owned by the sandbox user. The agent does it when it can (a
+    /// round trip on its connection); otherwise, or when the path is not the user's to
+    /// create, the engine unpacks a directory entry (the engine's archive extraction
+    /// starts a process of its own: tens of milliseconds), so no capability is needed
+    /// inside the container; the parent is created (as root) only when the engine
+    /// reports it missing.
     async fn prepare_workdir(
         &self,
+        sandbox_id: &str,
         container_id: &str,
         workdir: &str,
         user: Option<&str>,
@@ -234,6 +245,11 @@ impl Service {
         let Some((parent, name)) = paths::split_file(workdir) else {
             return Ok(());
         };
+        if let Some(agent) = self.agents().connection(sandbox_id)
+            && agent.make_dir(workdir, WORKDIR_MODE).await.is_ok()
+        {
+            return Ok(());
+        }
         let owner = user.and_then(plan::parse_user).unwrap_or((0, 0));
         match self
             .engine()

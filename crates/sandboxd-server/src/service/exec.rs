@@ -39,7 +39,6 @@ impl Service {
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
         let container = sandbox.running_container()?.to_owned();
-        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         let started = Instant::now();
         let command_hash = self
             .audits_exec()
@@ -52,7 +51,12 @@ impl Service {
             max_output: MAX_EXEC_OUTPUT_BYTES,
             stream,
         };
-        let outcome = self.run(&sandbox.sandbox_id, &container, spec).await?;
+        let outcome = self
+            .while_touching(
+                &sandbox.sandbox_id,
+                self.run(&sandbox.sandbox_id, &container, spec),
+            )
+            .await?;
         if outcome.timed_out {
             info!(
                 sandbox_id = %sandbox.sandbox_id,

@@ -1,14 +1,12 @@
 //! `sandbox.writeFile`, `sandbox.readFile`, `sandbox.listFiles`.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use sandboxd_agent_protocol::{DirEntry, EntryKind, FailureKind};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::{
     Encoding, FileEntry, FileType, ListFilesResult, ReadFileResult, WriteFileResult,
 };
 use sandboxd_core::limits::{MAX_FILE_BYTES, MAX_LISTING_BYTES};
-use sandboxd_core::model::Principal;
+use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::validate::{ListFiles, ReadFile, WriteFile};
 use sandboxd_core::{listing, paths, plan};
 use sandboxd_docker::{EngineError, ReadFileError};
@@ -44,9 +42,19 @@ impl Service {
                 "file exceeds the {MAX_FILE_BYTES} byte limit"
             )));
         }
+        let id = sandbox.sandbox_id.clone();
+        self.while_touching(&id, self.write_content(sandbox, container, cmd))
+            .await
+    }
+
+    async fn write_content(
+        &self,
+        sandbox: Sandbox,
+        container: String,
+        cmd: WriteFile,
+    ) -> Result<WriteFileResult, ServiceError> {
         let (dir, name) = paths::split_file(&cmd.path)
             .ok_or_else(|| ServiceError::Refused("path must point to a file".into()))?;
-        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         let mode = cmd.mode.unwrap_or(DEFAULT_FILE_MODE);
         if let Some(agent) = self.agents().connection(&sandbox.sandbox_id) {
             match agent.write_file(&cmd.path, &cmd.content, mode).await {
@@ -116,7 +124,17 @@ impl Service {
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
             .await?;
         let container = sandbox.running_container()?.to_owned();
-        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        let id = sandbox.sandbox_id.clone();
+        self.while_touching(&id, self.read_content(sandbox, container, cmd))
+            .await
+    }
+
+    async fn read_content(
+        &self,
+        sandbox: Sandbox,
+        container: String,
+        cmd: ReadFile,
+    ) -> Result<ReadFileResult, ServiceError> {
         if let Some(agent) = self.agents().connection(&sandbox.sandbox_id) {
             match agent.read_file(&cmd.path, MAX_FILE_BYTES).await {
                 Err(FileOpError::Agent(AgentError::NotSent)) => {}
@@ -224,7 +242,7 @@ fn read_result(cmd: ReadFile, content: Vec<u8>) -> ReadFileResult {
     let size = content.len() as u64;
     let content = match cmd.encoding {
         Encoding::Utf8 => String::from_utf8_lossy(&content).into_owned(),
-        Encoding::Base64 => STANDARD.encode(&content),
+        Encoding::Base64 => base64_simd::STANDARD.encode_to_string(&content),
     };
     ReadFileResult {
         path: cmd.path,

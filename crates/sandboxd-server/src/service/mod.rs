@@ -31,6 +31,7 @@ use crate::agent::AgentHub;
 pub use access::Resource;
 pub use error::ServiceError;
 pub use loops::{ReapReport, ReconcileReport};
+pub use pools::POOL_READY;
 
 /// Everything the operations need, shared by every request.
 #[derive(Debug, Clone)]
@@ -217,6 +218,22 @@ impl Service {
             }
         };
         Ok(vars.iter().cloned().chain(env).collect())
+    }
+
+    /// Runs `work` while the sandbox's activity is recorded, so the store's write does not
+    /// add to the request's latency. The work has happened by the time a failed write is
+    /// known, so its outcome is returned all the same (reporting a failure would invite
+    /// a retry that runs the command twice); the failure is logged.
+    pub(crate) async fn while_touching<T>(
+        &self,
+        sandbox_id: &str,
+        work: impl Future<Output = T>,
+    ) -> T {
+        let (touched, output) = tokio::join!(self.store().touch(sandbox_id, now_ms()), work);
+        if let Err(error) = touched {
+            tracing::warn!(%sandbox_id, %error, "could not record the sandbox's activity");
+        }
+        output
     }
 
     /// Forgets what is kept in memory for a sandbox that is gone.

@@ -4,8 +4,6 @@
 use sandboxd_core::access::SandboxNeed;
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use sandboxd_agent_protocol::{ProcessInfo, ProcessStream};
 use sandboxd_core::api::{Encoding, ProcessOutputResult, ProcessView, StreamName};
 use sandboxd_core::model::{Principal, Sandbox};
@@ -207,7 +205,7 @@ impl Service {
             .map_err(process_error)?;
         let data = match encoding {
             Encoding::Utf8 => String::from_utf8_lossy(&bytes).into_owned(),
-            Encoding::Base64 => STANDARD.encode(&bytes),
+            Encoding::Base64 => base64_simd::STANDARD.encode_to_string(&bytes),
         };
         Ok(ProcessOutputResult {
             process_id: process_id.to_owned(),

@@ -6,8 +6,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sandboxd_core::model::Principal;
 
 /// How long a token is good for.
@@ -31,7 +29,7 @@ impl ExecTokens {
     pub fn issue(&self, principal: &Principal, sandbox_id: &str) -> Option<String> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).ok()?;
-        let token = URL_SAFE_NO_PAD.encode(bytes);
+        let token = base64_simd::URL_SAFE_NO_PAD.encode_to_string(bytes);
         let mut grants = self.0.lock().ok()?;
         let now = Instant::now();
         grants.retain(|_, grant| grant.expires > now);

@@ -242,6 +242,20 @@ async fn internet_sandbox_is_on_a_dedicated_bridge_without_inter_container_traff
 }
 
 #[tokio::test]
+async fn a_workdir_the_user_may_not_create_is_made_for_the_user() {
+    let server = TestServer::start().await;
+    // The agent (the sandbox user) cannot create it under root's /opt: the engine does,
+    // with the parent as root and the workdir as the user.
+    let sandbox = server
+        .create(json!({"template": "base", "workdir": "/opt/project/app"}))
+        .await;
+    let out = server
+        .exec(&sandbox, "pwd; stat -c %u:%g .; stat -c %u ..")
+        .await;
+    assert_eq!(out["stdout"], "/opt/project/app\n1000:1000\n0\n");
+}
+
+#[tokio::test]
 async fn custom_image_runs_as_its_default_user() {
     let server = TestServer::start().await;
     let sandbox = server

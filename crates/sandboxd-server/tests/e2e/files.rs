@@ -1,7 +1,5 @@
 //! Files: write, read, list, limits and errors, odd names, ownership.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -83,7 +81,7 @@ async fn binary_content_and_modes_round_trip() {
     let (status, out) = server
         .post(
             "sandbox.writeFile",
-            json!({"sandboxId": sid, "path": "/tmp/bin/data.bin", "encoding": "base64", "content": STANDARD.encode(&bytes), "mode": 0o750}),
+            json!({"sandboxId": sid, "path": "/tmp/bin/data.bin", "encoding": "base64", "content": base64_simd::STANDARD.encode_to_string(&bytes), "mode": 0o750}),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{out}");
@@ -100,7 +98,9 @@ async fn binary_content_and_modes_round_trip() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
-        STANDARD.decode(read["content"].as_str().unwrap()).unwrap(),
+        base64_simd::STANDARD
+            .decode_to_vec(read["content"].as_str().unwrap())
+            .unwrap(),
         bytes
     );
     let mode = server

@@ -1,0 +1,240 @@
+//! A sandboxd server as its clients see it: a URL, the bootstrap key and environment,
+//! and the REST and WebSocket calls of the scenarios.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+/// The bootstrap key of every server the benchmark starts.
+pub const KEY: &str = "sbx_benchmark_key_0123456789abcdefghijklmnopqrstuv";
+
+pub struct Http {
+    pub url: String,
+    pub env_id: String,
+    pub client: reqwest::Client,
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+impl Http {
+    /// Waits until the server at `url` answers, and finds its bootstrap environment.
+    pub async fn connect(url: String) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .build()?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let projects: Value = loop {
+            if let Ok(response) = client
+                .get(format!("{url}/api/project.all"))
+                .header("x-api-key", KEY)
+                .send()
+                .await
+            {
+                break response.json().await?;
+            }
+            if Instant::now() > deadline {
+                bail!("the server at {url} did not start");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let env_id = projects[0]["environments"][0]["environmentId"]
+            .as_str()
+            .context("environment")?
+            .to_owned();
+        Ok(Self {
+            url,
+            env_id,
+            client,
+        })
+    }
+
+    async fn post(&self, procedure: &str, body: Value) -> anyhow::Result<Value> {
+        let response = self
+            .client
+            .post(format!("{}/api/{procedure}", self.url))
+            .header("x-api-key", KEY)
+            .json(&body)
+            .send()
+            .await?;
+        let status = response.status();
+        let value: Value = response.json().await?;
+        if !status.is_success() {
+            bail!("{procedure} failed with {status}: {value}");
+        }
+        Ok(value)
+    }
+
+    /// Creates a sandbox and runs `echo hi`; the time until the output is back.
+    pub async fn create_and_echo(&self) -> anyhow::Result<(String, Duration)> {
+        self.create_with_and_echo(json!({})).await
+    }
+
+    /// As [`Http::create_and_echo`], with more fields in the create request.
+    pub async fn create_with_and_echo(&self, extra: Value) -> anyhow::Result<(String, Duration)> {
+        let mut body = json!({"environmentId": self.env_id, "template": "base"});
+        if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
+            body.extend(extra);
+        }
+        let started = Instant::now();
+        let sandbox = self.post("sandbox.create", body).await?;
+        let id = sandbox["sandboxId"]
+            .as_str()
+            .context("sandboxId")?
+            .to_owned();
+        let out = self
+            .post("sandbox.exec", json!({"sandboxId": id, "cmd": "echo hi"}))
+            .await?;
+        let took = started.elapsed();
+        if out["stdout"] != "hi\n" {
+            bail!("unexpected output {out}");
+        }
+        Ok((id, took))
+    }
+
+    /// `sandbox.one`: the cost of HTTP, authentication and one read of the store.
+    pub async fn one(&self, id: &str) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let response = self
+            .client
+            .get(format!("{}/api/sandbox.one", self.url))
+            .query(&[("sandboxId", id)])
+            .header("x-api-key", KEY)
+            .send()
+            .await?;
+        let ok = response.status().is_success();
+        let _ = response.bytes().await?;
+        let took = started.elapsed();
+        if !ok {
+            bail!("sandbox.one failed");
+        }
+        Ok(took)
+    }
+
+    pub async fn exec_true(&self, id: &str) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let out = self
+            .post("sandbox.exec", json!({"sandboxId": id, "cmd": "true"}))
+            .await?;
+        let took = started.elapsed();
+        if out["exitCode"] != 0 {
+            bail!("true failed: {out}");
+        }
+        Ok(took)
+    }
+
+    pub async fn write_read(&self, id: &str, payload: &[u8]) -> anyhow::Result<Duration> {
+        let encoded = base64_simd::STANDARD.encode_to_string(payload);
+        let started = Instant::now();
+        self.post(
+            "sandbox.writeFile",
+            json!({"sandboxId": id, "path": "/tmp/bench.bin", "encoding": "base64", "content": encoded}),
+        )
+        .await?;
+        let response = self
+            .client
+            .get(format!("{}/api/sandbox.readFile", self.url))
+            .query(&[
+                ("sandboxId", id),
+                ("path", "/tmp/bench.bin"),
+                ("encoding", "base64"),
+            ])
+            .header("x-api-key", KEY)
+            .send()
+            .await?;
+        let value: Value = response.json().await?;
+        let took = started.elapsed();
+        if value["size"] != payload.len() {
+            bail!("read back {value}");
+        }
+        Ok(took)
+    }
+
+    pub async fn remove(&self, id: &str) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        self.post("sandbox.remove", json!({"sandboxId": id}))
+            .await?;
+        Ok(started.elapsed())
+    }
+
+    /// Requests per second of `path` with `clients` concurrent loops for `seconds`.
+    pub async fn throughput(&self, path: &str, clients: usize, seconds: u64) -> f64 {
+        let deadline = Instant::now() + Duration::from_secs(seconds);
+        let started = Instant::now();
+        let counts = futures_util::future::join_all((0..clients).map(|_| async {
+            let mut done = 0u64;
+            while Instant::now() < deadline {
+                let ok = self
+                    .client
+                    .get(format!("{}{path}", self.url))
+                    .header("x-api-key", KEY)
+                    .send()
+                    .await
+                    .map(|r| r.status().is_success());
+                if let Ok(true) = ok {
+                    done += 1;
+                }
+            }
+            done
+        }))
+        .await;
+        counts.iter().sum::<u64>() as f64 / started.elapsed().as_secs_f64()
+    }
+
+    /// The value of a metric series, as `/metrics` renders it (`name{labels}`).
+    pub async fn metric(&self, series: &str) -> anyhow::Result<Option<f64>> {
+        let text = self
+            .client
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await?
+            .text()
+            .await?;
+        Ok(text.lines().find_map(|line| {
+            let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+            value.trim().parse().ok()
+        }))
+    }
+
+    /// A streaming exec connection to a sandbox, past its `ready`.
+    pub async fn stream(&self, id: &str) -> anyhow::Result<Socket> {
+        use futures_util::StreamExt as _;
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+        let url = format!(
+            "{}/sandbox-exec?sandboxId={id}",
+            self.url.replacen("http", "ws", 1)
+        );
+        let mut request = url.into_client_request()?;
+        request.headers_mut().insert("x-api-key", KEY.parse()?);
+        let (mut socket, _) = tokio_tungstenite::connect_async(request).await?;
+        let ready = socket.next().await.context("closed before ready")??;
+        if !ready.to_text()?.contains("ready") {
+            bail!("unexpected first message {ready}");
+        }
+        Ok(socket)
+    }
+
+    /// Sends `echo hi` on a streaming connection: the time to the first output message,
+    /// then waits for the exit.
+    pub async fn first_streamed_byte(socket: &mut Socket) -> anyhow::Result<Duration> {
+        use futures_util::{SinkExt as _, StreamExt as _};
+        use tokio_tungstenite::tungstenite::Message;
+        let started = Instant::now();
+        let exec = json!({"type": "exec", "cmd": "echo hi"}).to_string();
+        socket.send(Message::Text(exec.into())).await?;
+        let mut first = None;
+        loop {
+            let message = socket.next().await.context("closed")??;
+            let value: Value = serde_json::from_str(message.to_text()?)?;
+            match value["type"].as_str() {
+                Some("stdout") => {
+                    first.get_or_insert_with(|| started.elapsed());
+                }
+                Some("exit") => break,
+                _ => bail!("unexpected message {value}"),
+            }
+        }
+        first.context("no output")
+    }
+}
