@@ -8,6 +8,12 @@ mod shell;
 
 use std::process::ExitCode;
 
+/// File contents pass through buffers of megabytes; mimalloc reuses freed memory where
+/// the system allocator hands it back to the kernel and faults it in again, page by
+/// page, on the next request.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]

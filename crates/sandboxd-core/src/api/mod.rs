@@ -3,6 +3,7 @@
 
 mod access;
 mod contexts;
+mod file_json;
 mod pages;
 mod processes;
 mod requests;

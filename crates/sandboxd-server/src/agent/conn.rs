@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, Request, encode};
+use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, MAX_PAYLOAD, Request, encode, header};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
@@ -218,8 +218,7 @@ pub async fn serve(
 
     let write = async move {
         while let Some(frame) = queue.recv().await {
-            let Ok(bytes) = encode(&frame) else { continue };
-            if writer.write_all(&bytes).await.is_err() {
+            if write_frame(&mut writer, &frame).await.is_err() {
                 break;
             }
         }
@@ -255,4 +254,30 @@ pub async fn serve(
         warn!(%sandbox_id, %reason, "agent connection dropped");
     }
     outcome
+}
+
+/// Payloads up to this size leave in one write with their header (one wake-up of the
+/// agent's reader); larger ones are written after the header as they are, not copied.
+const COALESCE_MAX: usize = 64 * 1024;
+
+async fn write_frame(
+    writer: &mut (impl tokio::io::AsyncWrite + Unpin),
+    frame: &Frame,
+) -> std::io::Result<()> {
+    // An oversized frame is this side's bug: it is dropped, not sent to be refused.
+    if frame.payload.len() > MAX_PAYLOAD {
+        warn!(
+            len = frame.payload.len(),
+            "an oversized frame for the agent was dropped"
+        );
+        return Ok(());
+    }
+    if frame.payload.len() <= COALESCE_MAX {
+        let bytes = encode(frame).map_err(std::io::Error::other)?;
+        return writer.write_all(&bytes).await;
+    }
+    let head =
+        header(frame.channel, frame.kind, frame.payload.len()).map_err(std::io::Error::other)?;
+    writer.write_all(&head).await?;
+    writer.write_all(&frame.payload).await
 }

@@ -2,6 +2,8 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse as _, Response};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::*;
 use sandboxd_core::model::Sandbox;
@@ -118,9 +120,14 @@ async fn read_file(
     State(state): State<AppState>,
     Caller(caller): Caller,
     ApiQuery(req): ApiQuery<ReadFileQuery>,
-) -> ApiResult<ReadFileResult> {
+) -> Result<Response, ApiError> {
     let cmd = validate::read_file(req)?;
-    Ok(Json(state.service.read_file(&caller, cmd).await?))
+    let result = state.service.read_file(&caller, cmd).await?;
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        result.to_json(),
+    )
+        .into_response())
 }
 
 /// List a directory (default: the workdir), directories first.
