@@ -16,14 +16,14 @@ use sandboxd_agent_protocol::{Exit, Frame, Kind};
 
 use crate::conn::Outbox;
 use crate::input::Input;
-use crate::lookup;
+use crate::{lookup, output};
 
 /// The running commands of a connection: channel → (pid, marker entry).
 pub type Running = Arc<Mutex<HashMap<u32, (i32, Vec<u8>)>>>;
 
 /// Output written by background processes after the command itself ended is forwarded
 /// for this long, then dropped (the pipes keep being drained).
-const LINGER: Duration = Duration::from_millis(250);
+pub const LINGER: Duration = Duration::from_millis(250);
 
 /// What to run.
 pub struct Command {
@@ -222,6 +222,20 @@ pub fn run(
             }
         });
     }
+    let status = match output::forward(&mut child, outbox, channel) {
+        Some(status) => status,
+        None => pump_and_wait(&mut child, outbox, channel),
+    };
+    unregister(running, channel);
+    finish(outbox, channel, exit_of(status));
+}
+
+/// Forwards the output with a thread per pipe, for kernels without pidfds.
+fn pump_and_wait(
+    child: &mut process::Child,
+    outbox: &Outbox,
+    channel: u32,
+) -> std::io::Result<process::ExitStatus> {
     let open = Arc::new(Mutex::new(true));
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let mut pumps = 0;
@@ -252,8 +266,7 @@ pub fn run(
     // Output still in the pipes is forwarded, for a short while if background
     // processes keep them open.
     settle(&done_rx, pumps, &open);
-    unregister(running, channel);
-    finish(outbox, channel, exit_of(status));
+    status
 }
 
 pub fn finish(outbox: &Outbox, channel: u32, exit: Exit) {

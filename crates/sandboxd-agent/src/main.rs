@@ -10,6 +10,7 @@ mod exec;
 mod files;
 mod input;
 mod lookup;
+mod output;
 mod procs;
 mod pty;
 mod supervise;

@@ -114,6 +114,23 @@ async fn background_processes_do_not_hold_the_command() {
 }
 
 #[tokio::test]
+async fn output_written_just_after_the_command_ends_is_kept() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    // The command ends at once; its background child writes 50 ms later, well within
+    // the 250 ms during which late output is still forwarded.
+    let out = server
+        .exec(
+            &sandbox,
+            "echo first; (sleep 0.05; echo late; echo oops >&2) &",
+        )
+        .await;
+    assert_eq!(out["stdout"], "first\nlate\n");
+    assert_eq!(out["stderr"], "oops\n");
+    assert_eq!(out["exitCode"], 0);
+}
+
+#[tokio::test]
 async fn the_channel_cannot_be_changed_or_abused_from_inside() {
     let server = TestServer::start().await;
     let sandbox = server.create(json!({"template": "base"})).await;
