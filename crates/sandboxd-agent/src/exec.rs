@@ -16,7 +16,7 @@ use sandboxd_agent_protocol::{Exit, Frame, Kind};
 
 use crate::conn::Outbox;
 use crate::input::Input;
-use crate::{lookup, output};
+use crate::{lookup, output, workdir};
 
 /// The running commands of a connection: channel → (pid, marker entry).
 pub type Running = Arc<Mutex<HashMap<u32, (i32, Vec<u8>)>>>;
@@ -48,7 +48,9 @@ impl Command {
             .args(args)
             .envs(self.env.iter().cloned())
             .env(&self.marker.0, &self.marker.1);
-        if let Some(cwd) = &self.cwd {
+        if let Some(cwd) = &self.cwd
+            && !workdir::is_current(cwd)
+        {
             command.current_dir(cwd);
         }
         command

@@ -14,6 +14,7 @@ mod output;
 mod procs;
 mod pty;
 mod supervise;
+mod workdir;
 
 use std::process::ExitCode;
 
