@@ -7,7 +7,7 @@
 mod frame;
 mod messages;
 
-pub use frame::{Decoder, Frame, FrameError, HEADER_LEN, Kind, MAX_PAYLOAD, encode, header};
+pub use frame::{Decoder, Frame, FrameError, HEADER_LEN, Kind, MAX_PAYLOAD, header};
 pub use messages::*;
 
 /// Version spoken by this build; the agent announces its own in [`Hello`].

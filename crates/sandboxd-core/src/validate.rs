@@ -237,7 +237,6 @@ pub fn exec(req: ExecRequest) -> Result<ExecCommand, Invalid> {
     })
 }
 
-/// Base64 as browsers and Node write it: standard alphabet, padding optional.
 /// Standard base64 as browsers decode it: whitespace (line breaks of `base64` output)
 /// ignored, padding optional.
 fn decode_base64(text: &str) -> Option<Vec<u8>> {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, MAX_PAYLOAD, Request, encode, header};
+use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, Request, header};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
@@ -265,19 +265,18 @@ async fn write_frame(
     frame: &Frame,
 ) -> std::io::Result<()> {
     // An oversized frame is this side's bug: it is dropped, not sent to be refused.
-    if frame.payload.len() > MAX_PAYLOAD {
+    let Ok(head) = header(frame.channel, frame.kind, frame.payload.len()) else {
         warn!(
             len = frame.payload.len(),
             "an oversized frame for the agent was dropped"
         );
         return Ok(());
-    }
+    };
     if frame.payload.len() <= COALESCE_MAX {
-        let bytes = encode(frame).map_err(std::io::Error::other)?;
-        return writer.write_all(&bytes).await;
+        return writer
+            .write_all(&[&head[..], &frame.payload].concat())
+            .await;
     }
-    let head =
-        header(frame.channel, frame.kind, frame.payload.len()).map_err(std::io::Error::other)?;
     writer.write_all(&head).await?;
     writer.write_all(&frame.payload).await
 }

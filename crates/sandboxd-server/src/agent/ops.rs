@@ -165,9 +165,7 @@ impl AgentConn {
             mode,
         };
         let mut channel = self.open(&request).await?;
-        let _: Done = tokio::time::timeout(FILE_TIMEOUT, finish(&mut channel))
-            .await
-            .map_err(|_| FileOpError::Agent(AgentError::Timeout))??;
+        finish(&mut channel).await?;
         Ok(())
     }
 
