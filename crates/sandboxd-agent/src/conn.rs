@@ -1,5 +1,5 @@
 //! One connection to sandboxd: announce, then read frames and dispatch them. Writes are
-//! serialized through [`Outbox`]; each request runs on its own thread.
+//! serialized through [`Outbox`]; each request runs on a thread of [`Workers`].
 
 use std::collections::HashMap;
 use std::io::{IoSlice, Read as _, Write};
@@ -13,6 +13,7 @@ use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Req
 use crate::exec::Running;
 use crate::input::Inputs;
 use crate::procs::Processes;
+use crate::workers::Workers;
 use crate::{exec, files, pty};
 
 /// The shared write half of the connection.
@@ -54,13 +55,14 @@ fn write_parts(out: &mut impl Write, header: &[u8], payload: &[u8]) -> std::io::
 
 pub fn serve_forever(socket: &str) -> ExitCode {
     let mut delay = Duration::from_millis(20);
-    // Background processes outlive connections.
+    // Background processes and the request threads outlive connections.
     let processes = Processes::default();
+    let workers = Workers::started();
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => {
                 delay = Duration::from_millis(20);
-                serve(stream, &processes);
+                serve(stream, &processes, &workers);
             }
             Err(_) => {
                 std::thread::sleep(delay);
@@ -81,7 +83,7 @@ fn hello() -> Hello {
 
 /// Serves one connection until it ends; every command it started is killed then
 /// (background processes are not).
-fn serve(stream: UnixStream, processes: &Processes) {
+fn serve(stream: UnixStream, processes: &Processes, workers: &Workers) {
     let Ok(writer) = stream.try_clone() else {
         return;
     };
@@ -106,7 +108,7 @@ fn serve(stream: UnixStream, processes: &Processes) {
                 Ok(None) => break,
                 Err(_) => break 'read,
             };
-            dispatch(frame, &outbox, &running, &inputs, processes);
+            dispatch(frame, &outbox, &running, &inputs, processes, workers);
         }
     }
     exec::kill_all(&running);
@@ -118,6 +120,7 @@ fn dispatch(
     running: &Running,
     inputs: &Inputs,
     processes: &Processes,
+    workers: &Workers,
 ) {
     let channel = frame.channel;
     match frame.kind {
@@ -152,7 +155,7 @@ fn dispatch(
                         env,
                         marker,
                     };
-                    std::thread::spawn(move || {
+                    workers.run(move || {
                         exec::run(&outbox, channel, &running, command, input);
                         inputs.close(channel);
                     });
@@ -172,14 +175,14 @@ fn dispatch(
                         env,
                         marker,
                     };
-                    std::thread::spawn(move || {
+                    workers.run(move || {
                         pty::run(&outbox, channel, &running, command, (cols, rows), input);
                         inputs.close(channel);
                     });
                 }
                 Request::WriteFile { path, mode } => {
                     let input = inputs.open(channel);
-                    std::thread::spawn(move || {
+                    workers.run(move || {
                         files::write(&outbox, channel, &path, mode, &input);
                         inputs.close(channel);
                     });
@@ -187,7 +190,7 @@ fn dispatch(
                 Request::WriteProcess { .. } => {
                     let input = inputs.open(channel);
                     let processes = processes.clone();
-                    std::thread::spawn(move || {
+                    workers.run(move || {
                         processes.serve(&outbox, channel, request, Some(input));
                         inputs.close(channel);
                     });
@@ -198,16 +201,16 @@ fn dispatch(
                 | Request::SignalProcess { .. }
                 | Request::ReadProcess { .. } => {
                     let processes = processes.clone();
-                    std::thread::spawn(move || processes.serve(&outbox, channel, request, None));
+                    workers.run(move || processes.serve(&outbox, channel, request, None));
                 }
                 Request::ReadFile { path, max } => {
-                    std::thread::spawn(move || files::read(&outbox, channel, &path, max));
+                    workers.run(move || files::read(&outbox, channel, &path, max));
                 }
                 Request::ListDir { path } => {
-                    std::thread::spawn(move || files::list(&outbox, channel, &path));
+                    workers.run(move || files::list(&outbox, channel, &path));
                 }
                 Request::Mkdir { path, mode } => {
-                    std::thread::spawn(move || files::mkdir(&outbox, channel, &path, mode));
+                    workers.run(move || files::mkdir(&outbox, channel, &path, mode));
                 }
             }
         }

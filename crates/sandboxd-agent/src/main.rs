@@ -15,6 +15,7 @@ mod procs;
 mod pty;
 mod supervise;
 mod workdir;
+mod workers;
 
 use std::process::ExitCode;
 

@@ -3,6 +3,7 @@
 //! `wait`. Every thread that sleeps on its own adds a cross-CPU wake-up to a command's
 //! round trip, and a command's round trip is short.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
@@ -16,6 +17,14 @@ use sandboxd_agent_protocol::Kind;
 
 use crate::conn::Outbox;
 use crate::exec::LINGER;
+
+/// Output is read in chunks of this size.
+const CHUNK: usize = 64 * 1024;
+
+thread_local! {
+    /// The read buffer of the request thread, kept for its next command.
+    static BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
 
 /// Forwards the child's stdout and stderr as frames on `channel` until the child has
 /// ended and its pipes are closed, or [`LINGER`] after it ended; pipes still held open
@@ -34,7 +43,8 @@ pub fn forward(
     if let Some(stderr) = child.stderr.take() {
         pipes.push((File::from(OwnedFd::from(stderr)), Kind::Stderr));
     }
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = BUFFER.take();
+    buf.resize(CHUNK, 0);
     let mut status = None;
     let mut deadline: Option<Instant> = None;
     loop {
@@ -97,6 +107,7 @@ pub fn forward(
             deadline = Some(Instant::now() + LINGER);
         }
     }
+    BUFFER.set(buf);
     for (pipe, _) in pipes {
         std::thread::spawn(move || drain(pipe));
     }

@@ -8,6 +8,7 @@ mod child;
 mod floor;
 mod http;
 mod load;
+mod process_start;
 mod report;
 mod through_api;
 
@@ -124,6 +125,7 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
     let mut destroy = [Samples::default(), Samples::default(), Samples::default()];
     let mut one = Samples::default();
     let mut channel = Samples::default();
+    let mut host_start = Samples::default();
     let mut first_byte = [Samples::default(), Samples::default(), Samples::default()];
     let payload: Vec<u8> = (0..1024 * 1024).map(|i| (i % 251) as u8).collect();
 
@@ -162,6 +164,7 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
             exec_true[0].push(agent.exec_true(&with_agent).await?);
             exec_true[1].push(engine.exec_true(&without).await?);
             exec_true[2].push(raw.exec_true(&container).await?);
+            host_start.push(process_start::sh_true().await?);
             files[0].push(agent.write_read(&with_agent, &payload).await?);
             files[1].push(engine.write_read(&without, &payload).await?);
             files[2].push(raw.write_read(&container, &payload).await?);
@@ -223,6 +226,7 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
             vec![
                 ("sandboxd (agent)", a),
                 ("agent channel, no HTTP", channel),
+                ("sh -c true on the host", host_start),
                 ("sandboxd (engine exec)", e),
                 ("Docker API (floor)", r),
             ]

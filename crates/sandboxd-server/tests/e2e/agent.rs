@@ -130,6 +130,89 @@ async fn output_written_just_after_the_command_ends_is_kept() {
     assert_eq!(out["exitCode"], 0);
 }
 
+/// Requests run on threads the agent started before: with the pids limit reached (no
+/// thread or process can start in the sandbox), files are still served by the agent.
+#[tokio::test]
+async fn files_are_served_by_the_agent_with_the_pids_limit_reached() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"template": "base", "pidsLimit": 32}))
+        .await;
+    let sid = id(&sandbox);
+    server
+        .exec(&sandbox, "echo kept > /home/user/kept.txt")
+        .await;
+    let bomb = server.post(
+        "sandbox.exec",
+        json!({"sandboxId": sid, "cmd": crate::exec::FORK_BOMB, "timeoutMs": 8000}),
+    );
+    let files = async {
+        wait_for_pids_exhausted(&server, &sandbox).await;
+        let before = counts(&server);
+        let (status, read) = server
+            .get(
+                "sandbox.readFile",
+                &[("sandboxId", sid), ("path", "/home/user/kept.txt")],
+            )
+            .await;
+        assert_eq!(
+            (status, &read["content"]),
+            (StatusCode::OK, &json!("kept\n"))
+        );
+        let (status, out) = server
+            .post(
+                "sandbox.writeFile",
+                json!({"sandboxId": sid, "path": "/home/user/new.txt", "content": "new"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{out}");
+        let (status, read) = server
+            .get(
+                "sandbox.readFile",
+                &[("sandboxId", sid), ("path", "/home/user/new.txt")],
+            )
+            .await;
+        assert_eq!((status, &read["content"]), (StatusCode::OK, &json!("new")));
+        let after = counts(&server);
+        assert_eq!(after.0 - before.0, 3, "all three served by the agent");
+        assert_eq!(after.1, before.1, "none by the engine");
+    };
+    let ((status, out), ()) = tokio::join!(bomb, files);
+    assert_eq!(
+        (status, &out["exitCode"]),
+        (StatusCode::OK, &json!(124)),
+        "{out}"
+    );
+}
+
+/// Waits until the sandbox's cgroup holds as many tasks as its pids limit allows.
+async fn wait_for_pids_exhausted(server: &TestServer, sandbox: &Value) {
+    use futures_util::StreamExt as _;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let options = bollard::query_parameters::StatsOptionsBuilder::new()
+            .stream(false)
+            .one_shot(true)
+            .build();
+        let stats = server
+            .docker()
+            .stats(crate::harness::container(sandbox), Some(options))
+            .next()
+            .await
+            .expect("stats")
+            .expect("stats");
+        let pids = stats.pids_stats.expect("pids stats");
+        if pids.current.is_some() && pids.current >= pids.limit {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pids never reached the limit: {pids:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test]
 async fn the_channel_cannot_be_changed_or_abused_from_inside() {
     let server = TestServer::start().await;

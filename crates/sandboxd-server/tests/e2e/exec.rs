@@ -101,7 +101,7 @@ async fn timeout_kills_the_whole_tree_on_busybox_images() {
 
 /// Exhausts the pids limit from a process that survives its failed forks, so the
 /// command runs until its timeout.
-const FORK_BOMB: &str = "python3 -c 'import os, time\nwhile True:\n    try:\n        os.fork() or time.sleep(1000)\n    except OSError:\n        time.sleep(0.01)'";
+pub(crate) const FORK_BOMB: &str = "python3 -c 'import os, time\nwhile True:\n    try:\n        os.fork() or time.sleep(1000)\n    except OSError:\n        time.sleep(0.01)'";
 
 async fn fork_bomb_leaves_the_sandbox_usable(server: TestServer, cmd: &str) -> (TestServer, bool) {
     let sandbox = server
