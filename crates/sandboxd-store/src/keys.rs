@@ -163,11 +163,17 @@ impl Store {
     }
 
     /// The caller an API key belongs to; `None` for an unknown, revoked or expired key.
+    /// A key seen in the last two seconds is answered from memory (`auth_cache.rs`):
+    /// revocations and member changes made through this store empty that memory.
     pub async fn authenticate(&self, token: &str) -> Result<Option<Principal>, StoreError> {
         if token.is_empty() || token.len() > 512 {
             return Ok(None);
         }
         let hash = self.secrets.key_hash(token);
+        if let Some(principal) = self.auth.get(&hash, now_ms()) {
+            return Ok(Some(principal));
+        }
+        let generation = self.auth.generation();
         let row = sqlx::query(
             "SELECT k.key_id, k.key_hash, k.expires_at, k.revoked_at, k.scopes, m.organization_id, \
              m.user_id, m.role, m.permissions \
@@ -192,7 +198,7 @@ impl Store {
             .ok_or_else(|| StoreError::Corrupt(format!("unknown role {role}")))?;
         let grants: String = row.try_get("permissions")?;
         let scopes: Option<String> = row.try_get("scopes")?;
-        Ok(Some(Principal {
+        let principal = Principal {
             user_id: row.try_get("user_id")?,
             organization_id: row.try_get("organization_id")?,
             role,
@@ -202,7 +208,10 @@ impl Store {
                 Permissions::from_text(&grants),
                 scopes.as_deref().map(Permissions::from_text),
             ),
-        }))
+        };
+        self.auth
+            .insert(hash, principal.clone(), expires, generation);
+        Ok(Some(principal))
     }
 
     /// Creates a key for a member; the secret is in the result and nowhere else.
@@ -307,6 +316,7 @@ impl Store {
         .bind(key_id)
         .execute(&self.pool)
         .await?;
+        self.auth.invalidate();
         self.key(organization_id, key_id).await
     }
 }

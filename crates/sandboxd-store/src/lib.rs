@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod audit;
+mod auth_cache;
 mod error;
 mod ids;
 mod keys;

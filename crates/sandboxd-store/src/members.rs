@@ -233,6 +233,7 @@ impl Store {
         }
         replace_lists(&mut tx, organization_id, user_id, grants).await?;
         tx.commit().await?;
+        self.auth.invalidate();
         self.member(organization_id, user_id).await
     }
 
@@ -253,6 +254,7 @@ impl Store {
                 .rows_affected();
         ensure_an_owner(&mut tx, organization_id).await?;
         tx.commit().await?;
+        self.auth.invalidate();
         Ok(removed > 0)
     }
 

@@ -2,11 +2,13 @@
 
 use std::path::Path;
 use std::str::FromStr as _;
+use std::sync::Arc;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Executor as _, SqlSafeStr as _};
 
+use crate::auth_cache::AuthCache;
 use crate::{SecretBox, StoreError};
 
 /// The SQLite migrations, in order. Migrations are only ever added, never edited.
@@ -33,6 +35,8 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
 pub struct Store {
     pub(crate) pool: AnyPool,
     pub(crate) secrets: SecretBox,
+    /// Callers of recently seen keys; shared by every handle to this store.
+    pub(crate) auth: Arc<AuthCache>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -91,7 +95,11 @@ impl Store {
             })
             .collect();
         Migrator::with_migrations(migrations).run(&pool).await?;
-        Ok(Self { pool, secrets })
+        Ok(Self {
+            pool,
+            secrets,
+            auth: Arc::default(),
+        })
     }
 
     /// The secret box of this installation.

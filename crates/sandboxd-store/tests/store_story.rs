@@ -192,3 +192,92 @@ async fn bootstrap_key_from_configuration() {
     let id = store.instance_id().await.unwrap();
     assert_eq!(store.instance_id().await.unwrap(), id);
 }
+
+/// Keys are answered from memory once seen; every change that narrows what a key may do
+/// takes effect on the very next check all the same.
+#[tokio::test]
+async fn key_changes_take_effect_at_once_for_keys_seen_before() {
+    use sandboxd_core::model::{MemberChanges, Role};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let org = boot.organization_id.clone();
+    let member = store
+        .create_member(
+            &org,
+            "dev",
+            &MemberChanges {
+                role: Some(Role::Admin),
+                ..MemberChanges::default()
+            },
+        )
+        .await
+        .unwrap();
+    let key = store
+        .create_key(&org, &member.user_id, "k", None, None)
+        .await
+        .unwrap();
+    let check = || async { store.authenticate(&key.secret).await.unwrap() };
+    for _ in 0..3 {
+        assert_eq!(check().await.map(|p| p.role), Some(Role::Admin));
+    }
+
+    let changes = MemberChanges {
+        role: Some(Role::Member),
+        ..MemberChanges::default()
+    };
+    store
+        .update_member(&org, &member.user_id, &changes)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(check().await.map(|p| p.role), Some(Role::Member));
+
+    store
+        .revoke_key(&org, &key.record.key_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(check().await, None, "revoked");
+
+    let second = store
+        .create_key(&org, &member.user_id, "k2", None, None)
+        .await
+        .unwrap();
+    assert!(store.authenticate(&second.secret).await.unwrap().is_some());
+    assert!(store.remove_member(&org, &member.user_id).await.unwrap());
+    assert_eq!(
+        store.authenticate(&second.secret).await.unwrap(),
+        None,
+        "the member is gone"
+    );
+
+    let owner = store
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let expiring = store
+        .create_key(
+            &org,
+            &owner.user_id,
+            "short",
+            None,
+            Some(sandboxd_store::now_ms() + 300),
+        )
+        .await
+        .unwrap();
+    assert!(
+        store
+            .authenticate(&expiring.secret)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert_eq!(
+        store.authenticate(&expiring.secret).await.unwrap(),
+        None,
+        "expired while cached"
+    );
+}
