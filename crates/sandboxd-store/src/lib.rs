@@ -8,6 +8,7 @@ mod error;
 mod ids;
 mod keys;
 mod members;
+mod row_cache;
 mod rows;
 mod sandboxes;
 mod secrets;

@@ -64,6 +64,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
+        self.rows.changed(&sandbox.sandbox_id);
         Ok(())
     }
 
@@ -86,13 +87,22 @@ impl Store {
             .map_err(|_| StoreError::Corrupt("env vars are not UTF-8".into()))
     }
 
-    /// One sandbox by id.
+    /// One sandbox by id; a row read in the last second is answered from memory
+    /// (`row_cache.rs`), kept up to date by every write of this store.
     pub async fn sandbox(&self, sandbox_id: &str) -> Result<Option<Sandbox>, StoreError> {
+        if let Some(row) = self.rows.get(sandbox_id) {
+            return Ok(Some(row));
+        }
+        let writes = self.rows.writes();
         let row = sqlx::query(select_sandboxes!("WHERE sandbox_id = $1"))
             .bind(sandbox_id)
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref().map(rows::sandbox).transpose()
+        let sandbox = row.as_ref().map(rows::sandbox).transpose()?;
+        if let Some(sandbox) = &sandbox {
+            self.rows.insert(sandbox, writes);
+        }
+        Ok(sandbox)
     }
 
     /// The sandboxes of an environment, newest first.
@@ -138,6 +148,7 @@ impl Store {
         .bind(sandbox_id)
         .execute(&self.pool)
         .await?;
+        self.rows.changed(sandbox_id);
         self.sandbox(sandbox_id).await
     }
 
@@ -152,6 +163,7 @@ impl Store {
             .bind(sandbox_id)
             .execute(&self.pool)
             .await?;
+        self.rows.changed(sandbox_id);
         Ok(())
     }
 
@@ -165,6 +177,7 @@ impl Store {
         .bind(sandbox_id)
         .execute(&self.pool)
         .await?;
+        self.rows.touched(sandbox_id, now);
         Ok(())
     }
 
@@ -185,6 +198,7 @@ impl Store {
         .bind(sandbox_id)
         .execute(&self.pool)
         .await?;
+        self.rows.changed(sandbox_id);
         if updated.rows_affected() == 0 {
             return Ok(None);
         }
@@ -202,6 +216,7 @@ impl Store {
             .bind(sandbox_id)
             .execute(&self.pool)
             .await?;
+        self.rows.changed(sandbox_id);
         self.sandbox(sandbox_id).await
     }
 
@@ -224,6 +239,7 @@ impl Store {
             .bind(sandbox_id)
             .execute(&self.pool)
             .await?;
+        self.rows.changed(sandbox_id);
         Ok(())
     }
 
@@ -276,6 +292,9 @@ impl Store {
             .await?;
         }
         tx.commit().await?;
+        for id in sandbox_ids {
+            self.rows.changed(id);
+        }
         Ok(())
     }
 }

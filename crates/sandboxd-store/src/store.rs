@@ -9,6 +9,7 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Executor as _, SqlSafeStr as _};
 
 use crate::auth_cache::AuthCache;
+use crate::row_cache::RowCache;
 use crate::{SecretBox, StoreError};
 
 /// The SQLite migrations, in order. Migrations are only ever added, never edited.
@@ -37,6 +38,8 @@ pub struct Store {
     pub(crate) secrets: SecretBox,
     /// Callers of recently seen keys; shared by every handle to this store.
     pub(crate) auth: Arc<AuthCache>,
+    /// Sandbox rows recently read; shared by every handle to this store.
+    pub(crate) rows: Arc<RowCache>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -99,6 +102,7 @@ impl Store {
             pool,
             secrets,
             auth: Arc::default(),
+            rows: Arc::default(),
         })
     }
 

@@ -281,3 +281,70 @@ async fn key_changes_take_effect_at_once_for_keys_seen_before() {
         "expired while cached"
     );
 }
+
+/// Rows are answered from memory once read; every write of the store shows in the very
+/// next read all the same.
+#[tokio::test]
+async fn every_write_shows_in_the_next_read_of_a_cached_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let owner = store
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut row = sandbox(
+        &boot.organization_id,
+        &boot.project_id,
+        &boot.environment_id,
+        1,
+    );
+    row.status = SandboxStatus::Creating;
+    store
+        .insert_sandbox(&row, None, &owner.user_id)
+        .await
+        .unwrap();
+    let id = row.sandbox_id.clone();
+    let read = || async { store.sandbox(&id).await.unwrap().unwrap() };
+    // A new handle has a memory of its own, empty: it reads what the database holds.
+    let stored = || async {
+        let other = Store::open(dir.path()).await.unwrap();
+        other.sandbox(&id).await.unwrap().unwrap()
+    };
+    assert_eq!(read().await.status, SandboxStatus::Creating);
+
+    store
+        .mark_running(&id, "container-1", None, 1_000)
+        .await
+        .unwrap();
+    read().await;
+    let running = read().await;
+    assert_eq!(
+        (running.status, running.container_id.as_deref()),
+        (SandboxStatus::Running, Some("container-1"))
+    );
+
+    store.touch(&id, 5_000).await.unwrap();
+    let touched = read().await;
+    assert_eq!(touched.last_activity_at, Some(5_000));
+    assert_eq!(touched.expires_at, Some(5_000 + touched.timeout_ms));
+    assert_eq!(touched, stored().await, "the same as in the database");
+
+    store.set_timeout(&id, 60_000, 6_000).await.unwrap();
+    assert_eq!(read().await.expires_at, Some(66_000));
+
+    store.mark_killed(&id, 7_000).await.unwrap();
+    read().await;
+    assert_eq!(read().await.status, SandboxStatus::Killed);
+    store.touch(&id, 8_000).await.unwrap();
+    assert_eq!(read().await, stored().await, "a killed row is not touched");
+
+    store.set_status(&id, SandboxStatus::Running).await.unwrap();
+    assert_eq!(read().await.status, SandboxStatus::Running);
+    store.mark_error(std::slice::from_ref(&id)).await.unwrap();
+    assert_eq!(read().await.status, SandboxStatus::Error);
+
+    store.delete_sandbox(&id).await.unwrap();
+    assert_eq!(store.sandbox(&id).await.unwrap(), None);
+}
