@@ -73,6 +73,9 @@ impl Store {
         let options = AnyConnectOptions::from_str(&url)?;
         let pool = AnyPoolOptions::new()
             .max_connections(8)
+            // A connection to a local database file does not go stale; a ping before
+            // every query would be one more round trip to the connection's thread.
+            .test_before_acquire(false)
             .after_connect(|conn, _| {
                 Box::pin(async move {
                     conn.execute("PRAGMA foreign_keys = ON").await?;
