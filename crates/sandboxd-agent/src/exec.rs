@@ -56,18 +56,22 @@ impl Command {
         command
     }
 
-    /// Starts the process `configure` completes; when the file PATH was remembered to
-    /// hold is gone, looks again once.
-    pub fn spawn(
+    /// Starts the process in a process group of its own, its output (and standard
+    /// input when `stdin`, else `/dev/null`) on pipes; when the file PATH was remembered
+    /// to hold is gone, looks again once.
+    pub fn spawn_piped(
         &self,
         program: &str,
         args: &[String],
-        configure: impl Fn(&mut process::Command),
+        stdin: bool,
     ) -> std::io::Result<process::Child> {
         let start = || {
-            let mut process = self.build(program, args);
-            configure(&mut process);
-            process.spawn()
+            self.build(program, args)
+                .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
         };
         match start() {
             Err(error)
@@ -198,19 +202,7 @@ pub fn run(
         );
         return;
     };
-    let piped_input = input.is_some();
-    let spawned = command.spawn(program, args, |process| {
-        process
-            .stdin(if piped_input {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-    });
-    let mut child = match spawned {
+    let mut child = match command.spawn_piped(program, args, input.is_some()) {
         Ok(child) => child,
         Err(error) => return command.refuse(outbox, channel, program, &error),
     };

@@ -19,8 +19,8 @@ mod workers;
 
 use std::process::ExitCode;
 
-/// File contents pass through the agent in frames of up to a MiB, each on a thread of
-/// its own; mimalloc reuses their memory instead of faulting fresh pages in for each.
+/// File contents pass through the agent in frames of up to a MiB; mimalloc reuses their
+/// memory instead of faulting fresh pages in for each.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -3,8 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read as _, Write as _};
-use std::os::unix::process::CommandExt as _;
-use std::process::{ChildStdin, Stdio};
+use std::process::ChildStdin;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -257,14 +256,7 @@ impl Processes {
         if self.get(&id).is_some() {
             return files::fail(outbox, channel, FailureKind::Invalid, "process id in use");
         }
-        let spawned = command.spawn(program, args, |process| {
-            process
-                .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .process_group(0);
-        });
-        let mut child = match spawned {
+        let mut child = match command.spawn_piped(program, args, stdin) {
             Ok(child) => child,
             Err(error) => {
                 return files::fail(

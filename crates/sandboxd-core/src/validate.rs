@@ -237,12 +237,6 @@ pub fn exec(req: ExecRequest) -> Result<ExecCommand, Invalid> {
     })
 }
 
-/// Standard base64 as browsers decode it: whitespace (line breaks of `base64` output)
-/// ignored, padding optional.
-fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    base64_simd::forgiving_decode_to_vec(text.as_bytes()).ok()
-}
-
 /// Checks `sandbox.writeFile` and decodes its content. Size is not checked here: an
 /// oversized file is a 413, not a validation error.
 pub fn write_file(req: WriteFileRequest) -> Result<WriteFile, Invalid> {
@@ -259,13 +253,10 @@ pub fn write_file(req: WriteFileRequest) -> Result<WriteFile, Invalid> {
     {
         issues.push("mode", "must be between 0 and 0o7777 (4095)");
     }
-    let content = match req.encoding {
-        Encoding::Utf8 => req.content.into_bytes(),
-        Encoding::Base64 => decode_base64(&req.content).unwrap_or_else(|| {
-            issues.push("content", "is not valid base64");
-            Vec::new()
-        }),
-    };
+    let content = req.encoding.decode(req.content).unwrap_or_else(|| {
+        issues.push("content", "is not valid base64");
+        Vec::new()
+    });
     issues.finish(WriteFile {
         sandbox_id: req.sandbox_id,
         path: path.unwrap_or_default(),
@@ -426,12 +417,9 @@ pub fn signal_number(name: Option<&str>) -> Result<i32, Invalid> {
 
 /// Decodes data for a process's standard input.
 pub fn process_data(data: String, encoding: Encoding) -> Result<Vec<u8>, Invalid> {
-    let bytes = match encoding {
-        Encoding::Utf8 => data.into_bytes(),
-        Encoding::Base64 => {
-            decode_base64(&data).ok_or_else(|| Invalid::one("data", "is not valid base64"))?
-        }
-    };
+    let bytes = encoding
+        .decode(data)
+        .ok_or_else(|| Invalid::one("data", "is not valid base64"))?;
     if bytes.len() > MAX_PROCESS_WRITE_BYTES {
         return Err(Invalid::one("data", "must be at most 1 MiB"));
     }

@@ -27,6 +27,26 @@ pub enum Encoding {
     Base64,
 }
 
+impl Encoding {
+    /// `bytes` as text in this encoding; in `utf8`, invalid sequences become U+FFFD.
+    pub fn encode(self, bytes: &[u8]) -> String {
+        match self {
+            Self::Utf8 => String::from_utf8_lossy(bytes).into_owned(),
+            Self::Base64 => base64_simd::STANDARD.encode_to_string(bytes),
+        }
+    }
+
+    /// The bytes `text` stands for; `None` when it is not valid base64. Base64 is read
+    /// as browsers read it: whitespace (line breaks of `base64` output) ignored,
+    /// padding optional.
+    pub fn decode(self, text: String) -> Option<Vec<u8>> {
+        match self {
+            Self::Utf8 => Some(text.into_bytes()),
+            Self::Base64 => base64_simd::forgiving_decode_to_vec(text.as_bytes()).ok(),
+        }
+    }
+}
+
 /// Body of `sandbox.create`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

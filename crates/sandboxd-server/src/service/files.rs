@@ -2,9 +2,7 @@
 
 use sandboxd_agent_protocol::{DirEntry, EntryKind, FailureKind};
 use sandboxd_core::access::SandboxNeed;
-use sandboxd_core::api::{
-    Encoding, FileEntry, FileType, ListFilesResult, ReadFileResult, WriteFileResult,
-};
+use sandboxd_core::api::{FileEntry, FileType, ListFilesResult, ReadFileResult, WriteFileResult};
 use sandboxd_core::limits::{MAX_FILE_BYTES, MAX_LISTING_BYTES};
 use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::validate::{ListFiles, ReadFile, WriteFile};
@@ -42,15 +40,17 @@ impl Service {
                 "file exceeds the {MAX_FILE_BYTES} byte limit"
             )));
         }
-        let id = sandbox.sandbox_id.clone();
-        self.while_touching(&id, self.write_content(sandbox, container, cmd))
-            .await
+        self.while_touching(
+            &sandbox.sandbox_id,
+            self.write_content(&sandbox, &container, cmd),
+        )
+        .await
     }
 
     async fn write_content(
         &self,
-        sandbox: Sandbox,
-        container: String,
+        sandbox: &Sandbox,
+        container: &str,
         cmd: WriteFile,
     ) -> Result<WriteFileResult, ServiceError> {
         let (dir, name) = paths::split_file(&cmd.path)
@@ -79,13 +79,13 @@ impl Service {
         // The common case (the directory exists) costs one archive upload; a missing
         // directory is created as the sandbox user, then the upload is retried.
         match engine
-            .put_file(&container, dir, name, &cmd.content, mode, owner)
+            .put_file(container, dir, name, &cmd.content, mode, owner)
             .await
         {
             Err(EngineError::NotFound { .. }) => {
-                self.make_dirs(&container, dir).await?;
+                self.make_dirs(container, dir).await?;
                 engine
-                    .put_file(&container, dir, name, &cmd.content, mode, owner)
+                    .put_file(container, dir, name, &cmd.content, mode, owner)
                     .await?;
             }
             other => other?,
@@ -124,15 +124,17 @@ impl Service {
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
             .await?;
         let container = sandbox.running_container()?.to_owned();
-        let id = sandbox.sandbox_id.clone();
-        self.while_touching(&id, self.read_content(sandbox, container, cmd))
-            .await
+        self.while_touching(
+            &sandbox.sandbox_id,
+            self.read_content(&sandbox, &container, cmd),
+        )
+        .await
     }
 
     async fn read_content(
         &self,
-        sandbox: Sandbox,
-        container: String,
+        sandbox: &Sandbox,
+        container: &str,
         cmd: ReadFile,
     ) -> Result<ReadFileResult, ServiceError> {
         if let Some(agent) = self.agents().connection(&sandbox.sandbox_id) {
@@ -147,7 +149,7 @@ impl Service {
         self.served(&sandbox.sandbox_id, ServedBy::Engine);
         let content = self
             .engine()
-            .read_file(&container, &cmd.path, MAX_FILE_BYTES)
+            .read_file(container, &cmd.path, MAX_FILE_BYTES)
             .await
             .map_err(|error| match error {
                 ReadFileError::NotFound => ServiceError::NotFound("file"),
@@ -239,16 +241,11 @@ impl Service {
 }
 
 fn read_result(cmd: ReadFile, content: Vec<u8>) -> ReadFileResult {
-    let size = content.len() as u64;
-    let content = match cmd.encoding {
-        Encoding::Utf8 => String::from_utf8_lossy(&content).into_owned(),
-        Encoding::Base64 => base64_simd::STANDARD.encode_to_string(&content),
-    };
     ReadFileResult {
         path: cmd.path,
-        size,
+        size: content.len() as u64,
         encoding: cmd.encoding,
-        content,
+        content: cmd.encoding.encode(&content),
     }
 }
 

@@ -203,10 +203,7 @@ impl Service {
             .read_process(process_id, which, offset, MAX_READ)
             .await
             .map_err(process_error)?;
-        let data = match encoding {
-            Encoding::Utf8 => String::from_utf8_lossy(&bytes).into_owned(),
-            Encoding::Base64 => base64_simd::STANDARD.encode_to_string(&bytes),
-        };
+        let data = encoding.encode(&bytes);
         Ok(ProcessOutputResult {
             process_id: process_id.to_owned(),
             stream,
