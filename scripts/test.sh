@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 docker info >/dev/null 2>&1 || { echo "the test suite needs a running Docker engine" >&2; exit 1; }
 bash scripts/build-local-images.sh
-SANDBOXD_AGENT_BINARY=$(bash scripts/build-agent.sh)
-export SANDBOXD_AGENT_BINARY
+# The agent is built into sandboxd by the ordinary build; the tests use that one.
+unset SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"
 bash scripts/test-mcp-python.sh
 bash scripts/fuzz-api.sh

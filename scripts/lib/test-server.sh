@@ -10,7 +10,6 @@ url="http://127.0.0.1:$port"
 SANDBOXD_BOOTSTRAP_KEY=$key SANDBOXD_TEMPLATES__BASE__IMAGE=sandboxd-local/debian:bookworm \
   SANDBOXD_TEMPLATES__PYTHON__IMAGE=sandboxd-local/busybox:latest \
   SANDBOXD_TEMPLATES__NODE__IMAGE=sandboxd-local/busybox:latest \
-  SANDBOXD_AGENT_BINARY=${SANDBOXD_AGENT_BINARY:-$(bash scripts/build-agent.sh)} \
   target/debug/sandboxd serve --listen "127.0.0.1:$port" --data-dir "$data" >"$data/server.log" 2>&1 &
 server=$!
 instance=none

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 
 use crate::http::{Http, KEY};
-use crate::through_api::agent_binary;
 
 /// How a server process is set up.
 #[derive(Debug, Clone, Copy)]
@@ -42,11 +41,6 @@ impl ChildServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
-        let agent = if setup.agent {
-            agent_binary()?
-        } else {
-            "/nonexistent".into()
-        };
         let child = Command::new(binary)
             .args([
                 "serve",
@@ -56,7 +50,9 @@ impl ChildServer {
             ])
             .arg(data.path())
             .env("SANDBOXD_BOOTSTRAP_KEY", KEY)
-            .env("SANDBOXD_AGENT_BINARY", agent)
+            // The agent built into the server, or none at all.
+            .env_remove("SANDBOXD_AGENT_BINARY")
+            .env("SANDBOXD_AGENT", setup.agent.to_string())
             .env("SANDBOXD_TEMPLATES__BASE__IMAGE", image)
             .env("SANDBOXD_POOLS__BASE__SIZE", setup.pool.to_string())
             // The benchmark drives one key hard; the per-key limit would measure itself.

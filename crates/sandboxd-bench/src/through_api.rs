@@ -22,7 +22,7 @@ impl Api {
     pub async fn start(image: &str) -> anyhow::Result<Self> {
         let data = tempfile::tempdir()?;
         let mut config = ServerConfig::new(data.path().to_path_buf());
-        config.agent_binary = Some(agent_binary()?);
+        config.agent_binary = Some(sandboxd_agent_embed::install(&data.path().join("bin"))?);
         config.bootstrap_key = Some(KEY.into());
         config.template_images.insert("base".into(), image.into());
         // The benchmark drives one key hard; the per-key limit would measure itself.
@@ -97,22 +97,4 @@ impl Api {
         }
         Ok(took)
     }
-}
-
-pub fn agent_binary() -> anyhow::Result<std::path::PathBuf> {
-    if let Some(path) = std::env::var_os("SANDBOXD_AGENT_BINARY") {
-        return Ok(path.into());
-    }
-    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/agent")
-        .join(triple)
-        .join("release/sandboxd-agent");
-    if !path.is_file() {
-        bail!(
-            "no agent binary at {}: run scripts/build-agent.sh",
-            path.display()
-        );
-    }
-    Ok(path)
 }

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use bollard::models::{
-    ContainerCreateBody, ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, RestartPolicy,
-    RestartPolicyNameEnum,
+    ContainerCreateBody, ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, Mount,
+    MountType, RestartPolicy, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
@@ -63,11 +63,18 @@ fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
             network_mode,
             runtime: plan.runtime.clone(),
             // Read-only binds: the sandbox can neither change the agent nor put anything
-            // next to the socket sandboxd listens on.
-            binds: Some(
+            // next to the socket sandboxd listens on. Mounts rather than `Binds` strings, so
+            // a host path may hold `:` or `,`.
+            mounts: Some(
                 plan.mounts
                     .iter()
-                    .map(|m| format!("{}:{}:ro", m.source, m.target))
+                    .map(|m| Mount {
+                        typ: Some(MountType::BIND),
+                        source: Some(m.source.clone()),
+                        target: Some(m.target.clone()),
+                        read_only: Some(true),
+                        ..Default::default()
+                    })
                     .collect(),
             ),
             ..Default::default()

@@ -5,6 +5,7 @@
 pub mod agent;
 mod auth;
 mod body_limit;
+pub mod data_dir;
 mod error;
 mod extract;
 mod loops;
@@ -49,8 +50,9 @@ pub struct ServerConfig {
     pub bootstrap_key: Option<String>,
     /// The master key sealing secrets; `<data-dir>/master.key` (created) when absent.
     pub master_key: Option<[u8; 32]>,
-    /// The static agent binary mounted into sandboxes; `sandboxd-agent` next to the
-    /// running executable when absent. Without a static agent, sandboxes run without it.
+    /// The static agent binary mounted into sandboxes (one that is not statically linked
+    /// stops the start); `None`: sandboxes run without the agent, and every operation
+    /// goes through the engine's exec and archive API.
     pub agent_binary: Option<PathBuf>,
     pub reaper_interval: Duration,
     pub reconcile_interval: Duration,
@@ -115,6 +117,10 @@ pub struct Server {
 /// Failure to start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    #[error(transparent)]
+    DataDir(#[from] data_dir::DataDirError),
+    #[error("the agent binary {path} is not a statically linked executable")]
+    AgentNotStatic { path: String },
     #[error("cannot open the store in {path}")]
     Store {
         path: String,
@@ -135,18 +141,22 @@ pub enum StartError {
 
 impl Server {
     /// Opens the store (bootstrapping an empty one) and connects to the engine.
-    pub async fn start(config: ServerConfig) -> Result<Self, StartError> {
+    pub async fn start(mut config: ServerConfig) -> Result<Self, StartError> {
+        // Every host path handed to the engine is absolute.
+        config.data_dir = data_dir::prepare(&config.data_dir)?;
+        if let Some(binary) = &config.agent_binary {
+            let binary = std::path::absolute(binary).unwrap_or_else(|_| binary.clone());
+            if !agent::is_static_elf(&binary) {
+                return Err(StartError::AgentNotStatic {
+                    path: binary.display().to_string(),
+                });
+            }
+            config.agent_binary = Some(binary);
+        }
         let store_error = |source| StartError::Store {
             path: config.data_dir.display().to_string(),
             source,
         };
-        std::fs::create_dir_all(&config.data_dir).map_err(|source| StartError::Store {
-            path: config.data_dir.display().to_string(),
-            source: sandboxd_store::StoreError::Io {
-                path: config.data_dir.display().to_string(),
-                source,
-            },
-        })?;
         let store = Store::open(&config.data_dir).await.map_err(store_error)?;
         let bootstrap = store
             .bootstrap(config.bootstrap_key.as_deref())
@@ -167,11 +177,9 @@ impl Server {
         }
         info!(api_version = %engine.api_version(), %instance_id, "connected to the Docker engine");
         let templates = Templates::with_images(&config.template_images);
-        let agents = AgentHub::new(config.data_dir.join("agents"), agent_binary(&config));
-        if agents.enabled() {
-            info!("sandboxes run with the in-sandbox agent");
-        } else {
-            warn!("no static agent binary: every command goes through the engine's exec");
+        let agents = AgentHub::new(config.data_dir.join("agents"), config.agent_binary.clone());
+        if let Some(binary) = &config.agent_binary {
+            info!(agent = %binary.display(), "sandboxes run with the in-sandbox agent");
         }
         let service = Service::new(
             store,
@@ -254,25 +262,6 @@ impl Server {
     }
 }
 
-/// The agent binary to mount: the configured one, else `sandboxd-agent` next to the
-/// running executable; only a statically linked one is usable in any image.
-fn agent_binary(config: &ServerConfig) -> Option<PathBuf> {
-    let candidate = config.agent_binary.clone().or_else(|| {
-        let beside = std::env::current_exe()
-            .ok()?
-            .parent()?
-            .join("sandboxd-agent");
-        beside.is_file().then_some(beside)
-    })?;
-    let candidate = std::fs::canonicalize(&candidate).unwrap_or(candidate);
-    if agent::is_static_elf(&candidate) {
-        Some(candidate)
-    } else {
-        warn!(path = %candidate.display(), "the agent binary is not statically linked; not using it");
-        None
-    }
-}
-
 /// Builds the HTTP application around a state.
 pub fn app(state: AppState) -> Router {
     let (router, api) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
@@ -281,6 +270,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::contexts::router())
         .merge(routes::projects::router())
         .merge(routes::access::router())
+        .merge(routes::health::router())
         .split_for_parts();
     // Serialized once: the handler (cloned by the router for every request and
     // connection) then holds a reference-counted buffer, not the document itself.
@@ -295,7 +285,6 @@ pub fn app(state: AppState) -> Router {
                 )
             }),
         )
-        .route("/health", get(|| async { "ok" }))
         .route("/metrics", get(metrics::render))
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))

@@ -10,7 +10,8 @@ use utoipa::{Modify, OpenApi};
     tags((name = "sandbox", description = "Sandbox lifecycle, commands and files"),
          (name = "process", description = "Background processes in a sandbox"),
          (name = "context", description = "Interpreter contexts whose state persists between runs"),
-         (name = "project", description = "Projects and environments"))
+         (name = "project", description = "Projects and environments"),
+         (name = "server", description = "The server itself"))
 )]
 pub struct ApiDoc;
 

@@ -25,8 +25,11 @@ pub struct Config {
     pub bootstrap_key: Option<String>,
     /// Master key sealing secrets at rest, 64 hex digits; `<data_dir>/master.key` when unset.
     pub master_key: Option<String>,
-    /// The static agent binary mounted into sandboxes; `sandboxd-agent` next to this
-    /// executable when unset.
+    /// Whether sandboxes get the in-sandbox agent (`false`: every operation goes through
+    /// the engine's exec and archive API).
+    pub agent: bool,
+    /// The static agent binary mounted into sandboxes; the one built into sandboxd when
+    /// unset.
     pub agent_binary: Option<PathBuf>,
     /// Image overrides of the built-in templates, e.g. `[templates.base] image = "..."`.
     pub templates: BTreeMap<String, TemplateConfig>,
@@ -62,6 +65,7 @@ impl std::fmt::Debug for Config {
             .field("data_dir", &self.data_dir)
             .field("bootstrap_key", &self.bootstrap_key.as_ref().map(|_| "***"))
             .field("master_key", &self.master_key.as_ref().map(|_| "***"))
+            .field("agent", &self.agent)
             .field("agent_binary", &self.agent_binary)
             .field("templates", &self.templates)
             .field("log", &self.log)
@@ -83,6 +87,7 @@ impl Default for Config {
             data_dir: PathBuf::from("./sandboxd-data"),
             bootstrap_key: None,
             master_key: None,
+            agent: true,
             agent_binary: None,
             templates: BTreeMap::new(),
             log: "info".into(),

@@ -1,6 +1,7 @@
 //! `sandboxd`: the daemon (`sandboxd serve`) and, as it grows, its command line.
 #![forbid(unsafe_code)]
 
+mod agent;
 mod config;
 mod mcp_stdio;
 mod serve;

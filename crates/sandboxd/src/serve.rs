@@ -61,7 +61,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&config.log))
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal, never in a file or a pipe.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+
+    // Every path is made absolute once, here: the engine takes only absolute host paths.
+    config.data_dir = sandboxd_server::data_dir::prepare(&config.data_dir)?;
+    let agent = crate::agent::choose(
+        config.agent,
+        config.agent_binary.as_deref(),
+        &config.data_dir,
+    )?;
+    info!(
+        data_dir = %config.data_dir.display(),
+        config = %args.config.as_deref().map(absolute).unwrap_or_default(),
+        agent = %agent.as_ref().map(|(path, _)| path.display().to_string()).unwrap_or_default(),
+        agent_source = agent.as_ref().map(|(_, source)| source.as_str()).unwrap_or("none"),
+        "paths"
+    );
 
     let mut server_config = ServerConfig::new(config.data_dir.clone());
     server_config.bootstrap_key = config.bootstrap_key.clone();
@@ -74,7 +91,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some(hex) => Some(parse_master_key(hex).context("the master key must be 64 hex digits")?),
         None => None,
     };
-    server_config.agent_binary = config.agent_binary.clone();
+    server_config.agent_binary = agent.map(|(path, _)| path);
     server_config.mcp_allowed_hosts = config.mcp_allowed_hosts.clone();
     server_config.mcp_allowed_origins = config.mcp_allowed_origins.clone();
     server_config.audit_exec = config.audit_exec;
@@ -115,6 +132,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server.serve(listener, shutdown_signal()).await?;
     info!("sandboxd stopped");
     Ok(())
+}
+
+fn absolute(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_owned())
+        .display()
+        .to_string()
 }
 
 fn write_private(path: &Path, key: &str) -> std::io::Result<()> {

@@ -52,23 +52,11 @@ pub struct HubError {
     source: std::io::Error,
 }
 
-fn valid_for_bind(path: &Path) -> bool {
-    // The engine's bind syntax is `source:target:ro`.
-    path.to_str()
-        .is_some_and(|p| !p.contains(':') && !p.contains(','))
-}
-
 impl AgentHub {
-    /// A hub keeping sockets under `root`; without a usable `binary`, sandboxes run
-    /// without the agent and every operation takes the engine's exec path.
+    /// A hub keeping sockets under `root`, mounting `binary` (a static agent) into
+    /// sandboxes; without a binary, sandboxes run without the agent and every operation
+    /// takes the engine's exec path.
     pub fn new(root: PathBuf, binary: Option<PathBuf>) -> Self {
-        let binary = binary.filter(|b| {
-            let usable = b.is_file() && valid_for_bind(b) && valid_for_bind(&root);
-            if !usable {
-                warn!(path = %b.display(), "agent binary unusable; sandboxes run without the agent");
-            }
-            usable
-        });
         Self {
             inner: Arc::new(HubInner {
                 root,
@@ -106,7 +94,7 @@ impl AgentHub {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(e)),
         }
-        let listener = UnixListener::bind(&socket).map_err(io)?;
+        let listener = bind(&socket).map_err(io)?;
         // The sandbox user (any uid) must be able to connect; only this sandbox sees it.
         set_mode(&socket, 0o666).map_err(io)?;
         let (tx, rx) = watch::channel(None);
@@ -174,6 +162,26 @@ impl AgentHub {
             warn!(path = %dir.display(), %error, "cannot remove an agent directory");
         }
     }
+}
+
+/// The longest path a unix socket address holds (`sun_path`, less its final NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// Listens on `socket`. A path too long for a socket address (a deep data dir) is reached
+/// through an open handle on its directory, `/proc/self/fd/<n>/agent.sock`.
+fn bind(socket: &Path) -> std::io::Result<UnixListener> {
+    if socket.as_os_str().len() <= MAX_SOCKET_PATH {
+        return UnixListener::bind(socket);
+    }
+    use std::os::fd::AsRawFd as _;
+    let (Some(dir), Some(name)) = (socket.parent(), socket.file_name()) else {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    };
+    let handle = std::fs::File::open(dir)?;
+    let short = Path::new("/proc/self/fd")
+        .join(handle.as_raw_fd().to_string())
+        .join(name);
+    UnixListener::bind(short)
 }
 
 fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
@@ -253,5 +261,33 @@ async fn accept_loop(
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::os::unix::fs::FileTypeExt as _;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_socket_path_longer_than_an_address_holds_is_listened_on() {
+        let root = tempfile::tempdir().unwrap();
+        let deep = root.path().join("d".repeat(120));
+        std::fs::create_dir(&deep).unwrap();
+        let socket = deep.join(SOCKET_NAME);
+        assert!(socket.as_os_str().len() > MAX_SOCKET_PATH);
+        assert!(std::os::unix::net::UnixListener::bind(&socket).is_err());
+
+        let listener = bind(&socket).unwrap();
+        assert!(std::fs::metadata(&socket).unwrap().file_type().is_socket());
+        let handle = std::fs::File::open(&deep).unwrap();
+        let short = format!(
+            "/proc/self/fd/{}/{SOCKET_NAME}",
+            std::os::fd::AsRawFd::as_raw_fd(&handle)
+        );
+        let _client = tokio::net::UnixStream::connect(short).await.unwrap();
+        listener.accept().await.unwrap();
     }
 }

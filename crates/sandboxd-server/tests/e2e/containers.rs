@@ -65,16 +65,23 @@ async fn container_is_hardened_and_limited_as_planned() {
             .as_deref(),
         Some("no")
     );
-    // The agent and its socket directory are mounted read-only.
-    let binds = host.binds.unwrap();
-    assert_eq!(binds.len(), 2, "{binds:?}");
-    assert!(binds.iter().all(|b| b.ends_with(":ro")), "{binds:?}");
-    assert!(
-        binds
-            .iter()
-            .any(|b| b.ends_with(":/.sandboxd/bin/sandboxd-agent:ro"))
-    );
-    assert!(binds.iter().any(|b| b.ends_with(":/.sandboxd/run:ro")));
+    // The agent and its socket directory are bind-mounted read-only, from absolute paths.
+    let mounts = host.mounts.unwrap();
+    assert_eq!(mounts.len(), 2, "{mounts:?}");
+    for mount in &mounts {
+        assert_eq!(
+            mount.typ,
+            Some(bollard::models::MountType::BIND),
+            "{mount:?}"
+        );
+        assert_eq!(mount.read_only, Some(true), "{mount:?}");
+        assert!(
+            mount.source.as_deref().is_some_and(|s| s.starts_with('/')),
+            "{mount:?}"
+        );
+    }
+    let targets: Vec<_> = mounts.iter().filter_map(|m| m.target.as_deref()).collect();
+    assert_eq!(targets, ["/.sandboxd/bin/sandboxd-agent", "/.sandboxd/run"]);
     let log = host.log_config.unwrap();
     assert_eq!(log.typ.as_deref(), Some("json-file"));
     assert_eq!(log.config.unwrap()["max-size"], "10m");

@@ -25,32 +25,14 @@ pub struct TestServer {
     data: Option<TempDir>,
 }
 
-/// The static agent: `SANDBOXD_AGENT_BINARY`, else where `scripts/build-agent.sh` puts it.
-pub fn agent_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("SANDBOXD_AGENT_BINARY") {
-        return PathBuf::from(path);
-    }
-    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/agent")
-        .join(triple)
-        .join("release/sandboxd-agent");
-    assert!(
-        path.is_file(),
-        "no agent binary at {}: run scripts/build-agent.sh",
-        path.display()
-    );
-    path
+/// The agent built into sandboxd, installed into the test server's data dir.
+pub fn agent_binary(dir: &Path) -> PathBuf {
+    sandboxd_agent_embed::install(&dir.join("bin")).expect("the workspace build embeds the agent")
 }
 
 fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
     let mut config = ServerConfig::new(dir.path().to_path_buf());
-    // Without an agent, `none` is not a static binary, so none is used.
-    config.agent_binary = Some(if with_agent {
-        agent_binary()
-    } else {
-        PathBuf::from("/nonexistent")
-    });
+    config.agent_binary = with_agent.then(|| agent_binary(dir.path()));
     config.bootstrap_key = Some(KEY.into());
     config.audit_exec = true;
     config.template_images.insert("base".into(), DEBIAN.into());

@@ -8,45 +8,59 @@ use std::time::{Duration, Instant};
 
 pub const KEY: &str = "sbx_cli_test_key_0123456789abcdefghijklmnop";
 
-fn agent_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("SANDBOXD_AGENT_BINARY") {
-        return PathBuf::from(path);
-    }
-    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/agent")
-        .join(triple)
-        .join("release/sandboxd-agent")
-}
-
 pub struct RunningServer {
     pub url: String,
     pub env_id: String,
     server: std::process::Child,
+    data_dir: PathBuf,
     _data: tempfile::TempDir,
 }
 
 impl RunningServer {
     pub async fn start() -> Self {
-        Self::start_in(tempfile::tempdir().unwrap(), false).await
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_owned();
+        Self::start_in(dir, None, data_dir, false).await
+    }
+
+    /// A server started in `workdir` with `--data-dir relative`, as from a fresh clone.
+    pub async fn start_relative(workdir: tempfile::TempDir, relative: &Path) -> Self {
+        let cwd = workdir.path().to_owned();
+        Self::start_in(workdir, Some(cwd), relative.to_owned(), true).await
     }
 
     /// A server logging everything (`debug`) to `server.log` in its data dir.
     pub async fn start_logged() -> Self {
-        Self::start_in(tempfile::tempdir().unwrap(), true).await
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_owned();
+        Self::start_in(dir, None, data_dir, true).await
     }
 
     /// The data dir: the database, the keys, and `server.log` when logged.
-    pub fn data_dir(&self) -> &Path {
-        self._data.path()
+    pub fn data_dir(&self) -> PathBuf {
+        match self.server_cwd() {
+            Some(cwd) if self.data_dir.is_relative() => cwd.join(&self.data_dir),
+            _ => self.data_dir.clone(),
+        }
+    }
+
+    fn server_cwd(&self) -> Option<PathBuf> {
+        self.data_dir
+            .is_relative()
+            .then(|| self._data.path().to_owned())
     }
 
     /// What the server logged so far (stdout and stderr).
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.data_dir().join("server.log")).unwrap_or_default()
+        std::fs::read_to_string(self._data.path().join("server.log")).unwrap_or_default()
     }
 
-    async fn start_in(data: tempfile::TempDir, logged: bool) -> Self {
+    async fn start_in(
+        dir: tempfile::TempDir,
+        cwd: Option<PathBuf>,
+        data_dir: PathBuf,
+        logged: bool,
+    ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -54,21 +68,26 @@ impl RunningServer {
             .port();
         let url = format!("http://127.0.0.1:{port}");
         let (stdout, stderr) = if logged {
-            let log = std::fs::File::create(data.path().join("server.log")).unwrap();
+            let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
             (Stdio::from(log.try_clone().unwrap()), Stdio::from(log))
         } else {
             (Stdio::null(), Stdio::null())
         };
-        let server = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sandboxd"));
+        if let Some(cwd) = &cwd {
+            command.current_dir(cwd);
+        }
+        let server = command
             .args([
                 "serve",
                 "--listen",
                 &format!("127.0.0.1:{port}"),
                 "--data-dir",
             ])
-            .arg(data.path())
+            .arg(&data_dir)
             .env("SANDBOXD_BOOTSTRAP_KEY", KEY)
-            .env("SANDBOXD_AGENT_BINARY", agent_binary())
+            // The agent built into the binary, as for any user.
+            .env_remove("SANDBOXD_AGENT_BINARY")
             .env(
                 "SANDBOXD_TEMPLATES__BASE__IMAGE",
                 "sandboxd-local/debian:bookworm",
@@ -82,7 +101,8 @@ impl RunningServer {
             url,
             env_id: String::new(),
             server,
-            _data: data,
+            data_dir,
+            _data: dir,
         };
         let client = reqwest::Client::new();
         let deadline = Instant::now() + Duration::from_secs(20);
