@@ -133,7 +133,7 @@ fi
 step "building the local images (no registry needed; kept once built)"
 bash scripts/build-local-images.sh || fail "building the local images failed (output above)"
 
-step "building sandboxd (a first build takes about 5 minutes)"
+step "building sandboxd (a first build takes about 6 minutes on 2 cores)"
 cargo build -p sandboxd || fail "cargo build -p sandboxd failed (output above)"
 
 if python3 -c 'import socket, sys

@@ -59,10 +59,14 @@ fn build_agent(out: &Path) -> Result<PathBuf, String> {
     for watched in [&agent_crate, &protocol_crate] {
         println!("cargo:rerun-if-changed={}", watched.display());
     }
-    println!(
-        "cargo:rerun-if-changed={}",
-        manifest_dir.join("../../Cargo.lock").display()
-    );
+    // The lock file pins the agent's dependencies; the workspace manifest holds its
+    // release profile.
+    for file in ["../../Cargo.lock", "../../Cargo.toml"] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            manifest_dir.join(file).display()
+        );
+    }
     let target = env("TARGET");
     // OUT_DIR is <target-dir>[/<triple>]/<profile>/build/<crate>-<hash>/out.
     let target_dir = out

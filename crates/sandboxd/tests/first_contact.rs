@@ -145,38 +145,9 @@ async fn the_ordinary_build_serves_exec_through_its_agent_and_opens_a_terminal()
 
 #[tokio::test]
 async fn without_the_agent_health_says_the_engine_serves() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .env("SANDBOXD_AGENT", "false")
-        .env("SANDBOXD_BOOTSTRAP_KEY", KEY)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}/health");
-    let mut health = None;
-    for _ in 0..200 {
-        if let Ok(response) = reqwest::get(&url).await {
-            health = Some(response.json::<Value>().await.unwrap());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    assert_eq!(health.expect("server answered")["execPath"], "engine");
+    let server = RunningServer::start_with_env(&[("SANDBOXD_AGENT", "false")]).await;
+    let health: Value = serde_json::from_str(&get(&server, "/health").await).unwrap();
+    assert_eq!(health["execPath"], "engine", "{health}");
 }
 
 #[test]

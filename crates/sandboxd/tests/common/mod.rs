@@ -18,22 +18,27 @@ pub struct RunningServer {
 
 impl RunningServer {
     pub async fn start() -> Self {
+        Self::start_with_env(&[]).await
+    }
+
+    /// A server with extra `SANDBOXD_*` settings in its environment.
+    pub async fn start_with_env(env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = dir.path().to_owned();
-        Self::start_in(dir, None, data_dir, false).await
+        Self::start_in(dir, None, data_dir, false, env).await
     }
 
     /// A server started in `workdir` with `--data-dir relative`, as from a fresh clone.
     pub async fn start_relative(workdir: tempfile::TempDir, relative: &Path) -> Self {
         let cwd = workdir.path().to_owned();
-        Self::start_in(workdir, Some(cwd), relative.to_owned(), true).await
+        Self::start_in(workdir, Some(cwd), relative.to_owned(), true, &[]).await
     }
 
     /// A server logging everything (`debug`) to `server.log` in its data dir.
     pub async fn start_logged() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = dir.path().to_owned();
-        Self::start_in(dir, None, data_dir, true).await
+        Self::start_in(dir, None, data_dir, true, &[]).await
     }
 
     /// The data dir: the database, the keys, and `server.log` when logged.
@@ -60,6 +65,7 @@ impl RunningServer {
         cwd: Option<PathBuf>,
         data_dir: PathBuf,
         logged: bool,
+        env: &[(&str, &str)],
     ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -77,6 +83,7 @@ impl RunningServer {
         if let Some(cwd) = &cwd {
             command.current_dir(cwd);
         }
+        command.envs(env.iter().copied());
         let server = command
             .args([
                 "serve",
