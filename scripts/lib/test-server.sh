@@ -18,7 +18,7 @@ cleanup() {
   wait "$server" 2>/dev/null || true
   # Every container of this server carries its installation id.
   ids=$(docker ps -aq --filter "label=sandboxd.instance=$instance")
-  [ -z "$ids" ] || docker rm -f $ids >/dev/null
+  [ -z "$ids" ] || docker rm -fv $ids >/dev/null
   rm -rf "$data"
 }
 trap cleanup EXIT

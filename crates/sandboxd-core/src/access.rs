@@ -240,22 +240,61 @@ fn only_owners_grant(caller: &Principal, privileged: bool) -> Result<(), Denied>
 }
 
 /// Whether `caller` may create a key for, or revoke a key of, the user `owner_user_id`
-/// (role `owner_role`) with `scopes`. Everybody manages their own keys, narrowed to
-/// what they hold; managing another user's keys is member management.
+/// (role `owner_role`). Everybody manages their own keys; managing another user's keys
+/// is member management.
 pub fn check_manage_key(
     caller: &Principal,
     owner_user_id: &str,
     owner_role: Role,
-    scopes: Option<Permissions>,
 ) -> Result<(), Denied> {
     if owner_user_id != caller.user_id {
         check_manage_member(caller, owner_user_id, owner_role, None)?;
     }
+    Ok(())
+}
+
+/// The scopes and expiry of a key `caller` makes: never wider, never longer-lived than
+/// the caller's own key. Scopes asked beyond what the caller holds are refused; omitted
+/// scopes are the caller's own permissions (unscoped only when the caller's key is); the
+/// expiry is the earlier of the one asked and the caller key's.
+pub fn bound_new_key(
+    caller: &Principal,
+    scopes: Option<Permissions>,
+    expires_at: Option<i64>,
+) -> Result<(Option<Permissions>, Option<i64>), Denied> {
     if let Some(scopes) = scopes
         && !scopes.is_subset_of(caller.permissions)
     {
         return Err(Denied::Rule(
             "a key cannot hold scopes its creator does not hold",
+        ));
+    }
+    let scopes = scopes.or(caller.key_scopes.map(|_| caller.permissions));
+    let expires_at = match (expires_at, caller.key_expires_at) {
+        (Some(asked), Some(limit)) => Some(asked.min(limit)),
+        (asked, limit) => asked.or(limit),
+    };
+    Ok((scopes, expires_at))
+}
+
+/// Whether `caller` may give a member `role` and `grants`: nothing the caller does not
+/// hold. An owner or admin holds every permission, so only a caller holding every
+/// permission (an unscoped owner or admin key) makes one.
+pub fn check_grant(
+    caller: &Principal,
+    role: Option<Role>,
+    grants: Option<Permissions>,
+) -> Result<(), Denied> {
+    if grants_privilege(role) && caller.permissions != Permissions::all() {
+        return Err(Denied::Rule(
+            "only a key holding every permission can make an owner or admin",
+        ));
+    }
+    if let Some(grants) = grants
+        && !grants.is_subset_of(caller.permissions)
+    {
+        return Err(Denied::Rule(
+            "a member cannot be granted permissions the granter does not hold",
         ));
     }
     Ok(())

@@ -112,6 +112,10 @@ pub struct Principal {
     /// What this key may do: the role's permissions (a member's grants) narrowed to
     /// the key's scopes.
     pub permissions: crate::access::Permissions,
+    /// The key's own scopes (`None`: unscoped); a key it makes is never wider.
+    pub key_scopes: Option<crate::access::Permissions>,
+    /// When the key expires (epoch ms); a key it makes expires no later.
+    pub key_expires_at: Option<i64>,
 }
 
 /// A sandbox row. Environment variables are not part of it: they are stored encrypted

@@ -155,7 +155,11 @@ impl Engine {
 
     /// Force-removes a container; a container already gone is not an error.
     pub async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
-        let remove = RemoveContainerOptionsBuilder::default().force(true).build();
+        let remove = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            // Anonymous volumes (an image's `VOLUME`) go with their sandbox.
+            .v(true)
+            .build();
         match bounded(
             "remove container",
             self.docker.remove_container(id, Some(remove)),

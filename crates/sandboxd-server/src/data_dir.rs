@@ -3,6 +3,7 @@
 //! before anything is started.
 
 use std::io::Write as _;
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 
 /// Why the data directory cannot be used.
@@ -23,7 +24,13 @@ pub fn prepare(dir: &Path) -> Result<PathBuf, DataDirError> {
         move |source| DataDirError { path, what, source }
     };
     let dir = std::path::absolute(dir).map_err(fail(dir, "resolved"))?;
-    std::fs::create_dir_all(&dir).map_err(fail(&dir, "created"))?;
+    // Created private: it holds the database, the keys and the agent sockets. A
+    // directory that exists keeps its mode (it may be the operator's own).
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(fail(&dir, "created"))?;
     let probe = dir.join(format!(".write-check-{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
@@ -48,6 +55,9 @@ mod tests {
         let prepared = prepare(&nested).unwrap();
         assert!(prepared.is_absolute());
         assert!(prepared.is_dir());
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&prepared).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
         assert_eq!(
             std::fs::read_dir(&prepared).unwrap().count(),
             0,

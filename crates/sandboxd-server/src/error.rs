@@ -6,7 +6,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sandboxd_core::api::ErrorBody;
 use sandboxd_core::error::Issue;
-use tracing::error;
+use tracing::{error, warn};
 
 use crate::service::ServiceError;
 
@@ -94,6 +94,12 @@ impl ApiError {
                     vec![],
                 ),
                 S::Conflict(message) => (StatusCode::CONFLICT, "CONFLICT", message.clone(), vec![]),
+                S::EngineRefused(_) => (
+                    StatusCode::BAD_REQUEST,
+                    "BAD_REQUEST",
+                    service.to_string(),
+                    vec![],
+                ),
                 S::Unavailable(message) => (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "SERVICE_UNAVAILABLE",
@@ -130,6 +136,9 @@ impl ApiError {
         let (status, code, message, issues) = self.parts();
         if status.is_server_error() {
             error!(error = %chain(self), "request failed");
+        } else if let Self::Service(ServiceError::EngineRefused(_)) = self {
+            // The client saw what was refused; the engine's reason is logged here.
+            warn!(error = %chain(self), "the engine refused a request");
         }
         let body = ErrorBody {
             code: code.into(),

@@ -12,6 +12,7 @@ mod loops;
 mod mcp;
 mod metrics;
 mod openapi;
+mod panic;
 mod rate_limit;
 mod routes;
 pub mod service;
@@ -39,6 +40,10 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 
 pub use service::Service;
+
+/// How long a WebSocket session may stay open unless configured: a day, the longest a
+/// sandbox can stay idle.
+pub const DEFAULT_SESSION_LIFETIME_SECS: u64 = 24 * 60 * 60;
 
 /// What the server needs to start.
 #[derive(Debug, Clone)]
@@ -73,6 +78,11 @@ pub struct ServerConfig {
     pub runtime: Option<String>,
     /// Warm pools: template name → started sandboxes kept ready to be claimed.
     pub pools: BTreeMap<String, usize>,
+    /// Patterns of the images callers may ask for by `image` (templates are the
+    /// operator's own); empty: any image.
+    pub allowed_images: Vec<String>,
+    /// How long a WebSocket session (streaming exec, terminal) may stay open.
+    pub session_max_lifetime: Duration,
 }
 
 impl ServerConfig {
@@ -93,6 +103,8 @@ impl ServerConfig {
             rate_limit_burst: 200,
             runtime: None,
             pools: BTreeMap::new(),
+            allowed_images: Vec::new(),
+            session_max_lifetime: Duration::from_secs(DEFAULT_SESSION_LIFETIME_SECS),
         }
     }
 }
@@ -103,6 +115,7 @@ pub struct AppState {
     pub service: Service,
     pub mcp: mcp::McpSettings,
     pub limits: Arc<rate_limit::KeyLimiter>,
+    pub sessions: routes::session::SessionSettings,
 }
 
 /// A server that is ready to serve: store open, engine connected, first start done.
@@ -157,7 +170,10 @@ impl Server {
             path: config.data_dir.display().to_string(),
             source,
         };
-        let store = Store::open(&config.data_dir).await.map_err(store_error)?;
+        // A configured master key is used as is: no `master.key` is read or written.
+        let store = Store::open_with_key(&config.data_dir, config.master_key.as_ref())
+            .await
+            .map_err(store_error)?;
         let bootstrap = store
             .bootstrap(config.bootstrap_key.as_deref())
             .await
@@ -191,6 +207,7 @@ impl Server {
                 audit_exec: config.audit_exec,
                 runtime: config.runtime.clone(),
                 pools: config.pools.clone(),
+                allowed_images: config.allowed_images.clone(),
             },
         );
         Ok(Self {
@@ -219,6 +236,9 @@ impl Server {
             mcp: mcp::McpSettings {
                 allowed_hosts: hosts,
                 allowed_origins: self.config.mcp_allowed_origins.clone(),
+            },
+            sessions: routes::session::SessionSettings {
+                max_lifetime: self.config.session_max_lifetime,
             },
         })
     }
@@ -297,6 +317,9 @@ pub fn app(state: AppState) -> Router {
                 )),
         )
         .layer(axum::middleware::from_fn(body_limit::enforce))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            panic::respond,
+        ))
         .route_layer(axum::middleware::from_fn(metrics::record))
         .layer(DefaultBodyLimit::max(body_limit::MAX_FILE_BODY_BYTES))
         .with_state(state)

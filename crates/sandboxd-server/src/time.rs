@@ -1,11 +1,11 @@
 //! Times on the wire.
 
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
-/// Epoch milliseconds as an RFC 3339 UTC time with milliseconds.
+/// Epoch milliseconds as an RFC 3339 UTC time with milliseconds; any value, clamped to
+/// years 0000–9999 (times come from sandboxes too).
 pub fn rfc3339(ms: i64) -> String {
-    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or_default());
-    humantime::format_rfc3339_millis(at).to_string()
+    sandboxd_core::rfc3339::format_millis(ms)
 }
 
 /// An RFC 3339 time (`2026-01-31T12:00:00Z`, fractions allowed) as epoch milliseconds.

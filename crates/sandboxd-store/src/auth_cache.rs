@@ -100,6 +100,8 @@ mod tests {
             role: Role::Owner,
             key_id: "k".into(),
             permissions: Permissions::from_text(""),
+            key_scopes: None,
+            key_expires_at: None,
         }
     }
 

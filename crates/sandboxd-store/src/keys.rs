@@ -67,6 +67,47 @@ fn generate_key() -> Result<String, StoreError> {
     ))
 }
 
+/// The listed prefix of a bootstrap key given by configuration.
+pub const CONFIGURED_PREFIX: &str = "(configured)";
+
+/// A key with its member, what a caller is made of, selected by `$where`.
+macro_rules! principal_select {
+    ($where:literal) => {
+        concat!(
+            "SELECT k.key_id, k.key_hash, k.expires_at, k.revoked_at, k.scopes, \
+             m.organization_id, m.user_id, m.role, m.permissions \
+             FROM api_keys k JOIN members m \
+             ON m.organization_id = k.organization_id AND m.user_id = k.user_id ",
+            $where
+        )
+    };
+}
+
+/// The caller a row of `principal_select!` describes; `None` when its key is revoked or
+/// expired.
+fn principal_of(row: &AnyRow) -> Result<Option<Principal>, StoreError> {
+    let revoked: Option<i64> = row.try_get("revoked_at")?;
+    let expires: Option<i64> = row.try_get("expires_at")?;
+    if revoked.is_some() || expires.is_some_and(|at| at <= now_ms()) {
+        return Ok(None);
+    }
+    let role: String = row.try_get("role")?;
+    let role =
+        Role::parse(&role).ok_or_else(|| StoreError::Corrupt(format!("unknown role {role}")))?;
+    let grants: String = row.try_get("permissions")?;
+    let scopes: Option<String> = row.try_get("scopes")?;
+    let key_scopes = scopes.as_deref().map(Permissions::from_text);
+    Ok(Some(Principal {
+        user_id: row.try_get("user_id")?,
+        organization_id: row.try_get("organization_id")?,
+        role,
+        key_id: row.try_get("key_id")?,
+        permissions: access::effective(role, Permissions::from_text(&grants), key_scopes),
+        key_scopes,
+        key_expires_at: expires,
+    }))
+}
+
 impl Store {
     /// The id of this installation, created on first use. Containers are labelled with it.
     pub async fn instance_id(&self) -> Result<String, StoreError> {
@@ -112,11 +153,13 @@ impl Store {
         }
         let now = now_ms();
         let (org, user, key_id) = (new_id()?, new_id()?, new_id()?);
-        let (token, generated) = match bootstrap_key {
-            Some(key) => (key.to_owned(), None),
+        // A configured key is the operator's own text: none of it is listed.
+        let (token, generated, prefix) = match bootstrap_key {
+            Some(key) => (key.to_owned(), None, CONFIGURED_PREFIX.to_owned()),
             None => {
                 let key = generate_key()?;
-                (key.clone(), Some(key))
+                let prefix = key.chars().take(8).collect();
+                (key.clone(), Some(key), prefix)
             }
         };
         sqlx::query("INSERT INTO organizations (organization_id, name, created_at) VALUES ($1, 'default', $2)")
@@ -143,7 +186,7 @@ impl Store {
         .bind(&key_id)
         .bind(&org)
         .bind(&user)
-        .bind(token.chars().take(8).collect::<String>())
+        .bind(prefix)
         .bind(self.secrets.key_hash(&token))
         .bind(now)
         .execute(&mut *tx)
@@ -174,44 +217,39 @@ impl Store {
             return Ok(Some(principal));
         }
         let generation = self.auth.generation();
-        let row = sqlx::query(
-            "SELECT k.key_id, k.key_hash, k.expires_at, k.revoked_at, k.scopes, m.organization_id, \
-             m.user_id, m.role, m.permissions \
-             FROM api_keys k JOIN members m ON m.organization_id = k.organization_id AND m.user_id = k.user_id \
-             WHERE k.key_hash = $1",
-        )
-        .bind(&hash)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = sqlx::query(principal_select!("WHERE k.key_hash = $1"))
+            .bind(&hash)
+            .fetch_optional(&self.pool)
+            .await?;
         let Some(row) = row else { return Ok(None) };
         let stored: String = row.try_get("key_hash")?;
         if !bool::from(stored.as_bytes().ct_eq(hash.as_bytes())) {
             return Ok(None);
         }
-        let revoked: Option<i64> = row.try_get("revoked_at")?;
-        let expires: Option<i64> = row.try_get("expires_at")?;
-        if revoked.is_some() || expires.is_some_and(|at| at <= now_ms()) {
+        let Some(principal) = principal_of(&row)? else {
             return Ok(None);
-        }
-        let role: String = row.try_get("role")?;
-        let role = Role::parse(&role)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown role {role}")))?;
-        let grants: String = row.try_get("permissions")?;
-        let scopes: Option<String> = row.try_get("scopes")?;
-        let principal = Principal {
-            user_id: row.try_get("user_id")?,
-            organization_id: row.try_get("organization_id")?,
-            role,
-            key_id: row.try_get("key_id")?,
-            permissions: access::effective(
-                role,
-                Permissions::from_text(&grants),
-                scopes.as_deref().map(Permissions::from_text),
-            ),
         };
-        self.auth
-            .insert(hash, principal.clone(), expires, generation);
+        self.auth.insert(
+            hash,
+            principal.clone(),
+            principal.key_expires_at,
+            generation,
+        );
         Ok(Some(principal))
+    }
+
+    /// The caller of the key `key_id` as it stands now (read from the database, never
+    /// from memory); `None` when the key is unknown, revoked or expired, or its member
+    /// was removed. Sessions opened with a token check their key through this.
+    pub async fn principal_of_key(&self, key_id: &str) -> Result<Option<Principal>, StoreError> {
+        let row = sqlx::query(principal_select!("WHERE k.key_id = $1"))
+            .bind(key_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            Some(row) => principal_of(&row),
+            None => Ok(None),
+        }
     }
 
     /// Creates a key for a member; the secret is in the result and nowhere else.

@@ -20,6 +20,8 @@ impl Store {
         &self,
         user_id: &str,
         name: &str,
+        scopes: Option<Permissions>,
+        expires_at: Option<i64>,
     ) -> Result<(Organization, NewKey), StoreError> {
         let now = now_ms();
         let organization_id = new_id()?;
@@ -42,7 +44,14 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let key = self
-            .insert_key(&mut tx, &organization_id, user_id, "owner", None, None)
+            .insert_key(
+                &mut tx,
+                &organization_id,
+                user_id,
+                "owner",
+                scopes,
+                expires_at,
+            )
             .await?;
         tx.commit().await?;
         Ok((

@@ -69,6 +69,9 @@ impl Store {
             None => SecretBox::load_or_create(&data_dir.join("master.key"))?,
         };
         let db = data_dir.join("sandboxd.db");
+        // Made private before SQLite opens it: its `-wal` and `-shm` files take the
+        // database file's mode when they are created.
+        create_private(&db)?;
         let url = format!("sqlite://{}?mode=rwc", db.display());
         let options = AnyConnectOptions::from_str(&url)?;
         let pool = AnyPoolOptions::new()
@@ -87,7 +90,9 @@ impl Store {
             .connect_with(options)
             .await?;
         pool.execute("PRAGMA journal_mode = WAL").await?;
-        restrict_permissions(&db);
+        for file in ["sandboxd.db", "sandboxd.db-wal", "sandboxd.db-shm"] {
+            restrict_permissions(&data_dir.join(file));
+        }
         let migrations = SQLITE_MIGRATIONS
             .iter()
             .map(|(version, name, sql)| {
@@ -129,11 +134,29 @@ impl Store {
     }
 }
 
-/// The database holds sealed secrets and key hashes only, but nobody else needs to read it.
+/// The database holds sealed secrets and key hashes only, but nobody else needs to read
+/// it, nor its write-ahead log.
 fn restrict_permissions(path: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    if path.exists() {
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+}
+
+/// Creates `path` empty with mode 0600 unless it exists.
+fn create_private(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(StoreError::Io {
+            path: path.display().to_string(),
+            source,
+        }),
     }
 }

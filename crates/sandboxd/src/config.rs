@@ -49,6 +49,10 @@ pub struct Config {
     pub runtime: Option<String>,
     /// Warm pools by template, e.g. `[pools.python] size = 4`.
     pub pools: BTreeMap<String, PoolConfig>,
+    /// Patterns of the images callers may name (`docker.io/library/*`); empty: any.
+    pub allowed_images: Vec<String>,
+    /// Seconds a WebSocket session (streaming exec, terminal) may stay open.
+    pub session_max_lifetime_secs: u64,
 }
 
 /// A warm pool of a template.
@@ -76,6 +80,8 @@ impl std::fmt::Debug for Config {
             .field("rate_limit_burst", &self.rate_limit_burst)
             .field("runtime", &self.runtime)
             .field("pools", &self.pools)
+            .field("allowed_images", &self.allowed_images)
+            .field("session_max_lifetime_secs", &self.session_max_lifetime_secs)
             .finish()
     }
 }
@@ -98,6 +104,8 @@ impl Default for Config {
             rate_limit_burst: 200,
             runtime: None,
             pools: BTreeMap::new(),
+            allowed_images: Vec::new(),
+            session_max_lifetime_secs: sandboxd_server::DEFAULT_SESSION_LIFETIME_SECS,
         }
     }
 }

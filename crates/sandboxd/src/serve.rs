@@ -98,6 +98,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server_config.rate_limit_per_second = config.rate_limit_per_second;
     server_config.rate_limit_burst = config.rate_limit_burst;
     server_config.runtime = config.runtime.clone();
+    server_config.allowed_images = config.allowed_images.clone();
+    if config.session_max_lifetime_secs == 0 {
+        bail!("session_max_lifetime_secs must be at least 1");
+    }
+    server_config.session_max_lifetime =
+        std::time::Duration::from_secs(config.session_max_lifetime_secs);
     server_config.pools = config
         .pools
         .iter()
@@ -141,15 +147,22 @@ fn absolute(path: &Path) -> String {
         .to_string()
 }
 
+/// Writes `key` to a new file only its owner reads. Whatever stood at `path` (a file
+/// of an earlier install, or a link planted to redirect the key) is removed first, and
+/// the file is created exclusively, so a link put back in between makes this fail
+/// rather than write through it.
 fn write_private(path: &Path, key: &str) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
+    use std::os::unix::fs::OpenOptionsExt as _;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
     }
-    let mut file = options.open(path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     writeln!(file, "{key}")
 }
 
@@ -174,4 +187,26 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     let _ = interrupt.await;
     info!("shutting down");
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_owner_key_is_never_written_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "untouched").unwrap();
+        let path = dir.path().join("owner.key");
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        write_private(&path, "sbx_secret").unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "sbx_secret\n");
+        use std::os::unix::fs::PermissionsExt as _;
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    }
 }

@@ -7,6 +7,8 @@ fn caller(role: Role, permissions: Permissions) -> Principal {
         role,
         key_id: "k".into(),
         permissions,
+        key_scopes: None,
+        key_expires_at: None,
     }
 }
 
@@ -106,21 +108,69 @@ fn admins_add_members_and_only_owners_add_admins() {
 }
 
 #[test]
-fn keys_hold_no_more_than_their_creator() {
+fn other_users_keys_are_member_management() {
     let member = caller(Role::Member, Permissions::member_default());
-    assert_eq!(check_manage_key(&member, "u", Role::Member, None), Ok(()));
+    assert_eq!(check_manage_key(&member, "u", Role::Member), Ok(()));
+    assert!(check_manage_key(&member, "other", Role::Member).is_err());
+    let admin = caller(Role::Admin, Permissions::all());
+    assert_eq!(check_manage_key(&admin, "m", Role::Member), Ok(()));
+    assert!(check_manage_key(&admin, "o", Role::Owner).is_err());
+}
+
+#[test]
+fn a_new_key_is_never_wider_or_longer_lived_than_its_creator() {
+    let read = Permissions::member_default();
+    // An unscoped, non-expiring key makes what it is asked for.
+    let owner = caller(Role::Owner, Permissions::all());
+    assert_eq!(bound_new_key(&owner, None, None), Ok((None, None)));
     assert_eq!(
-        check_manage_key(
-            &member,
-            "u",
-            Role::Member,
-            Some(Permissions::member_default())
-        ),
+        bound_new_key(&owner, Some(read), Some(5)),
+        Ok((Some(read), Some(5)))
+    );
+    // A scoped, expiring key: omitted scopes are its own, the expiry at most its own.
+    let mut narrowed = caller(Role::Owner, read);
+    narrowed.key_scopes = Some(read);
+    narrowed.key_expires_at = Some(1_000);
+    assert_eq!(
+        bound_new_key(&narrowed, None, None),
+        Ok((Some(read), Some(1_000)))
+    );
+    assert_eq!(
+        bound_new_key(&narrowed, None, Some(2_000)),
+        Ok((Some(read), Some(1_000)))
+    );
+    assert_eq!(
+        bound_new_key(&narrowed, Some(Permissions::NONE), Some(500)),
+        Ok((Some(Permissions::NONE), Some(500)))
+    );
+    assert!(bound_new_key(&narrowed, Some(Permissions::all()), None).is_err());
+    // A member's key holds their grants: asking for more is refused.
+    let member = caller(Role::Member, read);
+    assert!(bound_new_key(&member, Some(Permissions::all()), None).is_err());
+}
+
+#[test]
+fn grants_never_exceed_the_granter() {
+    let owner = caller(Role::Owner, Permissions::all());
+    assert_eq!(check_grant(&owner, Some(Role::Admin), None), Ok(()));
+    assert_eq!(
+        check_grant(&owner, None, Some(Permissions::grantable())),
         Ok(())
     );
-    assert!(check_manage_key(&member, "u", Role::Member, Some(Permissions::all())).is_err());
-    assert!(check_manage_key(&member, "other", Role::Member, None).is_err());
-    let admin = caller(Role::Admin, Permissions::all());
-    assert_eq!(check_manage_key(&admin, "m", Role::Member, None), Ok(()));
-    assert!(check_manage_key(&admin, "o", Role::Owner, None).is_err());
+    // An owner key narrowed to administration makes no admin and grants nothing else.
+    let narrowed = caller(
+        Role::Owner,
+        [Permission::OrganizationAdmin, Permission::ServiceRead]
+            .into_iter()
+            .collect(),
+    );
+    assert!(check_grant(&narrowed, Some(Role::Owner), None).is_err());
+    assert!(check_grant(&narrowed, Some(Role::Admin), None).is_err());
+    assert_eq!(check_grant(&narrowed, Some(Role::Member), None), Ok(()));
+    assert_eq!(
+        check_grant(&narrowed, None, Some(Permissions::member_default())),
+        Ok(())
+    );
+    let delete = [Permission::ServiceDelete].into_iter().collect();
+    assert!(check_grant(&narrowed, None, Some(delete)).is_err());
 }

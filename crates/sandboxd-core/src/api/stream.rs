@@ -47,10 +47,13 @@ pub enum ServerMessage {
 pub mod close_code {
     /// No `sandboxId` in the query string.
     pub const NO_SANDBOX_ID: u16 = 4000;
-    /// Missing, unknown, revoked or expired key or token.
+    /// Missing, unknown, revoked or expired key or token; or, on an open session, its
+    /// key was revoked, expired, or its member removed.
     pub const UNAUTHORIZED: u16 = 4001;
-    /// The caller may not use this sandbox (or it does not exist).
+    /// The caller may not use this sandbox (or it does not exist), or no longer may.
     pub const FORBIDDEN: u16 = 4003;
+    /// The session reached its maximum lifetime; open a new one.
+    pub const SESSION_EXPIRED: u16 = 4008;
 }
 
 /// Result of `sandbox.execToken`: a single-use token for browsers, which cannot set

@@ -166,7 +166,7 @@ pub fn create_key(req: CreateApiKeyRequest) -> Result<NewKey, Invalid> {
     {
         issues.push(
             "expiresInMs",
-            "must be between 60000 (1 minute) and 10 years",
+            "must be between 1000 (1 second) and 315360000000 (10 years)",
         );
     }
     issues.finish(NewKey {
@@ -273,8 +273,19 @@ mod tests {
             expires_in_ms: Some(ttl),
             ..Default::default()
         };
-        assert!(create_key(key(1)).is_err());
+        let refused = create_key(key(1)).unwrap_err().to_string();
+        // The message states the bounds the check uses.
+        assert!(
+            refused.contains(&format!("between {MIN_KEY_TTL_MS} ")),
+            "{refused}"
+        );
+        assert!(
+            refused.contains(&format!("and {MAX_KEY_TTL_MS} ")),
+            "{refused}"
+        );
         assert!(create_key(key(MIN_KEY_TTL_MS)).is_ok());
+        assert!(create_key(key(MAX_KEY_TTL_MS)).is_ok());
+        assert!(create_key(key(MAX_KEY_TTL_MS + 1)).is_err());
     }
 
     #[test]

@@ -87,6 +87,9 @@ impl AgentHub {
             source,
         };
         std::fs::create_dir_all(&dir).map_err(io)?;
+        // The sockets' parent is sandboxd's alone on the host; each sandbox's own
+        // directory is mounted into it and must be open to its user there.
+        set_mode(&self.inner.root, 0o700).map_err(io)?;
         set_mode(&dir, 0o755).map_err(io)?;
         let socket = dir.join(SOCKET_NAME);
         match std::fs::remove_file(&socket) {

@@ -4,7 +4,6 @@
 //! unread in the socket; one command at a time; a client that goes away kills its
 //! command.
 
-use sandboxd_core::access::SandboxNeed;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -15,7 +14,6 @@ use axum::response::Response;
 use bytes::Bytes;
 use sandboxd_core::api::ExecRequest;
 use sandboxd_core::api::stream::{ClientMessage, ServerMessage, close_code};
-use sandboxd_core::model::Principal;
 use sandboxd_core::utf8_stream::Utf8Stream;
 use sandboxd_core::validate;
 use sandboxd_docker::OutputStream;
@@ -24,6 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::AppState;
 use crate::auth::token_from;
+use crate::routes::session::{RECHECK_EVERY, SessionAuth};
 use crate::service::ServiceError;
 
 /// Query of the WebSocket.
@@ -60,18 +59,6 @@ pub(super) async fn send(socket: &mut WebSocket, message: &ServerMessage) -> boo
     socket.send(Message::Text(text.into())).await.is_ok()
 }
 
-pub(super) async fn authorize(
-    state: &AppState,
-    key: Option<&str>,
-    token: Option<&str>,
-    sandbox_id: &str,
-) -> Option<Principal> {
-    if let Some(key) = key {
-        return crate::auth::principal(state, key).await.ok();
-    }
-    token.and_then(|token| state.service.redeem_exec_token(token, sandbox_id))
-}
-
 type Running =
     Pin<Box<dyn Future<Output = Result<sandboxd_core::api::ExecResult, ServiceError>> + Send>>;
 
@@ -79,38 +66,41 @@ async fn session(mut socket: WebSocket, state: AppState, query: StreamQuery, key
     let Some(sandbox_id) = query.sandbox_id.filter(|id| !id.is_empty()) else {
         return close(socket, close_code::NO_SANDBOX_ID, "sandboxId is required").await;
     };
-    let Some(caller) = authorize(&state, key.as_deref(), query.token.as_deref(), &sandbox_id).await
-    else {
-        return close(socket, close_code::UNAUTHORIZED, "unauthorized").await;
-    };
-    let Ok(sandbox) = state
-        .service
-        .sandbox_for(&caller, &sandbox_id, SandboxNeed::Use)
-        .await
-    else {
-        return close(
-            socket,
-            close_code::FORBIDDEN,
-            "not authorized for this sandbox",
-        )
-        .await;
+    let mut auth = match SessionAuth::open(
+        &state,
+        key.as_deref(),
+        query.token.as_deref(),
+        &sandbox_id,
+    )
+    .await
+    {
+        Ok(auth) => auth,
+        Err(ended) => return close(socket, ended.code, ended.reason).await,
     };
     if !send(
         &mut socket,
         &ServerMessage::Ready {
-            sandbox_id: sandbox.sandbox_id.clone(),
+            sandbox_id: sandbox_id.clone(),
         },
     )
     .await
     {
         return;
     }
+    let mut recheck = tokio::time::interval(RECHECK_EVERY);
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // The running command and its output; dropping the command kills it.
     let mut running: Option<Running> = None;
     let mut output: Option<mpsc::Receiver<(OutputStream, Bytes)>> = None;
     let mut decoders = [Utf8Stream::default(), Utf8Stream::default()];
     loop {
         tokio::select! {
+            _ = recheck.tick() => {
+                // Ending the session drops the running command, which kills it.
+                if let Err(ended) = auth.check(&state).await {
+                    return close(socket, ended.code, ended.reason).await;
+                }
+            }
             incoming = socket.recv() => {
                 let text = match incoming {
                     Some(Ok(Message::Text(text))) => text,
@@ -133,8 +123,12 @@ async fn session(mut socket: WebSocket, state: AppState, query: StreamQuery, key
                     send(&mut socket, &ServerMessage::Error { message: "a command is already running on this connection".into() }).await;
                     continue;
                 }
+                let who = match auth.check(&state).await {
+                    Ok(caller) => caller.clone(),
+                    Err(ended) => return close(socket, ended.code, ended.reason).await,
+                };
                 let ClientMessage::Exec { cmd, cwd, env, timeout_ms } = message;
-                let request = ExecRequest { sandbox_id: sandbox.sandbox_id.clone(), cmd, cwd, env, timeout_ms };
+                let request = ExecRequest { sandbox_id: sandbox_id.clone(), cmd, cwd, env, timeout_ms };
                 let command = match validate::exec(request) {
                     Ok(command) => command,
                     Err(invalid) => {
@@ -144,7 +138,6 @@ async fn session(mut socket: WebSocket, state: AppState, query: StreamQuery, key
                 };
                 let (tx, rx) = mpsc::channel(64);
                 let service = state.service.clone();
-                let who = caller.clone();
                 let future: Running = Box::pin(async move { service.exec_streaming(&who, command, Some(tx)).await });
                 running = Some(future);
                 output = Some(rx);

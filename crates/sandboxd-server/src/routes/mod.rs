@@ -7,4 +7,5 @@ pub mod health;
 pub mod processes;
 pub mod projects;
 pub mod sandbox;
+pub mod session;
 pub mod terminal;

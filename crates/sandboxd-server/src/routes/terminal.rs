@@ -4,7 +4,6 @@
 //! `{"type":"exit","exitCode":N}` when the session ends. The client sends keys as binary
 //! messages (or `{"type":"input","data":"…"}`) and `{"type":"resize","cols":…,"rows":…}`.
 
-use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -12,11 +11,11 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use sandboxd_core::api::stream::close_code;
-use sandboxd_core::model::Principal;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::exec_stream::{authorize, close};
+use super::exec_stream::close;
+use super::session::{RECHECK_EVERY, SessionAuth};
 use crate::AppState;
 use crate::agent::PtyEvent;
 use crate::auth::token_from;
@@ -75,24 +74,18 @@ async fn session(
     let Some(sandbox_id) = query.sandbox_id.filter(|id| !id.is_empty()) else {
         return close(socket, close_code::NO_SANDBOX_ID, "sandboxId is required").await;
     };
-    let Some(caller): Option<Principal> =
-        authorize(&state, key.as_deref(), query.token.as_deref(), &sandbox_id).await
-    else {
-        return close(socket, close_code::UNAUTHORIZED, "unauthorized").await;
-    };
-    if state
-        .service
-        .sandbox_for(&caller, &sandbox_id, SandboxNeed::Use)
-        .await
-        .is_err()
+    let mut auth = match SessionAuth::open(
+        &state,
+        key.as_deref(),
+        query.token.as_deref(),
+        &sandbox_id,
+    )
+    .await
     {
-        return close(
-            socket,
-            close_code::FORBIDDEN,
-            "not authorized for this sandbox",
-        )
-        .await;
-    }
+        Ok(auth) => auth,
+        Err(ended) => return close(socket, ended.code, ended.reason).await,
+    };
+    let caller = auth.caller().clone();
     let (cols, rows) = (dimension(query.cols, 80), dimension(query.rows, 24));
     let mut terminal = match state
         .service
@@ -118,8 +111,16 @@ async fn session(
         return;
     }
     let mut touched = Instant::now();
+    let mut recheck = tokio::time::interval(RECHECK_EVERY);
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            _ = recheck.tick() => {
+                // Ending the session drops the terminal, which ends what runs on it.
+                if let Err(ended) = auth.check(&state).await {
+                    return close(socket, ended.code, ended.reason).await;
+                }
+            }
             event = terminal.next() => match event {
                 Ok(PtyEvent::Output(bytes)) => {
                     if socket.send(Message::Binary(bytes.into())).await.is_err() {

@@ -1,6 +1,8 @@
 //! `sandbox.create`: a row in `creating`, then image, network, container, user and
 //! workdir; the row ends `running`, or `error` with no container left behind.
 
+use sandboxd_core::error::Invalid;
+use sandboxd_core::images;
 use sandboxd_core::limits::DEFAULT_WORKDIR;
 use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
 use sandboxd_core::paths;
@@ -52,6 +54,19 @@ impl Service {
         }
         if cmd.server_id.is_some() {
             return Err(ServiceError::NotFound("server"));
+        }
+        if let Some(image) = &cmd.image.image
+            && !images::allowed(&self.inner.options.allowed_images, image)
+        {
+            return Err(Invalid::one(
+                "image",
+                format!(
+                    "{} is not among the images this server allows ({})",
+                    images::normalize(image),
+                    self.inner.options.allowed_images.join(", ")
+                ),
+            )
+            .into());
         }
         let template = cmd
             .image

@@ -29,6 +29,11 @@ pub enum ServiceError {
     /// The sandbox's agent went away in the middle of the request; retrying is safe.
     #[error("{0}")]
     Unavailable(String),
+    /// The engine refused what the request asked (an image it could not pull, a
+    /// container it would not create). The client is told what, never the engine's own
+    /// text (which can describe the operator's network); the cause goes to the log.
+    #[error("{}", refused_message(.0))]
+    EngineRefused(#[source] EngineError),
     #[error("store failure")]
     Store(#[source] StoreError),
     #[error("engine failure")]
@@ -48,10 +53,18 @@ impl From<StoreError> for ServiceError {
 impl From<EngineError> for ServiceError {
     fn from(error: EngineError) -> Self {
         match error {
-            EngineError::Pull { .. } | EngineError::Rejected { .. } => {
-                Self::Refused(error.to_string())
-            }
+            EngineError::Pull { .. } | EngineError::Rejected { .. } => Self::EngineRefused(error),
             other => Self::Engine(other),
         }
+    }
+}
+
+/// What a client is told of an engine refusal.
+fn refused_message(error: &EngineError) -> String {
+    match error {
+        EngineError::Pull { image, .. } => {
+            format!("image {image} is not present and could not be pulled")
+        }
+        _ => "the engine refused the request".to_owned(),
     }
 }

@@ -50,9 +50,11 @@ impl Service {
                 "only an owner can create organizations".into(),
             ));
         }
+        // The new organization's owner key is bounded like any key the caller makes.
+        let (scopes, expires_at) = access::bound_new_key(caller, None, None)?;
         let (org, key) = self
             .store()
-            .create_organization(&caller.user_id, name)
+            .create_organization(&caller.user_id, name, scopes, expires_at)
             .await?;
         self.record(
             &org.organization_id,
@@ -63,7 +65,11 @@ impl Service {
                 id: &org.organization_id,
                 name: Some(&org.name),
             },
-            json!({"from": caller.organization_id}),
+            json!({
+                "from": caller.organization_id,
+                "scopes": scopes.map(|s| s.names()),
+                "expiresAt": expires_at,
+            }),
         )
         .await;
         Ok((org, key))
@@ -100,6 +106,7 @@ impl Service {
         new: NewMember,
     ) -> Result<Member, ServiceError> {
         access::check_add_member(caller, new.changes.role)?;
+        access::check_grant(caller, new.changes.role, new.changes.permissions)?;
         let member = self
             .store()
             .create_member(&caller.organization_id, &new.name, &new.changes)
@@ -132,6 +139,7 @@ impl Service {
         self.require(caller, Permission::OrganizationAdmin)?;
         let target = self.member_of(caller, user_id).await?;
         access::check_manage_member(caller, user_id, target.role, changes.role)?;
+        access::check_grant(caller, changes.role, changes.permissions)?;
         let member = self
             .store()
             .update_member(&caller.organization_id, user_id, &changes)
@@ -191,15 +199,16 @@ impl Service {
             self.require(caller, Permission::OrganizationAdmin)?;
             self.member_of(caller, &user_id).await?.role
         };
-        access::check_manage_key(caller, &user_id, role, new.scopes)?;
-        let expires_at = new.expires_in_ms.map(|ttl| now_ms() + ttl);
+        access::check_manage_key(caller, &user_id, role)?;
+        let asked_expiry = new.expires_in_ms.map(|ttl| now_ms() + ttl);
+        let (scopes, expires_at) = access::bound_new_key(caller, new.scopes, asked_expiry)?;
         let key = self
             .store()
             .create_key(
                 &caller.organization_id,
                 &user_id,
                 &new.name,
-                new.scopes,
+                scopes,
                 expires_at,
             )
             .await?;
@@ -210,7 +219,7 @@ impl Service {
             key_resource(&key.record),
             json!({
                 "userId": user_id,
-                "scopes": new.scopes.map(|s| s.names()),
+                "scopes": scopes.map(|s| s.names()),
                 "expiresAt": expires_at,
             }),
         )
@@ -242,7 +251,7 @@ impl Service {
                 return Err(ServiceError::NotFound("key"));
             }
             let owner = self.member_of(caller, &key.user_id).await?;
-            access::check_manage_key(caller, &key.user_id, owner.role, None)?;
+            access::check_manage_key(caller, &key.user_id, owner.role)?;
         }
         let revoked = self
             .store()

@@ -70,6 +70,8 @@ pub struct Options {
     pub runtime: Option<String>,
     /// Warm pools: template name → members kept ready.
     pub pools: std::collections::BTreeMap<String, usize>,
+    /// Patterns of the images callers may ask for (`sandboxd_core::images`); empty: any.
+    pub allowed_images: Vec<String>,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive

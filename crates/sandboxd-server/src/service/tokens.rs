@@ -73,6 +73,8 @@ mod tests {
             role: Role::Owner,
             key_id: "k".into(),
             permissions: sandboxd_core::access::Permissions::all(),
+            key_scopes: None,
+            key_expires_at: None,
         }
     }
 

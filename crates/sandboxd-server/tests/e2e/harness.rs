@@ -249,6 +249,22 @@ impl TestServer {
         }
     }
 
+    /// Waits up to 10 s until a process of the sandbox runs a command containing `needle`.
+    pub async fn wait_running(&self, sandbox: &Value, needle: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let running = self.commands(sandbox).await;
+            if running.iter().any(|cmd| cmd.contains(needle)) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{needle} not running: {running:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits up to 10 s until no process of the sandbox matches `gone`.
     pub async fn wait_gone(&self, sandbox: &Value, gone: impl Fn(&str) -> bool) {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -308,7 +324,7 @@ pub fn remove_labelled(label: &str) {
         if !ids.is_empty() {
             let _ = std::process::Command::new("docker")
                 .arg("rm")
-                .arg("-f")
+                .arg("-fv")
                 .args(&ids)
                 .output();
         }

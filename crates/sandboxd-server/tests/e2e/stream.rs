@@ -13,14 +13,21 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::harness::{KEY, TestServer, id};
 
-type Socket =
+pub(crate) type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn connect(server: &TestServer, query: &str, key: Option<&str>) -> Socket {
-    let url = format!(
-        "{}/sandbox-exec{query}",
-        server.url.replacen("http", "ws", 1)
-    );
+    connect_to(server, "/sandbox-exec", query, key).await
+}
+
+/// A WebSocket to `path` (`/sandbox-exec`, `/sandbox-pty`) with `query`.
+pub(crate) async fn connect_to(
+    server: &TestServer,
+    path: &str,
+    query: &str,
+    key: Option<&str>,
+) -> Socket {
+    let url = format!("{}{path}{query}", server.url.replacen("http", "ws", 1));
     let mut request = url.into_client_request().unwrap();
     if let Some(key) = key {
         request
@@ -31,7 +38,7 @@ async fn connect(server: &TestServer, query: &str, key: Option<&str>) -> Socket 
 }
 
 /// The next JSON message, or the close code when the server closes.
-async fn next(socket: &mut Socket) -> Result<Value, Option<CloseCode>> {
+pub(crate) async fn next(socket: &mut Socket) -> Result<Value, Option<CloseCode>> {
     loop {
         let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
             .await
@@ -45,7 +52,7 @@ async fn next(socket: &mut Socket) -> Result<Value, Option<CloseCode>> {
     }
 }
 
-async fn send(socket: &mut Socket, value: Value) {
+pub(crate) async fn send(socket: &mut Socket, value: Value) {
     socket
         .send(Message::Text(value.to_string().into()))
         .await

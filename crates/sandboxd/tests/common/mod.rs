@@ -166,7 +166,7 @@ impl Drop for RunningServer {
             .unwrap();
         for container in String::from_utf8_lossy(&listed.stdout).split_whitespace() {
             let _ = Command::new("docker")
-                .args(["rm", "-f", container])
+                .args(["rm", "-fv", container])
                 .output();
         }
     }

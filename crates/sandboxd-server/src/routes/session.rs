@@ -1,0 +1,152 @@
+//! Who a WebSocket session acts for, proven again while it lasts: before each command
+//! and every second in between. A session ends, with a close code, when its key is
+//! revoked or expires, its member is removed or loses the grant to use the sandbox, or
+//! it reaches its maximum lifetime. Sessions opened with a browser token are checked
+//! against the key the token was issued for.
+
+use std::time::{Duration, Instant};
+
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::api::stream::close_code;
+use sandboxd_core::model::Principal;
+use tracing::warn;
+
+use crate::AppState;
+use crate::service::ServiceError;
+
+/// How often an open session proves its caller again.
+pub const RECHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// What a session proves its caller with.
+#[derive(Debug)]
+enum Proof {
+    /// The API key it connected with.
+    Key(String),
+    /// The id of the key a browser token was issued for.
+    KeyId(String),
+}
+
+/// Why a session ends: its close code and reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    pub code: u16,
+    pub reason: &'static str,
+}
+
+const KEY_GONE: Ended = Ended {
+    code: close_code::UNAUTHORIZED,
+    reason: "the key is no longer valid",
+};
+const NOT_ALLOWED: Ended = Ended {
+    code: close_code::FORBIDDEN,
+    reason: "not authorized for this sandbox",
+};
+const LIFETIME: Ended = Ended {
+    code: close_code::SESSION_EXPIRED,
+    reason: "the session reached its maximum lifetime",
+};
+
+/// The caller of one session on one sandbox.
+#[derive(Debug)]
+pub struct SessionAuth {
+    proof: Proof,
+    sandbox_id: String,
+    opened: Instant,
+    max_lifetime: Duration,
+    caller: Principal,
+}
+
+impl SessionAuth {
+    /// Authorizes a new session: by its key (counted against the key's rate limit), or
+    /// by a single-use token whose key is still valid. The caller must be allowed to use
+    /// the sandbox.
+    pub async fn open(
+        state: &AppState,
+        key: Option<&str>,
+        token: Option<&str>,
+        sandbox_id: &str,
+    ) -> Result<Self, Ended> {
+        let unauthorized = Ended {
+            code: close_code::UNAUTHORIZED,
+            reason: "unauthorized",
+        };
+        let (proof, caller) = match (key, token) {
+            (Some(key), _) => {
+                let caller = crate::auth::principal(state, key)
+                    .await
+                    .map_err(|_| unauthorized)?;
+                (Proof::Key(key.to_owned()), caller)
+            }
+            (None, Some(token)) => {
+                let issued = state
+                    .service
+                    .redeem_exec_token(token, sandbox_id)
+                    .ok_or(unauthorized)?;
+                (Proof::KeyId(issued.key_id.clone()), issued)
+            }
+            (None, None) => return Err(unauthorized),
+        };
+        let mut auth = Self {
+            proof,
+            sandbox_id: sandbox_id.to_owned(),
+            opened: Instant::now(),
+            max_lifetime: state.sessions.max_lifetime,
+            caller,
+        };
+        auth.check(state).await.map_err(|ended| {
+            if ended == KEY_GONE {
+                unauthorized
+            } else {
+                ended
+            }
+        })?;
+        Ok(auth)
+    }
+
+    /// The caller as of the last check.
+    pub fn caller(&self) -> &Principal {
+        &self.caller
+    }
+
+    /// Proves the caller again: the key still valid, the grant still held, the
+    /// lifetime not reached. A failure of the store itself does not end the session.
+    pub async fn check(&mut self, state: &AppState) -> Result<&Principal, Ended> {
+        if self.opened.elapsed() >= self.max_lifetime {
+            return Err(LIFETIME);
+        }
+        let store = state.service.store();
+        let current = match &self.proof {
+            Proof::Key(key) => store.authenticate(key.trim()).await,
+            Proof::KeyId(key_id) => store.principal_of_key(key_id).await,
+        };
+        let caller = match current {
+            Ok(Some(caller)) if caller.user_id == self.caller.user_id => caller,
+            Ok(_) => return Err(KEY_GONE),
+            Err(error) => {
+                warn!(%error, "cannot check a session's key; keeping it open");
+                return Ok(&self.caller);
+            }
+        };
+        match state
+            .service
+            .sandbox_for(&caller, &self.sandbox_id, SandboxNeed::Use)
+            .await
+        {
+            Ok(_) => {}
+            Err(ServiceError::NotFound(_) | ServiceError::Forbidden(_)) => {
+                return Err(NOT_ALLOWED);
+            }
+            Err(error) => {
+                warn!(%error, "cannot check a session's grant; keeping it open");
+            }
+        }
+        self.caller = caller;
+        Ok(&self.caller)
+    }
+}
+
+/// How long WebSocket sessions may last.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionSettings {
+    pub max_lifetime: Duration,
+}
