@@ -83,6 +83,9 @@ pub struct ServerConfig {
     pub allowed_images: Vec<String>,
     /// How long a WebSocket session (streaming exec, terminal) may stay open.
     pub session_max_lifetime: Duration,
+    /// How long one file or process operation through a sandbox's agent may take in all
+    /// (every frame sent and received counts), however the agent behaves.
+    pub agent_op_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -105,6 +108,7 @@ impl ServerConfig {
             pools: BTreeMap::new(),
             allowed_images: Vec::new(),
             session_max_lifetime: Duration::from_secs(DEFAULT_SESSION_LIFETIME_SECS),
+            agent_op_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -193,7 +197,11 @@ impl Server {
         }
         info!(api_version = %engine.api_version(), %instance_id, "connected to the Docker engine");
         let templates = Templates::with_images(&config.template_images);
-        let agents = AgentHub::new(config.data_dir.join("agents"), config.agent_binary.clone());
+        let agents = AgentHub::new(
+            config.data_dir.join("agents"),
+            config.agent_binary.clone(),
+            config.agent_op_timeout,
+        );
         if let Some(binary) = &config.agent_binary {
             info!(agent = %binary.display(), "sandboxes run with the in-sandbox agent");
         }

@@ -16,6 +16,18 @@ use tracing::{debug, warn};
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Frames buffered per channel before the connection's reader waits for the consumer.
 const CHANNEL_DEPTH: usize = 64;
+/// Bytes of frames read from one agent and not yet taken by their consumers, at most:
+/// past it, the connection's reader waits. Whatever the agent sends, one connection
+/// holds no more than this in the server's memory (each consumer keeps only what its
+/// operation allows: capped output, a file no larger than asked).
+const BUFFERED_BYTES: usize = 16 * 1024 * 1024;
+
+/// A frame on its way to its consumer, holding its share of the connection's budget.
+#[derive(Debug)]
+struct Delivered {
+    frame: Frame,
+    _budget: tokio::sync::OwnedSemaphorePermit,
+}
 
 /// Why an operation over the agent failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,12 +43,14 @@ pub enum AgentError {
     Timeout,
 }
 
-type Routes = Arc<Mutex<HashMap<u32, mpsc::Sender<Frame>>>>;
+type Routes = Arc<Mutex<HashMap<u32, mpsc::Sender<Delivered>>>>;
 
 /// A live connection to one sandbox's agent. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct AgentConn {
     pub hello: Hello,
+    /// How long one file or process operation may take in all.
+    pub op_timeout: Duration,
     outgoing: mpsc::Sender<Frame>,
     routes: Routes,
     next_channel: Arc<AtomicU32>,
@@ -46,7 +60,7 @@ pub struct AgentConn {
 #[derive(Debug)]
 pub struct Channel {
     pub id: u32,
-    pub rx: mpsc::Receiver<Frame>,
+    rx: mpsc::Receiver<Delivered>,
     conn: AgentConn,
 }
 
@@ -62,7 +76,8 @@ impl Channel {
 
     /// The next frame; `Disconnected` when the connection ended.
     pub async fn recv(&mut self) -> Result<Frame, AgentError> {
-        self.rx.recv().await.ok_or(AgentError::Disconnected)
+        let delivered = self.rx.recv().await.ok_or(AgentError::Disconnected)?;
+        Ok(delivered.frame)
     }
 }
 
@@ -183,6 +198,7 @@ impl FrameReader {
 pub async fn serve(
     stream: UnixStream,
     sandbox_id: String,
+    op_timeout: Duration,
     on_ready: impl FnOnce(AgentConn) -> bool,
 ) -> Result<(), AgentError> {
     let (reader, mut writer) = stream.into_split();
@@ -208,6 +224,7 @@ pub async fn serve(
     let routes: Routes = Arc::new(Mutex::new(HashMap::new()));
     let conn = AgentConn {
         hello,
+        op_timeout,
         outgoing,
         routes: routes.clone(),
         next_channel: Arc::new(AtomicU32::new(1)),
@@ -223,6 +240,7 @@ pub async fn serve(
             }
         }
     };
+    let budget = Arc::new(tokio::sync::Semaphore::new(BUFFERED_BYTES));
     let read = async {
         loop {
             let frame = frames.next().await?;
@@ -233,7 +251,16 @@ pub async fn serve(
             match route {
                 // A consumer that went away is not the agent's fault.
                 Some(tx) => {
-                    let _ = tx.send(frame).await;
+                    let bytes = u32::try_from(frame.payload.len()).unwrap_or(u32::MAX);
+                    let Ok(permit) = budget.clone().acquire_many_owned(bytes).await else {
+                        return Err(AgentError::Disconnected);
+                    };
+                    let _ = tx
+                        .send(Delivered {
+                            frame,
+                            _budget: permit,
+                        })
+                        .await;
                 }
                 None if frame.channel == 0 => {
                     return Err(AgentError::Protocol("unexpected frame on channel 0".into()));

@@ -40,6 +40,7 @@ pub struct AgentHub {
 struct HubInner {
     root: PathBuf,
     binary: Option<PathBuf>,
+    op_timeout: Duration,
     slots: Mutex<HashMap<String, Slot>>,
 }
 
@@ -56,11 +57,12 @@ impl AgentHub {
     /// A hub keeping sockets under `root`, mounting `binary` (a static agent) into
     /// sandboxes; without a binary, sandboxes run without the agent and every operation
     /// takes the engine's exec path.
-    pub fn new(root: PathBuf, binary: Option<PathBuf>) -> Self {
+    pub fn new(root: PathBuf, binary: Option<PathBuf>, op_timeout: Duration) -> Self {
         Self {
             inner: Arc::new(HubInner {
                 root,
                 binary,
+                op_timeout,
                 slots: Mutex::new(HashMap::new()),
             }),
         }
@@ -101,7 +103,12 @@ impl AgentHub {
         // The sandbox user (any uid) must be able to connect; only this sandbox sees it.
         set_mode(&socket, 0o666).map_err(io)?;
         let (tx, rx) = watch::channel(None);
-        let task = tokio::spawn(accept_loop(listener, sandbox_id.to_owned(), tx));
+        let task = tokio::spawn(accept_loop(
+            listener,
+            sandbox_id.to_owned(),
+            self.inner.op_timeout,
+            tx,
+        ));
         if let Ok(mut slots) = self.inner.slots.lock() {
             slots.insert(sandbox_id.to_owned(), Slot { conn: rx, task });
         }
@@ -201,6 +208,7 @@ const MAX_HANDSHAKES: usize = 4;
 async fn accept_loop(
     listener: UnixListener,
     sandbox_id: String,
+    op_timeout: Duration,
     slot: watch::Sender<Option<AgentConn>>,
 ) {
     let handshakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -231,7 +239,7 @@ async fn accept_loop(
             let mine: Arc<Mutex<Option<AgentConn>>> = Arc::default();
             let keep = mine.clone();
             let handshake = pending.clone();
-            let _ = conn::serve(stream, id, move |conn| {
+            let _ = conn::serve(stream, id, op_timeout, move |conn| {
                 handshake.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                 if let Ok(mut mine) = keep.lock() {
                     *mine = Some(conn.clone());

@@ -1,6 +1,10 @@
 //! Operations over an agent connection: exec with capped output and a timeout, and the
-//! file operations. Replies are checked: a frame of the wrong kind or an oversized
-//! stream ends the operation with a protocol error.
+//! file operations. The agent shares its sandbox with the sandbox's code, so everything
+//! it sends is untrusted: replies are checked (a frame of the wrong kind, more bytes
+//! than were asked, a range the request did not allow end the operation with a
+//! protocol error), and every operation runs under one overall deadline that covers
+//! each send and each receive, so an agent that drips frames or stops reading cannot
+//! hold a request past it.
 
 use std::time::Duration;
 
@@ -18,8 +22,42 @@ use super::conn::{AgentConn, AgentError, Channel};
 const SIGKILL: i32 = 9;
 /// File content is sent in chunks of this size.
 const CHUNK: usize = 256 * 1024;
-/// A file operation that stalls this long is abandoned.
-const FILE_TIMEOUT: Duration = Duration::from_secs(60);
+/// A kill sent after an exec timed out must leave within this long.
+const SIGNAL_SEND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One operation's deadline: opening its channel, every frame sent and every frame
+/// received count against it.
+#[derive(Debug, Clone, Copy)]
+struct Deadline(tokio::time::Instant);
+
+impl Deadline {
+    fn after(limit: Duration) -> Self {
+        Self(tokio::time::Instant::now() + limit)
+    }
+
+    async fn open(&self, conn: &AgentConn, request: &Request) -> Result<Channel, AgentError> {
+        tokio::time::timeout_at(self.0, conn.open(request))
+            .await
+            .map_err(|_| AgentError::Timeout)?
+    }
+
+    async fn recv(&self, channel: &mut Channel) -> Result<Frame, AgentError> {
+        tokio::time::timeout_at(self.0, channel.recv())
+            .await
+            .map_err(|_| AgentError::Timeout)?
+    }
+
+    async fn send(
+        &self,
+        channel: &Channel,
+        kind: Kind,
+        payload: Vec<u8>,
+    ) -> Result<(), AgentError> {
+        tokio::time::timeout_at(self.0, channel.send(kind, payload))
+            .await
+            .map_err(|_| AgentError::Timeout)?
+    }
+}
 
 /// How an agent file operation failed.
 #[derive(Debug)]
@@ -77,7 +115,9 @@ impl AgentConn {
             marker: (MARKER_ENV.to_owned(), marker()),
             stdin: false,
         };
-        let mut channel = self.open(&request).await?;
+        let mut channel = Deadline::after(self.op_timeout)
+            .open(self, &request)
+            .await?;
         // If this future is dropped (the client went away), the command is killed.
         let mut guard = channel.kill_on_drop(SIGKILL);
         let mut outcome = ExecOutcome::default();
@@ -91,7 +131,9 @@ impl AgentConn {
                 Err(_) if kill_deadline.is_none() => {
                     outcome.timed_out = true;
                     let kill = serde_json::to_vec(&Signal { signal: SIGKILL }).unwrap_or_default();
-                    channel.send(Kind::Signal, kill).await?;
+                    Deadline::after(SIGNAL_SEND_TIMEOUT)
+                        .send(&channel, Kind::Signal, kill)
+                        .await?;
                     kill_deadline =
                         Some(tokio::time::Instant::now() + Duration::from_millis(KILL_GRACE_MS));
                     continue;
@@ -148,12 +190,13 @@ impl AgentConn {
             path: path.to_owned(),
             mode,
         };
-        let mut channel = self.open(&request).await?;
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
         for chunk in content.chunks(CHUNK) {
-            channel.send(Kind::Data, chunk.to_vec()).await?;
+            deadline.send(&channel, Kind::Data, chunk.to_vec()).await?;
         }
-        channel.send(Kind::End, Vec::new()).await?;
-        let done: Done = finish(&mut channel).await?;
+        deadline.send(&channel, Kind::End, Vec::new()).await?;
+        let done: Done = finish(&mut channel, deadline).await?;
         Ok(done.size)
     }
 
@@ -164,8 +207,9 @@ impl AgentConn {
             path: path.to_owned(),
             mode,
         };
-        let mut channel = self.open(&request).await?;
-        finish(&mut channel).await?;
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
+        finish(&mut channel, deadline).await?;
         Ok(())
     }
 
@@ -175,10 +219,11 @@ impl AgentConn {
             path: path.to_owned(),
             max: max as u64,
         };
-        let mut channel = self.open(&request).await?;
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
         let mut content = Vec::new();
         loop {
-            let frame = recv(&mut channel).await?;
+            let frame = deadline.recv(&mut channel).await?;
             match frame.kind {
                 Kind::Data if content.len() + frame.payload.len() <= max => {
                     content.extend_from_slice(&frame.payload)
@@ -202,11 +247,12 @@ impl AgentConn {
         let request = Request::ListDir {
             path: path.to_owned(),
         };
-        let mut channel = self.open(&request).await?;
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
         let mut entries = Vec::new();
         let mut bytes = 0usize;
         loop {
-            let frame = recv(&mut channel).await?;
+            let frame = deadline.recv(&mut channel).await?;
             match frame.kind {
                 Kind::Data => {
                     bytes += frame.payload.len();
@@ -224,12 +270,6 @@ impl AgentConn {
     }
 }
 
-async fn recv(channel: &mut Channel) -> Result<Frame, AgentError> {
-    tokio::time::timeout(FILE_TIMEOUT, channel.recv())
-        .await
-        .map_err(|_| AgentError::Timeout)?
-}
-
 fn parse<T: serde::de::DeserializeOwned>(frame: &Frame) -> Result<T, AgentError> {
     if frame.payload.len() > MAX_PAYLOAD {
         return Err(AgentError::Protocol("oversized message".into()));
@@ -240,13 +280,22 @@ fn parse<T: serde::de::DeserializeOwned>(frame: &Frame) -> Result<T, AgentError>
 }
 
 /// Waits for Done (or Error) closing a channel.
-async fn finish(channel: &mut Channel) -> Result<Done, FileOpError> {
-    let frame = recv(channel).await?;
+async fn finish(channel: &mut Channel, deadline: Deadline) -> Result<Done, FileOpError> {
+    let frame = deadline.recv(channel).await?;
     match frame.kind {
         Kind::Done => Ok(parse(&frame)?),
         Kind::Error => Err(FileOpError::Refused(parse(&frame)?)),
         _ => Err(unexpected(&frame).into()),
     }
+}
+
+/// Whether an output range announced by the agent is one a request for `max` bytes
+/// from `offset` allows: not reversed, no more than `max` bytes, starting at `offset` or
+/// later (older output may have been dropped) unless empty (`offset` past the end).
+fn slice_allowed(slice: &OutputSlice, offset: u64, max: u64) -> bool {
+    slice.start <= slice.end
+        && slice.end - slice.start <= max
+        && (slice.start >= offset || slice.start == slice.end)
 }
 
 /// A terminal session to open.
@@ -338,12 +387,11 @@ impl AgentConn {
         request: &Request,
         wait: Duration,
     ) -> Result<T, FileOpError> {
-        let mut channel = self.open(request).await?;
+        let deadline = Deadline::after(wait);
+        let mut channel = deadline.open(self, request).await?;
         let mut reply = None;
         loop {
-            let frame = tokio::time::timeout(wait, channel.recv())
-                .await
-                .map_err(|_| AgentError::Timeout)??;
+            let frame = deadline.recv(&mut channel).await?;
             match frame.kind {
                 Kind::Data if reply.is_none() => reply = Some(parse::<T>(&frame)?),
                 Kind::Done => {
@@ -373,12 +421,12 @@ impl AgentConn {
             marker: (MARKER_ENV.to_owned(), marker()),
             stdin,
         };
-        self.ask(&request, FILE_TIMEOUT).await
+        self.ask(&request, self.op_timeout).await
     }
 
     /// The background processes.
     pub async fn processes(&self) -> Result<Vec<ProcessInfo>, FileOpError> {
-        self.ask(&Request::Processes {}, FILE_TIMEOUT).await
+        self.ask(&Request::Processes {}, self.op_timeout).await
     }
 
     /// Waits up to `timeout` for a process to end.
@@ -391,7 +439,7 @@ impl AgentConn {
             id: id.to_owned(),
             timeout_ms: timeout.as_millis() as u64,
         };
-        self.ask(&request, timeout + FILE_TIMEOUT).await
+        self.ask(&request, timeout + self.op_timeout).await
     }
 
     /// Signals a process's group.
@@ -401,7 +449,7 @@ impl AgentConn {
                 id: id.to_owned(),
                 signal,
             },
-            FILE_TIMEOUT,
+            self.op_timeout,
         )
         .await
     }
@@ -420,19 +468,36 @@ impl AgentConn {
             offset,
             max,
         };
-        let mut channel = self.open(&request).await?;
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
         let mut slice: Option<OutputSlice> = None;
         let mut bytes = Vec::new();
         loop {
-            let frame = recv(&mut channel).await?;
+            let frame = deadline.recv(&mut channel).await?;
             match (frame.kind, slice) {
-                (Kind::Data, None) => slice = Some(parse(&frame)?),
+                // The range is the agent's word: it must be one the request allowed.
+                (Kind::Data, None) => {
+                    let announced: OutputSlice = parse(&frame)?;
+                    if !slice_allowed(&announced, offset, max) {
+                        return Err(AgentError::Protocol(format!(
+                            "output range {}..{} not within what was asked",
+                            announced.start, announced.end
+                        ))
+                        .into());
+                    }
+                    slice = Some(announced);
+                }
                 (Kind::Data, Some(s))
                     if (bytes.len() + frame.payload.len()) as u64 <= s.end - s.start =>
                 {
                     bytes.extend_from_slice(&frame.payload)
                 }
-                (Kind::Done, Some(s)) => return Ok((s, bytes)),
+                (Kind::Data, Some(_)) => {
+                    return Err(AgentError::Protocol("more output than announced".into()).into());
+                }
+                (Kind::Done, Some(s)) if bytes.len() as u64 == s.end - s.start => {
+                    return Ok((s, bytes));
+                }
                 (Kind::Error, _) => return Err(FileOpError::Refused(parse(&frame)?)),
                 _ => return Err(unexpected(&frame).into()),
             }
@@ -450,11 +515,39 @@ impl AgentConn {
             id: id.to_owned(),
             close,
         };
-        let mut channel = self.open(&request).await?;
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
         for chunk in data.chunks(CHUNK) {
-            channel.send(Kind::Data, chunk.to_vec()).await?;
+            deadline.send(&channel, Kind::Data, chunk.to_vec()).await?;
         }
-        channel.send(Kind::End, Vec::new()).await?;
-        Ok(finish(&mut channel).await?.size)
+        deadline.send(&channel, Kind::End, Vec::new()).await?;
+        Ok(finish(&mut channel, deadline).await?.size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(start: u64, end: u64) -> OutputSlice {
+        OutputSlice {
+            start,
+            end,
+            exited: false,
+        }
+    }
+
+    #[test]
+    fn an_announced_range_must_be_one_the_request_allowed() {
+        assert!(slice_allowed(&slice(0, 10), 0, 10));
+        assert!(slice_allowed(&slice(5, 9), 0, 10), "older output dropped");
+        assert!(slice_allowed(&slice(20, 20), 30, 10), "offset past the end");
+        assert!(
+            !slice_allowed(&slice(0, u64::MAX), 0, 1 << 20),
+            "more than asked"
+        );
+        assert!(!slice_allowed(&slice(0, 11), 0, 10));
+        assert!(!slice_allowed(&slice(9, 5), 0, 10), "reversed");
+        assert!(!slice_allowed(&slice(2, 4), 3, 10), "before the offset");
     }
 }

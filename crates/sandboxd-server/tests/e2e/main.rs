@@ -15,6 +15,7 @@ mod exec;
 mod files;
 mod hygiene;
 mod images;
+mod impostor;
 mod lifecycle;
 mod mcp;
 mod pools;

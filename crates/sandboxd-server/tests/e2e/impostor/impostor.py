@@ -1,0 +1,101 @@
+# An impostor agent, run by a sandbox's own code: it stops the real agent's supervisor,
+# kills its worker, connects to the agent socket and introduces itself, then misbehaves
+# as argv[1] says: `flood` answers a request with an unbounded range and endless 1 MiB
+# frames, `deaf` never reads what the server sends, `drip` answers with a frame every
+# half second and never finishes.
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+
+mode = sys.argv[1]
+time.sleep(0.5)  # lets the command that started this one get its reply
+
+agents = {}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        continue
+    if argv[0].endswith(b"sandboxd-agent") and len(argv) > 1:
+        agents.setdefault(argv[1], []).append(int(pid))
+for pid in agents.get(b"supervise", []):
+    os.kill(pid, signal.SIGSTOP)
+for pid in agents.get(b"serve", []):
+    os.kill(pid, signal.SIGKILL)
+
+
+def frame(channel, kind, payload):
+    return struct.pack(">IIB", len(payload), channel, kind) + payload
+
+
+def closed_by_server(sock):
+    """The server closes at once a connection made while the real agent's still
+    counted as live; an open one has nothing to read yet, or a request."""
+    time.sleep(0.3)
+    sock.setblocking(False)
+    try:
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        sock.setblocking(True)
+
+
+for _ in range(100):
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.connect("/.sandboxd/run/agent.sock")
+        hello = {"version": 1, "pid": os.getpid(), "uid": os.getuid(), "gid": os.getgid()}
+        sock.sendall(frame(0, 0, json.dumps(hello).encode()))
+    except OSError:
+        time.sleep(0.05)
+        continue
+    if not closed_by_server(sock):
+        break
+    sock.close()
+
+if mode == "deaf":
+    while True:
+        time.sleep(60)
+
+buffered = b""
+
+
+def next_frame():
+    global buffered
+    while True:
+        if len(buffered) >= 9:
+            length, channel, kind = struct.unpack(">IIB", buffered[:9])
+            if len(buffered) >= 9 + length:
+                payload = buffered[9 : 9 + length]
+                buffered = buffered[9 + length :]
+                return channel, kind, payload
+        chunk = sock.recv(65536)
+        if not chunk:
+            sys.exit(0)
+        buffered += chunk
+
+
+megabyte = b"x" * (1 << 20)
+while True:
+    channel, kind, _ = next_frame()
+    if kind != 1:
+        continue
+    try:
+        if mode == "flood":
+            unbounded = {"start": 0, "end": 2**64 - 1}
+            sock.sendall(frame(channel, 6, json.dumps(unbounded).encode()))
+            while True:
+                sock.sendall(frame(channel, 6, megabyte))
+        elif mode == "drip":
+            while True:
+                sock.sendall(frame(channel, 6, b"[]"))
+                time.sleep(0.5)
+    except OSError:
+        sys.exit(0)
