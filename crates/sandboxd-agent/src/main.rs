@@ -1,4 +1,4 @@
-//! `sandboxd-agent`: started by the engine's init as a sandbox's main process. The
+//! `sandboxd-agent`: a sandbox's main process, PID 1 of its container. The
 //! supervisor (`supervise`) keeps one worker (`serve`) alive; the worker connects to the
 //! socket sandboxd listens on, announces itself and serves requests until the
 //! connection ends, then connects again. It is linked statically, so it runs in any

@@ -26,7 +26,8 @@ pub const ICC_OPTION: &str = "com.docker.network.bridge.enable_icc";
 /// The json-file log of a sandbox is capped at this size.
 pub const LOG_MAX_SIZE: &str = "10m";
 /// The command that keeps a sandbox alive as the main process under the engine's init,
-/// when it runs without the agent.
+/// when it runs without the agent (with it, the agent's supervisor is the main process
+/// and PID 1).
 pub const IDLE_COMMAND: [&str; 3] = ["tail", "-f", "/dev/null"];
 /// Where the agent binary is mounted (read-only) in a sandbox.
 pub const AGENT_BINARY: &str = "/.sandboxd/bin/sandboxd-agent";
@@ -81,6 +82,10 @@ pub struct ContainerPlan {
     pub network: NetworkPlan,
     /// Read-only bind mounts (the agent and its socket directory).
     pub mounts: Vec<BindMount>,
+    /// Whether the engine's init runs as PID 1 to reap orphans: only without the agent,
+    /// whose supervisor is PID 1 itself (so no signal from inside the sandbox reaches
+    /// it, and `kill -9 -1` cannot stop the container).
+    pub engine_init: bool,
     /// The engine's OCI runtime (`runsc`, `kata-runtime`…); `None` is the engine's
     /// default (runc).
     pub runtime: Option<String>,
@@ -157,6 +162,7 @@ pub fn plan_container(
                 ]
             })
             .unwrap_or_default(),
+        engine_init: agent.is_none(),
         runtime: sandbox.runtime.clone(),
     }
 }

@@ -41,8 +41,9 @@ fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
         labels: Some(plan.labels.clone().into_iter().collect()),
         network_disabled,
         host_config: Some(HostConfig {
-            // The engine's init reaps the orphans a killed command leaves behind.
-            init: Some(true),
+            // Without the agent, the engine's init reaps the orphans a killed command
+            // leaves behind; with it, the agent's supervisor is PID 1 and reaps them.
+            init: Some(plan.engine_init),
             nano_cpus: Some(plan.nano_cpus),
             memory: Some(plan.memory_bytes),
             memory_swap: Some(plan.memory_bytes),

@@ -50,7 +50,8 @@ async fn container_is_hardened_and_limited_as_planned() {
     assert_eq!(labels["sandboxd.projectId"], server.project_id);
     assert_eq!(labels["sandboxd.environmentId"], server.env_id);
     assert_eq!(labels["sandboxd.instance"], server.instance());
-    assert_eq!(host.init, Some(true));
+    // The agent's supervisor is PID 1 (it reaps orphans), not the engine's init.
+    assert_eq!(host.init, Some(false));
     assert_eq!(host.nano_cpus, Some(500_000_000));
     assert_eq!(host.memory, Some(128 * 1024 * 1024));
     assert_eq!(host.memory_swap, Some(128 * 1024 * 1024));

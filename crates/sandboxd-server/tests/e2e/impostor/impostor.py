@@ -1,5 +1,7 @@
-# An impostor agent, run by a sandbox's own code: it stops the real agent's supervisor,
-# kills its worker, connects to the agent socket and introduces itself, then misbehaves
+# An impostor agent, run by a sandbox's own code: it kills the real agent's worker (the
+# supervisor, PID 1, cannot be signalled and restarts it, so the impostor races it and
+# kills it again until it wins), connects to the agent socket and introduces itself,
+# then misbehaves
 # as argv[1] says: `flood` answers a request with an unbounded range and endless 1 MiB
 # frames, `deaf` never reads what the server sends, `drip` answers with a frame every
 # half second and never finishes.
@@ -12,20 +14,22 @@ import sys
 import time
 
 mode = sys.argv[1]
+IMPOSTOR_PID = 999999
 time.sleep(0.5)  # lets the command that started this one get its reply
 
-agents = {}
-for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-    except OSError:
-        continue
-    if argv[0].endswith(b"sandboxd-agent") and len(argv) > 1:
-        agents.setdefault(argv[1], []).append(int(pid))
-for pid in agents.get(b"supervise", []):
-    os.kill(pid, signal.SIGSTOP)
-for pid in agents.get(b"serve", []):
-    os.kill(pid, signal.SIGKILL)
+
+
+def kill_workers():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"sandboxd-agent") and argv[1:2] == [b"serve"]:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def frame(channel, kind, payload):
@@ -48,10 +52,12 @@ def closed_by_server(sock):
 
 
 for _ in range(100):
+    kill_workers()
     sock = socket.socket(socket.AF_UNIX)
     try:
         sock.connect("/.sandboxd/run/agent.sock")
-        hello = {"version": 1, "pid": os.getpid(), "uid": os.getuid(), "gid": os.getgid()}
+        # The pid it announces tells the test that the impostor holds the connection.
+        hello = {"version": 1, "pid": IMPOSTOR_PID, "uid": os.getuid(), "gid": os.getgid()}
         sock.sendall(frame(0, 0, json.dumps(hello).encode()))
     except OSError:
         time.sleep(0.05)
@@ -59,6 +65,12 @@ for _ in range(100):
     if not closed_by_server(sock):
         break
     sock.close()
+# Keep the restarted real worker out: it is refused while this connection lives, and
+# killed whenever it shows up.
+if os.fork() == 0:
+    while True:
+        kill_workers()
+        time.sleep(0.2)
 
 if mode == "deaf":
     while True:
