@@ -9,6 +9,9 @@ pub enum EngineError {
     Pull { image: String, reason: String },
     #[error("engine rejected the request: {message}")]
     Rejected { status: u16, message: String },
+    /// The container exists but is not running (its main process ended).
+    #[error("the container is not running")]
+    NotRunning,
     #[error("engine call {call} timed out")]
     Timeout { call: &'static str },
     #[error("engine call failed")]

@@ -12,7 +12,7 @@ use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
 use tracing::warn;
 
 use crate::engine::{Engine, bounded};
-use crate::error::EngineError;
+use crate::error::{EngineError, status_of};
 
 /// Which stream a chunk of output came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +132,11 @@ impl Engine {
         };
         let created = bounded("create exec", self.docker.create_exec(container, config))
             .await?
-            .map_err(|e| EngineError::from_engine("container", e))?;
+            .map_err(|e| match status_of(&e) {
+                // The engine's answer for an exec in a stopped container.
+                Some(409) => EngineError::NotRunning,
+                _ => EngineError::from_engine("container", e),
+            })?;
         let started = bounded("start exec", self.docker.start_exec(&created.id, None))
             .await?
             .map_err(EngineError::Engine)?;

@@ -2,7 +2,7 @@
 //! them into status codes.
 
 use sandboxd_core::error::Invalid;
-use sandboxd_core::model::NotRunning;
+use sandboxd_core::model::{NotRunning, SandboxStatus};
 use sandboxd_docker::EngineError;
 use sandboxd_store::StoreError;
 
@@ -54,6 +54,7 @@ impl From<EngineError> for ServiceError {
     fn from(error: EngineError) -> Self {
         match error {
             EngineError::Pull { .. } | EngineError::Rejected { .. } => Self::EngineRefused(error),
+            EngineError::NotRunning => Self::NotRunning(NotRunning(SandboxStatus::Error)),
             other => Self::Engine(other),
         }
     }

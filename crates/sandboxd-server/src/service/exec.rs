@@ -8,10 +8,10 @@ const LONG_COMMAND: Duration = Duration::from_secs(1);
 
 use sandboxd_core::api::ExecResult;
 use sandboxd_core::limits::MAX_EXEC_OUTPUT_BYTES;
-use sandboxd_core::model::{Principal, SandboxStatus};
+use sandboxd_core::model::{NotRunning, Principal, SandboxStatus};
 use sandboxd_core::oom;
 use sandboxd_core::validate::ExecCommand;
-use sandboxd_docker::{ExecOutcome, ExecSpec, OutputTx};
+use sandboxd_docker::{EngineError, ExecOutcome, ExecSpec, OutputTx};
 use tracing::{debug, info, warn};
 
 use super::{Resource, ServedBy, Service, ServiceError, now_ms};
@@ -175,7 +175,31 @@ impl Service {
             max_output: spec.max_output,
             stream: spec.stream,
         };
-        Ok(self.engine().exec(container, engine_spec).await?)
+        match self.engine().exec(container, engine_spec.clone()).await {
+            Err(EngineError::NotRunning) => {
+                self.restart_stopped(sandbox_id, container).await?;
+                Ok(self.engine().exec(container, engine_spec).await?)
+            }
+            outcome => Ok(outcome?),
+        }
+    }
+
+    /// The sandbox's container stopped under it (its main process ended): it is started
+    /// again, files kept, and the agent reconnects; when the engine cannot start it, the
+    /// row becomes `error` and the caller gets a precondition failure naming that state,
+    /// never the engine's text.
+    async fn restart_stopped(&self, sandbox_id: &str, container: &str) -> Result<(), ServiceError> {
+        warn!(%sandbox_id, "the sandbox's container had stopped; starting it again");
+        match self.engine().start_container(container).await {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                warn!(%sandbox_id, %error, "cannot start the stopped container; the sandbox is in error");
+                self.store()
+                    .set_status(sandbox_id, SandboxStatus::Error)
+                    .await?;
+                Err(ServiceError::NotRunning(NotRunning(SandboxStatus::Error)))
+            }
+        }
     }
 
     pub(crate) fn served(&self, sandbox_id: &str, path: ServedBy) {

@@ -149,6 +149,11 @@ impl TestServer {
         &self.instance
     }
 
+    /// The server's data dir.
+    pub fn data_dir(&self) -> &Path {
+        self.data.as_ref().expect("data dir").path()
+    }
+
     pub async fn post_with_key(
         &self,
         procedure: &str,

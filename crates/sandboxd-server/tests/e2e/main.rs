@@ -17,6 +17,7 @@ mod hygiene;
 mod images;
 mod impostor;
 mod lifecycle;
+mod main_process;
 mod mcp;
 mod pools;
 mod processes;

@@ -1,0 +1,125 @@
+//! The sandbox's main process and container against what its code does: PID 1 cannot
+//! be signalled from inside, orphans are reaped, and a container that stops anyway is
+//! started again or reported, never left as a `running` row that answers with the
+//! engine's text.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::attacks::still_running;
+use crate::harness::{TestServer, id};
+
+/// `kill -9 -1` as the sandbox user kills every process it may signal; the agent's
+/// supervisor is PID 1, which no signal from inside reaches, so the container lives,
+/// the worker is restarted and the next command runs through the agent again.
+#[tokio::test]
+async fn kill_minus_one_and_stopping_pid_1_cannot_stop_the_sandbox() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let pid1 = server
+        .exec(&sandbox, "cat /proc/1/cmdline | tr '\\0' ' '")
+        .await;
+    assert!(
+        pid1["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("sandboxd-agent supervise"),
+        "{pid1}"
+    );
+    for attack in [
+        "kill -9 -1 2>/dev/null; true",
+        "kill -STOP 1; kill -9 1; true",
+    ] {
+        // The command may lose its own agent connection with everything else (503).
+        let (status, body) = server
+            .post(
+                "sandbox.exec",
+                json!({"sandboxId": id(&sandbox), "cmd": attack}),
+            )
+            .await;
+        assert!(
+            status == StatusCode::OK || status == StatusCode::SERVICE_UNAVAILABLE,
+            "{status} {body}"
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let agent = server
+                .service
+                .agents()
+                .wait_connected(id(&sandbox), std::time::Duration::from_secs(1))
+                .await;
+            if agent.is_some() {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the agent came back");
+        }
+        let state = server
+            .docker()
+            .inspect_container(crate::harness::container(&sandbox), None)
+            .await
+            .unwrap()
+            .state
+            .unwrap();
+        assert_eq!(state.running, Some(true), "{state:?}");
+        still_running(&server, &sandbox).await;
+        let pid1_state = server.exec(&sandbox, "grep State /proc/1/status").await;
+        assert!(
+            !pid1_state["stdout"].as_str().unwrap().contains("stopped"),
+            "{pid1_state}"
+        );
+    }
+}
+
+/// Orphans of the sandbox's commands are reaped: no zombies pile up under PID 1.
+#[tokio::test]
+async fn orphans_are_reaped() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let out = server
+        .exec(
+            &sandbox,
+            "for i in 1 2 3 4 5 6 7 8; do (sleep 0.2 &); done; sleep 1.5; \
+             grep -l '^State:.*zombie' /proc/[0-9]*/status 2>/dev/null | wc -l",
+        )
+        .await;
+    assert_eq!(out["stdout"], "0\n", "{out}");
+}
+
+/// A container that stops anyway (killed by the engine here) is started again on the
+/// next command, files kept; one that cannot be started makes the sandbox `error` and
+/// the command a 412 naming that state, never the engine's text.
+#[tokio::test]
+async fn a_stopped_container_is_restarted_or_reported() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    server.exec(&sandbox, "echo kept > /tmp/kept").await;
+    let kill = bollard::query_parameters::KillContainerOptionsBuilder::default().build();
+    server
+        .docker()
+        .kill_container(crate::harness::container(&sandbox), Some(kill.clone()))
+        .await
+        .unwrap();
+    let out = server.exec(&sandbox, "cat /tmp/kept").await;
+    assert_eq!(out["stdout"], "kept\n", "{out}");
+    still_running(&server, &sandbox).await;
+
+    // Now it cannot start: its agent directory (a bind source) is gone.
+    std::fs::remove_dir_all(server.data_dir().join("agents").join(id(&sandbox))).unwrap();
+    server
+        .docker()
+        .kill_container(crate::harness::container(&sandbox), Some(kill))
+        .await
+        .unwrap();
+    let (status, body) = server
+        .post(
+            "sandbox.exec",
+            json!({"sandboxId": id(&sandbox), "cmd": "true"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED, "{body}");
+    assert_eq!(body["message"], "sandbox is error", "{body}");
+    let (_, one) = server
+        .get("sandbox.one", &[("sandboxId", id(&sandbox))])
+        .await;
+    assert_eq!(one["status"], "error", "{one}");
+}
