@@ -187,6 +187,7 @@ impl Http {
         let text = self
             .client
             .get(format!("{}/metrics", self.url))
+            .header("x-api-key", KEY)
             .send()
             .await?
             .text()

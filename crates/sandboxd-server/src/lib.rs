@@ -129,6 +129,7 @@ pub struct Server {
     /// What the first start created, when this start was the first.
     pub bootstrap: Option<Bootstrap>,
     config: ServerConfig,
+    metrics_listener: Option<TcpListener>,
 }
 
 /// Failure to start.
@@ -222,7 +223,15 @@ impl Server {
             service,
             bootstrap,
             config,
+            metrics_listener: None,
         })
+    }
+
+    /// Serves `/metrics` without a key on `listener` too (an address of the operator's,
+    /// for a scraper); on the API's address it needs an administrator's key.
+    pub fn with_metrics_listener(mut self, listener: TcpListener) -> Self {
+        self.metrics_listener = Some(listener);
+        self
     }
 
     /// The router of the API, for a server listening on `local`.
@@ -254,7 +263,7 @@ impl Server {
     /// Reconciles once, then serves until `shutdown` resolves; the background loops stop
     /// with the server.
     pub async fn serve(
-        self,
+        mut self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
@@ -262,6 +271,19 @@ impl Server {
             warn!(%error, "startup reconcile failed; the periodic pass will retry");
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let metrics_task = self.metrics_listener.take().map(|listener| {
+            let router = Router::new()
+                .route("/metrics", get(metrics::render_open))
+                .with_state(self.service.clone());
+            let mut stop = stop_rx.clone();
+            tokio::spawn(async move {
+                let _ = axum::serve(listener, router)
+                    .with_graceful_shutdown(async move {
+                        let _ = stop.wait_for(|stopped| *stopped).await;
+                    })
+                    .await;
+            })
+        });
         let background = loops::spawn(self.service.clone(), &self.config, stop_rx);
         let router = self.router(listener.local_addr().ok());
         // Responses leave as soon as they are written: no waiting on Nagle's algorithm
@@ -275,7 +297,7 @@ impl Server {
             .with_graceful_shutdown(shutdown)
             .await;
         let _ = stop_tx.send(true);
-        for task in background {
+        for task in background.into_iter().chain(metrics_task) {
             let _ = task.await;
         }
         // Warm members are removed, and containers of sandboxes killed just before the

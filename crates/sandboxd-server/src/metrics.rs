@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::AppState;
+use crate::auth::Caller;
 use crate::error::ApiError;
 
 pub const HTTP_DURATION: &str = "sandboxd_http_request_duration_seconds";
@@ -63,9 +64,21 @@ pub async fn record(request: Request, next: Next) -> Response {
     response
 }
 
-/// `GET /metrics`, in the Prometheus text format.
-pub async fn render(State(state): State<AppState>) -> Response {
-    match state.service.store().running_per_server().await {
+/// `GET /metrics` on the API's address: for a key holding `organization:admin` (the
+/// figures are the whole server's: counts and latencies, never ids or secrets).
+pub async fn render(State(state): State<AppState>, Caller(caller): Caller) -> Response {
+    if let Err(error) = state.service.require(
+        &caller,
+        sandboxd_core::access::Permission::OrganizationAdmin,
+    ) {
+        return ApiError::Service(error).into_response();
+    }
+    render_open(State(state.service)).await
+}
+
+/// `GET /metrics` on the operator's own metrics address (`metrics_listen`): no key.
+pub async fn render_open(State(service): State<crate::Service>) -> Response {
+    match service.store().running_per_server().await {
         Ok(mut counts) => {
             // A server with nothing running still reports 0, not its last count.
             if !counts.iter().any(|(server, _)| server == "local") {
@@ -77,9 +90,9 @@ pub async fn render(State(state): State<AppState>) -> Response {
         }
         Err(error) => return ApiError::Service(error.into()).into_response(),
     }
-    metrics::gauge!(REMOVALS_PENDING).set(state.service.removals_pending() as f64);
+    metrics::gauge!(REMOVALS_PENDING).set(service.removals_pending() as f64);
     // Claims happen between refill passes: the gauge is read fresh at each scrape.
-    for (pool, ready) in state.service.pools_ready() {
+    for (pool, ready) in service.pools_ready() {
         metrics::gauge!(crate::service::POOL_READY, "pool" => pool).set(ready as f64);
     }
     let handle = handle();

@@ -53,6 +53,9 @@ pub struct Config {
     pub allowed_images: Vec<String>,
     /// Seconds a WebSocket session (streaming exec, terminal) may stay open.
     pub session_max_lifetime_secs: u64,
+    /// An address serving `/metrics` without a key (for a scraper on the operator's
+    /// network); on the API's address `/metrics` needs an administrator's key.
+    pub metrics_listen: Option<String>,
 }
 
 /// A warm pool of a template.
@@ -82,6 +85,7 @@ impl std::fmt::Debug for Config {
             .field("pools", &self.pools)
             .field("allowed_images", &self.allowed_images)
             .field("session_max_lifetime_secs", &self.session_max_lifetime_secs)
+            .field("metrics_listen", &self.metrics_listen)
             .finish()
     }
 }
@@ -106,6 +110,7 @@ impl Default for Config {
             pools: BTreeMap::new(),
             allowed_images: Vec::new(),
             session_max_lifetime_secs: sandboxd_server::DEFAULT_SESSION_LIFETIME_SECS,
+            metrics_listen: None,
         }
     }
 }

@@ -135,6 +135,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     info!(address = %listener.local_addr()?, "sandboxd listening");
+    let server = match &config.metrics_listen {
+        Some(address) => {
+            let metrics = tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot listen on {address} (metrics_listen)"))?;
+            info!(address = %metrics.local_addr()?, "metrics served without a key");
+            server.with_metrics_listener(metrics)
+        }
+        None => server,
+    };
     server.serve(listener, shutdown_signal()).await?;
     info!("sandboxd stopped");
     Ok(())

@@ -287,9 +287,24 @@ async fn metrics_describe_requests_paths_sandboxes_and_loops() {
     let (status, _) = server.get("sandbox.one", &[("sandboxId", "missing")]).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-    let response = server
-        .client
-        .get(format!("{}/metrics", server.url))
+    let metrics = || server.client.get(format!("{}/metrics", server.url));
+    // The figures are the whole server's: an administrator's key reads them, no key
+    // or a lesser key does not.
+    assert_eq!(
+        metrics().send().await.unwrap().status(),
+        StatusCode::UNAUTHORIZED
+    );
+    let (_, reader) = server
+        .post(
+            "apiKey.create",
+            json!({"name": "r", "scopes": ["service:read"]}),
+        )
+        .await;
+    let reader = reader["secret"].as_str().unwrap();
+    let refused = metrics().header("x-api-key", reader).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let response = metrics()
+        .header("x-api-key", crate::harness::KEY)
         .send()
         .await
         .unwrap();
