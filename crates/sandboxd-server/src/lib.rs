@@ -253,6 +253,7 @@ impl Server {
             mcp: mcp::McpSettings {
                 allowed_hosts: hosts,
                 allowed_origins: self.config.mcp_allowed_origins.clone(),
+                sessions: Default::default(),
             },
             sessions: routes::session::SessionSettings {
                 max_lifetime: self.config.session_max_lifetime,

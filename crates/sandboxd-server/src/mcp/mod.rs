@@ -4,6 +4,7 @@
 //! output is held and read page by page instead of being cut.
 
 mod held;
+mod sessions;
 mod tools;
 
 use std::sync::Arc;
@@ -26,6 +27,8 @@ pub use tools::SandboxTools;
 pub struct McpSettings {
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
+    /// Which key opened each MCP session.
+    pub sessions: Arc<sessions::SessionKeys>,
 }
 
 /// The MCP endpoint, as a tower service to nest at `/mcp`.
@@ -47,7 +50,9 @@ pub fn service(
 }
 
 /// Authenticates MCP requests like the REST API (`x-api-key` or `Authorization:
-/// Bearer`): no key, no tools.
+/// Bearer`): no key, no tools. A session belongs to the key that opened it: a request
+/// naming another key's session (or one this server did not open) is answered like an
+/// unknown session, 404.
 pub async fn authenticate(
     State(state): State<AppState>,
     mut request: Request,
@@ -56,11 +61,33 @@ pub async fn authenticate(
     let Some(key) = token_from(request.headers()) else {
         return ApiError::Unauthorized.into_response();
     };
-    match principal(&state, key).await {
-        Ok(principal) => {
-            request.extensions_mut().insert(principal);
-            next.run(request).await
-        }
-        Err(error) => error.into_response(),
+    let principal = match principal(&state, key).await {
+        Ok(principal) => principal,
+        Err(error) => return error.into_response(),
+    };
+    let sessions = &state.mcp.sessions;
+    let named = request
+        .headers()
+        .get(sessions::SESSION_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    if let Some(session) = &named
+        && !sessions.belongs_to(session, &principal.key_id)
+    {
+        return sessions::unknown_session();
     }
+    let ending = named.is_some() && request.method() == axum::http::Method::DELETE;
+    let key_id = principal.key_id.clone();
+    request.extensions_mut().insert(principal);
+    let response = next.run(request).await;
+    match (&named, response.headers().get(sessions::SESSION_HEADER)) {
+        (None, Some(opened)) => {
+            if let Ok(opened) = opened.to_str() {
+                sessions.bind(opened, &key_id);
+            }
+        }
+        (Some(session), _) if ending && response.status().is_success() => sessions.end(session),
+        _ => {}
+    }
+    response
 }

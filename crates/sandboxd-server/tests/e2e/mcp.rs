@@ -307,3 +307,53 @@ async fn no_key_no_tools() {
         .unwrap();
     assert!(response.status().is_client_error(), "{}", response.status());
 }
+
+/// An MCP session belongs to the key that opened it: another key of the same
+/// organization naming it is answered like an unknown session.
+#[tokio::test]
+async fn a_session_is_bound_to_the_key_that_opened_it() {
+    let server = TestServer::start().await;
+    let (_, other) = server.post("apiKey.create", json!({"name": "other"})).await;
+    let other = other["secret"].as_str().unwrap().to_owned();
+    let post = |key: &str, session: Option<&str>, body: Value| {
+        let mut request = server
+            .client
+            .post(format!("{}/mcp", server.url))
+            .header("accept", "application/json, text/event-stream")
+            .header("x-api-key", key)
+            .json(&body);
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-06-18");
+        }
+        request.send()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let opened = post(KEY, None, initialize).await.unwrap();
+    assert_eq!(opened.status(), StatusCode::OK);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+
+    let foreign = post(&other, Some(&session), initialized.clone())
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), StatusCode::NOT_FOUND);
+    let foreign = post(&other, Some(&session), list.clone()).await.unwrap();
+    assert_eq!(foreign.status(), StatusCode::NOT_FOUND);
+    let made_up = post(KEY, Some("not-a-session"), list.clone())
+        .await
+        .unwrap();
+    assert_eq!(made_up.status(), StatusCode::NOT_FOUND);
+
+    let own = post(KEY, Some(&session), initialized).await.unwrap();
+    assert!(own.status().is_success(), "{}", own.status());
+    let own = post(KEY, Some(&session), list).await.unwrap();
+    assert_eq!(own.status(), StatusCode::OK);
+    assert!(own.text().await.unwrap().contains("sandbox-exec"));
+}
