@@ -3,6 +3,7 @@
 //! server's `sandbox.one` throughput, and reaper and reconcile passes over 1,000 rows
 //! and 100 containers.
 
+use sandboxd_core::quotas::Quotas;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -172,7 +173,9 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
             killed_at: Some(0),
             env_per_exec: false,
         };
-        store.insert_sandbox(&row, None, &caller.user_id).await?;
+        store
+            .insert_sandbox(&row, None, &caller.user_id, &Quotas::unlimited())
+            .await?;
     }
     let label = format!("sandboxd.instance={}", agent.instance());
     let (mut reap, mut reconcile, mut list) =

@@ -16,6 +16,7 @@ pub mod paging;
 pub mod paths;
 pub mod plan;
 pub mod pools;
+pub mod quotas;
 pub mod reconcile;
 pub mod rfc3339;
 pub mod templates;

@@ -97,6 +97,8 @@ pub mod hardening {
     pub const CAP_DROP: &[&str] = &["ALL"];
     /// Setuid binaries cannot raise privileges.
     pub const SECURITY_OPT: &[&str] = &["no-new-privileges"];
+    /// The host's OOM killer picks sandboxes' processes first (the highest score).
+    pub const OOM_SCORE_ADJ: i64 = 1000;
 }
 
 /// Name of the container of a sandbox.

@@ -44,6 +44,9 @@ fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
             // Without the agent, the engine's init reaps the orphans a killed command
             // leaves behind; with it, the agent's supervisor is PID 1 and reaps them.
             init: Some(plan.engine_init),
+            // When the host runs out of memory, sandboxes go before sandboxd and the
+            // engine.
+            oom_score_adj: Some(hardening::OOM_SCORE_ADJ),
             nano_cpus: Some(plan.nano_cpus),
             memory: Some(plan.memory_bytes),
             memory_swap: Some(plan.memory_bytes),

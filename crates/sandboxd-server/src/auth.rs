@@ -46,7 +46,8 @@ pub async fn principal(state: &AppState, key: &str) -> Result<Principal, ApiErro
         .await
         .map_err(|e| ApiError::Service(ServiceError::from(e)))?
         .ok_or(ApiError::Unauthorized)?;
-    state.limits.check(&principal.key_id).map_err(|wait| {
+    // Per user, not per key: more keys do not buy more requests.
+    state.limits.check(&principal.user_id).map_err(|wait| {
         metrics::counter!(crate::metrics::RATE_LIMITED).increment(1);
         ApiError::RateLimited(wait)
     })?;

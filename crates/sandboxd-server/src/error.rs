@@ -94,6 +94,12 @@ impl ApiError {
                     vec![],
                 ),
                 S::Conflict(message) => (StatusCode::CONFLICT, "CONFLICT", message.clone(), vec![]),
+                S::QuotaExceeded(_) => (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "TOO_MANY_REQUESTS",
+                    service.to_string(),
+                    vec![],
+                ),
                 S::EngineRefused(_) => (
                     StatusCode::BAD_REQUEST,
                     "BAD_REQUEST",

@@ -86,6 +86,8 @@ pub struct ServerConfig {
     /// How long one file or process operation through a sandbox's agent may take in all
     /// (every frame sent and received counts), however the agent behaves.
     pub agent_op_timeout: Duration,
+    /// What each organization may hold at once (sandboxes, CPU, memory, keys per user).
+    pub quotas: sandboxd_core::quotas::Quotas,
 }
 
 impl ServerConfig {
@@ -109,6 +111,7 @@ impl ServerConfig {
             allowed_images: Vec::new(),
             session_max_lifetime: Duration::from_secs(DEFAULT_SESSION_LIFETIME_SECS),
             agent_op_timeout: Duration::from_secs(60),
+            quotas: sandboxd_core::quotas::Quotas::default(),
         }
     }
 }
@@ -217,6 +220,7 @@ impl Server {
                 runtime: config.runtime.clone(),
                 pools: config.pools.clone(),
                 allowed_images: config.allowed_images.clone(),
+                quotas: config.quotas,
             },
         );
         Ok(Self {

@@ -22,4 +22,7 @@ pub enum StoreError {
     Corrupt(String),
     #[error("secret could not be sealed or opened")]
     Crypto,
+    /// The organization's quota does not allow it.
+    #[error(transparent)]
+    Quota(#[from] sandboxd_core::quotas::QuotaExceeded),
 }

@@ -2,6 +2,7 @@
 
 use sandboxd_core::access::{self, Permissions};
 use sandboxd_core::model::{ApiKey, Principal, Role};
+use sandboxd_core::quotas::Quotas;
 use sqlx::Row as _;
 use sqlx::any::AnyRow;
 use subtle::ConstantTimeEq as _;
@@ -260,8 +261,20 @@ impl Store {
         name: &str,
         scopes: Option<Permissions>,
         expires_at: Option<i64>,
+        quotas: &Quotas,
     ) -> Result<NewKey, StoreError> {
         let mut tx = self.write_tx().await?;
+        // Counted inside the write transaction: concurrent creations cannot both pass.
+        let usable: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM api_keys WHERE organization_id = $1 AND user_id = $2 \
+             AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3)",
+        )
+        .bind(organization_id)
+        .bind(user_id)
+        .bind(now_ms())
+        .fetch_one(&mut *tx)
+        .await?;
+        quotas.admit_key(usable)?;
         let key = self
             .insert_key(&mut tx, organization_id, user_id, name, scopes, expires_at)
             .await?;

@@ -1,6 +1,7 @@
 //! Sandbox rows.
 
 use sandboxd_core::model::{Sandbox, SandboxStatus};
+use sandboxd_core::quotas::{Quotas, Usage};
 use sandboxd_core::reconcile::RowState;
 use sqlx::Row as _;
 
@@ -9,17 +10,34 @@ use crate::{Store, StoreError};
 
 impl Store {
     /// Inserts a new sandbox row with its environment variables sealed, and puts it on
-    /// its creator's access list.
+    /// its creator's access list, if the organization's quotas admit it beside the
+    /// sandboxes it is creating or running.
     pub async fn insert_sandbox(
         &self,
         sandbox: &Sandbox,
         env_vars: Option<&str>,
         created_by: &str,
+        quotas: &Quotas,
     ) -> Result<(), StoreError> {
         let sealed = env_vars
             .map(|text| self.secrets.seal(&sandbox.sandbox_id, text.as_bytes()))
             .transpose()?;
         let mut tx = self.write_tx().await?;
+        // Read inside the write transaction: concurrent creates cannot both fit.
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS sandboxes, COALESCE(SUM(cpu), 0.0) AS cpu, \
+             COALESCE(SUM(memory_mb), 0) AS memory_mb FROM sandboxes \
+             WHERE organization_id = $1 AND status IN ('creating', 'running')",
+        )
+        .bind(&sandbox.organization_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let usage = Usage {
+            sandboxes: row.try_get("sandboxes")?,
+            cpu: row.try_get("cpu")?,
+            memory_mb: row.try_get("memory_mb")?,
+        };
+        quotas.admit_sandbox(usage, sandbox.cpu, sandbox.memory_mb)?;
         sqlx::query(
             "INSERT INTO sandboxes (sandbox_id, name, organization_id, project_id, environment_id, \
              server_id, image, template, container_id, status, cpu, memory_mb, pids_limit, \

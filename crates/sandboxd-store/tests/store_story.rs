@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
+use sandboxd_core::quotas::Quotas;
 use sandboxd_store::{Store, new_id};
 
 fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox {
@@ -93,7 +94,7 @@ async fn bootstrap_authenticate_and_sandbox_rows() {
         1,
     );
     store
-        .insert_sandbox(&row, Some(secret), &principal.user_id)
+        .insert_sandbox(&row, Some(secret), &principal.user_id, &Quotas::default())
         .await
         .unwrap();
     assert_eq!(
@@ -214,7 +215,7 @@ async fn key_changes_take_effect_at_once_for_keys_seen_before() {
         .await
         .unwrap();
     let key = store
-        .create_key(&org, &member.user_id, "k", None, None)
+        .create_key(&org, &member.user_id, "k", None, None, &Quotas::default())
         .await
         .unwrap();
     let check = || async { store.authenticate(&key.secret).await.unwrap() };
@@ -241,7 +242,7 @@ async fn key_changes_take_effect_at_once_for_keys_seen_before() {
     assert_eq!(check().await, None, "revoked");
 
     let second = store
-        .create_key(&org, &member.user_id, "k2", None, None)
+        .create_key(&org, &member.user_id, "k2", None, None, &Quotas::default())
         .await
         .unwrap();
     assert!(store.authenticate(&second.secret).await.unwrap().is_some());
@@ -264,6 +265,7 @@ async fn key_changes_take_effect_at_once_for_keys_seen_before() {
             "short",
             None,
             Some(sandboxd_store::now_ms() + 300),
+            &Quotas::default(),
         )
         .await
         .unwrap();
@@ -302,7 +304,7 @@ async fn every_write_shows_in_the_next_read_of_a_cached_row() {
     );
     row.status = SandboxStatus::Creating;
     store
-        .insert_sandbox(&row, None, &owner.user_id)
+        .insert_sandbox(&row, None, &owner.user_id, &Quotas::default())
         .await
         .unwrap();
     let id = row.sandbox_id.clone();

@@ -15,7 +15,7 @@ pub struct TemplateConfig {
 }
 
 /// Everything `sandboxd serve` can be configured with.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     /// Address to listen on.
     pub listen: String,
@@ -56,6 +56,52 @@ pub struct Config {
     /// An address serving `/metrics` without a key (for a scraper on the operator's
     /// network); on the API's address `/metrics` needs an administrator's key.
     pub metrics_listen: Option<String>,
+    /// What each organization may hold at once, e.g. `[quotas] running_sandboxes = 20`.
+    pub quotas: QuotasConfig,
+}
+
+/// Per-organization quotas (`sandboxd_core::quotas`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct QuotasConfig {
+    /// Sandboxes being created or running.
+    pub running_sandboxes: u32,
+    /// CPUs reserved by those sandboxes, in all.
+    pub cpu: f64,
+    /// Memory reserved by those sandboxes, in all (MiB).
+    pub memory_mb: i64,
+    /// Usable API keys per user.
+    pub keys_per_user: u32,
+}
+
+impl Default for QuotasConfig {
+    fn default() -> Self {
+        let quotas = sandboxd_core::quotas::Quotas::default();
+        Self {
+            running_sandboxes: quotas.running_sandboxes,
+            cpu: quotas.cpu,
+            memory_mb: quotas.memory_mb,
+            keys_per_user: quotas.keys_per_user,
+        }
+    }
+}
+
+impl QuotasConfig {
+    /// The quotas, or what is wrong with them.
+    pub fn quotas(&self) -> Result<sandboxd_core::quotas::Quotas, &'static str> {
+        if self.running_sandboxes == 0 || self.keys_per_user == 0 {
+            return Err("quotas.running_sandboxes and quotas.keys_per_user must be at least 1");
+        }
+        if !(self.cpu.is_finite() && self.cpu >= 0.1) || self.memory_mb < 64 {
+            return Err("quotas.cpu must be at least 0.1 and quotas.memory_mb at least 64");
+        }
+        Ok(sandboxd_core::quotas::Quotas {
+            running_sandboxes: self.running_sandboxes,
+            cpu: self.cpu,
+            memory_mb: self.memory_mb,
+            keys_per_user: self.keys_per_user,
+        })
+    }
 }
 
 /// A warm pool of a template.
@@ -86,6 +132,7 @@ impl std::fmt::Debug for Config {
             .field("allowed_images", &self.allowed_images)
             .field("session_max_lifetime_secs", &self.session_max_lifetime_secs)
             .field("metrics_listen", &self.metrics_listen)
+            .field("quotas", &self.quotas)
             .finish()
     }
 }
@@ -111,6 +158,7 @@ impl Default for Config {
             allowed_images: Vec::new(),
             session_max_lifetime_secs: sandboxd_server::DEFAULT_SESSION_LIFETIME_SECS,
             metrics_listen: None,
+            quotas: QuotasConfig::default(),
         }
     }
 }

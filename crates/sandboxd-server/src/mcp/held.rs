@@ -11,9 +11,13 @@ use sandboxd_store::StoreError;
 
 /// How long held output stays readable.
 pub const HOLD_FOR: Duration = Duration::from_secs(10 * 60);
-/// Held output of all sessions together never exceeds this; the oldest goes first.
+/// Held output of all sessions together never exceeds this; past it, the organization
+/// holding the most gives way first (its oldest), so one cannot push out another's.
 pub const MAX_HELD_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_HELD_OUTPUTS: usize = 1024;
+/// One organization's share: past it, its own oldest output goes.
+pub const MAX_HELD_BYTES_PER_ORG: usize = 16 * 1024 * 1024;
+pub const MAX_HELD_OUTPUTS_PER_ORG: usize = 256;
 
 /// Who may read a held output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,15 +49,54 @@ struct Shelf {
 }
 
 impl Shelf {
-    fn expire(&mut self, now: Instant) {
-        while let Some(oldest) = self.held.front() {
-            let stale = now.duration_since(oldest.at) >= HOLD_FOR;
-            if !stale && self.bytes <= MAX_HELD_BYTES && self.held.len() <= MAX_HELD_OUTPUTS {
+    /// Drops what expired, then keeps `organization` within its share (its own oldest
+    /// first), then everything within the total (the largest holder's oldest first).
+    fn expire(&mut self, now: Instant, organization: &str) {
+        self.held
+            .retain(|held| now.duration_since(held.at) < HOLD_FOR);
+        loop {
+            let (count, bytes) = self.usage_of(organization);
+            if count <= MAX_HELD_OUTPUTS_PER_ORG && bytes <= MAX_HELD_BYTES_PER_ORG {
                 break;
             }
-            if let Some(gone) = self.held.pop_front() {
-                self.bytes -= gone.bytes;
-            }
+            self.drop_oldest_of(organization);
+        }
+        while self.held.len() > MAX_HELD_OUTPUTS
+            || self.held.iter().map(|h| h.bytes).sum::<usize>() > MAX_HELD_BYTES
+        {
+            let Some(largest) = self.largest_holder() else {
+                break;
+            };
+            self.drop_oldest_of(&largest);
+        }
+        self.bytes = self.held.iter().map(|h| h.bytes).sum();
+    }
+
+    fn usage_of(&self, organization: &str) -> (usize, usize) {
+        self.held
+            .iter()
+            .filter(|h| h.owner.organization_id == organization)
+            .fold((0, 0), |(count, bytes), h| (count + 1, bytes + h.bytes))
+    }
+
+    fn largest_holder(&self) -> Option<String> {
+        let mut totals: std::collections::HashMap<&str, usize> = Default::default();
+        for held in &self.held {
+            *totals.entry(&held.owner.organization_id).or_default() += held.bytes;
+        }
+        totals
+            .into_iter()
+            .max_by_key(|(_, bytes)| *bytes)
+            .map(|(organization, _)| organization.to_owned())
+    }
+
+    fn drop_oldest_of(&mut self, organization: &str) {
+        if let Some(at) = self
+            .held
+            .iter()
+            .position(|h| h.owner.organization_id == organization)
+        {
+            self.held.remove(at);
         }
     }
 }
@@ -105,6 +148,7 @@ impl HeldOutputs {
             kept.push((*stream, full));
         }
         let bytes = kept.iter().map(|(_, text)| text.len()).sum();
+        let organization = owner.organization_id.clone();
         let mut shelf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         shelf.held.push_back(Held {
             id: more.output_id.clone(),
@@ -113,8 +157,7 @@ impl HeldOutputs {
             bytes,
             at: now,
         });
-        shelf.bytes += bytes;
-        shelf.expire(now);
+        shelf.expire(now, &organization);
         Ok(Some(more))
     }
 
@@ -141,7 +184,7 @@ impl HeldOutputs {
         now: Instant,
     ) -> Option<OutputPage> {
         let mut shelf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        shelf.expire(now);
+        shelf.expire(now, &owner.organization_id);
         let held = shelf
             .held
             .iter()
@@ -259,11 +302,46 @@ mod tests {
     }
 
     #[test]
+    fn one_organization_cannot_push_out_anothers_output() {
+        let held = HeldOutputs::default();
+        let start = Instant::now();
+        let hold = |org: &str, size: usize| {
+            let mut out = "x".repeat(size);
+            held.hold_long_at(owner(org), &mut [(HeldStream::Stdout, &mut out)], start)
+                .unwrap()
+                .unwrap()
+                .output_id
+        };
+        let theirs = hold("quiet", 64 * 1024);
+        // A noisy organization holds far past its share, and past the total.
+        let noisy: Vec<String> = (0..40).map(|_| hold("noisy", MAX_HELD_BYTES / 8)).collect();
+        let readable = |org: &str, id: &str| {
+            held.page_at(&owner(org), id, HeldStream::Stdout, 0, 1024, start)
+                .is_some()
+        };
+        assert!(readable("quiet", &theirs), "another's output stays");
+        assert!(readable("noisy", &noisy[39]));
+        assert!(!readable("noisy", &noisy[0]), "its own oldest went");
+        let shelf = held.inner.lock().unwrap();
+        assert!(shelf.usage_of("noisy").1 <= MAX_HELD_BYTES_PER_ORG);
+        // Many organizations within their shares: the largest gives way.
+        drop(shelf);
+        for org in 0..8 {
+            hold(&format!("org{org}"), MAX_HELD_BYTES_PER_ORG - 1024);
+        }
+        assert!(
+            readable("quiet", &theirs),
+            "the smallest holder keeps its output"
+        );
+        assert!(held.inner.lock().unwrap().bytes <= MAX_HELD_BYTES);
+    }
+
+    #[test]
     fn held_output_expires_and_the_oldest_goes_first_when_full() {
         let held = HeldOutputs::default();
         let start = Instant::now();
         let hold = |at| {
-            let mut out = "x".repeat(MAX_HELD_BYTES / 4);
+            let mut out = "x".repeat(MAX_HELD_BYTES_PER_ORG / 4);
             held.hold_long_at(owner("o"), &mut [(HeldStream::Stdout, &mut out)], at)
                 .unwrap()
                 .unwrap()

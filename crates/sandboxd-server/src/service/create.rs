@@ -114,7 +114,12 @@ impl Service {
             env_per_exec: false,
         };
         self.store()
-            .insert_sandbox(&row, cmd.env_vars.as_deref(), &caller.user_id)
+            .insert_sandbox(
+                &row,
+                cmd.env_vars.as_deref(),
+                &caller.user_id,
+                &self.inner.options.quotas,
+            )
             .await?;
         let outcome = self
             .start_container(&row, cmd.env_vars.as_deref(), None)

@@ -26,6 +26,9 @@ pub enum ServiceError {
     /// cannot be created, an image that cannot be pulled).
     #[error("{0}")]
     Refused(String),
+    /// The organization's quota does not allow it (until it frees something).
+    #[error(transparent)]
+    QuotaExceeded(#[from] sandboxd_core::quotas::QuotaExceeded),
     /// The sandbox's agent went away in the middle of the request; retrying is safe.
     #[error("{0}")]
     Unavailable(String),
@@ -45,6 +48,7 @@ impl From<StoreError> for ServiceError {
         match error {
             StoreError::Conflict(message) => Self::Conflict(message),
             StoreError::Unknown(what) => Self::Refused(format!("unknown {what}")),
+            StoreError::Quota(exceeded) => Self::QuotaExceeded(exceeded),
             other => Self::Store(other),
         }
     }

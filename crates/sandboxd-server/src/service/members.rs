@@ -210,6 +210,7 @@ impl Service {
                 &new.name,
                 scopes,
                 expires_at,
+                &self.inner.options.quotas,
             )
             .await?;
         self.record(

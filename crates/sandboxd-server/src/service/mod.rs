@@ -72,6 +72,8 @@ pub struct Options {
     pub pools: std::collections::BTreeMap<String, usize>,
     /// Patterns of the images callers may ask for (`sandboxd_core::images`); empty: any.
     pub allowed_images: Vec<String>,
+    /// What each organization may hold at once.
+    pub quotas: sandboxd_core::quotas::Quotas,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive

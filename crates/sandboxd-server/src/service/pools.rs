@@ -159,7 +159,12 @@ impl Service {
         };
         let inserted = self
             .store()
-            .insert_sandbox(&row, cmd.env_vars.as_deref(), &caller.user_id)
+            .insert_sandbox(
+                &row,
+                cmd.env_vars.as_deref(),
+                &caller.user_id,
+                &self.inner.options.quotas,
+            )
             .await;
         pools.state().members.remove(&warm.sandbox_id);
         if let Err(error) = inserted {

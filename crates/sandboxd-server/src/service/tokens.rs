@@ -10,8 +10,11 @@ use sandboxd_core::model::Principal;
 
 /// How long a token is good for.
 pub const TOKEN_TTL: Duration = Duration::from_secs(60);
-/// Outstanding tokens at most; past it, the oldest are forgotten.
+/// Outstanding tokens at most; past it, the organization holding the most loses its
+/// oldest, so one organization cannot push out another's tokens.
 const MAX_TOKENS: usize = 10_000;
+/// Outstanding tokens of one organization at most; past it, its own oldest go.
+const MAX_TOKENS_PER_ORG: usize = 1_000;
 
 #[derive(Debug)]
 struct Grant {
@@ -33,9 +36,30 @@ impl ExecTokens {
         let mut grants = self.0.lock().ok()?;
         let now = Instant::now();
         grants.retain(|_, grant| grant.expires > now);
-        if grants.len() >= MAX_TOKENS {
+        let org = &principal.organization_id;
+        let of_org = |grants: &HashMap<String, Grant>, org: &str| {
+            grants
+                .values()
+                .filter(|g| g.principal.organization_id == org)
+                .count()
+        };
+        let mut evicting = None;
+        if of_org(&grants, org) >= MAX_TOKENS_PER_ORG {
+            evicting = Some(org.clone());
+        } else if grants.len() >= MAX_TOKENS {
+            let mut counts: HashMap<&str, usize> = HashMap::new();
+            for grant in grants.values() {
+                *counts.entry(&grant.principal.organization_id).or_default() += 1;
+            }
+            evicting = counts
+                .into_iter()
+                .max_by_key(|(_, count)| *count)
+                .map(|(org, _)| org.to_owned());
+        }
+        if let Some(evicting) = evicting {
             let oldest = grants
                 .iter()
+                .filter(|(_, g)| g.principal.organization_id == evicting)
                 .min_by_key(|(_, g)| g.expires)
                 .map(|(t, _)| t.clone());
             if let Some(oldest) = oldest {
@@ -76,6 +100,23 @@ mod tests {
             key_scopes: None,
             key_expires_at: None,
         }
+    }
+
+    #[test]
+    fn one_organization_cannot_push_out_anothers_tokens() {
+        let tokens = ExecTokens::default();
+        let quiet = tokens.issue(&principal(), "sb").unwrap();
+        let mut noisy = principal();
+        noisy.organization_id = "noisy".into();
+        for _ in 0..(MAX_TOKENS_PER_ORG + 50) {
+            tokens.issue(&noisy, "sb").unwrap();
+        }
+        let held = tokens.0.lock().unwrap().len();
+        assert_eq!(held, MAX_TOKENS_PER_ORG + 1);
+        assert!(
+            tokens.redeem(&quiet, "sb").is_some(),
+            "the other's token stays"
+        );
     }
 
     #[test]

@@ -52,6 +52,8 @@ async fn container_is_hardened_and_limited_as_planned() {
     assert_eq!(labels["sandboxd.instance"], server.instance());
     // The agent's supervisor is PID 1 (it reaps orphans), not the engine's init.
     assert_eq!(host.init, Some(false));
+    // The host's OOM killer takes sandboxes before sandboxd or the engine.
+    assert_eq!(host.oom_score_adj, Some(1000));
     assert_eq!(host.nano_cpus, Some(500_000_000));
     assert_eq!(host.memory, Some(128 * 1024 * 1024));
     assert_eq!(host.memory_swap, Some(128 * 1024 * 1024));

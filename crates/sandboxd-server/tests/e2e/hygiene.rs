@@ -99,15 +99,26 @@ async fn malformed_requests_are_400_with_a_json_error() {
 }
 
 #[tokio::test]
-async fn each_key_has_its_own_rate_limit() {
+async fn each_user_has_its_own_rate_limit() {
     let server = TestServer::start_with(|config| {
         config.rate_limit_per_second = 2;
         config.rate_limit_burst = 5;
     })
     .await;
-    // A second key, made before the first one runs out.
-    let (status, other) = server.post("apiKey.create", json!({"name": "other"})).await;
+    // A second key of the same user, and a key of another user, made before the first
+    // one runs out.
+    let (status, same_user) = server.post("apiKey.create", json!({"name": "other"})).await;
     assert_eq!(status, StatusCode::OK);
+    let same_user = same_user["secret"].as_str().unwrap().to_owned();
+    let (status, member) = server.post("member.create", json!({"name": "m"})).await;
+    assert_eq!(status, StatusCode::OK, "{member}");
+    let (status, other) = server
+        .post(
+            "apiKey.create",
+            json!({"name": "theirs", "userId": member["userId"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{other}");
     let other = other["secret"].as_str().unwrap().to_owned();
     let mut statuses = Vec::new();
     let mut retry_after = None;
@@ -136,9 +147,14 @@ async fn each_key_has_its_own_rate_limit() {
         .count();
     assert!(refused >= 3, "{statuses:?}");
     assert_eq!(retry_after, Some(1));
-    // Another key is not affected; MCP counts against the same limit.
+    // Another user is not affected; more keys of the same user buy no more requests;
+    // MCP counts against the same limit.
     let (status, _) = server.get_with_key("sandbox.templates", &other, &[]).await;
     assert_eq!(status, StatusCode::OK);
+    let (status, _) = server
+        .get_with_key("sandbox.templates", &same_user, &[])
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     let response = server
         .client
         .post(format!("{}/mcp", server.url))

@@ -21,6 +21,7 @@ mod main_process;
 mod mcp;
 mod pools;
 mod processes;
+mod quotas;
 mod reconcile;
 mod secrets_at_rest;
 mod sessions;

@@ -1,0 +1,163 @@
+//! Per-organization quotas: how much one organization may hold at once, so that one
+//! tenant cannot take the whole host. Checked where the resource is taken, inside the
+//! store's write transaction, so concurrent requests cannot overrun them together.
+
+/// The limits of each organization.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Quotas {
+    /// Sandboxes being created or running.
+    pub running_sandboxes: u32,
+    /// CPUs reserved by those sandboxes, in all.
+    pub cpu: f64,
+    /// Memory reserved by those sandboxes, in all (MiB).
+    pub memory_mb: i64,
+    /// Usable (neither revoked nor expired) API keys per user.
+    pub keys_per_user: u32,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Self {
+            running_sandboxes: 200,
+            cpu: 200.0,
+            memory_mb: 400 * 1024,
+            keys_per_user: 100,
+        }
+    }
+}
+
+impl Quotas {
+    /// No limit at all (benchmarks and tests that fill a store on purpose).
+    pub fn unlimited() -> Self {
+        Self {
+            running_sandboxes: u32::MAX,
+            cpu: f64::MAX / 2000.0,
+            memory_mb: i64::MAX,
+            keys_per_user: u32::MAX,
+        }
+    }
+}
+
+/// What an organization holds now.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Usage {
+    pub sandboxes: i64,
+    pub cpu: f64,
+    pub memory_mb: i64,
+}
+
+/// A quota that a request would exceed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QuotaExceeded {
+    #[error("the organization's quota of {limit} running sandboxes is reached")]
+    Sandboxes { limit: u32 },
+    #[error(
+        "the organization's quota of {limit} CPUs would be exceeded ({used} in use, {asked} asked)"
+    )]
+    Cpu { limit: f64, used: f64, asked: f64 },
+    #[error(
+        "the organization's quota of {limit} MiB of memory would be exceeded ({used} MiB in use, {asked} MiB asked)"
+    )]
+    Memory { limit: i64, used: i64, asked: i64 },
+    #[error("the quota of {limit} keys per user is reached; revoke keys no longer used")]
+    Keys { limit: u32 },
+}
+
+impl Quotas {
+    /// Whether a new sandbox of `cpu` and `memory_mb` fits beside `usage`.
+    pub fn admit_sandbox(
+        &self,
+        usage: Usage,
+        cpu: f64,
+        memory_mb: i64,
+    ) -> Result<(), QuotaExceeded> {
+        if usage.sandboxes >= i64::from(self.running_sandboxes) {
+            return Err(QuotaExceeded::Sandboxes {
+                limit: self.running_sandboxes,
+            });
+        }
+        // Compared in thousandths, so sums of fractions do not trip over rounding.
+        let milli = |value: f64| (value * 1000.0).round() as i64;
+        if milli(usage.cpu) + milli(cpu) > milli(self.cpu) {
+            return Err(QuotaExceeded::Cpu {
+                limit: self.cpu,
+                used: usage.cpu,
+                asked: cpu,
+            });
+        }
+        if usage.memory_mb.saturating_add(memory_mb) > self.memory_mb {
+            return Err(QuotaExceeded::Memory {
+                limit: self.memory_mb,
+                used: usage.memory_mb,
+                asked: memory_mb,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether a user holding `keys` usable keys may get one more.
+    pub fn admit_key(&self, keys: i64) -> Result<(), QuotaExceeded> {
+        if keys >= i64::from(self.keys_per_user) {
+            return Err(QuotaExceeded::Keys {
+                limit: self.keys_per_user,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quotas() -> Quotas {
+        Quotas {
+            running_sandboxes: 2,
+            cpu: 1.5,
+            memory_mb: 1024,
+            keys_per_user: 1,
+        }
+    }
+
+    #[test]
+    fn sandboxes_fit_until_a_limit_is_reached() {
+        let q = quotas();
+        let usage = Usage {
+            sandboxes: 1,
+            cpu: 1.0,
+            memory_mb: 512,
+        };
+        assert_eq!(q.admit_sandbox(usage, 0.5, 512), Ok(()));
+        assert!(matches!(
+            q.admit_sandbox(usage, 0.6, 512),
+            Err(QuotaExceeded::Cpu { .. })
+        ));
+        assert!(matches!(
+            q.admit_sandbox(usage, 0.5, 513),
+            Err(QuotaExceeded::Memory { .. })
+        ));
+        let full = Usage {
+            sandboxes: 2,
+            ..usage
+        };
+        let error = q.admit_sandbox(full, 0.1, 64).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the organization's quota of 2 running sandboxes is reached"
+        );
+        // Three tenths add up to the limit exactly.
+        let tenths = Quotas { cpu: 0.3, ..q };
+        let used = Usage {
+            sandboxes: 0,
+            cpu: 0.1 + 0.1,
+            memory_mb: 0,
+        };
+        assert_eq!(tenths.admit_sandbox(used, 0.1, 64), Ok(()));
+    }
+
+    #[test]
+    fn keys_fit_until_the_limit() {
+        assert_eq!(quotas().admit_key(0), Ok(()));
+        assert!(quotas().admit_key(1).is_err());
+    }
+}
