@@ -144,6 +144,57 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Whether `path` in the container is a directory with nothing in it: `None` when it
+    /// does not exist. Reads the archive only as far as its second entry.
+    pub async fn is_empty_dir(
+        &self,
+        container: &str,
+        path: &str,
+    ) -> Result<Option<bool>, EngineError> {
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(path)
+            .build();
+        let mut stream = self
+            .docker
+            .download_from_container(container, Some(options));
+        let mut buf: Vec<u8> = Vec::new();
+        loop {
+            match empty_dir_archive(&buf) {
+                Some(answer) => return Ok(Some(answer)),
+                None if buf.len() > 64 * 1024 => return Ok(Some(false)),
+                None => {}
+            }
+            match bounded("download archive", stream.next()).await? {
+                Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+                Some(Err(e)) if status_of(&e) == Some(404) => return Ok(None),
+                Some(Err(e)) => return Err(EngineError::from_engine("path", e)),
+                // The archive ended: it held the directory alone.
+                None => return Ok(Some(is_directory_header(&buf))),
+            }
+        }
+    }
+}
+
+/// Whether the first block of `buf` is a directory's header.
+fn is_directory_header(buf: &[u8]) -> bool {
+    buf.get(..BLOCK)
+        .is_some_and(|block| tar::Header::from_byte_slice(block).entry_type().is_dir())
+}
+
+/// Whether a (possibly partial) archive of one path is that of an empty directory:
+/// `Some(true)` when a directory's header is followed by the end marker, `Some(false)`
+/// when it is not a directory or another entry follows, `None` when more bytes are
+/// needed. The engine writes a directory's entry without extension headers.
+fn empty_dir_archive(buf: &[u8]) -> Option<bool> {
+    let first = buf.get(..BLOCK)?;
+    if !tar::Header::from_byte_slice(first).entry_type().is_dir() {
+        return Some(false);
+    }
+    let next = buf.get(BLOCK..2 * BLOCK)?;
+    Some(next.iter().all(|b| *b == 0))
+}
+
 /// Incremental reader of the first real entry of a tar held in a growing buffer.
 #[derive(Debug, Default)]
 struct FirstEntry {
@@ -262,5 +313,31 @@ mod tests {
             read_all(&[0u8; 1024], 10),
             Err(ReadFileError::Malformed)
         ));
+    }
+
+    #[test]
+    fn an_empty_directory_is_told_from_a_full_one() {
+        let dir = |entries: &[&str]| {
+            let mut builder = tar::Builder::new(Vec::new());
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Directory);
+            header.set_size(0);
+            builder.append_data(&mut header, "work/", &[][..]).unwrap();
+            for name in entries {
+                let mut header = tar::Header::new_gnu();
+                header.set_size(1);
+                builder.append_data(&mut header, name, &b"x"[..]).unwrap();
+            }
+            builder.into_inner().unwrap()
+        };
+        assert_eq!(empty_dir_archive(&dir(&[])), Some(true));
+        assert_eq!(empty_dir_archive(&dir(&["work/passwd"])), Some(false));
+        assert_eq!(
+            empty_dir_archive(&dir(&[])[..BLOCK]),
+            None,
+            "more bytes needed"
+        );
+        let file = entry_tar("f", tar::EntryType::Regular, b"x", 0o644, (0, 0)).unwrap();
+        assert_eq!(empty_dir_archive(&file), Some(false));
     }
 }

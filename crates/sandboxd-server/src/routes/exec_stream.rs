@@ -13,7 +13,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use bytes::Bytes;
 use sandboxd_core::api::ExecRequest;
-use sandboxd_core::api::stream::{ClientMessage, ServerMessage, close_code};
+use sandboxd_core::api::stream::{ClientMessage, ServerMessage};
 use sandboxd_core::utf8_stream::Utf8Stream;
 use sandboxd_core::validate;
 use sandboxd_docker::OutputStream;
@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::AppState;
 use crate::auth::token_from;
-use crate::routes::session::{RECHECK_EVERY, SessionAuth};
+use crate::routes::session::{self, RECHECK_EVERY};
 use crate::service::ServiceError;
 
 /// Query of the WebSocket.
@@ -62,20 +62,17 @@ pub(super) async fn send(socket: &mut WebSocket, message: &ServerMessage) -> boo
 type Running =
     Pin<Box<dyn Future<Output = Result<sandboxd_core::api::ExecResult, ServiceError>> + Send>>;
 
-async fn session(mut socket: WebSocket, state: AppState, query: StreamQuery, key: Option<String>) {
-    let Some(sandbox_id) = query.sandbox_id.filter(|id| !id.is_empty()) else {
-        return close(socket, close_code::NO_SANDBOX_ID, "sandboxId is required").await;
-    };
-    let mut auth = match SessionAuth::open(
+async fn session(socket: WebSocket, state: AppState, query: StreamQuery, key: Option<String>) {
+    let Some((mut socket, sandbox_id, mut auth)) = session::accept(
+        socket,
         &state,
+        query.sandbox_id,
         key.as_deref(),
         query.token.as_deref(),
-        &sandbox_id,
     )
     .await
-    {
-        Ok(auth) => auth,
-        Err(ended) => return close(socket, ended.code, ended.reason).await,
+    else {
+        return;
     };
     if !send(
         &mut socket,

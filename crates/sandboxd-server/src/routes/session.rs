@@ -11,6 +11,9 @@ use sandboxd_core::api::stream::close_code;
 use sandboxd_core::model::Principal;
 use tracing::warn;
 
+use axum::extract::ws::WebSocket;
+
+use super::exec_stream::close;
 use crate::AppState;
 use crate::service::ServiceError;
 
@@ -142,6 +145,28 @@ impl SessionAuth {
         }
         self.caller = caller;
         Ok(&self.caller)
+    }
+}
+
+/// Authorizes a WebSocket for the sandbox its query names: the socket, the sandbox id
+/// and the session; `None` once the socket was closed with the code that says why.
+pub async fn accept(
+    socket: WebSocket,
+    state: &AppState,
+    sandbox_id: Option<String>,
+    key: Option<&str>,
+    token: Option<&str>,
+) -> Option<(WebSocket, String, SessionAuth)> {
+    let Some(sandbox_id) = sandbox_id.filter(|id| !id.is_empty()) else {
+        close(socket, close_code::NO_SANDBOX_ID, "sandboxId is required").await;
+        return None;
+    };
+    match SessionAuth::open(state, key, token, &sandbox_id).await {
+        Ok(auth) => Some((socket, sandbox_id, auth)),
+        Err(ended) => {
+            close(socket, ended.code, ended.reason).await;
+            None
+        }
     }
 }
 

@@ -10,12 +10,11 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use sandboxd_core::api::stream::close_code;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::exec_stream::close;
-use super::session::{RECHECK_EVERY, SessionAuth};
+use super::session::{self, RECHECK_EVERY};
 use crate::AppState;
 use crate::agent::PtyEvent;
 use crate::auth::token_from;
@@ -65,25 +64,17 @@ fn dimension(value: Option<u16>, default: u16) -> u16 {
     value.unwrap_or(default).clamp(1, MAX_DIMENSION)
 }
 
-async fn session(
-    mut socket: WebSocket,
-    state: AppState,
-    query: TerminalQuery,
-    key: Option<String>,
-) {
-    let Some(sandbox_id) = query.sandbox_id.filter(|id| !id.is_empty()) else {
-        return close(socket, close_code::NO_SANDBOX_ID, "sandboxId is required").await;
-    };
-    let mut auth = match SessionAuth::open(
+async fn session(socket: WebSocket, state: AppState, query: TerminalQuery, key: Option<String>) {
+    let Some((mut socket, sandbox_id, mut auth)) = session::accept(
+        socket,
         &state,
+        query.sandbox_id,
         key.as_deref(),
         query.token.as_deref(),
-        &sandbox_id,
     )
     .await
-    {
-        Ok(auth) => auth,
-        Err(ended) => return close(socket, ended.code, ended.reason).await,
+    else {
+        return;
     };
     let caller = auth.caller().clone();
     let (cols, rows) = (dimension(query.cols, 80), dimension(query.rows, 24));

@@ -270,6 +270,13 @@ impl Service {
         {
             return Ok(());
         }
+        // A directory with something in it is the image's: it is left as it is, since a
+        // directory entry extracted over it would make it the sandbox user's
+        // (`workdir: "/etc"`). An empty one is the one the engine made for the
+        // container's working directory (as root), or made nothing of.
+        if self.engine().is_empty_dir(container_id, workdir).await? == Some(false) {
+            return Ok(());
+        }
         let owner = user.and_then(plan::parse_user).unwrap_or((0, 0));
         match self
             .engine()

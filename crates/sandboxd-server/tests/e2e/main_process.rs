@@ -123,3 +123,20 @@ async fn a_stopped_container_is_restarted_or_reported() {
         .await;
     assert_eq!(one["status"], "error", "{one}");
 }
+
+/// A workdir that already exists and is not the sandbox user's (`/etc`) is used as it
+/// is: neither the agent nor the engine's fallback makes it the user's.
+#[tokio::test]
+async fn an_existing_workdir_is_never_re_owned() {
+    for server in [
+        TestServer::start().await,
+        TestServer::start_without_agent().await,
+    ] {
+        let sandbox = server
+            .create(json!({"template": "base", "workdir": "/etc"}))
+            .await;
+        assert_eq!(sandbox["status"], "running", "{sandbox}");
+        let owner = server.exec(&sandbox, "stat -c '%u %a' /etc; id -u").await;
+        assert_eq!(owner["stdout"], "0 755\n1000\n", "{owner}");
+    }
+}
