@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::AppState;
 use crate::auth::token_from;
-use crate::routes::session::{self, RECHECK_EVERY};
+use crate::routes::session::{self, RECHECK_EVERY, close};
 use crate::service::ServiceError;
 
 /// Query of the WebSocket.
@@ -42,14 +42,6 @@ pub async fn sandbox_exec(
 ) -> Response {
     let key = token_from(&headers).map(str::to_owned);
     ws.on_upgrade(move |socket| session(socket, state, query, key))
-}
-
-pub(super) async fn close(mut socket: WebSocket, code: u16, reason: &str) {
-    let frame = CloseFrame {
-        code,
-        reason: reason.into(),
-    };
-    let _ = socket.send(Message::Close(Some(frame))).await;
 }
 
 pub(super) async fn send(socket: &mut WebSocket, message: &ServerMessage) -> bool {

@@ -11,9 +11,8 @@ use sandboxd_core::api::stream::close_code;
 use sandboxd_core::model::Principal;
 use tracing::warn;
 
-use axum::extract::ws::WebSocket;
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
 
-use super::exec_stream::close;
 use crate::AppState;
 use crate::service::ServiceError;
 
@@ -146,6 +145,15 @@ impl SessionAuth {
         self.caller = caller;
         Ok(&self.caller)
     }
+}
+
+/// Closes a WebSocket with `code` and `reason`.
+pub async fn close(mut socket: WebSocket, code: u16, reason: &str) {
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    let _ = socket.send(Message::Close(Some(frame))).await;
 }
 
 /// Authorizes a WebSocket for the sandbox its query names: the socket, the sandbox id

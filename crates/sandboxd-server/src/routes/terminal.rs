@@ -13,8 +13,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::exec_stream::close;
-use super::session::{self, RECHECK_EVERY};
+use super::session::{self, RECHECK_EVERY, close};
 use crate::AppState;
 use crate::agent::PtyEvent;
 use crate::auth::token_from;
