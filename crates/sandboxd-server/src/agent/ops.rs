@@ -174,7 +174,11 @@ impl AgentConn {
             };
             push_capped(buf, &frame.payload, spec.max_output, &mut truncated);
             if let Some(tx) = &spec.stream {
-                let _ = tx.send((which, frame.payload.into())).await;
+                // A consumer that reads slowly cannot hold the command past its deadline:
+                // once it passes, the next receive times out and the command is killed.
+                let until = kill_deadline.unwrap_or(deadline);
+                let _ =
+                    tokio::time::timeout_at(until, tx.send((which, frame.payload.into()))).await;
             }
         }
     }

@@ -4,9 +4,6 @@
 //! unread in the socket; one command at a time; a client that goes away kills its
 //! command.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -48,11 +45,26 @@ pub(super) async fn send(socket: &mut WebSocket, message: &ServerMessage) -> boo
     let Ok(text) = serde_json::to_string(message) else {
         return false;
     };
-    socket.send(Message::Text(text.into())).await.is_ok()
+    matches!(
+        tokio::time::timeout(SEND_TIMEOUT, socket.send(Message::Text(text.into()))).await,
+        Ok(Ok(()))
+    )
 }
 
-type Running =
-    Pin<Box<dyn Future<Output = Result<sandboxd_core::api::ExecResult, ServiceError>> + Send>>;
+/// The running command, on a task of its own so that it is driven (and its timeout
+/// fires) even while a slow client holds the session in a send; dropping it (the
+/// client went away) aborts the task, which kills the command.
+struct Running(tokio::task::JoinHandle<Result<sandboxd_core::api::ExecResult, ServiceError>>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A send to the client that has not completed after this long ends the session: a
+/// client that stops reading cannot hold it open.
+const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 async fn session(socket: WebSocket, state: AppState, query: StreamQuery, key: Option<String>) {
     let Some((mut socket, sandbox_id, mut auth)) = session::accept(
@@ -127,8 +139,8 @@ async fn session(socket: WebSocket, state: AppState, query: StreamQuery, key: Op
                 };
                 let (tx, rx) = mpsc::channel(64);
                 let service = state.service.clone();
-                let future: Running = Box::pin(async move { service.exec_streaming(&who, command, Some(tx)).await });
-                running = Some(future);
+                let task = tokio::spawn(async move { service.exec_streaming(&who, command, Some(tx)).await });
+                running = Some(Running(task));
                 output = Some(rx);
                 decoders = [Utf8Stream::default(), Utf8Stream::default()];
             }
@@ -181,7 +193,12 @@ async fn finish(
     running: &mut Option<Running>,
 ) -> Result<sandboxd_core::api::ExecResult, ServiceError> {
     match running.as_mut() {
-        Some(future) => future.await,
+        Some(task) => match (&mut task.0).await {
+            Ok(result) => result,
+            Err(_) => Err(ServiceError::Unavailable(
+                "the command was interrupted".into(),
+            )),
+        },
         None => std::future::pending().await,
     }
 }

@@ -234,3 +234,30 @@ async fn a_client_that_goes_away_kills_its_command() {
 async fn a_client_that_goes_away_kills_its_command_without_the_agent() {
     client_that_goes_away_kills_its_command(TestServer::start_without_agent().await).await;
 }
+
+/// A client that stops reading while its command floods output does not keep the
+/// command past its timeout: the command is driven on its own and killed on time.
+#[tokio::test]
+async fn a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let mut socket = connect(&server, &format!("?sandboxId={}", id(&sandbox)), Some(KEY)).await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "ready");
+    send(
+        &mut socket,
+        json!({"type": "exec", "cmd": "yes flood-line", "timeoutMs": 2000}),
+    )
+    .await;
+    // From here on the client reads nothing.
+    server.wait_running(&sandbox, "yes flood-line").await;
+    let started = Instant::now();
+    server
+        .wait_gone(&sandbox, |cmd| cmd.contains("yes flood-line"))
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(socket);
+}
