@@ -121,12 +121,7 @@ impl Engine {
         path: &str,
         max: usize,
     ) -> Result<Vec<u8>, ReadFileError> {
-        let options = DownloadFromContainerOptionsBuilder::default()
-            .path(path)
-            .build();
-        let mut stream = self
-            .docker
-            .download_from_container(container, Some(options));
+        let mut stream = self.download(container, path);
         let mut buf: Vec<u8> = Vec::new();
         let mut reader = FirstEntry::default();
         loop {
@@ -145,6 +140,20 @@ impl Engine {
 }
 
 impl Engine {
+    /// The tar stream of `path` in the container, read by the caller only as far as it
+    /// needs.
+    fn download(
+        &self,
+        container: &str,
+        path: &str,
+    ) -> impl futures_util::Stream<Item = Result<Bytes, bollard::errors::Error>> + use<> {
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(path)
+            .build();
+        self.docker
+            .download_from_container(container, Some(options))
+    }
+
     /// Whether `path` in the container is a directory with nothing in it: `None` when it
     /// does not exist. Reads the archive only as far as its second entry.
     pub async fn is_empty_dir(
@@ -152,12 +161,7 @@ impl Engine {
         container: &str,
         path: &str,
     ) -> Result<Option<bool>, EngineError> {
-        let options = DownloadFromContainerOptionsBuilder::default()
-            .path(path)
-            .build();
-        let mut stream = self
-            .docker
-            .download_from_container(container, Some(options));
+        let mut stream = self.download(container, path);
         let mut buf: Vec<u8> = Vec::new();
         loop {
             match empty_dir_archive(&buf) {
