@@ -7,6 +7,8 @@ use std::io::Write as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
+mod digest;
+
 static AGENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sandboxd-agent"));
 const WHY_MISSING: &str = include_str!(concat!(env!("OUT_DIR"), "/why-missing.txt"));
 const DIGEST: &str = env!("SANDBOXD_AGENT_DIGEST");
@@ -29,33 +31,54 @@ pub fn is_embedded() -> bool {
     !AGENT.is_empty()
 }
 
-/// Writes the agent into `dir` as `sandboxd-agent-<digest>` (mode 0755) unless that file
-/// already holds it, and returns the file's path. The file is written beside and renamed
-/// into place, so a sandbox never sees half of it; files of other builds are left alone,
-/// as running sandboxes of an earlier sandboxd still mount them.
+/// Mode of an installed agent: execute-only, for its owner too. A process that cannot
+/// read the file it runs is started non-dumpable by the kernel, so code in the sandbox,
+/// under the agent's uid, can neither trace the agent nor read its environment.
+pub const MODE: u32 = 0o111;
+
+/// Writes the built-in agent into `dir` (see [`install_bytes`]).
 pub fn install(dir: &Path) -> Result<PathBuf, InstallError> {
     if AGENT.is_empty() {
         return Err(InstallError::NotEmbedded(WHY_MISSING));
     }
-    let path = dir.join(format!("sandboxd-agent-{DIGEST}"));
+    install_bytes(dir, DIGEST, AGENT)
+}
+
+/// Copies an operator's agent (configured, or beside the executable) into `dir` (see
+/// [`install_bytes`]), so that it is mounted execute-only like the built-in one.
+pub fn install_copy(dir: &Path, source: &Path) -> Result<PathBuf, InstallError> {
+    let bytes = std::fs::read(source).map_err(|source_error| InstallError::Io {
+        path: source.display().to_string(),
+        source: source_error,
+    })?;
+    install_bytes(dir, &format!("{:016x}", digest::fnv1a(&bytes)), &bytes)
+}
+
+/// Writes an agent into `dir` as `sandboxd-agent-<digest>` (mode [`MODE`]) unless that
+/// file already holds it, and returns the file's path. The file is written beside and
+/// renamed into place, so a sandbox never sees half of it; files of other builds are
+/// left alone, as running sandboxes of an earlier sandboxd still mount them.
+fn install_bytes(dir: &Path, digest: &str, agent: &[u8]) -> Result<PathBuf, InstallError> {
+    let path = dir.join(format!("sandboxd-agent-{digest}"));
     let io = |path: &Path| {
         let path = path.display().to_string();
         move |source| InstallError::Io { path, source }
     };
-    if holds_agent(&path) {
+    if holds_agent(&path, agent) {
         return Ok(path);
     }
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(io(dir))?;
-    let partial = dir.join(format!(".sandboxd-agent-{DIGEST}.{}", std::process::id()));
+    let partial = dir.join(format!(".sandboxd-agent-{digest}.{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o755)
+        .mode(0o700)
         .open(&partial)
         .and_then(|mut file| {
-            file.write_all(AGENT)?;
+            file.write_all(agent)?;
+            file.set_permissions(std::fs::Permissions::from_mode(MODE))?;
             file.sync_all()
         })
         .and_then(|()| std::fs::rename(&partial, &path));
@@ -66,11 +89,15 @@ pub fn install(dir: &Path) -> Result<PathBuf, InstallError> {
     Ok(path)
 }
 
-/// `true` when `path` is an executable file with exactly the embedded agent's bytes.
-fn holds_agent(path: &Path) -> bool {
-    let executable = std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o777 == 0o755);
-    executable && std::fs::read(path).is_ok_and(|bytes| bytes == AGENT)
+/// `true` when `path` is an execute-only file with exactly `agent`'s bytes. Without the
+/// right to read it (sandboxd not running as root), the file is written again.
+fn holds_agent(path: &Path, agent: &[u8]) -> bool {
+    let installed = std::fs::metadata(path).is_ok_and(|meta| {
+        meta.is_file()
+            && meta.permissions().mode() & 0o777 == MODE
+            && meta.len() == agent.len() as u64
+    });
+    installed && std::fs::read(path).is_ok_and(|bytes| bytes == agent)
 }
 
 #[cfg(test)]
@@ -86,7 +113,7 @@ mod tests {
         let path = install(&bin).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), AGENT);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o755);
+        assert_eq!(mode & 0o777, MODE);
         let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
 
         // Installed already: the same file is kept.
@@ -94,7 +121,8 @@ mod tests {
         let again = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
         assert_eq!(inode, again);
 
-        // A file that differs (truncated, tampered with) is replaced.
+        // A file that differs (truncated, tampered with, readable) is replaced.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::write(&path, b"not the agent").unwrap();
         assert_eq!(install(&bin).unwrap(), path);
         assert_eq!(std::fs::read(&path).unwrap(), AGENT);
@@ -103,6 +131,23 @@ mod tests {
             1,
             "no partial file left"
         );
+    }
+
+    #[test]
+    fn an_operators_agent_is_copied_execute_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("my-agent");
+        std::fs::write(&source, b"an agent").unwrap();
+        std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = dir.path().join("bin");
+        let path = install_copy(&bin, &source).unwrap();
+        assert_ne!(path, source);
+        assert_eq!(std::fs::read(&path).unwrap(), b"an agent");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, MODE);
+        // Another file, another name.
+        std::fs::write(&source, b"another agent").unwrap();
+        assert_ne!(install_copy(&bin, &source).unwrap(), path);
     }
 
     #[test]

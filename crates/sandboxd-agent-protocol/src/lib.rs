@@ -12,3 +12,9 @@ pub use messages::*;
 
 /// Version spoken by this build; the agent announces its own in [`Hello`].
 pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The environment variable through which the container hands the agent its sandbox's
+/// key. Only the agent's own processes hold it: they are not dumpable, so the sandbox's
+/// code can neither read their environment nor trace them, and every command the agent
+/// starts runs without it. A connection whose [`Hello`] lacks the key is refused.
+pub const AGENT_KEY_VAR: &str = "SANDBOXD_AGENT_KEY";

@@ -2,14 +2,29 @@
 
 use serde::{Deserialize, Serialize};
 
-/// First frame of a connection: who the agent is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// First frame of a connection: who the agent is, and the sandbox's agent key, which
+/// proves it (see [`crate::AGENT_KEY_VAR`]).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hello {
     pub version: u32,
     pub pid: u32,
     pub uid: u32,
     pub gid: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
+}
+
+/// Never prints the key.
+impl std::fmt::Debug for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hello")
+            .field("version", &self.version)
+            .field("pid", &self.pid)
+            .field("uid", &self.uid)
+            .field("gid", &self.gid)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the host asks on a new channel.

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request, header};
+use sandboxd_agent_protocol::{
+    AGENT_KEY_VAR, Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request, header,
+};
 
 use crate::exec::Running;
 use crate::input::Inputs;
@@ -78,6 +80,7 @@ fn hello() -> Hello {
         pid: std::process::id(),
         uid: rustix::process::getuid().as_raw(),
         gid: rustix::process::getgid().as_raw(),
+        key: std::env::var(AGENT_KEY_VAR).unwrap_or_default(),
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
-use sandboxd_agent_protocol::{Exit, Frame, Kind};
+use sandboxd_agent_protocol::{AGENT_KEY_VAR, Exit, Frame, Kind};
 
 use crate::conn::Outbox;
 use crate::input::Input;
@@ -46,6 +46,8 @@ impl Command {
         };
         command
             .args(args)
+            // The sandbox's agent key stays with the agent.
+            .env_remove(AGENT_KEY_VAR)
             .envs(self.env.iter().cloned())
             .env(&self.marker.0, &self.marker.1);
         if let Some(cwd) = &self.cwd

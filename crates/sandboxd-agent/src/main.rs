@@ -2,7 +2,8 @@
 //! supervisor (`supervise`) keeps one worker (`serve`) alive; the worker connects to the
 //! socket sandboxd listens on, announces itself and serves requests until the
 //! connection ends, then connects again. It is linked statically, so it runs in any
-//! image, with or without a shell or libc, as the sandbox user.
+//! image, with or without a shell or libc, as the sandbox user. It proves itself to
+//! sandboxd with the sandbox's agent key, which the sandbox's code never sees.
 #![forbid(unsafe_code)]
 
 mod conn;
@@ -37,6 +38,11 @@ fn main() -> ExitCode {
         eprintln!("usage: sandboxd-agent (supervise|serve) --socket PATH");
         return ExitCode::from(2);
     };
+    // The sandbox's code runs under the same uid: it must neither trace the agent nor
+    // read its memory, environment or descriptors (the agent key, the connection). The
+    // binary is mounted execute-only, which makes the kernel start it non-dumpable
+    // already; this holds even for an operator's readable copy.
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     match args.get(1).map(String::as_str) {
         Some("supervise") => supervise::run(&socket),
         Some("serve") => conn::serve_forever(&socket),

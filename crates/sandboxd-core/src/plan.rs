@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+pub use sandboxd_agent_protocol::AGENT_KEY_VAR;
+
 use crate::env_vars;
 use crate::model::{NetworkMode, Sandbox};
 
@@ -44,6 +46,8 @@ pub struct AgentMount {
     pub binary: String,
     /// The per-sandbox directory holding the socket.
     pub run_dir: String,
+    /// The sandbox's agent key, given to the agent in [`AGENT_KEY_VAR`].
+    pub key: String,
 }
 
 /// A read-only bind mount.
@@ -116,6 +120,12 @@ pub fn plan_container(
 ) -> ContainerPlan {
     let mut env = vec![format!("HOME={}", sandbox.workdir)];
     env.extend(env_vars.map(env_vars::parse).unwrap_or_default());
+    if let Some(agent) = agent {
+        // The sandbox's own variables cannot set or shadow the key.
+        let name = format!("{AGENT_KEY_VAR}=");
+        env.retain(|entry| !entry.starts_with(&name));
+        env.push(format!("{name}{}", agent.key));
+    }
     let labels = BTreeMap::from([
         (LABEL_SANDBOX.to_owned(), "true".to_owned()),
         (LABEL_SANDBOX_ID.to_owned(), sandbox.sandbox_id.clone()),
@@ -280,8 +290,19 @@ mod tests {
         let agent = AgentMount {
             binary: "/opt/agent".into(),
             run_dir: "/data/agents/sb_1".into(),
+            key: "k1".into(),
         };
-        let plan = plan_container(&sandbox(NetworkMode::Isolated), None, "inst", Some(&agent));
+        let sandbox = sandbox(NetworkMode::Isolated);
+        let env_vars = format!("A=1\n{AGENT_KEY_VAR}=mine");
+        let plan = plan_container(&sandbox, Some(&env_vars), "inst", Some(&agent));
+        // The sandbox's own variables cannot replace the key.
+        let keys: Vec<&String> = plan
+            .env
+            .iter()
+            .filter(|e| e.starts_with(AGENT_KEY_VAR))
+            .collect();
+        assert_eq!(keys, [&format!("{AGENT_KEY_VAR}=k1")]);
+        assert!(plan.env.contains(&"A=1".to_owned()));
         assert_eq!(
             plan.cmd,
             [AGENT_BINARY, "supervise", "--socket", AGENT_SOCKET]

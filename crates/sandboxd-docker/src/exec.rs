@@ -9,6 +9,7 @@ use bollard::models::ExecConfig;
 use futures_util::StreamExt;
 use sandboxd_core::exec_kill;
 use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
+use sandboxd_core::plan::AGENT_KEY_VAR;
 use tracing::warn;
 
 use crate::engine::{Engine, bounded};
@@ -120,6 +121,8 @@ impl Engine {
         let marker = random_marker();
         let mut env = spec.env.clone();
         env.push(exec_kill::marker_entry(&marker));
+        // The container's environment holds the agent key: commands never see it.
+        env.push(format!("{AGENT_KEY_VAR}="));
         let config = ExecConfig {
             attach_stdout: Some(true),
             attach_stderr: Some(true),
@@ -249,6 +252,7 @@ impl Engine {
             cmd: Some(argv),
             attach_stdout: Some(true),
             attach_stderr: Some(true),
+            env: Some(vec![format!("{AGENT_KEY_VAR}=")]),
             ..Default::default()
         };
         let grace = Duration::from_millis(KILL_GRACE_MS);

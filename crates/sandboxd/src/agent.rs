@@ -1,7 +1,8 @@
 //! Which in-sandbox agent `sandboxd serve` mounts: the configured one, else the one
 //! built into this binary (installed into the data dir), else a static `sandboxd-agent`
-//! next to the executable. Without any, sandboxes run without the agent, and the log
-//! says so in one line.
+//! next to the executable. Whichever it is, sandboxes mount an execute-only copy under
+//! `<data_dir>/bin`. Without any, sandboxes run without the agent, and the log says so
+//! in one line.
 
 use std::path::{Path, PathBuf};
 
@@ -55,7 +56,8 @@ pub fn choose(
                 path.display()
             );
         }
-        return Ok(Some((path, AgentSource::Configured)));
+        let installed = sandboxd_agent_embed::install_copy(&data_dir.join("bin"), &path)?;
+        return Ok(Some((installed, AgentSource::Configured)));
     }
     let missing = match sandboxd_agent_embed::install(&data_dir.join("bin")) {
         Ok(path) => return Ok(Some((path, AgentSource::BuiltIn))),
@@ -63,7 +65,8 @@ pub fn choose(
         Err(error) => return Err(error.into()),
     };
     if let Some(beside) = beside_executable().filter(|path| is_static_elf(path)) {
-        return Ok(Some((beside, AgentSource::BesideExecutable)));
+        let installed = sandboxd_agent_embed::install_copy(&data_dir.join("bin"), &beside)?;
+        return Ok(Some((installed, AgentSource::BesideExecutable)));
     }
     warn!(
         "sandboxes run WITHOUT the in-sandbox agent ({missing}): commands go through the \

@@ -41,6 +41,9 @@ pub enum AgentError {
     Protocol(String),
     #[error("the sandbox agent did not answer in time")]
     Timeout,
+    /// A connection that did not present the sandbox's agent key.
+    #[error("a connection without the sandbox's agent key was refused")]
+    Impostor,
 }
 
 type Routes = Arc<Mutex<HashMap<u32, mpsc::Sender<Delivered>>>>;
@@ -192,12 +195,25 @@ impl FrameReader {
     }
 }
 
+/// Compares keys in time independent of where they differ.
+fn same_key(given: &str, expected: &str) -> bool {
+    let (given, expected) = (given.as_bytes(), expected.as_bytes());
+    given.len() == expected.len()
+        && !expected.is_empty()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+}
+
 /// Reads the agent's Hello, then runs the connection until it ends. `on_ready` receives
 /// the connection once the agent introduced itself and says whether it is wanted; the
 /// returned future ends with the connection.
 pub async fn serve(
     stream: UnixStream,
     sandbox_id: String,
+    key: &str,
     op_timeout: Duration,
     on_ready: impl FnOnce(AgentConn) -> bool,
 ) -> Result<(), AgentError> {
@@ -218,6 +234,11 @@ pub async fn serve(
     })
     .await
     .map_err(|_| AgentError::Timeout)??;
+    let mut hello = hello;
+    if !same_key(&hello.key, key) {
+        return Err(AgentError::Impostor);
+    }
+    hello.key.clear();
     debug!(%sandbox_id, pid = hello.pid, uid = hello.uid, "agent connected");
 
     let (outgoing, mut queue) = mpsc::channel::<Frame>(CHANNEL_DEPTH);

@@ -1,7 +1,10 @@
 //! Per-sandbox sockets. sandboxd creates a directory per sandbox, listens on a socket in
 //! it and mounts the directory read-only into the sandbox; the agent connects out to it.
 //! The sandbox can neither write into the directory nor make sandboxd connect anywhere:
-//! sandboxd only ever accepts on a socket it created.
+//! sandboxd only ever accepts on a socket it created. Any process in the sandbox can
+//! connect, but only the agent holds the sandbox's agent key (a random 256-bit value
+//! kept beside the directory, `<id>.key`, and given to the container's main process in
+//! its environment): a connection without it is refused.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -77,6 +80,11 @@ impl AgentHub {
         self.inner.root.join(sandbox_id)
     }
 
+    /// Outside the directory mounted into the sandbox.
+    fn key_path(&self, sandbox_id: &str) -> PathBuf {
+        self.inner.root.join(format!("{sandbox_id}.key"))
+    }
+
     /// Creates the sandbox's socket and starts accepting on it; returns what to mount.
     /// Called before the container exists, and again after a server restart.
     pub fn listen(&self, sandbox_id: &str) -> Result<Option<AgentMount>, HubError> {
@@ -89,6 +97,7 @@ impl AgentHub {
             source,
         };
         std::fs::create_dir_all(&dir).map_err(io)?;
+        let key = agent_key(&self.key_path(sandbox_id)).map_err(io)?;
         // The sockets' parent is sandboxd's alone on the host; each sandbox's own
         // directory is mounted into it and must be open to its user there.
         set_mode(&self.inner.root, 0o700).map_err(io)?;
@@ -106,6 +115,7 @@ impl AgentHub {
         let task = tokio::spawn(accept_loop(
             listener,
             sandbox_id.to_owned(),
+            key.clone().into(),
             self.inner.op_timeout,
             tx,
         ));
@@ -115,6 +125,7 @@ impl AgentHub {
         Ok(Some(AgentMount {
             binary: binary.display().to_string(),
             run_dir: dir.display().to_string(),
+            key,
         }))
     }
 
@@ -171,7 +182,39 @@ impl AgentHub {
         {
             warn!(path = %dir.display(), %error, "cannot remove an agent directory");
         }
+        let _ = std::fs::remove_file(self.key_path(sandbox_id));
     }
+}
+
+/// Length of an agent key: 32 random bytes in hex.
+const KEY_LEN: usize = 64;
+
+/// The sandbox's agent key: the one kept at `path` (a container created before a restart
+/// of sandboxd holds it), else a new one, written there (mode 0600).
+fn agent_key(path: &Path) -> std::io::Result<String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if let Ok(kept) = std::fs::read_to_string(path)
+        && kept.len() == KEY_LEN
+        && kept.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return Ok(kept);
+    }
+    let mut bytes = [0u8; KEY_LEN / 2];
+    getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
+    let key: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(key.as_bytes())?;
+    Ok(key)
 }
 
 /// The longest path a unix socket address holds (`sun_path`, less its final NUL).
@@ -208,10 +251,13 @@ const MAX_HANDSHAKES: usize = 4;
 async fn accept_loop(
     listener: UnixListener,
     sandbox_id: String,
+    key: Arc<str>,
     op_timeout: Duration,
     slot: watch::Sender<Option<AgentConn>>,
 ) {
     let handshakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // The first impostor of a sandbox is worth a warning; the next ones are not.
+    let warned = Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Connections live in this set: when the loop is aborted (the sandbox is released or
     // sandboxd stops), they are dropped with it.
     let mut connections = tokio::task::JoinSet::new();
@@ -234,12 +280,14 @@ async fn accept_loop(
         let slot = slot.clone();
         let id = sandbox_id.clone();
         let pending = handshakes.clone();
+        let key = key.clone();
+        let warned = warned.clone();
         connections.spawn(async move {
             let ready = slot.clone();
             let mine: Arc<Mutex<Option<AgentConn>>> = Arc::default();
             let keep = mine.clone();
             let handshake = pending.clone();
-            let _ = conn::serve(stream, id, op_timeout, move |conn| {
+            let served = conn::serve(stream, id.clone(), &key, op_timeout, move |conn| {
                 handshake.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                 if let Ok(mut mine) = keep.lock() {
                     *mine = Some(conn.clone());
@@ -254,6 +302,13 @@ async fn accept_loop(
                 })
             })
             .await;
+            if let Err(conn::AgentError::Impostor) = served {
+                if warned.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                    debug!(sandbox_id = %id, "a connection without the agent key was refused");
+                } else {
+                    warn!(sandbox_id = %id, "a connection without the sandbox's agent key was refused: code in the sandbox tried to pose as its agent");
+                }
+            }
             let conn = mine.lock().ok().and_then(|m| m.clone());
             match conn {
                 // The connection ended: clear the slot if it still holds this one.

@@ -1,10 +1,12 @@
 # An impostor agent, run by a sandbox's own code: it kills the real agent's worker (the
 # supervisor, PID 1, cannot be signalled and restarts it, so the impostor races it and
-# kills it again until it wins), connects to the agent socket and introduces itself,
-# then misbehaves
-# as argv[1] says: `flood` answers a request with an unbounded range and endless 1 MiB
-# frames, `deaf` never reads what the server sends, `drip` answers with a frame every
-# half second and never finishes.
+# kills it again until it wins), connects to the agent socket and introduces itself
+# with the agent key given as argv[2] (the test reads it on the host: the sandbox's
+# code has no way to it, so this stands for an agent that is itself compromised), then
+# misbehaves as argv[1] says: `flood` answers a request with an unbounded range and
+# endless 1 MiB frames, `deaf` never reads what the server sends, `drip` answers with a
+# frame every half second and never finishes. `pose` has no key: it tries 20 times,
+# prints how many of its connections the server closed, and ends.
 import json
 import os
 import signal
@@ -14,6 +16,7 @@ import sys
 import time
 
 mode = sys.argv[1]
+key = sys.argv[2] if len(sys.argv) > 2 else ""
 IMPOSTOR_PID = 999999
 time.sleep(0.5)  # lets the command that started this one get its reply
 
@@ -51,15 +54,37 @@ def closed_by_server(sock):
         sock.setblocking(True)
 
 
-for _ in range(100):
-    kill_workers()
+def pose():
     sock = socket.socket(socket.AF_UNIX)
     try:
         sock.connect("/.sandboxd/run/agent.sock")
         # The pid it announces tells the test that the impostor holds the connection.
         hello = {"version": 1, "pid": IMPOSTOR_PID, "uid": os.getuid(), "gid": os.getgid()}
+        if key:
+            hello["key"] = key
         sock.sendall(frame(0, 0, json.dumps(hello).encode()))
     except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+if mode == "pose":
+    refused = 0
+    for _ in range(20):
+        kill_workers()
+        sock = pose()
+        if sock is None or closed_by_server(sock):
+            refused += 1
+        if sock is not None:
+            sock.close()
+    print(f"refused {refused} of 20")
+    sys.exit(0)
+
+for _ in range(100):
+    kill_workers()
+    sock = pose()
+    if sock is None:
         time.sleep(0.05)
         continue
     if not closed_by_server(sock):

@@ -1,8 +1,10 @@
-//! The agent is untrusted: code in a sandbox can stop the real agent and answer the
-//! server itself (`impostor.py`). Whatever it sends or withholds — an unbounded answer,
-//! no reading at all, frames dripped forever — the request fails within its deadline
-//! with a clear 503, the server's memory stays bounded, and other sandboxes are served
-//! as fast as before.
+//! The agent is untrusted. Code in a sandbox can kill the agent's worker and connect to
+//! its socket, but cannot pose as the agent: it never sees the sandbox's agent key
+//! (`pose`). And should the agent itself be compromised (`impostor.py` given the key
+//! read on the host), whatever it sends or withholds — an unbounded answer, no reading
+//! at all, frames dripped forever — the request fails within its deadline with a clear
+//! 503, the server's memory stays bounded, and other sandboxes are served as fast as
+//! before.
 
 use std::time::{Duration, Instant};
 
@@ -30,20 +32,37 @@ fn rss() -> u64 {
 /// The pid the impostor announces in its Hello.
 const IMPOSTOR_PID: u32 = 999_999;
 
-/// Starts the impostor in `sandbox` and waits until the server's connection is its.
-async fn start_impostor(server: &TestServer, sandbox: &Value, mode: &str) {
-    let sandbox_id = id(sandbox);
+/// The sandbox's agent key, as sandboxd keeps it on the host.
+fn agent_key(server: &TestServer, sandbox_id: &str) -> String {
+    let path = server
+        .data_dir()
+        .join("agents")
+        .join(format!("{sandbox_id}.key"));
+    std::fs::read_to_string(path).unwrap()
+}
+
+async fn put_impostor(server: &TestServer, sandbox: &Value) {
     let (status, body) = server
         .post(
             "sandbox.writeFile",
-            json!({"sandboxId": sandbox_id, "path": "/tmp/impostor.py", "content": IMPOSTOR}),
+            json!({"sandboxId": id(sandbox), "path": "/tmp/impostor.py", "content": IMPOSTOR}),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// Starts the impostor, holding the agent key, in `sandbox` and waits until the server's
+/// connection is its.
+async fn start_impostor(server: &TestServer, sandbox: &Value, mode: &str) {
+    let sandbox_id = id(sandbox);
+    put_impostor(server, sandbox).await;
+    let key = agent_key(server, sandbox_id);
     let started = server
         .exec(
             sandbox,
-            &format!("setsid python3 /tmp/impostor.py {mode} >/tmp/impostor.log 2>&1 </dev/null &"),
+            &format!(
+                "setsid python3 /tmp/impostor.py {mode} {key} >/tmp/impostor.log 2>&1 </dev/null &"
+            ),
         )
         .await;
     assert_eq!(started["exitCode"], 0, "{started}");
@@ -151,4 +170,102 @@ async fn frames_dripped_forever_do_not_extend_the_deadline() {
         .await;
     failed_in_time(status, &body, started);
     still_fast(&server, &other).await;
+}
+
+#[tokio::test]
+async fn code_in_a_sandbox_cannot_pose_as_its_agent() {
+    let server = server().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let sandbox_id = id(&sandbox);
+    put_impostor(&server, &sandbox).await;
+
+    // In the background: it kills the worker that runs the command starting it.
+    let started = server
+        .exec(
+            &sandbox,
+            "setsid python3 /tmp/impostor.py pose >/tmp/pose.log 2>&1 </dev/null &",
+        )
+        .await;
+    assert_eq!(started["exitCode"], 0, "{started}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let posed = loop {
+        let (status, body) = server
+            .get(
+                "sandbox.readFile",
+                &[("sandboxId", sandbox_id), ("path", "/tmp/pose.log")],
+            )
+            .await;
+        if status == StatusCode::OK && body["content"].as_str().is_some_and(|c| c.ends_with('\n')) {
+            break body["content"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the impostor did not finish: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(posed, "refused 20 of 20\n");
+    // The real agent comes back and serves the sandbox.
+    let conn = server
+        .service
+        .agents()
+        .wait_connected(sandbox_id, Duration::from_secs(10))
+        .await
+        .expect("the agent reconnects");
+    assert_ne!(conn.hello.pid, IMPOSTOR_PID);
+    assert!(
+        conn.hello.key.is_empty(),
+        "the key is not kept past the handshake"
+    );
+    let out = server.exec(&sandbox, "echo served").await;
+    assert_eq!(out["stdout"], "served\n", "{out}");
+}
+
+/// Where the key could leak inside the sandbox, for its code to read (the engine's exec
+/// sets the variable, empty).
+const LOOK_FOR_THE_KEY: &str = "\
+    env | grep -c SANDBOXD_AGENT_KEY=.; \
+    cat /proc/1/environ >/dev/null 2>&1 && echo environ-of-pid-1-readable; \
+    for p in /proc/[0-9]*; do grep -l SANDBOXD_AGENT_KEY=. $p/environ 2>/dev/null; done; \
+    cat /.sandboxd/bin/sandboxd-agent >/dev/null 2>&1 && echo agent-readable; \
+    for p in /proc/[0-9]*; do readlink $p/exe $p/fd/*; done 2>/dev/null | grep -c -e sandboxd-agent -e socket:; \
+    true";
+
+#[tokio::test]
+async fn the_agent_key_is_out_of_reach_of_the_sandboxs_code() {
+    let server = server().await;
+    // The template's user (1000) and an image's default user (root, without capabilities).
+    for spec in [
+        json!({"template": "base"}),
+        json!({"image": crate::harness::DEBIAN}),
+    ] {
+        let sandbox = server.create(spec).await;
+        let key = agent_key(&server, id(&sandbox));
+        assert_eq!(key.len(), 64);
+        let out = server.exec(&sandbox, LOOK_FOR_THE_KEY).await;
+        assert_eq!(out["stdout"], "0\n0\n", "{sandbox} {out}");
+        assert!(!out.to_string().contains(&key));
+        // Nor through the engine's exec (the path taken while the agent is away).
+        let spec = sandboxd_docker::ExecSpec {
+            argv: vec!["sh".into(), "-c".into(), LOOK_FOR_THE_KEY.into()],
+            cwd: None,
+            env: Vec::new(),
+            user: None,
+            timeout: Duration::from_secs(10),
+            max_output: 1 << 20,
+            stream: None,
+        };
+        let engine = server
+            .service
+            .engine()
+            .exec(crate::harness::container(&sandbox), spec)
+            .await
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&engine.stdout),
+            "0\n0\n",
+            "{}",
+            String::from_utf8_lossy(&engine.stderr)
+        );
+    }
 }
