@@ -103,11 +103,13 @@ impl Engine {
         Ok(created.id)
     }
 
-    /// Starts a created or stopped container.
+    /// Starts a created or stopped container; one already running is left as it is.
     pub async fn start_container(&self, id: &str) -> Result<(), EngineError> {
-        bounded("start container", self.docker.start_container(id, None))
-            .await?
-            .map_err(|e| EngineError::from_engine("container", e))
+        match bounded("start container", self.docker.start_container(id, None)).await? {
+            Ok(()) => Ok(()),
+            Err(e) if status_of(&e) == Some(304) => Ok(()),
+            Err(e) => Err(EngineError::from_engine("container", e)),
+        }
     }
 
     /// Sends SIGKILL to every process of a container.

@@ -49,7 +49,52 @@ async fn timed<T>(name: &'static str, pass: impl Future<Output = T>) -> T {
     outcome
 }
 
-/// Starts the reaper, the warm-pool refill and the periodic reconcile.
+/// How long after a container's death its revival waits, so that a deliberate restart
+/// (kill, then start) is not raced.
+const REVIVE_DELAY: Duration = Duration::from_millis(300);
+
+/// Follows the engine's container deaths and revives each (see `Service::revive`); the
+/// subscription is renewed whenever the engine connection ends.
+fn watch_deaths(service: Service, mut stop: watch::Receiver<bool>) -> JoinHandle<()> {
+    use futures_util::StreamExt as _;
+    tokio::spawn(async move {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let mut deaths = Box::pin(service.engine().container_deaths(service.instance_id()));
+            loop {
+                let death = tokio::select! {
+                    _ = stop.changed() => return,
+                    death = deaths.next() => death,
+                };
+                match death {
+                    Some(Ok(death)) => {
+                        backoff = Duration::from_millis(100);
+                        let service = service.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(REVIVE_DELAY).await;
+                            if let Err(error) = service.revive(&death).await {
+                                warn!(sandbox_id = %death.sandbox_id, %error, "cannot act on a stopped container");
+                            }
+                        });
+                    }
+                    Some(Err(error)) => {
+                        warn!(%error, "the engine's event stream failed; subscribing again");
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            tokio::select! {
+                _ = stop.changed() => return,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
+    })
+}
+
+/// Starts the reaper, the warm-pool refill, the periodic reconcile and the watch on
+/// containers that stop.
 pub fn spawn(
     service: Service,
     config: &ServerConfig,
@@ -57,8 +102,10 @@ pub fn spawn(
 ) -> Vec<JoinHandle<()>> {
     let reaper = service.clone();
     let filler = service.clone();
+    let watcher = watch_deaths(service.clone(), stop.clone());
     let reconciler = service;
     vec![
+        watcher,
         every(config.reaper_interval, stop.clone(), "reaper", move || {
             let service = reaper.clone();
             timed(crate::metrics::REAPER_DURATION, async move {

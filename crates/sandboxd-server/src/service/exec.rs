@@ -188,7 +188,11 @@ impl Service {
     /// again, files kept, and the agent reconnects; when the engine cannot start it, the
     /// row becomes `error` and the caller gets a precondition failure naming that state,
     /// never the engine's text.
-    async fn restart_stopped(&self, sandbox_id: &str, container: &str) -> Result<(), ServiceError> {
+    pub(super) async fn restart_stopped(
+        &self,
+        sandbox_id: &str,
+        container: &str,
+    ) -> Result<(), ServiceError> {
         warn!(%sandbox_id, "the sandbox's container had stopped; starting it again");
         match self.engine().start_container(container).await {
             Ok(()) => Ok(()),

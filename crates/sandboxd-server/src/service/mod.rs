@@ -12,6 +12,7 @@ mod loops;
 mod members;
 mod pools;
 mod processes;
+mod revive;
 mod tenancy;
 mod terminal;
 mod tokens;
@@ -32,6 +33,7 @@ pub use access::Resource;
 pub use error::ServiceError;
 pub use loops::{ReapReport, ReconcileReport};
 pub use pools::POOL_READY;
+pub use revive::Revival;
 
 /// Everything the operations need, shared by every request.
 #[derive(Debug, Clone)]
@@ -56,6 +58,8 @@ struct Inner {
     removals: tokio_util::task::TaskTracker,
     /// The OOM-kill count last read in each sandbox.
     oom_seen: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    /// Recent restarts of stopped containers.
+    restarts: std::sync::Mutex<revive::RestartBudget>,
 }
 
 /// Environment variables as name and value.
@@ -121,6 +125,7 @@ impl Service {
                 pools: pools::Pools::new(options.pools.clone()),
                 options,
                 oom_seen: Default::default(),
+                restarts: Default::default(),
 
                 exec_env: Default::default(),
                 removals: tokio_util::task::TaskTracker::new(),

@@ -3,8 +3,10 @@
 //! started again or reported, never left as a `running` row that answers with the
 //! engine's text.
 
+use std::time::{Duration, Instant};
+
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::attacks::still_running;
 use crate::harness::{TestServer, id};
@@ -85,11 +87,35 @@ async fn orphans_are_reaped() {
     assert_eq!(out["stdout"], "0\n", "{out}");
 }
 
-/// A container that stops anyway (killed by the engine here) is started again on the
-/// next command, files kept; one that cannot be started makes the sandbox `error` and
-/// the command a 412 naming that state, never the engine's text.
+/// Polls until `check` holds, for at most `within`; returns how long it took.
+async fn eventually<F, Fut>(within: Duration, mut check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !check().await {
+        assert!(started.elapsed() < within, "not within {within:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    started.elapsed()
+}
+
+async fn container_running(server: &TestServer, sandbox: &Value) -> bool {
+    let inspect = server
+        .docker()
+        .inspect_container(crate::harness::container(sandbox), None)
+        .await
+        .unwrap();
+    inspect.state.and_then(|s| s.running) == Some(true)
+}
+
+/// A container that stops anyway (killed by the engine here) is noticed at once, from
+/// the engine's events, and started again with no request needed, files kept; one that
+/// cannot be started makes the sandbox `error` at once, and a command a 412 naming that
+/// state, never the engine's text.
 #[tokio::test]
-async fn a_stopped_container_is_restarted_or_reported() {
+async fn a_stopped_container_is_restarted_or_reported_at_once() {
     let server = TestServer::start().await;
     let sandbox = server.create(json!({"template": "base"})).await;
     server.exec(&sandbox, "echo kept > /tmp/kept").await;
@@ -99,6 +125,11 @@ async fn a_stopped_container_is_restarted_or_reported() {
         .kill_container(crate::harness::container(&sandbox), Some(kill.clone()))
         .await
         .unwrap();
+    let took = eventually(Duration::from_secs(5), || async {
+        container_running(&server, &sandbox).await
+    })
+    .await;
+    eprintln!("running again {took:?} after the kill");
     let out = server.exec(&sandbox, "cat /tmp/kept").await;
     assert_eq!(out["stdout"], "kept\n", "{out}");
     still_running(&server, &sandbox).await;
@@ -110,6 +141,13 @@ async fn a_stopped_container_is_restarted_or_reported() {
         .kill_container(crate::harness::container(&sandbox), Some(kill))
         .await
         .unwrap();
+    eventually(Duration::from_secs(5), || async {
+        let (_, one) = server
+            .get("sandbox.one", &[("sandboxId", id(&sandbox))])
+            .await;
+        one["status"] == "error"
+    })
+    .await;
     let (status, body) = server
         .post(
             "sandbox.exec",
@@ -118,10 +156,38 @@ async fn a_stopped_container_is_restarted_or_reported() {
         .await;
     assert_eq!(status, StatusCode::PRECONDITION_FAILED, "{body}");
     assert_eq!(body["message"], "sandbox is error", "{body}");
-    let (_, one) = server
-        .get("sandbox.one", &[("sandboxId", id(&sandbox))])
+}
+
+/// A container that keeps stopping is restarted three times, then given up on.
+#[tokio::test]
+async fn a_container_that_keeps_stopping_is_given_up_on() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let kill = bollard::query_parameters::KillContainerOptionsBuilder::default().build();
+    for _ in 0..3 {
+        server
+            .docker()
+            .kill_container(crate::harness::container(&sandbox), Some(kill.clone()))
+            .await
+            .unwrap();
+        eventually(Duration::from_secs(5), || async {
+            container_running(&server, &sandbox).await
+        })
         .await;
-    assert_eq!(one["status"], "error", "{one}");
+    }
+    server
+        .docker()
+        .kill_container(crate::harness::container(&sandbox), Some(kill))
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(5), || async {
+        let (_, one) = server
+            .get("sandbox.one", &[("sandboxId", id(&sandbox))])
+            .await;
+        one["status"] == "error"
+    })
+    .await;
+    assert!(!container_running(&server, &sandbox).await);
 }
 
 /// A workdir that already exists and is not the sandbox user's (`/etc`) is used as it
