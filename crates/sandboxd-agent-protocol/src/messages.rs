@@ -171,6 +171,8 @@ pub enum FailureKind {
     PermissionDenied,
     Invalid,
     Io,
+    /// A bound of the sandbox is reached (running background processes).
+    Limit,
 }
 
 /// A failed request.

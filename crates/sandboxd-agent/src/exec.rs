@@ -129,7 +129,7 @@ pub fn pump(
     open: Arc<Mutex<bool>>,
     done: mpsc::Sender<()>,
 ) {
-    std::thread::spawn(move || {
+    crate::workers::detached(move || {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let n = match source.read(&mut buf) {
@@ -210,7 +210,7 @@ pub fn run(
     };
     register(running, channel, child.id(), &command);
     if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
-        std::thread::spawn(move || {
+        crate::workers::detached(move || {
             while let Some(frame) = input.recv() {
                 if frame.kind == Kind::End || stdin.write_all(&frame.payload).is_err() {
                     break;

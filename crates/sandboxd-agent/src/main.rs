@@ -14,6 +14,7 @@ mod lookup;
 mod output;
 mod procs;
 mod pty;
+mod pump;
 mod supervise;
 mod workdir;
 mod workers;

@@ -109,7 +109,7 @@ pub fn forward(
     }
     BUFFER.set(buf);
     for (pipe, _) in pipes {
-        std::thread::spawn(move || drain(pipe));
+        crate::workers::detached(move || drain(pipe));
     }
     Some(status.unwrap_or_else(|| child.wait()))
 }

@@ -2,7 +2,7 @@
 //! each stream's last MiB kept in a ring buffer that can be read from an offset.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::process::ChildStdin;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -14,12 +14,13 @@ use sandboxd_agent_protocol::{
 
 use crate::conn::Outbox;
 use crate::exec::{self, Command};
-use crate::files;
 use crate::input::Input;
+use crate::{files, pump};
 
 /// Bytes kept per stream.
 const RING: usize = 1024 * 1024;
-/// Processes kept at most; the oldest ended ones are forgotten first.
+/// Processes kept at most (and running at most: a further start is refused); the
+/// oldest ended ones are forgotten first.
 const MAX_PROCESSES: usize = 64;
 
 /// The last [`RING`] bytes of a stream, with the count of all bytes ever written.
@@ -104,6 +105,14 @@ pub struct Processes(Arc<Mutex<HashMap<String, Arc<Proc>>>>);
 impl Processes {
     fn get(&self, id: &str) -> Option<Arc<Proc>> {
         self.0.lock().ok()?.get(id).cloned()
+    }
+
+    /// How many of the processes have not ended.
+    fn running(&self) -> usize {
+        let Ok(map) = self.0.lock() else { return 0 };
+        map.values()
+            .filter(|p| p.state.lock().map(|s| s.exit.is_none()).unwrap_or(false))
+            .count()
     }
 
     fn insert(&self, proc: Arc<Proc>) {
@@ -256,85 +265,86 @@ impl Processes {
         if self.get(&id).is_some() {
             return files::fail(outbox, channel, FailureKind::Invalid, "process id in use");
         }
-        let mut child = match command.spawn_piped(program, args, stdin) {
-            Ok(child) => child,
-            Err(error) => {
-                return files::fail(
-                    outbox,
-                    channel,
-                    FailureKind::Invalid,
-                    &format!("cannot start {program}: {error}"),
-                );
-            }
-        };
-        let proc = Arc::new(Proc {
-            id,
-            argv: command.argv.clone(),
-            pid: child.id(),
-            started_ms: now_ms(),
-            state: Mutex::new(State {
-                stdout: Ring::default(),
-                stderr: Ring::default(),
-                exit: None,
-                ended_ms: None,
-            }),
-            changed: Condvar::new(),
-            stdin: Mutex::new(child.stdin.take()),
-        });
-        let mut readers = Vec::new();
-        for (pipe, stream) in [
-            (
-                child
-                    .stdout
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-                ProcessStream::Stdout,
-            ),
-            (
-                child
-                    .stderr
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-                ProcessStream::Stderr,
-            ),
-        ] {
-            let Some(mut pipe) = pipe else { continue };
-            let proc = proc.clone();
-            readers.push(std::thread::spawn(move || {
-                let mut buf = vec![0u8; 64 * 1024];
-                while let Ok(n) = pipe.read(&mut buf) {
-                    if n == 0 {
-                        break;
+        if self.running() >= MAX_PROCESSES {
+            return files::fail(
+                outbox,
+                channel,
+                FailureKind::Limit,
+                &format!(
+                    "{MAX_PROCESSES} background processes are running already: wait for one or signal it"
+                ),
+            );
+        }
+        // The thread that follows the process starts first: when the sandbox's pids
+        // limit leaves no room for it, nothing was started and the caller is told so.
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let argv = command.argv.clone();
+        let (program, args) = (program.to_owned(), args.to_vec());
+        let follower = std::thread::Builder::new()
+            .name("process".into())
+            .spawn(move || {
+                let mut child = match command.spawn_piped(&program, &args, stdin) {
+                    Ok(child) => child,
+                    Err(error) => {
+                        let _ = started_tx.send(Err(format!("cannot start {program}: {error}")));
+                        return;
                     }
+                };
+                let proc = Arc::new(Proc {
+                    id,
+                    argv,
+                    pid: child.id(),
+                    started_ms: now_ms(),
+                    state: Mutex::new(State {
+                        stdout: Ring::default(),
+                        stderr: Ring::default(),
+                        exit: None,
+                        ended_ms: None,
+                    }),
+                    changed: Condvar::new(),
+                    stdin: Mutex::new(child.stdin.take()),
+                });
+                let _ = started_tx.send(Ok(proc.clone()));
+                let output = |stream: ProcessStream, bytes: &[u8]| {
                     let mut state = proc.state.lock().unwrap_or_else(|e| e.into_inner());
                     match stream {
-                        ProcessStream::Stdout => state.stdout.push(&buf[..n]),
-                        ProcessStream::Stderr => state.stderr.push(&buf[..n]),
+                        ProcessStream::Stdout => state.stdout.push(bytes),
+                        ProcessStream::Stderr => state.stderr.push(bytes),
                     }
                     drop(state);
                     proc.changed.notify_all();
-                }
-            }));
+                };
+                let ended = |status| {
+                    let mut state = proc.state.lock().unwrap_or_else(|e| e.into_inner());
+                    state.exit = Some(exec::exit_of(status));
+                    state.ended_ms = Some(now_ms());
+                    drop(state);
+                    proc.changed.notify_all();
+                };
+                pump::pump(child, output, ended);
+            });
+        if follower.is_err() {
+            return files::fail(
+                outbox,
+                channel,
+                FailureKind::Limit,
+                "cannot start another process: the sandbox's pids limit is reached",
+            );
         }
-        let waiter = proc.clone();
-        std::thread::spawn(move || {
-            let status = child.wait();
-            // Output written just before the end is in the buffer before the exit is.
-            let deadline = Instant::now() + Duration::from_millis(250);
-            for reader in readers {
-                while !reader.is_finished() && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
+        match started_rx.recv() {
+            Ok(Ok(proc)) => {
+                let info = proc.info();
+                self.insert(proc);
+                reply(outbox, channel, &info);
             }
-            let mut state = waiter.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.exit = Some(exec::exit_of(status));
-            state.ended_ms = Some(now_ms());
-            drop(state);
-            waiter.changed.notify_all();
-        });
-        let info = proc.info();
-        self.insert(proc);
-        reply(outbox, channel, &info);
+            Ok(Err(message)) => files::fail(outbox, channel, FailureKind::Invalid, &message),
+            Err(_) => files::fail(
+                outbox,
+                channel,
+                FailureKind::Io,
+                "the process follower ended",
+            ),
+        }
     }
 }
 

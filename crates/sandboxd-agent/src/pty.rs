@@ -106,7 +106,7 @@ pub fn run(
         return;
     };
     let resizer = controller.try_clone().ok();
-    std::thread::spawn(move || {
+    crate::workers::detached(move || {
         while let Some(frame) = input.recv() {
             match frame.kind {
                 Kind::Data if keys.write_all(&frame.payload).is_err() => break,

@@ -122,6 +122,13 @@ fn serve(shared: &Shared) {
     }
 }
 
+/// Starts a thread of its own for `job`; when none can start (the sandbox's pids limit
+/// is reached) the job is dropped, with whatever it holds, instead of panicking the
+/// request that asked for it. Whether it started.
+pub fn detached(job: impl FnOnce() + Send + 'static) -> bool {
+    std::thread::Builder::new().spawn(job).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

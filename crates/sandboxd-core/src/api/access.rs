@@ -11,6 +11,7 @@ use crate::model::{ApiKey, AuditRecord, Member, Organization, Role};
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateOrganizationRequest {
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
 }
 
@@ -65,6 +66,7 @@ pub struct MemberGrantsBody {
 #[serde(rename_all = "camelCase")]
 pub struct CreateMemberRequest {
     /// Display name of the new user.
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
     #[serde(flatten)]
     pub grants: MemberGrantsBody,
@@ -119,6 +121,7 @@ impl MemberView {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateApiKeyRequest {
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
     /// Whose key (default: the caller). Creating a key for someone else is member
     /// management (`organization:admin`).
@@ -127,6 +130,7 @@ pub struct CreateApiKeyRequest {
     /// user holds.
     pub scopes: Option<Vec<String>>,
     /// The key stops working this long after creation (1 s – 10 years); default never.
+    #[schema(minimum = 1000, maximum = 315360000000_i64)]
     pub expires_in_ms: Option<i64>,
 }
 

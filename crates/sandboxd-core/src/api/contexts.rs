@@ -23,6 +23,7 @@ pub struct ContextRunRequest {
     pub code: String,
     /// 1 s–10 min (default 60 s); at the timeout the run is interrupted
     /// (`KeyboardInterrupt`), the context and its state stay.
+    #[schema(minimum = 1000, maximum = 600000)]
     pub timeout_ms: Option<u64>,
 }
 

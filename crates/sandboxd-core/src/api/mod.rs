@@ -22,3 +22,6 @@ pub const MCP_INSTRUCTIONS: &str = "sandboxd runs isolated Linux sandboxes. Crea
 commands with sandbox-exec, move files with sandbox-writeFile and sandbox-readFile, and kill it with \
 sandbox-kill when done. Long output is not cut: a reply with `more` holds the rest, read it with \
 sandbox-outputPage.";
+
+#[cfg(test)]
+mod schema_limits;

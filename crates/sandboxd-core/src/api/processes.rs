@@ -14,6 +14,7 @@ use super::Encoding;
 pub struct ProcessStartRequest {
     pub sandbox_id: String,
     /// Command run through `sh -c` (≤ 64 KiB).
+    #[schema(min_length = 1)]
     pub cmd: String,
     /// Absolute working directory (default: the sandbox workdir).
     pub cwd: Option<String>,

@@ -54,6 +54,7 @@ pub struct CreateSandboxRequest {
     /// Environment the sandbox belongs to.
     pub environment_id: String,
     /// Display name (1–64 characters); generated when absent.
+    #[schema(min_length = 1, max_length = 64)]
     pub name: Option<String>,
     /// Built-in template (`base`, `python`, `node`); either this or `image` is required.
     pub template: Option<String>,
@@ -62,18 +63,23 @@ pub struct CreateSandboxRequest {
     /// Docker host to run on; only the local engine (`null`) exists so far.
     pub server_id: Option<String>,
     /// CPUs, 0.1–64 (default 1).
+    #[schema(minimum = 0.1, maximum = 64)]
     pub cpu: Option<f64>,
     /// Memory in MiB, 64–262144 (default 512); swap is disabled.
+    #[schema(minimum = 64, maximum = 262144)]
     pub memory_mb: Option<i64>,
     /// Maximum number of processes, 16–65536 (default 256).
+    #[schema(minimum = 16, maximum = 65536)]
     pub pids_limit: Option<i64>,
     /// Idle timeout in ms, 10 s–24 h (default 5 min).
+    #[schema(minimum = 10000, maximum = 86400000)]
     pub timeout_ms: Option<i64>,
     /// `isolated` (default, no network) or `internet`.
     pub network_mode: Option<NetworkMode>,
     /// `KEY=value` lines (≤ 64 KiB); stored encrypted, never returned.
     pub env_vars: Option<String>,
     /// Absolute working directory (default `/home/user`).
+    #[schema(min_length = 1, max_length = 4096, pattern = "^/")]
     pub workdir: Option<String>,
 }
 
@@ -83,12 +89,15 @@ pub struct CreateSandboxRequest {
 pub struct ExecRequest {
     pub sandbox_id: String,
     /// Command run through `sh -c` (≤ 64 KiB).
+    #[schema(min_length = 1)]
     pub cmd: String,
     /// Absolute working directory (default: the sandbox workdir).
+    #[schema(min_length = 1, max_length = 4096, pattern = "^/")]
     pub cwd: Option<String>,
     /// Extra environment variables for this command.
     pub env: Option<BTreeMap<String, String>>,
     /// Timeout in ms, 1 s–10 min (default 60 s); on expiry exit code is 124.
+    #[schema(minimum = 1000, maximum = 600000)]
     pub timeout_ms: Option<u64>,
 }
 
@@ -98,12 +107,14 @@ pub struct ExecRequest {
 pub struct WriteFileRequest {
     pub sandbox_id: String,
     /// Absolute path of the file; parent directories are created.
+    #[schema(min_length = 1, max_length = 4096, pattern = "^/")]
     pub path: String,
     /// File content (≤ 10 MiB once decoded).
     pub content: String,
     #[serde(default)]
     pub encoding: Encoding,
     /// Permission bits, 0–0o7777 (default 0o644).
+    #[schema(minimum = 0, maximum = 4095)]
     pub mode: Option<u32>,
 }
 
@@ -114,6 +125,8 @@ pub struct WriteFileRequest {
 pub struct ReadFileQuery {
     pub sandbox_id: String,
     /// Absolute path of a regular file (≤ 10 MiB).
+    #[schema(min_length = 1, max_length = 4096, pattern = "^/")]
+    #[param(min_length = 1, max_length = 4096, pattern = "^/")]
     pub path: String,
     #[serde(default)]
     #[param(inline)]
@@ -127,6 +140,8 @@ pub struct ReadFileQuery {
 pub struct ListFilesQuery {
     pub sandbox_id: String,
     /// Absolute directory (default: the sandbox workdir).
+    #[schema(min_length = 1, max_length = 4096, pattern = "^/")]
+    #[param(min_length = 1, max_length = 4096, pattern = "^/")]
     pub path: Option<String>,
 }
 
@@ -136,6 +151,7 @@ pub struct ListFilesQuery {
 pub struct SetTimeoutRequest {
     pub sandbox_id: String,
     /// New idle timeout in ms, 10 s–24 h; the sandbox expires this long from now.
+    #[schema(minimum = 10000, maximum = 86400000)]
     pub timeout_ms: i64,
 }
 
@@ -168,6 +184,7 @@ pub struct ListSandboxesQuery {
 #[serde(rename_all = "camelCase")]
 pub struct CreateProjectRequest {
     /// 1–64 characters.
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
     pub description: Option<String>,
 }
@@ -178,6 +195,7 @@ pub struct CreateProjectRequest {
 pub struct CreateEnvironmentRequest {
     pub project_id: String,
     /// 1–64 characters, unique within the project.
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
     pub description: Option<String>,
 }

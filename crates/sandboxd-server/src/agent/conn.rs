@@ -290,18 +290,28 @@ pub async fn serve(
             }
         }
     };
+    // However the connection ends — the agent goes, or the sandbox is released and this
+    // future dropped — every channel still waiting ends with it, at once.
+    let _ends_channels = EndChannels(routes.clone());
     let outcome = tokio::select! {
         outcome = read => outcome,
         () = write => Err(AgentError::Disconnected),
     };
-    // Dropping the routes ends every channel still waiting.
-    if let Ok(mut routes) = routes.lock() {
-        routes.clear();
-    }
     if let Err(AgentError::Protocol(reason)) = &outcome {
         warn!(%sandbox_id, %reason, "agent connection dropped");
     }
     outcome
+}
+
+/// Drops the routes of a connection, which ends every channel still waiting on it.
+struct EndChannels(Routes);
+
+impl Drop for EndChannels {
+    fn drop(&mut self) {
+        if let Ok(mut routes) = self.0.lock() {
+            routes.clear();
+        }
+    }
 }
 
 /// Payloads up to this size leave in one write with their header (one wake-up of the

@@ -158,7 +158,11 @@ impl Service {
                     return Ok(outcome);
                 }
                 Err(AgentError::NotSent) => {}
-                Err(error) => return Err(ServiceError::Unavailable(error.to_string())),
+                Err(error) => {
+                    return Err(self
+                        .unavailable(sandbox_id, ServiceError::Unavailable(error.to_string()))
+                        .await);
+                }
             }
         }
         self.served(sandbox_id, ServedBy::Engine);
@@ -203,6 +207,33 @@ impl Service {
                     .await?;
                 Err(ServiceError::NotRunning(NotRunning(SandboxStatus::Error)))
             }
+        }
+    }
+
+    /// The error to answer when the agent went away during an operation: a sandbox
+    /// killed (or gone wrong) meanwhile by another request is named in its state (a 412),
+    /// not reported as the server being unavailable.
+    pub(super) async fn unavailable(&self, sandbox_id: &str, error: ServiceError) -> ServiceError {
+        match self.store().sandbox(sandbox_id).await {
+            Ok(Some(row)) if row.status != SandboxStatus::Running => {
+                ServiceError::NotRunning(NotRunning(row.status))
+            }
+            Ok(None) => ServiceError::NotFound("sandbox"),
+            _ => error,
+        }
+    }
+
+    /// `result`, with an unavailable agent explained as [`Self::unavailable`] does.
+    pub(super) async fn settled<T>(
+        &self,
+        sandbox_id: &str,
+        result: Result<T, ServiceError>,
+    ) -> Result<T, ServiceError> {
+        match result {
+            Err(error @ ServiceError::Unavailable(_)) => {
+                Err(self.unavailable(sandbox_id, error).await)
+            }
+            other => other,
         }
     }
 

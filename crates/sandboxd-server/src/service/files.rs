@@ -61,7 +61,9 @@ impl Service {
                 Err(FileOpError::Agent(AgentError::NotSent)) => {}
                 outcome => {
                     self.served(&sandbox.sandbox_id, ServedBy::Agent);
-                    let size = outcome.map_err(file_error)?;
+                    let size = self
+                        .settled(&sandbox.sandbox_id, outcome.map_err(file_error))
+                        .await?;
                     return Ok(WriteFileResult {
                         path: cmd.path,
                         size,
@@ -142,7 +144,10 @@ impl Service {
                 Err(FileOpError::Agent(AgentError::NotSent)) => {}
                 outcome => {
                     self.served(&sandbox.sandbox_id, ServedBy::Agent);
-                    return Ok(read_result(cmd, outcome.map_err(file_error)?));
+                    let read = self
+                        .settled(&sandbox.sandbox_id, outcome.map_err(file_error))
+                        .await?;
+                    return Ok(read_result(cmd, read));
                 }
             }
         }
@@ -184,8 +189,9 @@ impl Service {
                 Err(FileOpError::Agent(AgentError::NotSent)) => {}
                 outcome => {
                     self.served(&sandbox.sandbox_id, ServedBy::Agent);
-                    let mut entries: Vec<FileEntry> = outcome
-                        .map_err(file_error)?
+                    let mut entries: Vec<FileEntry> = self
+                        .settled(&sandbox.sandbox_id, outcome.map_err(file_error))
+                        .await?
                         .into_iter()
                         .map(file_entry)
                         .collect();
@@ -276,7 +282,8 @@ fn file_error(error: FileOpError) -> ServiceError {
             FailureKind::NotADirectory
             | FailureKind::PermissionDenied
             | FailureKind::Invalid
-            | FailureKind::Io => ServiceError::Refused(failure.message),
+            | FailureKind::Io
+            | FailureKind::Limit => ServiceError::Refused(failure.message),
         },
         FileOpError::Agent(error) => ServiceError::Unavailable(error.to_string()),
     }

@@ -55,7 +55,10 @@ pub(super) fn process_error(error: FileOpError) -> ServiceError {
     match error {
         FileOpError::Refused(failure) => match failure.kind {
             sandboxd_agent_protocol::FailureKind::NotFound => ServiceError::NotFound("process"),
-            sandboxd_agent_protocol::FailureKind::Io => ServiceError::Conflict(failure.message),
+            sandboxd_agent_protocol::FailureKind::Io
+            | sandboxd_agent_protocol::FailureKind::Limit => {
+                ServiceError::Conflict(failure.message)
+            }
             _ => ServiceError::Refused(failure.message),
         },
         FileOpError::Agent(AgentError::NotSent) => ServiceError::Unavailable(NEEDS_AGENT.into()),

@@ -206,3 +206,118 @@ async fn an_existing_workdir_is_never_re_owned() {
         assert_eq!(owner["stdout"], "0 755\n1000\n", "{owner}");
     }
 }
+
+/// A command whose sandbox another request kills meanwhile ends at once, with the
+/// sandbox's state (412), not with "the server is unavailable".
+#[tokio::test]
+async fn a_command_cut_by_a_kill_names_the_killed_sandbox() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let command = server.post(
+        "sandbox.exec",
+        json!({"sandboxId": id(&sandbox), "cmd": "sleep 30", "timeoutMs": 20000}),
+    );
+    let kill = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (status, body) = server
+            .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    };
+    let started = Instant::now();
+    let ((status, body), ()) = tokio::join!(command, kill);
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED, "{body}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(body["message"], "sandbox is killed", "{body}");
+}
+
+/// Background processes (interpreter contexts included) are bounded per sandbox: past
+/// 64 running, a start is refused with 409 naming the bound, and allowed again once one
+/// ends.
+#[tokio::test]
+async fn running_background_processes_are_bounded() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let mut first = None;
+    for _ in 0..64 {
+        let (status, body) = server
+            .post(
+                "sandbox.processStart",
+                json!({"sandboxId": id(&sandbox), "cmd": "sleep 600"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        first.get_or_insert(body["processId"].as_str().unwrap().to_owned());
+    }
+    let (status, body) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&sandbox), "cmd": "sleep 600"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("64"), "{body}");
+    let (status, body) = server
+        .post("sandbox.contextCreate", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+
+    let first = first.unwrap();
+    let (status, body) = server
+        .post(
+            "sandbox.processSignal",
+            json!({"sandboxId": id(&sandbox), "processId": first, "signal": "KILL"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = server
+        .post(
+            "sandbox.processWait",
+            json!({"sandboxId": id(&sandbox), "processId": first, "timeoutMs": 5000}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&sandbox), "cmd": "true"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// With the sandbox's pids limit reached, starting one more background process is
+/// refused at once (409), never a request that hangs until its deadline.
+#[tokio::test]
+async fn a_start_past_the_pids_limit_is_refused_at_once() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"template": "base", "pidsLimit": 16}))
+        .await;
+    let mut refused = 0;
+    for _ in 0..16 {
+        let started = Instant::now();
+        let (status, body) = server
+            .post(
+                "sandbox.processStart",
+                json!({"sandboxId": id(&sandbox), "cmd": "sleep 600"}),
+            )
+            .await;
+        assert!(started.elapsed() < Duration::from_secs(5), "{body}");
+        match status {
+            StatusCode::OK => {}
+            StatusCode::CONFLICT | StatusCode::BAD_REQUEST => refused += 1,
+            other => panic!("{other} {body}"),
+        }
+    }
+    assert!(refused > 0, "the pids limit was never reached");
+    // The agent still serves what needs no new process.
+    let (status, body) = server
+        .get("sandbox.processList", &[("sandboxId", id(&sandbox))])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}

@@ -1,0 +1,84 @@
+"""Makes the real objects the API fuzz pass aims at, through the API itself, and writes
+their ids as JSON: sandboxes (some to use, some for each destructive operation), a
+background process and an interpreter context, keys and members to revoke or change,
+and a key of its own for the destructive operations, so that the fuzzer never revokes
+or narrows the key it runs with.
+
+    python3 tests/fuzz/fixtures.py URL OWNER_KEY ENVIRONMENT_ID OUT.json
+"""
+
+import json
+import sys
+import urllib.error
+import urllib.request
+
+url, owner, environment_id, out = sys.argv[1:5]
+
+
+def call(procedure, body=None, key=owner):
+    request = urllib.request.Request(
+        f"{url}/api/{procedure}",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"x-api-key": key, "content-type": "application/json"},
+        method="GET" if body is None else "POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as error:
+        sys.exit(f"fixtures: {procedure} answered {error.code}: {error.read().decode()}")
+
+
+def sandbox():
+    # Room for the many processes and interpreter contexts the fuzzer starts.
+    body = {
+        "environmentId": environment_id,
+        "template": "base",
+        "timeoutMs": 3_600_000,
+        "memoryMb": 2048,
+        "pidsLimit": 1024,
+    }
+    return call("sandbox.create", body)["sandboxId"]
+
+
+fixtures = {"environmentId": environment_id}
+fixtures["projectId"] = call("project.all")[0]["projectId"]
+# Sandboxes every non-destructive operation uses; one for setTimeout alone (it may set a
+# short timeout), and pools consumed by kill and remove.
+fixtures["sandboxes"] = [sandbox(), sandbox()]
+fixtures["timeoutSandboxes"] = [sandbox() for _ in range(3)]
+fixtures["killSandboxes"] = [sandbox() for _ in range(4)]
+fixtures["removeSandboxes"] = [sandbox() for _ in range(8)]
+home = fixtures["sandboxes"][0]
+call("sandbox.writeFile", {"sandboxId": home, "path": "/tmp/fuzz.txt", "content": "fuzz\n"})
+fixtures["processes"] = [
+    call("sandbox.processStart", {"sandboxId": home, "cmd": "cat"})["processId"]
+]
+fixtures["signalProcesses"] = [
+    call("sandbox.processStart", {"sandboxId": home, "cmd": "sleep 100000"})["processId"]
+    for _ in range(3)
+]
+fixtures["contexts"] = [
+    call("sandbox.contextCreate", {"sandboxId": home, "language": "python"})["contextId"]
+]
+fixtures["removeContexts"] = [
+    call("sandbox.contextCreate", {"sandboxId": home, "language": "python"})["contextId"]
+    for _ in range(2)
+]
+fixtures["victimKeys"] = [call("apiKey.create", {"name": f"fuzz-victim-{i}"})["keyId"] for i in range(8)]
+fixtures["members"] = [call("member.create", {"name": f"fuzz-member-{i}"})["userId"] for i in range(3)]
+fixtures["removeMembers"] = [
+    call("member.create", {"name": f"fuzz-leaver-{i}"})["userId"] for i in range(10)
+]
+fixtures["destroyerKey"] = call("apiKey.create", {"name": "fuzz-destroyer"})["secret"]
+with open(out, "w") as file:
+    json.dump(fixtures, file)
+print(
+    "fixtures: {} sandboxes, {} processes, {} contexts, {} keys, {} members".format(
+        sum(len(fixtures[k]) for k in ("sandboxes", "timeoutSandboxes", "killSandboxes", "removeSandboxes")),
+        len(fixtures["processes"]) + len(fixtures["signalProcesses"]),
+        len(fixtures["contexts"]) + len(fixtures["removeContexts"]),
+        len(fixtures["victimKeys"]) + 1,
+        len(fixtures["members"]) + len(fixtures["removeMembers"]),
+    )
+)

@@ -1,0 +1,108 @@
+"""Schemathesis hooks of the API fuzz pass (`scripts/fuzz-api.sh`). Generated ids find
+nothing, so on their own most cases end in a 404 before the code behind the id runs.
+Before each call, three cases in four get real ids in place of the generated ones
+(from `fixtures.py`; the rest keep what was generated), so that the pass reaches the
+service, the agent and the engine with everything else still fuzzed. Destructive
+operations only ever aim at objects made for them, with a key made for them: the
+fuzzer can never revoke, narrow or kill what it runs on. Commands are kept short so
+that no case outlives the request timeout.
+"""
+
+import json
+import os
+import zlib
+
+import schemathesis
+
+FIXTURES = json.load(open(os.environ["SANDBOXD_FUZZ_FIXTURES"]))
+OWNER_KEY = os.environ["SANDBOXD_FUZZ_KEY"]
+
+# Which pool each operation's `sandboxId` is taken from.
+SANDBOX_POOL = {
+    "sandbox.kill": "killSandboxes",
+    "sandbox.remove": "removeSandboxes",
+    "sandbox.setTimeout": "timeoutSandboxes",
+}
+DESTRUCTIVE = {
+    "apiKey.revoke",
+    "member.remove",
+    "member.update",
+    "sandbox.kill",
+    "sandbox.remove",
+    "sandbox.setTimeout",
+    "sandbox.processSignal",
+    "sandbox.contextRemove",
+}
+# Time limits fields may ask for, at most, in milliseconds.
+MAX_WAIT_MS = {"sandbox.exec": 5_000, "sandbox.contextRun": 5_000, "sandbox.processWait": 2_000}
+
+
+def pick(pool, seed):
+    values = FIXTURES[pool]
+    return values[seed % len(values)]
+
+
+def substitutes(operation, seed):
+    """The real value of each id field for this operation."""
+    values = {
+        "sandboxId": pick(SANDBOX_POOL.get(operation, "sandboxes"), seed),
+        "environmentId": FIXTURES["environmentId"],
+        "projectId": FIXTURES["projectId"],
+        "processId": pick(
+            "signalProcesses" if operation == "sandbox.processSignal" else "processes", seed
+        ),
+        "contextId": pick(
+            "removeContexts" if operation == "sandbox.contextRemove" else "contexts", seed
+        ),
+        "keyId": pick("victimKeys", seed),
+        "userId": pick("removeMembers" if operation == "member.remove" else "members", seed),
+    }
+    # Sandboxes of the fixtures all sit in the first sandbox's process table.
+    if operation.startswith("sandbox.process") or operation.startswith("sandbox.context"):
+        values["sandboxId"] = FIXTURES["sandboxes"][0]
+    return values
+
+
+def aim(fields, part, operation, seed, forced):
+    if not isinstance(fields, dict):
+        return
+    for name, value in substitutes(operation, seed).items():
+        if name in fields and (forced or seed % 4 != 0):
+            fields[name] = value
+    limit = MAX_WAIT_MS.get(operation)
+    if limit is not None and part == "body" and (
+        not isinstance(fields.get("timeoutMs"), int) or not 0 < fields["timeoutMs"] <= limit
+    ):
+        fields["timeoutMs"] = limit
+    if operation == "sandbox.setTimeout" and seed % 4 != 0 and part == "body":
+        # Mostly a timeout that keeps the sandbox alive for the rest of the run.
+        fields["timeoutMs"] = 3_600_000
+    path = fields.get("path")
+    if operation == "sandbox.readFile" and seed % 2 == 0:
+        fields["path"] = "/tmp/fuzz.txt"
+    elif operation == "sandbox.writeFile" and seed % 4 != 0 and isinstance(path, str):
+        # Under a directory the sandbox user may write, the generated name kept.
+        fields["path"] = "/tmp/fuzz/" + (path.lstrip("/") or "file")
+    if operation == "sandbox.processWrite":
+        # Closing the one process's input would end it for every later case.
+        fields["close"] = False
+    if operation == "sandbox.create" and seed % 2 == 0:
+        # Half the creates use a template the server has, the rest fuzz the image.
+        fields["template"] = "base"
+        fields.pop("image", None)
+
+
+@schemathesis.hook
+def before_call(ctx, case, **kwargs):
+    operation = case.operation.path.rsplit("/", 1)[-1]
+    seed = zlib.crc32(repr((case.body, case.query)).encode())
+    # Destructive operations aim at their own fixtures only, whatever was generated:
+    # schemathesis also sends ids it saw in earlier answers (its own key's among them).
+    forced = operation in DESTRUCTIVE
+    aim(case.body, "body", operation, seed, forced)
+    aim(case.query, "query", operation, seed, forced)
+    if case.headers is None:
+        case.headers = {}
+    case.headers["x-api-key"] = (
+        FIXTURES["destroyerKey"] if operation in DESTRUCTIVE else OWNER_KEY
+    )
