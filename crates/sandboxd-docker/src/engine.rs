@@ -38,6 +38,14 @@ impl Engine {
         Ok(names)
     }
 
+    /// How many CPUs the engine's host has (the most one container may be given).
+    pub async fn cpus(&self) -> Result<i64, EngineError> {
+        let info = bounded("info", self.docker.info())
+            .await?
+            .map_err(EngineError::Engine)?;
+        Ok(info.ncpu.unwrap_or_default())
+    }
+
     /// The API version in use.
     pub fn api_version(&self) -> String {
         self.docker.client_version().to_string()

@@ -199,7 +199,9 @@ impl Server {
                 });
             }
         }
-        info!(api_version = %engine.api_version(), %instance_id, "connected to the Docker engine");
+        // A sandbox may not be given more CPUs than the host has (the engine would refuse).
+        let host_cpus = engine.cpus().await.ok().filter(|n| *n > 0);
+        info!(api_version = %engine.api_version(), %instance_id, ?host_cpus, "connected to the Docker engine");
         let templates = Templates::with_images(&config.template_images);
         let agents = AgentHub::new(
             config.data_dir.join("agents"),
@@ -221,6 +223,7 @@ impl Server {
                 pools: config.pools.clone(),
                 allowed_images: config.allowed_images.clone(),
                 quotas: config.quotas,
+                host_cpus,
             },
         );
         Ok(Self {

@@ -1,9 +1,8 @@
 //! One agent connection: a reader task that routes frames to channels, a writer task,
 //! and channels opened by requests.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, Request, header};
@@ -12,22 +11,17 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
+use super::routes::{Delivered, Delivery, ROUTE_STALL, Routes};
+
 /// The agent must introduce itself this quickly after connecting.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-/// Frames buffered per channel before the connection's reader waits for the consumer.
-const CHANNEL_DEPTH: usize = 64;
+/// Frames queued for the agent before a sender waits.
+const OUTGOING_DEPTH: usize = 64;
 /// Bytes of frames read from one agent and not yet taken by their consumers, at most:
 /// past it, the connection's reader waits. Whatever the agent sends, one connection
 /// holds no more than this in the server's memory (each consumer keeps only what its
 /// operation allows: capped output, a file no larger than asked).
 const BUFFERED_BYTES: usize = 16 * 1024 * 1024;
-
-/// A frame on its way to its consumer, holding its share of the connection's budget.
-#[derive(Debug)]
-struct Delivered {
-    frame: Frame,
-    _budget: tokio::sync::OwnedSemaphorePermit,
-}
 
 /// Why an operation over the agent failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,9 +38,11 @@ pub enum AgentError {
     /// A connection that did not present the sandbox's agent key.
     #[error("a connection without the sandbox's agent key was refused")]
     Impostor,
+    /// This operation's output was not taken for a while: it was cut so that the
+    /// sandbox's other operations keep moving.
+    #[error("the output was not read for {}s; the operation was ended", ROUTE_STALL.as_secs())]
+    ConsumerStalled,
 }
-
-type Routes = Arc<Mutex<HashMap<u32, mpsc::Sender<Delivered>>>>;
 
 /// A live connection to one sandbox's agent. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -63,7 +59,7 @@ pub struct AgentConn {
 #[derive(Debug)]
 pub struct Channel {
     pub id: u32,
-    rx: mpsc::Receiver<Delivered>,
+    rx: mpsc::UnboundedReceiver<Delivered>,
     conn: AgentConn,
 }
 
@@ -79,8 +75,11 @@ impl Channel {
 
     /// The next frame; `Disconnected` when the connection ended.
     pub async fn recv(&mut self) -> Result<Frame, AgentError> {
-        let delivered = self.rx.recv().await.ok_or(AgentError::Disconnected)?;
-        Ok(delivered.frame)
+        match self.rx.recv().await {
+            Some(delivered) => Ok(delivered.frame),
+            None if self.conn.routes.was_cut(self.id) => Err(AgentError::ConsumerStalled),
+            None => Err(AgentError::Disconnected),
+        }
     }
 }
 
@@ -126,9 +125,7 @@ impl Channel {
 
 impl Drop for Channel {
     fn drop(&mut self) {
-        if let Ok(mut routes) = self.conn.routes.lock() {
-            routes.remove(&self.id);
-        }
+        self.conn.routes.close(self.id);
     }
 }
 
@@ -136,11 +133,7 @@ impl AgentConn {
     /// Opens a channel with `request`.
     pub async fn open(&self, request: &Request) -> Result<Channel, AgentError> {
         let id = self.next_channel.fetch_add(1, Ordering::Relaxed).max(1);
-        let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
-        self.routes
-            .lock()
-            .map_err(|_| AgentError::NotSent)?
-            .insert(id, tx);
+        let rx = self.routes.open(id).ok_or(AgentError::NotSent)?;
         let channel = Channel {
             id,
             rx,
@@ -241,8 +234,9 @@ pub async fn serve(
     hello.key.clear();
     debug!(%sandbox_id, pid = hello.pid, uid = hello.uid, "agent connected");
 
-    let (outgoing, mut queue) = mpsc::channel::<Frame>(CHANNEL_DEPTH);
-    let routes: Routes = Arc::new(Mutex::new(HashMap::new()));
+    let (outgoing, mut queue) = mpsc::channel::<Frame>(OUTGOING_DEPTH);
+    let routes = Routes::default();
+    let signals = outgoing.clone();
     let conn = AgentConn {
         hello,
         op_timeout,
@@ -265,28 +259,19 @@ pub async fn serve(
     let read = async {
         loop {
             let frame = frames.next().await?;
-            let route = routes
-                .lock()
-                .ok()
-                .and_then(|r| r.get(&frame.channel).cloned());
-            match route {
-                // A consumer that went away is not the agent's fault.
-                Some(tx) => {
-                    let bytes = u32::try_from(frame.payload.len()).unwrap_or(u32::MAX);
-                    let Ok(permit) = budget.clone().acquire_many_owned(bytes).await else {
-                        return Err(AgentError::Disconnected);
-                    };
-                    let _ = tx
-                        .send(Delivered {
-                            frame,
-                            _budget: permit,
-                        })
-                        .await;
-                }
-                None if frame.channel == 0 => {
+            let channel = frame.channel;
+            match routes.deliver(frame, &budget).await {
+                Delivery::Delivered => {}
+                Delivery::NoRoute if channel == 0 => {
                     return Err(AgentError::Protocol("unexpected frame on channel 0".into()));
                 }
-                None => {}
+                Delivery::NoRoute => {}
+                Delivery::Cut => {
+                    warn!(%sandbox_id, channel, "an operation's output was not read; it was ended so the sandbox's other operations keep moving");
+                    let kill = sandboxd_agent_protocol::Signal { signal: 9 };
+                    let _ = signals.try_send(Frame::json(channel, Kind::Signal, &kill));
+                }
+                Delivery::Closed => return Err(AgentError::Disconnected),
             }
         }
     };
@@ -308,9 +293,7 @@ struct EndChannels(Routes);
 
 impl Drop for EndChannels {
     fn drop(&mut self) {
-        if let Ok(mut routes) = self.0.lock() {
-            routes.clear();
-        }
+        self.0.clear();
     }
 }
 

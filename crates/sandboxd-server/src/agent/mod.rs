@@ -5,6 +5,7 @@
 mod conn;
 mod hub;
 mod ops;
+mod routes;
 
 mod static_elf;
 

@@ -55,6 +55,15 @@ impl Service {
         if cmd.server_id.is_some() {
             return Err(ServiceError::NotFound("server"));
         }
+        if let Some(host) = self.inner.options.host_cpus
+            && cmd.cpu > host as f64
+        {
+            return Err(Invalid::one(
+                "cpu",
+                format!("must be at most {host}: the engine's host has {host} CPUs"),
+            )
+            .into());
+        }
         if let Some(image) = &cmd.image.image
             && !images::allowed(&self.inner.options.allowed_images, image)
         {

@@ -78,6 +78,8 @@ pub struct Options {
     pub allowed_images: Vec<String>,
     /// What each organization may hold at once.
     pub quotas: sandboxd_core::quotas::Quotas,
+    /// CPUs of the engine's host: no sandbox gets more. `None`: unknown, unchecked.
+    pub host_cpus: Option<i64>,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive

@@ -42,6 +42,22 @@ async fn validation_errors_are_400_with_issues_and_nothing_is_created() {
         .collect();
     assert_eq!(fields, ["cpu", "memoryMb"]);
 
+    // More CPUs than the engine's host has: the field is named, with the host's count,
+    // not the engine's refusal.
+    let host = server.docker().info().await.unwrap().ncpu.unwrap();
+    if host < 64 {
+        let (status, body) = server
+            .post(
+                "sandbox.create",
+                json!({"environmentId": server.env_id, "template": "base", "cpu": host + 1}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["issues"][0]["path"], "cpu", "{body}");
+        let message = body["issues"][0]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("at most {host}")), "{body}");
+    }
+
     // Wrong types and malformed JSON are 400 too, never 500.
     let (status, _) = server
         .post("sandbox.create", json!({"environmentId": 5}))

@@ -261,3 +261,42 @@ async fn a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout(
     );
     drop(socket);
 }
+
+/// A client that stops reading holds up nothing else on its sandbox: while its command
+/// floods output, commands and file reads on the same sandbox answer quickly, and the
+/// unread operation is ended within its stall bound.
+#[tokio::test]
+async fn a_client_that_stops_reading_does_not_hold_the_sandboxs_other_operations() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let mut socket = connect(&server, &format!("?sandboxId={}", id(&sandbox)), Some(KEY)).await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "ready");
+    send(
+        &mut socket,
+        json!({"type": "exec", "cmd": "yes flood-line", "timeoutMs": 60000}),
+    )
+    .await;
+    // From here on the client reads nothing.
+    server.wait_running(&sandbox, "yes flood-line").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut slowest = Duration::ZERO;
+    for _ in 0..10 {
+        let started = Instant::now();
+        let out = server.exec(&sandbox, "echo other").await;
+        assert_eq!(out["stdout"], "other\n", "{out}");
+        slowest = slowest.max(started.elapsed());
+    }
+    eprintln!("slowest command beside the unread one: {slowest:?}");
+    assert!(slowest < Duration::from_secs(5), "{slowest:?}");
+    // The unread command was ended (killed), not left running for its whole minute.
+    let started = Instant::now();
+    server
+        .wait_gone(&sandbox, |cmd| cmd.contains("yes flood-line"))
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(socket);
+}
