@@ -48,7 +48,7 @@ pub async fn principal(state: &AppState, key: &str) -> Result<Principal, ApiErro
         .ok_or(ApiError::Unauthorized)?;
     // Per user, not per key: more keys do not buy more requests.
     state.limits.check(&principal.user_id).map_err(|wait| {
-        metrics::counter!(crate::metrics::RATE_LIMITED).increment(1);
+        metrics::counter!(crate::rate_limit::RATE_LIMITED).increment(1);
         ApiError::RateLimited(wait)
     })?;
     Ok(principal)

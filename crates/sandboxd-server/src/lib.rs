@@ -2,7 +2,6 @@
 //! and the background loops (reaper, reconcile).
 #![forbid(unsafe_code)]
 
-pub mod agent;
 mod auth;
 mod body_limit;
 pub mod data_dir;
@@ -15,7 +14,6 @@ mod openapi;
 mod panic;
 mod rate_limit;
 mod routes;
-pub mod service;
 pub mod time;
 
 use std::collections::BTreeMap;
@@ -39,6 +37,8 @@ use tracing::{info, warn};
 use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 
+pub use sandboxd_agent_host as agent;
+pub use sandboxd_service as service;
 pub use service::Service;
 
 /// How long a WebSocket session may stay open unless configured: a day, the longest a
@@ -121,7 +121,7 @@ impl ServerConfig {
 pub struct AppState {
     pub service: Service,
     pub mcp: mcp::McpSettings,
-    pub limits: Arc<rate_limit::KeyLimiter>,
+    pub limits: Arc<rate_limit::UserLimiter>,
     pub sessions: routes::session::SessionSettings,
 }
 
@@ -252,7 +252,7 @@ impl Server {
             }
         }
         app(AppState {
-            limits: Arc::new(rate_limit::KeyLimiter::new(
+            limits: Arc::new(rate_limit::UserLimiter::new(
                 self.config.rate_limit_per_second,
                 self.config.rate_limit_burst,
             )),

@@ -17,12 +17,10 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 
 pub const HTTP_DURATION: &str = "sandboxd_http_request_duration_seconds";
-pub const SERVED: &str = "sandboxd_operations_served_total";
 pub const RUNNING: &str = "sandboxd_sandboxes_running";
 pub const REMOVALS_PENDING: &str = "sandboxd_container_removals_pending";
 pub const REAPER_DURATION: &str = "sandboxd_reaper_duration_seconds";
 pub const RECONCILE_DURATION: &str = "sandboxd_reconcile_duration_seconds";
-pub const RATE_LIMITED: &str = "sandboxd_rate_limited_total";
 
 /// Histogram buckets, in seconds: from a fast API call to a slow create.
 const BUCKETS: [f64; 14] = [

@@ -1,6 +1,7 @@
-//! Per-key request rate limits: a token bucket per API key (governor's GCRA). Requests
-//! over the limit get 429 with `Retry-After`; other keys are not affected. Only keys
-//! that authenticated get a bucket, so the table is bounded by the keys in the store.
+//! Per-user request rate limits: a token bucket per user, shared by all of the user's
+//! keys (governor's GCRA), so more keys buy no more requests. Requests over the limit
+//! get 429 with `Retry-After`; other users are not affected. Only users that
+//! authenticated get a bucket, so the table is bounded by the users in the store.
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -8,13 +9,16 @@ use std::time::Duration;
 use governor::clock::Clock as _;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-/// The limits of every key.
+/// Counter of the requests refused for their rate limit.
+pub const RATE_LIMITED: &str = "sandboxd_rate_limited_total";
+
+/// The limits of every user.
 #[derive(Debug)]
-pub struct KeyLimiter {
+pub struct UserLimiter {
     limiter: Option<DefaultKeyedRateLimiter<String>>,
 }
 
-impl KeyLimiter {
+impl UserLimiter {
     /// `per_second` sustained with bursts of `burst`; `per_second == 0` turns limits off.
     pub fn new(per_second: u32, burst: u32) -> Self {
         let limiter = NonZeroU32::new(per_second).map(|rate| {
@@ -24,13 +28,13 @@ impl KeyLimiter {
         Self { limiter }
     }
 
-    /// Takes one request from the key's bucket; `Err(wait)` when it is empty.
-    pub fn check(&self, key_id: &str) -> Result<(), Duration> {
+    /// Takes one request from the user's bucket; `Err(wait)` when it is empty.
+    pub fn check(&self, user_id: &str) -> Result<(), Duration> {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
         limiter
-            .check_key(&key_id.to_owned())
+            .check_key(&user_id.to_owned())
             .map_err(|not_until| not_until.wait_time_from(limiter.clock().now()))
     }
 }
@@ -41,7 +45,7 @@ mod tests {
 
     #[test]
     fn a_burst_then_refusals_with_a_wait_and_other_keys_unaffected() {
-        let limits = KeyLimiter::new(1, 3);
+        let limits = UserLimiter::new(1, 3);
         for _ in 0..3 {
             assert_eq!(limits.check("a"), Ok(()));
         }
@@ -55,7 +59,7 @@ mod tests {
 
     #[test]
     fn zero_turns_limits_off() {
-        let limits = KeyLimiter::new(0, 0);
+        let limits = UserLimiter::new(0, 0);
         for _ in 0..10_000 {
             assert_eq!(limits.check("a"), Ok(()));
         }

@@ -5,7 +5,7 @@ use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::Principal;
 
 use super::{Service, ServiceError, now_ms};
-use crate::agent::{PtySession, PtySpec};
+use sandboxd_agent_host::{PtySession, PtySpec};
 
 impl Service {
     /// Opens a terminal in a running sandbox of the caller's. `cmd` runs through `sh -c`;

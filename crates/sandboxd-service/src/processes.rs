@@ -10,8 +10,8 @@ use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::validate::StartProcess;
 
 use super::{ServedBy, Service, ServiceError, now_ms};
-use crate::agent::{AgentConn, AgentError, FileOpError};
-use crate::time::rfc3339;
+use sandboxd_agent_host::{AgentConn, AgentError, FileOpError};
+use sandboxd_core::rfc3339::format_millis as rfc3339;
 
 /// Why terminals, processes and contexts fail without the sandbox's agent.
 const NEEDS_AGENT: &str =

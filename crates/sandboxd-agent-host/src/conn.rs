@@ -190,14 +190,8 @@ impl FrameReader {
 
 /// Compares keys in time independent of where they differ.
 fn same_key(given: &str, expected: &str) -> bool {
-    let (given, expected) = (given.as_bytes(), expected.as_bytes());
-    given.len() == expected.len()
-        && !expected.is_empty()
-        && given
-            .iter()
-            .zip(expected)
-            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-            == 0
+    use subtle::ConstantTimeEq as _;
+    !expected.is_empty() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
 }
 
 /// Reads the agent's Hello, then runs the connection until it ends. `on_ready` receives

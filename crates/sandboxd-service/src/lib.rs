@@ -1,5 +1,6 @@
 //! The sandbox service: each operation checks its input, the caller's access and the
-//! sandbox's state, then drives the store and the engine. One file per operation group.
+//! sandbox's state, then drives the store, the engine and the agent. It knows no HTTP:
+//! the server's routes, WebSockets and MCP tools call it. One file per operation group.
 
 mod access;
 mod contexts;
@@ -27,12 +28,15 @@ use sandboxd_core::templates::Templates;
 use sandboxd_docker::{Engine, ExecSpec};
 use sandboxd_store::Store;
 
-use crate::agent::AgentHub;
+use sandboxd_agent_host::AgentHub;
 
 pub use access::Resource;
 pub use error::ServiceError;
 pub use loops::{ReapReport, ReconcileReport};
 pub use pools::POOL_READY;
+
+/// Counter of the operations each path served (`path` = `agent` | `engine`).
+pub const SERVED: &str = "sandboxd_operations_served_total";
 pub use revive::Revival;
 
 /// Everything the operations need, shared by every request.
@@ -183,7 +187,7 @@ impl Service {
             ServedBy::Engine => &self.inner.paths.engine,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        metrics::counter!(crate::metrics::SERVED, "path" => path.as_str()).increment(1);
+        metrics::counter!(SERVED, "path" => path.as_str()).increment(1);
     }
 
     /// The environment a command in `sandbox` runs with besides its own `env`: the

@@ -10,8 +10,8 @@ use sandboxd_core::{listing, paths, plan};
 use sandboxd_docker::{EngineError, ReadFileError};
 
 use super::{ServedBy, Service, ServiceError, internal_exec, now_ms};
-use crate::agent::{AgentError, FileOpError};
-use crate::time::rfc3339;
+use sandboxd_agent_host::{AgentError, FileOpError};
+use sandboxd_core::rfc3339::format_millis as rfc3339;
 
 const DEFAULT_FILE_MODE: u32 = 0o644;
 

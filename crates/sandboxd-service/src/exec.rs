@@ -15,7 +15,7 @@ use sandboxd_docker::{EngineError, ExecOutcome, ExecSpec, OutputTx};
 use tracing::{debug, info, warn};
 
 use super::{Resource, ServedBy, Service, ServiceError, now_ms};
-use crate::agent::{AgentError, AgentExec};
+use sandboxd_agent_host::{AgentError, AgentExec};
 
 impl Service {
     /// Runs a command in a running sandbox of the caller's.

@@ -17,8 +17,8 @@ use serde::Deserialize;
 
 use super::processes::process_error;
 use super::{Service, ServiceError};
-use crate::agent::AgentConn;
-use crate::time::rfc3339;
+use sandboxd_agent_host::AgentConn;
+use sandboxd_core::rfc3339::format_millis as rfc3339;
 
 const DRIVER: &str = include_str!("driver.py");
 const RECORD: u8 = 0x1e;

@@ -1,12 +1,12 @@
 //! The host side of the in-sandbox agent: per-sandbox sockets sandboxd listens on, the
 //! connection the agent makes to one, and the operations run over it. Everything the
 //! agent sends is untrusted: frames are bounded, messages parsed strictly, waits timed.
+#![forbid(unsafe_code)]
 
 mod conn;
 mod hub;
 mod ops;
 mod routes;
-
 mod static_elf;
 
 pub use conn::{AgentConn, AgentError};

@@ -93,11 +93,7 @@ impl Service {
         Ok(access::check_create_in_project(caller, listed)?)
     }
 
-    pub(crate) fn require(
-        &self,
-        caller: &Principal,
-        permission: Permission,
-    ) -> Result<(), ServiceError> {
+    pub fn require(&self, caller: &Principal, permission: Permission) -> Result<(), ServiceError> {
         Ok(access::require(caller, permission)?)
     }
 
