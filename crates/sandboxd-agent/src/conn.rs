@@ -2,58 +2,22 @@
 //! serialized through [`Outbox`]; each request runs on a thread of [`Workers`].
 
 use std::collections::HashMap;
-use std::io::{IoSlice, Read as _, Write};
+use std::io::Read as _;
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sandboxd_agent_protocol::{
-    AGENT_KEY_VAR, Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request, header,
+    AGENT_KEY_VAR, Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request,
 };
 
 use crate::exec::Running;
 use crate::input::Inputs;
+use crate::outbox::Outbox;
 use crate::procs::Processes;
 use crate::workers::Workers;
 use crate::{exec, files, pty};
-
-/// The shared write half of the connection.
-#[derive(Clone)]
-pub struct Outbox(Arc<Mutex<UnixStream>>);
-
-impl Outbox {
-    /// Sends a frame; `false` once the connection is gone.
-    pub fn send(&self, frame: &Frame) -> bool {
-        self.send_bytes(frame.channel, frame.kind, &frame.payload)
-    }
-
-    /// Sends a frame made of `payload` as it is: header and payload leave in one
-    /// vectored write, without being copied into a buffer of their own.
-    pub fn send_bytes(&self, channel: u32, kind: Kind, payload: &[u8]) -> bool {
-        let Ok(header) = header(channel, kind, payload.len()) else {
-            return false;
-        };
-        match self.0.lock() {
-            Ok(mut stream) => write_parts(&mut *stream, &header, payload).is_ok(),
-            Err(_) => false,
-        }
-    }
-}
-
-fn write_parts(out: &mut impl Write, header: &[u8], payload: &[u8]) -> std::io::Result<()> {
-    let mut parts = [IoSlice::new(header), IoSlice::new(payload)];
-    let mut parts = &mut parts[..];
-    while !parts.is_empty() {
-        match out.write_vectored(parts) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut parts, n),
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(())
-}
 
 pub fn serve_forever(socket: &str) -> ExitCode {
     let mut delay = Duration::from_millis(20);
@@ -90,7 +54,7 @@ fn serve(stream: UnixStream, processes: &Processes, workers: &Workers) {
     let Ok(writer) = stream.try_clone() else {
         return;
     };
-    let outbox = Outbox(Arc::new(Mutex::new(writer)));
+    let outbox = Outbox::new(writer);
     if !outbox.send(&Frame::json(0, Kind::Hello, &hello())) {
         return;
     }

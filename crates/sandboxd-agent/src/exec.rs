@@ -9,21 +9,17 @@ use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::process::{self, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use sandboxd_agent_protocol::{AGENT_KEY_VAR, Exit, Frame, Kind};
 
-use crate::conn::Outbox;
 use crate::input::Input;
+use crate::outbox::Outbox;
+use crate::output::LINGER;
 use crate::{lookup, output, workdir};
 
 /// The running commands of a connection: channel → (pid, marker entry).
 pub type Running = Arc<Mutex<HashMap<u32, (i32, Vec<u8>)>>>;
-
-/// Output written by background processes after the command itself ended is forwarded
-/// for this long, then dropped (the pipes keep being drained).
-pub const LINGER: Duration = Duration::from_millis(250);
 
 /// What to run.
 pub struct Command {

@@ -11,8 +11,8 @@ use sandboxd_agent_protocol::{
     DirEntry, Done, EntryKind, Failure, FailureKind, Frame, Kind, MAX_PAYLOAD,
 };
 
-use crate::conn::Outbox;
 use crate::input::Input;
+use crate::outbox::Outbox;
 
 const CHUNK: usize = 256 * 1024;
 

@@ -11,6 +11,7 @@ mod exec;
 mod files;
 mod input;
 mod lookup;
+mod outbox;
 mod output;
 mod procs;
 mod pty;

@@ -8,15 +8,18 @@ use std::fs::File;
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
 use std::process::{Child, ExitStatus};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
 use sandboxd_agent_protocol::Kind;
 
-use crate::conn::Outbox;
-use crate::exec::LINGER;
+use crate::outbox::Outbox;
+
+/// Output written by background processes after the command itself ended is forwarded
+/// for this long, then dropped (the pipes keep being drained).
+pub const LINGER: Duration = Duration::from_millis(250);
 
 /// Output is read in chunks of this size.
 const CHUNK: usize = 64 * 1024;

@@ -12,9 +12,9 @@ use sandboxd_agent_protocol::{
     Done, Exit, FailureKind, Frame, Kind, OutputSlice, ProcessInfo, ProcessStream, Request,
 };
 
-use crate::conn::Outbox;
 use crate::exec::{self, Command};
 use crate::input::Input;
+use crate::outbox::Outbox;
 use crate::{files, pump};
 
 /// Bytes kept per stream.

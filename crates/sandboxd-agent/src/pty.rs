@@ -15,9 +15,9 @@ use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use rustix::termios::{Winsize, tcsetwinsize};
 use sandboxd_agent_protocol::{Exit, Kind, Resize};
 
-use crate::conn::Outbox;
 use crate::exec::{self, Command, Running};
 use crate::input::Input;
+use crate::outbox::Outbox;
 
 /// `TERM` of a terminal session unless the request sets one.
 const DEFAULT_TERM: &str = "xterm-256color";

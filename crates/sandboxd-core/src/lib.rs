@@ -14,6 +14,7 @@ pub mod model;
 pub mod oom;
 pub mod paging;
 pub mod paths;
+pub mod permissions;
 pub mod plan;
 pub mod pools;
 pub mod quotas;

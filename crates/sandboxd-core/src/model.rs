@@ -111,9 +111,9 @@ pub struct Principal {
     pub key_id: String,
     /// What this key may do: the role's permissions (a member's grants) narrowed to
     /// the key's scopes.
-    pub permissions: crate::access::Permissions,
+    pub permissions: crate::permissions::Permissions,
     /// The key's own scopes (`None`: unscoped); a key it makes is never wider.
-    pub key_scopes: Option<crate::access::Permissions>,
+    pub key_scopes: Option<crate::permissions::Permissions>,
     /// When the key expires (epoch ms); a key it makes expires no later.
     pub key_expires_at: Option<i64>,
 }
@@ -233,7 +233,7 @@ pub struct Member {
     pub name: String,
     pub role: Role,
     /// Granted permissions (owners and admins hold every permission whatever this says).
-    pub grants: crate::access::Permissions,
+    pub grants: crate::permissions::Permissions,
     pub project_ids: Vec<String>,
     pub sandbox_ids: Vec<String>,
     pub created_at: i64,
@@ -249,7 +249,7 @@ pub struct ApiKey {
     /// The first characters of the key, to recognise it.
     pub prefix: String,
     /// `None`: the key holds everything its user holds.
-    pub scopes: Option<crate::access::Permissions>,
+    pub scopes: Option<crate::permissions::Permissions>,
     pub created_at: i64,
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,
@@ -276,7 +276,7 @@ pub struct AuditRecord {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemberChanges {
     pub role: Option<Role>,
-    pub permissions: Option<crate::access::Permissions>,
+    pub permissions: Option<crate::permissions::Permissions>,
     pub project_ids: Option<Vec<String>>,
     pub sandbox_ids: Option<Vec<String>>,
 }

@@ -77,7 +77,11 @@ pub struct ExecOutcome {
     pub exit_code: i64,
     pub timed_out: bool,
     pub truncated: bool,
-    /// The marker kill did not end the command, so the container was killed.
+    /// The command timed out and its kill could not run or missed processes (the pids
+    /// limit exhausted, no `grep`): processes may be left. What to do about it is the
+    /// caller's policy (sandboxd restarts the container).
+    pub kill_incomplete: bool,
+    /// The kill did not take, so the container was killed.
     pub container_killed: bool,
     /// ... and started again: every process is gone, the files are kept.
     pub container_restarted: bool,
@@ -206,17 +210,7 @@ impl Engine {
                     == Some(0);
                 let grace = Duration::from_millis(KILL_GRACE_MS);
                 if !killed || tokio::time::timeout(grace, &mut drain).await.is_err() {
-                    // The kill could not run or missed processes (pids limit exhausted, no
-                    // grep): killing and starting the container drops every process and
-                    // keeps the files.
-                    warn!(
-                        container,
-                        "marker kill incomplete; restarting the container"
-                    );
-                    outcome.container_killed = self.kill_container(container).await.is_ok();
-                    if outcome.container_killed {
-                        outcome.container_restarted = self.start_container(container).await.is_ok();
-                    }
+                    outcome.kill_incomplete = true;
                 }
             }
         }

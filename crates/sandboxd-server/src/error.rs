@@ -112,6 +112,12 @@ impl ApiError {
                     message.clone(),
                     vec![],
                 ),
+                S::Agent(_) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "SERVICE_UNAVAILABLE",
+                    service.to_string(),
+                    vec![],
+                ),
                 // Internal faults: the cause goes to the log, never to the client.
                 S::Store(_) | S::Engine(_) => (
                     StatusCode::INTERNAL_SERVER_ERROR,

@@ -248,8 +248,8 @@ impl Service {
     /// The `uid:gid` the container runs as, read inside it.
     async fn resolve_user(&self, container_id: &str) -> Option<String> {
         let spec = |flag: &str| internal_exec(vec!["id".into(), flag.into()], 64);
-        let uid = self.engine().exec(container_id, spec("-u")).await.ok()?;
-        let gid = self.engine().exec(container_id, spec("-g")).await.ok()?;
+        let uid = self.engine_exec(container_id, spec("-u")).await.ok()?;
+        let gid = self.engine_exec(container_id, spec("-g")).await.ok()?;
         if uid.exit_code != 0 || gid.exit_code != 0 {
             return None;
         }
@@ -298,7 +298,7 @@ impl Service {
                     user: Some("0".into()),
                     ..internal_exec(argv, 4096)
                 };
-                self.engine().exec(container_id, mkdir).await?;
+                self.engine_exec(container_id, mkdir).await?;
                 self.engine()
                     .put_dir(container_id, parent, name, owner)
                     .await

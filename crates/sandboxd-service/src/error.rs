@@ -29,9 +29,13 @@ pub enum ServiceError {
     /// The organization's quota does not allow it (until it frees something).
     #[error(transparent)]
     QuotaExceeded(#[from] sandboxd_core::quotas::QuotaExceeded),
-    /// The sandbox's agent went away in the middle of the request; retrying is safe.
+    /// Something the operation needs is not there (the agent, for what only it does).
     #[error("{0}")]
     Unavailable(String),
+    /// The sandbox's agent failed the operation: it went away, did not answer in time or
+    /// broke the protocol, or its consumer stalled. Retrying is safe.
+    #[error(transparent)]
+    Agent(#[from] sandboxd_agent_host::AgentError),
     /// The engine refused what the request asked (an image it could not pull, a
     /// container it would not create). The client is told what, never the engine's own
     /// text (which can describe the operator's network); the cause goes to the log.

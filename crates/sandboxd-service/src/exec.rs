@@ -148,19 +148,15 @@ impl Service {
                 }
                 Ok((mut outcome, false)) => {
                     self.served(sandbox_id, ServedBy::Agent);
-                    warn!(%sandbox_id, "agent kill did not end the command; restarting the container");
-                    outcome.container_killed =
-                        self.engine().kill_container(container).await.is_ok();
-                    if outcome.container_killed {
-                        outcome.container_restarted =
-                            self.engine().start_container(container).await.is_ok();
-                    }
+                    outcome.kill_incomplete = true;
+                    self.restart_after_failed_kill(container, &mut outcome)
+                        .await;
                     return Ok(outcome);
                 }
                 Err(AgentError::NotSent) => {}
                 Err(error) => {
                     return Err(self
-                        .unavailable(sandbox_id, ServiceError::Unavailable(error.to_string()))
+                        .unavailable(sandbox_id, ServiceError::Agent(error))
                         .await);
                 }
             }
@@ -179,12 +175,41 @@ impl Service {
             max_output: spec.max_output,
             stream: spec.stream,
         };
-        match self.engine().exec(container, engine_spec.clone()).await {
+        match self.engine_exec(container, engine_spec.clone()).await {
             Err(EngineError::NotRunning) => {
                 self.restart_stopped(sandbox_id, container).await?;
-                Ok(self.engine().exec(container, engine_spec).await?)
+                Ok(self.engine_exec(container, engine_spec).await?)
             }
             outcome => Ok(outcome?),
+        }
+    }
+
+    /// Runs a command through the engine's exec, with the same policy as the agent path
+    /// for a kill that did not take.
+    pub(crate) async fn engine_exec(
+        &self,
+        container: &str,
+        spec: ExecSpec,
+    ) -> Result<ExecOutcome, EngineError> {
+        let mut outcome = self.engine().exec(container, spec).await?;
+        if outcome.kill_incomplete {
+            self.restart_after_failed_kill(container, &mut outcome)
+                .await;
+        }
+        Ok(outcome)
+    }
+
+    /// The one policy for a timed-out command whose kill did not take (whichever path ran
+    /// it): the container is killed and started again, which ends every process and keeps
+    /// the files.
+    async fn restart_after_failed_kill(&self, container: &str, outcome: &mut ExecOutcome) {
+        warn!(
+            container,
+            "the command's kill did not end it; restarting the container"
+        );
+        outcome.container_killed = self.engine().kill_container(container).await.is_ok();
+        if outcome.container_killed {
+            outcome.container_restarted = self.engine().start_container(container).await.is_ok();
         }
     }
 
@@ -230,9 +255,7 @@ impl Service {
         result: Result<T, ServiceError>,
     ) -> Result<T, ServiceError> {
         match result {
-            Err(error @ ServiceError::Unavailable(_)) => {
-                Err(self.unavailable(sandbox_id, error).await)
-            }
+            Err(error @ ServiceError::Agent(_)) => Err(self.unavailable(sandbox_id, error).await),
             other => other,
         }
     }

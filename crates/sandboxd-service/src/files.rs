@@ -102,8 +102,7 @@ impl Service {
     async fn make_dirs(&self, container: &str, dir: &str) -> Result<(), ServiceError> {
         let argv = vec!["mkdir".into(), "-p".into(), "--".into(), dir.into()];
         let mkdir = self
-            .engine()
-            .exec(container, internal_exec(argv, 4096))
+            .engine_exec(container, internal_exec(argv, 4096))
             .await?;
         if mkdir.exit_code == 0 {
             return Ok(());
@@ -205,8 +204,7 @@ impl Service {
         }
         self.served(&sandbox.sandbox_id, ServedBy::Engine);
         let find = self
-            .engine()
-            .exec(
+            .engine_exec(
                 &container,
                 internal_exec(listing::find_argv(&target), MAX_LISTING_BYTES),
             )
@@ -218,8 +216,7 @@ impl Service {
             });
         }
         let ls = self
-            .engine()
-            .exec(
+            .engine_exec(
                 &container,
                 internal_exec(listing::ls_argv(&target), MAX_LISTING_BYTES),
             )
@@ -285,6 +282,6 @@ fn file_error(error: FileOpError) -> ServiceError {
             | FailureKind::Io
             | FailureKind::Limit => ServiceError::Refused(failure.message),
         },
-        FileOpError::Agent(error) => ServiceError::Unavailable(error.to_string()),
+        FileOpError::Agent(error) => ServiceError::Agent(error),
     }
 }

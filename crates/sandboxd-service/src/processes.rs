@@ -62,7 +62,7 @@ pub(super) fn process_error(error: FileOpError) -> ServiceError {
             _ => ServiceError::Refused(failure.message),
         },
         FileOpError::Agent(AgentError::NotSent) => ServiceError::Unavailable(NEEDS_AGENT.into()),
-        FileOpError::Agent(error) => ServiceError::Unavailable(error.to_string()),
+        FileOpError::Agent(error) => ServiceError::Agent(error),
     }
 }
 

@@ -30,10 +30,7 @@ impl Service {
             cols,
             rows,
         };
-        agent
-            .pty(spec)
-            .await
-            .map_err(|e| ServiceError::Unavailable(e.to_string()))
+        agent.pty(spec).await.map_err(ServiceError::Agent)
     }
 
     /// Refreshes a sandbox's activity (a terminal in use).
