@@ -48,3 +48,17 @@ pub const STUCK_CREATING_MS: i64 = 10 * 60 * 1000;
 pub const REAPER_INTERVAL_MS: u64 = 15_000;
 /// Interval of the periodic reconcile loop.
 pub const RECONCILE_INTERVAL_MS: u64 = 60_000;
+
+/// Longest wait for a background process, and the default.
+pub const MAX_PROCESS_WAIT_MS: u64 = 600_000;
+pub const DEFAULT_PROCESS_WAIT_MS: u64 = 30_000;
+/// Largest write to a process's standard input.
+pub const MAX_PROCESS_WRITE_BYTES: usize = 1024 * 1024;
+/// Most ids one access list takes in one request.
+pub const MAX_LIST_IDS: usize = 1000;
+/// Shortest and longest lifetime of an API key.
+pub const MIN_KEY_TTL_MS: i64 = 1_000;
+pub const MAX_KEY_TTL_MS: i64 = 10 * 365 * 24 * 60 * 60 * 1000;
+/// Entries of one audit page, by default and at most.
+pub const DEFAULT_AUDIT_PAGE: u32 = 100;
+pub const MAX_AUDIT_PAGE: u32 = 500;

@@ -376,11 +376,7 @@ pub fn process_id(value: &str) -> Result<String, Invalid> {
     issues.finish(value.to_owned())
 }
 
-/// Longest wait for a process, and the default.
-pub const MAX_PROCESS_WAIT_MS: u64 = 600_000;
-pub const DEFAULT_PROCESS_WAIT_MS: u64 = 30_000;
-/// Largest write to a process's standard input.
-pub const MAX_PROCESS_WRITE_BYTES: usize = 1024 * 1024;
+pub use crate::limits::{DEFAULT_PROCESS_WAIT_MS, MAX_PROCESS_WAIT_MS, MAX_PROCESS_WRITE_BYTES};
 
 /// Checks a wait's timeout.
 pub fn process_wait_ms(value: Option<u64>) -> Result<u64, Invalid> {

@@ -8,12 +8,9 @@ use crate::api::{
 use crate::error::{Invalid, Issues};
 use crate::model::{MemberChanges, Role};
 
-/// Most ids one access list takes in one request.
-pub const MAX_LIST_IDS: usize = 1000;
-pub const MIN_KEY_TTL_MS: i64 = 1_000;
-pub const MAX_KEY_TTL_MS: i64 = 10 * 365 * 24 * 60 * 60 * 1000;
-pub const DEFAULT_AUDIT_PAGE: u32 = 100;
-pub const MAX_AUDIT_PAGE: u32 = 500;
+pub use crate::limits::{
+    DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE, MAX_KEY_TTL_MS, MAX_LIST_IDS, MIN_KEY_TTL_MS,
+};
 
 /// A checked `member.create`.
 #[derive(Debug, Clone, PartialEq, Eq)]
