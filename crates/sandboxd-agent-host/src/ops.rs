@@ -14,7 +14,7 @@ use sandboxd_agent_protocol::{
 };
 use sandboxd_core::exec_kill::MARKER_ENV;
 use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
-use sandboxd_docker::{ExecOutcome, OutputStream, OutputTx};
+use sandboxd_ports::{ExecOutcome, OutputStream, OutputTx};
 
 use super::conn::{AgentConn, AgentError, Channel};
 

@@ -7,15 +7,10 @@ use bollard::query_parameters::{EventsOptionsBuilder, InspectContainerOptions};
 use futures_util::{Stream, StreamExt as _};
 use sandboxd_core::plan::{LABEL_INSTANCE, LABEL_SANDBOX_ID};
 
+pub use sandboxd_ports::ContainerDeath;
+
 use crate::engine::{Engine, bounded};
 use crate::error::{EngineError, status_of};
-
-/// A container that stopped: its main process ended, whatever ended it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerDeath {
-    pub container_id: String,
-    pub sandbox_id: String,
-}
 
 impl Engine {
     /// Every `die` of a container labelled with `instance`, as the engine reports it,

@@ -1,5 +1,6 @@
-//! Commands in a sandbox through the engine's exec: bounded output, a timeout that kills
-//! the whole process tree by marker, and a container restart when that kill cannot run.
+//! Commands in a sandbox through the engine's exec: bounded output, and a timeout that
+//! kills the whole process tree by marker, reporting a kill that could not run or missed
+//! processes (what to do then is the service's policy).
 
 use std::time::Duration;
 
@@ -12,35 +13,10 @@ use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
 use sandboxd_core::plan::AGENT_KEY_VAR;
 use tracing::warn;
 
+pub use sandboxd_ports::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
+
 use crate::engine::{Engine, bounded};
 use crate::error::{EngineError, status_of};
-
-/// Which stream a chunk of output came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputStream {
-    Stdout,
-    Stderr,
-}
-
-/// Where chunks of output go as they arrive, for streaming.
-pub type OutputTx = tokio::sync::mpsc::Sender<(OutputStream, bytes::Bytes)>;
-
-/// One command to run.
-#[derive(Debug, Clone)]
-pub struct ExecSpec {
-    /// The argv; no shell unless the caller puts one there.
-    pub argv: Vec<String>,
-    pub cwd: Option<String>,
-    /// `NAME=value` entries added to the container's environment.
-    pub env: Vec<String>,
-    /// Run as this user instead of the container's.
-    pub user: Option<String>,
-    pub timeout: Duration,
-    /// Each stream is kept up to this many bytes; the rest is drained and dropped.
-    pub max_output: usize,
-    /// Every chunk is also sent here as it arrives (uncapped), when given.
-    pub stream: Option<OutputTx>,
-}
 
 /// Kills a command's processes by marker if its exec is dropped before it ended (the
 /// client went away).
@@ -67,24 +43,6 @@ impl Drop for KillOnDrop {
             });
         }
     }
-}
-
-/// What a command did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExecOutcome {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub exit_code: i64,
-    pub timed_out: bool,
-    pub truncated: bool,
-    /// The command timed out and its kill could not run or missed processes (the pids
-    /// limit exhausted, no `grep`): processes may be left. What to do about it is the
-    /// caller's policy (sandboxd restarts the container).
-    pub kill_incomplete: bool,
-    /// The kill did not take, so the container was killed.
-    pub container_killed: bool,
-    /// ... and started again: every process is gone, the files are kept.
-    pub container_restarted: bool,
 }
 
 /// A capped buffer that records whether anything was cut.

@@ -25,7 +25,8 @@ use std::time::Duration;
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::templates::Templates;
-use sandboxd_docker::{Engine, ExecSpec};
+use sandboxd_docker::Engine;
+use sandboxd_ports::ExecSpec;
 use sandboxd_store::Store;
 
 use sandboxd_agent_host::AgentHub;

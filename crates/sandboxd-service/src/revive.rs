@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use sandboxd_core::model::SandboxStatus;
-use sandboxd_docker::ContainerDeath;
+use sandboxd_ports::ContainerDeath;
 use tracing::warn;
 
 use super::{Service, ServiceError};
