@@ -8,24 +8,11 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use crate::engine::{Engine, bounded};
-use crate::error::{EngineError, message_of, status_of};
+use crate::error::{EngineError, classify, message_of, status_of};
 
 const BLOCK: usize = 512;
 
-/// Why a file could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadFileError {
-    #[error("file not found")]
-    NotFound,
-    #[error("path is not a regular file")]
-    NotRegularFile,
-    #[error("file exceeds the {0} byte limit")]
-    TooLarge(usize),
-    #[error("engine returned a malformed archive")]
-    Malformed,
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-}
+pub use sandboxd_ports::ReadFileError;
 
 fn now_secs() -> u64 {
     std::time::SystemTime::now()
@@ -72,7 +59,7 @@ impl Engine {
                 status: 400,
                 message: format!("{dir} is not a directory"),
             },
-            _ => EngineError::from_engine("directory", e),
+            _ => classify("directory", e),
         })
     }
 
@@ -132,7 +119,7 @@ impl Engine {
             match next {
                 Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
                 Some(Err(e)) if status_of(&e) == Some(404) => return Err(ReadFileError::NotFound),
-                Some(Err(e)) => return Err(EngineError::from_engine("file", e).into()),
+                Some(Err(e)) => return Err(classify("file", e).into()),
                 None => return Err(ReadFileError::Malformed),
             }
         }
@@ -172,7 +159,7 @@ impl Engine {
             match bounded("download archive", stream.next()).await? {
                 Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
                 Some(Err(e)) if status_of(&e) == Some(404) => return Ok(None),
-                Some(Err(e)) => return Err(EngineError::from_engine("path", e)),
+                Some(Err(e)) => return Err(classify("path", e)),
                 // The archive ended: it held the directory alone.
                 None => return Ok(Some(is_directory_header(&buf))),
             }

@@ -18,7 +18,7 @@ use sandboxd_core::plan::{
 use sandboxd_core::reconcile::ContainerState;
 
 use crate::engine::{Engine, bounded};
-use crate::error::{EngineError, status_of};
+use crate::error::{EngineError, classify, fault, status_of};
 
 fn strings(values: &[&str]) -> Vec<String> {
     values.iter().map(|s| (*s).to_owned()).collect()
@@ -99,7 +99,7 @@ impl Engine {
                 .create_container(Some(options), create_body(plan)),
         )
         .await?
-        .map_err(|e| EngineError::from_engine("image", e))?;
+        .map_err(|e| classify("image", e))?;
         Ok(created.id)
     }
 
@@ -108,7 +108,7 @@ impl Engine {
         match bounded("start container", self.docker.start_container(id, None)).await? {
             Ok(()) => Ok(()),
             Err(e) if status_of(&e) == Some(304) => Ok(()),
-            Err(e) => Err(EngineError::from_engine("container", e)),
+            Err(e) => Err(classify("container", e)),
         }
     }
 
@@ -122,7 +122,7 @@ impl Engine {
             self.docker.kill_container(id, Some(options)),
         )
         .await?
-        .map_err(|e| EngineError::from_engine("container", e))
+        .map_err(|e| classify("container", e))
     }
 
     /// Stops a container (2 s grace, then SIGKILL) and removes it; a container that is
@@ -134,7 +134,7 @@ impl Engine {
         match bounded("stop container", self.docker.stop_container(id, Some(stop))).await? {
             Ok(()) => {}
             Err(e) if matches!(status_of(&e), Some(304 | 404)) => {}
-            Err(e) => return Err(EngineError::Engine(e)),
+            Err(e) => return Err(fault(e)),
         }
         self.remove_container(id).await
     }
@@ -156,7 +156,7 @@ impl Engine {
         };
         bounded("update container", self.docker.update_container(id, limits))
             .await?
-            .map_err(EngineError::Engine)
+            .map_err(fault)
     }
 
     /// Force-removes a container; a container already gone is not an error.
@@ -174,7 +174,7 @@ impl Engine {
         {
             Ok(()) => Ok(()),
             Err(e) if status_of(&e) == Some(404) => Ok(()),
-            Err(e) => Err(EngineError::Engine(e)),
+            Err(e) => Err(fault(e)),
         }
     }
 
@@ -199,7 +199,7 @@ impl Engine {
             self.docker.list_containers(Some(options)),
         )
         .await?
-        .map_err(EngineError::Engine)?;
+        .map_err(fault)?;
         Ok(list
             .into_iter()
             .filter_map(|summary| {

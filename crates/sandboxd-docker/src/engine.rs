@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bollard::Docker;
 
-use crate::error::EngineError;
+use crate::error::{EngineError, fault};
 
 /// Timeout of a single engine call that is not an exec or a pull.
 pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -20,19 +20,17 @@ impl Engine {
     /// Connects to the local engine (`DOCKER_HOST` honoured) and negotiates the API version,
     /// so both old (1.41) and new engines are spoken to in their own version.
     pub async fn connect_local() -> Result<Self, EngineError> {
-        let docker = Docker::connect_with_local_defaults().map_err(EngineError::Engine)?;
+        let docker = Docker::connect_with_local_defaults().map_err(fault)?;
         let docker = bounded("negotiate", docker.negotiate_version())
             .await?
-            .map_err(EngineError::Engine)?;
+            .map_err(fault)?;
         Ok(Self { docker })
     }
 
     /// The OCI runtimes the engine offers (`runc`, and `runsc`, `kata-runtime`… when
     /// installed).
     pub async fn runtimes(&self) -> Result<Vec<String>, EngineError> {
-        let info = bounded("info", self.docker.info())
-            .await?
-            .map_err(EngineError::Engine)?;
+        let info = bounded("info", self.docker.info()).await?.map_err(fault)?;
         let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
         names.sort();
         Ok(names)
@@ -40,9 +38,7 @@ impl Engine {
 
     /// How many CPUs the engine's host has (the most one container may be given).
     pub async fn cpus(&self) -> Result<i64, EngineError> {
-        let info = bounded("info", self.docker.info())
-            .await?
-            .map_err(EngineError::Engine)?;
+        let info = bounded("info", self.docker.info()).await?.map_err(fault)?;
         Ok(info.ncpu.unwrap_or_default())
     }
 

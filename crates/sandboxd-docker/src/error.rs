@@ -1,36 +1,23 @@
-//! Errors of the engine adapter.
+//! Engine errors as the adapter classifies them (the error types are the ports').
 
-/// A failed engine operation. The engine's own error is kept as the source.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("{what} not found")]
-    NotFound { what: &'static str },
-    #[error("image {image} is not present and could not be pulled: {reason}")]
-    Pull { image: String, reason: String },
-    #[error("engine rejected the request: {message}")]
-    Rejected { status: u16, message: String },
-    /// The container exists but is not running (its main process ended).
-    #[error("the container is not running")]
-    NotRunning,
-    #[error("engine call {call} timed out")]
-    Timeout { call: &'static str },
-    #[error("engine call failed")]
-    Engine(#[source] bollard::errors::Error),
+pub use sandboxd_ports::EngineError;
+
+/// The engine's error, classified by status code: 404 as not found, other client errors
+/// as rejected requests, the rest kept as engine faults.
+pub(crate) fn classify(what: &'static str, error: bollard::errors::Error) -> EngineError {
+    match status_of(&error) {
+        Some(404) => EngineError::NotFound { what },
+        Some(status @ 400..=499) => EngineError::Rejected {
+            status,
+            message: message_of(&error),
+        },
+        _ => fault(error),
+    }
 }
 
-impl EngineError {
-    /// The engine's error, classified by status code: 404 as not found, other client
-    /// errors as rejected requests, the rest kept as engine faults.
-    pub(crate) fn from_engine(what: &'static str, error: bollard::errors::Error) -> Self {
-        match status_of(&error) {
-            Some(404) => Self::NotFound { what },
-            Some(status @ 400..=499) => Self::Rejected {
-                status,
-                message: message_of(&error),
-            },
-            _ => Self::Engine(error),
-        }
-    }
+/// An engine failure kept as it is, as the source.
+pub(crate) fn fault(error: bollard::errors::Error) -> EngineError {
+    EngineError::Engine(Box::new(error))
 }
 
 /// The status code of an engine error response, if it was one.

@@ -10,7 +10,7 @@ use sandboxd_core::plan::{LABEL_INSTANCE, LABEL_SANDBOX_ID};
 pub use sandboxd_ports::ContainerDeath;
 
 use crate::engine::{Engine, bounded};
-use crate::error::{EngineError, status_of};
+use crate::error::{EngineError, fault, status_of};
 
 impl Engine {
     /// Every `die` of a container labelled with `instance`, as the engine reports it,
@@ -30,7 +30,7 @@ impl Engine {
         self.docker.events(Some(options)).filter_map(|event| async {
             let event = match event {
                 Ok(event) => event,
-                Err(error) => return Some(Err(EngineError::Engine(error))),
+                Err(error) => return Some(Err(fault(error))),
             };
             let actor = event.actor?;
             let sandbox_id = actor.attributes?.remove(LABEL_SANDBOX_ID)?;
@@ -52,7 +52,7 @@ impl Engine {
         {
             Ok(inspect) => Ok(inspect.state.and_then(|s| s.running).unwrap_or(false)),
             Err(e) if status_of(&e) == Some(404) => Ok(false),
-            Err(e) => Err(EngineError::Engine(e)),
+            Err(e) => Err(fault(e)),
         }
     }
 }

@@ -16,7 +16,7 @@ use tracing::warn;
 pub use sandboxd_ports::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
 
 use crate::engine::{Engine, bounded};
-use crate::error::{EngineError, status_of};
+use crate::error::{EngineError, classify, fault, status_of};
 
 /// Kills a command's processes by marker if its exec is dropped before it ended (the
 /// client went away).
@@ -100,11 +100,11 @@ impl Engine {
             .map_err(|e| match status_of(&e) {
                 // The engine's answer for an exec in a stopped container.
                 Some(409) => EngineError::NotRunning,
-                _ => EngineError::from_engine("container", e),
+                _ => classify("container", e),
             })?;
         let started = bounded("start exec", self.docker.start_exec(&created.id, None))
             .await?
-            .map_err(EngineError::Engine)?;
+            .map_err(fault)?;
         let StartExecResults::Attached { mut output, .. } = started else {
             return Err(EngineError::Rejected {
                 status: 500,
@@ -188,7 +188,7 @@ impl Engine {
         for _ in 0..50 {
             let info = bounded("inspect exec", self.docker.inspect_exec(exec_id))
                 .await?
-                .map_err(EngineError::Engine)?;
+                .map_err(fault)?;
             if info.running != Some(true) {
                 return Ok(info.exit_code.unwrap_or(1));
             }

@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use tracing::info;
 
 use crate::engine::{Engine, bounded};
-use crate::error::{EngineError, message_of, status_of};
+use crate::error::{EngineError, fault, message_of, status_of};
 
 /// A pull that makes no progress for this long is abandoned.
 const PULL_STALL: Duration = Duration::from_secs(120);
@@ -43,7 +43,7 @@ impl Engine {
                 inspect.config.and_then(|c| c.user).unwrap_or_default(),
             )),
             Err(e) if status_of(&e) == Some(404) => Ok(None),
-            Err(e) => Err(EngineError::Engine(e)),
+            Err(e) => Err(fault(e)),
         }
     }
 

@@ -7,7 +7,7 @@ use sandboxd_core::plan::{ICC_OPTION, LABEL_SANDBOX};
 use tracing::warn;
 
 use crate::engine::{Engine, bounded};
-use crate::error::{EngineError, status_of};
+use crate::error::{EngineError, fault, status_of};
 
 impl Engine {
     /// Makes sure the bridge `name` exists with inter-container traffic disabled: a
@@ -37,12 +37,12 @@ impl Engine {
                         if status_of(&e) == Some(404) {
                             Ok(())
                         } else {
-                            Err(EngineError::Engine(e))
+                            Err(fault(e))
                         }
                     })?;
             }
             Err(e) if status_of(&e) == Some(404) => {}
-            Err(e) => return Err(EngineError::Engine(e)),
+            Err(e) => return Err(fault(e)),
         }
         let request = NetworkCreateRequest {
             name: name.to_owned(),
@@ -58,7 +58,7 @@ impl Engine {
         match bounded("create network", self.docker.create_network(request)).await? {
             Ok(_) => Ok(()),
             Err(e) if status_of(&e) == Some(409) => Ok(()),
-            Err(e) => Err(EngineError::Engine(e)),
+            Err(e) => Err(fault(e)),
         }
     }
 }

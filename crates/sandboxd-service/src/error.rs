@@ -3,7 +3,7 @@
 
 use sandboxd_core::error::Invalid;
 use sandboxd_core::model::{NotRunning, SandboxStatus};
-use sandboxd_docker::EngineError;
+use sandboxd_ports::EngineError;
 use sandboxd_store::StoreError;
 
 /// Why an operation failed.

@@ -11,8 +11,7 @@ use sandboxd_core::limits::MAX_EXEC_OUTPUT_BYTES;
 use sandboxd_core::model::{NotRunning, Principal, SandboxStatus};
 use sandboxd_core::oom;
 use sandboxd_core::validate::ExecCommand;
-use sandboxd_docker::EngineError;
-use sandboxd_ports::{ExecOutcome, ExecSpec, OutputTx};
+use sandboxd_ports::{EngineError, ExecOutcome, ExecSpec, OutputTx};
 use tracing::{debug, info, warn};
 
 use super::{Resource, ServedBy, Service, ServiceError, now_ms};

@@ -7,7 +7,7 @@ use sandboxd_core::limits::{MAX_FILE_BYTES, MAX_LISTING_BYTES};
 use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::validate::{ListFiles, ReadFile, WriteFile};
 use sandboxd_core::{listing, paths, plan};
-use sandboxd_docker::{EngineError, ReadFileError};
+use sandboxd_ports::{EngineError, ReadFileError};
 
 use super::{ServedBy, Service, ServiceError, internal_exec, now_ms};
 use sandboxd_agent_host::{AgentError, FileOpError};

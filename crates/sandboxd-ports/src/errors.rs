@@ -1,0 +1,36 @@
+//! Why an engine operation failed, classified for the service's decisions, the cause
+//! kept as the source whatever the engine's own error type.
+
+/// A failed engine operation.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{what} not found")]
+    NotFound { what: &'static str },
+    #[error("image {image} is not present and could not be pulled: {reason}")]
+    Pull { image: String, reason: String },
+    #[error("engine rejected the request: {message}")]
+    Rejected { status: u16, message: String },
+    /// The container exists but is not running (its main process ended).
+    #[error("the container is not running")]
+    NotRunning,
+    #[error("engine call {call} timed out")]
+    Timeout { call: &'static str },
+    /// Any other failure of the engine or of the way to it; the cause is the source.
+    #[error("engine call failed")]
+    Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why a file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadFileError {
+    #[error("file not found")]
+    NotFound,
+    #[error("path is not a regular file")]
+    NotRegularFile,
+    #[error("file exceeds the {0} byte limit")]
+    TooLarge(usize),
+    #[error("engine returned a malformed archive")]
+    Malformed,
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
