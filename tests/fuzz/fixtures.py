@@ -47,6 +47,10 @@ fixtures["projectId"] = call("project.all")[0]["projectId"]
 # short timeout), and pools consumed by kill and remove.
 fixtures["sandboxes"] = [sandbox(), sandbox()]
 fixtures["timeoutSandboxes"] = [sandbox() for _ in range(3)]
+# Starts go to sandboxes of their own: a sandbox runs at most 64 background processes
+# (contexts included), and the fixtures' own must keep their room.
+fixtures["startSandboxes"] = [sandbox()]
+fixtures["contextSandboxes"] = [sandbox()]
 fixtures["killSandboxes"] = [sandbox() for _ in range(4)]
 fixtures["removeSandboxes"] = [sandbox() for _ in range(8)]
 home = fixtures["sandboxes"][0]
@@ -75,7 +79,7 @@ with open(out, "w") as file:
     json.dump(fixtures, file)
 print(
     "fixtures: {} sandboxes, {} processes, {} contexts, {} keys, {} members".format(
-        sum(len(fixtures[k]) for k in ("sandboxes", "timeoutSandboxes", "killSandboxes", "removeSandboxes")),
+        sum(len(v) for k, v in fixtures.items() if k.endswith("andboxes")),
         len(fixtures["processes"]) + len(fixtures["signalProcesses"]),
         len(fixtures["contexts"]) + len(fixtures["removeContexts"]),
         len(fixtures["victimKeys"]) + 1,

@@ -57,8 +57,13 @@ def substitutes(operation, seed):
         "keyId": pick("victimKeys", seed),
         "userId": pick("removeMembers" if operation == "member.remove" else "members", seed),
     }
-    # Sandboxes of the fixtures all sit in the first sandbox's process table.
-    if operation.startswith("sandbox.process") or operation.startswith("sandbox.context"):
+    # The fixtures' processes and contexts all sit in the first sandbox's process
+    # table; new ones start elsewhere, so that they never crowd those out.
+    if operation == "sandbox.processStart":
+        values["sandboxId"] = pick("startSandboxes", seed)
+    elif operation == "sandbox.contextCreate":
+        values["sandboxId"] = pick("contextSandboxes", seed)
+    elif operation.startswith("sandbox.process") or operation.startswith("sandbox.context"):
         values["sandboxId"] = FIXTURES["sandboxes"][0]
     return values
 
