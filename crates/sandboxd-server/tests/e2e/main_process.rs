@@ -101,6 +101,16 @@ where
     started.elapsed()
 }
 
+/// Kills the sandbox's container from outside, as the host or the OOM killer would.
+async fn engine_kill(server: &TestServer, sandbox: &Value) {
+    let kill = bollard::query_parameters::KillContainerOptionsBuilder::default().build();
+    server
+        .docker()
+        .kill_container(crate::harness::container(sandbox), Some(kill))
+        .await
+        .unwrap();
+}
+
 async fn container_running(server: &TestServer, sandbox: &Value) -> bool {
     let inspect = server
         .docker()
@@ -119,12 +129,7 @@ async fn a_stopped_container_is_restarted_or_reported_at_once() {
     let server = TestServer::start().await;
     let sandbox = server.create(json!({"template": "base"})).await;
     server.exec(&sandbox, "echo kept > /tmp/kept").await;
-    let kill = bollard::query_parameters::KillContainerOptionsBuilder::default().build();
-    server
-        .docker()
-        .kill_container(crate::harness::container(&sandbox), Some(kill.clone()))
-        .await
-        .unwrap();
+    engine_kill(&server, &sandbox).await;
     let took = eventually(Duration::from_secs(5), || async {
         container_running(&server, &sandbox).await
     })
@@ -136,11 +141,7 @@ async fn a_stopped_container_is_restarted_or_reported_at_once() {
 
     // Now it cannot start: its agent directory (a bind source) is gone.
     std::fs::remove_dir_all(server.data_dir().join("agents").join(id(&sandbox))).unwrap();
-    server
-        .docker()
-        .kill_container(crate::harness::container(&sandbox), Some(kill))
-        .await
-        .unwrap();
+    engine_kill(&server, &sandbox).await;
     eventually(Duration::from_secs(5), || async {
         let (_, one) = server
             .get("sandbox.one", &[("sandboxId", id(&sandbox))])
@@ -163,23 +164,14 @@ async fn a_stopped_container_is_restarted_or_reported_at_once() {
 async fn a_container_that_keeps_stopping_is_given_up_on() {
     let server = TestServer::start().await;
     let sandbox = server.create(json!({"template": "base"})).await;
-    let kill = bollard::query_parameters::KillContainerOptionsBuilder::default().build();
     for _ in 0..3 {
-        server
-            .docker()
-            .kill_container(crate::harness::container(&sandbox), Some(kill.clone()))
-            .await
-            .unwrap();
+        engine_kill(&server, &sandbox).await;
         eventually(Duration::from_secs(5), || async {
             container_running(&server, &sandbox).await
         })
         .await;
     }
-    server
-        .docker()
-        .kill_container(crate::harness::container(&sandbox), Some(kill))
-        .await
-        .unwrap();
+    engine_kill(&server, &sandbox).await;
     eventually(Duration::from_secs(5), || async {
         let (_, one) = server
             .get("sandbox.one", &[("sandboxId", id(&sandbox))])

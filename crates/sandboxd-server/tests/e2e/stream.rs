@@ -235,21 +235,26 @@ async fn a_client_that_goes_away_kills_its_command_without_the_agent() {
     client_that_goes_away_kills_its_command(TestServer::start_without_agent().await).await;
 }
 
+/// Starts `yes` on a new sandbox through a WebSocket that, from then on, reads nothing.
+async fn flood_unread(server: &TestServer, timeout_ms: u64) -> (Value, Socket) {
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let mut socket = connect(server, &format!("?sandboxId={}", id(&sandbox)), Some(KEY)).await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "ready");
+    send(
+        &mut socket,
+        json!({"type": "exec", "cmd": "yes flood-line", "timeoutMs": timeout_ms}),
+    )
+    .await;
+    server.wait_running(&sandbox, "yes flood-line").await;
+    (sandbox, socket)
+}
+
 /// A client that stops reading while its command floods output does not keep the
 /// command past its timeout: the command is driven on its own and killed on time.
 #[tokio::test]
 async fn a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout() {
     let server = TestServer::start().await;
-    let sandbox = server.create(json!({"template": "base"})).await;
-    let mut socket = connect(&server, &format!("?sandboxId={}", id(&sandbox)), Some(KEY)).await;
-    assert_eq!(next(&mut socket).await.unwrap()["type"], "ready");
-    send(
-        &mut socket,
-        json!({"type": "exec", "cmd": "yes flood-line", "timeoutMs": 2000}),
-    )
-    .await;
-    // From here on the client reads nothing.
-    server.wait_running(&sandbox, "yes flood-line").await;
+    let (sandbox, socket) = flood_unread(&server, 2000).await;
     let started = Instant::now();
     server
         .wait_gone(&sandbox, |cmd| cmd.contains("yes flood-line"))
@@ -263,21 +268,12 @@ async fn a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout(
 }
 
 /// A client that stops reading holds up nothing else on its sandbox: while its command
-/// floods output, commands and file reads on the same sandbox answer quickly, and the
-/// unread operation is ended within its stall bound.
+/// floods output, commands on the same sandbox answer quickly, and the unread operation
+/// is ended within its stall bound.
 #[tokio::test]
 async fn a_client_that_stops_reading_does_not_hold_the_sandboxs_other_operations() {
     let server = TestServer::start().await;
-    let sandbox = server.create(json!({"template": "base"})).await;
-    let mut socket = connect(&server, &format!("?sandboxId={}", id(&sandbox)), Some(KEY)).await;
-    assert_eq!(next(&mut socket).await.unwrap()["type"], "ready");
-    send(
-        &mut socket,
-        json!({"type": "exec", "cmd": "yes flood-line", "timeoutMs": 60000}),
-    )
-    .await;
-    // From here on the client reads nothing.
-    server.wait_running(&sandbox, "yes flood-line").await;
+    let (sandbox, socket) = flood_unread(&server, 60000).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut slowest = Duration::ZERO;
     for _ in 0..10 {
