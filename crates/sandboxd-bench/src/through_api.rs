@@ -27,7 +27,8 @@ impl Api {
         config.template_images.insert("base".into(), image.into());
         // The benchmark drives one key hard; the per-key limit would measure itself.
         config.rate_limit_per_second = 0;
-        let server = Server::start(config).await?;
+        let engine = sandboxd_docker::DockerEngine::connect_local().await?;
+        let server = Server::start(config, std::sync::Arc::new(engine)).await?;
         let instance = server.service.instance_id().to_owned();
         let service = server.service.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

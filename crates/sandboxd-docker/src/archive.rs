@@ -7,7 +7,7 @@ use bollard::query_parameters::{
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use crate::engine::{Engine, bounded};
+use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, classify, message_of, status_of};
 
 const BLOCK: usize = 512;
@@ -40,7 +40,7 @@ fn entry_tar(
     builder.into_inner()
 }
 
-impl Engine {
+impl DockerEngine {
     async fn upload(&self, container: &str, dir: &str, tar: Vec<u8>) -> Result<(), EngineError> {
         let options = UploadToContainerOptionsBuilder::default().path(dir).build();
         bounded(
@@ -65,7 +65,7 @@ impl Engine {
 
     /// Writes `content` to `dir/name` owned by `owner` with `mode`. The engine unpacks the
     /// archive, so no capability is needed inside the container.
-    pub async fn put_file(
+    pub(crate) async fn put_file(
         &self,
         container: &str,
         dir: &str,
@@ -84,7 +84,7 @@ impl Engine {
     }
 
     /// Creates (or re-owns) the directory `parent/name` owned by `owner`.
-    pub async fn put_dir(
+    pub(crate) async fn put_dir(
         &self,
         container: &str,
         parent: &str,
@@ -102,7 +102,7 @@ impl Engine {
 
     /// Reads a regular file of at most `max` bytes. Reading stops as soon as the outcome
     /// is known: a directory or an oversized file is refused from its header alone.
-    pub async fn read_file(
+    pub(crate) async fn read_file(
         &self,
         container: &str,
         path: &str,
@@ -126,7 +126,7 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl DockerEngine {
     /// The tar stream of `path` in the container, read by the caller only as far as it
     /// needs.
     fn download(
@@ -143,7 +143,7 @@ impl Engine {
 
     /// Whether `path` in the container is a directory with nothing in it: `None` when it
     /// does not exist. Reads the archive only as far as its second entry.
-    pub async fn is_empty_dir(
+    pub(crate) async fn is_empty_dir(
         &self,
         container: &str,
         path: &str,

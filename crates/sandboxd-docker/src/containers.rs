@@ -17,7 +17,7 @@ use sandboxd_core::plan::{
 };
 use sandboxd_core::reconcile::ContainerState;
 
-use crate::engine::{Engine, bounded};
+use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, classify, fault, status_of};
 
 fn strings(values: &[&str]) -> Vec<String> {
@@ -87,9 +87,12 @@ fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
     }
 }
 
-impl Engine {
+impl DockerEngine {
     /// Creates (does not start) the container of a plan; returns its id.
-    pub async fn create_container(&self, plan: &ContainerPlan) -> Result<String, EngineError> {
+    pub(crate) async fn create_container(
+        &self,
+        plan: &ContainerPlan,
+    ) -> Result<String, EngineError> {
         let options = CreateContainerOptionsBuilder::default()
             .name(&plan.name)
             .build();
@@ -104,7 +107,7 @@ impl Engine {
     }
 
     /// Starts a created or stopped container; one already running is left as it is.
-    pub async fn start_container(&self, id: &str) -> Result<(), EngineError> {
+    pub(crate) async fn start_container(&self, id: &str) -> Result<(), EngineError> {
         match bounded("start container", self.docker.start_container(id, None)).await? {
             Ok(()) => Ok(()),
             Err(e) if status_of(&e) == Some(304) => Ok(()),
@@ -113,7 +116,7 @@ impl Engine {
     }
 
     /// Sends SIGKILL to every process of a container.
-    pub async fn kill_container(&self, id: &str) -> Result<(), EngineError> {
+    pub(crate) async fn kill_container(&self, id: &str) -> Result<(), EngineError> {
         let options = KillContainerOptionsBuilder::default()
             .signal("SIGKILL")
             .build();
@@ -127,7 +130,7 @@ impl Engine {
 
     /// Stops a container (2 s grace, then SIGKILL) and removes it; a container that is
     /// already stopped or gone is not an error.
-    pub async fn destroy_container(&self, id: &str) -> Result<(), EngineError> {
+    pub(crate) async fn destroy_container(&self, id: &str) -> Result<(), EngineError> {
         let stop = StopContainerOptionsBuilder::default()
             .t(STOP_GRACE_SECS)
             .build();
@@ -140,7 +143,7 @@ impl Engine {
     }
 
     /// Changes the CPU, memory (= memory + swap) and pids limits of a container.
-    pub async fn update_limits(
+    pub(crate) async fn update_limits(
         &self,
         id: &str,
         nano_cpus: i64,
@@ -160,7 +163,7 @@ impl Engine {
     }
 
     /// Force-removes a container; a container already gone is not an error.
-    pub async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
+    pub(crate) async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         let remove = RemoveContainerOptionsBuilder::default()
             .force(true)
             // Anonymous volumes (an image's `VOLUME`) go with their sandbox.
@@ -179,7 +182,7 @@ impl Engine {
     }
 
     /// Every container (running or not) labelled as a sandbox of this installation.
-    pub async fn list_sandbox_containers(
+    pub(crate) async fn list_sandbox_containers(
         &self,
         instance_id: &str,
     ) -> Result<Vec<ContainerState>, EngineError> {

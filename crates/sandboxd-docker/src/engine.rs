@@ -12,11 +12,11 @@ pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A connected Docker engine.
 #[derive(Debug, Clone)]
-pub struct Engine {
+pub struct DockerEngine {
     pub(crate) docker: Docker,
 }
 
-impl Engine {
+impl DockerEngine {
     /// Connects to the local engine (`DOCKER_HOST` honoured) and negotiates the API version,
     /// so both old (1.41) and new engines are spoken to in their own version.
     pub async fn connect_local() -> Result<Self, EngineError> {
@@ -29,7 +29,7 @@ impl Engine {
 
     /// The OCI runtimes the engine offers (`runc`, and `runsc`, `kata-runtime`… when
     /// installed).
-    pub async fn runtimes(&self) -> Result<Vec<String>, EngineError> {
+    pub(crate) async fn runtimes(&self) -> Result<Vec<String>, EngineError> {
         let info = bounded("info", self.docker.info()).await?.map_err(fault)?;
         let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
         names.sort();
@@ -37,13 +37,13 @@ impl Engine {
     }
 
     /// How many CPUs the engine's host has (the most one container may be given).
-    pub async fn cpus(&self) -> Result<i64, EngineError> {
+    pub(crate) async fn cpus(&self) -> Result<i64, EngineError> {
         let info = bounded("info", self.docker.info()).await?.map_err(fault)?;
         Ok(info.ncpu.unwrap_or_default())
     }
 
     /// The API version in use.
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         self.docker.client_version().to_string()
     }
 

@@ -9,14 +9,14 @@ use sandboxd_core::plan::{LABEL_INSTANCE, LABEL_SANDBOX_ID};
 
 pub use sandboxd_ports::ContainerDeath;
 
-use crate::engine::{Engine, bounded};
+use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, fault, status_of};
 
-impl Engine {
+impl DockerEngine {
     /// Every `die` of a container labelled with `instance`, as the engine reports it,
     /// from now on. The stream ends when the engine connection does; the caller
     /// subscribes again (events missed meanwhile are reconcile's).
-    pub fn container_deaths(
+    pub(crate) fn container_deaths(
         &self,
         instance: &str,
     ) -> impl Stream<Item = Result<ContainerDeath, EngineError>> + Send + 'static {
@@ -42,7 +42,7 @@ impl Engine {
     }
 
     /// Whether the container's main process runs; a container that is gone is not.
-    pub async fn is_running(&self, id: &str) -> Result<bool, EngineError> {
+    pub(crate) async fn is_running(&self, id: &str) -> Result<bool, EngineError> {
         match bounded(
             "inspect container",
             self.docker

@@ -15,13 +15,13 @@ use tracing::warn;
 
 pub use sandboxd_ports::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
 
-use crate::engine::{Engine, bounded};
+use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, classify, fault, status_of};
 
 /// Kills a command's processes by marker if its exec is dropped before it ended (the
 /// client went away).
 struct KillOnDrop {
-    engine: Engine,
+    engine: DockerEngine,
     container: String,
     marker: String,
     armed: bool,
@@ -77,9 +77,13 @@ fn random_marker() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-impl Engine {
+impl DockerEngine {
     /// Runs a command and collects its output.
-    pub async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecOutcome, EngineError> {
+    pub(crate) async fn exec(
+        &self,
+        container: &str,
+        spec: ExecSpec,
+    ) -> Result<ExecOutcome, EngineError> {
         let marker = random_marker();
         let mut env = spec.env.clone();
         env.push(exec_kill::marker_entry(&marker));

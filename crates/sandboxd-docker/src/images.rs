@@ -6,7 +6,7 @@ use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;
 use tracing::info;
 
-use crate::engine::{Engine, bounded};
+use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, fault, message_of, status_of};
 
 /// A pull that makes no progress for this long is abandoned.
@@ -23,10 +23,10 @@ fn with_default_tag(image: &str) -> String {
     }
 }
 
-impl Engine {
+impl DockerEngine {
     /// Makes sure `image` is present, pulling it when it is not; returns the user the
     /// image runs as by default (empty for root).
-    pub async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
+    pub(crate) async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
         match self.image_user(image).await? {
             Some(user) => return Ok(user),
             None => self.pull(image).await?,

@@ -1,5 +1,6 @@
-//! The Docker engine adapter of sandboxd: turns core plans into engine calls through
-//! bollard. One module per engine resource; every call has a timeout.
+//! The Docker engine adapter of sandboxd: implements the engine port
+//! (`sandboxd_ports::Engine`) through bollard, turning core plans into engine calls.
+//! One module per engine resource; every call has a timeout.
 #![forbid(unsafe_code)]
 
 mod archive;
@@ -10,9 +11,10 @@ mod events;
 mod exec;
 mod images;
 mod networks;
+mod port;
 
 pub use archive::ReadFileError;
-pub use engine::Engine;
+pub use engine::DockerEngine;
 pub use error::EngineError;
 pub use events::ContainerDeath;
 pub use exec::{ExecOutcome, ExecSpec, OutputStream, OutputTx};

@@ -6,14 +6,14 @@ use bollard::models::NetworkCreateRequest;
 use sandboxd_core::plan::{ICC_OPTION, LABEL_SANDBOX};
 use tracing::warn;
 
-use crate::engine::{Engine, bounded};
+use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, fault, status_of};
 
-impl Engine {
+impl DockerEngine {
     /// Makes sure the bridge `name` exists with inter-container traffic disabled: a
     /// correct network is reused, an unused one that allows such traffic is recreated,
     /// one in use is kept with a warning, and a concurrent create (409) is tolerated.
-    pub async fn ensure_bridge(&self, name: &str) -> Result<(), EngineError> {
+    pub(crate) async fn ensure_bridge(&self, name: &str) -> Result<(), EngineError> {
         match bounded("inspect network", self.docker.inspect_network(name, None)).await? {
             Ok(existing) => {
                 let icc_off = existing

@@ -28,7 +28,7 @@ use axum::routing::get;
 use axum::serve::ListenerExt as _;
 use sandboxd_core::limits::{REAPER_INTERVAL_MS, RECONCILE_INTERVAL_MS};
 use sandboxd_core::templates::Templates;
-use sandboxd_docker::Engine;
+use sandboxd_ports::{Engine, EngineError};
 use sandboxd_store::{Bootstrap, Store};
 
 use crate::agent::AgentHub;
@@ -38,6 +38,7 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 
 pub use sandboxd_agent_host as agent;
+pub use sandboxd_ports as ports;
 pub use sandboxd_service as service;
 pub use service::Service;
 
@@ -150,8 +151,8 @@ pub enum StartError {
     },
     #[error("first start failed")]
     Bootstrap(#[source] sandboxd_store::StoreError),
-    #[error("cannot connect to the Docker engine")]
-    Engine(#[source] sandboxd_docker::EngineError),
+    #[error("the engine did not answer")]
+    Engine(#[source] EngineError),
     #[error("cannot serve HTTP")]
     Serve(#[source] std::io::Error),
     #[error(
@@ -161,8 +162,12 @@ pub enum StartError {
 }
 
 impl Server {
-    /// Opens the store (bootstrapping an empty one) and connects to the engine.
-    pub async fn start(mut config: ServerConfig) -> Result<Self, StartError> {
+    /// Opens the store (bootstrapping an empty one) and checks `engine`, the engine
+    /// sandboxes run on (the caller connects it: the Docker adapter in the binary).
+    pub async fn start(
+        mut config: ServerConfig,
+        engine: Arc<dyn Engine>,
+    ) -> Result<Self, StartError> {
         // Every host path handed to the engine is absolute.
         config.data_dir = data_dir::prepare(&config.data_dir)?;
         if let Some(binary) = &config.agent_binary {
@@ -187,7 +192,6 @@ impl Server {
             .await
             .map_err(store_error)?;
         let instance_id = store.instance_id().await.map_err(store_error)?;
-        let engine = Engine::connect_local().await.map_err(StartError::Engine)?;
         // A stronger runtime that is not there must stop the start, not silently
         // become runc.
         if let Some(wanted) = &config.runtime {
@@ -201,7 +205,7 @@ impl Server {
         }
         // A sandbox may not be given more CPUs than the host has (the engine would refuse).
         let host_cpus = engine.cpus().await.ok().filter(|n| *n > 0);
-        info!(api_version = %engine.api_version(), %instance_id, ?host_cpus, "connected to the Docker engine");
+        info!(api_version = %engine.api_version(), %instance_id, ?host_cpus, "engine ready");
         let templates = Templates::with_images(&config.template_images);
         let agents = AgentHub::new(
             config.data_dir.join("agents"),

@@ -7,6 +7,7 @@ mod contexts;
 mod create;
 mod error;
 mod exec;
+mod executor;
 mod files;
 mod lifecycle;
 mod loops;
@@ -25,8 +26,7 @@ use std::time::Duration;
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::templates::Templates;
-use sandboxd_docker::Engine;
-use sandboxd_ports::ExecSpec;
+use sandboxd_ports::{Engine, ExecSpec};
 use sandboxd_store::Store;
 
 use sandboxd_agent_host::AgentHub;
@@ -49,7 +49,7 @@ pub struct Service {
 #[derive(Debug)]
 struct Inner {
     store: Store,
-    engine: Engine,
+    engine: Arc<dyn Engine>,
     agents: AgentHub,
     templates: Templates,
     instance_id: String,
@@ -114,7 +114,7 @@ impl ServedBy {
 impl Service {
     pub fn new(
         store: Store,
-        engine: Engine,
+        engine: Arc<dyn Engine>,
         agents: AgentHub,
         templates: Templates,
         instance_id: String,
@@ -289,7 +289,8 @@ impl Service {
         &self.inner.store
     }
 
-    pub fn engine(&self) -> &Engine {
+    /// The engine sandboxes run on.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
         &self.inner.engine
     }
 

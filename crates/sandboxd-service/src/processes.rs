@@ -79,10 +79,10 @@ impl Service {
         need: SandboxNeed,
     ) -> Result<(Sandbox, AgentConn), ServiceError> {
         let sandbox = self.sandbox_for(caller, sandbox_id, need).await?;
-        sandbox.running_container()?;
         let agent = self
-            .agents()
-            .connection(&sandbox.sandbox_id)
+            .executor(&sandbox)?
+            .agent()
+            .cloned()
             .ok_or_else(|| ServiceError::Unavailable(NEEDS_AGENT.into()))?;
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         self.served(&sandbox.sandbox_id, ServedBy::Agent);

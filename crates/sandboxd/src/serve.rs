@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use clap::Args;
+use sandboxd_docker::DockerEngine;
 use sandboxd_server::{Server, ServerConfig};
 use tracing::info;
 use tracing_subscriber::EnvFilter;
@@ -115,7 +116,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .iter()
         .map(|(name, t)| (name.clone(), t.image.clone()))
         .collect();
-    let server = Server::start(server_config)
+    // The wiring: the local Docker engine behind the engine port.
+    let engine = DockerEngine::connect_local().await.context(
+        "cannot connect to the Docker engine (is it running, and may this user use its socket?)",
+    )?;
+    let server = Server::start(server_config, std::sync::Arc::new(engine))
         .await
         .context("sandboxd could not start")?;
     if let Some(boot) = &server.bootstrap {

@@ -13,7 +13,7 @@ use sandboxd_core::api::ExecRequest;
 use sandboxd_core::api::stream::{ClientMessage, ServerMessage};
 use sandboxd_core::utf8_stream::Utf8Stream;
 use sandboxd_core::validate;
-use sandboxd_docker::OutputStream;
+use sandboxd_ports::OutputStream;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 

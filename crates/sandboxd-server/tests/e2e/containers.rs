@@ -330,7 +330,10 @@ async fn the_runtime_is_configured_reported_and_checked() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = sandboxd_server::ServerConfig::new(dir.path().to_path_buf());
     config.runtime = Some("runsc".into());
-    let error = sandboxd_server::Server::start(config).await.unwrap_err();
+    let engine = std::sync::Arc::new(crate::harness::local_engine().await);
+    let error = sandboxd_server::Server::start(config, engine)
+        .await
+        .unwrap_err();
     assert!(
         error.to_string().contains("\"runsc\" is not offered"),
         "{error}"

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reqwest::StatusCode;
+use sandboxd_docker::DockerEngine;
 use sandboxd_server::{Server, ServerConfig, Service};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -19,6 +20,8 @@ pub struct TestServer {
     pub project_id: String,
     pub service: Service,
     pub client: reqwest::Client,
+    /// The engine the server runs on, for tests that look at what it created.
+    pub engine: DockerEngine,
     instance: String,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -42,6 +45,13 @@ fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
     config.reaper_interval = Duration::from_millis(500);
     config.reconcile_interval = Duration::from_secs(3600);
     config
+}
+
+/// The local Docker engine, as the binary connects it.
+pub async fn local_engine() -> DockerEngine {
+    DockerEngine::connect_local()
+        .await
+        .expect("the local Docker engine answers")
 }
 
 impl TestServer {
@@ -74,7 +84,10 @@ impl TestServer {
     ) -> Self {
         let mut config = config(&data, with_agent);
         tweak(&mut config);
-        let server = Server::start(config).await.expect("server starts");
+        let engine = local_engine().await;
+        let server = Server::start(config, std::sync::Arc::new(engine.clone()))
+            .await
+            .expect("server starts");
         let service = server.service.clone();
         let instance = service.instance_id().to_owned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -96,6 +109,7 @@ impl TestServer {
             project_id: String::new(),
             service,
             client,
+            engine,
             instance,
             shutdown: Some(tx),
             task: Some(task),
@@ -142,7 +156,7 @@ impl TestServer {
     }
 
     pub fn docker(&self) -> &bollard::Docker {
-        self.service.engine().client()
+        self.engine.client()
     }
 
     pub fn instance(&self) -> &str {

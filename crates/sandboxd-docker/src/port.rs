@@ -1,0 +1,115 @@
+//! The engine port implemented for Docker: each call goes to the adapter's method of
+//! the same name.
+
+use sandboxd_core::plan::ContainerPlan;
+use sandboxd_core::reconcile::ContainerState;
+use sandboxd_ports::{Deaths, Engine, EngineError, ExecOutcome, ExecSpec, ReadFileError};
+
+use crate::engine::DockerEngine;
+
+#[async_trait::async_trait]
+impl Engine for DockerEngine {
+    fn api_version(&self) -> String {
+        DockerEngine::api_version(self)
+    }
+
+    async fn runtimes(&self) -> Result<Vec<String>, EngineError> {
+        DockerEngine::runtimes(self).await
+    }
+
+    async fn cpus(&self) -> Result<i64, EngineError> {
+        DockerEngine::cpus(self).await
+    }
+
+    async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
+        DockerEngine::ensure_image(self, image).await
+    }
+
+    async fn ensure_bridge(&self, name: &str) -> Result<(), EngineError> {
+        DockerEngine::ensure_bridge(self, name).await
+    }
+
+    async fn create_container(&self, plan: &ContainerPlan) -> Result<String, EngineError> {
+        DockerEngine::create_container(self, plan).await
+    }
+
+    async fn start_container(&self, id: &str) -> Result<(), EngineError> {
+        DockerEngine::start_container(self, id).await
+    }
+
+    async fn kill_container(&self, id: &str) -> Result<(), EngineError> {
+        DockerEngine::kill_container(self, id).await
+    }
+
+    async fn destroy_container(&self, id: &str) -> Result<(), EngineError> {
+        DockerEngine::destroy_container(self, id).await
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
+        DockerEngine::remove_container(self, id).await
+    }
+
+    async fn update_limits(
+        &self,
+        id: &str,
+        nano_cpus: i64,
+        memory_bytes: i64,
+        pids_limit: i64,
+    ) -> Result<(), EngineError> {
+        DockerEngine::update_limits(self, id, nano_cpus, memory_bytes, pids_limit).await
+    }
+
+    async fn list_sandbox_containers(
+        &self,
+        instance_id: &str,
+    ) -> Result<Vec<ContainerState>, EngineError> {
+        DockerEngine::list_sandbox_containers(self, instance_id).await
+    }
+
+    async fn is_running(&self, id: &str) -> Result<bool, EngineError> {
+        DockerEngine::is_running(self, id).await
+    }
+
+    fn container_deaths(&self, instance: &str) -> Deaths {
+        Box::pin(DockerEngine::container_deaths(self, instance))
+    }
+
+    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecOutcome, EngineError> {
+        DockerEngine::exec(self, container, spec).await
+    }
+
+    async fn put_file(
+        &self,
+        container: &str,
+        dir: &str,
+        name: &str,
+        content: &[u8],
+        mode: u32,
+        owner: (u32, u32),
+    ) -> Result<(), EngineError> {
+        DockerEngine::put_file(self, container, dir, name, content, mode, owner).await
+    }
+
+    async fn put_dir(
+        &self,
+        container: &str,
+        parent: &str,
+        name: &str,
+        owner: (u32, u32),
+    ) -> Result<(), EngineError> {
+        DockerEngine::put_dir(self, container, parent, name, owner).await
+    }
+
+    async fn read_file(
+        &self,
+        container: &str,
+        path: &str,
+        max: usize,
+    ) -> Result<Vec<u8>, ReadFileError> {
+        DockerEngine::read_file(self, container, path, max).await
+    }
+
+    async fn is_empty_dir(&self, container: &str, path: &str) -> Result<Option<bool>, EngineError> {
+        DockerEngine::is_empty_dir(self, container, path).await
+    }
+}

@@ -1,0 +1,108 @@
+//! The engine port: what the service asks of the container engine of one server. The
+//! Docker adapter implements it for a local or a remote engine; tests implement it with
+//! a recording double.
+
+use std::fmt::Debug;
+use std::pin::Pin;
+
+use futures_core::Stream;
+use sandboxd_core::plan::ContainerPlan;
+use sandboxd_core::reconcile::ContainerState;
+
+use crate::{ContainerDeath, EngineError, ExecOutcome, ExecSpec, ReadFileError};
+
+/// The stream of container deaths an engine reports.
+pub type Deaths = Pin<Box<dyn Stream<Item = Result<ContainerDeath, EngineError>> + Send>>;
+
+/// A container engine: images, networks, containers, exec and archives of one server.
+/// Every call is bounded in time by the implementation.
+#[async_trait::async_trait]
+pub trait Engine: Debug + Send + Sync + 'static {
+    /// The engine's API version in use, for logs.
+    fn api_version(&self) -> String;
+
+    /// The OCI runtimes the engine offers (`runc`, and `runsc`… when installed).
+    async fn runtimes(&self) -> Result<Vec<String>, EngineError>;
+
+    /// How many CPUs the engine's host has (the most one container may be given).
+    async fn cpus(&self) -> Result<i64, EngineError>;
+
+    /// Makes the image present (pulling it when missing); returns its configured user.
+    async fn ensure_image(&self, image: &str) -> Result<String, EngineError>;
+
+    /// Makes the named bridge network present, with containers unable to reach each
+    /// other.
+    async fn ensure_bridge(&self, name: &str) -> Result<(), EngineError>;
+
+    /// Creates (does not start) the container of a plan; returns its id.
+    async fn create_container(&self, plan: &ContainerPlan) -> Result<String, EngineError>;
+
+    /// Starts a container; one already running is fine.
+    async fn start_container(&self, id: &str) -> Result<(), EngineError>;
+
+    /// Sends SIGKILL to every process of a container.
+    async fn kill_container(&self, id: &str) -> Result<(), EngineError>;
+
+    /// Stops a container (a short grace, then SIGKILL) and removes it; one that is gone
+    /// is fine.
+    async fn destroy_container(&self, id: &str) -> Result<(), EngineError>;
+
+    /// Removes a container by force, with its anonymous volumes; one that is gone is fine.
+    async fn remove_container(&self, id: &str) -> Result<(), EngineError>;
+
+    /// Changes a running container's CPU, memory and PIDs limits.
+    async fn update_limits(
+        &self,
+        id: &str,
+        nano_cpus: i64,
+        memory_bytes: i64,
+        pids_limit: i64,
+    ) -> Result<(), EngineError>;
+
+    /// Every container (running or not) labelled as a sandbox of this installation.
+    async fn list_sandbox_containers(
+        &self,
+        instance_id: &str,
+    ) -> Result<Vec<ContainerState>, EngineError>;
+
+    /// Whether the container's main process runs; a container that is gone is not.
+    async fn is_running(&self, id: &str) -> Result<bool, EngineError>;
+
+    /// Every death of a container labelled with `instance`, from now on. The stream ends
+    /// when the engine connection does; the caller subscribes again.
+    fn container_deaths(&self, instance: &str) -> Deaths;
+
+    /// Runs a command through the engine's exec, killing it at its timeout.
+    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecOutcome, EngineError>;
+
+    /// Writes `content` to `dir/name` owned by `owner` with `mode`.
+    async fn put_file(
+        &self,
+        container: &str,
+        dir: &str,
+        name: &str,
+        content: &[u8],
+        mode: u32,
+        owner: (u32, u32),
+    ) -> Result<(), EngineError>;
+
+    /// Creates (or re-owns) the directory `parent/name` owned by `owner`.
+    async fn put_dir(
+        &self,
+        container: &str,
+        parent: &str,
+        name: &str,
+        owner: (u32, u32),
+    ) -> Result<(), EngineError>;
+
+    /// Reads a regular file of at most `max` bytes.
+    async fn read_file(
+        &self,
+        container: &str,
+        path: &str,
+        max: usize,
+    ) -> Result<Vec<u8>, ReadFileError>;
+
+    /// Whether `path` is a directory with nothing in it; `None` when it does not exist.
+    async fn is_empty_dir(&self, container: &str, path: &str) -> Result<Option<bool>, EngineError>;
+}

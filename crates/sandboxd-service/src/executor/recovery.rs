@@ -1,0 +1,96 @@
+//! What the service does when a sandbox does not behave under an operation: a
+//! timed-out command whose kill did not take, a container found stopped, an agent
+//! that went away mid-operation.
+
+use sandboxd_core::model::{NotRunning, SandboxStatus};
+use sandboxd_ports::{EngineError, ExecOutcome, ExecSpec};
+use tracing::{debug, warn};
+
+use crate::{ServedBy, Service, ServiceError};
+
+impl Service {
+    /// Runs a command through the engine's exec, with the same policy as the agent path
+    /// for a kill that did not take.
+    pub(crate) async fn engine_exec(
+        &self,
+        container: &str,
+        spec: ExecSpec,
+    ) -> Result<ExecOutcome, EngineError> {
+        let mut outcome = self.engine().exec(container, spec).await?;
+        if outcome.kill_incomplete {
+            self.restart_after_failed_kill(container, &mut outcome)
+                .await;
+        }
+        Ok(outcome)
+    }
+
+    /// The one policy for a timed-out command whose kill did not take (whichever path ran
+    /// it): the container is killed and started again, which ends every process and keeps
+    /// the files.
+    pub(super) async fn restart_after_failed_kill(
+        &self,
+        container: &str,
+        outcome: &mut ExecOutcome,
+    ) {
+        warn!(
+            container,
+            "the command's kill did not end it; restarting the container"
+        );
+        outcome.container_killed = self.engine().kill_container(container).await.is_ok();
+        if outcome.container_killed {
+            outcome.container_restarted = self.engine().start_container(container).await.is_ok();
+        }
+    }
+
+    /// The sandbox's container stopped under it (its main process ended): it is started
+    /// again, files kept, and the agent reconnects; when the engine cannot start it, the
+    /// row becomes `error` and the caller gets a precondition failure naming that state,
+    /// never the engine's text.
+    pub(crate) async fn restart_stopped(
+        &self,
+        sandbox_id: &str,
+        container: &str,
+    ) -> Result<(), ServiceError> {
+        warn!(%sandbox_id, "the sandbox's container had stopped; starting it again");
+        match self.engine().start_container(container).await {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                warn!(%sandbox_id, %error, "cannot start the stopped container; the sandbox is in error");
+                self.store()
+                    .set_status(sandbox_id, SandboxStatus::Error)
+                    .await?;
+                Err(ServiceError::NotRunning(NotRunning(SandboxStatus::Error)))
+            }
+        }
+    }
+
+    /// The error to answer when the agent went away during an operation: a sandbox
+    /// killed (or gone wrong) meanwhile by another request is named in its state (a 412),
+    /// not reported as the server being unavailable.
+    pub(crate) async fn unavailable(&self, sandbox_id: &str, error: ServiceError) -> ServiceError {
+        match self.store().sandbox(sandbox_id).await {
+            Ok(Some(row)) if row.status != SandboxStatus::Running => {
+                ServiceError::NotRunning(NotRunning(row.status))
+            }
+            Ok(None) => ServiceError::NotFound("sandbox"),
+            _ => error,
+        }
+    }
+
+    /// `result`, with an unavailable agent explained as [`Self::unavailable`] does.
+    pub(crate) async fn settled<T>(
+        &self,
+        sandbox_id: &str,
+        result: Result<T, ServiceError>,
+    ) -> Result<T, ServiceError> {
+        match result {
+            Err(error @ ServiceError::Agent(_)) => Err(self.unavailable(sandbox_id, error).await),
+            other => other,
+        }
+    }
+
+    pub(crate) fn served(&self, sandbox_id: &str, path: ServedBy) {
+        self.count(path);
+        debug!(%sandbox_id, path = path.as_str(), "served");
+    }
+}
