@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The full test suite: unit tests, engine integration tests and end-to-end tests.
-# Needs a running Docker engine and the local test images (scripts/build-local-images.sh).
+# Needs a running Docker engine; builds the local test images (scripts/build-local-images.sh)
+# and starts the second engine that stands for a remote server (scripts/remote-engine.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docker info >/dev/null 2>&1 || { echo "the test suite needs a running Docker engine" >&2; exit 1; }
 bash scripts/build-local-images.sh
+bash scripts/remote-engine.sh up >/dev/null
 # The agent is built into sandboxd by the ordinary build; the tests use that one.
 unset SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"

@@ -8,7 +8,10 @@ or narrows the key it runs with.
 """
 
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 
@@ -74,6 +77,28 @@ fixtures["members"] = [call("member.create", {"name": f"fuzz-member-{i}"})["user
 fixtures["removeMembers"] = [
     call("member.create", {"name": f"fuzz-leaver-{i}"})["userId"] for i in range(10)
 ]
+# Remote servers at a closed port of loopback: every connection the fuzzer makes sandboxd
+# attempt is refused at once, and none leaves the machine.
+with tempfile.TemporaryDirectory() as keys:
+    path = os.path.join(keys, "key")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path], check=True)
+    fixtures["privateKey"] = open(path).read()
+    fixtures["hostKey"] = open(path + ".pub").read().strip()
+
+
+def server(name):
+    body = {
+        "name": name,
+        "address": "127.0.0.1",
+        "port": 1,
+        "privateKey": fixtures["privateKey"],
+        "hostKey": fixtures["hostKey"],
+    }
+    return call("server.create", body)["serverId"]
+
+
+fixtures["servers"] = [server("fuzz-server")]
+fixtures["removeServers"] = [server(f"fuzz-leaving-server-{i}") for i in range(8)]
 fixtures["destroyerKey"] = call("apiKey.create", {"name": "fuzz-destroyer"})["secret"]
 with open(out, "w") as file:
     json.dump(fixtures, file)

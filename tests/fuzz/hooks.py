@@ -23,6 +23,8 @@ SANDBOX_POOL = {
     "sandbox.remove": "removeSandboxes",
     "sandbox.setTimeout": "timeoutSandboxes",
 }
+# Which pool each operation's `serverId` is taken from.
+SERVER_POOL = {"server.remove": "removeServers"}
 DESTRUCTIVE = {
     "apiKey.revoke",
     "member.remove",
@@ -32,6 +34,8 @@ DESTRUCTIVE = {
     "sandbox.setTimeout",
     "sandbox.processSignal",
     "sandbox.contextRemove",
+    "server.remove",
+    "server.update",
 }
 # Time limits fields may ask for, at most, in milliseconds.
 MAX_WAIT_MS = {"sandbox.exec": 5_000, "sandbox.contextRun": 5_000, "sandbox.processWait": 2_000}
@@ -56,6 +60,7 @@ def substitutes(operation, seed):
         ),
         "keyId": pick("victimKeys", seed),
         "userId": pick("removeMembers" if operation == "member.remove" else "members", seed),
+        "serverId": pick(SERVER_POOL.get(operation, "servers"), seed),
     }
     # The fixtures' processes and contexts all sit in the first sandbox's process
     # table; new ones start elsewhere, so that they never crowd those out.
@@ -91,10 +96,34 @@ def aim(fields, part, operation, seed, forced):
     if operation == "sandbox.processWrite":
         # Closing the one process's input would end it for every later case.
         fields["close"] = False
+    if operation.startswith("server.") and part == "body":
+        aim_server(fields, seed)
+    if operation == "sandbox.create" and "serverId" in fields:
+        # The fixtures' servers are unreachable on purpose (503); sandboxes on a
+        # remote server are the end-to-end suite's.
+        del fields["serverId"]
     if operation == "sandbox.create" and seed % 2 == 0:
         # Half the creates use a template the server has, the rest fuzz the image.
         fields["template"] = "base"
         fields.pop("image", None)
+
+
+def aim_server(fields, seed):
+    """Every server the fuzzer makes or changes is at a closed port of loopback, so no
+    connection leaves the machine; three cases in four get usable keys."""
+    if "address" in fields or "serverId" not in fields:
+        fields["address"] = "127.0.0.1"
+    if "port" in fields or "serverId" not in fields:
+        fields["port"] = 1
+    if seed % 4 != 0:
+        if "privateKey" in fields or "serverId" not in fields:
+            fields["privateKey"] = FIXTURES["privateKey"]
+        if "hostKey" in fields:
+            fields["hostKey"] = FIXTURES["hostKey"]
+        for name in ("dockerSocket", "remoteDir", "cpu", "memoryMb"):
+            fields.pop(name, None)
+        if isinstance(fields.get("name"), str):
+            fields["name"] = f"fuzz-{seed}-" + "".join(c for c in fields["name"] if c.isalnum())[:32]
 
 
 @schemathesis.hook

@@ -62,3 +62,21 @@ pub const MAX_KEY_TTL_MS: i64 = 10 * 365 * 24 * 60 * 60 * 1000;
 /// Entries of one audit page, by default and at most.
 pub const DEFAULT_AUDIT_PAGE: u32 = 100;
 pub const MAX_AUDIT_PAGE: u32 = 500;
+
+/// Servers: the SSH port when none is given, the user, the engine socket and the
+/// directory sandboxd keeps its files in on the server.
+pub const DEFAULT_SSH_PORT: u16 = 22;
+pub const DEFAULT_SSH_USER: &str = "root";
+pub const DEFAULT_DOCKER_SOCKET: &str = "/var/run/docker.sock";
+pub const DEFAULT_REMOTE_DIR: &str = "/var/lib/sandboxd";
+/// The longest host name or address of a server.
+pub const MAX_ADDRESS_CHARS: usize = 253;
+/// The longest private key accepted (an RSA 8192 key in OpenSSH format is under 7 KiB).
+pub const MAX_PRIVATE_KEY_BYTES: usize = 16 * 1024;
+/// The longest host key line accepted.
+pub const MAX_HOST_KEY_BYTES: usize = 8 * 1024;
+/// The longest path on a server (socket, directory); sockets must fit a socket address.
+pub const MAX_REMOTE_PATH_CHARS: usize = 64;
+/// A server's capacity when configured.
+pub const MAX_SERVER_CPU: f64 = 4096.0;
+pub const MAX_SERVER_MEMORY_MB: i64 = 64 * 1024 * 1024;

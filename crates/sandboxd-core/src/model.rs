@@ -236,6 +236,8 @@ pub struct Member {
     pub grants: crate::permissions::Permissions,
     pub project_ids: Vec<String>,
     pub sandbox_ids: Vec<String>,
+    /// Remote servers the member may see and create sandboxes on.
+    pub server_ids: Vec<String>,
     pub created_at: i64,
 }
 
@@ -279,4 +281,44 @@ pub struct MemberChanges {
     pub permissions: Option<crate::permissions::Permissions>,
     pub project_ids: Option<Vec<String>>,
     pub sandbox_ids: Option<Vec<String>>,
+    pub server_ids: Option<Vec<String>>,
+}
+
+/// A remote server sandboxes can run on: a Docker engine reached over SSH. Its private
+/// key is kept sealed by the store and is not part of this record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Server {
+    pub server_id: String,
+    pub organization_id: String,
+    pub name: String,
+    pub address: String,
+    pub port: u16,
+    pub user: String,
+    /// The pinned host key (`algorithm base64`); `None` until given or learned.
+    pub host_key: Option<String>,
+    /// The engine's socket on the server.
+    pub docker_socket: String,
+    /// Where sandboxd keeps its files on the server (the agent, its sockets).
+    pub remote_dir: String,
+    /// CPUs sandboxes may reserve; `None`: what the engine reports.
+    pub cpu_capacity: Option<f64>,
+    /// Memory (MiB) sandboxes may reserve; `None`: what the engine reports.
+    pub memory_mb_capacity: Option<i64>,
+    pub created_at: i64,
+}
+
+/// A server's fields to change (`None`: unchanged).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerChanges {
+    pub name: Option<String>,
+    pub address: Option<String>,
+    pub port: Option<u16>,
+    pub user: Option<String>,
+    pub private_key: Option<String>,
+    /// `Some(None)`: forget the pinned key (the next `server.test` learns it again).
+    pub host_key: Option<Option<String>>,
+    pub docker_socket: Option<String>,
+    pub remote_dir: Option<String>,
+    pub cpu_capacity: Option<Option<f64>>,
+    pub memory_mb_capacity: Option<Option<i64>>,
 }

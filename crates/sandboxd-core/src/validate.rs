@@ -12,7 +12,9 @@ use crate::paths;
 use crate::templates::TEMPLATE_NAMES;
 
 mod access;
+mod servers;
 pub use access::*;
+pub use servers::*;
 
 /// Where the image of a new sandbox comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

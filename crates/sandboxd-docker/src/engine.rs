@@ -9,11 +9,15 @@ use crate::error::{EngineError, fault};
 
 /// Timeout of a single engine call that is not an exec or a pull.
 pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// bollard's own bound on a request's answer (as for a local engine).
+const REQUEST_TIMEOUT_SECS: u64 = 120;
 
 /// A connected Docker engine.
 #[derive(Debug, Clone)]
 pub struct DockerEngine {
     pub(crate) docker: Docker,
+    /// The connection to a remote server's engine; `None` for the local engine.
+    pub(crate) session: Option<std::sync::Arc<sandboxd_ssh::SshSession>>,
 }
 
 impl DockerEngine {
@@ -24,7 +28,33 @@ impl DockerEngine {
         let docker = bounded("negotiate", docker.negotiate_version())
             .await?
             .map_err(fault)?;
-        Ok(Self { docker })
+        Ok(Self {
+            docker,
+            session: None,
+        })
+    }
+
+    /// Connects to the engine of a remote server over its SSH connection (the engine's
+    /// socket at `socket` on the server, usually `/var/run/docker.sock`) and negotiates
+    /// the API version. Each request is a channel on that one connection.
+    pub async fn connect_ssh(
+        session: std::sync::Arc<sandboxd_ssh::SshSession>,
+        socket: &str,
+    ) -> Result<Self, EngineError> {
+        let docker = crate::ssh_transport::docker_over(
+            session.clone(),
+            socket,
+            REQUEST_TIMEOUT_SECS,
+            bollard::API_DEFAULT_VERSION,
+        )
+        .map_err(fault)?;
+        let docker = bounded("negotiate", docker.negotiate_version())
+            .await?
+            .map_err(fault)?;
+        Ok(Self {
+            docker,
+            session: Some(session),
+        })
     }
 
     /// The OCI runtimes the engine offers (`runc`, and `runsc`, `kata-runtime`… when
@@ -40,6 +70,12 @@ impl DockerEngine {
     pub(crate) async fn cpus(&self) -> Result<i64, EngineError> {
         let info = bounded("info", self.docker.info()).await?.map_err(fault)?;
         Ok(info.ncpu.unwrap_or_default())
+    }
+
+    /// How much memory the engine's host has, in bytes.
+    pub(crate) async fn memory_bytes(&self) -> Result<i64, EngineError> {
+        let info = bounded("info", self.docker.info()).await?.map_err(fault)?;
+        Ok(info.mem_total.unwrap_or_default())
     }
 
     /// The API version in use.

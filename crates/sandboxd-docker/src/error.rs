@@ -15,8 +15,16 @@ pub(crate) fn classify(what: &'static str, error: bollard::errors::Error) -> Eng
     }
 }
 
-/// An engine failure kept as it is, as the source.
+/// An engine failure kept as it is, as the source; one whose cause is the SSH
+/// connection to a remote server is the server being unreachable.
 pub(crate) fn fault(error: bollard::errors::Error) -> EngineError {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    while let Some(current) = cause {
+        if current.is::<sandboxd_ssh::SshError>() {
+            return EngineError::Unreachable(Box::new(error));
+        }
+        cause = current.source();
+    }
     EngineError::Engine(Box::new(error))
 }
 

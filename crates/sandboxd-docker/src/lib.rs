@@ -12,9 +12,12 @@ mod exec;
 mod images;
 mod networks;
 mod port;
+mod remote;
+mod ssh_transport;
 
 pub use archive::ReadFileError;
 pub use engine::DockerEngine;
 pub use error::EngineError;
 pub use events::ContainerDeath;
 pub use exec::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
+pub use remote::SshConnector;

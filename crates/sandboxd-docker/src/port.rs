@@ -3,7 +3,10 @@
 
 use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
-use sandboxd_ports::{Deaths, Engine, EngineError, ExecOutcome, ExecSpec, ReadFileError};
+use sandboxd_ports::{
+    Deaths, Engine, EngineError, ExecOutcome, ExecSpec, Reachability, ReadFileError,
+};
+use sandboxd_ssh::Health;
 
 use crate::engine::DockerEngine;
 
@@ -19,6 +22,22 @@ impl Engine for DockerEngine {
 
     async fn cpus(&self) -> Result<i64, EngineError> {
         DockerEngine::cpus(self).await
+    }
+
+    async fn memory_bytes(&self) -> Result<i64, EngineError> {
+        DockerEngine::memory_bytes(self).await
+    }
+
+    async fn reachability(&self) -> (Reachability, Option<String>) {
+        let Some(session) = &self.session else {
+            return (Reachability::Reachable, None);
+        };
+        let reachability = match session.health().await {
+            Health::Reachable => Reachability::Reachable,
+            Health::Degraded => Reachability::Degraded,
+            Health::Unreachable => Reachability::Unreachable,
+        };
+        (reachability, session.last_failure().await)
     }
 
     async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {

@@ -9,7 +9,7 @@ use futures_core::Stream;
 use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
 
-use crate::{ContainerDeath, EngineError, ExecOutcome, ExecSpec, ReadFileError};
+use crate::{ContainerDeath, EngineError, ExecOutcome, ExecSpec, Reachability, ReadFileError};
 
 /// The stream of container deaths an engine reports.
 pub type Deaths = Pin<Box<dyn Stream<Item = Result<ContainerDeath, EngineError>> + Send>>;
@@ -26,6 +26,15 @@ pub trait Engine: Debug + Send + Sync + 'static {
 
     /// How many CPUs the engine's host has (the most one container may be given).
     async fn cpus(&self) -> Result<i64, EngineError>;
+
+    /// How much memory the engine's host has, in bytes.
+    async fn memory_bytes(&self) -> Result<i64, EngineError>;
+
+    /// How the way to the engine is doing, and why the last attempt failed if it did;
+    /// a local engine is always reachable as far as this goes.
+    async fn reachability(&self) -> (Reachability, Option<String>) {
+        (Reachability::Reachable, None)
+    }
 
     /// Makes the image present (pulling it when missing); returns its configured user.
     async fn ensure_image(&self, image: &str) -> Result<String, EngineError>;

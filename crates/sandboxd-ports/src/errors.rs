@@ -15,6 +15,10 @@ pub enum EngineError {
     NotRunning,
     #[error("engine call {call} timed out")]
     Timeout { call: &'static str },
+    /// The way to a remote server's engine is down (a cut or refused SSH connection);
+    /// the cause is the source.
+    #[error("the server's engine cannot be reached")]
+    Unreachable(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Any other failure of the engine or of the way to it; the cause is the source.
     #[error("engine call failed")]
     Engine(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -8,8 +8,10 @@ mod engine;
 mod errors;
 mod events;
 mod exec;
+mod remote;
 
 pub use engine::{Deaths, Engine};
 pub use errors::{EngineError, ReadFileError};
 pub use events::ContainerDeath;
 pub use exec::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
+pub use remote::{ConnectError, Connector, Probe, Reachability, RemoteSpec};

@@ -112,7 +112,7 @@ impl ApiError {
                     message.clone(),
                     vec![],
                 ),
-                S::Agent(_) => (
+                S::Agent(_) | S::ServerUnreachable(_) => (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "SERVICE_UNAVAILABLE",
                     service.to_string(),

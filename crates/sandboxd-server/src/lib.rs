@@ -89,6 +89,11 @@ pub struct ServerConfig {
     pub agent_op_timeout: Duration,
     /// What each organization may hold at once (sandboxes, CPU, memory, keys per user).
     pub quotas: sandboxd_core::quotas::Quotas,
+    /// The remote-server port (the binary wires the Docker-over-SSH one); `None`:
+    /// sandboxes run on the local engine only and `server.*` answers 503.
+    pub remote: Option<Arc<dyn sandboxd_ports::Connector>>,
+    /// Sandboxes run on remote servers only: `sandbox.create` needs a `serverId`.
+    pub remote_only: bool,
 }
 
 impl ServerConfig {
@@ -113,6 +118,8 @@ impl ServerConfig {
             session_max_lifetime: Duration::from_secs(DEFAULT_SESSION_LIFETIME_SECS),
             agent_op_timeout: Duration::from_secs(60),
             quotas: sandboxd_core::quotas::Quotas::default(),
+            remote: None,
+            remote_only: false,
         }
     }
 }
@@ -228,6 +235,8 @@ impl Server {
                 allowed_images: config.allowed_images.clone(),
                 quotas: config.quotas,
                 host_cpus,
+                remote: config.remote.clone(),
+                remote_only: config.remote_only,
             },
         );
         Ok(Self {
@@ -332,6 +341,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::contexts::router())
         .merge(routes::projects::router())
         .merge(routes::access::router())
+        .merge(routes::servers::router())
         .merge(routes::health::router())
         .split_for_parts();
     // Serialized once: the handler (cloned by the router for every request and

@@ -11,6 +11,7 @@ use utoipa::{Modify, OpenApi};
          (name = "process", description = "Background processes in a sandbox"),
          (name = "context", description = "Interpreter contexts whose state persists between runs"),
          (name = "project", description = "Projects and environments"),
+         (name = "remote-server", description = "Remote servers sandboxes run on: a Docker engine reached over one SSH connection"),
          (name = "server", description = "The server itself"))
 )]
 pub struct ApiDoc;

@@ -8,8 +8,9 @@ use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
 use sandboxd_core::paths;
 use sandboxd_core::plan::{self, NetworkPlan};
 use sandboxd_core::validate::CreateSandbox;
-use sandboxd_ports::{EngineError, ExecSpec};
+use sandboxd_ports::{Engine, EngineError, ExecSpec};
 use sandboxd_store::new_id;
+use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
 
@@ -52,10 +53,24 @@ impl Service {
         if let Some(warm) = self.claim_warm(caller, &cmd, &environment).await? {
             return Ok(warm);
         }
-        if cmd.server_id.is_some() {
-            return Err(ServiceError::NotFound("server"));
-        }
+        // The server is checked, and its engine connected, before any row is written:
+        // an unreachable server leaves nothing behind.
+        let engine = match &cmd.server_id {
+            Some(server_id) => {
+                self.server_for(caller, server_id).await?;
+                self.engine_of(Some(server_id)).await?
+            }
+            None if self.inner.options.remote_only => {
+                return Err(Invalid::one(
+                    "serverId",
+                    "is required: sandboxes run on remote servers only here",
+                )
+                .into());
+            }
+            None => self.engine().clone(),
+        };
         if let Some(host) = self.inner.options.host_cpus
+            && cmd.server_id.is_none()
             && cmd.cpu > host as f64
         {
             return Err(Invalid::one(
@@ -99,7 +114,7 @@ impl Service {
             organization_id: caller.organization_id.clone(),
             project_id: environment.project_id.clone(),
             environment_id: environment.environment_id.clone(),
-            server_id: None,
+            server_id: cmd.server_id.clone(),
             image,
             template: cmd.image.template.clone(),
             container_id: None,
@@ -131,7 +146,7 @@ impl Service {
             )
             .await?;
         let outcome = self
-            .start_container(&row, cmd.env_vars.as_deref(), None)
+            .start_container(&engine, &row, cmd.env_vars.as_deref(), None)
             .await;
         self.record(
             &row.organization_id,
@@ -163,13 +178,19 @@ impl Service {
     /// container is removed. Returns the container id and the resolved `uid:gid`.
     pub(super) async fn start_container(
         &self,
+        engine: &Arc<dyn Engine>,
         row: &Sandbox,
         env_vars: Option<&str>,
         pool: Option<&str>,
     ) -> Result<(String, Option<String>), EngineError> {
-        let engine = self.engine();
         let image_user = engine.ensure_image(&row.image).await?;
-        let agent = match self.agents().listen(&row.sandbox_id) {
+        // The agent's socket is a local one: sandboxes of remote servers are served
+        // through their engine.
+        let listened = match row.server_id {
+            None => self.agents().listen(&row.sandbox_id),
+            Some(_) => Ok(None),
+        };
+        let agent = match listened {
             Ok(agent) => agent,
             Err(error) => {
                 warn!(sandbox_id = %row.sandbox_id, %error, "sandbox runs without its agent");
@@ -207,9 +228,10 @@ impl Service {
             let user = match (row.user.clone(), hello) {
                 (Some(user), _) => Some(user),
                 (None, Some(conn)) => Some(format!("{}:{}", conn.hello.uid, conn.hello.gid)),
-                (None, None) => self.image_user(&container_id, &image_user).await,
+                (None, None) => self.image_user(engine, &container_id, &image_user).await,
             };
             self.prepare_workdir(
+                engine,
                 &row.sandbox_id,
                 &container_id,
                 &row.workdir,
@@ -232,7 +254,12 @@ impl Service {
 
     /// The `uid:gid` of an image's default user: root when it names none, as written
     /// when numeric, else looked up inside the running container.
-    async fn image_user(&self, container_id: &str, configured: &str) -> Option<String> {
+    async fn image_user(
+        &self,
+        engine: &Arc<dyn Engine>,
+        container_id: &str,
+        configured: &str,
+    ) -> Option<String> {
         let configured = configured.trim();
         if configured.is_empty() {
             return Some("0:0".into());
@@ -242,14 +269,20 @@ impl Service {
         {
             return Some(format!("{uid}:{gid}"));
         }
-        self.resolve_user(container_id).await
+        self.resolve_user(engine, container_id).await
     }
 
     /// The `uid:gid` the container runs as, read inside it.
-    async fn resolve_user(&self, container_id: &str) -> Option<String> {
+    async fn resolve_user(&self, engine: &Arc<dyn Engine>, container_id: &str) -> Option<String> {
         let spec = |flag: &str| internal_exec(vec!["id".into(), flag.into()], 64);
-        let uid = self.engine_exec(container_id, spec("-u")).await.ok()?;
-        let gid = self.engine_exec(container_id, spec("-g")).await.ok()?;
+        let uid = self
+            .engine_exec(engine, container_id, spec("-u"))
+            .await
+            .ok()?;
+        let gid = self
+            .engine_exec(engine, container_id, spec("-g"))
+            .await
+            .ok()?;
         if uid.exit_code != 0 || gid.exit_code != 0 {
             return None;
         }
@@ -266,6 +299,7 @@ impl Service {
     /// reports it missing.
     async fn prepare_workdir(
         &self,
+        engine: &Arc<dyn Engine>,
         sandbox_id: &str,
         container_id: &str,
         workdir: &str,
@@ -283,25 +317,19 @@ impl Service {
         // directory entry extracted over it would make it the sandbox user's
         // (`workdir: "/etc"`). An empty one is the one the engine made for the
         // container's working directory (as root), or made nothing of.
-        if self.engine().is_empty_dir(container_id, workdir).await? == Some(false) {
+        if engine.is_empty_dir(container_id, workdir).await? == Some(false) {
             return Ok(());
         }
         let owner = user.and_then(plan::parse_user).unwrap_or((0, 0));
-        match self
-            .engine()
-            .put_dir(container_id, parent, name, owner)
-            .await
-        {
+        match engine.put_dir(container_id, parent, name, owner).await {
             Err(EngineError::NotFound { .. }) => {
                 let argv = vec!["mkdir".into(), "-p".into(), "--".into(), parent.into()];
                 let mkdir = ExecSpec {
                     user: Some("0".into()),
                     ..internal_exec(argv, 4096)
                 };
-                self.engine_exec(container_id, mkdir).await?;
-                self.engine()
-                    .put_dir(container_id, parent, name, owner)
-                    .await
+                self.engine_exec(engine, container_id, mkdir).await?;
+                engine.put_dir(container_id, parent, name, owner).await
             }
             other => other,
         }

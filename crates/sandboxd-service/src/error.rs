@@ -3,7 +3,7 @@
 
 use sandboxd_core::error::Invalid;
 use sandboxd_core::model::{NotRunning, SandboxStatus};
-use sandboxd_ports::EngineError;
+use sandboxd_ports::{ConnectError, EngineError};
 use sandboxd_store::StoreError;
 
 /// Why an operation failed.
@@ -41,6 +41,10 @@ pub enum ServiceError {
     /// text (which can describe the operator's network); the cause goes to the log.
     #[error("{}", refused_message(.0))]
     EngineRefused(#[source] EngineError),
+    /// A remote server (its SSH daemon or its engine) cannot be reached; retrying when
+    /// it is back is safe. Its sandboxes are kept.
+    #[error("the sandbox's server is unreachable; retry when it is back")]
+    ServerUnreachable(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("store failure")]
     Store(#[source] StoreError),
     #[error("engine failure")]
@@ -63,7 +67,19 @@ impl From<EngineError> for ServiceError {
         match error {
             EngineError::Pull { .. } | EngineError::Rejected { .. } => Self::EngineRefused(error),
             EngineError::NotRunning => Self::NotRunning(NotRunning(SandboxStatus::Error)),
+            EngineError::Unreachable(cause) => Self::ServerUnreachable(cause),
             other => Self::Engine(other),
+        }
+    }
+}
+
+impl From<ConnectError> for ServiceError {
+    fn from(error: ConnectError) -> Self {
+        match error {
+            ConnectError::HostKey(message) => Invalid::one("hostKey", message).into(),
+            ConnectError::PrivateKey(message) => Invalid::one("privateKey", message).into(),
+            ConnectError::Unreachable(cause) => Self::ServerUnreachable(cause),
+            ConnectError::Engine(engine) => engine.into(),
         }
     }
 }

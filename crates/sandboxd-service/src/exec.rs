@@ -39,7 +39,7 @@ impl Service {
         let sandbox = self
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
-        let executor = self.executor(&sandbox)?;
+        let executor = self.executor(&sandbox).await?;
         let started = Instant::now();
         let command_hash = self
             .audits_exec()

@@ -24,7 +24,7 @@ impl Service {
         let sandbox = self
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
-        let executor = self.executor(&sandbox)?;
+        let executor = self.executor(&sandbox).await?;
         if cmd.content.len() > MAX_FILE_BYTES {
             return Err(ServiceError::TooLarge(format!(
                 "file exceeds the {MAX_FILE_BYTES} byte limit"
@@ -60,7 +60,7 @@ impl Service {
         let sandbox = self
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
             .await?;
-        let executor = self.executor(&sandbox)?;
+        let executor = self.executor(&sandbox).await?;
         let content = self
             .while_touching(
                 &sandbox.sandbox_id,
@@ -79,7 +79,7 @@ impl Service {
         let sandbox = self
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
             .await?;
-        let executor = self.executor(&sandbox)?;
+        let executor = self.executor(&sandbox).await?;
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         let target = cmd.path.unwrap_or_else(|| sandbox.workdir.clone());
         let entries = match executor.list_dir(&target, MAX_LISTING_BYTES).await? {

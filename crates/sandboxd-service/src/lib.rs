@@ -9,12 +9,14 @@ mod error;
 mod exec;
 mod executor;
 mod files;
+mod fleet;
 mod lifecycle;
 mod loops;
 mod members;
 mod pools;
 mod processes;
 mod revive;
+mod servers;
 mod tenancy;
 mod terminal;
 mod tokens;
@@ -65,6 +67,8 @@ struct Inner {
     oom_seen: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     /// Recent restarts of stopped containers.
     restarts: std::sync::Mutex<revive::RestartBudget>,
+    /// The engines of remote servers made so far.
+    fleet: fleet::Fleet,
 }
 
 /// Environment variables as name and value.
@@ -85,6 +89,10 @@ pub struct Options {
     pub quotas: sandboxd_core::quotas::Quotas,
     /// CPUs of the engine's host: no sandbox gets more. `None`: unknown, unchecked.
     pub host_cpus: Option<i64>,
+    /// The remote-server port; `None`: local sandboxes only.
+    pub remote: Option<Arc<dyn sandboxd_ports::Connector>>,
+    /// Sandboxes run on remote servers only: a create without `serverId` is refused.
+    pub remote_only: bool,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive
@@ -133,6 +141,7 @@ impl Service {
                 options,
                 oom_seen: Default::default(),
                 restarts: Default::default(),
+                fleet: Default::default(),
 
                 exec_env: Default::default(),
                 removals: tokio_util::task::TaskTracker::new(),

@@ -135,7 +135,15 @@ impl Service {
         self.forget(&sandbox.sandbox_id);
         info!(sandbox_id = %sandbox.sandbox_id, "sandbox killed");
         if let Some(container) = sandbox.container_id {
-            let engine = self.engine().clone();
+            // An unreachable server keeps the container until reconcile finds it there
+            // (the container of a killed row is an orphan).
+            let engine = match self.engine_of(sandbox.server_id.as_deref()).await {
+                Ok(engine) => engine,
+                Err(error) => {
+                    warn!(sandbox_id = %sandbox.sandbox_id, %error, "the sandbox's server is unreachable; its container is removed when it is back");
+                    return Ok(killed);
+                }
+            };
             let id = sandbox.sandbox_id;
             self.inner.removals.spawn(async move {
                 if let Err(error) = engine.destroy_container(&container).await {

@@ -19,6 +19,8 @@ pub struct ReapReport {
 pub struct ReconcileReport {
     pub removed_containers: Vec<String>,
     pub marked_error: Vec<String>,
+    /// Servers skipped because they could not be reached.
+    pub unreachable_servers: Vec<String>,
 }
 
 impl Service {
@@ -56,22 +58,47 @@ impl Service {
         Ok(report)
     }
 
-    /// Brings rows and containers back in line: orphan or stopped containers removed,
-    /// rows whose container is gone (or stuck creating) marked `error`.
+    /// Brings rows and containers back in line on the local engine and on every
+    /// remote server: orphan or stopped containers removed, rows whose container is gone
+    /// (or stuck creating) marked `error`. A server that cannot be reached is skipped
+    /// (its sandboxes are not touched) and reported; the next pass catches up.
     pub async fn reconcile_once(&self) -> Result<ReconcileReport, ServiceError> {
-        let containers = self
-            .engine()
-            .list_sandbox_containers(self.instance_id())
-            .await?;
+        let mut report = self.reconcile_on(None).await?;
+        for server in self.store().all_servers().await? {
+            if server.host_key.is_none() {
+                continue;
+            }
+            match self.reconcile_on(Some(&server.server_id)).await {
+                Ok(done) => {
+                    report.removed_containers.extend(done.removed_containers);
+                    report.marked_error.extend(done.marked_error);
+                }
+                Err(error) => {
+                    warn!(server_id = %server.server_id, %error, "reconcile skipped an unreachable server");
+                    report.unreachable_servers.push(server.server_id);
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// One reconcile pass on one server's engine (`None`: the local engine).
+    async fn reconcile_on(&self, server_id: Option<&str>) -> Result<ReconcileReport, ServiceError> {
+        let engine = self.engine_of(server_id).await?;
+        let containers = engine.list_sandbox_containers(self.instance_id()).await?;
         // Rows are read after the containers: a sandbox created in between has its row
         // (creating or running) in the list, so its fresh container is never an orphan.
-        let rows = self.store().live_rows().await?;
+        let rows = self.store().live_rows_on(server_id).await?;
         // Read after the containers too: a member made in between is already known.
-        let members = self.pool_members();
+        // Warm pools are local.
+        let members = match server_id {
+            None => self.pool_members(),
+            Some(_) => Default::default(),
+        };
         let plan = plan_reconcile(&rows, &containers, &members, now_ms());
         let mut report = ReconcileReport::default();
         for container in &plan.remove_containers {
-            match self.engine().remove_container(container).await {
+            match engine.remove_container(container).await {
                 Ok(()) => report.removed_containers.push(container.clone()),
                 Err(error) => {
                     warn!(container_id = %container, %error, "reconcile could not remove a container")
@@ -82,15 +109,21 @@ impl Service {
         for sandbox_id in &plan.mark_error {
             self.agents().release(sandbox_id);
         }
-        // Running sandboxes get their agent socket back after a restart of sandboxd.
-        for row in &rows {
-            if row.status == SandboxStatus::Running && !plan.mark_error.contains(&row.sandbox_id) {
-                self.agents().restore(&row.sandbox_id);
+        // Running local sandboxes get their agent socket back after a restart of
+        // sandboxd.
+        if server_id.is_none() {
+            for row in &rows {
+                if row.status == SandboxStatus::Running
+                    && !plan.mark_error.contains(&row.sandbox_id)
+                {
+                    self.agents().restore(&row.sandbox_id);
+                }
             }
         }
         report.marked_error = plan.mark_error;
         if !plan.remove_containers.is_empty() || !report.marked_error.is_empty() {
             info!(
+                server_id = server_id.unwrap_or("local"),
                 removed = report.removed_containers.len(),
                 errored = report.marked_error.len(),
                 "reconciled sandboxes"

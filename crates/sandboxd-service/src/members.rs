@@ -33,6 +33,7 @@ fn change_metadata(changes: &MemberChanges) -> serde_json::Value {
         "permissions": changes.permissions.map(|p| p.names()),
         "projectIds": changes.project_ids,
         "sandboxIds": changes.sandbox_ids,
+        "serverIds": changes.server_ids,
     })
 }
 

@@ -256,7 +256,11 @@ impl Service {
             killed_at: None,
             env_per_exec: false,
         };
-        match self.start_container(&row, None, Some(pool)).await {
+        // Warm pools are kept on the local engine.
+        match self
+            .start_container(self.engine(), &row, None, Some(pool))
+            .await
+        {
             Ok((container_id, user)) if self.agents().connection(&sandbox_id).is_some() => {
                 Ok(Warm {
                     sandbox_id,

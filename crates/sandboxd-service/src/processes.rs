@@ -80,7 +80,8 @@ impl Service {
     ) -> Result<(Sandbox, AgentConn), ServiceError> {
         let sandbox = self.sandbox_for(caller, sandbox_id, need).await?;
         let agent = self
-            .executor(&sandbox)?
+            .executor(&sandbox)
+            .await?
             .agent()
             .cloned()
             .ok_or_else(|| ServiceError::Unavailable(NEEDS_AGENT.into()))?;

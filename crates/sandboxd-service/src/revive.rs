@@ -79,7 +79,7 @@ impl Service {
             return Ok(Revival::GaveUp);
         }
         match self
-            .restart_stopped(&death.sandbox_id, &death.container_id)
+            .restart_stopped(self.engine(), &death.sandbox_id, &death.container_id)
             .await
         {
             Ok(()) => Ok(Revival::Restarted),

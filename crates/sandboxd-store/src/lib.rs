@@ -12,6 +12,7 @@ mod row_cache;
 mod rows;
 mod sandboxes;
 mod secrets;
+mod servers;
 mod store;
 mod tenancy;
 
@@ -21,4 +22,5 @@ pub use ids::new_id;
 pub use keys::{Bootstrap, NewKey};
 pub use members::AccessList;
 pub use secrets::SecretBox;
+pub use servers::NewServer;
 pub use store::{Store, now_ms};

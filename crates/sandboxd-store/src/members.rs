@@ -137,6 +137,11 @@ impl Store {
              WHERE organization_id = $1 AND ($2 = '' OR user_id = $2) ORDER BY sandbox_id",
         )
         .await?;
+        let servers = list(
+            "SELECT user_id, server_id AS id FROM member_servers \
+             WHERE organization_id = $1 AND ($2 = '' OR user_id = $2) ORDER BY server_id",
+        )
+        .await?;
         let ids_of = |rows: &[AnyRow], user_id: &str| -> Result<Vec<String>, StoreError> {
             let mut ids = Vec::new();
             for row in rows {
@@ -157,6 +162,7 @@ impl Store {
                     grants: Permissions::from_text(&grants),
                     project_ids: ids_of(&projects, &user_id)?,
                     sandbox_ids: ids_of(&sandboxes, &user_id)?,
+                    server_ids: ids_of(&servers, &user_id)?,
                     created_at: row.try_get("created_at")?,
                     user_id,
                 })
@@ -334,11 +340,12 @@ impl Store {
     }
 }
 
-/// The two access lists of a member, and their statements.
+/// The access lists of a member, and their statements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AccessList {
     Projects,
     Sandboxes,
+    Servers,
 }
 
 impl AccessList {
@@ -351,6 +358,10 @@ impl AccessList {
             Self::Sandboxes => {
                 "SELECT sandbox_id AS id FROM member_sandboxes \
                  WHERE organization_id = $1 AND user_id = $2 ORDER BY sandbox_id"
+            }
+            Self::Servers => {
+                "SELECT server_id AS id FROM member_servers \
+                 WHERE organization_id = $1 AND user_id = $2 ORDER BY server_id"
             }
         }
     }
@@ -365,6 +376,10 @@ impl AccessList {
                 "SELECT 1 AS one FROM member_sandboxes \
                  WHERE organization_id = $1 AND user_id = $2 AND sandbox_id = $3"
             }
+            Self::Servers => {
+                "SELECT 1 AS one FROM member_servers \
+                 WHERE organization_id = $1 AND user_id = $2 AND server_id = $3"
+            }
         }
     }
 
@@ -375,6 +390,9 @@ impl AccessList {
             }
             Self::Sandboxes => {
                 "DELETE FROM member_sandboxes WHERE organization_id = $1 AND user_id = $2"
+            }
+            Self::Servers => {
+                "DELETE FROM member_servers WHERE organization_id = $1 AND user_id = $2"
             }
         }
     }
@@ -387,6 +405,9 @@ impl AccessList {
             }
             Self::Sandboxes => {
                 "SELECT 1 AS one FROM sandboxes WHERE sandbox_id = $1 AND organization_id = $2"
+            }
+            Self::Servers => {
+                "SELECT 1 AS one FROM servers WHERE server_id = $1 AND organization_id = $2"
             }
         }
     }
@@ -401,6 +422,10 @@ impl AccessList {
                 "INSERT INTO member_sandboxes (organization_id, user_id, sandbox_id) \
                  VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
             }
+            Self::Servers => {
+                "INSERT INTO member_servers (organization_id, user_id, server_id) \
+                 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+            }
         }
     }
 
@@ -408,6 +433,7 @@ impl AccessList {
         match self {
             Self::Projects => "projectId",
             Self::Sandboxes => "sandboxId",
+            Self::Servers => "serverId",
         }
     }
 }
@@ -441,6 +467,7 @@ async fn replace_lists(
     for (list, ids) in [
         (AccessList::Projects, &grants.project_ids),
         (AccessList::Sandboxes, &grants.sandbox_ids),
+        (AccessList::Servers, &grants.server_ids),
     ] {
         let Some(ids) = ids else { continue };
         sqlx::query(list.clear())

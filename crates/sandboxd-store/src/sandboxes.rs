@@ -280,20 +280,19 @@ impl Store {
         )
         .fetch_all(&self.pool)
         .await?;
-        found
-            .iter()
-            .map(|row| {
-                let status: String = row.try_get("status")?;
-                Ok(RowState {
-                    sandbox_id: row.try_get("sandbox_id")?,
-                    container_id: row.try_get("container_id")?,
-                    status: SandboxStatus::parse(&status).ok_or_else(|| {
-                        StoreError::Corrupt(format!("unknown sandbox status {status}"))
-                    })?,
-                    created_at: row.try_get("created_at")?,
-                })
-            })
-            .collect()
+        found.iter().map(row_state).collect()
+    }
+
+    /// The `creating` and `running` rows of one server (`None`: the local engine).
+    pub async fn live_rows_on(&self, server_id: Option<&str>) -> Result<Vec<RowState>, StoreError> {
+        let found = sqlx::query(
+            "SELECT sandbox_id, container_id, status, created_at FROM sandboxes \
+             WHERE status IN ('creating', 'running') AND COALESCE(server_id, '') = $1",
+        )
+        .bind(server_id.unwrap_or(""))
+        .fetch_all(&self.pool)
+        .await?;
+        found.iter().map(row_state).collect()
     }
 
     /// Marks sandboxes `error`, but only those still `creating` or `running`, so a
@@ -315,4 +314,15 @@ impl Store {
         }
         Ok(())
     }
+}
+
+fn row_state(row: &sqlx::any::AnyRow) -> Result<RowState, StoreError> {
+    let status: String = row.try_get("status")?;
+    Ok(RowState {
+        sandbox_id: row.try_get("sandbox_id")?,
+        container_id: row.try_get("container_id")?,
+        status: SandboxStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown sandbox status {status}")))?,
+        created_at: row.try_get("created_at")?,
+    })
 }

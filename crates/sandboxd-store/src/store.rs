@@ -29,6 +29,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "pools",
         include_str!("../migrations/sqlite/0003_pools.sql"),
     ),
+    (
+        4,
+        "servers",
+        include_str!("../migrations/sqlite/0004_servers.sql"),
+    ),
 ];
 
 /// The persistent state of one sandboxd installation.

@@ -58,6 +58,8 @@ pub struct Config {
     pub metrics_listen: Option<String>,
     /// What each organization may hold at once, e.g. `[quotas] running_sandboxes = 20`.
     pub quotas: QuotasConfig,
+    /// Sandboxes run on remote servers only: `sandbox.create` needs a `serverId`.
+    pub remote_only: bool,
 }
 
 /// Per-organization quotas (`sandboxd_core::quotas`).
@@ -133,6 +135,7 @@ impl std::fmt::Debug for Config {
             .field("session_max_lifetime_secs", &self.session_max_lifetime_secs)
             .field("metrics_listen", &self.metrics_listen)
             .field("quotas", &self.quotas)
+            .field("remote_only", &self.remote_only)
             .finish()
     }
 }
@@ -159,6 +162,7 @@ impl Default for Config {
             session_max_lifetime_secs: sandboxd_server::DEFAULT_SESSION_LIFETIME_SECS,
             metrics_listen: None,
             quotas: QuotasConfig::default(),
+            remote_only: false,
         }
     }
 }

@@ -120,6 +120,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let engine = DockerEngine::connect_local().await.context(
         "cannot connect to the Docker engine (is it running, and may this user use its socket?)",
     )?;
+    server_config.remote = Some(std::sync::Arc::new(sandboxd_docker::SshConnector));
+    server_config.remote_only = config.remote_only;
     let server = Server::start(server_config, std::sync::Arc::new(engine))
         .await
         .context("sandboxd could not start")?;

@@ -59,6 +59,8 @@ pub struct MemberGrantsBody {
     pub project_ids: Option<Vec<String>>,
     /// Sandboxes the member may see and use (creators get theirs automatically).
     pub sandbox_ids: Option<Vec<String>>,
+    /// Remote servers the member may see and create sandboxes on.
+    pub server_ids: Option<Vec<String>>,
 }
 
 /// Body of `member.create`.
@@ -100,6 +102,7 @@ pub struct MemberView {
     pub permissions: Vec<String>,
     pub project_ids: Vec<String>,
     pub sandbox_ids: Vec<String>,
+    pub server_ids: Vec<String>,
     pub created_at: String,
 }
 
@@ -112,6 +115,7 @@ impl MemberView {
             permissions: crate::access::effective(member.role, member.grants, None).names(),
             project_ids: member.project_ids.clone(),
             sandbox_ids: member.sandbox_ids.clone(),
+            server_ids: member.server_ids.clone(),
             created_at: format_time(member.created_at),
         }
     }

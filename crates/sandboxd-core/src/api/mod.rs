@@ -8,6 +8,7 @@ mod pages;
 mod processes;
 mod requests;
 mod responses;
+mod servers;
 pub mod stream;
 
 pub use access::*;
@@ -16,6 +17,7 @@ pub use pages::*;
 pub use processes::*;
 pub use requests::*;
 pub use responses::*;
+pub use servers::*;
 
 /// What an MCP client is told about sandboxd's tools (the HTTP endpoint and `sandboxd mcp`).
 pub const MCP_INSTRUCTIONS: &str = "sandboxd runs isolated Linux sandboxes. Create one with sandbox-create, run \

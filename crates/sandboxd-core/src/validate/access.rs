@@ -123,6 +123,7 @@ fn member_changes(issues: &mut Issues, grants: MemberGrantsBody) -> MemberChange
         ),
         project_ids: id_list(issues, "projectIds", grants.project_ids),
         sandbox_ids: id_list(issues, "sandboxIds", grants.sandbox_ids),
+        server_ids: id_list(issues, "serverIds", grants.server_ids),
     }
 }
 

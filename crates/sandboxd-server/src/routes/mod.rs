@@ -7,5 +7,6 @@ pub mod health;
 pub mod processes;
 pub mod projects;
 pub mod sandbox;
+pub mod servers;
 pub mod session;
 pub mod terminal;

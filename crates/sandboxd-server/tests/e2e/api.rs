@@ -215,6 +215,12 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/apiKey.all", "get", "apiKey-all"),
         ("/api/apiKey.revoke", "post", "apiKey-revoke"),
         ("/api/audit.list", "get", "audit-list"),
+        ("/api/server.create", "post", "server-create"),
+        ("/api/server.all", "get", "server-all"),
+        ("/api/server.one", "get", "server-one"),
+        ("/api/server.update", "post", "server-update"),
+        ("/api/server.remove", "post", "server-remove"),
+        ("/api/server.test", "post", "server-test"),
         ("/health", "get", "health"),
     ];
     let paths = doc["paths"].as_object().unwrap();

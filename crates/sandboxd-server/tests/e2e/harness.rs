@@ -44,6 +44,7 @@ fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
         .insert("python".into(), BUSYBOX.into());
     config.reaper_interval = Duration::from_millis(500);
     config.reconcile_interval = Duration::from_secs(3600);
+    config.remote = Some(std::sync::Arc::new(sandboxd_docker::SshConnector));
     config
 }
 
@@ -304,7 +305,15 @@ impl TestServer {
 impl Drop for TestServer {
     fn drop(&mut self) {
         if !self.instance.is_empty() {
-            remove_labelled(&format!("sandboxd.instance={}", self.instance));
+            let label = format!("sandboxd.instance={}", self.instance);
+            remove_labelled(&label);
+            // Sandboxes it ran on the test's remote server.
+            if crate::remote_host::remote_dir()
+                .join("docker.sock")
+                .exists()
+            {
+                remove_labelled_on(Some(&crate::remote_host::remote_docker_host()), &label);
+            }
         }
     }
 }
@@ -332,7 +341,19 @@ impl Drop for StoppedServer {
 
 /// Force-removes every container with `label` through the Docker CLI (works from Drop).
 pub fn remove_labelled(label: &str) {
-    let listed = std::process::Command::new("docker")
+    remove_labelled_on(None, label);
+}
+
+/// [`remove_labelled`] on the engine at `host` (a `unix://` address), or the local one.
+pub fn remove_labelled_on(host: Option<&str>, label: &str) {
+    let docker = || {
+        let mut command = std::process::Command::new("docker");
+        if let Some(host) = host {
+            command.args(["-H", host]);
+        }
+        command
+    };
+    let listed = docker()
         .args(["ps", "-aq", "--filter", &format!("label={label}")])
         .output();
     if let Ok(out) = listed {
@@ -341,11 +362,7 @@ pub fn remove_labelled(label: &str) {
             .map(str::to_owned)
             .collect();
         if !ids.is_empty() {
-            let _ = std::process::Command::new("docker")
-                .arg("rm")
-                .arg("-fv")
-                .args(&ids)
-                .output();
+            let _ = docker().arg("rm").arg("-fv").args(&ids).output();
         }
     }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod harness;
+mod remote_host;
 
 mod agent;
 mod api;
@@ -23,6 +24,8 @@ mod pools;
 mod processes;
 mod quotas;
 mod reconcile;
+mod remote_engine;
+mod remote_servers;
 mod secrets_at_rest;
 mod sessions;
 mod stream;

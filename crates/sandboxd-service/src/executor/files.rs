@@ -30,7 +30,7 @@ impl Executor<'_> {
             }
         }
         self.served(ServedBy::Engine);
-        let engine = self.service.engine();
+        let engine = &self.engine;
         // The common case (the directory exists) costs one archive upload; a missing
         // directory is created as the sandbox user, then the upload is retried.
         match engine
@@ -60,8 +60,7 @@ impl Executor<'_> {
             }
         }
         self.served(ServedBy::Engine);
-        self.service
-            .engine()
+        self.engine
             .read_file(self.container, path, max)
             .await
             .map_err(|error| match error {
@@ -95,6 +94,7 @@ impl Executor<'_> {
         let service = self.service;
         let find = service
             .engine_exec(
+                &self.engine,
                 self.container,
                 internal_exec(listing::find_argv(target), max),
             )
@@ -106,7 +106,11 @@ impl Executor<'_> {
             )));
         }
         let ls = service
-            .engine_exec(self.container, internal_exec(listing::ls_argv(target), max))
+            .engine_exec(
+                &self.engine,
+                self.container,
+                internal_exec(listing::ls_argv(target), max),
+            )
             .await?;
         if ls.exit_code == 0 {
             return Ok(Listing::Find(listing::parse_ls(&ls.stdout)));
@@ -139,7 +143,7 @@ impl Executor<'_> {
         let argv = vec!["mkdir".into(), "-p".into(), "--".into(), dir.into()];
         let mkdir = self
             .service
-            .engine_exec(self.container, internal_exec(argv, 4096))
+            .engine_exec(&self.engine, self.container, internal_exec(argv, 4096))
             .await?;
         if mkdir.exit_code == 0 {
             return Ok(());

@@ -12,7 +12,9 @@ use sandboxd_agent_host::{AgentConn, AgentError, AgentExec};
 use sandboxd_agent_protocol::DirEntry;
 use sandboxd_core::model::Sandbox;
 use sandboxd_core::plan;
-use sandboxd_ports::{EngineError, ExecOutcome, ExecSpec};
+use std::sync::Arc;
+
+use sandboxd_ports::{Engine, EngineError, ExecOutcome, ExecSpec};
 
 use super::{ServedBy, Service, ServiceError};
 
@@ -21,6 +23,8 @@ pub(crate) struct Executor<'s> {
     service: &'s Service,
     sandbox_id: &'s str,
     container: &'s str,
+    /// The engine of the sandbox's server.
+    engine: Arc<dyn Engine>,
     /// The owner of files written through the engine (the agent writes as the user).
     owner: (u32, u32),
     agent: Option<AgentConn>,
@@ -36,15 +40,17 @@ pub(crate) enum Listing {
 
 impl Service {
     /// The way into `sandbox` (which must be running) for one operation.
-    pub(crate) fn executor<'s>(
+    pub(crate) async fn executor<'s>(
         &'s self,
         sandbox: &'s Sandbox,
     ) -> Result<Executor<'s>, ServiceError> {
         let container = sandbox.running_container()?;
+        let engine = self.engine_of(sandbox.server_id.as_deref()).await?;
         Ok(Executor {
             service: self,
             sandbox_id: &sandbox.sandbox_id,
             container,
+            engine,
             owner: sandbox
                 .user
                 .as_deref()
@@ -74,7 +80,7 @@ impl Executor<'_> {
                     self.served(ServedBy::Agent);
                     outcome.kill_incomplete = true;
                     self.service
-                        .restart_after_failed_kill(self.container, &mut outcome)
+                        .restart_after_failed_kill(&self.engine, self.container, &mut outcome)
                         .await;
                     return Ok(outcome);
                 }
@@ -96,16 +102,18 @@ impl Executor<'_> {
             max_output: spec.max_output,
             stream: spec.stream,
         };
-        let service = self.service;
+        let (service, engine) = (self.service, &self.engine);
         match service
-            .engine_exec(self.container, engine_spec.clone())
+            .engine_exec(engine, self.container, engine_spec.clone())
             .await
         {
             Err(EngineError::NotRunning) => {
                 service
-                    .restart_stopped(self.sandbox_id, self.container)
+                    .restart_stopped(engine, self.sandbox_id, self.container)
                     .await?;
-                Ok(service.engine_exec(self.container, engine_spec).await?)
+                Ok(service
+                    .engine_exec(engine, self.container, engine_spec)
+                    .await?)
             }
             outcome => Ok(outcome?),
         }

@@ -3,7 +3,9 @@
 //! that went away mid-operation.
 
 use sandboxd_core::model::{NotRunning, SandboxStatus};
-use sandboxd_ports::{EngineError, ExecOutcome, ExecSpec};
+use std::sync::Arc;
+
+use sandboxd_ports::{Engine, EngineError, ExecOutcome, ExecSpec};
 use tracing::{debug, warn};
 
 use crate::{ServedBy, Service, ServiceError};
@@ -13,12 +15,13 @@ impl Service {
     /// for a kill that did not take.
     pub(crate) async fn engine_exec(
         &self,
+        engine: &Arc<dyn Engine>,
         container: &str,
         spec: ExecSpec,
     ) -> Result<ExecOutcome, EngineError> {
-        let mut outcome = self.engine().exec(container, spec).await?;
+        let mut outcome = engine.exec(container, spec).await?;
         if outcome.kill_incomplete {
-            self.restart_after_failed_kill(container, &mut outcome)
+            self.restart_after_failed_kill(engine, container, &mut outcome)
                 .await;
         }
         Ok(outcome)
@@ -29,6 +32,7 @@ impl Service {
     /// the files.
     pub(super) async fn restart_after_failed_kill(
         &self,
+        engine: &Arc<dyn Engine>,
         container: &str,
         outcome: &mut ExecOutcome,
     ) {
@@ -36,9 +40,9 @@ impl Service {
             container,
             "the command's kill did not end it; restarting the container"
         );
-        outcome.container_killed = self.engine().kill_container(container).await.is_ok();
+        outcome.container_killed = engine.kill_container(container).await.is_ok();
         if outcome.container_killed {
-            outcome.container_restarted = self.engine().start_container(container).await.is_ok();
+            outcome.container_restarted = engine.start_container(container).await.is_ok();
         }
     }
 
@@ -48,11 +52,12 @@ impl Service {
     /// never the engine's text.
     pub(crate) async fn restart_stopped(
         &self,
+        engine: &Arc<dyn Engine>,
         sandbox_id: &str,
         container: &str,
     ) -> Result<(), ServiceError> {
         warn!(%sandbox_id, "the sandbox's container had stopped; starting it again");
-        match self.engine().start_container(container).await {
+        match engine.start_container(container).await {
             Ok(()) => Ok(()),
             Err(error) => {
                 warn!(%sandbox_id, %error, "cannot start the stopped container; the sandbox is in error");

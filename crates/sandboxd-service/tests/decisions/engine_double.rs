@@ -90,6 +90,10 @@ impl Engine for RecordingEngine {
         Ok(8)
     }
 
+    async fn memory_bytes(&self) -> Result<i64, EngineError> {
+        Ok(16 << 30)
+    }
+
     async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
         self.record(Call::EnsureImage(image.into()));
         // The image names no user: the sandbox runs as root, no lookup needed.

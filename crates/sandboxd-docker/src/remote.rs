@@ -1,0 +1,99 @@
+//! The remote-server port for Docker: the engine of a server reached over one SSH
+//! connection (`sandboxd-ssh`), each engine request a channel to its socket.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sandboxd_ports::{ConnectError, Connector, Engine, Probe, RemoteSpec};
+use sandboxd_ssh::{HostKey, SshLink, SshSession, SshTarget};
+
+use crate::engine::DockerEngine;
+
+/// How long a probe's connection may take.
+const PROBE_CONNECT: Duration = Duration::from_secs(10);
+
+/// Makes Docker engines of remote servers over SSH.
+#[derive(Debug, Clone, Default)]
+pub struct SshConnector;
+
+fn target(spec: &RemoteSpec) -> Result<SshTarget, ConnectError> {
+    let host_key = spec
+        .host_key
+        .as_deref()
+        .map(HostKey::parse)
+        .transpose()
+        .map_err(ConnectError::HostKey)?;
+    Ok(SshTarget {
+        address: spec.address.clone(),
+        port: spec.port,
+        user: spec.user.clone(),
+        private_key: spec.private_key.clone(),
+        host_key,
+    })
+}
+
+fn unreachable(error: sandboxd_ssh::SshError) -> ConnectError {
+    match error {
+        sandboxd_ssh::SshError::PrivateKey(message) => ConnectError::PrivateKey(message),
+        other => ConnectError::Unreachable(Box::new(other)),
+    }
+}
+
+#[async_trait::async_trait]
+impl Connector for SshConnector {
+    fn check_keys(
+        &self,
+        host_key: Option<&str>,
+        private_key: Option<&str>,
+    ) -> Result<(), ConnectError> {
+        if let Some(key) = host_key {
+            HostKey::parse(key).map_err(ConnectError::HostKey)?;
+        }
+        match private_key {
+            Some(key) => sandboxd_ssh::check_private_key(key).map_err(ConnectError::PrivateKey),
+            None => Ok(()),
+        }
+    }
+
+    fn fingerprint(&self, host_key: &str) -> Option<String> {
+        HostKey::parse(host_key).ok().map(|key| key.fingerprint())
+    }
+
+    async fn engine(&self, spec: &RemoteSpec) -> Result<Arc<dyn Engine>, ConnectError> {
+        let target = target(spec)?;
+        if target.host_key.is_none() {
+            return Err(ConnectError::HostKey(
+                "no host key is pinned: learn it with server.test, or give it".into(),
+            ));
+        }
+        let session = Arc::new(SshSession::new(target));
+        // The first connection is made here, so an unreachable server is an error now.
+        session.link().await.map_err(unreachable)?;
+        let engine = DockerEngine::connect_ssh(session, &spec.docker_socket).await?;
+        Ok(Arc::new(engine))
+    }
+
+    async fn probe(&self, spec: &RemoteSpec) -> Result<Probe, ConnectError> {
+        let mut target = target(spec)?;
+        let host_key = match &target.host_key {
+            Some(key) => key.clone(),
+            None => {
+                let link = SshLink::learn(&target, PROBE_CONNECT)
+                    .await
+                    .map_err(unreachable)?;
+                link.host_key().clone()
+            }
+        };
+        target.host_key = Some(host_key.clone());
+        let session = Arc::new(SshSession::new(target));
+        session.link().await.map_err(unreachable)?;
+        let engine = DockerEngine::connect_ssh(session, &spec.docker_socket).await?;
+        Ok(Probe {
+            host_key: host_key.to_openssh(),
+            host_key_fingerprint: host_key.fingerprint(),
+            api_version: engine.api_version(),
+            cpus: engine.cpus().await?,
+            memory_bytes: engine.memory_bytes().await?,
+        })
+    }
+}

@@ -1,0 +1,101 @@
+//! The remote-server port: how the service gets the engine of a server it does not run
+//! on (the Docker adapter does it over one SSH connection per server), and what it
+//! learns testing one.
+
+use std::sync::Arc;
+
+use crate::{Engine, EngineError};
+
+/// How sandboxd reaches one remote server.
+#[derive(Clone)]
+pub struct RemoteSpec {
+    pub server_id: String,
+    pub address: String,
+    pub port: u16,
+    pub user: String,
+    /// OpenSSH format; never printed.
+    pub private_key: String,
+    /// The pinned host key; `None`: not pinned yet (only a probe connects then).
+    pub host_key: Option<String>,
+    pub docker_socket: String,
+    pub remote_dir: String,
+}
+
+impl std::fmt::Debug for RemoteSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSpec")
+            .field("server_id", &self.server_id)
+            .field("address", &self.address)
+            .field("port", &self.port)
+            .field("user", &self.user)
+            .field("host_key", &self.host_key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an engine's connection is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reachability {
+    Reachable,
+    /// Connected, but cut off or failing in the last minute.
+    Degraded,
+    Unreachable,
+}
+
+impl Reachability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reachable => "reachable",
+            Self::Degraded => "degraded",
+            Self::Unreachable => "unreachable",
+        }
+    }
+}
+
+/// What a probe of a server found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// The host key the server presented (`algorithm base64`).
+    pub host_key: String,
+    pub host_key_fingerprint: String,
+    pub api_version: String,
+    pub cpus: i64,
+    pub memory_bytes: i64,
+}
+
+/// Why a remote server's engine cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("hostKey: {0}")]
+    HostKey(String),
+    #[error("privateKey: {0}")]
+    PrivateKey(String),
+    /// The server, its SSH daemon or its engine did not answer as it should; the cause
+    /// (a refused host key, a refused login, a cut connection) is the source.
+    #[error("the server is unreachable: {0}")]
+    Unreachable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Makes the engines of remote servers.
+#[async_trait::async_trait]
+pub trait Connector: std::fmt::Debug + Send + Sync + 'static {
+    /// Checks a host key and a private key (those given), without connecting.
+    fn check_keys(
+        &self,
+        host_key: Option<&str>,
+        private_key: Option<&str>,
+    ) -> Result<(), ConnectError>;
+
+    /// The fingerprint of a host key (`SHA256:…`), if it is one.
+    fn fingerprint(&self, host_key: &str) -> Option<String>;
+
+    /// The engine of a remote server: connected now (one that cannot be reached is an
+    /// error), connected again whenever its connection is lost.
+    async fn engine(&self, spec: &RemoteSpec) -> Result<Arc<dyn Engine>, ConnectError>;
+
+    /// Connects once, learning the host key when none is pinned (a pinned one is
+    /// enforced), and asks the engine what the server has.
+    async fn probe(&self, spec: &RemoteSpec) -> Result<Probe, ConnectError>;
+}

@@ -1,0 +1,354 @@
+//! Remote servers through the API: registered with a private key that never comes back
+//! out, their host key learned once and pinned, sandboxes created, used and killed on
+//! them over one SSH connection; members see only the servers they were given; an
+//! unreachable server fails its own requests fast and leaves everything else alone.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::harness::{TestServer, container, id};
+use crate::remote_host::{RemoteHost, remote_dir, remote_docker_host};
+
+/// Registers `host` on `server` and tests it (which pins its host key); returns its id.
+async fn register(server: &TestServer, host: &RemoteHost, name: &str) -> String {
+    let (status, created) = server
+        .post(
+            "server.create",
+            json!({
+                "name": name,
+                "address": "127.0.0.1",
+                "port": host.port,
+                "user": "root",
+                "privateKey": RemoteHost::client_key(),
+                "remoteDir": "/tmp/sandboxd-remote/files",
+            }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    let server_id = created["serverId"].as_str().unwrap().to_owned();
+    let (status, tested) = server
+        .post("server.test", json!({"serverId": server_id}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{tested}");
+    assert_eq!(tested["reachable"], true, "{tested}");
+    server_id
+}
+
+/// Whether a container exists on the remote engine.
+fn on_remote(container_id: &str) -> bool {
+    std::process::Command::new("docker")
+        .args(["-H", &remote_docker_host(), "inspect", container_id])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+fn on_local(container_id: &str) -> bool {
+    std::process::Command::new("docker")
+        .args(["inspect", container_id])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[tokio::test]
+async fn a_sandbox_runs_on_a_remote_server_through_the_api() {
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let (status, created) = server
+        .post(
+            "server.create",
+            json!({
+                "name": "edge-1",
+                "address": "127.0.0.1",
+                "port": host.port,
+                "privateKey": RemoteHost::client_key(),
+            }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    assert_eq!(created["hostKey"], Value::Null);
+    assert_eq!(created["health"], "idle");
+    let server_id = created["serverId"].as_str().unwrap().to_owned();
+
+    // Nothing connects before the host key is pinned.
+    let (status, refused) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "template": "python", "serverId": server_id}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("server.test"));
+
+    // The test learns the key and pins it.
+    let (status, tested) = server
+        .post("server.test", json!({"serverId": server_id}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{tested}");
+    assert_eq!(tested["reachable"], true, "{tested}");
+    assert_eq!(tested["hostKeyLearned"], true);
+    assert_eq!(
+        tested["hostKeyFingerprint"],
+        RemoteHost::host_key().fingerprint()
+    );
+    assert!(tested["cpus"].as_i64().unwrap() > 0);
+    let (_, again) = server
+        .post("server.test", json!({"serverId": server_id}))
+        .await;
+    assert_eq!(again["hostKeyLearned"], false, "learned once");
+
+    let sandbox = server
+        .create(json!({"template": "python", "serverId": server_id}))
+        .await;
+    assert_eq!(sandbox["serverId"], server_id.as_str());
+    let container_id = container(&sandbox).to_owned();
+    assert!(
+        on_remote(&container_id),
+        "the container is on the remote engine"
+    );
+    assert!(!on_local(&container_id), "and not on the local one");
+
+    let out = server.exec(&sandbox, "echo remote $((6*7))").await;
+    assert_eq!(out["stdout"], "remote 42\n", "{out}");
+    let (status, _) = server
+        .post(
+            "sandbox.writeFile",
+            json!({"sandboxId": id(&sandbox), "path": "/tmp/dir/note.txt", "content": "hello"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, read) = server
+        .get(
+            "sandbox.readFile",
+            &[("sandboxId", id(&sandbox)), ("path", "/tmp/dir/note.txt")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(read["content"], "hello");
+    let (status, listed) = server
+        .get(
+            "sandbox.listFiles",
+            &[("sandboxId", id(&sandbox)), ("path", "/tmp/dir")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["entries"][0]["name"], "note.txt");
+
+    let (_, one) = server.get("server.one", &[("serverId", &server_id)]).await;
+    assert_eq!(one["health"], "reachable", "{one}");
+    assert_eq!(one["capacitySource"], "engine");
+    assert_eq!(one["reserved"]["cpu"], sandbox["cpu"]);
+
+    // A server with sandboxes on it is not removed.
+    let (status, _) = server
+        .post("server.remove", json!({"serverId": server_id}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    let (status, _) = server
+        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while on_remote(&container_id) {
+        assert!(
+            Instant::now() < deadline,
+            "the remote container was not removed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, _) = server
+        .post("server.remove", json!({"serverId": server_id}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The private key never comes back out: not in any answer, not in the audit log.
+    let (_, all) = server.get("server.all", &[]).await;
+    let (_, audit) = server.get("audit.list", &[]).await;
+    for body in [&created, &tested, &one, &all, &audit] {
+        assert!(!body.to_string().contains("PRIVATE KEY"), "{body}");
+    }
+    let logged = audit.to_string();
+    for action in ["server.create", "server.test", "server.remove"] {
+        assert!(logged.contains(action), "{action} audited");
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_host_key_is_refused_and_members_use_only_their_servers() {
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let wrong = std::fs::read_to_string(remote_dir().join("client_key.pub")).unwrap();
+    let (status, pinned_wrong) = server
+        .post(
+            "server.create",
+            json!({
+                "name": "impostor",
+                "address": "127.0.0.1",
+                "port": host.port,
+                "privateKey": RemoteHost::client_key(),
+                "hostKey": wrong.trim(),
+            }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{pinned_wrong}");
+    let wrong_id = pinned_wrong["serverId"].as_str().unwrap().to_owned();
+    let (_, tested) = server
+        .post("server.test", json!({"serverId": wrong_id}))
+        .await;
+    assert_eq!(tested["reachable"], false, "{tested}");
+    assert!(
+        tested["error"].as_str().unwrap().contains("host key"),
+        "{tested}"
+    );
+    let (status, refused) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "template": "python", "serverId": wrong_id}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{refused}");
+
+    // Bad keys are refused on the way in, with the field named.
+    let (status, bad) = server
+        .post(
+            "server.create",
+            json!({"name": "bad", "address": "127.0.0.1", "privateKey": "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+    assert_eq!(bad["issues"][0]["path"], "privateKey", "{bad}");
+
+    let good_id = register(&server, &host, "good").await;
+    let (_, member) = server
+        .post(
+            "member.create",
+            json!({"name": "m", "permissions": ["service:create", "service:read", "deployment:create"], "projectIds": [server.project_id]}),
+        )
+        .await;
+    let user_id = member["userId"].as_str().unwrap().to_owned();
+    let (_, key) = server
+        .post("apiKey.create", json!({"name": "m", "userId": user_id}))
+        .await;
+    let key = key["secret"].as_str().unwrap().to_owned();
+    let (status, none) = server.get_with_key("server.all", &key, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        none,
+        json!([]),
+        "a member sees no server they were not given"
+    );
+    let create = json!({"environmentId": server.env_id, "template": "python", "serverId": good_id});
+    let (status, _) = server
+        .post_with_key("sandbox.create", Some(&key), create.clone())
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = server
+        .post_with_key(
+            "server.create",
+            Some(&key),
+            json!({"name": "mine", "address": "127.0.0.1", "privateKey": RemoteHost::client_key()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "members do not add servers");
+
+    let (status, _) = server
+        .post(
+            "member.update",
+            json!({"userId": user_id, "serverIds": [good_id]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, listed) = server.get_with_key("server.all", &key, &[]).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["serverId"], good_id.as_str());
+    let (status, sandbox) = server
+        .post_with_key("sandbox.create", Some(&key), create)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{sandbox}");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_fails_its_own_requests_fast_and_comes_back() {
+    let server = TestServer::start().await;
+    let mut host = RemoteHost::start();
+    let server_id = register(&server, &host, "flaky").await;
+    let remote = server
+        .create(json!({"template": "python", "serverId": server_id}))
+        .await;
+    let local = server.create(json!({"template": "python"})).await;
+
+    host.cut();
+    let started = Instant::now();
+    let (status, body) = server
+        .post(
+            "sandbox.exec",
+            json!({"sandboxId": id(&remote), "cmd": "true"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("unreachable"),
+        "{body}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The local engine is not held up by the remote one.
+    let started = Instant::now();
+    let out = server.exec(&local, "echo still").await;
+    assert_eq!(out["stdout"], "still\n");
+    assert!(started.elapsed() < Duration::from_secs(2));
+
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, one) = server.get("server.one", &[("serverId", &server_id)]).await;
+        if one["health"] == "unreachable" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never reported unreachable: {one}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // Reconcile skips it: its sandbox is reported, not killed blindly.
+    let report = server.service.reconcile_once().await.unwrap();
+    assert_eq!(report.unreachable_servers, std::slice::from_ref(&server_id));
+    let (_, row) = server
+        .get("sandbox.one", &[("sandboxId", id(&remote))])
+        .await;
+    assert_eq!(row["status"], "running", "{row}");
+
+    host.resume();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, out) = server
+            .post(
+                "sandbox.exec",
+                json!({"sandboxId": id(&remote), "cmd": "echo back"}),
+            )
+            .await;
+        if status == StatusCode::OK {
+            assert_eq!(out["stdout"], "back\n");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not come back: {out}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let report = server.service.reconcile_once().await.unwrap();
+    assert!(report.unreachable_servers.is_empty(), "{report:?}");
+    assert!(report.marked_error.is_empty(), "{report:?}");
+}

@@ -1,0 +1,335 @@
+//! `server.*`: remote servers of an organization. Administrators manage them; members
+//! see and use the servers on their access list. A server's private key is sealed by
+//! the store and goes only to the remote-server port; its host key is pinned (given,
+//! or learned by `server.test` and enforced from then on).
+
+use std::time::Instant;
+
+use sandboxd_core::access::{self, Permission};
+use sandboxd_core::api::{Resources, ServerTestResult, ServerView};
+use sandboxd_core::model::{Principal, Server, ServerChanges};
+use sandboxd_core::rfc3339::format_millis as rfc3339;
+use sandboxd_core::validate::NewServerSpec;
+use sandboxd_store::{AccessList, NewServer};
+use serde_json::json;
+use tracing::info;
+
+use super::fleet::spec_of;
+use super::{Resource, Service, ServiceError};
+
+const MIB: i64 = 1024 * 1024;
+
+fn resource(server: &Server) -> Resource<'_> {
+    Resource {
+        kind: "server",
+        id: &server.server_id,
+        name: Some(&server.name),
+    }
+}
+
+impl Service {
+    /// A server of the caller's organization the caller may use: administrators every
+    /// one, members those on their access list. Another organization's is not found.
+    pub(crate) async fn server_for(
+        &self,
+        caller: &Principal,
+        server_id: &str,
+    ) -> Result<Server, ServiceError> {
+        let id = sandboxd_core::validate::server_id(server_id)?;
+        let server = self
+            .store()
+            .server(&caller.organization_id, &id)
+            .await?
+            .ok_or(ServiceError::NotFound("server"))?;
+        let listed = access::sees_everything(caller.role)
+            || self
+                .store()
+                .on_access_list(
+                    AccessList::Servers,
+                    &caller.organization_id,
+                    &caller.user_id,
+                    &id,
+                )
+                .await?;
+        if !listed {
+            return Err(ServiceError::Forbidden(
+                "you are not authorized to use this server".into(),
+            ));
+        }
+        Ok(server)
+    }
+
+    /// Adds a server (administrators only). Nothing connects until its host key is
+    /// pinned: given here, or learned by `server.test`.
+    pub async fn create_server(
+        &self,
+        caller: &Principal,
+        spec: NewServerSpec,
+    ) -> Result<ServerView, ServiceError> {
+        self.require(caller, Permission::OrganizationAdmin)?;
+        self.connector()?
+            .check_keys(spec.host_key.as_deref(), Some(&spec.private_key))?;
+        let new = NewServer {
+            name: spec.name,
+            address: spec.address,
+            port: spec.port,
+            user: spec.user,
+            private_key: spec.private_key,
+            host_key: spec.host_key,
+            docker_socket: spec.docker_socket,
+            remote_dir: spec.remote_dir,
+            cpu_capacity: spec.cpu,
+            memory_mb_capacity: spec.memory_mb,
+        };
+        let server = self
+            .store()
+            .insert_server(&caller.organization_id, &new)
+            .await?;
+        self.record(
+            &caller.organization_id,
+            Some(caller),
+            "server.create",
+            resource(&server),
+            json!({"address": server.address, "port": server.port, "user": server.user}),
+        )
+        .await;
+        info!(server_id = %server.server_id, address = %server.address, "server added");
+        self.server_view(server).await
+    }
+
+    /// The servers the caller may use, by name.
+    pub async fn list_servers(&self, caller: &Principal) -> Result<Vec<ServerView>, ServiceError> {
+        let servers = self.store().servers(&caller.organization_id).await?;
+        let mut views = Vec::with_capacity(servers.len());
+        for server in servers {
+            let listed = access::sees_everything(caller.role)
+                || self
+                    .store()
+                    .on_access_list(
+                        AccessList::Servers,
+                        &caller.organization_id,
+                        &caller.user_id,
+                        &server.server_id,
+                    )
+                    .await?;
+            if listed {
+                views.push(self.server_view(server).await?);
+            }
+        }
+        Ok(views)
+    }
+
+    /// One server the caller may use.
+    pub async fn server_one(
+        &self,
+        caller: &Principal,
+        server_id: &str,
+    ) -> Result<ServerView, ServiceError> {
+        let server = self.server_for(caller, server_id).await?;
+        self.server_view(server).await
+    }
+
+    /// Changes a server (administrators only); its connection is made again with the new
+    /// settings at its next use.
+    pub async fn update_server(
+        &self,
+        caller: &Principal,
+        server_id: &str,
+        changes: ServerChanges,
+    ) -> Result<ServerView, ServiceError> {
+        self.require(caller, Permission::OrganizationAdmin)?;
+        self.connector()?.check_keys(
+            changes.host_key.clone().flatten().as_deref(),
+            changes.private_key.as_deref(),
+        )?;
+        let server = self
+            .store()
+            .update_server(&caller.organization_id, server_id, &changes)
+            .await?
+            .ok_or(ServiceError::NotFound("server"))?;
+        self.inner.fleet.forget(&server.server_id);
+        let fields: Vec<&str> = [
+            ("name", changes.name.is_some()),
+            ("address", changes.address.is_some()),
+            ("port", changes.port.is_some()),
+            ("user", changes.user.is_some()),
+            ("privateKey", changes.private_key.is_some()),
+            ("hostKey", changes.host_key.is_some()),
+            ("dockerSocket", changes.docker_socket.is_some()),
+            ("remoteDir", changes.remote_dir.is_some()),
+            ("cpu", changes.cpu_capacity.is_some()),
+            ("memoryMb", changes.memory_mb_capacity.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, changed)| changed.then_some(name))
+        .collect();
+        self.record(
+            &caller.organization_id,
+            Some(caller),
+            "server.update",
+            resource(&server),
+            json!({"changed": fields}),
+        )
+        .await;
+        self.server_view(server).await
+    }
+
+    /// Removes a server (administrators only); refused while sandboxes run on it.
+    pub async fn remove_server(
+        &self,
+        caller: &Principal,
+        server_id: &str,
+    ) -> Result<(), ServiceError> {
+        self.require(caller, Permission::OrganizationAdmin)?;
+        let server = self
+            .store()
+            .server(&caller.organization_id, server_id)
+            .await?
+            .ok_or(ServiceError::NotFound("server"))?;
+        if !self
+            .store()
+            .remove_server(&caller.organization_id, server_id)
+            .await?
+        {
+            return Err(ServiceError::NotFound("server"));
+        }
+        self.inner.fleet.forget(server_id);
+        self.record(
+            &caller.organization_id,
+            Some(caller),
+            "server.remove",
+            resource(&server),
+            json!({}),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Connects to a server once and asks its engine what it has (administrators
+    /// only). With no host key pinned, the key the server presents is learned and
+    /// pinned; a pinned one is enforced. A server that cannot be reached is an answer
+    /// (`reachable: false` and why), not an error.
+    pub async fn test_server(
+        &self,
+        caller: &Principal,
+        server_id: &str,
+    ) -> Result<ServerTestResult, ServiceError> {
+        self.require(caller, Permission::OrganizationAdmin)?;
+        let server = self.server_for(caller, server_id).await?;
+        let connector = self.connector()?;
+        let key = self.store().server_private_key(&server.server_id).await?;
+        let started = Instant::now();
+        let probed = connector.probe(&spec_of(&server, key)).await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let probe = match probed {
+            Ok(probe) => probe,
+            Err(error) => {
+                return Ok(ServerTestResult {
+                    reachable: false,
+                    host_key: None,
+                    host_key_fingerprint: None,
+                    host_key_learned: false,
+                    api_version: None,
+                    cpus: None,
+                    memory_mb: None,
+                    duration_ms,
+                    error: Some(error_chain(&error)),
+                });
+            }
+        };
+        let learned = server.host_key.is_none()
+            && self
+                .store()
+                .pin_host_key(&server.server_id, &probe.host_key)
+                .await?;
+        self.inner.fleet.remember_capacity(
+            &server.server_id,
+            Resources {
+                cpu: probe.cpus as f64,
+                memory_mb: probe.memory_bytes / MIB,
+            },
+        );
+        self.record(
+            &caller.organization_id,
+            Some(caller),
+            "server.test",
+            resource(&server),
+            json!({"reachable": true, "hostKeyLearned": learned, "hostKeyFingerprint": probe.host_key_fingerprint}),
+        )
+        .await;
+        Ok(ServerTestResult {
+            reachable: true,
+            host_key: Some(probe.host_key),
+            host_key_fingerprint: Some(probe.host_key_fingerprint),
+            host_key_learned: learned,
+            api_version: Some(probe.api_version),
+            cpus: Some(probe.cpus),
+            memory_mb: Some(probe.memory_bytes / MIB),
+            duration_ms,
+            error: None,
+        })
+    }
+
+    /// What a server is, with its capacity, what is reserved on it and its health
+    /// (never connecting for it: a listing does not wait on a server).
+    async fn server_view(&self, server: Server) -> Result<ServerView, ServiceError> {
+        let (cpu, memory_mb) = self.store().reserved_on(Some(&server.server_id)).await?;
+        let learned = self.inner.fleet.capacity(&server.server_id);
+        let (capacity, capacity_source) = match (server.cpu_capacity, server.memory_mb_capacity) {
+            (Some(cpu), Some(memory_mb)) => (Some(Resources { cpu, memory_mb }), "configured"),
+            (cpu, memory) => match learned {
+                Some(engine) => (
+                    Some(Resources {
+                        cpu: cpu.unwrap_or(engine.cpu),
+                        memory_mb: memory.unwrap_or(engine.memory_mb),
+                    }),
+                    if cpu.is_some() || memory.is_some() {
+                        "configured"
+                    } else {
+                        "engine"
+                    },
+                ),
+                None => (None, "unknown"),
+            },
+        };
+        let (health, last_error) = match self.inner.fleet.made(&server.server_id) {
+            Some(engine) => {
+                let (reachability, last) = engine.reachability().await;
+                (reachability.as_str().to_owned(), last)
+            }
+            None => ("idle".to_owned(), None),
+        };
+        Ok(ServerView {
+            host_key_fingerprint: server
+                .host_key
+                .as_deref()
+                .and_then(|key| self.connector().ok()?.fingerprint(key)),
+            server_id: server.server_id,
+            name: server.name,
+            address: server.address,
+            port: server.port,
+            user: server.user,
+            host_key: server.host_key,
+            docker_socket: server.docker_socket,
+            remote_dir: server.remote_dir,
+            capacity,
+            capacity_source: capacity_source.to_owned(),
+            reserved: Resources { cpu, memory_mb },
+            health,
+            last_error,
+            created_at: rfc3339(server.created_at),
+        })
+    }
+}
+
+/// An error and its causes on one line (what a test reports of a failure).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

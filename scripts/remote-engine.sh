@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# A second Docker engine on this machine that stands for a remote server, for the tests
+# of remote servers: its own socket, data root, exec root, pidfile, config file and
+# network namespace (so its bridge is its own and the host's docker0 is untouched), with
+# the local test images loaded into it. The tests reach it only through OpenSSH: each
+# test starts its own sshd (key authentication, loopback only) in a private mount
+# namespace where this engine's socket is bound over /var/run/docker.sock, as on a real
+# host. This script provides what they need: the engine, the keys, and sshd installed.
+#
+#   scripts/remote-engine.sh up     start it (idempotent); prints the directory
+#   scripts/remote-engine.sh down   stop it and remove its containers and namespace
+#
+# Directory: $SANDBOXD_REMOTE_DIR, default /tmp/sandboxd-remote. It holds docker.sock,
+# client_key (the key sandboxd logs in with), host_key (sshd's), authorized_keys.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dir=${SANDBOXD_REMOTE_DIR:-/tmp/sandboxd-remote}
+netns=sandboxd-remote
+images=(sandboxd-local/busybox:latest sandboxd-local/debian:bookworm)
+
+remote() { docker -H "unix://$dir/docker.sock" "$@"; }
+
+ensure_pkg() {
+  if ! dpkg -s "$1" >/dev/null 2>&1; then
+    apt-get update -qq
+    # No service is started by the package: the tests start their own sshd.
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+    rm -f /usr/sbin/policy-rc.d
+  fi
+}
+
+up() {
+  ensure_pkg openssh-server
+  mkdir -p "$dir" /run/sshd
+  chmod 700 "$dir"
+  [ -f "$dir/host_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$dir/host_key"
+  [ -f "$dir/client_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$dir/client_key"
+  cp "$dir/client_key.pub" "$dir/authorized_keys"
+
+  if ! remote info >/dev/null 2>&1; then
+    ip netns list | grep -qw "$netns" || ip netns add "$netns"
+    ip netns exec "$netns" ip link set lo up
+    echo '{}' >"$dir/daemon.json"
+    # `ip netns exec` remounts /sys, which dockerd cannot run under: nsenter only
+    # enters the network namespace.
+    nsenter --net="/var/run/netns/$netns" dockerd \
+      --config-file "$dir/daemon.json" \
+      --data-root "$dir/data" --exec-root "$dir/exec" \
+      --pidfile "$dir/docker.pid" -H "unix://$dir/docker.sock" \
+      >"$dir/dockerd.log" 2>&1 &
+    for _ in $(seq 1 60); do remote info >/dev/null 2>&1 && break; sleep 0.5; done
+    remote info >/dev/null 2>&1 || {
+      echo "the second engine did not start" >&2
+      tail -n 30 "$dir/dockerd.log" >&2
+      exit 1
+    }
+  fi
+  for image in "${images[@]}"; do
+    local want have
+    want=$(docker image inspect --format '{{.Id}}' "$image")
+    have=$(remote image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
+    [ "$want" = "$have" ] || docker save "$image" | remote load -q >/dev/null
+  done
+  echo "$dir"
+}
+
+down() {
+  if remote info >/dev/null 2>&1; then
+    ids=$(remote ps -aq --filter label=sandboxd.sandbox=true)
+    [ -z "$ids" ] || remote rm -f $ids >/dev/null
+  fi
+  [ -f "$dir/docker.pid" ] && kill "$(cat "$dir/docker.pid")" 2>/dev/null || true
+  for _ in $(seq 1 40); do [ -S "$dir/docker.sock" ] && remote info >/dev/null 2>&1 || break; sleep 0.25; done
+  ip netns list | grep -qw "$netns" && ip netns delete "$netns" || true
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+esac
