@@ -7,8 +7,11 @@
 # namespace where this engine's socket is bound over /var/run/docker.sock, as on a real
 # host. This script provides what they need: the engine, the keys, and sshd installed.
 #
-#   scripts/remote-engine.sh up     start it (idempotent); prints the directory
-#   scripts/remote-engine.sh down   stop it and remove its containers and namespace
+#   scripts/remote-engine.sh up          start it (idempotent); prints the directory
+#   scripts/remote-engine.sh down        stop it and remove its containers and namespace
+#   scripts/remote-engine.sh sshd PORT   start an sshd in front of it on 127.0.0.1:PORT
+#                                        (the benchmark's; the tests start their own)
+#   scripts/remote-engine.sh sshd-stop PORT  stop that sshd and its sessions
 #
 # Directory: $SANDBOXD_REMOTE_DIR, default /tmp/sandboxd-remote. It holds docker.sock,
 # client_key (the key sandboxd logs in with), host_key (sshd's), authorized_keys.
@@ -77,8 +80,55 @@ down() {
   ip netns list | grep -qw "$netns" && ip netns delete "$netns" || true
 }
 
+sshd_up() {
+  local port=$1 conf="$dir/sshd-$1"
+  mkdir -p "$conf"
+  cat >"$conf/sshd_config" <<CONF
+Port $port
+ListenAddress 127.0.0.1
+HostKey $dir/host_key
+AuthorizedKeysFile $dir/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+UsePAM no
+StrictModes no
+AllowStreamLocalForwarding yes
+StreamLocalBindUnlink yes
+AllowTcpForwarding yes
+X11Forwarding no
+PidFile none
+MaxSessions 100
+MaxStartups 100
+CONF
+  unshare -m --propagation private sh -c \
+    "mount --bind '$dir/docker.sock' /var/run/docker.sock && exec /usr/sbin/sshd -D -e -f '$conf/sshd_config'" \
+    >"$conf/sshd.log" 2>&1 &
+  echo $! >"$conf/pid"
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "sshd did not listen on $port" >&2
+  cat "$conf/sshd.log" >&2
+  exit 1
+}
+
+sshd_down() {
+  local pid_file="$dir/sshd-$1/pid"
+  [ -f "$pid_file" ] || return 0
+  local pid
+  pid=$(cat "$pid_file")
+  pkill -KILL -P "$pid" 2>/dev/null || true
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -rf "$dir/sshd-$1"
+}
+
 case "${1:-}" in
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  sshd) sshd_up "${2:?port}" ;;
+  sshd-stop) sshd_down "${2:?port}" ;;
+  *) echo "usage: $0 up|down|sshd PORT|sshd-stop PORT" >&2; exit 2 ;;
 esac

@@ -157,14 +157,14 @@ impl AgentConn {
     }
 }
 
-/// Frames read from the agent's side of the socket.
-struct FrameReader {
-    reader: tokio::net::unix::OwnedReadHalf,
+/// Frames read from the agent's side of the connection.
+struct FrameReader<R> {
+    reader: R,
     decoder: Decoder,
     buf: Vec<u8>,
 }
 
-impl FrameReader {
+impl<R: tokio::io::AsyncRead + Unpin> FrameReader<R> {
     /// The next frame; a malformed stream or a closed socket ends the connection.
     async fn next(&mut self) -> Result<Frame, AgentError> {
         loop {
@@ -196,15 +196,58 @@ fn same_key(given: &str, expected: &str) -> bool {
 
 /// Reads the agent's Hello, then runs the connection until it ends. `on_ready` receives
 /// the connection once the agent introduced itself and says whether it is wanted; the
-/// returned future ends with the connection.
+/// returned future ends with the connection. The connection is any byte stream: a local
+/// unix socket, or a channel of a remote server's SSH connection.
 pub async fn serve(
-    stream: UnixStream,
+    stream: AgentStream,
     sandbox_id: String,
     key: &str,
     op_timeout: Duration,
     on_ready: impl FnOnce(AgentConn) -> bool,
 ) -> Result<(), AgentError> {
-    let (reader, mut writer) = stream.into_split();
+    match stream {
+        AgentStream::Local(stream) => {
+            let (reader, writer) = stream.into_split();
+            serve_halves(reader, writer, sandbox_id, key, op_timeout, on_ready).await
+        }
+        AgentStream::Other(stream) => {
+            let (reader, writer) = tokio::io::split(stream);
+            serve_halves(reader, writer, sandbox_id, key, op_timeout, on_ready).await
+        }
+    }
+}
+
+/// A connection from an agent.
+pub enum AgentStream {
+    /// A local unix socket (split without a lock between its halves).
+    Local(UnixStream),
+    /// Any other byte stream.
+    Other(Box<dyn ByteStream>),
+}
+
+impl std::fmt::Debug for AgentStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Local(_) => "AgentStream::Local",
+            Self::Other(_) => "AgentStream::Other",
+        })
+    }
+}
+
+pub use sandboxd_ports::ByteStream;
+
+async fn serve_halves<R, W>(
+    reader: R,
+    mut writer: W,
+    sandbox_id: String,
+    key: &str,
+    op_timeout: Duration,
+    on_ready: impl FnOnce(AgentConn) -> bool,
+) -> Result<(), AgentError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
     let mut frames = FrameReader {
         reader,
         decoder: Decoder::default(),

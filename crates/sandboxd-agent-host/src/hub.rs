@@ -17,7 +17,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
-use super::conn::{self, AgentConn};
+use super::conn::{self, AgentConn, AgentStream, ByteStream};
+use tokio::sync::mpsc;
 
 const SOCKET_NAME: &str = "agent.sock";
 
@@ -111,22 +112,69 @@ impl AgentHub {
         let listener = bind(&socket).map_err(io)?;
         // The sandbox user (any uid) must be able to connect; only this sandbox sees it.
         set_mode(&socket, 0o666).map_err(io)?;
+        self.start_accepting(sandbox_id, Incoming::Listener(listener), key.clone());
+        Ok(Some(AgentMount {
+            binary: binary.display().to_string(),
+            run_dir: dir.display().to_string(),
+            key,
+        }))
+    }
+
+    /// Takes the agent connections of a sandbox that arrive from elsewhere (a socket on a
+    /// remote server, forwarded over its SSH connection), with the binary and socket
+    /// directory at those paths there; returns what to mount. The sandbox's key is kept
+    /// here, as for a local one. `None`: sandboxes run without the agent.
+    pub fn adopt(
+        &self,
+        sandbox_id: &str,
+        incoming: mpsc::Receiver<Box<dyn ByteStream>>,
+        binary: String,
+        run_dir: String,
+    ) -> Result<Option<AgentMount>, HubError> {
+        if self.inner.binary.is_none() {
+            return Ok(None);
+        }
+        let root = &self.inner.root;
+        let io = |source| HubError {
+            path: root.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(root).map_err(io)?;
+        set_mode(root, 0o700).map_err(io)?;
+        let key = agent_key(&self.key_path(sandbox_id)).map_err(io)?;
+        self.start_accepting(sandbox_id, Incoming::Forwarded(incoming), key.clone());
+        Ok(Some(AgentMount {
+            binary,
+            run_dir,
+            key,
+        }))
+    }
+
+    /// The local agent binary sandboxes get, if any.
+    pub fn binary(&self) -> Option<&Path> {
+        self.inner.binary.as_deref()
+    }
+
+    /// Whether sandboxd takes the sandbox's agent connections now.
+    pub fn is_listening(&self, sandbox_id: &str) -> bool {
+        self.inner
+            .slots
+            .lock()
+            .is_ok_and(|slots| slots.contains_key(sandbox_id))
+    }
+
+    fn start_accepting(&self, sandbox_id: &str, incoming: Incoming, key: String) {
         let (tx, rx) = watch::channel(None);
         let task = tokio::spawn(accept_loop(
-            listener,
+            incoming,
             sandbox_id.to_owned(),
-            key.clone().into(),
+            key.into(),
             self.inner.op_timeout,
             tx,
         ));
         if let Ok(mut slots) = self.inner.slots.lock() {
             slots.insert(sandbox_id.to_owned(), Slot { conn: rx, task });
         }
-        Ok(Some(AgentMount {
-            binary: binary.display().to_string(),
-            run_dir: dir.display().to_string(),
-            key,
-        }))
     }
 
     /// Listens again for a sandbox whose agent directory exists but that has no socket
@@ -242,6 +290,34 @@ fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
+/// Where a sandbox's agent connections come from.
+enum Incoming {
+    Listener(UnixListener),
+    Forwarded(mpsc::Receiver<Box<dyn ByteStream>>),
+}
+
+enum Accepted {
+    Stream(AgentStream),
+    /// A failed accept; try again shortly.
+    Retry,
+    Closed,
+}
+
+impl Incoming {
+    async fn accept(&mut self) -> Accepted {
+        match self {
+            Self::Listener(listener) => match listener.accept().await {
+                Ok((stream, _)) => Accepted::Stream(AgentStream::Local(stream)),
+                Err(_) => Accepted::Retry,
+            },
+            Self::Forwarded(receiver) => match receiver.recv().await {
+                Some(stream) => Accepted::Stream(AgentStream::Other(stream)),
+                None => Accepted::Closed,
+            },
+        }
+    }
+}
+
 /// Connections still introducing themselves, at most, per sandbox.
 const MAX_HANDSHAKES: usize = 4;
 
@@ -249,7 +325,7 @@ const MAX_HANDSHAKES: usize = 4;
 /// stray process in the sandbox cannot take over a working agent; at most a few may be
 /// in their handshake at a time.
 async fn accept_loop(
-    listener: UnixListener,
+    mut incoming: Incoming,
     sandbox_id: String,
     key: Arc<str>,
     op_timeout: Duration,
@@ -263,12 +339,17 @@ async fn accept_loop(
     let mut connections = tokio::task::JoinSet::new();
     loop {
         let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
+            accepted = incoming.accept() => accepted,
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
-        let Ok((stream, _)) = accepted else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
+        let stream = match accepted {
+            Accepted::Stream(stream) => stream,
+            Accepted::Retry => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            // The forward is gone for good (the sandbox was released).
+            Accepted::Closed => return,
         };
         let live = slot.borrow().as_ref().is_some_and(AgentConn::is_open);
         if live || handshakes.load(std::sync::atomic::Ordering::Acquire) >= MAX_HANDSHAKES {

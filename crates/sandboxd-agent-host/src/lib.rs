@@ -9,7 +9,7 @@ mod ops;
 mod routes;
 mod static_elf;
 
-pub use conn::{AgentConn, AgentError};
+pub use conn::{AgentConn, AgentError, ByteStream};
 pub use hub::AgentHub;
 pub use ops::{AgentExec, FileOpError, PtyEvent, PtySession, PtySpec};
 pub use static_elf::is_static_elf;

@@ -50,12 +50,28 @@ impl Http {
         })
     }
 
-    async fn post(&self, procedure: &str, body: Value) -> anyhow::Result<Value> {
+    pub async fn post(&self, procedure: &str, body: Value) -> anyhow::Result<Value> {
         let response = self
             .client
             .post(format!("{}/api/{procedure}", self.url))
             .header("x-api-key", KEY)
             .json(&body)
+            .send()
+            .await?;
+        let status = response.status();
+        let value: Value = response.json().await?;
+        if !status.is_success() {
+            bail!("{procedure} failed with {status}: {value}");
+        }
+        Ok(value)
+    }
+
+    pub async fn get(&self, procedure: &str, query: &[(&str, &str)]) -> anyhow::Result<Value> {
+        let response = self
+            .client
+            .get(format!("{}/api/{procedure}", self.url))
+            .query(query)
+            .header("x-api-key", KEY)
             .send()
             .await?;
         let status = response.status();

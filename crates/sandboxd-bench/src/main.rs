@@ -9,6 +9,7 @@ mod floor;
 mod http;
 mod load;
 mod process_start;
+mod remote;
 mod report;
 mod through_api;
 
@@ -47,6 +48,10 @@ pub struct Args {
     /// Concurrent creates, one scenario each.
     #[arg(long, value_delimiter = ',', default_value = "50,100")]
     concurrency: Vec<usize>,
+    /// Measure remote servers only (local against a second engine behind OpenSSH, set
+    /// up by `scripts/remote-engine.sh up`).
+    #[arg(long)]
+    remote: bool,
 }
 
 /// The servers of the latency scenarios.
@@ -62,6 +67,14 @@ struct Servers {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.remote {
+        let rows = remote::run(&args.server_binary, &args.image, args.iterations).await?;
+        let json = report::print(&rows, args.iterations);
+        if let Some(path) = &args.json {
+            std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
     let raw = floor::Floor::connect(&args.image).await?;
     let mut instances = Vec::new();
     let outcome = match start(&args, &mut instances).await {

@@ -15,6 +15,7 @@ pub mod oom;
 pub mod paging;
 pub mod paths;
 pub mod permissions;
+pub mod placement;
 pub mod plan;
 pub mod pools;
 pub mod quotas;

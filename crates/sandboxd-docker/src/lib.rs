@@ -13,6 +13,7 @@ mod images;
 mod networks;
 mod port;
 mod remote;
+mod remote_agents;
 mod ssh_transport;
 
 pub use archive::ReadFileError;

@@ -4,17 +4,30 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sandboxd_ports::{ConnectError, Connector, Engine, Probe, RemoteSpec};
+use sandboxd_ports::{ConnectError, Connector, Probe, RemoteAgents, RemoteServer, RemoteSpec};
 use sandboxd_ssh::{HostKey, SshLink, SshSession, SshTarget};
 
 use crate::engine::DockerEngine;
+use crate::remote_agents::{AgentBinary, SshAgents};
 
 /// How long a probe's connection may take.
 const PROBE_CONNECT: Duration = Duration::from_secs(10);
 
-/// Makes Docker engines of remote servers over SSH.
+/// Makes Docker engines of remote servers over SSH, with the agent sandboxes get there.
 #[derive(Debug, Clone, Default)]
-pub struct SshConnector;
+pub struct SshConnector {
+    agent: Option<AgentBinary>,
+}
+
+impl SshConnector {
+    /// Sandboxes on remote servers get the static agent at `agent` (read now), put on
+    /// each server by sandboxd; `None`: they run without it.
+    pub fn new(agent: Option<&std::path::Path>) -> std::io::Result<Self> {
+        Ok(Self {
+            agent: agent.map(AgentBinary::read).transpose()?,
+        })
+    }
+}
 
 fn target(spec: &RemoteSpec) -> Result<SshTarget, ConnectError> {
     let host_key = spec
@@ -59,7 +72,7 @@ impl Connector for SshConnector {
         HostKey::parse(host_key).ok().map(|key| key.fingerprint())
     }
 
-    async fn engine(&self, spec: &RemoteSpec) -> Result<Arc<dyn Engine>, ConnectError> {
+    async fn connect(&self, spec: &RemoteSpec) -> Result<RemoteServer, ConnectError> {
         let target = target(spec)?;
         if target.host_key.is_none() {
             return Err(ConnectError::HostKey(
@@ -69,8 +82,15 @@ impl Connector for SshConnector {
         let session = Arc::new(SshSession::new(target));
         // The first connection is made here, so an unreachable server is an error now.
         session.link().await.map_err(unreachable)?;
-        let engine = DockerEngine::connect_ssh(session, &spec.docker_socket).await?;
-        Ok(Arc::new(engine))
+        let engine = DockerEngine::connect_ssh(session.clone(), &spec.docker_socket).await?;
+        let agents = self.agent.clone().map(|binary| {
+            Arc::new(SshAgents::new(session, spec.remote_dir.clone(), binary))
+                as Arc<dyn RemoteAgents>
+        });
+        Ok(RemoteServer {
+            engine: Arc::new(engine),
+            agents,
+        })
     }
 
     async fn probe(&self, spec: &RemoteSpec) -> Result<Probe, ConnectError> {

@@ -14,4 +14,7 @@ pub use engine::{Deaths, Engine};
 pub use errors::{EngineError, ReadFileError};
 pub use events::ContainerDeath;
 pub use exec::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
-pub use remote::{ConnectError, Connector, Probe, Reachability, RemoteSpec};
+pub use remote::{
+    AgentConnections, ByteStream, ConnectError, Connector, Probe, Reachability, RemoteAgent,
+    RemoteAgents, RemoteServer, RemoteSpec,
+};

@@ -4,7 +4,51 @@
 
 use std::sync::Arc;
 
+use tokio::sync::mpsc;
+
 use crate::{Engine, EngineError};
+
+/// A byte stream both ways (an agent's connection, whatever carries it).
+pub trait ByteStream:
+    tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static
+{
+}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> ByteStream for T {}
+
+/// The agent connections of one sandbox on a remote server, as they arrive.
+pub type AgentConnections = mpsc::Receiver<Box<dyn ByteStream>>;
+
+/// Where a sandbox's agent is on its server, and its connections.
+#[derive(Debug)]
+pub struct RemoteAgent {
+    /// The agent binary on the server (mounted read-only into the sandbox).
+    pub binary: String,
+    /// The sandbox's socket directory on the server (mounted read-only).
+    pub run_dir: String,
+    pub connections: AgentConnections,
+}
+
+/// The sockets of the in-sandbox agents of one remote server: sandboxd puts the agent
+/// binary there itself (checked by checksum), and has the server listen on each
+/// sandbox's socket and hand its connections back.
+#[async_trait::async_trait]
+pub trait RemoteAgents: std::fmt::Debug + Send + Sync + 'static {
+    /// Listens on the sandbox's agent socket on the server (again, after a restart of
+    /// sandboxd). The listening is kept across reconnections of the server.
+    async fn listen(&self, sandbox_id: &str) -> Result<RemoteAgent, EngineError>;
+
+    /// Stops listening for the sandbox and removes its socket directory on the server.
+    async fn release(&self, sandbox_id: &str);
+}
+
+/// A remote server as the service drives it: its engine, and its agents' sockets.
+#[derive(Debug, Clone)]
+pub struct RemoteServer {
+    pub engine: Arc<dyn Engine>,
+    /// `None`: sandboxes on it run without the agent.
+    pub agents: Option<Arc<dyn RemoteAgents>>,
+}
 
 /// How sandboxd reaches one remote server.
 #[derive(Clone)]
@@ -91,9 +135,9 @@ pub trait Connector: std::fmt::Debug + Send + Sync + 'static {
     /// The fingerprint of a host key (`SHA256:…`), if it is one.
     fn fingerprint(&self, host_key: &str) -> Option<String>;
 
-    /// The engine of a remote server: connected now (one that cannot be reached is an
-    /// error), connected again whenever its connection is lost.
-    async fn engine(&self, spec: &RemoteSpec) -> Result<Arc<dyn Engine>, ConnectError>;
+    /// The engine (and agent sockets) of a remote server: connected now (one that cannot
+    /// be reached is an error), connected again whenever its connection is lost.
+    async fn connect(&self, spec: &RemoteSpec) -> Result<RemoteServer, ConnectError>;
 
     /// Connects once, learning the host key when none is pinned (a pinned one is
     /// enforced), and asks the engine what the server has.

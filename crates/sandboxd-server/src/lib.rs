@@ -94,6 +94,8 @@ pub struct ServerConfig {
     pub remote: Option<Arc<dyn sandboxd_ports::Connector>>,
     /// Sandboxes run on remote servers only: `sandbox.create` needs a `serverId`.
     pub remote_only: bool,
+    /// A create without `serverId` goes where the most room is.
+    pub placement: bool,
 }
 
 impl ServerConfig {
@@ -120,6 +122,7 @@ impl ServerConfig {
             quotas: sandboxd_core::quotas::Quotas::default(),
             remote: None,
             remote_only: false,
+            placement: false,
         }
     }
 }
@@ -212,6 +215,12 @@ impl Server {
         }
         // A sandbox may not be given more CPUs than the host has (the engine would refuse).
         let host_cpus = engine.cpus().await.ok().filter(|n| *n > 0);
+        let host_memory_mb = engine
+            .memory_bytes()
+            .await
+            .ok()
+            .filter(|n| *n > 0)
+            .map(|bytes| bytes / (1024 * 1024));
         info!(api_version = %engine.api_version(), %instance_id, ?host_cpus, "engine ready");
         let templates = Templates::with_images(&config.template_images);
         let agents = AgentHub::new(
@@ -237,6 +246,8 @@ impl Server {
                 host_cpus,
                 remote: config.remote.clone(),
                 remote_only: config.remote_only,
+                placement: config.placement,
+                host_memory_mb,
             },
         );
         Ok(Self {

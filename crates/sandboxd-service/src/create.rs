@@ -1,6 +1,7 @@
 //! `sandbox.create`: a row in `creating`, then image, network, container, user and
 //! workdir; the row ends `running`, or `error` with no container left behind.
 
+use sandboxd_core::api::Resources;
 use sandboxd_core::error::Invalid;
 use sandboxd_core::images;
 use sandboxd_core::limits::DEFAULT_WORKDIR;
@@ -54,7 +55,16 @@ impl Service {
             return Ok(warm);
         }
         // The server is checked, and its engine connected, before any row is written:
-        // an unreachable server leaves nothing behind.
+        // an unreachable server leaves nothing behind. Without one, placement (when on)
+        // picks where the most room is.
+        let mut cmd = cmd;
+        if cmd.server_id.is_none() && self.inner.options.placement {
+            let want = Resources {
+                cpu: cmd.cpu,
+                memory_mb: cmd.memory_mb,
+            };
+            cmd.server_id = self.place(caller, want).await?;
+        }
         let engine = match &cmd.server_id {
             Some(server_id) => {
                 self.server_for(caller, server_id).await?;
@@ -186,16 +196,15 @@ impl Service {
         let image_user = engine.ensure_image(&row.image).await?;
         // The agent's socket is a local one: sandboxes of remote servers are served
         // through their engine.
-        let listened = match row.server_id {
-            None => self.agents().listen(&row.sandbox_id),
-            Some(_) => Ok(None),
-        };
-        let agent = match listened {
-            Ok(agent) => agent,
-            Err(error) => {
-                warn!(sandbox_id = %row.sandbox_id, %error, "sandbox runs without its agent");
-                None
-            }
+        let agent = match &row.server_id {
+            None => match self.agents().listen(&row.sandbox_id) {
+                Ok(agent) => agent,
+                Err(error) => {
+                    warn!(sandbox_id = %row.sandbox_id, %error, "sandbox runs without its agent");
+                    None
+                }
+            },
+            Some(server_id) => self.listen_remote(&row.sandbox_id, server_id).await,
         };
         let mut plan = plan::plan_container(row, env_vars, self.instance_id(), agent.as_ref());
         if let Some(pool) = pool {
@@ -208,7 +217,7 @@ impl Service {
         let container_id = match engine.create_container(&plan).await {
             Ok(id) => id,
             Err(error) => {
-                self.agents().release(&row.sandbox_id);
+                self.release_agent(&row.sandbox_id, row.server_id.as_deref());
                 return Err(error);
             }
         };
@@ -243,7 +252,7 @@ impl Service {
         match prepared.await {
             Ok(user) => Ok((container_id, user)),
             Err(error) => {
-                self.agents().release(&row.sandbox_id);
+                self.release_agent(&row.sandbox_id, row.server_id.as_deref());
                 if let Err(cleanup) = engine.remove_container(&container_id).await {
                     warn!(%container_id, error = %cleanup, "could not remove the container of a failed sandbox");
                 }

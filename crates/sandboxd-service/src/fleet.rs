@@ -8,21 +8,45 @@ use std::sync::{Arc, Mutex};
 
 use sandboxd_core::api::Resources;
 use sandboxd_core::model::Server;
-use sandboxd_ports::{Connector, Engine, RemoteSpec};
+use sandboxd_core::plan::AgentMount;
+use sandboxd_ports::{Connector, Engine, RemoteAgents, RemoteServer, RemoteSpec};
 use tokio::sync::OnceCell;
+use tracing::warn;
 
 use super::{Service, ServiceError};
 
-type Slot = Arc<OnceCell<Arc<dyn Engine>>>;
+type Slot = Arc<OnceCell<RemoteServer>>;
 
 /// The remote engines made so far, and what each server has.
 #[derive(Debug, Default)]
 pub(crate) struct Fleet {
     remote: Mutex<HashMap<String, Slot>>,
     capacities: Mutex<HashMap<String, Resources>>,
+    /// When connecting to each server last failed.
+    failures: Mutex<HashMap<String, std::time::Instant>>,
 }
 
+/// A server that could not be connected is not tried again by placement for this long.
+const FAILED_FOR: std::time::Duration = std::time::Duration::from_secs(15);
+
 impl Fleet {
+    /// Whether connecting to the server failed within [`FAILED_FOR`].
+    pub(crate) fn failed_recently(&self, server_id: &str) -> bool {
+        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        failures
+            .get(server_id)
+            .is_some_and(|at| at.elapsed() < FAILED_FOR)
+    }
+
+    fn record_failure(&self, server_id: &str, failed: bool) {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if failed {
+            failures.insert(server_id.to_owned(), std::time::Instant::now());
+        } else {
+            failures.remove(server_id);
+        }
+    }
+
     /// What a server's engine reported it has.
     pub(crate) fn capacity(&self, server_id: &str) -> Option<Resources> {
         let capacities = self.capacities.lock().unwrap_or_else(|e| e.into_inner());
@@ -41,6 +65,10 @@ impl Fleet {
 
     /// The engine of a server if it was made.
     pub(crate) fn made(&self, server_id: &str) -> Option<Arc<dyn Engine>> {
+        self.made_server(server_id).map(|server| server.engine)
+    }
+
+    fn made_server(&self, server_id: &str) -> Option<RemoteServer> {
         let remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
         remote.get(server_id).and_then(|slot| slot.get().cloned())
     }
@@ -72,11 +100,16 @@ impl Service {
         &self,
         server_id: Option<&str>,
     ) -> Result<Arc<dyn Engine>, ServiceError> {
-        let Some(server_id) = server_id else {
-            return Ok(self.engine().clone());
-        };
+        match server_id {
+            None => Ok(self.engine().clone()),
+            Some(server_id) => Ok(self.remote_server(server_id).await?.engine),
+        }
+    }
+
+    /// A remote server's engine and agent sockets, connected on first use.
+    async fn remote_server(&self, server_id: &str) -> Result<RemoteServer, ServiceError> {
         let slot = self.inner.fleet.slot(server_id);
-        let engine = slot
+        let server = slot
             .get_or_try_init(|| async {
                 let connector = self.connector()?;
                 let server = self
@@ -88,7 +121,8 @@ impl Service {
                     return Err(host_key_not_pinned());
                 }
                 let key = self.store().server_private_key(server_id).await?;
-                let engine = connector.engine(&spec_of(&server, key)).await?;
+                let remote = connector.connect(&spec_of(&server, key)).await?;
+                let engine = &remote.engine;
                 if let (Ok(cpus), Ok(memory)) = (engine.cpus().await, engine.memory_bytes().await) {
                     self.inner.fleet.remember_capacity(
                         server_id,
@@ -98,10 +132,65 @@ impl Service {
                         },
                     );
                 }
-                Ok::<_, ServiceError>(engine)
+                Ok::<_, ServiceError>(remote)
             })
-            .await?;
-        Ok(engine.clone())
+            .await;
+        self.inner.fleet.record_failure(server_id, server.is_err());
+        Ok(server?.clone())
+    }
+
+    /// Listens for the agent of a sandbox on a remote server; `None` (logged) when the
+    /// sandbox runs without it.
+    pub(crate) async fn listen_remote(
+        &self,
+        sandbox_id: &str,
+        server_id: &str,
+    ) -> Option<AgentMount> {
+        if !self.agents().enabled() {
+            return None;
+        }
+        let agents: Arc<dyn RemoteAgents> = match self.remote_server(server_id).await {
+            Ok(server) => server.agents?,
+            Err(error) => {
+                warn!(%sandbox_id, %error, "sandbox runs without its agent");
+                return None;
+            }
+        };
+        let remote = match agents.listen(sandbox_id).await {
+            Ok(remote) => remote,
+            Err(error) => {
+                warn!(%sandbox_id, %error, "sandbox runs without its agent");
+                return None;
+            }
+        };
+        match self.agents().adopt(
+            sandbox_id,
+            remote.connections,
+            remote.binary,
+            remote.run_dir,
+        ) {
+            Ok(mount) => mount,
+            Err(error) => {
+                warn!(%sandbox_id, %error, "sandbox runs without its agent");
+                agents.release(sandbox_id).await;
+                None
+            }
+        }
+    }
+
+    /// Stops taking a sandbox's agent connections, here and on its server.
+    pub(crate) fn release_agent(&self, sandbox_id: &str, server_id: Option<&str>) {
+        self.agents().release(sandbox_id);
+        let Some(agents) = server_id
+            .and_then(|id| self.inner.fleet.made_server(id))
+            .and_then(|server| server.agents)
+        else {
+            return;
+        };
+        let sandbox_id = sandbox_id.to_owned();
+        self.inner.removals.spawn(async move {
+            agents.release(&sandbox_id).await;
+        });
     }
 
     /// The remote-server port; without one, this installation runs local sandboxes only.

@@ -13,6 +13,7 @@ mod fleet;
 mod lifecycle;
 mod loops;
 mod members;
+mod placement;
 mod pools;
 mod processes;
 mod revive;
@@ -93,6 +94,11 @@ pub struct Options {
     pub remote: Option<Arc<dyn sandboxd_ports::Connector>>,
     /// Sandboxes run on remote servers only: a create without `serverId` is refused.
     pub remote_only: bool,
+    /// A create without `serverId` goes where the most room is (the local engine or a
+    /// reachable server the caller may use) instead of to the local engine.
+    pub placement: bool,
+    /// Memory of the engine's host, in MiB (the local engine's capacity for placement).
+    pub host_memory_mb: Option<i64>,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive

@@ -131,7 +131,7 @@ impl Service {
             .mark_killed(&sandbox.sandbox_id, now_ms())
             .await?
             .ok_or(ServiceError::NotFound("sandbox"))?;
-        self.agents().release(&sandbox.sandbox_id);
+        self.release_agent(&sandbox.sandbox_id, sandbox.server_id.as_deref());
         self.forget(&sandbox.sandbox_id);
         info!(sandbox_id = %sandbox.sandbox_id, "sandbox killed");
         if let Some(container) = sandbox.container_id {

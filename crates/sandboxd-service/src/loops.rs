@@ -107,17 +107,19 @@ impl Service {
         }
         self.store().mark_error(&plan.mark_error).await?;
         for sandbox_id in &plan.mark_error {
-            self.agents().release(sandbox_id);
+            self.release_agent(sandbox_id, server_id);
         }
-        // Running local sandboxes get their agent socket back after a restart of
-        // sandboxd.
-        if server_id.is_none() {
-            for row in &rows {
-                if row.status == SandboxStatus::Running
-                    && !plan.mark_error.contains(&row.sandbox_id)
-                {
-                    self.agents().restore(&row.sandbox_id);
+        // Running sandboxes get their agent socket back after a restart of sandboxd.
+        for row in &rows {
+            if row.status != SandboxStatus::Running || plan.mark_error.contains(&row.sandbox_id) {
+                continue;
+            }
+            match server_id {
+                None => self.agents().restore(&row.sandbox_id),
+                Some(server_id) if !self.agents().is_listening(&row.sandbox_id) => {
+                    self.listen_remote(&row.sandbox_id, server_id).await;
                 }
+                Some(_) => {}
             }
         }
         report.marked_error = plan.mark_error;

@@ -29,7 +29,9 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
 /// ...and the connection is dead after this many unanswered.
 const KEEPALIVE_MAX: usize = 3;
 
-type Forwards = Arc<Mutex<HashMap<String, mpsc::Sender<SshStream>>>>;
+/// Where the connections to each forwarded socket go; shared by the links of a session,
+/// so a socket forwarded again after a reconnection delivers to the same receiver.
+pub(crate) type Forwards = Arc<Mutex<HashMap<String, mpsc::Sender<SshStream>>>>;
 
 /// What a command did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,16 +112,30 @@ impl client::Handler for Client {
 impl SshLink {
     /// Connects and logs in; the server's host key must be the pinned one.
     pub async fn connect(target: &SshTarget, timeout: Duration) -> Result<Self, SshError> {
-        Self::open(target, timeout, false).await
+        Self::open(target, timeout, false, Forwards::default()).await
+    }
+
+    /// [`SshLink::connect`], delivering forwarded connections through `forwards`.
+    pub(crate) async fn connect_with(
+        target: &SshTarget,
+        timeout: Duration,
+        forwards: Forwards,
+    ) -> Result<Self, SshError> {
+        Self::open(target, timeout, false, forwards).await
     }
 
     /// Connects whatever host key the server presents, to learn it
     /// ([`SshLink::host_key`]); a pinned key is still enforced.
     pub async fn learn(target: &SshTarget, timeout: Duration) -> Result<Self, SshError> {
-        Self::open(target, timeout, true).await
+        Self::open(target, timeout, true, Forwards::default()).await
     }
 
-    async fn open(target: &SshTarget, timeout: Duration, learn: bool) -> Result<Self, SshError> {
+    async fn open(
+        target: &SshTarget,
+        timeout: Duration,
+        learn: bool,
+        forwards: Forwards,
+    ) -> Result<Self, SshError> {
         let address = format!("{}:{}", target.address, target.port);
         let key = russh::keys::decode_secret_key(&target.private_key, None)
             .map_err(|e| SshError::PrivateKey(e.to_string()))?;
@@ -130,7 +146,6 @@ impl SshLink {
             ..client::Config::default()
         });
         let offered = Arc::new(Mutex::new(None));
-        let forwards = Forwards::default();
         let handler = Client {
             pinned: target.host_key.clone(),
             learn,
@@ -228,26 +243,39 @@ impl SshLink {
         if let Ok(mut forwards) = self.forwards.lock() {
             forwards.insert(path.to_owned(), tx);
         }
-        match self.handle.streamlocal_forward(path).await {
+        match self.request_forward(path).await {
             Ok(()) => Ok(rx),
             Err(error) => {
                 self.forget_forward(path);
-                Err(match error {
-                    russh::Error::RequestDenied => SshError::Refused {
-                        what: format!("a forward of {path}"),
-                    },
-                    other => other.into(),
-                })
+                Err(error)
             }
+        }
+    }
+
+    /// Asks the server to listen on `path` for a forward already registered.
+    pub(crate) async fn request_forward(&self, path: &str) -> Result<(), SshError> {
+        self.handle
+            .streamlocal_forward(path)
+            .await
+            .map_err(|error| match error {
+                russh::Error::RequestDenied => SshError::Refused {
+                    what: format!("a forward of {path}"),
+                },
+                other => other.into(),
+            })
+    }
+
+    /// Asks the server to stop listening on `path`.
+    pub(crate) async fn cancel_forward(&self, path: &str) {
+        if let Err(error) = self.handle.cancel_streamlocal_forward(path).await {
+            debug!(path, ?error, "cancel of a forward failed");
         }
     }
 
     /// Stops the forward of `path`; the server removes the socket.
     pub async fn stop_forward(&self, path: &str) {
         self.forget_forward(path);
-        if let Err(error) = self.handle.cancel_streamlocal_forward(path).await {
-            debug!(path, ?error, "cancel of a forward failed");
-        }
+        self.cancel_forward(path).await;
     }
 
     fn forget_forward(&self, path: &str) {

@@ -4,10 +4,16 @@
 
 use std::time::{Duration, Instant};
 
-use tokio::sync::Mutex;
+use std::collections::BTreeMap;
+
+use tokio::sync::{Mutex, mpsc};
 use tracing::{info, warn};
 
-use crate::{SshError, SshLink, SshStream, SshTarget};
+use crate::link::Forwards;
+use crate::{Forwarded, SshError, SshLink, SshStream, SshTarget};
+
+/// Connections waiting to be taken per forwarded socket; more are refused.
+const FORWARD_BACKLOG: usize = 16;
 
 /// How long one connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -42,6 +48,9 @@ impl Health {
 #[derive(Debug, Default)]
 struct State {
     link: Option<SshLink>,
+    /// The sockets forwarded on this session, with the mode each is given: forwarded
+    /// again on every new connection.
+    forwarded: BTreeMap<String, Option<u32>>,
     /// No attempt before this.
     next_attempt: Option<Instant>,
     backoff: Duration,
@@ -53,6 +62,7 @@ struct State {
 pub struct SshSession {
     target: SshTarget,
     state: Mutex<State>,
+    forwards: Forwards,
 }
 
 impl SshSession {
@@ -60,6 +70,7 @@ impl SshSession {
         Self {
             target,
             state: Mutex::new(State::default()),
+            forwards: Forwards::default(),
         }
     }
 
@@ -87,10 +98,15 @@ impl SshSession {
                 reason,
             });
         }
-        match SshLink::connect(&self.target, CONNECT_TIMEOUT).await {
+        match SshLink::connect_with(&self.target, CONNECT_TIMEOUT, self.forwards.clone()).await {
             Ok(link) => {
                 if state.last_failure.is_some() {
                     info!(address = %self.address(), "SSH connection made again");
+                }
+                for (path, mode) in &state.forwarded {
+                    if let Err(error) = forward_on(&link, path, *mode).await {
+                        warn!(path, %error, "a socket could not be forwarded again");
+                    }
                 }
                 state.link = Some(link.clone());
                 state.next_attempt = None;
@@ -109,6 +125,49 @@ impl SshSession {
     /// A stream to the unix socket at `path` on the server.
     pub async fn open_socket(&self, path: &str) -> Result<SshStream, SshError> {
         self.link().await?.open_socket(path).await
+    }
+
+    /// Has the server listen on a unix socket at `path` (its directory must exist), give
+    /// it `mode` (the server makes it 0600 for its user), and forward each connection
+    /// to it here, now and after every reconnection, until [`SshSession::unforward`].
+    pub async fn forward(&self, path: &str, mode: Option<u32>) -> Result<Forwarded, SshError> {
+        let link = self.link().await?;
+        let (tx, rx) = mpsc::channel(FORWARD_BACKLOG);
+        if let Ok(mut forwards) = self.forwards.lock() {
+            forwards.insert(path.to_owned(), tx);
+        }
+        let mut state = self.state.lock().await;
+        state.forwarded.insert(path.to_owned(), mode);
+        drop(state);
+        if let Err(error) = forward_on(&link, path, mode).await {
+            self.unforward(path).await;
+            return Err(error);
+        }
+        Ok(rx)
+    }
+
+    /// Stops forwarding `path`; the server stops listening on it.
+    pub async fn unforward(&self, path: &str) {
+        if let Ok(mut forwards) = self.forwards.lock() {
+            forwards.remove(path);
+        }
+        let mut state = self.state.lock().await;
+        state.forwarded.remove(path);
+        let link = state.link.clone();
+        drop(state);
+        if let Some(link) = link.filter(|link| !link.is_closed()) {
+            link.cancel_forward(path).await;
+        }
+    }
+
+    /// Runs a command on the server (see [`SshLink::run`]).
+    pub async fn run(
+        &self,
+        command: &str,
+        stdin: &[u8],
+        max_output: usize,
+    ) -> Result<crate::CommandOutput, SshError> {
+        self.link().await?.run(command, stdin, max_output).await
     }
 
     /// How the connection is doing, without trying to connect.
@@ -138,4 +197,32 @@ impl SshSession {
     fn address(&self) -> String {
         format!("{}:{}", self.target.address, self.target.port)
     }
+}
+
+/// Forwards `path` on `link` and gives the socket `mode`.
+async fn forward_on(link: &SshLink, path: &str, mode: Option<u32>) -> Result<(), SshError> {
+    // The path goes into a command line: held to a plain alphabet.
+    if !path
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
+    {
+        return Err(SshError::Refused {
+            what: format!("a forward of {path:?} (not a plain path)"),
+        });
+    }
+    link.request_forward(path).await?;
+    if let Some(mode) = mode {
+        let done = link
+            .run(&format!("chmod {mode:o} '{path}'"), b"", 1024)
+            .await?;
+        if done.exit_code != Some(0) {
+            return Err(SshError::Refused {
+                what: format!(
+                    "a mode for {path}: {}",
+                    String::from_utf8_lossy(&done.stderr).trim()
+                ),
+            });
+        }
+    }
+    Ok(())
 }

@@ -60,6 +60,8 @@ pub struct Config {
     pub quotas: QuotasConfig,
     /// Sandboxes run on remote servers only: `sandbox.create` needs a `serverId`.
     pub remote_only: bool,
+    /// A `sandbox.create` without `serverId` goes where the most room is.
+    pub placement: bool,
 }
 
 /// Per-organization quotas (`sandboxd_core::quotas`).
@@ -136,6 +138,7 @@ impl std::fmt::Debug for Config {
             .field("metrics_listen", &self.metrics_listen)
             .field("quotas", &self.quotas)
             .field("remote_only", &self.remote_only)
+            .field("placement", &self.placement)
             .finish()
     }
 }
@@ -163,6 +166,7 @@ impl Default for Config {
             metrics_listen: None,
             quotas: QuotasConfig::default(),
             remote_only: false,
+            placement: false,
         }
     }
 }

@@ -120,8 +120,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let engine = DockerEngine::connect_local().await.context(
         "cannot connect to the Docker engine (is it running, and may this user use its socket?)",
     )?;
-    server_config.remote = Some(std::sync::Arc::new(sandboxd_docker::SshConnector));
+    let connector = sandboxd_docker::SshConnector::new(server_config.agent_binary.as_deref())
+        .context("cannot read the agent binary")?;
+    server_config.remote = Some(std::sync::Arc::new(connector));
     server_config.remote_only = config.remote_only;
+    server_config.placement = config.placement;
     let server = Server::start(server_config, std::sync::Arc::new(engine))
         .await
         .context("sandboxd could not start")?;

@@ -44,7 +44,9 @@ fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
         .insert("python".into(), BUSYBOX.into());
     config.reaper_interval = Duration::from_millis(500);
     config.reconcile_interval = Duration::from_secs(3600);
-    config.remote = Some(std::sync::Arc::new(sandboxd_docker::SshConnector));
+    config.remote = Some(std::sync::Arc::new(
+        sandboxd_docker::SshConnector::new(config.agent_binary.as_deref()).expect("the agent"),
+    ));
     config
 }
 

@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 use crate::harness::{TestServer, container, id};
 use crate::remote_host::{RemoteHost, remote_dir, remote_docker_host};
 
+/// Where sandboxd keeps its files on the test's remote server.
+const REMOTE_DIR: &str = "/tmp/sandboxd-remote/files";
+
 /// Registers `host` on `server` and tests it (which pins its host key); returns its id.
 async fn register(server: &TestServer, host: &RemoteHost, name: &str) -> String {
     let (status, created) = server
@@ -22,7 +25,7 @@ async fn register(server: &TestServer, host: &RemoteHost, name: &str) -> String 
                 "port": host.port,
                 "user": "root",
                 "privateKey": RemoteHost::client_key(),
-                "remoteDir": "/tmp/sandboxd-remote/files",
+                "remoteDir": REMOTE_DIR,
             }),
         )
         .await;
@@ -67,6 +70,7 @@ async fn a_sandbox_runs_on_a_remote_server_through_the_api() {
                 "address": "127.0.0.1",
                 "port": host.port,
                 "privateKey": RemoteHost::client_key(),
+                "remoteDir": REMOTE_DIR,
             }),
         )
         .await;
@@ -113,8 +117,48 @@ async fn a_sandbox_runs_on_a_remote_server_through_the_api() {
     );
     assert!(!on_local(&container_id), "and not on the local one");
 
+    // Its agent connected back over the server's SSH connection and serves it.
+    assert!(
+        server.service.agents().connection(id(&sandbox)).is_some(),
+        "the remote sandbox's agent is connected"
+    );
+    let agent_served = || {
+        server
+            .service
+            .path_counts()
+            .agent
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let before = agent_served();
     let out = server.exec(&sandbox, "echo remote $((6*7))").await;
     assert_eq!(out["stdout"], "remote 42\n", "{out}");
+    assert_eq!(agent_served(), before + 1, "served by the agent");
+    // What only the agent does works there too: a background process.
+    let (status, process) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&sandbox), "cmd": "echo from the background"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{process}");
+    let (status, waited) = server
+        .post(
+            "sandbox.processWait",
+            json!({"sandboxId": id(&sandbox), "processId": process["processId"], "timeoutMs": 5000}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{waited}");
+    assert_eq!(waited["exitCode"], 0, "{waited}");
+    // The agent's socket directory and binary are on the server, where sandboxd put them.
+    let dir = std::path::Path::new(REMOTE_DIR);
+    assert!(
+        dir.join("agents")
+            .join(id(&sandbox))
+            .join("agent.sock")
+            .exists()
+    );
+    let binaries = std::fs::read_dir(dir.join("bin")).unwrap().count();
+    assert_eq!(binaries, 1, "one agent binary, content-addressed");
     let (status, _) = server
         .post(
             "sandbox.writeFile",
@@ -155,10 +199,10 @@ async fn a_sandbox_runs_on_a_remote_server_through_the_api() {
         .await;
     assert_eq!(status, StatusCode::OK);
     let deadline = Instant::now() + Duration::from_secs(15);
-    while on_remote(&container_id) {
+    while on_remote(&container_id) || dir.join("agents").join(id(&sandbox)).exists() {
         assert!(
             Instant::now() < deadline,
-            "the remote container was not removed"
+            "the remote container or the agent's directory was not removed"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -348,7 +392,97 @@ async fn an_unreachable_server_fails_its_own_requests_fast_and_comes_back() {
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    // The agent's socket was forwarded again on the new connection: it reconnects.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while server.service.agents().connection(id(&remote)).is_none() {
+        assert!(Instant::now() < deadline, "the agent did not reconnect");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, _) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&remote), "cmd": "true"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "the agent serves again");
     let report = server.service.reconcile_once().await.unwrap();
     assert!(report.unreachable_servers.is_empty(), "{report:?}");
     assert!(report.marked_error.is_empty(), "{report:?}");
+}
+
+#[tokio::test]
+async fn placement_spreads_sandboxes_by_room_and_names_the_shortfall() {
+    let server = TestServer::start_with(|config| config.placement = true).await;
+    let mut host = RemoteHost::start();
+    let (status, created) = server
+        .post(
+            "server.create",
+            json!({
+                "name": "roomy",
+                "address": "127.0.0.1",
+                "port": host.port,
+                "privateKey": RemoteHost::client_key(),
+                "remoteDir": REMOTE_DIR,
+                "cpu": 4,
+                "memoryMb": 4096,
+            }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    let server_id = created["serverId"].as_str().unwrap().to_owned();
+    let (_, tested) = server
+        .post("server.test", json!({"serverId": server_id}))
+        .await;
+    assert_eq!(tested["reachable"], true, "{tested}");
+
+    // Ten sandboxes, no server named: they go where the most room is left.
+    let mut remote = 0;
+    let mut local = 0;
+    for _ in 0..10 {
+        let sandbox = server
+            .create(json!({"template": "python", "cpu": 0.5, "memoryMb": 256}))
+            .await;
+        match sandbox["serverId"].as_str() {
+            Some(id) => {
+                assert_eq!(id, server_id);
+                remote += 1;
+            }
+            None => local += 1,
+        }
+    }
+    assert!(
+        remote > 0 && local > 0,
+        "both engines used: {remote} remote, {local} local"
+    );
+    let (_, one) = server.get("server.one", &[("serverId", &server_id)]).await;
+    assert!(one["reserved"]["cpu"].as_f64().unwrap() <= 4.0, "{one}");
+    assert_eq!(
+        one["reserved"]["cpu"].as_f64().unwrap(),
+        0.5 * f64::from(remote)
+    );
+
+    // What fits nowhere is refused, the shortfall named.
+    let (status, refused) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "template": "python", "cpu": 0.5, "memoryMb": 250000}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(message.contains("no server has room"), "{message}");
+    assert!(message.contains("250000 MiB"), "{message}");
+
+    // An unreachable server is left out: the next sandbox goes to the local engine.
+    host.cut();
+    let started = Instant::now();
+    let sandbox = server
+        .create(json!({"template": "python", "cpu": 0.1, "memoryMb": 64}))
+        .await;
+    assert_eq!(sandbox["serverId"], Value::Null, "{sandbox}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -5,7 +5,7 @@
 use sandboxd_core::model::{NotRunning, SandboxStatus};
 use std::sync::Arc;
 
-use sandboxd_ports::{Engine, EngineError, ExecOutcome, ExecSpec};
+use sandboxd_ports::{Engine, EngineError, ExecOutcome, ExecSpec, Reachability};
 use tracing::{debug, warn};
 
 use crate::{ServedBy, Service, ServiceError};
@@ -78,7 +78,25 @@ impl Service {
                 ServiceError::NotRunning(NotRunning(row.status))
             }
             Ok(None) => ServiceError::NotFound("sandbox"),
-            _ => error,
+            // The agent of a sandbox on a remote server is reached over the server's SSH
+            // connection: when that is down, the server is what is unreachable.
+            Ok(Some(row)) => match (row.server_id.as_deref(), error) {
+                (Some(server_id), ServiceError::Agent(cause))
+                    if self.server_unreachable(server_id).await =>
+                {
+                    ServiceError::ServerUnreachable(Box::new(cause))
+                }
+                (_, error) => error,
+            },
+            Err(_) => error,
+        }
+    }
+
+    /// Whether a remote server's connection is down now.
+    async fn server_unreachable(&self, server_id: &str) -> bool {
+        match self.inner.fleet.made(server_id) {
+            Some(engine) => engine.reachability().await.0 == Reachability::Unreachable,
+            None => true,
         }
     }
 

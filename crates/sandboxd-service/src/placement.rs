@@ -1,0 +1,103 @@
+//! Placement of a new sandbox whose caller named no server (when placement is on): the
+//! candidates are the local engine (unless sandboxes run on remote servers only) and
+//! every server the caller may use whose host key is pinned and that is reachable; the
+//! choice is `sandboxd_core::placement`'s.
+
+use std::time::Duration;
+
+use sandboxd_core::access;
+use sandboxd_core::api::Resources;
+use sandboxd_core::model::Principal;
+use sandboxd_core::placement::{Candidate, choose};
+use sandboxd_ports::Reachability;
+use sandboxd_store::AccessList;
+use tracing::debug;
+
+use super::{Service, ServiceError};
+
+/// How long placement waits for a server not connected yet.
+const CONNECT_FOR_PLACEMENT: Duration = Duration::from_secs(5);
+
+impl Service {
+    /// Where a sandbox wanting `want` goes: `None` for the local engine.
+    pub(crate) async fn place(
+        &self,
+        caller: &Principal,
+        want: Resources,
+    ) -> Result<Option<String>, ServiceError> {
+        let mut candidates = Vec::new();
+        let options = &self.inner.options;
+        if !options.remote_only
+            && let (Some(cpus), Some(memory_mb)) = (options.host_cpus, options.host_memory_mb)
+        {
+            let (cpu, memory) = self.store().reserved_on(None).await?;
+            candidates.push(Candidate {
+                server_id: None,
+                name: "the local engine".into(),
+                capacity: Resources {
+                    cpu: cpus as f64,
+                    memory_mb,
+                },
+                reserved: Resources {
+                    cpu,
+                    memory_mb: memory,
+                },
+            });
+        }
+        for server in self.store().servers(&caller.organization_id).await? {
+            if server.host_key.is_none() || self.inner.fleet.failed_recently(&server.server_id) {
+                continue;
+            }
+            let usable = access::sees_everything(caller.role)
+                || self
+                    .store()
+                    .on_access_list(
+                        AccessList::Servers,
+                        &caller.organization_id,
+                        &caller.user_id,
+                        &server.server_id,
+                    )
+                    .await?;
+            if !usable {
+                continue;
+            }
+            let connected = tokio::time::timeout(
+                CONNECT_FOR_PLACEMENT,
+                self.engine_of(Some(&server.server_id)),
+            )
+            .await;
+            let engine = match connected {
+                Ok(Ok(engine)) => engine,
+                _ => {
+                    debug!(server_id = %server.server_id, "placement skipped an unreachable server");
+                    continue;
+                }
+            };
+            if engine.reachability().await.0 == Reachability::Unreachable {
+                continue;
+            }
+            let learned = self.inner.fleet.capacity(&server.server_id);
+            let capacity = match (server.cpu_capacity, server.memory_mb_capacity, learned) {
+                (Some(cpu), Some(memory_mb), _) => Resources { cpu, memory_mb },
+                (cpu, memory, Some(engine)) => Resources {
+                    cpu: cpu.unwrap_or(engine.cpu),
+                    memory_mb: memory.unwrap_or(engine.memory_mb),
+                },
+                _ => continue,
+            };
+            let (cpu, memory) = self.store().reserved_on(Some(&server.server_id)).await?;
+            candidates.push(Candidate {
+                server_id: Some(server.server_id),
+                name: server.name,
+                capacity,
+                reserved: Resources {
+                    cpu,
+                    memory_mb: memory,
+                },
+            });
+        }
+        let chosen = choose(&candidates, want)
+            .map_err(|shortfall| ServiceError::Unavailable(shortfall.to_string()))?;
+        Ok(chosen.server_id.clone())
+    }
+}
