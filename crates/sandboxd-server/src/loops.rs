@@ -1,8 +1,12 @@
 //! Schedulers of the background passes: a tick, one pass, log the outcome. A pass that
 //! is running when the server stops finishes first.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
+
+use sandboxd_ports::Engine;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -53,14 +57,52 @@ async fn timed<T>(name: &'static str, pass: impl Future<Output = T>) -> T {
 /// (kill, then start) is not raced.
 const REVIVE_DELAY: Duration = Duration::from_millis(300);
 
-/// Follows the engine's container deaths and revives each (see `Service::revive`); the
+/// How often the engines of remote servers connected meanwhile get their watch.
+const FLEET_WATCH_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Watches the deaths on every remote server's engine once it is connected (one watch
+/// per server, renewed when its engine is made again after a change of the server).
+fn watch_fleet(service: Service, mut stop: watch::Receiver<bool>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut watched: HashMap<String, (usize, JoinHandle<()>)> = HashMap::new();
+        loop {
+            for (server_id, engine) in service.remote_engines() {
+                // The engine's address tells a new engine of the server from the one watched.
+                let identity = Arc::as_ptr(&engine) as *const () as usize;
+                if watched
+                    .get(&server_id)
+                    .is_some_and(|(seen, _)| *seen == identity)
+                {
+                    continue;
+                }
+                let task = watch_deaths(service.clone(), engine, stop.clone());
+                if let Some((_, old)) = watched.insert(server_id, (identity, task)) {
+                    old.abort();
+                }
+            }
+            tokio::select! {
+                _ = stop.changed() => break,
+                _ = tokio::time::sleep(FLEET_WATCH_INTERVAL) => {}
+            }
+        }
+        for (_, (_, task)) in watched {
+            task.abort();
+        }
+    })
+}
+
+/// Follows an engine's container deaths and revives each (see `Service::revive`); the
 /// subscription is renewed whenever the engine connection ends.
-fn watch_deaths(service: Service, mut stop: watch::Receiver<bool>) -> JoinHandle<()> {
+fn watch_deaths(
+    service: Service,
+    engine: Arc<dyn Engine>,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
     use futures_util::StreamExt as _;
     tokio::spawn(async move {
         let mut backoff = Duration::from_millis(100);
         loop {
-            let mut deaths = Box::pin(service.engine().container_deaths(service.instance_id()));
+            let mut deaths = engine.container_deaths(service.instance_id());
             loop {
                 let death = tokio::select! {
                     _ = stop.changed() => return,
@@ -102,10 +144,12 @@ pub fn spawn(
 ) -> Vec<JoinHandle<()>> {
     let reaper = service.clone();
     let filler = service.clone();
-    let watcher = watch_deaths(service.clone(), stop.clone());
+    let watcher = watch_deaths(service.clone(), service.engine().clone(), stop.clone());
+    let fleet = watch_fleet(service.clone(), stop.clone());
     let reconciler = service;
     vec![
         watcher,
+        fleet,
         every(config.reaper_interval, stop.clone(), "reaper", move || {
             let service = reaper.clone();
             timed(crate::metrics::REAPER_DURATION, async move {

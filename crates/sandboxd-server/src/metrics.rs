@@ -11,6 +11,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use sandboxd_ports::Reachability;
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -18,6 +19,8 @@ use crate::error::ApiError;
 
 pub const HTTP_DURATION: &str = "sandboxd_http_request_duration_seconds";
 pub const RUNNING: &str = "sandboxd_sandboxes_running";
+/// Health of each remote server's connection: 1 for its state, 0 for the others.
+pub const SERVER_HEALTH: &str = "sandboxd_server_health";
 pub const REMOVALS_PENDING: &str = "sandboxd_container_removals_pending";
 pub const REAPER_DURATION: &str = "sandboxd_reaper_duration_seconds";
 pub const RECONCILE_DURATION: &str = "sandboxd_reconcile_duration_seconds";
@@ -89,6 +92,17 @@ pub async fn render_open(State(service): State<crate::Service>) -> Response {
         Err(error) => return ApiError::Service(error.into()).into_response(),
     }
     metrics::gauge!(REMOVALS_PENDING).set(service.removals_pending() as f64);
+    // One series per state, 1 for the current one (servers used since start).
+    for (server, now) in service.servers_health().await {
+        for state in [
+            Reachability::Reachable,
+            Reachability::Degraded,
+            Reachability::Unreachable,
+        ] {
+            metrics::gauge!(SERVER_HEALTH, "server" => server.clone(), "state" => state.as_str())
+                .set(if state == now { 1.0 } else { 0.0 });
+        }
+    }
     // Claims happen between refill passes: the gauge is read fresh at each scrape.
     for (pool, ready) in service.pools_ready() {
         metrics::gauge!(crate::service::POOL_READY, "pool" => pool).set(ready as f64);

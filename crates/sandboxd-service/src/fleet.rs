@@ -68,6 +68,15 @@ impl Fleet {
         self.made_server(server_id).map(|server| server.engine)
     }
 
+    /// Every server whose engine was made, with it.
+    fn made_all(&self) -> Vec<(String, RemoteServer)> {
+        let remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
+        remote
+            .iter()
+            .filter_map(|(id, slot)| Some((id.clone(), slot.get()?.clone())))
+            .collect()
+    }
+
     fn made_server(&self, server_id: &str) -> Option<RemoteServer> {
         let remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
         remote.get(server_id).and_then(|slot| slot.get().cloned())
@@ -191,6 +200,26 @@ impl Service {
         self.inner.removals.spawn(async move {
             agents.release(&sandbox_id).await;
         });
+    }
+
+    /// The engines of the servers connected since start.
+    pub fn remote_engines(&self) -> Vec<(String, Arc<dyn Engine>)> {
+        self.inner
+            .fleet
+            .made_all()
+            .into_iter()
+            .map(|(id, server)| (id, server.engine))
+            .collect()
+    }
+
+    /// How the connection to each server connected since start is doing (servers never
+    /// used are not listed).
+    pub async fn servers_health(&self) -> Vec<(String, sandboxd_ports::Reachability)> {
+        let mut health = Vec::new();
+        for (server_id, server) in self.inner.fleet.made_all() {
+            health.push((server_id, server.engine.reachability().await.0));
+        }
+        health
     }
 
     /// The remote-server port; without one, this installation runs local sandboxes only.

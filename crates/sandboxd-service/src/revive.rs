@@ -61,8 +61,9 @@ impl Service {
         if row.status != SandboxStatus::Running || !ours {
             return Ok(Revival::Ignored);
         }
+        let engine = self.engine_of(row.server_id.as_deref()).await?;
         // A deliberate restart (a command whose kill did not take) starts it itself.
-        if self.engine().is_running(&death.container_id).await? {
+        if engine.is_running(&death.container_id).await? {
             return Ok(Revival::Ignored);
         }
         let allowed = self
@@ -79,7 +80,7 @@ impl Service {
             return Ok(Revival::GaveUp);
         }
         match self
-            .restart_stopped(self.engine(), &death.sandbox_id, &death.container_id)
+            .restart_stopped(&engine, &death.sandbox_id, &death.container_id)
             .await
         {
             Ok(()) => Ok(Revival::Restarted),

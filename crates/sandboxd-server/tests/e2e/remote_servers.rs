@@ -365,6 +365,28 @@ async fn an_unreachable_server_fails_its_own_requests_fast_and_comes_back() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
+    // /metrics reports it too.
+    let metrics = server
+        .client
+        .get(format!("{}/metrics", server.url))
+        .header("x-api-key", crate::harness::KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let reported = metrics.lines().any(|line| {
+        line.starts_with("sandboxd_server_health{")
+            && line.contains(&format!("server=\"{server_id}\""))
+            && line.contains("state=\"unreachable\"")
+            && line.ends_with(" 1")
+    });
+    assert!(
+        reported,
+        "no unreachable health for {server_id} in {metrics}"
+    );
+
     // Reconcile skips it: its sandbox is reported, not killed blindly.
     let report = server.service.reconcile_once().await.unwrap();
     assert_eq!(report.unreachable_servers, std::slice::from_ref(&server_id));
@@ -485,4 +507,142 @@ async fn placement_spreads_sandboxes_by_room_and_names_the_shortfall() {
         "{:?}",
         started.elapsed()
     );
+}
+
+#[tokio::test]
+async fn streaming_exec_a_terminal_and_a_context_work_on_a_remote_server() {
+    use futures_util::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+
+    use crate::harness::KEY;
+    use crate::stream::{connect_to, next, send};
+
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "interactive").await;
+    let sandbox = server
+        .create(json!({"template": "base", "serverId": server_id}))
+        .await;
+
+    // Streaming exec: output as it comes, then the exit.
+    let query = format!("?sandboxId={}", id(&sandbox));
+    let mut socket = connect_to(&server, "/sandbox-exec", &query, Some(KEY)).await;
+    send(
+        &mut socket,
+        json!({"type": "exec", "cmd": "echo one; sleep 1; echo two"}),
+    )
+    .await;
+    assert_eq!(next(&mut socket).await.unwrap()["type"], "ready");
+    let started = Instant::now();
+    assert_eq!(
+        next(&mut socket).await.unwrap(),
+        json!({"type": "stdout", "data": "one\n"})
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "streamed, not buffered"
+    );
+    let mut rest = String::new();
+    loop {
+        let message = next(&mut socket).await.unwrap();
+        match message["type"].as_str().unwrap() {
+            "stdout" => rest.push_str(message["data"].as_str().unwrap()),
+            "exit" => {
+                assert_eq!(message["exitCode"], 0, "{message}");
+                break;
+            }
+            other => panic!("unexpected {other}: {message}"),
+        }
+    }
+    assert_eq!(rest, "two\n");
+    drop(socket);
+
+    // A terminal.
+    let mut tty = connect_to(&server, "/sandbox-pty", &query, Some(KEY)).await;
+    tty.send(Message::Binary(b"echo $((6*7))x\n".to_vec().into()))
+        .await
+        .unwrap();
+    let mut output = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !output.windows(3).any(|w| w == b"42x") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, tty.next()).await {
+            Ok(Some(Ok(Message::Binary(bytes)))) => output.extend_from_slice(&bytes),
+            Ok(Some(Ok(_))) => {}
+            other => panic!(
+                "terminal ended: {other:?} ({:?})",
+                String::from_utf8_lossy(&output)
+            ),
+        }
+    }
+    drop(tty);
+
+    // An interpreter context keeps its state between runs.
+    let (status, context) = server
+        .post(
+            "sandbox.contextCreate",
+            json!({"sandboxId": id(&sandbox), "language": "python"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{context}");
+    for (code, expected) in [("x = 41", Value::Null), ("x + 1", json!("42"))] {
+        let (status, ran) = server
+            .post(
+                "sandbox.contextRun",
+                json!({"sandboxId": id(&sandbox), "contextId": context["contextId"], "code": code, "timeoutMs": 10000}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{ran}");
+        assert_eq!(ran["result"], expected, "{ran}");
+    }
+}
+
+#[tokio::test]
+async fn a_container_stopped_on_a_remote_server_is_started_again_before_any_request() {
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "revive").await;
+    let sandbox = server
+        .create(json!({"template": "python", "serverId": server_id}))
+        .await;
+    let container_id = container(&sandbox).to_owned();
+    let state = || {
+        let out = std::process::Command::new("docker")
+            .args([
+                "-H",
+                &remote_docker_host(),
+                "inspect",
+                "--format",
+                "{{.State.Running}} {{.State.StartedAt}}",
+                &container_id,
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let before = state();
+    // The watch on the server's deaths starts within a couple of seconds of its
+    // connection.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let killed = std::process::Command::new("docker")
+        .args(["-H", &remote_docker_host(), "kill", &container_id])
+        .output()
+        .unwrap();
+    assert!(killed.status.success(), "{killed:?}");
+
+    // Started again (a new start time), with no request made meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let now = state();
+        if now.starts_with("true ") && now != before {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the remote container was not started again: {now}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let out = server.exec(&sandbox, "echo alive").await;
+    assert_eq!(out["stdout"], "alive\n");
 }
