@@ -86,12 +86,14 @@ impl SshAgents {
             return Ok(path);
         }
         let bin = format!("{}/bin", self.remote_dir);
+        // A name of its own: another sandboxd may be uploading the same agent.
+        let mut nonce = [0u8; 8];
+        getrandom::fill(&mut nonce).map_err(|e| EngineError::Engine(Box::new(e)))?;
+        let tmp = format!("{path}.{:016x}.tmp", u64::from_le_bytes(nonce));
         let uploaded = self
             .session
             .run(
-                &format!(
-                    "umask 077 && mkdir -p '{bin}' && cat > '{path}.tmp' && sha256sum '{path}.tmp'"
-                ),
+                &format!("umask 077 && mkdir -p '{bin}' && cat > '{tmp}' && sha256sum '{tmp}'"),
                 &self.binary.bytes,
                 256,
             )
@@ -104,7 +106,7 @@ impl SshAgents {
         let placed = self
             .session
             .run(
-                &format!("chmod 0111 '{path}.tmp' && mv -f '{path}.tmp' '{path}'"),
+                &format!("chmod 0111 '{tmp}' && mv -f '{tmp}' '{path}'"),
                 b"",
                 256,
             )

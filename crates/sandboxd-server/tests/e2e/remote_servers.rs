@@ -157,8 +157,26 @@ async fn a_sandbox_runs_on_a_remote_server_through_the_api() {
             .join("agent.sock")
             .exists()
     );
-    let binaries = std::fs::read_dir(dir.join("bin")).unwrap().count();
-    assert_eq!(binaries, 1, "one agent binary, content-addressed");
+    // The agent is there under its digest, execute-only.
+    let local_agent = std::fs::read_dir(server.data_dir().join("bin"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let digest = std::process::Command::new("sha256sum")
+        .arg(&local_agent)
+        .output()
+        .unwrap();
+    let digest = String::from_utf8_lossy(&digest.stdout)[..16].to_owned();
+    let remote_agent = dir.join("bin").join(format!("sandboxd-agent-{digest}"));
+    let mode = std::fs::metadata(&remote_agent).unwrap().permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o111,
+        "{}",
+        remote_agent.display()
+    );
     let (status, _) = server
         .post(
             "sandbox.writeFile",
