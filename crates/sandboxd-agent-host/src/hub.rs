@@ -155,12 +155,14 @@ impl AgentHub {
         self.inner.binary.as_deref()
     }
 
-    /// Whether sandboxd takes the sandbox's agent connections now.
+    /// Whether sandboxd takes the sandbox's agent connections now (a forward that ended,
+    /// its server's connection replaced, takes none).
     pub fn is_listening(&self, sandbox_id: &str) -> bool {
-        self.inner
-            .slots
-            .lock()
-            .is_ok_and(|slots| slots.contains_key(sandbox_id))
+        self.inner.slots.lock().is_ok_and(|slots| {
+            slots
+                .get(sandbox_id)
+                .is_some_and(|slot| !slot.task.is_finished())
+        })
     }
 
     fn start_accepting(&self, sandbox_id: &str, incoming: Incoming, key: String) {

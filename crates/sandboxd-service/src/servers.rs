@@ -147,7 +147,18 @@ impl Service {
             .update_server(&caller.organization_id, server_id, &changes)
             .await?
             .ok_or(ServiceError::NotFound("server"))?;
-        self.inner.fleet.forget(&server.server_id);
+        // Only a change of how the server is reached makes its connection again (its
+        // sandboxes' agents are forwarded again by the next reconcile).
+        let reached_otherwise = changes.address.is_some()
+            || changes.port.is_some()
+            || changes.user.is_some()
+            || changes.private_key.is_some()
+            || changes.host_key.is_some()
+            || changes.docker_socket.is_some()
+            || changes.remote_dir.is_some();
+        if reached_otherwise {
+            self.inner.fleet.forget(&server.server_id);
+        }
         let fields: Vec<&str> = [
             ("name", changes.name.is_some()),
             ("address", changes.address.is_some()),

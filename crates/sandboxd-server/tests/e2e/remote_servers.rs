@@ -664,3 +664,55 @@ async fn a_container_stopped_on_a_remote_server_is_started_again_before_any_requ
     let out = server.exec(&sandbox, "echo alive").await;
     assert_eq!(out["stdout"], "alive\n");
 }
+
+#[tokio::test]
+async fn a_changed_server_keeps_or_regains_its_sandboxes_agents() {
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "changing").await;
+    let sandbox = server
+        .create(json!({"template": "python", "serverId": server_id}))
+        .await;
+    assert!(server.service.agents().connection(id(&sandbox)).is_some());
+
+    // A new name or capacity does not touch the connection.
+    let (status, _) = server
+        .post(
+            "server.update",
+            json!({"serverId": server_id, "name": "renamed", "cpu": 8}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(server.service.agents().connection(id(&sandbox)).is_some());
+
+    // A new way in (the same key given again) makes the connection again: commands keep
+    // working at once, and reconcile gives the sandbox its agent back.
+    let (status, _) = server
+        .post(
+            "server.update",
+            json!({"serverId": server_id, "hostKey": RemoteHost::host_key().to_openssh()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let out = server.exec(&sandbox, "echo still").await;
+    assert_eq!(out["stdout"], "still\n");
+    // (Reconcile runs periodically; here it is called until the old connection, still
+    // held by its death watch for a moment, is gone and the agent is back.)
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        server.service.reconcile_once().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let back = server.service.agents().connection(id(&sandbox));
+        if back.is_some() && server.service.agents().is_listening(id(&sandbox)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the agent did not come back");
+    }
+    let (status, _) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&sandbox), "cmd": "true"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "the agent serves");
+}
