@@ -80,16 +80,23 @@ fn exec_true() -> ExecSpec {
     }
 }
 
-/// Removes what the benchmark made on the remote engine.
-async fn remove_remote(instance: &str) {
+/// Removes what the benchmark made, on the remote engine and on the local one.
+async fn remove_made(instance: &str) {
     let socket = remote_dir().join("docker.sock");
-    let Ok(docker) = Docker::connect_with_unix(
+    let remote = Docker::connect_with_unix(
         &socket.display().to_string(),
         120,
         bollard::API_DEFAULT_VERSION,
-    ) else {
-        return;
-    };
+    );
+    for docker in [remote, Docker::connect_with_local_defaults()]
+        .into_iter()
+        .flatten()
+    {
+        remove_labelled(docker, instance).await;
+    }
+}
+
+async fn remove_labelled(docker: Docker, instance: &str) {
     let Ok(docker) = docker.negotiate_version().await else {
         return;
     };
@@ -125,7 +132,7 @@ pub async fn run(
     )
     .await?;
     let outcome = measure(&server, sshd.0, iterations).await;
-    remove_remote(server.instance()).await;
+    remove_made(server.instance()).await;
     outcome
 }
 
@@ -173,9 +180,16 @@ async fn measure(server: &ChildServer, port: u16, iterations: usize) -> anyhow::
         let (remote, took) = api.create_with_and_echo(on_remote.clone()).await?;
         create[1].push(took);
         tokio::time::sleep(Duration::from_millis(300)).await;
-        for _ in 0..REPEAT {
-            exec[0].push(api.exec_true(&local).await?);
-            exec[1].push(api.exec_true(&remote).await?);
+        for run in 0..REPEAT {
+            // Alternating which goes first, so neither always follows the heavier
+            // transport measurements of the previous run.
+            if run % 2 == 0 {
+                exec[0].push(api.exec_true(&local).await?);
+                exec[1].push(api.exec_true(&remote).await?);
+            } else {
+                exec[1].push(api.exec_true(&remote).await?);
+                exec[0].push(api.exec_true(&local).await?);
+            }
             let started = Instant::now();
             let outcome = Engine::exec(&pooled, &container, exec_true()).await?;
             anyhow::ensure!(outcome.exit_code == 0, "true failed");
@@ -189,6 +203,9 @@ async fn measure(server: &ChildServer, port: u16, iterations: usize) -> anyhow::
             let outcome = Engine::exec(&fresh, &container, exec_true()).await?;
             anyhow::ensure!(outcome.exit_code == 0, "true failed");
             exec[3].push(started.elapsed());
+            drop(fresh);
+            // The engine and sshd settle after a connection's end.
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         api.remove(&local).await?;
         api.remove(&remote).await?;
