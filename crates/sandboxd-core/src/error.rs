@@ -60,3 +60,16 @@ impl Issues {
         }
     }
 }
+
+/// An error and its causes on one line, `outer: cause: cause…` (for logs, and for what
+/// an administrator is told of a failed connection test).
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -5,7 +5,7 @@ use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sandboxd_core::api::ErrorBody;
-use sandboxd_core::error::Issue;
+use sandboxd_core::error::{Issue, chain};
 use tracing::{error, warn};
 
 use crate::service::ServiceError;
@@ -128,18 +128,6 @@ impl ApiError {
             },
         }
     }
-}
-
-/// The error chain of a failure, for the log.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 impl ApiError {

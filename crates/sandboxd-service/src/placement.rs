@@ -5,12 +5,10 @@
 
 use std::time::Duration;
 
-use sandboxd_core::access;
 use sandboxd_core::api::Resources;
 use sandboxd_core::model::Principal;
 use sandboxd_core::placement::{Candidate, choose};
 use sandboxd_ports::Reachability;
-use sandboxd_store::AccessList;
 use tracing::debug;
 
 use super::{Service, ServiceError};
@@ -48,17 +46,7 @@ impl Service {
             if server.host_key.is_none() || self.inner.fleet.failed_recently(&server.server_id) {
                 continue;
             }
-            let usable = access::sees_everything(caller.role)
-                || self
-                    .store()
-                    .on_access_list(
-                        AccessList::Servers,
-                        &caller.organization_id,
-                        &caller.user_id,
-                        &server.server_id,
-                    )
-                    .await?;
-            if !usable {
+            if !self.server_listed(caller, &server.server_id).await? {
                 continue;
             }
             let connected = tokio::time::timeout(

@@ -10,7 +10,7 @@ use sandboxd_core::api::{Resources, ServerTestResult, ServerView};
 use sandboxd_core::model::{Principal, Server, ServerChanges};
 use sandboxd_core::rfc3339::format_millis as rfc3339;
 use sandboxd_core::validate::NewServerSpec;
-use sandboxd_store::{AccessList, NewServer};
+use sandboxd_store::AccessList;
 use serde_json::json;
 use tracing::info;
 
@@ -41,22 +41,31 @@ impl Service {
             .server(&caller.organization_id, &id)
             .await?
             .ok_or(ServiceError::NotFound("server"))?;
-        let listed = access::sees_everything(caller.role)
+        if !self.server_listed(caller, &id).await? {
+            return Err(ServiceError::Forbidden(
+                "you are not authorized to use this server".into(),
+            ));
+        }
+        Ok(server)
+    }
+
+    /// Whether the caller may use a server of their organization: administrators every
+    /// one, members those on their access list.
+    pub(crate) async fn server_listed(
+        &self,
+        caller: &Principal,
+        server_id: &str,
+    ) -> Result<bool, ServiceError> {
+        Ok(access::sees_everything(caller.role)
             || self
                 .store()
                 .on_access_list(
                     AccessList::Servers,
                     &caller.organization_id,
                     &caller.user_id,
-                    &id,
+                    server_id,
                 )
-                .await?;
-        if !listed {
-            return Err(ServiceError::Forbidden(
-                "you are not authorized to use this server".into(),
-            ));
-        }
-        Ok(server)
+                .await?)
     }
 
     /// Adds a server (administrators only). Nothing connects until its host key is
@@ -69,21 +78,9 @@ impl Service {
         self.require(caller, Permission::OrganizationAdmin)?;
         self.connector()?
             .check_keys(spec.host_key.as_deref(), Some(&spec.private_key))?;
-        let new = NewServer {
-            name: spec.name,
-            address: spec.address,
-            port: spec.port,
-            user: spec.user,
-            private_key: spec.private_key,
-            host_key: spec.host_key,
-            docker_socket: spec.docker_socket,
-            remote_dir: spec.remote_dir,
-            cpu_capacity: spec.cpu,
-            memory_mb_capacity: spec.memory_mb,
-        };
         let server = self
             .store()
-            .insert_server(&caller.organization_id, &new)
+            .insert_server(&caller.organization_id, &spec)
             .await?;
         self.record(
             &caller.organization_id,
@@ -102,17 +99,7 @@ impl Service {
         let servers = self.store().servers(&caller.organization_id).await?;
         let mut views = Vec::with_capacity(servers.len());
         for server in servers {
-            let listed = access::sees_everything(caller.role)
-                || self
-                    .store()
-                    .on_access_list(
-                        AccessList::Servers,
-                        &caller.organization_id,
-                        &caller.user_id,
-                        &server.server_id,
-                    )
-                    .await?;
-            if listed {
+            if self.server_listed(caller, &server.server_id).await? {
                 views.push(self.server_view(server).await?);
             }
         }
@@ -244,7 +231,7 @@ impl Service {
                     cpus: None,
                     memory_mb: None,
                     duration_ms,
-                    error: Some(error_chain(&error)),
+                    error: Some(sandboxd_core::error::chain(&error)),
                 });
             }
         };
@@ -331,16 +318,4 @@ impl Service {
             created_at: rfc3339(server.created_at),
         })
     }
-}
-
-/// An error and its causes on one line (what a test reports of a failure).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

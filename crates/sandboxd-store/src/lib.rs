@@ -22,5 +22,4 @@ pub use ids::new_id;
 pub use keys::{Bootstrap, NewKey};
 pub use members::AccessList;
 pub use secrets::SecretBox;
-pub use servers::NewServer;
 pub use store::{Store, now_ms};

@@ -2,6 +2,7 @@
 //! associated data) and read only to connect; no listing returns it.
 
 use sandboxd_core::model::{Server, ServerChanges};
+use sandboxd_core::validate::NewServerSpec;
 use sqlx::Row as _;
 use sqlx::any::AnyRow;
 
@@ -18,21 +19,6 @@ macro_rules! select_servers {
             $tail
         )
     };
-}
-
-/// What a new server is.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewServer {
-    pub name: String,
-    pub address: String,
-    pub port: u16,
-    pub user: String,
-    pub private_key: String,
-    pub host_key: Option<String>,
-    pub docker_socket: String,
-    pub remote_dir: String,
-    pub cpu_capacity: Option<f64>,
-    pub memory_mb_capacity: Option<i64>,
 }
 
 fn server(row: &AnyRow) -> Result<Server, StoreError> {
@@ -72,7 +58,7 @@ impl Store {
     pub async fn insert_server(
         &self,
         organization_id: &str,
-        new: &NewServer,
+        new: &NewServerSpec,
     ) -> Result<Server, StoreError> {
         let server_id = format!("srv_{}", &new_id()?[..16]);
         let sealed = self.secrets.seal(&server_id, new.private_key.as_bytes())?;
@@ -93,8 +79,8 @@ impl Store {
         .bind(&new.host_key)
         .bind(&new.docker_socket)
         .bind(&new.remote_dir)
-        .bind(new.cpu_capacity.map(milli))
-        .bind(new.memory_mb_capacity)
+        .bind(new.cpu.map(milli))
+        .bind(new.memory_mb)
         .bind(now)
         .execute(&self.pool)
         .await
