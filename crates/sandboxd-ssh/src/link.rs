@@ -22,6 +22,8 @@ pub type SshStream = russh::ChannelStream<Msg>;
 /// The connections the server forwards from a socket it listens on.
 pub type Forwarded = mpsc::Receiver<SshStream>;
 
+/// The longest a command on the server may take, its input (an agent binary) included.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// Connections waiting to be taken per forwarded socket; more are refused.
 const FORWARD_BACKLOG: usize = 16;
 /// A keepalive after this much silence from the server...
@@ -287,6 +289,20 @@ impl SshLink {
     /// Runs `command` through the user's shell on the server with `stdin`, keeping at
     /// most `max_output` bytes of each stream.
     pub async fn run(
+        &self,
+        command: &str,
+        stdin: &[u8],
+        max_output: usize,
+    ) -> Result<CommandOutput, SshError> {
+        tokio::time::timeout(RUN_TIMEOUT, self.run_unbounded(command, stdin, max_output))
+            .await
+            .map_err(|_| SshError::Timeout {
+                address: format!("a command on the server ({command:.40})"),
+                seconds: RUN_TIMEOUT.as_secs(),
+            })?
+    }
+
+    async fn run_unbounded(
         &self,
         command: &str,
         stdin: &[u8],
