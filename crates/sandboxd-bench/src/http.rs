@@ -58,12 +58,7 @@ impl Http {
             .json(&body)
             .send()
             .await?;
-        let status = response.status();
-        let value: Value = response.json().await?;
-        if !status.is_success() {
-            bail!("{procedure} failed with {status}: {value}");
-        }
-        Ok(value)
+        answer(procedure, response).await
     }
 
     pub async fn get(&self, procedure: &str, query: &[(&str, &str)]) -> anyhow::Result<Value> {
@@ -74,12 +69,7 @@ impl Http {
             .header("x-api-key", KEY)
             .send()
             .await?;
-        let status = response.status();
-        let value: Value = response.json().await?;
-        if !status.is_success() {
-            bail!("{procedure} failed with {status}: {value}");
-        }
-        Ok(value)
+        answer(procedure, response).await
     }
 
     /// Creates a sandbox and runs `echo hi`; the time until the output is back.
@@ -254,4 +244,14 @@ impl Http {
         }
         first.context("no output")
     }
+}
+
+/// The JSON body of a successful answer; a failure names the procedure and the body.
+async fn answer(procedure: &str, response: reqwest::Response) -> anyhow::Result<Value> {
+    let status = response.status();
+    let value: Value = response.json().await?;
+    if !status.is_success() {
+        bail!("{procedure} failed with {status}: {value}");
+    }
+    Ok(value)
 }

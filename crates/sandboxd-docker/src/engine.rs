@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use bollard::Docker;
 
+use sandboxd_ports::HostResources;
+
 use crate::error::{EngineError, fault};
 
 /// Timeout of a single engine call that is not an exec or a pull.
@@ -67,15 +69,12 @@ impl DockerEngine {
     }
 
     /// How many CPUs the engine's host has (the most one container may be given).
-    pub(crate) async fn cpus(&self) -> Result<i64, EngineError> {
+    pub(crate) async fn host(&self) -> Result<HostResources, EngineError> {
         let info = bounded("info", self.docker.info()).await?.map_err(fault)?;
-        Ok(info.ncpu.unwrap_or_default())
-    }
-
-    /// How much memory the engine's host has, in bytes.
-    pub(crate) async fn memory_bytes(&self) -> Result<i64, EngineError> {
-        let info = bounded("info", self.docker.info()).await?.map_err(fault)?;
-        Ok(info.mem_total.unwrap_or_default())
+        Ok(HostResources {
+            cpus: info.ncpu.unwrap_or_default(),
+            memory_bytes: info.mem_total.unwrap_or_default(),
+        })
     }
 
     /// The API version in use.

@@ -4,7 +4,7 @@
 use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
 use sandboxd_ports::{
-    Deaths, Engine, EngineError, ExecOutcome, ExecSpec, Reachability, ReadFileError,
+    Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, Reachability, ReadFileError,
 };
 use sandboxd_ssh::Health;
 
@@ -20,12 +20,8 @@ impl Engine for DockerEngine {
         DockerEngine::runtimes(self).await
     }
 
-    async fn cpus(&self) -> Result<i64, EngineError> {
-        DockerEngine::cpus(self).await
-    }
-
-    async fn memory_bytes(&self) -> Result<i64, EngineError> {
-        DockerEngine::memory_bytes(self).await
+    async fn host(&self) -> Result<HostResources, EngineError> {
+        DockerEngine::host(self).await
     }
 
     async fn reachability(&self) -> (Reachability, Option<String>) {

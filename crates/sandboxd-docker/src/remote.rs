@@ -108,12 +108,13 @@ impl Connector for SshConnector {
         let session = Arc::new(SshSession::new(target));
         session.link().await.map_err(unreachable)?;
         let engine = DockerEngine::connect_ssh(session, &spec.docker_socket).await?;
+        let host = engine.host().await?;
         Ok(Probe {
             host_key: host_key.to_openssh(),
             host_key_fingerprint: host_key.fingerprint(),
             api_version: engine.api_version(),
-            cpus: engine.cpus().await?,
-            memory_bytes: engine.memory_bytes().await?,
+            cpus: host.cpus,
+            memory_bytes: host.memory_bytes,
         })
     }
 }

@@ -11,6 +11,14 @@ use sandboxd_core::reconcile::ContainerState;
 
 use crate::{ContainerDeath, EngineError, ExecOutcome, ExecSpec, Reachability, ReadFileError};
 
+/// What an engine's host has: its CPUs (the most one container may be given) and its
+/// memory in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostResources {
+    pub cpus: i64,
+    pub memory_bytes: i64,
+}
+
 /// The stream of container deaths an engine reports.
 pub type Deaths = Pin<Box<dyn Stream<Item = Result<ContainerDeath, EngineError>> + Send>>;
 
@@ -24,11 +32,8 @@ pub trait Engine: Debug + Send + Sync + 'static {
     /// The OCI runtimes the engine offers (`runc`, and `runsc`… when installed).
     async fn runtimes(&self) -> Result<Vec<String>, EngineError>;
 
-    /// How many CPUs the engine's host has (the most one container may be given).
-    async fn cpus(&self) -> Result<i64, EngineError>;
-
-    /// How much memory the engine's host has, in bytes.
-    async fn memory_bytes(&self) -> Result<i64, EngineError>;
+    /// The CPUs and memory of the engine's host (one question to the engine).
+    async fn host(&self) -> Result<HostResources, EngineError>;
 
     /// How the way to the engine is doing, and why the last attempt failed if it did;
     /// a local engine is always reachable as far as this goes.

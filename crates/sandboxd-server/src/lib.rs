@@ -214,11 +214,10 @@ impl Server {
             }
         }
         // A sandbox may not be given more CPUs than the host has (the engine would refuse).
-        let host_cpus = engine.cpus().await.ok().filter(|n| *n > 0);
-        let host_memory_mb = engine
-            .memory_bytes()
-            .await
-            .ok()
+        let host = engine.host().await.ok();
+        let host_cpus = host.map(|h| h.cpus).filter(|n| *n > 0);
+        let host_memory_mb = host
+            .map(|h| h.memory_bytes)
             .filter(|n| *n > 0)
             .map(|bytes| bytes / (1024 * 1024));
         info!(api_version = %engine.api_version(), %instance_id, ?host_cpus, "engine ready");

@@ -132,12 +132,12 @@ impl Service {
                 let key = self.store().server_private_key(server_id).await?;
                 let remote = connector.connect(&spec_of(&server, key)).await?;
                 let engine = &remote.engine;
-                if let (Ok(cpus), Ok(memory)) = (engine.cpus().await, engine.memory_bytes().await) {
+                if let Ok(host) = engine.host().await {
                     self.inner.fleet.remember_capacity(
                         server_id,
                         Resources {
-                            cpu: cpus as f64,
-                            memory_mb: memory / (1024 * 1024),
+                            cpu: host.cpus as f64,
+                            memory_mb: host.memory_bytes / (1024 * 1024),
                         },
                     );
                 }

@@ -230,13 +230,13 @@ async fn a_cut_connection_fails_fast_is_reported_and_is_made_again_when_the_serv
             .await
             .unwrap(),
     );
-    engine.cpus().await.unwrap();
+    engine.host().await.unwrap();
     assert_eq!(session.health().await, Health::Reachable);
 
     host.cut();
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
-        let call = tokio::time::timeout(Duration::from_secs(10), engine.cpus())
+        let call = tokio::time::timeout(Duration::from_secs(10), engine.host())
             .await
             .expect("an engine call on a cut connection fails, it does not hang");
         if call.is_err() && session.health().await == Health::Unreachable {
@@ -251,7 +251,7 @@ async fn a_cut_connection_fails_fast_is_reported_and_is_made_again_when_the_serv
 
     host.resume();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while engine.cpus().await.is_err() {
+    while engine.host().await.is_err() {
         assert!(std::time::Instant::now() < deadline, "no reconnection");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

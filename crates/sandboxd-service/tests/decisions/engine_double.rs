@@ -6,7 +6,9 @@ use std::sync::Mutex;
 
 use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
-use sandboxd_ports::{Deaths, Engine, EngineError, ExecOutcome, ExecSpec, ReadFileError};
+use sandboxd_ports::{
+    Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, ReadFileError,
+};
 
 /// One call the service made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,12 +88,11 @@ impl Engine for RecordingEngine {
         Ok(vec!["runc".into()])
     }
 
-    async fn cpus(&self) -> Result<i64, EngineError> {
-        Ok(8)
-    }
-
-    async fn memory_bytes(&self) -> Result<i64, EngineError> {
-        Ok(16 << 30)
+    async fn host(&self) -> Result<HostResources, EngineError> {
+        Ok(HostResources {
+            cpus: 8,
+            memory_bytes: 16 << 30,
+        })
     }
 
     async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
