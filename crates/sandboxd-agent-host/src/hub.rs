@@ -221,7 +221,16 @@ impl AgentHub {
         }
     }
 
-    /// Stops listening for the sandbox and removes its directory.
+    /// Stops taking the sandbox's agent connections (its current one is closed), keeping
+    /// its key: the sandbox is listened for again, e.g. over a server's new connection.
+    pub fn stop_listening(&self, sandbox_id: &str) {
+        if let Ok(mut slots) = self.inner.slots.lock() {
+            slots.remove(sandbox_id);
+        }
+    }
+
+    /// Stops taking the sandbox's agent connections and forgets its directory and key
+    /// (the sandbox is gone).
     pub fn release(&self, sandbox_id: &str) {
         if let Ok(mut slots) = self.inner.slots.lock() {
             slots.remove(sandbox_id);

@@ -4,6 +4,11 @@
 //! names its registry. `*` in a pattern matches any run of characters. No patterns: any
 //! image.
 
+/// Whether `c` may appear in an image reference (`registry:port/name:tag@algo:hex`).
+pub fn reference_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':' | '@')
+}
+
 /// The fully qualified form of an image reference: registry, repository and tag (or
 /// digest), with Docker's defaults filled in.
 pub fn normalize(reference: &str) -> String {

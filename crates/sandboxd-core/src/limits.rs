@@ -80,3 +80,5 @@ pub const MAX_REMOTE_PATH_CHARS: usize = 64;
 /// A server's capacity when configured.
 pub const MAX_SERVER_CPU: f64 = 4096.0;
 pub const MAX_SERVER_MEMORY_MB: i64 = 64 * 1024 * 1024;
+/// Most warm members a server's pools keep ready, all templates together.
+pub const MAX_SERVER_WARM_MEMBERS: usize = 64;

@@ -1,5 +1,7 @@
 //! Domain records and their state guards.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -304,6 +306,8 @@ pub struct Server {
     pub cpu_capacity: Option<f64>,
     /// Memory (MiB) sandboxes may reserve; `None`: what the engine reports.
     pub memory_mb_capacity: Option<i64>,
+    /// Warm pools kept on it: template name → members to keep ready.
+    pub warm_pools: BTreeMap<String, usize>,
     pub created_at: i64,
 }
 
@@ -321,4 +325,6 @@ pub struct ServerChanges {
     pub remote_dir: Option<String>,
     pub cpu_capacity: Option<Option<f64>>,
     pub memory_mb_capacity: Option<Option<i64>>,
+    /// The whole table of warm pools (a template left out has none).
+    pub warm_pools: Option<BTreeMap<String, usize>>,
 }

@@ -2,7 +2,8 @@
 //! template and holds containers made as a create of that template with the default
 //! limits and isolated networking would make them. Other limits are applied to a member
 //! on claim (the engine updates CPU, memory and pids of a running container); a create
-//! that asks for anything else (image, workdir, network, server) is served cold.
+//! that asks for anything else (image, workdir, network) is served cold. Pools are kept
+//! per engine: the caller passes the pools of the engine the create goes to.
 
 use crate::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT};
 use crate::model::NetworkMode;
@@ -19,7 +20,8 @@ pub struct PoolMatch<'a> {
     pub update_limits: bool,
 }
 
-/// The pool that can serve `cmd`, if it matches one of `pooled`. Environment
+/// The pool that can serve `cmd`, if it matches one of `pooled` (the pools of the
+/// engine the create goes to). Environment
 /// variables, name and timeout do not matter: they are applied on claim (the variables
 /// to every command, since a started container's environment is fixed).
 pub fn pool_for<'a>(
@@ -38,10 +40,7 @@ pub fn pool_for<'a>(
     let default_limits = cmd.cpu == DEFAULT_CPU
         && cmd.memory_mb == DEFAULT_MEMORY_MB
         && cmd.pids_limit == DEFAULT_PIDS_LIMIT;
-    let plain = same_image
-        && same_workdir
-        && cmd.network_mode == NetworkMode::Isolated
-        && cmd.server_id.is_none();
+    let plain = same_image && same_workdir && cmd.network_mode == NetworkMode::Isolated;
     if !plain {
         return None;
     }

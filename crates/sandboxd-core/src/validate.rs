@@ -6,6 +6,7 @@ use crate::api::{
 };
 use crate::env_vars;
 use crate::error::{Invalid, Issues};
+use crate::images;
 use crate::limits::*;
 use crate::model::NetworkMode;
 use crate::paths;
@@ -133,11 +134,11 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
     if let Some(image) = &req.image
         && (image.is_empty()
             || image.len() > MAX_IMAGE_CHARS
-            || image.chars().any(|c| c.is_whitespace() || c.is_control()))
+            || !image.chars().all(images::reference_char))
     {
         issues.push(
             "image",
-            "must be an image reference of 1 to 255 characters without spaces",
+            "must be an image reference of 1 to 255 characters (letters, digits, `.`, `_`, `-`, `/`, `:`, `@`)",
         );
     }
     if req.template.is_none() && req.image.is_none() {

@@ -43,6 +43,11 @@ impl DockerEngine {
                 inspect.config.and_then(|c| c.user).unwrap_or_default(),
             )),
             Err(e) if status_of(&e) == Some(404) => Ok(None),
+            // A reference the engine cannot parse: the caller's to fix.
+            Err(e) if status_of(&e) == Some(400) => Err(EngineError::Rejected {
+                status: 400,
+                message: message_of(&e),
+            }),
             Err(e) => Err(fault(e)),
         }
     }

@@ -66,7 +66,17 @@ fn watch_fleet(service: Service, mut stop: watch::Receiver<bool>) -> JoinHandle<
     tokio::spawn(async move {
         let mut watched: HashMap<String, (usize, JoinHandle<()>)> = HashMap::new();
         loop {
-            for (server_id, engine) in service.remote_engines() {
+            let engines = service.remote_engines();
+            // A server forgotten (removed, or reached otherwise) is no longer watched: its
+            // old connection goes with the watch.
+            watched.retain(|server_id, (_, task)| {
+                let kept = engines.iter().any(|(id, _)| id == server_id);
+                if !kept {
+                    task.abort();
+                }
+                kept
+            });
+            for (server_id, engine) in engines {
                 // The engine's address tells a new engine of the server from the one watched.
                 let identity = Arc::as_ptr(&engine) as *const () as usize;
                 if watched

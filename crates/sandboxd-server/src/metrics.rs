@@ -104,8 +104,10 @@ pub async fn render_open(State(service): State<crate::Service>) -> Response {
         }
     }
     // Claims happen between refill passes: the gauge is read fresh at each scrape.
-    for (pool, ready) in service.pools_ready() {
-        metrics::gauge!(crate::service::POOL_READY, "pool" => pool).set(ready as f64);
+    for (key, ready) in service.pools_ready() {
+        let server = key.server_id.unwrap_or_else(|| "local".into());
+        metrics::gauge!(crate::service::POOL_READY, "pool" => key.template, "server" => server)
+            .set(ready as f64);
     }
     let handle = handle();
     handle.run_upkeep();

@@ -51,12 +51,10 @@ impl Service {
             .ok_or(ServiceError::NotFound("environment"))?;
         self.check_create_in(caller, &environment.project_id)
             .await?;
-        if let Some(warm) = self.claim_warm(caller, &cmd, &environment).await? {
-            return Ok(warm);
-        }
-        // The server is checked, and its engine connected, before any row is written:
-        // an unreachable server leaves nothing behind. Without one, placement (when on)
-        // picks where the most room is.
+        // The server is checked first, and its engine connected before any row is
+        // written: an unreachable server leaves nothing behind. Without one, placement
+        // (when on) picks where the most room is. A warm pool of that engine serves the
+        // create when it can.
         let mut cmd = cmd;
         if cmd.server_id.is_none() && self.inner.options.placement {
             let want = Resources {
@@ -65,11 +63,8 @@ impl Service {
             };
             cmd.server_id = self.place(caller, want).await?;
         }
-        let engine = match &cmd.server_id {
-            Some(server_id) => {
-                self.server_for(caller, server_id).await?;
-                self.engine_of(Some(server_id)).await?
-            }
+        let server = match &cmd.server_id {
+            Some(server_id) => Some(self.server_for(caller, server_id).await?),
             None if self.inner.options.remote_only => {
                 return Err(Invalid::one(
                     "serverId",
@@ -77,7 +72,7 @@ impl Service {
                 )
                 .into());
             }
-            None => self.engine().clone(),
+            None => None,
         };
         if let Some(host) = self.inner.options.host_cpus
             && cmd.server_id.is_none()
@@ -102,6 +97,13 @@ impl Service {
             )
             .into());
         }
+        if let Some(warm) = self
+            .claim_warm(caller, &cmd, &environment, server.as_ref())
+            .await?
+        {
+            return Ok(warm);
+        }
+        let engine = self.engine_of(cmd.server_id.as_deref()).await?;
         let template = cmd
             .image
             .template

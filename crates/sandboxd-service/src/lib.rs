@@ -37,7 +37,7 @@ use sandboxd_agent_host::AgentHub;
 pub use access::Resource;
 pub use error::ServiceError;
 pub use loops::{ReapReport, ReconcileReport};
-pub use pools::POOL_READY;
+pub use pools::{POOL_READY, PoolKey};
 
 /// Counter of the operations each path served (`path` = `agent` | `engine`).
 pub const SERVED: &str = "sandboxd_operations_served_total";

@@ -83,18 +83,17 @@ impl Service {
     }
 
     /// One reconcile pass on one server's engine (`None`: the local engine).
-    async fn reconcile_on(&self, server_id: Option<&str>) -> Result<ReconcileReport, ServiceError> {
+    pub(crate) async fn reconcile_on(
+        &self,
+        server_id: Option<&str>,
+    ) -> Result<ReconcileReport, ServiceError> {
         let engine = self.engine_of(server_id).await?;
         let containers = engine.list_sandbox_containers(self.instance_id()).await?;
         // Rows are read after the containers: a sandbox created in between has its row
         // (creating or running) in the list, so its fresh container is never an orphan.
         let rows = self.store().live_rows_on(server_id).await?;
         // Read after the containers too: a member made in between is already known.
-        // Warm pools are local.
-        let members = match server_id {
-            None => self.pool_members(),
-            Some(_) => Default::default(),
-        };
+        let members = self.pool_members();
         let plan = plan_reconcile(&rows, &containers, &members, now_ms());
         let mut report = ReconcileReport::default();
         for container in &plan.remove_containers {

@@ -12,7 +12,7 @@ use sandboxd_core::rfc3339::format_millis as rfc3339;
 use sandboxd_core::validate::NewServerSpec;
 use sandboxd_store::AccessList;
 use serde_json::json;
-use tracing::info;
+use tracing::{info, warn};
 
 use super::fleet::spec_of;
 use super::{Resource, Service, ServiceError};
@@ -87,7 +87,7 @@ impl Service {
             Some(caller),
             "server.create",
             resource(&server),
-            json!({"address": server.address, "port": server.port, "user": server.user}),
+            json!({"address": server.address, "port": server.port, "user": server.user, "warmPools": server.warm_pools}),
         )
         .await;
         info!(server_id = %server.server_id, address = %server.address, "server added");
@@ -134,8 +134,7 @@ impl Service {
             .update_server(&caller.organization_id, server_id, &changes)
             .await?
             .ok_or(ServiceError::NotFound("server"))?;
-        // Only a change of how the server is reached makes its connection again (its
-        // sandboxes' agents are forwarded again by the next reconcile).
+        // Only a change of how the server is reached makes its connection again.
         let reached_otherwise = changes.address.is_some()
             || changes.port.is_some()
             || changes.user.is_some()
@@ -144,7 +143,7 @@ impl Service {
             || changes.docker_socket.is_some()
             || changes.remote_dir.is_some();
         if reached_otherwise {
-            self.inner.fleet.forget(&server.server_id);
+            self.reach_again(&server.server_id).await;
         }
         let fields: Vec<&str> = [
             ("name", changes.name.is_some()),
@@ -157,6 +156,7 @@ impl Service {
             ("remoteDir", changes.remote_dir.is_some()),
             ("cpu", changes.cpu_capacity.is_some()),
             ("memoryMb", changes.memory_mb_capacity.is_some()),
+            ("warmPools", changes.warm_pools.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, changed)| changed.then_some(name))
@@ -170,6 +170,34 @@ impl Service {
         )
         .await;
         self.server_view(server).await
+    }
+
+    /// A server reached otherwise from now on: its warm members are removed (they are
+    /// forwarded over the old connection), its sandboxes' agents are let go here, and in
+    /// the background the connection is made again and their agents listened for
+    /// again (a reconcile pass of that server). Until an agent is back, its sandbox's
+    /// commands take the engine path.
+    async fn reach_again(&self, server_id: &str) {
+        self.drop_server_pools(server_id).await;
+        match self.store().live_rows_on(Some(server_id)).await {
+            Ok(rows) => {
+                for row in rows {
+                    // Its key and its socket on the server stay for the new connection.
+                    self.agents().stop_listening(&row.sandbox_id);
+                }
+            }
+            Err(error) => {
+                warn!(%server_id, %error, "could not read a changed server's sandboxes; the next reconcile gives their agents back")
+            }
+        }
+        self.inner.fleet.forget(server_id);
+        let service = self.clone();
+        let server_id = server_id.to_owned();
+        tokio::spawn(async move {
+            if let Err(error) = service.reconcile_on(Some(&server_id)).await {
+                warn!(%server_id, %error, "a changed server could not be reached; the next reconcile tries again");
+            }
+        });
     }
 
     /// Removes a server (administrators only); refused while sandboxes run on it.
@@ -191,6 +219,7 @@ impl Service {
         {
             return Err(ServiceError::NotFound("server"));
         }
+        self.drop_server_pools(server_id).await;
         self.inner.fleet.forget(server_id);
         self.record(
             &caller.organization_id,
@@ -297,6 +326,7 @@ impl Service {
             }
             None => ("idle".to_owned(), None),
         };
+        let warm_ready = self.warm_ready_on(&server.server_id);
         Ok(ServerView {
             host_key_fingerprint: server
                 .host_key
@@ -315,6 +345,8 @@ impl Service {
             reserved: Resources { cpu, memory_mb },
             health,
             last_error,
+            warm_ready,
+            warm_pools: server.warm_pools,
             created_at: rfc3339(server.created_at),
         })
     }

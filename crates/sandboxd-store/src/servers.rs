@@ -3,6 +3,8 @@
 
 use sandboxd_core::model::{Server, ServerChanges};
 use sandboxd_core::validate::NewServerSpec;
+use std::collections::BTreeMap;
+
 use sqlx::Row as _;
 use sqlx::any::AnyRow;
 
@@ -14,7 +16,8 @@ macro_rules! select_servers {
     ($tail:literal) => {
         concat!(
             "SELECT server_id, organization_id, name, address, port, ssh_user, host_key, ",
-            "docker_socket, remote_dir, cpu_capacity_milli, memory_mb_capacity, created_at ",
+            "docker_socket, remote_dir, cpu_capacity_milli, memory_mb_capacity, warm_pools, ",
+            "created_at ",
             "FROM servers ",
             $tail
         )
@@ -24,6 +27,9 @@ macro_rules! select_servers {
 fn server(row: &AnyRow) -> Result<Server, StoreError> {
     let port: i64 = row.try_get("port")?;
     let milli: Option<i64> = row.try_get("cpu_capacity_milli")?;
+    let pools: String = row.try_get("warm_pools")?;
+    let warm_pools = serde_json::from_str(&pools)
+        .map_err(|_| StoreError::Corrupt(format!("the warm pools of a server: {pools}")))?;
     Ok(Server {
         server_id: row.try_get("server_id")?,
         organization_id: row.try_get("organization_id")?,
@@ -36,8 +42,13 @@ fn server(row: &AnyRow) -> Result<Server, StoreError> {
         remote_dir: row.try_get("remote_dir")?,
         cpu_capacity: milli.map(|m| m as f64 / 1000.0),
         memory_mb_capacity: row.try_get("memory_mb_capacity")?,
+        warm_pools,
         created_at: row.try_get("created_at")?,
     })
+}
+
+fn pools_json(pools: &BTreeMap<String, usize>) -> String {
+    serde_json::to_string(pools).unwrap_or_else(|_| "{}".into())
 }
 
 fn milli(cpu: f64) -> i64 {
@@ -66,8 +77,8 @@ impl Store {
         sqlx::query(
             "INSERT INTO servers (server_id, organization_id, name, address, port, ssh_user, \
              private_key, host_key, docker_socket, remote_dir, cpu_capacity_milli, \
-             memory_mb_capacity, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+             memory_mb_capacity, warm_pools, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(&server_id)
         .bind(organization_id)
@@ -81,6 +92,7 @@ impl Store {
         .bind(&new.remote_dir)
         .bind(new.cpu.map(milli))
         .bind(new.memory_mb)
+        .bind(pools_json(&new.warm_pools))
         .bind(now)
         .execute(&self.pool)
         .await
@@ -173,8 +185,8 @@ impl Store {
         sqlx::query(
             "UPDATE servers SET name = $1, address = $2, port = $3, ssh_user = $4, \
              host_key = $5, docker_socket = $6, remote_dir = $7, cpu_capacity_milli = $8, \
-             memory_mb_capacity = $9, private_key = COALESCE($10, private_key) \
-             WHERE server_id = $11",
+             memory_mb_capacity = $9, private_key = COALESCE($10, private_key), \
+             warm_pools = $11 WHERE server_id = $12",
         )
         .bind(changes.name.as_ref().unwrap_or(&old.name))
         .bind(changes.address.as_ref().unwrap_or(&old.address))
@@ -186,6 +198,9 @@ impl Store {
         .bind(cpu.map(milli))
         .bind(memory)
         .bind(sealed)
+        .bind(pools_json(
+            changes.warm_pools.as_ref().unwrap_or(&old.warm_pools),
+        ))
         .bind(server_id)
         .execute(&mut *tx)
         .await

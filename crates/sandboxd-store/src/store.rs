@@ -34,6 +34,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "servers",
         include_str!("../migrations/sqlite/0004_servers.sql"),
     ),
+    (
+        5,
+        "server pools",
+        include_str!("../migrations/sqlite/0005_server_pools.sql"),
+    ),
 ];
 
 /// The persistent state of one sandboxd installation.

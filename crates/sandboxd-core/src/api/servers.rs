@@ -1,5 +1,7 @@
 //! `server.*`: remote servers (a Docker engine reached over SSH).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
@@ -42,6 +44,9 @@ pub struct CreateServerRequest {
     pub cpu: Option<f64>,
     /// Memory (MiB) sandboxes may reserve on it; absent: what the engine reports.
     pub memory_mb: Option<i64>,
+    /// Warm pools to keep on it: template name → started sandboxes kept ready (at most
+    /// 64 in all). A create on this server that a pool can serve claims a member.
+    pub warm_pools: Option<BTreeMap<String, usize>>,
 }
 
 /// Body of `server.update`: absent fields are unchanged; `hostKey`, `cpu` and
@@ -67,6 +72,8 @@ pub struct UpdateServerRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i64>)]
     pub memory_mb: Option<Option<i64>>,
+    /// The whole table of warm pools (a template left out has none; `{}`: no pools).
+    pub warm_pools: Option<BTreeMap<String, usize>>,
 }
 
 /// Body of `server.remove` and `server.test`; query of `server.one`.
@@ -111,6 +118,10 @@ pub struct ServerView {
     pub health: String,
     /// Why the last connection attempt failed, when it did.
     pub last_error: Option<String>,
+    /// Warm pools kept on it: template name → members to keep ready.
+    pub warm_pools: BTreeMap<String, usize>,
+    /// Members ready to be claimed now, per template.
+    pub warm_ready: BTreeMap<String, usize>,
     pub created_at: String,
 }
 

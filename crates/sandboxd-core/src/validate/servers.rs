@@ -5,6 +5,8 @@ use crate::api::{CreateServerRequest, UpdateServerRequest};
 use crate::error::{Invalid, Issues};
 use crate::limits::*;
 use crate::model::ServerChanges;
+use crate::templates::TEMPLATE_NAMES;
+use std::collections::BTreeMap;
 
 use super::{display_name, required_id};
 
@@ -22,6 +24,7 @@ pub struct NewServerSpec {
     pub remote_dir: String,
     pub cpu: Option<f64>,
     pub memory_mb: Option<i64>,
+    pub warm_pools: BTreeMap<String, usize>,
 }
 
 fn address(issues: &mut Issues, value: &str) {
@@ -116,6 +119,32 @@ fn memory(issues: &mut Issues, value: i64) {
     }
 }
 
+/// Warm pools: templates by name, at most [`MAX_SERVER_WARM_MEMBERS`] members in all.
+fn warm_pools(issues: &mut Issues, pools: &BTreeMap<String, usize>) {
+    for name in pools.keys() {
+        if !TEMPLATE_NAMES.contains(&name.as_str()) {
+            issues.push(
+                "warmPools",
+                format!(
+                    "names a template that does not exist ({}); templates: {}",
+                    name.chars().take(64).collect::<String>(),
+                    TEMPLATE_NAMES.join(", ")
+                ),
+            );
+            return;
+        }
+    }
+    let members = pools
+        .values()
+        .fold(0usize, |sum, size| sum.saturating_add(*size));
+    if members > MAX_SERVER_WARM_MEMBERS {
+        issues.push(
+            "warmPools",
+            format!("must keep at most {MAX_SERVER_WARM_MEMBERS} members in all"),
+        );
+    }
+}
+
 /// Checks `server.create`, filling in the defaults.
 pub fn create_server(req: CreateServerRequest) -> Result<NewServerSpec, Invalid> {
     let mut issues = Issues::default();
@@ -141,6 +170,8 @@ pub fn create_server(req: CreateServerRequest) -> Result<NewServerSpec, Invalid>
     if let Some(value) = req.memory_mb {
         memory(&mut issues, value);
     }
+    let pools = req.warm_pools.unwrap_or_default();
+    warm_pools(&mut issues, &pools);
     issues.finish(NewServerSpec {
         name: req.name,
         address: req.address,
@@ -152,6 +183,7 @@ pub fn create_server(req: CreateServerRequest) -> Result<NewServerSpec, Invalid>
         remote_dir,
         cpu: req.cpu,
         memory_mb: req.memory_mb,
+        warm_pools: pools.into_iter().filter(|(_, size)| *size > 0).collect(),
     })
 }
 
@@ -189,6 +221,9 @@ pub fn update_server(req: UpdateServerRequest) -> Result<(String, ServerChanges)
     if let Some(Some(value)) = req.memory_mb {
         memory(&mut issues, value);
     }
+    if let Some(pools) = &req.warm_pools {
+        warm_pools(&mut issues, pools);
+    }
     issues.finish((
         req.server_id,
         ServerChanges {
@@ -202,6 +237,9 @@ pub fn update_server(req: UpdateServerRequest) -> Result<(String, ServerChanges)
             remote_dir: req.remote_dir,
             cpu_capacity: req.cpu,
             memory_mb_capacity: req.memory_mb,
+            warm_pools: req
+                .warm_pools
+                .map(|pools| pools.into_iter().filter(|(_, size)| *size > 0).collect()),
         },
     ))
 }
@@ -267,6 +305,19 @@ mod tests {
             ),
             ("cpu", Box::new(|r| r.cpu = Some(f64::NAN))),
             ("memoryMb", Box::new(|r| r.memory_mb = Some(1))),
+            (
+                "warmPools",
+                Box::new(|r| r.warm_pools = Some(BTreeMap::from([("ruby".into(), 1)]))),
+            ),
+            (
+                "warmPools",
+                Box::new(|r| {
+                    r.warm_pools = Some(BTreeMap::from([
+                        ("python".into(), usize::MAX),
+                        ("base".into(), 2),
+                    ]))
+                }),
+            ),
         ];
         for (field, change) in cases {
             let mut req = request();
@@ -284,5 +335,14 @@ mod tests {
         assert_eq!(changes.host_key, Some(None));
         assert_eq!(changes.cpu_capacity, Some(Some(2.0)));
         assert_eq!(changes.memory_mb_capacity, None);
+        assert_eq!(changes.warm_pools, None);
+    }
+
+    #[test]
+    fn empty_pools_are_dropped() {
+        let mut req = request();
+        req.warm_pools = Some(BTreeMap::from([("python".into(), 2), ("node".into(), 0)]));
+        let spec = create_server(req).unwrap();
+        assert_eq!(spec.warm_pools, BTreeMap::from([("python".into(), 2)]));
     }
 }

@@ -74,6 +74,8 @@ fn create_needs_template_or_image() {
     .expect("image alone");
     assert_eq!(cmd.image.image.as_deref(), Some("busybox:latest"));
     assert!(create(|r| r.image = Some("bad image".into())).is_err());
+    assert!(create(|r| r.image = Some("\u{5670}".into())).is_err());
+    assert!(create(|r| r.image = Some("localhost:5000/team/app@sha256:ab12".into())).is_ok());
 }
 
 #[test]

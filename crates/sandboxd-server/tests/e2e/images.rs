@@ -1,6 +1,7 @@
 //! Images a tenant names: a pull that fails tells the caller which image, never the
 //! engine's reason (which would let a tenant probe the operator's network through the
-//! engine); an allow-list refuses other images before the engine is asked.
+//! engine); an allow-list refuses other images before the engine is asked; a reference
+//! that cannot be parsed is the caller's error.
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -69,4 +70,20 @@ async fn an_allow_list_refuses_other_images_before_the_engine_is_asked() {
     // Templates are the operator's own and stay usable (`base` is the Debian image).
     let template = server.create(json!({"template": "base"})).await;
     assert_eq!(template["status"], "running", "{template}");
+}
+
+#[tokio::test]
+async fn a_reference_the_engine_cannot_parse_is_the_callers_error() {
+    let server = TestServer::start().await;
+    // Refused by the check (not ASCII), then by the engine's own parser: 400 both times,
+    // never a server error.
+    for image in ["\u{5670}", "a::b", "UPPER/case"] {
+        let (status, body) = server
+            .post(
+                "sandbox.create",
+                json!({"environmentId": server.env_id, "image": image}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{image}: {body}");
+    }
 }

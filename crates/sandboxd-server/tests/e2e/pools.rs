@@ -11,6 +11,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::harness::{BUSYBOX, TestServer, id};
+use sandboxd_server::service::PoolKey;
 
 /// Pool containers of a server (label `sandboxd.pool`), by sandbox id.
 async fn pool_containers(server: &TestServer, instance: &str) -> HashMap<String, String> {
@@ -43,7 +44,8 @@ async fn pool_containers(server: &TestServer, instance: &str) -> HashMap<String,
 
 async fn wait_ready(server: &TestServer, pool: &str, size: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while server.service.pools_ready().get(pool).copied() != Some(size) {
+    let key = PoolKey::local(pool);
+    while server.service.pools_ready().get(&key).copied() != Some(size) {
         assert!(
             Instant::now() < deadline,
             "pool {pool} never reached {size}"

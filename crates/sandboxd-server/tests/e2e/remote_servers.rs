@@ -686,7 +686,8 @@ async fn a_changed_server_keeps_or_regains_its_sandboxes_agents() {
     assert!(server.service.agents().connection(id(&sandbox)).is_some());
 
     // A new way in (the same key given again) makes the connection again: commands keep
-    // working at once, and reconcile gives the sandbox its agent back.
+    // working at once, and the agent is back within seconds, with no reconcile pass
+    // (the harness runs one an hour).
     let (status, _) = server
         .post(
             "server.update",
@@ -696,12 +697,9 @@ async fn a_changed_server_keeps_or_regains_its_sandboxes_agents() {
     assert_eq!(status, StatusCode::OK);
     let out = server.exec(&sandbox, "echo still").await;
     assert_eq!(out["stdout"], "still\n");
-    // (Reconcile runs periodically; here it is called until the old connection, still
-    // held by its death watch for a moment, is gone and the agent is back.)
-    let deadline = Instant::now() + Duration::from_secs(15);
+    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        server.service.reconcile_once().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let back = server.service.agents().connection(id(&sandbox));
         if back.is_some() && server.service.agents().is_listening(id(&sandbox)) {
             break;
@@ -715,4 +713,114 @@ async fn a_changed_server_keeps_or_regains_its_sandboxes_agents() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "the agent serves");
+}
+
+/// Ready members of a server's pool as `server.one` reports them.
+async fn warm_ready(server: &TestServer, server_id: &str, template: &str) -> u64 {
+    let (status, view) = server.get("server.one", &[("serverId", server_id)]).await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    view["warmReady"][template].as_u64().unwrap_or(0)
+}
+
+async fn wait_warm(server: &TestServer, server_id: &str, template: &str, ready: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while warm_ready(server, server_id, template).await != ready {
+        assert!(
+            Instant::now() < deadline,
+            "the pool of {template} on {server_id} never had {ready} ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_remote_server_keeps_its_own_warm_pool() {
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "warm").await;
+    let (status, bad) = server
+        .post(
+            "server.update",
+            json!({"serverId": server_id, "warmPools": {"cobol": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+    let (status, view) = server
+        .post(
+            "server.update",
+            json!({"serverId": server_id, "warmPools": {"python": 2}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(view["warmPools"], json!({"python": 2}));
+    wait_warm(&server, &server_id, "python", 2).await;
+
+    // A create of that template on that server claims a member of the remote engine;
+    // one on the local engine does not touch the remote pool (there is no local one).
+    let started = Instant::now();
+    let claimed = server
+        .create(json!({"template": "python", "serverId": server_id, "envVars": "WHERE=remote"}))
+        .await;
+    let claim_ms = started.elapsed().as_millis();
+    let container_id = claimed["containerId"].as_str().unwrap().to_owned();
+    assert!(
+        on_remote(&container_id),
+        "the claimed member is on the remote engine"
+    );
+    assert_eq!(claimed["serverId"], json!(server_id));
+    let out = server.exec(&claimed, "echo $WHERE; id -u").await;
+    assert_eq!(out["stdout"], "remote\n1000\n", "{out}");
+    assert!(
+        server.service.agents().connection(id(&claimed)).is_some(),
+        "a claimed member keeps its agent"
+    );
+    let local = server.create(json!({"template": "python"})).await;
+    assert!(on_local(local["containerId"].as_str().unwrap()));
+    // Refilled in the background.
+    wait_warm(&server, &server_id, "python", 2).await;
+    eprintln!("remote warm claim took {claim_ms} ms");
+
+    // A smaller pool is trimmed; removing the server (once its sandboxes are killed)
+    // removes the members left: nothing stays on the remote engine.
+    let (status, _) = server
+        .post(
+            "server.update",
+            json!({"serverId": server_id, "warmPools": {"python": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    wait_warm(&server, &server_id, "python", 1).await;
+    for sandbox in [&claimed, &local] {
+        let (status, _) = server
+            .post("sandbox.kill", json!({"sandboxId": id(sandbox)}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (status, removed) = server
+        .post("server.remove", json!({"serverId": server_id}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{removed}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = std::process::Command::new("docker")
+            .args([
+                "-H",
+                &remote_docker_host(),
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=sandboxd.instance={}", server.instance()),
+            ])
+            .output()
+            .unwrap();
+        if left.stdout.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "containers left on the remote engine: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

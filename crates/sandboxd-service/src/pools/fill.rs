@@ -1,0 +1,243 @@
+//! Keeping the pools full: each pass reads the sizes in force (the local ones and every
+//! server's), trims pools that shrank, and makes members where pools are short; each
+//! engine's pools are filled beside the others', so a slow or unreachable server never
+//! holds the local pools back. A server that is removed or reached otherwise has its
+//! members removed first.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use futures_util::future::join_all;
+use sandboxd_core::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT};
+use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
+use sandboxd_store::new_id;
+use tracing::warn;
+
+use super::{POOL_READY, POOL_REFILLS, PoolKey, Warm};
+use crate::{Service, ServiceError, now_ms};
+
+impl Service {
+    /// The sizes of every pool: the local ones and those of each server whose host key
+    /// is pinned. `None` when the servers could not be read (nothing is trimmed then).
+    async fn pool_sizes(&self) -> Option<BTreeMap<PoolKey, usize>> {
+        let servers = match self.store().all_servers().await {
+            Ok(servers) => servers,
+            Err(error) => {
+                warn!(%error, "could not read the servers' warm pools; keeping them as they are");
+                return None;
+            }
+        };
+        let local = self
+            .inner
+            .pools
+            .local
+            .iter()
+            .map(|(template, size)| (PoolKey::local(template), *size));
+        let remote = servers
+            .iter()
+            .filter(|server| server.host_key.is_some())
+            .flat_map(|server| {
+                server
+                    .warm_pools
+                    .iter()
+                    .filter(|(_, size)| **size > 0)
+                    .map(|(template, size)| (PoolKey::on(&server.server_id, template), *size))
+            });
+        Some(local.chain(remote).collect())
+    }
+
+    /// Makes members until every pool is full again; returns how many were made. Pools
+    /// of one engine are filled one member at a time, engines side by side. A failure
+    /// is logged and retried at the next pass.
+    pub async fn fill_pools_once(&self) -> usize {
+        let Some(sizes) = self.pool_sizes().await else {
+            return 0;
+        };
+        let extra = self.set_pool_sizes(sizes.clone());
+        for (key, warm) in extra {
+            self.discard_member(warm, key.server_id.as_deref());
+        }
+        let mut engines: BTreeMap<Option<String>, Vec<(PoolKey, usize)>> = BTreeMap::new();
+        for (key, size) in sizes {
+            engines
+                .entry(key.server_id.clone())
+                .or_default()
+                .push((key, size));
+        }
+        let passes = engines.into_iter().map(|(server_id, pools)| async move {
+            if server_id
+                .as_deref()
+                .is_some_and(|id| self.inner.fleet.failed_recently(id))
+            {
+                return 0;
+            }
+            let mut made = 0;
+            for (key, size) in pools {
+                made += self.fill_pool(&key, size).await;
+            }
+            made
+        });
+        join_all(passes).await.into_iter().sum()
+    }
+
+    /// Puts `sizes` in force; returns the ready members beyond them (pools that shrank
+    /// or are gone), taken out of the pools.
+    fn set_pool_sizes(&self, sizes: BTreeMap<PoolKey, usize>) -> Vec<(PoolKey, Warm)> {
+        let mut state = self.inner.pools.state();
+        let mut extra = Vec::new();
+        for (key, members) in state.ready.iter_mut() {
+            let keep = sizes.get(key).copied().unwrap_or(0);
+            while members.len() > keep {
+                if let Some(warm) = members.pop_back() {
+                    extra.push((key.clone(), warm));
+                }
+            }
+        }
+        state.ready.retain(|_, members| !members.is_empty());
+        state.sizes = sizes;
+        extra
+    }
+
+    async fn fill_pool(&self, key: &PoolKey, size: usize) -> usize {
+        let pools = &self.inner.pools;
+        let labels = || {
+            [
+                ("pool", key.template.clone()),
+                ("server", key.server_label()),
+            ]
+        };
+        let mut made = 0;
+        while pools.state().ready_in(key) < size {
+            match self.make_member(key).await {
+                Ok(warm) => {
+                    let mut state = pools.state();
+                    // The pool may have been dropped meanwhile (its server removed).
+                    if state
+                        .sizes
+                        .get(key)
+                        .is_some_and(|size| state.ready_in(key) < *size)
+                    {
+                        state.ready.entry(key.clone()).or_default().push_back(warm);
+                        drop(state);
+                        made += 1;
+                        metrics::counter!(POOL_REFILLS, &labels()).increment(1);
+                    } else {
+                        drop(state);
+                        self.discard_member(warm, key.server_id.as_deref());
+                        break;
+                    }
+                }
+                Err(error) => {
+                    warn!(pool = %key.template, server_id = key.server_label(), %error, "could not make a warm sandbox; retrying later");
+                    break;
+                }
+            }
+        }
+        metrics::gauge!(POOL_READY, &labels()).set(pools.state().ready_in(key) as f64);
+        made
+    }
+
+    async fn make_member(&self, key: &PoolKey) -> Result<Warm, ServiceError> {
+        let template = self
+            .templates()
+            .get(&key.template)
+            .ok_or(ServiceError::NotFound("template"))?;
+        let engine = self.engine_of(key.server_id.as_deref()).await?;
+        let sandbox_id = new_id()?;
+        // Owned by the pool before its container exists, so reconcile keeps it.
+        self.inner.pools.state().members.insert(sandbox_id.clone());
+        let row = Sandbox {
+            sandbox_id: sandbox_id.clone(),
+            name: String::new(),
+            organization_id: String::new(),
+            project_id: String::new(),
+            environment_id: String::new(),
+            server_id: key.server_id.clone(),
+            image: template.image.clone(),
+            template: Some(key.template.clone()),
+            container_id: None,
+            status: SandboxStatus::Creating,
+            cpu: DEFAULT_CPU,
+            memory_mb: DEFAULT_MEMORY_MB,
+            pids_limit: DEFAULT_PIDS_LIMIT,
+            timeout_ms: 0,
+            network_mode: NetworkMode::Isolated,
+            workdir: template.workdir.clone(),
+            user: template.user.clone(),
+            runtime: self.runtime().map(str::to_owned),
+            created_at: now_ms(),
+            expires_at: None,
+            last_activity_at: None,
+            killed_at: None,
+            env_per_exec: false,
+        };
+        match self
+            .start_container(&engine, &row, None, Some(&key.template))
+            .await
+        {
+            Ok((container_id, user)) => {
+                let warm = Warm {
+                    sandbox_id,
+                    container_id,
+                    user,
+                    engine,
+                };
+                if self.agents().connection(&warm.sandbox_id).is_some() {
+                    return Ok(warm);
+                }
+                // Without its agent a member would not be warm: do not keep it.
+                self.discard_member(warm, key.server_id.as_deref());
+                Err(ServiceError::Unavailable(
+                    "the warm sandbox's agent did not connect".into(),
+                ))
+            }
+            Err(error) => {
+                self.inner.pools.state().members.remove(&sandbox_id);
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Removes every ready member (a server stop).
+    pub async fn drain_pools(&self) {
+        let ready: Vec<(PoolKey, Warm)> = {
+            let mut state = self.inner.pools.state();
+            state
+                .ready
+                .drain()
+                .flat_map(|(key, members)| members.into_iter().map(move |warm| (key.clone(), warm)))
+                .collect()
+        };
+        for (key, warm) in ready {
+            self.discard_member(warm, key.server_id.as_deref());
+        }
+    }
+
+    /// Drops a server's pools (it is removed, or reached otherwise from now on) and
+    /// removes their members, waiting for the removals; the next fill pass makes them
+    /// again when the server still has pools.
+    pub(crate) async fn drop_server_pools(&self, server_id: &str) {
+        let members: Vec<Warm> = {
+            let mut state = self.inner.pools.state();
+            state
+                .sizes
+                .retain(|key, _| key.server_id.as_deref() != Some(server_id));
+            let keys: Vec<PoolKey> = state
+                .ready
+                .keys()
+                .filter(|key| key.server_id.as_deref() == Some(server_id))
+                .cloned()
+                .collect();
+            keys.iter()
+                .filter_map(|key| state.ready.remove(key))
+                .flat_map(VecDeque::into_iter)
+                .collect()
+        };
+        for warm in members {
+            self.inner.pools.state().members.remove(&warm.sandbox_id);
+            self.release_agent(&warm.sandbox_id, Some(server_id));
+            if let Err(error) = warm.engine.remove_container(&warm.container_id).await {
+                warn!(container_id = %warm.container_id, %error, "could not remove a warm sandbox of a server");
+            }
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! Warm pools: per engine and template, a number of sandboxes made and started ahead of
+//! time, with their agent connected, and no row. The local engine's pools come from the
+//! configuration, a remote server's from its record (`warmPools`). A create that a pool
+//! of the engine it goes to can serve (`sandboxd_core::pools::pool_for`) claims one:
+//! its row is written straight as `running`, and the pool is refilled in the
+//! background. Pool members are not sandboxes: they are never listed, never reaped, and
+//! kept by reconcile only while the pools know them; a server stop removes them, and
+//! one that did not stop cleanly has them removed by the next start's reconcile (then
+//! refilled).
+
+mod fill;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use sandboxd_core::model::{Environment, Principal, Sandbox, SandboxStatus, Server};
+use sandboxd_core::pools::pool_for;
+use sandboxd_core::validate::CreateSandbox;
+use sandboxd_ports::Engine;
+use tracing::{info, warn};
+
+use super::{Resource, Service, ServiceError, now_ms};
+
+pub const POOL_READY: &str = "sandboxd_pool_ready";
+pub const POOL_CLAIMS: &str = "sandboxd_pool_claims_total";
+pub const POOL_REFILLS: &str = "sandboxd_pool_refills_total";
+
+/// A pool: the engine it is kept on and its template.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PoolKey {
+    /// `None`: the local engine.
+    pub server_id: Option<String>,
+    pub template: String,
+}
+
+impl PoolKey {
+    /// A pool of the local engine.
+    pub fn local(template: &str) -> Self {
+        Self {
+            server_id: None,
+            template: template.to_owned(),
+        }
+    }
+
+    /// A pool of a remote server.
+    pub fn on(server_id: &str, template: &str) -> Self {
+        Self {
+            server_id: Some(server_id.to_owned()),
+            template: template.to_owned(),
+        }
+    }
+
+    /// The `server` label of its metrics.
+    fn server_label(&self) -> String {
+        self.server_id.clone().unwrap_or_else(|| "local".into())
+    }
+
+    fn count_claim(&self, outcome: &'static str) {
+        metrics::counter!(POOL_CLAIMS, "pool" => self.template.clone(), "server" => self.server_label(), "outcome" => outcome)
+            .increment(1);
+    }
+}
+
+/// A started pool member, with the engine it was made on (kept even when the fleet
+/// forgets its server, so the member can always be removed).
+#[derive(Debug, Clone)]
+struct Warm {
+    sandbox_id: String,
+    container_id: String,
+    user: Option<String>,
+    engine: Arc<dyn Engine>,
+}
+
+/// The pools of a sandboxd: their target sizes and their members.
+#[derive(Debug, Default)]
+pub struct Pools {
+    /// The local engine's pools, as configured.
+    local: BTreeMap<String, usize>,
+    state: Mutex<PoolState>,
+}
+
+#[derive(Debug, Default)]
+struct PoolState {
+    /// Sizes in force: the local ones, and each server's as read by the last fill pass.
+    sizes: BTreeMap<PoolKey, usize>,
+    /// Started members ready to be claimed, oldest first, per pool.
+    ready: HashMap<PoolKey, VecDeque<Warm>>,
+    /// Every sandbox id the pools own: ready, being made, or being claimed. Reconcile
+    /// keeps their containers.
+    members: HashSet<String>,
+}
+
+impl PoolState {
+    fn ready_in(&self, key: &PoolKey) -> usize {
+        self.ready.get(key).map_or(0, VecDeque::len)
+    }
+}
+
+impl Pools {
+    /// The local engine's pools of `sizes` (template name → members to keep ready; 0
+    /// means no pool).
+    pub fn new(sizes: BTreeMap<String, usize>) -> Self {
+        let local: BTreeMap<String, usize> =
+            sizes.into_iter().filter(|(_, size)| *size > 0).collect();
+        let state = PoolState {
+            sizes: local
+                .iter()
+                .map(|(template, size)| (PoolKey::local(template), *size))
+                .collect(),
+            ..PoolState::default()
+        };
+        Self {
+            local,
+            state: Mutex::new(state),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The sandbox ids the pools own.
+    pub fn members(&self) -> HashSet<String> {
+        self.state().members.clone()
+    }
+
+    /// Ready members per pool in force.
+    pub fn ready(&self) -> BTreeMap<PoolKey, usize> {
+        let state = self.state();
+        state
+            .sizes
+            .keys()
+            .map(|key| (key.clone(), state.ready_in(key)))
+            .collect()
+    }
+
+    /// Ready members of one server's pools, per template.
+    fn ready_on(&self, server_id: &str) -> BTreeMap<String, usize> {
+        let state = self.state();
+        state
+            .ready
+            .iter()
+            .filter(|(key, _)| key.server_id.as_deref() == Some(server_id))
+            .map(|(key, members)| (key.template.clone(), members.len()))
+            .collect()
+    }
+}
+
+impl Service {
+    /// Serves `cmd` from a warm pool of the engine it goes to (`server`: a remote one)
+    /// when one matches and has a member ready.
+    pub(super) async fn claim_warm(
+        &self,
+        caller: &Principal,
+        cmd: &CreateSandbox,
+        environment: &Environment,
+        server: Option<&Server>,
+    ) -> Result<Option<Sandbox>, ServiceError> {
+        let pools = &self.inner.pools;
+        let pooled = match server {
+            None => &pools.local,
+            Some(server) => &server.warm_pools,
+        };
+        let Some(matched) = pool_for(cmd, self.templates(), pooled.keys().map(String::as_str))
+        else {
+            return Ok(None);
+        };
+        let key = PoolKey {
+            server_id: server.map(|s| s.server_id.clone()),
+            template: matched.pool.to_owned(),
+        };
+        let warm = loop {
+            let taken = pools
+                .state()
+                .ready
+                .get_mut(&key)
+                .and_then(VecDeque::pop_front);
+            let Some(warm) = taken else {
+                key.count_claim("miss");
+                return Ok(None);
+            };
+            if self.agents().connection(&warm.sandbox_id).is_some() {
+                break warm;
+            }
+            // Its agent went away: the member is unusable.
+            warn!(sandbox_id = %warm.sandbox_id, "discarding a warm sandbox whose agent is gone");
+            self.discard_member(warm, key.server_id.as_deref());
+        };
+        if matched.update_limits {
+            let updated = warm
+                .engine
+                .update_limits(
+                    &warm.container_id,
+                    (cmd.cpu * 1e9).round() as i64,
+                    cmd.memory_mb * 1024 * 1024,
+                    cmd.pids_limit,
+                )
+                .await;
+            if let Err(error) = updated {
+                // Not servable warm (e.g. less memory than the member uses): cold.
+                warn!(sandbox_id = %warm.sandbox_id, %error, "could not set the limits of a warm sandbox; creating cold");
+                self.discard_member(warm, key.server_id.as_deref());
+                return Ok(None);
+            }
+        }
+        key.count_claim("hit");
+        let template = self.templates().get(&key.template);
+        let now = now_ms();
+        let row = Sandbox {
+            name: cmd
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("sandbox-{}", &warm.sandbox_id[..8].to_lowercase())),
+            sandbox_id: warm.sandbox_id.clone(),
+            organization_id: caller.organization_id.clone(),
+            project_id: environment.project_id.clone(),
+            environment_id: environment.environment_id.clone(),
+            server_id: key.server_id.clone(),
+            image: template.map(|t| t.image.clone()).unwrap_or_default(),
+            template: Some(key.template.clone()),
+            container_id: Some(warm.container_id.clone()),
+            status: SandboxStatus::Running,
+            cpu: cmd.cpu,
+            memory_mb: cmd.memory_mb,
+            pids_limit: cmd.pids_limit,
+            timeout_ms: cmd.timeout_ms,
+            network_mode: cmd.network_mode,
+            workdir: template.map(|t| t.workdir.clone()).unwrap_or_default(),
+            user: warm.user.clone(),
+            runtime: self.runtime().map(str::to_owned),
+            created_at: now,
+            expires_at: Some(now + cmd.timeout_ms),
+            last_activity_at: Some(now),
+            killed_at: None,
+            env_per_exec: cmd.env_vars.is_some(),
+        };
+        let inserted = self
+            .store()
+            .insert_sandbox(
+                &row,
+                cmd.env_vars.as_deref(),
+                &caller.user_id,
+                &self.inner.options.quotas,
+            )
+            .await;
+        pools.state().members.remove(&warm.sandbox_id);
+        if let Err(error) = inserted {
+            self.discard_member(warm, key.server_id.as_deref());
+            return Err(error.into());
+        }
+        self.record(
+            &row.organization_id,
+            Some(caller),
+            "sandbox.create",
+            Resource::sandbox(&row),
+            super::create::created_metadata(&row, true, Some(&key.template)),
+        )
+        .await;
+        info!(sandbox_id = %row.sandbox_id, pool = %key.template, server_id = key.server_label(), "sandbox claimed from a warm pool");
+        Ok(Some(row))
+    }
+
+    /// Removes a member that will not be used, in the background, on the engine it was
+    /// made on.
+    fn discard_member(&self, warm: Warm, server_id: Option<&str>) {
+        self.inner.pools.state().members.remove(&warm.sandbox_id);
+        self.release_agent(&warm.sandbox_id, server_id);
+        self.inner.removals.spawn(async move {
+            let _ = warm.engine.remove_container(&warm.container_id).await;
+        });
+    }
+
+    /// The sandbox ids the pools own (kept by reconcile).
+    pub fn pool_members(&self) -> HashSet<String> {
+        self.inner.pools.members()
+    }
+
+    /// Ready members per pool in force.
+    pub fn pools_ready(&self) -> BTreeMap<PoolKey, usize> {
+        self.inner.pools.ready()
+    }
+
+    /// Ready members of a server's pools, per template.
+    pub(crate) fn warm_ready_on(&self, server_id: &str) -> BTreeMap<String, usize> {
+        self.inner.pools.ready_on(server_id)
+    }
+}
