@@ -93,6 +93,15 @@ def aim(fields, part, operation, seed, forced):
     elif operation == "sandbox.writeFile" and seed % 4 != 0 and isinstance(path, str):
         # Under a directory the sandbox user may write, the generated name kept.
         fields["path"] = "/tmp/fuzz/" + (path.lstrip("/") or "file")
+    if operation == "sandbox.upload" and part == "query" and seed % 4 != 0:
+        # Mostly a file under a directory the sandbox user may write: any body is a
+        # file's bytes (a generated body is rarely a tar).
+        name = "".join(c for c in str(path or "") if c.isalnum())[:32] or "file"
+        fields["path"] = "/tmp/fuzz/up-" + name
+        fields["format"] = "raw"
+        if not (isinstance(fields.get("mode"), str) and fields["mode"].isdigit()
+                and set(fields["mode"]) <= set("01234567") and len(fields["mode"]) <= 4):
+            fields.pop("mode", None)
     if operation == "sandbox.processWrite":
         # Closing the one process's input would end it for every later case.
         fields["close"] = False

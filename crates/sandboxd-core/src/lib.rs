@@ -22,5 +22,6 @@ pub mod quotas;
 pub mod reconcile;
 pub mod rfc3339;
 pub mod templates;
+pub mod transfer;
 pub mod utf8_stream;
 pub mod validate;

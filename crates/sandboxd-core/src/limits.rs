@@ -34,6 +34,12 @@ pub const MAX_FILE_MODE: u32 = 0o7777;
 pub const MAX_EXEC_OUTPUT_BYTES: usize = 1024 * 1024;
 /// Files written or read through the API are capped at this size.
 pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
+/// The default cap of one streamed transfer (`sandbox.upload` / `sandbox.download`).
+pub const DEFAULT_MAX_TRANSFER_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+/// Most entries of one uploaded archive.
+pub const MAX_TRANSFER_ENTRIES: u64 = 1_000_000;
+/// A transfer whose bytes stop flowing for this long (either side) is cut.
+pub const TRANSFER_IDLE_SECS: u64 = 60;
 /// A directory listing reads at most this much output from the sandbox.
 pub const MAX_LISTING_BYTES: usize = 4 * 1024 * 1024;
 /// Grace period between the marker kill and the container restart on exec timeout.

@@ -1,8 +1,9 @@
 //! Turns wire requests into typed, checked commands. Every bound of the API lives here.
 
 use crate::api::{
-    CreateEnvironmentRequest, CreateProjectRequest, CreateSandboxRequest, Encoding, ExecRequest,
-    ListFilesQuery, ListSandboxesQuery, ReadFileQuery, SetTimeoutRequest, WriteFileRequest,
+    CreateEnvironmentRequest, CreateProjectRequest, CreateSandboxRequest, DownloadQuery, Encoding,
+    ExecRequest, ListFilesQuery, ListSandboxesQuery, ReadFileQuery, SetTimeoutRequest,
+    TransferFormat, UploadQuery, WriteFileRequest,
 };
 use crate::env_vars;
 use crate::error::{Invalid, Issues};
@@ -278,6 +279,53 @@ pub fn read_file(req: ReadFileQuery) -> Result<ReadFile, Invalid> {
         path: path.unwrap_or_default(),
         encoding: req.encoding,
     })
+}
+
+/// A checked `sandbox.upload`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upload {
+    pub sandbox_id: String,
+    pub path: String,
+    pub format: TransferFormat,
+    pub mode: Option<u32>,
+}
+
+/// Checks `sandbox.upload`.
+pub fn upload(req: UploadQuery) -> Result<Upload, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    let path = path_into(&mut issues, "path", &req.path);
+    let format = req.format.unwrap_or(TransferFormat::Raw);
+    if let Some(path) = &path
+        && format == TransferFormat::Raw
+        && paths::split_file(path).is_none()
+    {
+        issues.push("path", "must point to a file");
+    }
+    let mode = match &req.mode {
+        None => None,
+        Some(text) => match u32::from_str_radix(text, 8) {
+            Ok(mode) if mode <= MAX_FILE_MODE => Some(mode),
+            _ => {
+                issues.push("mode", "must be octal permission bits, 0 to 7777");
+                None
+            }
+        },
+    };
+    issues.finish(Upload {
+        sandbox_id: req.sandbox_id,
+        path: path.unwrap_or_default(),
+        format,
+        mode,
+    })
+}
+
+/// Checks `sandbox.download`; returns the sandbox id and the path.
+pub fn download(req: &DownloadQuery) -> Result<(String, String), Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    let path = path_into(&mut issues, "path", &req.path);
+    issues.finish((req.sandbox_id.clone(), path.unwrap_or_default()))
 }
 
 /// Checks `sandbox.listFiles`.

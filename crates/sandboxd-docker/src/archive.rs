@@ -129,7 +129,7 @@ impl DockerEngine {
 impl DockerEngine {
     /// The tar stream of `path` in the container, read by the caller only as far as it
     /// needs.
-    fn download(
+    pub(crate) fn download(
         &self,
         container: &str,
         path: &str,

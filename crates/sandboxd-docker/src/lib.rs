@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod archive;
+mod archive_stream;
 mod containers;
 mod engine;
 mod error;

@@ -4,7 +4,8 @@
 use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
 use sandboxd_ports::{
-    Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, Reachability, ReadFileError,
+    Chunks, Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, Reachability,
+    ReadFileError,
 };
 use sandboxd_ssh::Health;
 
@@ -126,5 +127,18 @@ impl Engine for DockerEngine {
 
     async fn is_empty_dir(&self, container: &str, path: &str) -> Result<Option<bool>, EngineError> {
         DockerEngine::is_empty_dir(self, container, path).await
+    }
+
+    async fn put_archive(
+        &self,
+        container: &str,
+        dir: &str,
+        tar: Chunks,
+    ) -> Result<(), EngineError> {
+        DockerEngine::put_archive(self, container, dir, tar).await
+    }
+
+    async fn get_archive(&self, container: &str, path: &str) -> Result<Chunks, EngineError> {
+        DockerEngine::get_archive(self, container, path).await
     }
 }

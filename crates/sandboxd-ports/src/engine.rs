@@ -119,4 +119,19 @@ pub trait Engine: Debug + Send + Sync + 'static {
 
     /// Whether `path` is a directory with nothing in it; `None` when it does not exist.
     async fn is_empty_dir(&self, container: &str, path: &str) -> Result<Option<bool>, EngineError>;
+
+    /// Unpacks a tar stream into the directory `dir` (which must exist) as it arrives.
+    /// The archive is taken as it is: owners and names are the caller's to check. An
+    /// error of the stream stops the unpacking.
+    async fn put_archive(&self, container: &str, dir: &str, tar: Chunks)
+    -> Result<(), EngineError>;
+
+    /// The tar stream of `path` (a file, or a directory with everything under it),
+    /// once the engine has started it: a missing path is `NotFound` here.
+    async fn get_archive(&self, container: &str, path: &str) -> Result<Chunks, EngineError>;
 }
+
+/// A stream of bytes between the service and an engine.
+pub type Chunks = std::pin::Pin<
+    Box<dyn futures_core::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send>,
+>;

@@ -15,17 +15,21 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// Largest body of the routes that carry whole files (10 MiB base64-encoded, plus JSON).
 pub const MAX_FILE_BODY_BYTES: usize = 16 * 1024 * 1024;
 
-/// The body limit of a path.
-pub fn limit_for(path: &str) -> usize {
+/// The body limit of a path; `None` for a streamed upload, which the service caps
+/// itself as the bytes flow (the transfer limit).
+pub fn limit_for(path: &str) -> Option<usize> {
     match path {
-        "/api/sandbox.writeFile" | "/mcp" => MAX_FILE_BODY_BYTES,
-        _ => MAX_BODY_BYTES,
+        "/api/sandbox.upload" => None,
+        "/api/sandbox.writeFile" | "/mcp" => Some(MAX_FILE_BODY_BYTES),
+        _ => Some(MAX_BODY_BYTES),
     }
 }
 
 /// The middleware.
 pub async fn enforce(request: Request, next: Next) -> Response {
-    let limit = limit_for(request.uri().path());
+    let Some(limit) = limit_for(request.uri().path()) else {
+        return next.run(request).await;
+    };
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
@@ -47,9 +51,13 @@ mod tests {
     fn file_routes_take_files_and_the_rest_less() {
         assert_eq!(
             super::limit_for("/api/sandbox.writeFile"),
-            super::MAX_FILE_BODY_BYTES
+            Some(super::MAX_FILE_BODY_BYTES)
         );
-        assert_eq!(super::limit_for("/mcp"), super::MAX_FILE_BODY_BYTES);
-        assert_eq!(super::limit_for("/api/sandbox.exec"), super::MAX_BODY_BYTES);
+        assert_eq!(super::limit_for("/mcp"), Some(super::MAX_FILE_BODY_BYTES));
+        assert_eq!(
+            super::limit_for("/api/sandbox.exec"),
+            Some(super::MAX_BODY_BYTES)
+        );
+        assert_eq!(super::limit_for("/api/sandbox.upload"), None);
     }
 }

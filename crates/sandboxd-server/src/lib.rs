@@ -82,6 +82,8 @@ pub struct ServerConfig {
     /// Patterns of the images callers may ask for by `image` (templates are the
     /// operator's own); empty: any image.
     pub allowed_images: Vec<String>,
+    /// The cap of one streamed transfer (`sandbox.upload` / `sandbox.download`).
+    pub max_transfer_bytes: u64,
     /// How long a WebSocket session (streaming exec, terminal) may stay open.
     pub session_max_lifetime: Duration,
     /// How long one file or process operation through a sandbox's agent may take in all
@@ -117,6 +119,7 @@ impl ServerConfig {
             runtime: None,
             pools: BTreeMap::new(),
             allowed_images: Vec::new(),
+            max_transfer_bytes: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES,
             session_max_lifetime: Duration::from_secs(DEFAULT_SESSION_LIFETIME_SECS),
             agent_op_timeout: Duration::from_secs(60),
             quotas: sandboxd_core::quotas::Quotas::default(),
@@ -247,6 +250,7 @@ impl Server {
                 remote_only: config.remote_only,
                 placement: config.placement,
                 host_memory_mb,
+                max_transfer_bytes: Some(config.max_transfer_bytes),
             },
         );
         Ok(Self {
@@ -347,6 +351,7 @@ impl Server {
 pub fn app(state: AppState) -> Router {
     let (router, api) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(routes::sandbox::router())
+        .merge(routes::transfers::router())
         .merge(routes::processes::router())
         .merge(routes::contexts::router())
         .merge(routes::projects::router())

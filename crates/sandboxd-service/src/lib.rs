@@ -21,6 +21,7 @@ mod servers;
 mod tenancy;
 mod terminal;
 mod tokens;
+mod transfers;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +43,7 @@ pub use pools::{POOL_READY, PoolKey};
 /// Counter of the operations each path served (`path` = `agent` | `engine`).
 pub const SERVED: &str = "sandboxd_operations_served_total";
 pub use revive::Revival;
+pub use transfers::Download;
 
 /// Everything the operations need, shared by every request.
 #[derive(Debug, Clone)]
@@ -99,6 +101,8 @@ pub struct Options {
     pub placement: bool,
     /// Memory of the engine's host, in MiB (the local engine's capacity for placement).
     pub host_memory_mb: Option<i64>,
+    /// The cap of one streamed transfer; `None`: 4 GiB.
+    pub max_transfer_bytes: Option<u64>,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive

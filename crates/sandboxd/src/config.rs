@@ -51,6 +51,9 @@ pub struct Config {
     pub pools: BTreeMap<String, PoolConfig>,
     /// Patterns of the images callers may name (`docker.io/library/*`); empty: any.
     pub allowed_images: Vec<String>,
+    /// The cap of one streamed transfer (`sandbox.upload`, `sandbox.download`, `cp`),
+    /// in MiB.
+    pub max_transfer_mb: u64,
     /// Seconds a WebSocket session (streaming exec, terminal) may stay open.
     pub session_max_lifetime_secs: u64,
     /// An address serving `/metrics` without a key (for a scraper on the operator's
@@ -134,6 +137,7 @@ impl std::fmt::Debug for Config {
             .field("runtime", &self.runtime)
             .field("pools", &self.pools)
             .field("allowed_images", &self.allowed_images)
+            .field("max_transfer_mb", &self.max_transfer_mb)
             .field("session_max_lifetime_secs", &self.session_max_lifetime_secs)
             .field("metrics_listen", &self.metrics_listen)
             .field("quotas", &self.quotas)
@@ -162,6 +166,7 @@ impl Default for Config {
             runtime: None,
             pools: BTreeMap::new(),
             allowed_images: Vec::new(),
+            max_transfer_mb: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES / (1024 * 1024),
             session_max_lifetime_secs: sandboxd_server::DEFAULT_SESSION_LIFETIME_SECS,
             metrics_listen: None,
             quotas: QuotasConfig::default(),

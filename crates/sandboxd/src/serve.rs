@@ -100,6 +100,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server_config.rate_limit_burst = config.rate_limit_burst;
     server_config.runtime = config.runtime.clone();
     server_config.allowed_images = config.allowed_images.clone();
+    if config.max_transfer_mb == 0 {
+        bail!("max_transfer_mb must be at least 1");
+    }
+    server_config.max_transfer_bytes = config.max_transfer_mb.saturating_mul(1024 * 1024);
     server_config.quotas = config.quotas.quotas().map_err(anyhow::Error::msg)?;
     if config.session_max_lifetime_secs == 0 {
         bail!("session_max_lifetime_secs must be at least 1");

@@ -133,6 +133,49 @@ pub struct ReadFileQuery {
     pub encoding: Encoding,
 }
 
+/// How a streamed transfer is shaped.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, ToSchema, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum TransferFormat {
+    /// One file's bytes (`application/octet-stream`).
+    Raw,
+    /// A tar of a tree (`application/x-tar`).
+    Tar,
+}
+
+/// Query of `sandbox.upload` (the body is the file's bytes, or a tar).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct UploadQuery {
+    pub sandbox_id: String,
+    /// Absolute path: the file (`raw`), or the directory the tree is unpacked under
+    /// (`tar`). Missing parent directories are created.
+    #[param(min_length = 1, max_length = 4096, pattern = "^/")]
+    pub path: String,
+    /// `raw` (default) or `tar`.
+    #[param(inline)]
+    pub format: Option<TransferFormat>,
+    /// A raw file's permission bits in octal, e.g. `755` (default 644).
+    pub mode: Option<String>,
+}
+
+/// Query of `sandbox.download`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct DownloadQuery {
+    pub sandbox_id: String,
+    /// Absolute path of a file or a directory.
+    #[param(min_length = 1, max_length = 4096, pattern = "^/")]
+    pub path: String,
+    /// `raw` (a file's bytes) or `tar`; absent: `raw` for a file, `tar` for a directory.
+    #[param(inline)]
+    pub format: Option<TransferFormat>,
+}
+
 /// Query of `sandbox.listFiles`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -215,3 +215,14 @@ pub struct ErrorBody {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub issues: Vec<Issue>,
 }
+
+/// What `sandbox.upload` wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadResult {
+    pub path: String,
+    /// Entries written (1 for a raw file).
+    pub entries: u64,
+    /// Content bytes written, all files together.
+    pub bytes: u64,
+}

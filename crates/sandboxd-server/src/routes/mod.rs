@@ -10,3 +10,4 @@ pub mod sandbox;
 pub mod servers;
 pub mod session;
 pub mod terminal;
+pub mod transfers;

@@ -174,6 +174,8 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/sandbox.writeFile", "post", "sandbox-writeFile"),
         ("/api/sandbox.readFile", "get", "sandbox-readFile"),
         ("/api/sandbox.listFiles", "get", "sandbox-listFiles"),
+        ("/api/sandbox.upload", "post", "sandbox-upload"),
+        ("/api/sandbox.download", "get", "sandbox-download"),
         ("/api/sandbox.setTimeout", "post", "sandbox-setTimeout"),
         ("/api/sandbox.list", "get", "sandbox-list"),
         ("/api/sandbox.one", "get", "sandbox-one"),

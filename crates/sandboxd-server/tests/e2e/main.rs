@@ -31,5 +31,6 @@ mod sessions;
 mod stream;
 mod tenancy;
 mod terminal;
+mod transfers;
 mod volumes;
 mod widening;

@@ -117,6 +117,21 @@ async fn a_sandbox_runs_on_a_remote_server_through_the_api() {
     );
     assert!(!on_local(&container_id), "and not on the local one");
 
+    // A streamed file goes in and out through the server's engine over SSH.
+    let content = crate::transfers::noise(3 << 20, 9);
+    let (status, done) = crate::transfers::upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/remote.bin")],
+        content.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    let (status, _, back) =
+        crate::transfers::download(&server, &sandbox, &[("path", "/home/user/remote.bin")]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(back == content, "the file came back changed");
+
     // Its agent connected back over the server's SSH connection and serves it.
     assert!(
         server.service.agents().connection(id(&sandbox)).is_some(),

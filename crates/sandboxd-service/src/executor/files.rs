@@ -138,6 +138,11 @@ impl Executor<'_> {
             .await
     }
 
+    /// Makes sure `dir` exists (`mkdir -p` as the sandbox user).
+    pub(crate) async fn ensure_dir(&self, dir: &str) -> Result<(), ServiceError> {
+        self.make_dirs(dir).await
+    }
+
     /// `mkdir -p` as the sandbox user, so it can only create what the user may.
     async fn make_dirs(&self, dir: &str) -> Result<(), ServiceError> {
         let argv = vec!["mkdir".into(), "-p".into(), "--".into(), dir.into()];

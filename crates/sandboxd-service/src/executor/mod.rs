@@ -38,6 +38,22 @@ pub(crate) enum Listing {
     Find(Vec<sandboxd_core::api::FileEntry>),
 }
 
+impl Executor<'_> {
+    /// The engine of the sandbox's server.
+    pub(crate) fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    pub(crate) fn container(&self) -> &str {
+        self.container
+    }
+
+    /// The `uid:gid` files written for the sandbox belong to.
+    pub(crate) fn owner(&self) -> (u32, u32) {
+        self.owner
+    }
+}
+
 impl Service {
     /// The way into `sandbox` (which must be running) for one operation.
     pub(crate) async fn executor<'s>(

@@ -29,6 +29,8 @@ pub enum Call {
     PutDir(String),
     ReadFile(String),
     IsEmptyDir(String),
+    PutArchive(String),
+    GetArchive(String),
 }
 
 /// What the engine answers.
@@ -229,5 +231,24 @@ impl Engine for RecordingEngine {
     async fn is_empty_dir(&self, container: &str, path: &str) -> Result<Option<bool>, EngineError> {
         self.record(Call::IsEmptyDir(format!("{container}:{path}")));
         Ok(Some(true))
+    }
+
+    async fn put_archive(
+        &self,
+        container: &str,
+        dir: &str,
+        _tar: sandboxd_ports::Chunks,
+    ) -> Result<(), EngineError> {
+        self.record(Call::PutArchive(format!("{container}:{dir}")));
+        Ok(())
+    }
+
+    async fn get_archive(
+        &self,
+        container: &str,
+        path: &str,
+    ) -> Result<sandboxd_ports::Chunks, EngineError> {
+        self.record(Call::GetArchive(format!("{container}:{path}")));
+        Err(EngineError::NotFound { what: "path" })
     }
 }

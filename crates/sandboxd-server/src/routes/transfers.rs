@@ -1,0 +1,98 @@
+//! `sandbox.upload` and `sandbox.download`: streamed transfers, the body taken and given
+//! as it flows (never held whole), capped by the server's transfer limit.
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse as _, Response};
+use futures_util::TryStreamExt as _;
+use sandboxd_core::api::*;
+use sandboxd_core::validate;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::extract::ApiQuery;
+
+/// The transfer procedures.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(upload))
+        .routes(routes!(download))
+}
+
+/// Upload a file or a tree, streamed. The body is the file's bytes (`format=raw`, with
+/// `Content-Length`), or a tar of a tree (`format=tar`) unpacked under `path`. Every
+/// entry is owned by the sandbox user; devices, fifos and PAX owners are refused or
+/// dropped. Over the transfer limit (4 GiB by default) the upload stops and no partial
+/// file is left (a raw file lands under a temporary name and is renamed once whole; a
+/// tar is stopped before the entry that would pass the limit).
+#[utoipa::path(post, path = "/api/sandbox.upload", operation_id = "sandbox-upload", tag = "sandbox",
+    params(UploadQuery),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream",
+        description = "The file's bytes, or a tar (`application/x-tar`)"),
+    responses((status = 200, body = UploadResult), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 412, body = ErrorBody),
+        (status = 413, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn upload(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiQuery(req): ApiQuery<UploadQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<axum::Json<UploadResult>, ApiError> {
+    let cmd = validate::upload(req)?;
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    let body = body.into_data_stream().map_err(std::io::Error::other);
+    let done = state
+        .service
+        .upload(&caller, cmd, length, Box::pin(body))
+        .await?;
+    Ok(axum::Json(done))
+}
+
+/// Download a file's bytes or a directory's tar, streamed. Without `format`, a file
+/// comes raw (`application/octet-stream`, with its `Content-Length`) and a directory as
+/// a tar (`application/x-tar`); the kind is in `x-sandboxd-format`.
+#[utoipa::path(get, path = "/api/sandbox.download", operation_id = "sandbox-download", tag = "sandbox",
+    params(DownloadQuery),
+    responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 412, body = ErrorBody), (status = 413, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn download(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiQuery(req): ApiQuery<DownloadQuery>,
+) -> Result<Response, ApiError> {
+    let (sandbox_id, path) = validate::download(&req)?;
+    let download = state
+        .service
+        .download(&caller, &sandbox_id, &path, req.format)
+        .await?;
+    let (content_type, format) = match download.format {
+        TransferFormat::Raw => ("application/octet-stream", "raw"),
+        TransferFormat::Tar => ("application/x-tar", "tar"),
+    };
+    let body = Body::from_stream(download.body.map_ok(Bytes::from));
+    let mut response = (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::HeaderName::from_static("x-sandboxd-format"), format),
+        ],
+        body,
+    )
+        .into_response();
+    if let Some(size) = download.size {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_LENGTH, size.into());
+    }
+    Ok(response)
+}

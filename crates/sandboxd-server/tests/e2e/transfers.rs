@@ -1,0 +1,323 @@
+//! Streamed transfers on the real engine: a file and a tree go in and come out byte for
+//! byte, owned by the sandbox user; the transfer cap stops an upload with nothing
+//! partial left; what a tar could smuggle (devices, PAX owners) is refused or dropped;
+//! bad requests are 4xx.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::harness::{KEY, TestServer, id};
+
+/// Deterministic bytes that do not compress into a pattern.
+pub(crate) fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+pub(crate) async fn upload(
+    server: &TestServer,
+    sandbox: &Value,
+    query: &[(&str, &str)],
+    body: Vec<u8>,
+) -> (StatusCode, Value) {
+    let mut params = vec![("sandboxId", id(sandbox))];
+    params.extend_from_slice(query);
+    let response = server
+        .client
+        .post(format!("{}/api/sandbox.upload", server.url))
+        .header("x-api-key", KEY)
+        .query(&params)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+pub(crate) async fn download(
+    server: &TestServer,
+    sandbox: &Value,
+    query: &[(&str, &str)],
+) -> (StatusCode, Option<String>, Vec<u8>) {
+    let mut params = vec![("sandboxId", id(sandbox))];
+    params.extend_from_slice(query);
+    let response = server
+        .client
+        .get(format!("{}/api/sandbox.download", server.url))
+        .header("x-api-key", KEY)
+        .query(&params)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let format = response
+        .headers()
+        .get("x-sandboxd-format")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, format, response.bytes().await.unwrap().to_vec())
+}
+
+/// A tree: nested directories, 300 small files, one of 8 MiB and a symlink.
+fn tree() -> (Vec<u8>, BTreeMap<String, Vec<u8>>) {
+    let mut files = BTreeMap::new();
+    for i in 0..300 {
+        files.insert(
+            format!("src/d{}/f{i}.txt", i % 10),
+            format!("file {i}\n").into_bytes(),
+        );
+    }
+    files.insert("big.bin".into(), noise(8 << 20, 7));
+    let mut builder = tar::Builder::new(Vec::new());
+    for (path, content) in &files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        header.set_uid(0);
+        builder
+            .append_data(&mut header, path, &content[..])
+            .unwrap();
+    }
+    let mut link = tar::Header::new_gnu();
+    link.set_entry_type(tar::EntryType::Symlink);
+    link.set_size(0);
+    builder.append_link(&mut link, "latest", "big.bin").unwrap();
+    (builder.into_inner().unwrap(), files)
+}
+
+#[tokio::test]
+async fn a_file_and_a_tree_round_trip_owned_by_the_sandbox_user() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "python"})).await;
+
+    // One file, 24 MiB (over the 10 MiB of writeFile), into a directory made for it.
+    let content = noise(24 << 20, 1);
+    let (status, done) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/in/data.bin"), ("mode", "750")],
+        content.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["bytes"], 24 << 20);
+    let out = server
+        .exec(
+            &sandbox,
+            "stat -c '%u:%g %a %s' /home/user/in/data.bin; ls -A /home/user/in",
+        )
+        .await;
+    assert_eq!(
+        out["stdout"],
+        format!("1000:1000 750 {}\ndata.bin\n", 24 << 20),
+        "{out}"
+    );
+    let (status, format, back) =
+        download(&server, &sandbox, &[("path", "/home/user/in/data.bin")]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(format.as_deref(), Some("raw"));
+    assert!(back == content, "the file came back changed");
+
+    // A tree, unpacked under a directory; every entry the user's.
+    let (tar, files) = tree();
+    let (status, done) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/tree"), ("format", "tar")],
+        tar,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["entries"], 302);
+    let out = server
+        .exec(
+            &sandbox,
+            "cd /home/user/tree && find . -type f | wc -l && find . ! -user 1000 | wc -l && readlink latest",
+        )
+        .await;
+    assert_eq!(out["stdout"], "301\n0\nbig.bin\n", "{out}");
+
+    // The directory comes back as a tar with the same files.
+    let (status, format, back) = download(&server, &sandbox, &[("path", "/home/user/tree")]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(format.as_deref(), Some("tar"));
+    let mut archive = tar::Archive::new(&back[..]);
+    let mut seen = BTreeMap::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let path = entry.path().unwrap().display().to_string();
+        let mut content = Vec::new();
+        entry.read_to_end(&mut content).unwrap();
+        seen.insert(path.trim_start_matches("tree/").to_owned(), content);
+    }
+    assert_eq!(seen.len(), files.len());
+    assert!(seen == files, "the tree came back changed");
+}
+
+#[tokio::test]
+async fn the_cap_stops_an_upload_and_leaves_nothing_partial() {
+    let server = TestServer::start_with(|config| config.max_transfer_bytes = 1 << 20).await;
+    let sandbox = server.create(json!({"template": "python"})).await;
+
+    let (status, body) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/big.bin")],
+        noise(3 << 19, 2),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+
+    // A tar whose second file passes the cap: nothing of the second is written (the
+    // first may be, whole).
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, size) in [("a.bin", 600 << 10), ("b.bin", 600 << 10)] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(size);
+        header.set_mode(0o644);
+        builder
+            .append_data(&mut header, name, &noise(size as usize, 3)[..])
+            .unwrap();
+    }
+    let (status, body) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/capped"), ("format", "tar")],
+        builder.into_inner().unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("limit"),
+        "{body}"
+    );
+    let out = server
+        .exec(
+            &sandbox,
+            "ls -A /home/user; echo --; ls -A /home/user/capped; echo --; find /home/user/capped -name a.bin -size -614400c",
+        )
+        .await;
+    let listing = out["stdout"].as_str().unwrap();
+    let parts: Vec<&str> = listing.split("--\n").collect();
+    assert_eq!(parts.len(), 3, "{listing}");
+    assert!(
+        !parts[0].contains("big.bin") && !parts[0].contains("sandboxd-upload"),
+        "{listing}"
+    );
+    assert!(!parts[1].contains("b.bin"), "{listing}");
+    assert_eq!(parts[2], "", "a.bin, if there, is whole: {listing}");
+
+    // A download over the cap is refused before any byte.
+    server
+        .exec(&sandbox, "head -c 2000000 /dev/zero > /home/user/zeros")
+        .await;
+    let (status, _, _) = download(&server, &sandbox, &[("path", "/home/user/zeros")]).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn smuggled_entries_and_bad_requests_are_refused() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "python"})).await;
+
+    // A device node.
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Char);
+    header.set_size(0);
+    header.set_device_major(1).unwrap();
+    header.set_device_minor(3).unwrap();
+    builder.append_data(&mut header, "null", &[][..]).unwrap();
+    let (status, body) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/dev"), ("format", "tar")],
+        builder.into_inner().unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("character device"),
+        "{body}"
+    );
+
+    // A PAX record making a file root's, and a set-user-id bit: both dropped.
+    let mut builder = tar::Builder::new(Vec::new());
+    builder
+        .append_pax_extensions([("uid", &b"0"[..]), ("uname", &b"root"[..])])
+        .unwrap();
+    let mut header = tar::Header::new_ustar();
+    header.set_size(3);
+    header.set_mode(0o4755);
+    builder
+        .append_data(&mut header, "suid", &b"abc"[..])
+        .unwrap();
+    let (status, body) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/pax"), ("format", "tar")],
+        builder.into_inner().unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let out = server
+        .exec(&sandbox, "stat -c '%u %a' /home/user/pax/suid")
+        .await;
+    assert_eq!(out["stdout"], "1000 755\n", "{out}");
+
+    // Not a tar.
+    let (status, _) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/junk"), ("format", "tar")],
+        b"this is not a tar".repeat(100),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // Bad queries, a missing path.
+    for query in [
+        vec![("path", "relative")],
+        vec![("path", "/home/user/x"), ("mode", "99")],
+        vec![("path", "/home/user/x"), ("format", "zip")],
+        vec![("path", "/")],
+    ] {
+        let (status, body) = upload(&server, &sandbox, &query, b"x".to_vec()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query:?}: {body}");
+    }
+    let (status, _, _) = download(&server, &sandbox, &[("path", "/nope")]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // A raw file of unknown length (chunked) is refused, saying why.
+    let address = server.url.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!(
+        "POST /api/sandbox.upload?sandboxId={}&path=/home/user/c HTTP/1.1\r\nHost: x\r\n\
+         x-api-key: {KEY}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+         3\r\nabc\r\n0\r\n\r\n",
+        id(&sandbox)
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("Content-Length"), "{answer}");
+}
