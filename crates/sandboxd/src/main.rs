@@ -1,7 +1,9 @@
-//! `sandboxd`: the daemon (`sandboxd serve`) and, as it grows, its command line.
+//! `sandboxd`: the daemon (`sandboxd serve`) and its command line (`shell`, `mcp`, and
+//! the client commands of `cli/`).
 #![forbid(unsafe_code)]
 
 mod agent;
+mod cli;
 mod config;
 mod mcp_stdio;
 mod serve;
@@ -36,6 +38,8 @@ enum Command {
     Shell(shell::ShellArgs),
     /// Serve MCP on stdio, forwarding to a sandboxd server (for clients that launch a command).
     Mcp(mcp_stdio::McpArgs),
+    #[command(flatten)]
+    Client(cli::ClientCommand),
 }
 
 fn main() -> anyhow::Result<ExitCode> {
@@ -48,6 +52,7 @@ fn main() -> anyhow::Result<ExitCode> {
             Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Shell(args) => shell::run(args).await,
             Command::Mcp(args) => mcp_stdio::run(args).await,
+            Command::Client(command) => cli::run(command).await,
         }
     });
     // A read of the terminal may still be blocked in a worker thread; do not wait for it.

@@ -15,6 +15,8 @@ pub use tar_out::FileOut;
 
 /// Size of a tar block.
 pub const BLOCK: usize = 512;
+/// Extended headers (PAX records, GNU long names) are at most this long.
+const MAX_EXTENSION_BYTES: u64 = 1024 * 1024;
 
 /// `size` rounded up to whole blocks.
 pub fn padded(size: u64) -> u64 {

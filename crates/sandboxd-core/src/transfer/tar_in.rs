@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::{BLOCK, TransferRefused, padded, pax};
+use super::{BLOCK, MAX_EXTENSION_BYTES, TransferRefused, padded, pax};
 
 /// What an upload may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +25,6 @@ pub struct TarSummary {
     pub bytes: u64,
 }
 
-/// Extended headers (PAX records, GNU long names) are at most this long.
-const MAX_EXTENSION_BYTES: u64 = 1024 * 1024;
 /// The directories an upload is known to hold, all names together, at most.
 const MAX_DIRECTORY_NAME_BYTES: usize = 16 * 1024 * 1024;
 

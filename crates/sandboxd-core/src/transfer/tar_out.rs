@@ -5,9 +5,7 @@
 
 use bytes::Bytes;
 
-use super::{BLOCK, TransferRefused, padded, pax};
-
-const MAX_EXTENSION_BYTES: u64 = 1024 * 1024;
+use super::{BLOCK, MAX_EXTENSION_BYTES, TransferRefused, padded, pax};
 
 #[derive(Debug)]
 enum State {

@@ -1,0 +1,95 @@
+//! Downloads: a file's bytes cut out of the engine's tar of it (its size known from its
+//! header before any byte goes), or a directory's tar as the engine makes it; both
+//! capped as they flow.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::{StreamExt, TryStreamExt, stream};
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::api::TransferFormat;
+use sandboxd_core::model::Principal;
+use sandboxd_core::transfer::{FileOut, TransferRefused};
+use sandboxd_ports::EngineError;
+
+use super::{Download, capped, refused, with_idle_deadline};
+use crate::{Service, ServiceError};
+
+impl Service {
+    /// Streams a file's bytes (raw) or a directory's tar out of the sandbox; `None` as
+    /// the format picks by what `path` is.
+    pub async fn download(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        path: &str,
+        format: Option<TransferFormat>,
+    ) -> Result<Download, ServiceError> {
+        let sandbox = self
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Read)
+            .await?;
+        let executor = self.executor(&sandbox).await?;
+        let cap = self.transfer_cap();
+        let archive = executor
+            .engine()
+            .get_archive(executor.container(), path)
+            .await
+            .map_err(|error| match error {
+                EngineError::NotFound { .. } => ServiceError::NotFound("path"),
+                other => other.into(),
+            })?;
+        self.while_touching(&sandbox.sandbox_id, std::future::ready(()))
+            .await;
+        if format == Some(TransferFormat::Tar) {
+            return Ok(Download {
+                format: TransferFormat::Tar,
+                size: None,
+                body: capped(with_idle_deadline(archive), cap),
+            });
+        }
+        let mut archive = with_idle_deadline(archive);
+        let mut reader = FileOut::new(cap);
+        let mut first = Vec::new();
+        // What was read before the file's header: a directory's tar starts with it.
+        let mut read = Vec::new();
+        let size = loop {
+            let chunk = archive
+                .next()
+                .await
+                .ok_or_else(|| ServiceError::Refused("the engine's archive ended early".into()))?
+                .map_err(|e| ServiceError::Refused(format!("the download failed: {e}")))?;
+            read.push(chunk.clone());
+            match reader.push(chunk, &mut first) {
+                Ok(()) => {
+                    if let Some(size) = reader.size() {
+                        break size;
+                    }
+                }
+                Err(TransferRefused::NotAFile(_)) if format.is_none() => {
+                    let body = stream::iter(read.into_iter().map(Ok)).chain(archive);
+                    return Ok(Download {
+                        format: TransferFormat::Tar,
+                        size: None,
+                        body: capped(Box::pin(body), cap),
+                    });
+                }
+                Err(refusal) => return Err(refused(refusal)),
+            }
+        };
+        drop(read);
+        let reader = Arc::new(Mutex::new(reader));
+        let rest = archive.map(move |chunk| {
+            let mut out = Vec::new();
+            let mut reader = reader.lock().unwrap_or_else(|e| e.into_inner());
+            reader
+                .push(chunk?, &mut out)
+                .map_err(std::io::Error::other)?;
+            Ok::<_, std::io::Error>(stream::iter(out.into_iter().map(Ok)))
+        });
+        let body = stream::iter(first.into_iter().map(Ok)).chain(rest.try_flatten());
+        Ok(Download {
+            format: TransferFormat::Raw,
+            size: Some(size),
+            body: Box::pin(body),
+        })
+    }
+}

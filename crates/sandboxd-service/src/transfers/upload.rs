@@ -1,0 +1,266 @@
+//! Uploads. A file lands under a temporary name next to its place and is renamed into
+//! place only once whole, so a refused, failed or cut upload leaves no partial file. A
+//! tar is checked and rewritten as it flows (`CheckedTar`), unpacked under its
+//! directory as it arrives.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt, stream};
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::api::{TransferFormat, UploadResult};
+use sandboxd_core::limits::MAX_TRANSFER_ENTRIES;
+use sandboxd_core::model::Principal;
+use sandboxd_core::paths;
+use sandboxd_core::transfer::{self, TarIn, TarPolicy, TransferRefused};
+use sandboxd_core::validate::Upload;
+use sandboxd_ports::{Chunks, EngineError, ExecSpec};
+
+use super::{refused, with_idle_deadline};
+use crate::executor::Executor;
+use crate::{Service, ServiceError, internal_exec, now_ms};
+
+impl Service {
+    /// Streams `body` into the sandbox (see the module's text); `length` is the body's
+    /// length when the client sent it (required for a raw file).
+    pub async fn upload(
+        &self,
+        caller: &Principal,
+        cmd: Upload,
+        length: Option<u64>,
+        body: Chunks,
+    ) -> Result<UploadResult, ServiceError> {
+        let sandbox = self
+            .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
+            .await?;
+        let executor = self.executor(&sandbox).await?;
+        let cut = Cut::default();
+        let body = cut.watch(with_idle_deadline(body));
+        let uploaded = match cmd.format {
+            TransferFormat::Raw => self.upload_file(&executor, cmd, length, body, &cut).await?,
+            TransferFormat::Tar => self.upload_tree(&executor, cmd, body, &cut).await?,
+        };
+        self.while_touching(&sandbox.sandbox_id, std::future::ready(()))
+            .await;
+        Ok(uploaded)
+    }
+
+    async fn upload_file(
+        &self,
+        executor: &Executor<'_>,
+        cmd: Upload,
+        length: Option<u64>,
+        body: Chunks,
+        cut: &Cut,
+    ) -> Result<UploadResult, ServiceError> {
+        let cap = self.transfer_cap();
+        let (dir, name) = paths::split_file(&cmd.path)
+            .ok_or_else(|| ServiceError::Refused("path must point to a file".into()))?;
+        let length = length.ok_or_else(|| {
+            ServiceError::Refused(
+                "a file upload needs its length (Content-Length); send a tar to stream one of unknown length".into(),
+            )
+        })?;
+        if length > cap {
+            return Err(ServiceError::TooLarge(format!(
+                "the transfer is larger than the limit of {cap} bytes"
+            )));
+        }
+        executor.ensure_dir(dir).await?;
+        let temp = format!(
+            ".{name}.sandboxd-upload-{}",
+            &sandboxd_store::new_id()?[..12]
+        );
+        let header = transfer::raw_entry(
+            &temp,
+            length,
+            cmd.mode.unwrap_or(0o644),
+            executor.owner(),
+            (now_ms() / 1000).max(0) as u64,
+        );
+        let mut seen = 0u64;
+        let content = body.map(move |chunk| {
+            let chunk = chunk?;
+            seen += chunk.len() as u64;
+            if seen > length {
+                return Err(std::io::Error::other("the body is longer than its length"));
+            }
+            Ok(chunk)
+        });
+        let trailer = vec![0u8; (transfer::padded(length) - length) as usize + 2 * transfer::BLOCK];
+        let tar: Chunks = Box::pin(
+            stream::once(async move { Ok(Bytes::from(header)) })
+                .chain(content)
+                .chain(stream::once(async move { Ok(Bytes::from(trailer)) })),
+        );
+        let temp_path = format!("{}/{temp}", dir.trim_end_matches('/'));
+        let put = executor
+            .engine()
+            .put_archive(executor.container(), dir, tar)
+            .await;
+        let placed = match put {
+            Ok(()) => self
+                .as_user_then_root(executor, &["mv", "-f", "--", &temp_path, &cmd.path])
+                .await
+                .map_err(|reason| {
+                    ServiceError::Refused(format!("could not move the upload into place: {reason}"))
+                }),
+            Err(error) => Err(cut.or(upload_error(error))),
+        };
+        if let Err(error) = placed {
+            // Nothing partial stays behind.
+            let _ = self
+                .as_user_then_root(executor, &["rm", "-f", "--", &temp_path])
+                .await;
+            return Err(error);
+        }
+        Ok(UploadResult {
+            path: cmd.path,
+            entries: 1,
+            bytes: length,
+        })
+    }
+
+    async fn upload_tree(
+        &self,
+        executor: &Executor<'_>,
+        cmd: Upload,
+        body: Chunks,
+        cut: &Cut,
+    ) -> Result<UploadResult, ServiceError> {
+        executor.ensure_dir(&cmd.path).await?;
+        let checked = CheckedTar::new(TarPolicy {
+            owner: executor.owner(),
+            max_bytes: self.transfer_cap(),
+            max_entries: MAX_TRANSFER_ENTRIES,
+        });
+        let tar = checked.clone().wrap(body);
+        let put = executor
+            .engine()
+            .put_archive(executor.container(), &cmd.path, tar)
+            .await;
+        if let Some(refusal) = checked.refusal() {
+            return Err(refused(refusal));
+        }
+        put.map_err(|error| cut.or(upload_error(error)))?;
+        let summary = checked.summary();
+        Ok(UploadResult {
+            path: cmd.path,
+            entries: summary.entries,
+            bytes: summary.bytes,
+        })
+    }
+
+    /// Runs `argv` (a rename or a clean-up of an upload) as the sandbox user, then, if
+    /// that was refused, as root: sandboxes run without the capability that lets root
+    /// write in another user's directory, so the directory's owner is the one who can.
+    async fn as_user_then_root(
+        &self,
+        executor: &Executor<'_>,
+        argv: &[&str],
+    ) -> Result<(), String> {
+        let mut reason = String::new();
+        for user in [None, Some("0:0")] {
+            match self
+                .engine_exec(
+                    executor.engine(),
+                    executor.container(),
+                    engine_command(argv, user),
+                )
+                .await
+            {
+                Ok(out) if out.exit_code == 0 => return Ok(()),
+                Ok(out) => reason = String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+                Err(error) => reason = error.to_string(),
+            }
+        }
+        Err(reason)
+    }
+}
+
+/// A command through the engine as the sandbox user, or as root (`Some("0:0")`).
+fn engine_command(argv: &[&str], user: Option<&str>) -> ExecSpec {
+    let mut spec = internal_exec(argv.iter().map(|a| (*a).to_owned()).collect(), 4096);
+    spec.user = user.map(str::to_owned);
+    spec
+}
+
+/// The first failure of an upload's body (the client went away, or sent nothing for a
+/// minute), kept to tell it from the engine's own.
+#[derive(Clone, Default)]
+struct Cut(Arc<Mutex<Option<String>>>);
+
+impl Cut {
+    fn watch(&self, body: Chunks) -> Chunks {
+        let seen = self.clone();
+        Box::pin(body.inspect_err(move |error| {
+            let mut first = seen.0.lock().unwrap_or_else(|e| e.into_inner());
+            first.get_or_insert_with(|| error.to_string());
+        }))
+    }
+
+    /// The cut, when there was one, else `error`.
+    fn or(&self, error: ServiceError) -> ServiceError {
+        match self.0.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            Some(reason) => ServiceError::Refused(format!("the upload was cut: {reason}")),
+            None => error,
+        }
+    }
+}
+
+/// An upload the engine could not unpack.
+fn upload_error(error: EngineError) -> ServiceError {
+    match error {
+        EngineError::NotFound { .. } => ServiceError::NotFound("directory"),
+        other => other.into(),
+    }
+}
+
+/// An upload's tar checked as it passes, keeping why it was refused.
+#[derive(Clone)]
+struct CheckedTar {
+    state: Arc<Mutex<(TarIn, Option<TransferRefused>)>>,
+}
+
+impl CheckedTar {
+    fn new(policy: TarPolicy) -> Self {
+        Self {
+            state: Arc::new(Mutex::new((TarIn::new(policy), None))),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (TarIn, Option<TransferRefused>)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn refusal(&self) -> Option<TransferRefused> {
+        self.lock().1.clone()
+    }
+
+    fn summary(&self) -> transfer::TarSummary {
+        self.lock().0.summary()
+    }
+
+    /// The rewritten stream of `body`; a refusal ends it with an error.
+    fn wrap(self, body: Chunks) -> Chunks {
+        let checked = body
+            .map(Some)
+            .chain(stream::once(async { None }))
+            .map(move |item| {
+                let mut out = Vec::new();
+                let mut state = self.lock();
+                let (tar, refusal) = &mut *state;
+                let done = match item {
+                    Some(Ok(chunk)) => tar.push(chunk, &mut out),
+                    Some(Err(error)) => return Err(error),
+                    None => tar.finish(&mut out).map(|_| ()),
+                };
+                if let Err(error) = done {
+                    *refusal = Some(error.clone());
+                    return Err(std::io::Error::other(error));
+                }
+                Ok(stream::iter(out.into_iter().map(Ok)))
+            });
+        Box::pin(checked.try_flatten())
+    }
+}

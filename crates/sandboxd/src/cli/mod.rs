@@ -1,0 +1,238 @@
+//! The client commands: the API from a terminal. Each resolves its server and key
+//! (`target.rs`), calls the API (`client.rs`) and prints a table or, with `--json`, the
+//! API's own JSON. Exit codes: 0 done, 1 refused by the server (bad input, conflict,
+//! limit), 2 bad usage, 3 key refused or not allowed, 4 not found, 5 server unreachable
+//! or failing.
+
+mod client;
+mod copy;
+mod sandboxes;
+mod table;
+mod target;
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use client::{Client, Failure};
+pub use target::TargetArgs;
+
+/// Flags every client command takes.
+#[derive(Debug, Args)]
+pub struct Common {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// Print the API's JSON instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+/// The client commands.
+#[derive(Debug, Subcommand)]
+pub enum ClientCommand {
+    /// Check a server and key, and keep them as this user's profile (mode 0600).
+    #[command(
+        after_help = "Example:\n  sandboxd login --url https://sandboxd.example.com --key sbx_..."
+    )]
+    Login {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Create a sandbox and print its id.
+    #[command(
+        after_help = "Examples:\n  sandboxd create -t python --timeout 30m -e API_TOKEN=...\n  ID=$(sandboxd create)"
+    )]
+    Create {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        args: sandboxes::CreateArgs,
+    },
+    /// List sandboxes (running ones; --all for every one).
+    Ls {
+        #[command(flatten)]
+        common: Common,
+        /// Killed and failed ones too.
+        #[arg(long, short)]
+        all: bool,
+    },
+    /// Show one sandbox.
+    Show {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+    },
+    /// Give a sandbox a new idle timeout, counted from now.
+    #[command(after_help = "Example:\n  sandboxd timeout $ID 2h")]
+    Timeout {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        /// e.g. 90s, 30m, 2h.
+        #[arg(value_parser = sandboxes::parse_duration)]
+        duration: std::time::Duration,
+    },
+    /// Kill sandboxes (their records stay).
+    Kill {
+        #[command(flatten)]
+        common: Common,
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Kill sandboxes if needed and delete their records.
+    Rm {
+        #[command(flatten)]
+        common: Common,
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// List the templates.
+    Templates {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List a directory of a sandbox (default: its workdir).
+    Files {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        path: Option<String>,
+    },
+    /// Copy files and trees between here and a sandbox, streamed.
+    #[command(
+        after_help = "Examples:\n  sandboxd cp ./project $ID:/home/user/project\n  \
+        sandboxd cp data.csv $ID:/home/user/\n  sandboxd cp $ID:/home/user/out ./out"
+    )]
+    Cp {
+        #[command(flatten)]
+        common: Common,
+        /// A local path, or SANDBOX_ID:/path.
+        from: String,
+        /// A local path, or SANDBOX_ID:/path.
+        to: String,
+    },
+}
+
+fn print(common: &Common, value: &Value, human: impl FnOnce(&Value) -> String) {
+    if common.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(value).unwrap_or_default()
+        );
+    } else {
+        print!("{}", human(value));
+    }
+}
+
+/// Runs a client command.
+pub async fn run(command: ClientCommand) -> anyhow::Result<ExitCode> {
+    match execute(command).await {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(CommandError::Failure(failure)) => {
+            eprintln!("error: {failure}");
+            Ok(failure.exit_code())
+        }
+        Err(CommandError::Setup(error)) => {
+            eprintln!("error: {error:#}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+enum CommandError {
+    Failure(Failure),
+    Setup(anyhow::Error),
+}
+
+impl From<Failure> for CommandError {
+    fn from(failure: Failure) -> Self {
+        Self::Failure(failure)
+    }
+}
+
+impl From<anyhow::Error> for CommandError {
+    fn from(error: anyhow::Error) -> Self {
+        Self::Setup(error)
+    }
+}
+
+fn client(common: &Common) -> Result<Client, CommandError> {
+    Ok(Client::new(common.target.resolve()?))
+}
+
+async fn execute(command: ClientCommand) -> Result<(), CommandError> {
+    match command {
+        ClientCommand::Login { common } => {
+            let client = client(&common)?;
+            let organizations = client.get("organization.all", &[]).await?;
+            let profile = target::Profile {
+                url: client.target.url.clone(),
+                key: client.target.key.clone(),
+            };
+            let path = target::write_profile(&profile)?;
+            let count = organizations.as_array().map_or(0, Vec::len);
+            eprintln!(
+                "signed in to {} ({count} organization{}); profile kept in {}",
+                profile.url,
+                if count == 1 { "" } else { "s" },
+                path.display()
+            );
+        }
+        ClientCommand::Create { common, args } => {
+            let created = sandboxes::create(&client(&common)?, args).await?;
+            print(&common, &created, |s| {
+                format!("{}\n", s["sandboxId"].as_str().unwrap_or_default())
+            });
+        }
+        ClientCommand::Ls { common, all } => {
+            let listed = sandboxes::list(&client(&common)?, all).await?;
+            print(&common, &listed, sandboxes::list_table);
+        }
+        ClientCommand::Show { common, id } => {
+            let sandbox = sandboxes::show(&client(&common)?, &id).await?;
+            print(&common, &sandbox, sandboxes::show_fields);
+        }
+        ClientCommand::Timeout {
+            common,
+            id,
+            duration,
+        } => {
+            let sandbox = sandboxes::set_timeout(&client(&common)?, &id, duration).await?;
+            print(&common, &sandbox, |s| {
+                format!("expires at {}\n", s["expiresAt"].as_str().unwrap_or("-"))
+            });
+        }
+        ClientCommand::Kill { common, ids } => {
+            let client = client(&common)?;
+            for id in ids {
+                let killed = sandboxes::kill(&client, &id).await?;
+                print(&common, &killed, |s| {
+                    format!("{id} {}\n", s["status"].as_str().unwrap_or("killed"))
+                });
+            }
+        }
+        ClientCommand::Rm { common, ids } => {
+            let client = client(&common)?;
+            for id in ids {
+                let removed = sandboxes::remove(&client, &id).await?;
+                print(&common, &removed, |_| format!("{id} removed\n"));
+            }
+        }
+        ClientCommand::Templates { common } => {
+            let templates = sandboxes::templates(&client(&common)?).await?;
+            print(&common, &templates, sandboxes::templates_table);
+        }
+        ClientCommand::Files { common, id, path } => {
+            let listing = sandboxes::files(&client(&common)?, &id, path.as_deref()).await?;
+            print(&common, &listing, sandboxes::files_table);
+        }
+        ClientCommand::Cp { common, from, to } => {
+            let copied = copy::copy(&client(&common)?, &from, &to).await?;
+            if common.json {
+                print(&common, &copied, |_| String::new());
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,235 @@
+//! The sandbox commands: `create`, `ls`, `show`, `timeout`, `kill`, `rm`, `templates`,
+//! `files`.
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::client::{Client, Failure};
+use super::table;
+
+/// Flags of `sandboxd create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// A template (`sandboxd templates`) [default: base, unless --image].
+    #[arg(long, short)]
+    template: Option<String>,
+    /// An image instead of a template.
+    #[arg(long, conflicts_with = "template")]
+    image: Option<String>,
+    #[arg(long)]
+    name: Option<String>,
+    /// CPUs, e.g. 0.5.
+    #[arg(long)]
+    cpu: Option<f64>,
+    /// Memory in MiB.
+    #[arg(long)]
+    memory: Option<i64>,
+    /// Idle time before it is reaped, e.g. 30m, 2h.
+    #[arg(long, value_parser = parse_duration)]
+    timeout: Option<std::time::Duration>,
+    /// `isolated` (default) or `internet`.
+    #[arg(long)]
+    network: Option<String>,
+    /// An environment variable, KEY=VALUE (repeatable).
+    #[arg(long = "env", short = 'e')]
+    env: Vec<String>,
+    /// The environment to create it in [default: the first of the first project].
+    #[arg(long)]
+    env_id: Option<String>,
+    /// A remote server to run it on.
+    #[arg(long)]
+    server: Option<String>,
+}
+
+/// A duration like `90s`, `5m`, `2h`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (e.g. 30s, 5m, 2h)"))
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The first environment the caller can see.
+async fn default_environment(client: &Client) -> Result<String, Failure> {
+    let projects = client.get("project.all", &[]).await?;
+    projects
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|project| project["environments"].as_array().into_iter().flatten())
+        .find_map(|env| env["environmentId"].as_str().map(str::to_owned))
+        .ok_or_else(|| Failure::Refused("no environment to create in: make a project first".into()))
+}
+
+pub async fn create(client: &Client, args: CreateArgs) -> Result<Value, Failure> {
+    let environment = match args.env_id {
+        Some(id) => id,
+        None => default_environment(client).await?,
+    };
+    let mut body = json!({"environmentId": environment});
+    match (&args.template, &args.image) {
+        (_, Some(image)) => body["image"] = json!(image),
+        (Some(template), None) => body["template"] = json!(template),
+        (None, None) => body["template"] = json!("base"),
+    }
+    if let Some(name) = args.name {
+        body["name"] = json!(name);
+    }
+    if let Some(cpu) = args.cpu {
+        body["cpu"] = json!(cpu);
+    }
+    if let Some(memory) = args.memory {
+        body["memoryMb"] = json!(memory);
+    }
+    if let Some(timeout) = args.timeout {
+        body["timeoutMs"] = json!(timeout.as_millis() as u64);
+    }
+    if let Some(network) = args.network {
+        body["networkMode"] = json!(network);
+    }
+    if !args.env.is_empty() {
+        body["envVars"] = json!(args.env.join("\n"));
+    }
+    if let Some(server) = args.server {
+        body["serverId"] = json!(server);
+    }
+    client.post("sandbox.create", &body).await
+}
+
+/// One line per sandbox of every project the caller sees, newest first.
+pub async fn list(client: &Client, all: bool) -> Result<Value, Failure> {
+    let projects = client.get("project.all", &[]).await?;
+    let mut sandboxes = Vec::new();
+    for project in projects.as_array().into_iter().flatten() {
+        let Some(id) = project["projectId"].as_str() else {
+            continue;
+        };
+        let listed = client.get("sandbox.list", &[("projectId", id)]).await?;
+        sandboxes.extend(listed.as_array().cloned().unwrap_or_default());
+    }
+    if !all {
+        sandboxes.retain(|s| matches!(s["status"].as_str(), Some("running" | "creating")));
+    }
+    sandboxes.sort_by(|a, b| text(&b["createdAt"]).cmp(&text(&a["createdAt"])));
+    Ok(Value::Array(sandboxes))
+}
+
+pub fn list_table(sandboxes: &Value) -> String {
+    let rows: Vec<Vec<String>> = sandboxes
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            vec![
+                text(&s["sandboxId"]),
+                text(&s["name"]),
+                text(&s["status"]),
+                s["template"]
+                    .as_str()
+                    .map_or_else(|| text(&s["image"]), str::to_owned),
+                format!("{} CPU, {} MiB", text(&s["cpu"]), text(&s["memoryMb"])),
+                text(&s["expiresAt"]),
+            ]
+        })
+        .collect();
+    table::render(
+        &["ID", "NAME", "STATUS", "TEMPLATE", "RESOURCES", "EXPIRES"],
+        &rows,
+    )
+}
+
+pub async fn show(client: &Client, id: &str) -> Result<Value, Failure> {
+    client.get("sandbox.one", &[("sandboxId", id)]).await
+}
+
+pub fn show_fields(sandbox: &Value) -> String {
+    let keys = [
+        ("id", "sandboxId"),
+        ("name", "name"),
+        ("status", "status"),
+        ("image", "image"),
+        ("template", "template"),
+        ("server", "serverId"),
+        ("cpu", "cpu"),
+        ("memory (MiB)", "memoryMb"),
+        ("network", "networkMode"),
+        ("workdir", "workdir"),
+        ("user", "user"),
+        ("created", "createdAt"),
+        ("expires", "expiresAt"),
+    ];
+    let pairs: Vec<(&str, String)> = keys
+        .iter()
+        .map(|(label, key)| (*label, text(&sandbox[*key])))
+        .collect();
+    table::fields(&pairs)
+}
+
+pub async fn set_timeout(
+    client: &Client,
+    id: &str,
+    timeout: std::time::Duration,
+) -> Result<Value, Failure> {
+    client
+        .post(
+            "sandbox.setTimeout",
+            &json!({"sandboxId": id, "timeoutMs": timeout.as_millis() as u64}),
+        )
+        .await
+}
+
+pub async fn kill(client: &Client, id: &str) -> Result<Value, Failure> {
+    client.post("sandbox.kill", &json!({"sandboxId": id})).await
+}
+
+pub async fn remove(client: &Client, id: &str) -> Result<Value, Failure> {
+    client
+        .post("sandbox.remove", &json!({"sandboxId": id}))
+        .await?;
+    Ok(json!({"sandboxId": id, "removed": true}))
+}
+
+pub async fn templates(client: &Client) -> Result<Value, Failure> {
+    client.get("sandbox.templates", &[]).await
+}
+
+pub fn templates_table(templates: &Value) -> String {
+    let rows: Vec<Vec<String>> = templates
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| vec![text(&t["name"]), text(&t["image"]), text(&t["description"])])
+        .collect();
+    table::render(&["NAME", "IMAGE", "DESCRIPTION"], &rows)
+}
+
+pub async fn files(client: &Client, id: &str, path: Option<&str>) -> Result<Value, Failure> {
+    let mut query = vec![("sandboxId", id)];
+    if let Some(path) = path {
+        query.push(("path", path));
+    }
+    client.get("sandbox.listFiles", &query).await
+}
+
+pub fn files_table(listing: &Value) -> String {
+    let rows: Vec<Vec<String>> = listing["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            vec![
+                text(&e["type"]),
+                e["size"].as_u64().map_or_else(|| "-".into(), table::size),
+                text(&e["mode"]),
+                text(&e["modifiedAt"]),
+                text(&e["name"]),
+            ]
+        })
+        .collect();
+    table::render(&["TYPE", "SIZE", "MODE", "MODIFIED", "NAME"], &rows)
+}

@@ -1,0 +1,81 @@
+//! Human output: aligned columns under a header, or `key  value` lines for one record.
+
+/// Rows under `headers`, each column as wide as its widest cell, two spaces apart.
+pub fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let last = cells.len().saturating_sub(1);
+        let mut out = String::new();
+        for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+            out.push_str(cell);
+            if i < last {
+                let pad = width - cell.chars().count() + 2;
+                out.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push('\n');
+        out
+    };
+    let mut out = line(headers.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// `key  value` lines, the keys aligned.
+pub fn fields(pairs: &[(&str, String)]) -> String {
+    let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    pairs
+        .iter()
+        .map(|(key, value)| format!("{key:<width$}  {value}\n"))
+        .collect()
+}
+
+/// A size in bytes the way a person reads it.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_align_on_the_widest_cell() {
+        let out = render(
+            &["ID", "STATUS"],
+            &[
+                vec!["a".into(), "running".into()],
+                vec!["longer-id".into(), "killed".into()],
+            ],
+        );
+        assert_eq!(
+            out,
+            "ID         STATUS\na          running\nlonger-id  killed\n"
+        );
+    }
+
+    #[test]
+    fn sizes_read_as_a_person_would() {
+        assert_eq!(size(512), "512 B");
+        assert_eq!(size(1536), "1.5 KiB");
+        assert_eq!(size(3 << 30), "3.0 GiB");
+    }
+}

@@ -1,0 +1,273 @@
+//! The client commands through the real binary against a real server and engine: the
+//! sandbox lifecycle, tables and `--json`, `cp` of a tree and of files both ways, byte
+//! for byte, exit codes a script can test, and the profile `login` keeps.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use common::{KEY, RunningServer};
+use serde_json::Value;
+
+/// The output of one command.
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `sandboxd ARGS` with `home` as its home (so no profile of the machine's user is
+/// read or written) and `env` set.
+fn sandboxd(home: &Path, env: &[(&str, &str)], args: &[&str]) -> Ran {
+    let output = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("SANDBOXD_URL")
+        .env_remove("SANDBOXD_KEY")
+        .envs(env.iter().copied())
+        .current_dir(home)
+        .output()
+        .unwrap();
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn with_server(server: &RunningServer) -> [(&str, &str); 2] {
+    [("SANDBOXD_URL", server.url.as_str()), ("SANDBOXD_KEY", KEY)]
+}
+
+#[tokio::test]
+async fn the_sandbox_lifecycle_from_a_terminal() {
+    let server = RunningServer::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+
+    let templates = run(&["templates"]);
+    assert_eq!(templates.code, 0, "{}", templates.stderr);
+    assert!(templates.stdout.starts_with("NAME"), "{}", templates.stdout);
+    assert!(templates.stdout.contains("python"));
+
+    let created = run(&[
+        "create",
+        "--template",
+        "base",
+        "--name",
+        "from-cli",
+        "--timeout",
+        "20m",
+    ]);
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let id = created.stdout.trim().to_owned();
+    assert!(
+        !id.is_empty() && !id.contains(' '),
+        "only the id: {}",
+        created.stdout
+    );
+
+    let listed = run(&["ls"]);
+    assert!(
+        listed.stdout.contains(&id) && listed.stdout.contains("from-cli"),
+        "{}",
+        listed.stdout
+    );
+    let shown = run(&["show", &id, "--json"]);
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(shown["sandboxId"], id.as_str());
+    assert_eq!(shown["status"], "running");
+    assert_eq!(shown["timeoutMs"], 1_200_000);
+
+    let extended = run(&["timeout", &id, "2h"]);
+    assert_eq!(extended.code, 0, "{}", extended.stderr);
+    assert!(
+        extended.stdout.starts_with("expires at "),
+        "{}",
+        extended.stdout
+    );
+    let files = run(&["files", &id, "/"]);
+    assert_eq!(files.code, 0, "{}", files.stderr);
+    assert!(files.stdout.contains("etc"), "{}", files.stdout);
+
+    let killed = run(&["kill", &id]);
+    assert_eq!(killed.code, 0, "{}", killed.stderr);
+    assert!(
+        !run(&["ls"]).stdout.contains(&id),
+        "a killed one is not listed"
+    );
+    assert!(run(&["ls", "--all"]).stdout.contains(&id));
+    assert_eq!(run(&["rm", &id]).code, 0);
+    let gone = run(&["show", &id]);
+    assert_eq!(gone.code, 4, "not found: {}", gone.stderr);
+    assert!(gone.stderr.contains("not found"), "{}", gone.stderr);
+}
+
+/// A tree of 1,000 small files in nested directories and one of 48 MiB.
+fn make_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for i in 0..1000 {
+        files.insert(
+            format!("src/m{}/f{i}.txt", i % 20),
+            format!("file {i}\n").into_bytes(),
+        );
+    }
+    let mut state = 88172645463325252u64;
+    let big: Vec<u8> = (0..48 << 20)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    files.insert("data/big.bin".into(), big);
+    for (path, content) in &files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    files
+}
+
+fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(root).unwrap().display().to_string();
+                files.insert(relative, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[tokio::test]
+async fn cp_moves_a_tree_and_files_both_ways_byte_for_byte() {
+    let server = RunningServer::start().await;
+    let id = server.create().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+    let tree = make_tree(&home.path().join("project"));
+
+    let up = run(&["cp", "project", &format!("{id}:/home/user/project")]);
+    assert_eq!(up.code, 0, "{}", up.stderr);
+    let down = run(&["cp", &format!("{id}:/home/user/project"), "copy"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    let back = read_tree(&home.path().join("copy"));
+    assert_eq!(back.len(), tree.len());
+    assert!(back == tree, "the tree came back changed");
+
+    // One file, into a directory (its name kept) and out to a new name.
+    let up = run(&[
+        "cp",
+        "project/data/big.bin",
+        &format!("{id}:/home/user/in/"),
+    ]);
+    assert_eq!(up.code, 0, "{}", up.stderr);
+    let down = run(&[
+        "cp",
+        &format!("{id}:/home/user/in/big.bin"),
+        "big.copy",
+        "--json",
+    ]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    let report: Value = serde_json::from_str(&down.stdout).unwrap();
+    assert_eq!(report["bytes"], 48 << 20);
+    assert!(std::fs::read(home.path().join("big.copy")).unwrap() == tree["data/big.bin"]);
+
+    // Missing on either side: a clear error, nothing written.
+    let missing = run(&["cp", &format!("{id}:/home/user/nope"), "nope"]);
+    assert_eq!(missing.code, 4, "{}", missing.stderr);
+    assert!(!home.path().join("nope").exists());
+    let missing = run(&["cp", "nope", &format!("{id}:/home/user/x")]);
+    assert_eq!(missing.code, 1, "{}", missing.stderr);
+    assert!(missing.stderr.contains("nope"), "{}", missing.stderr);
+}
+
+#[tokio::test]
+async fn errors_say_what_to_do_and_exit_codes_tell_them_apart() {
+    let server = RunningServer::start().await;
+    let home = tempfile::tempdir().unwrap();
+
+    let wrong = sandboxd(
+        home.path(),
+        &[
+            ("SANDBOXD_URL", &server.url),
+            ("SANDBOXD_KEY", "sbx_wrong_key_0123456789abcdefghij"),
+        ],
+        &["ls"],
+    );
+    assert_eq!(wrong.code, 3, "{}", wrong.stderr);
+    assert!(wrong.stderr.contains("refused the key"), "{}", wrong.stderr);
+    assert!(wrong.stderr.contains("sandboxd login"), "{}", wrong.stderr);
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nowhere = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let down = sandboxd(
+        home.path(),
+        &[("SANDBOXD_URL", &nowhere), ("SANDBOXD_KEY", KEY)],
+        &["ls"],
+    );
+    assert_eq!(down.code, 5, "{}", down.stderr);
+    assert!(
+        down.stderr.contains("no sandboxd answers"),
+        "{}",
+        down.stderr
+    );
+
+    let usage = sandboxd(home.path(), &[], &["timeout", "x", "soon"]);
+    assert_eq!(usage.code, 2, "{}", usage.stderr);
+
+    // No key anywhere: told where one comes from.
+    let keyless = sandboxd(home.path(), &[("SANDBOXD_URL", &server.url)], &["ls"]);
+    assert_eq!(keyless.code, 2, "{}", keyless.stderr);
+    assert!(
+        keyless.stderr.contains("sandboxd login"),
+        "{}",
+        keyless.stderr
+    );
+
+    // A login that fails keeps nothing; one that works is used with no flags.
+    let failed = sandboxd(
+        home.path(),
+        &[],
+        &[
+            "login",
+            "--url",
+            &server.url,
+            "--key",
+            "sbx_wrong_key_0123456789abcdefghij",
+        ],
+    );
+    assert_eq!(failed.code, 3, "{}", failed.stderr);
+    let profile = home.path().join(".config/sandboxd/profile.json");
+    assert!(!profile.exists());
+    let login = sandboxd(
+        home.path(),
+        &[],
+        &["login", "--url", &server.url, "--key", KEY],
+    );
+    assert_eq!(login.code, 0, "{}", login.stderr);
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&profile).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let listed = sandboxd(home.path(), &[], &["templates", "--json"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let templates: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert!(templates.as_array().unwrap().len() >= 3);
+}
