@@ -40,6 +40,13 @@ enum Command {
     Mcp(mcp_stdio::McpArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
+    /// Print a completion script for a shell.
+    #[command(
+        after_help = "Examples:\n  sandboxd completions bash > ~/.local/share/bash-completion/completions/sandboxd\n  \
+        sandboxd completions zsh > ~/.zfunc/_sandboxd\n  \
+        sandboxd completions fish > ~/.config/fish/completions/sandboxd.fish"
+    )]
+    Completions { shell: clap_complete::Shell },
 }
 
 fn main() -> anyhow::Result<ExitCode> {
@@ -53,6 +60,16 @@ fn main() -> anyhow::Result<ExitCode> {
             Command::Shell(args) => shell::run(args).await,
             Command::Mcp(args) => mcp_stdio::run(args).await,
             Command::Client(command) => cli::run(command).await,
+            Command::Completions { shell } => {
+                use clap::CommandFactory as _;
+                clap_complete::generate(
+                    shell,
+                    &mut Cli::command(),
+                    "sandboxd",
+                    &mut std::io::stdout(),
+                );
+                Ok(ExitCode::SUCCESS)
+            }
         }
     });
     // A read of the terminal may still be blocked in a worker thread; do not wait for it.

@@ -1,6 +1,7 @@
 //! The client commands through the real binary against a real server and engine: the
 //! sandbox lifecycle, tables and `--json`, `cp` of a tree and of files both ways, byte
-//! for byte, exit codes a script can test, and the profile `login` keeps.
+//! for byte, `exec` streaming with the command's exit code, exit codes a script can
+//! test, and the profile `login` keeps.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -270,4 +271,115 @@ async fn errors_say_what_to_do_and_exit_codes_tell_them_apart() {
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     let templates: Value = serde_json::from_str(&listed.stdout).unwrap();
     assert!(templates.as_array().unwrap().len() >= 3);
+}
+
+#[tokio::test]
+async fn exec_streams_output_as_it_comes_and_exits_with_the_commands_code() {
+    let server = RunningServer::start().await;
+    let id = server.create().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+
+    let ran = run(&[
+        "exec",
+        &id,
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo err >&2; exit 7",
+    ]);
+    assert_eq!(ran.code, 7, "{}", ran.stderr);
+    assert_eq!(ran.stdout, "out\n");
+    assert!(ran.stderr.contains("err"), "{}", ran.stderr);
+
+    let ran = run(&[
+        "exec",
+        &id,
+        "-e",
+        "GREETING=hi there",
+        "--cwd",
+        "/tmp",
+        "--json",
+        "--",
+        "echo \"$GREETING from $(pwd)\"",
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let outcome: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(outcome["stdout"], "hi there from /tmp\n");
+
+    let ran = run(&["exec", &id, "--timeout", "1s", "--", "sleep 30"]);
+    assert_eq!(ran.code, 124, "timed out: {}", ran.stderr);
+
+    // The first line is here while the command still runs.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+        .args(["exec", &id, "--", "echo first; sleep 4; echo second"])
+        .env("HOME", home.path())
+        .envs(env)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    let reader = std::thread::spawn(move || {
+        std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+        (first, started.elapsed())
+    });
+    let (first, after) = tokio::task::spawn_blocking(move || reader.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(first, "first\n");
+    assert!(
+        after < std::time::Duration::from_secs(3),
+        "streamed, not at the end: {after:?}"
+    );
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn a_background_process_is_listed_and_its_output_followed() {
+    let server = RunningServer::start().await;
+    let id = server.create().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+
+    let started = run(&[
+        "exec",
+        "-d",
+        &id,
+        "--",
+        "for i in 1 2 3; do echo line $i; sleep 0.3; done",
+    ]);
+    assert_eq!(started.code, 0, "{}", started.stderr);
+    let process = started.stdout.trim().to_owned();
+    let listed = run(&["ps", &id]);
+    assert!(listed.stdout.contains(&process), "{}", listed.stdout);
+    let followed = run(&["logs", "-f", &id, &process]);
+    assert_eq!(followed.code, 0, "{}", followed.stderr);
+    assert_eq!(followed.stdout, "line 1\nline 2\nline 3\n");
+    let listed = run(&["ps", &id, "--json"]);
+    let listed: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["status"], "exited");
+    assert_eq!(listed[0]["exitCode"], 0);
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    let home = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let printed = sandboxd(home.path(), &[], &["completions", shell]);
+        assert_eq!(printed.code, 0, "{shell}: {}", printed.stderr);
+        assert!(printed.stdout.contains("sandboxd"), "{shell}");
+        assert!(
+            printed.stdout.contains("cp"),
+            "{shell}: the client commands are there"
+        );
+    }
+    let bad = sandboxd(home.path(), &[], &["completions", "tcsh"]);
+    assert_eq!(bad.code, 2);
 }

@@ -3,11 +3,12 @@
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::http::header;
 use axum::response::{IntoResponse as _, Response};
-use futures_util::TryStreamExt as _;
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use sandboxd_core::api::*;
 use sandboxd_core::validate;
+use sandboxd_ports::Chunks;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -39,22 +40,62 @@ pub fn router() -> OpenApiRouter<AppState> {
     security(("apiKey" = [])))]
 async fn upload(
     State(state): State<AppState>,
-    Caller(caller): Caller,
-    ApiQuery(req): ApiQuery<UploadQuery>,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Result<axum::Json<UploadResult>, ApiError> {
-    let cmd = validate::upload(req)?;
-    let length = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<u64>().ok());
-    let body = body.into_data_stream().map_err(std::io::Error::other);
-    let done = state
-        .service
-        .upload(&caller, cmd, length, Box::pin(body))
-        .await?;
-    Ok(axum::Json(done))
+    use axum::extract::FromRequestParts as _;
+    let (mut parts, body) = request.into_parts();
+    let (body, pump) = pumped(body);
+    let done = async {
+        // Read from the request here, not as extractors: a refused key or query is
+        // answered only once the body was read (below), like any refusal.
+        let Caller(caller) = Caller::from_request_parts(&mut parts, &state).await?;
+        let ApiQuery(req) = ApiQuery::<UploadQuery>::from_request_parts(&mut parts, &state).await?;
+        let cmd = validate::upload(req)?;
+        let length = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        Ok::<_, ApiError>(state.service.upload(&caller, cmd, length, body).await?)
+    }
+    .await;
+    // Answered once what the service did not read was read: a connection closed with
+    // unread bytes is reset, and the client may lose the answer.
+    let _ = pump.await;
+    Ok(axum::Json(done?))
+}
+
+/// What is read of a refused upload's rest, at most, so that the connection closes
+/// cleanly; past it (or its time), the connection is closed as it is.
+const DRAIN_BYTES: usize = 16 * 1024 * 1024;
+const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The request body as a stream the service may stop reading early: the task behind it
+/// then reads and drops the rest, within [`DRAIN_BYTES`] and [`DRAIN_FOR`].
+fn pumped(body: Body) -> (Chunks, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
+    let pump = tokio::spawn(async move {
+        let mut stream = body.into_data_stream();
+        while let Some(chunk) = stream.next().await {
+            let failed = chunk.is_err();
+            if tx.send(chunk.map_err(std::io::Error::other)).await.is_err() || failed {
+                break;
+            }
+        }
+        drop(tx);
+        let deadline = tokio::time::Instant::now() + DRAIN_FOR;
+        let mut drained = 0;
+        while drained < DRAIN_BYTES {
+            match tokio::time::timeout_at(deadline, stream.next()).await {
+                Ok(Some(Ok(chunk))) => drained += chunk.len(),
+                _ => break,
+            }
+        }
+    });
+    let chunks = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    (Box::pin(chunks), pump)
 }
 
 /// Download a file's bytes or a directory's tar, streamed. Without `format`, a file

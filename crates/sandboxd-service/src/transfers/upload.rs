@@ -241,26 +241,50 @@ impl CheckedTar {
         self.lock().0.summary()
     }
 
-    /// The rewritten stream of `body`; a refusal ends it with an error.
+    /// The rewritten stream of `body`. A refused entry ends the archive cleanly before
+    /// it (the entries before it are whole; the refusal is kept for the answer); an
+    /// archive cut inside an entry, or a failed body, ends it with an error.
     fn wrap(self, body: Chunks) -> Chunks {
-        let checked = body
-            .map(Some)
-            .chain(stream::once(async { None }))
-            .map(move |item| {
-                let mut out = Vec::new();
-                let mut state = self.lock();
-                let (tar, refusal) = &mut *state;
-                let done = match item {
-                    Some(Ok(chunk)) => tar.push(chunk, &mut out),
-                    Some(Err(error)) => return Err(error),
-                    None => tar.finish(&mut out).map(|_| ()),
-                };
-                if let Err(error) = done {
-                    *refusal = Some(error.clone());
-                    return Err(std::io::Error::other(error));
+        let chunks = stream::unfold(
+            (body, self, false),
+            |(mut body, checked, done)| async move {
+                if done {
+                    return None;
                 }
-                Ok(stream::iter(out.into_iter().map(Ok)))
-            });
-        Box::pin(checked.try_flatten())
+                let item = body.next().await;
+                let mut out = Vec::new();
+                let outcome = {
+                    let mut state = checked.lock();
+                    let (tar, refusal) = &mut *state;
+                    match item {
+                        Some(Ok(chunk)) => match tar.push(chunk, &mut out) {
+                            Ok(()) => Ok(false),
+                            Err(refused) => {
+                                *refusal = Some(refused);
+                                out.push(Bytes::from_static(&[0; 2 * transfer::BLOCK]));
+                                Ok(true)
+                            }
+                        },
+                        Some(Err(error)) => Err(error),
+                        None => match tar.finish(&mut out) {
+                            Ok(_) => Ok(true),
+                            Err(refused) => {
+                                *refusal = Some(refused.clone());
+                                Err(std::io::Error::other(refused))
+                            }
+                        },
+                    }
+                };
+                match outcome {
+                    Ok(done) => Some((Ok(out), (body, checked, done))),
+                    Err(error) => Some((Err(error), (body, checked, true))),
+                }
+            },
+        );
+        Box::pin(
+            chunks
+                .map_ok(|out| stream::iter(out.into_iter().map(Ok)))
+                .try_flatten(),
+        )
     }
 }

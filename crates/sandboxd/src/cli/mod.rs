@@ -2,10 +2,12 @@
 //! (`target.rs`), calls the API (`client.rs`) and prints a table or, with `--json`, the
 //! API's own JSON. Exit codes: 0 done, 1 refused by the server (bad input, conflict,
 //! limit), 2 bad usage, 3 key refused or not allowed, 4 not found, 5 server unreachable
-//! or failing.
+//! or failing; `exec` exits with the remote command's code once it ran.
 
 mod client;
 mod copy;
+mod exec;
+mod processes;
 mod sandboxes;
 mod table;
 mod target;
@@ -56,6 +58,40 @@ pub enum ClientCommand {
         /// Killed and failed ones too.
         #[arg(long, short)]
         all: bool,
+    },
+    /// Run a command in a sandbox, its output streamed; exits with the command's code.
+    #[command(
+        after_help = "Examples:\n  sandboxd exec $ID -- python3 -c 'print(6*7)'\n  \
+        sandboxd exec $ID --timeout 5m --cwd /home/user/project -- make test\n  \
+        sandboxd exec $ID -- 'ls | wc -l'      (one argument: a shell line)"
+    )]
+    Exec {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        args: exec::ExecArgs,
+    },
+    /// List a sandbox's background processes.
+    Ps {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+    },
+    /// Print a background process's output (what is kept: its last MiB).
+    #[command(
+        after_help = "Example:\n  P=$(sandboxd exec -d $ID -- python3 -m http.server)\n  sandboxd logs -f $ID $P"
+    )]
+    Logs {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        process: String,
+        /// Its standard error instead.
+        #[arg(long)]
+        stderr: bool,
+        /// Keep printing until the process ends.
+        #[arg(long, short)]
+        follow: bool,
     },
     /// Show one sandbox.
     Show {
@@ -128,7 +164,7 @@ fn print(common: &Common, value: &Value, human: impl FnOnce(&Value) -> String) {
 /// Runs a client command.
 pub async fn run(command: ClientCommand) -> anyhow::Result<ExitCode> {
     match execute(command).await {
-        Ok(()) => Ok(ExitCode::SUCCESS),
+        Ok(code) => Ok(code),
         Err(CommandError::Failure(failure)) => {
             eprintln!("error: {failure}");
             Ok(failure.exit_code())
@@ -161,8 +197,31 @@ fn client(common: &Common) -> Result<Client, CommandError> {
     Ok(Client::new(common.target.resolve()?))
 }
 
-async fn execute(command: ClientCommand) -> Result<(), CommandError> {
+async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
     match command {
+        ClientCommand::Exec { common, args } if args.detach => {
+            let env = exec::environment(&args.env)?;
+            let cmd = exec::command_line(&args.cmd)?;
+            let started =
+                processes::start(&client(&common)?, &args.id, &cmd, args.cwd.as_deref(), &env)
+                    .await?;
+            print(&common, &started, |p| {
+                format!("{}\n", p["processId"].as_str().unwrap_or_default())
+            });
+        }
+        ClientCommand::Exec { common, args } => {
+            let outcome = exec::run(&client(&common)?, &args, common.json).await?;
+            if common.json {
+                let value = serde_json::json!({
+                    "exitCode": outcome.exit_code,
+                    "timedOut": outcome.timed_out,
+                    "stdout": outcome.stdout,
+                    "stderr": outcome.stderr,
+                });
+                print(&common, &value, |_| String::new());
+            }
+            return Ok(ExitCode::from(u8::try_from(outcome.exit_code).unwrap_or(1)));
+        }
         ClientCommand::Login { common } => {
             let client = client(&common)?;
             let organizations = client.get("organization.all", &[]).await?;
@@ -219,6 +278,20 @@ async fn execute(command: ClientCommand) -> Result<(), CommandError> {
                 print(&common, &removed, |_| format!("{id} removed\n"));
             }
         }
+        ClientCommand::Ps { common, id } => {
+            let listed = processes::list(&client(&common)?, &id).await?;
+            print(&common, &listed, processes::list_table);
+        }
+        ClientCommand::Logs {
+            common,
+            id,
+            process,
+            stderr,
+            follow,
+        } => {
+            let stream = if stderr { "stderr" } else { "stdout" };
+            processes::logs(&client(&common)?, &id, &process, stream, follow).await?;
+        }
         ClientCommand::Templates { common } => {
             let templates = sandboxes::templates(&client(&common)?).await?;
             print(&common, &templates, sandboxes::templates_table);
@@ -234,5 +307,5 @@ async fn execute(command: ClientCommand) -> Result<(), CommandError> {
             }
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
