@@ -14,6 +14,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
+use crate::cli::percent_encode;
+
 /// Flags of `sandboxd shell`.
 #[derive(Debug, Args)]
 pub struct ShellArgs {
@@ -75,17 +77,6 @@ pub fn key_or_default(key: Option<String>) -> anyhow::Result<String> {
     let key = std::fs::read_to_string(path)
         .with_context(|| format!("no --key, SANDBOXD_KEY or {}", path.display()))?;
     Ok(key.trim().to_owned())
-}
-
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }
 
 pub async fn run(args: ShellArgs) -> anyhow::Result<ExitCode> {

@@ -8,6 +8,18 @@ use serde_json::Value;
 
 use super::target::Target;
 
+/// `text` as a URL query value.
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
 /// How a client command failed, with its exit code.
 #[derive(Debug)]
 pub enum Failure {

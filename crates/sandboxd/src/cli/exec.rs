@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt as _;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
-use super::client::{Client, Failure};
+use super::client::{Client, Failure, percent_encode};
 
 /// Flags of `sandboxd exec`.
 #[derive(Debug, Args)]
@@ -62,17 +62,6 @@ pub fn environment(pairs: &[String]) -> Result<BTreeMap<String, String>, Failure
             pair.split_once('=')
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .ok_or_else(|| Failure::Refused(format!("--env {pair}: expected KEY=VALUE")))
-        })
-        .collect()
-}
-
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            other => format!("%{other:02X}"),
         })
         .collect()
 }

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
+pub use client::percent_encode;
 use client::{Client, Failure};
 pub use target::TargetArgs;
 

@@ -8,14 +8,7 @@ use tokio::io::AsyncWriteExt as _;
 
 use super::client::{Client, Failure};
 use super::table;
-
-fn text(value: &Value) -> String {
-    match value {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
+use super::table::cell as text;
 
 pub async fn list(client: &Client, id: &str) -> Result<Value, Failure> {
     client

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::client::{Client, Failure};
 use super::table;
+use super::table::cell as text;
 
 /// Flags of `sandboxd create`.
 #[derive(Debug, Args)]
@@ -44,14 +45,6 @@ pub struct CreateArgs {
 /// A duration like `90s`, `5m`, `2h`.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("{e} (e.g. 30s, 5m, 2h)"))
-}
-
-fn text(value: &Value) -> String {
-    match value {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// The first environment the caller can see.

@@ -37,6 +37,15 @@ pub fn fields(pairs: &[(&str, String)]) -> String {
         .collect()
 }
 
+/// A JSON value as a cell: strings as they are, `-` for null.
+pub fn cell(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => "-".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// A size in bytes the way a person reads it.
 pub fn size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
