@@ -18,6 +18,14 @@ pub const BLOCK: usize = 512;
 /// Extended headers (PAX records, GNU long names) are at most this long.
 const MAX_EXTENSION_BYTES: u64 = 1024 * 1024;
 
+/// Moves bytes from the front of `chunk` into `pending` until it holds `want`; whether it
+/// does.
+fn gather(pending: &mut Vec<u8>, want: usize, chunk: &mut bytes::Bytes) -> bool {
+    let take = want.saturating_sub(pending.len()).min(chunk.len());
+    pending.extend_from_slice(&chunk.split_to(take));
+    pending.len() == want
+}
+
 /// `size` rounded up to whole blocks.
 pub fn padded(size: u64) -> u64 {
     size.div_ceil(BLOCK as u64) * BLOCK as u64

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::{BLOCK, MAX_EXTENSION_BYTES, TransferRefused, padded, pax};
+use super::{BLOCK, MAX_EXTENSION_BYTES, TransferRefused, gather, padded, pax};
 
 /// What an upload may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,18 +128,14 @@ impl TarIn {
                     }
                 }
                 State::Header => {
-                    let take = (BLOCK - self.pending.len()).min(chunk.len());
-                    self.pending.extend_from_slice(&chunk.split_to(take));
-                    if self.pending.len() == BLOCK {
+                    if gather(&mut self.pending, BLOCK, &mut chunk) {
                         let block = std::mem::take(&mut self.pending);
                         self.header(&block, out)?;
                     }
                 }
                 State::Extension { size, .. } => {
                     let want = padded(*size) as usize;
-                    let take = (want - self.pending.len()).min(chunk.len());
-                    self.pending.extend_from_slice(&chunk.split_to(take));
-                    if self.pending.len() == want {
+                    if gather(&mut self.pending, want, &mut chunk) {
                         self.extension(out)?;
                     }
                 }

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use super::{BLOCK, MAX_EXTENSION_BYTES, TransferRefused, padded, pax};
+use super::{BLOCK, MAX_EXTENSION_BYTES, TransferRefused, gather, padded, pax};
 
 #[derive(Debug)]
 enum State {
@@ -61,9 +61,7 @@ impl FileOut {
                     }
                 }
                 State::Header => {
-                    let take = (BLOCK - self.pending.len()).min(chunk.len());
-                    self.pending.extend_from_slice(&chunk.split_to(take));
-                    if self.pending.len() == BLOCK {
+                    if gather(&mut self.pending, BLOCK, &mut chunk) {
                         let block = std::mem::take(&mut self.pending);
                         if let Some(size) = self.header(&block)? {
                             self.size = Some(size);
@@ -75,9 +73,7 @@ impl FileOut {
                 }
                 State::Extension { size, pax } => {
                     let want = padded(*size) as usize;
-                    let take = (want - self.pending.len()).min(chunk.len());
-                    self.pending.extend_from_slice(&chunk.split_to(take));
-                    if self.pending.len() == want {
+                    if gather(&mut self.pending, want, &mut chunk) {
                         if *pax {
                             let data = &self.pending[..*size as usize];
                             self.next_size = pax::filter(data)?.1;
