@@ -188,6 +188,10 @@ echo "$result"
 stdout=$(json_field stdout <<<"$result" || true)
 [ "$stdout" = 42 ] || fail "the command printed ${stdout:-nothing} instead of 42"
 
+step "sandboxd doctor --client (the server answers, the key works)"
+SANDBOXD_URL=$url SANDBOXD_KEY=$key target/debug/sandboxd doctor --client ||
+  fail "sandboxd doctor found a problem (above)"
+
 if [ "$mode" = check ]; then
   echo "check passed: sandboxd served a sandbox and its command on $url"
   exit 0

@@ -1,8 +1,15 @@
 # Sourced by the scripts that test the real binary from outside: starts a debug build
-# of `sandboxd serve` on a free port with its own data dir, and removes everything it
-# created on exit. Sets: port, key, data, url, env_id. Extra `SANDBOXD_*` settings can be
-# exported before sourcing.
-cargo build -q -p sandboxd
+# (a release build with SANDBOXD_PROFILE=release) of `sandboxd serve` on a free port with
+# its own data dir, and removes everything it created on exit. Sets: port, key, data,
+# url, env_id, bin, server (its pid). Extra `SANDBOXD_*` settings can be exported before
+# sourcing.
+if [ "${SANDBOXD_PROFILE:-debug}" = release ]; then
+  cargo build -q --release -p sandboxd
+  bin=target/release/sandboxd
+else
+  cargo build -q -p sandboxd
+  bin=target/debug/sandboxd
+fi
 data=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 key="sbx_external_test_key_0123456789abcdefghijk"
@@ -10,7 +17,7 @@ url="http://127.0.0.1:$port"
 SANDBOXD_BOOTSTRAP_KEY=$key SANDBOXD_TEMPLATES__BASE__IMAGE=sandboxd-local/debian:bookworm \
   SANDBOXD_TEMPLATES__PYTHON__IMAGE=sandboxd-local/busybox:latest \
   SANDBOXD_TEMPLATES__NODE__IMAGE=sandboxd-local/busybox:latest \
-  target/debug/sandboxd serve --listen "127.0.0.1:$port" --data-dir "$data" >"$data/server.log" 2>&1 &
+  "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" >"$data/server.log" 2>&1 &
 server=$!
 instance=none
 cleanup() {

@@ -58,6 +58,7 @@ fixtures["killSandboxes"] = [sandbox() for _ in range(4)]
 fixtures["removeSandboxes"] = [sandbox() for _ in range(8)]
 home = fixtures["sandboxes"][0]
 call("sandbox.writeFile", {"sandboxId": home, "path": "/tmp/fuzz.txt", "content": "fuzz\n"})
+call("sandbox.writeFile", {"sandboxId": home, "path": "/tmp/fuzz-read/a.txt", "content": "read only\n"})
 fixtures["processes"] = [
     call("sandbox.processStart", {"sandboxId": home, "cmd": "cat"})["processId"]
 ]

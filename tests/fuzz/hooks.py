@@ -103,10 +103,12 @@ def aim(fields, part, operation, seed, forced):
                 and set(fields["mode"]) <= set("01234567") and len(fields["mode"]) <= 4):
             fields.pop("mode", None)
     if operation == "sandbox.download" and part == "query":
-        # A small file, a small directory, or a name under it (mostly missing): a
-        # generated `/` would stream a whole filesystem, past the request timeout.
+        # A small file, a small directory, or a name under it (mostly missing), in a
+        # tree no other case writes: a generated `/` would stream a whole filesystem,
+        # past the request timeout, and a file rewritten while it is sent cuts the
+        # answer short (its length was promised).
         name = "".join(c for c in str(path or "") if c.isalnum())[:32]
-        fields["path"] = ["/tmp/fuzz.txt", "/tmp/fuzz", "/tmp/fuzz/" + (name or "x")][seed % 3]
+        fields["path"] = ["/tmp/fuzz-read/a.txt", "/tmp/fuzz-read", "/tmp/fuzz-read/" + (name or "x")][seed % 3]
     if operation == "sandbox.processWrite":
         # Closing the one process's input would end it for every later case.
         fields["close"] = False

@@ -19,6 +19,7 @@ pub mod placement;
 pub mod plan;
 pub mod pools;
 pub mod quotas;
+pub mod reap;
 pub mod reconcile;
 pub mod rfc3339;
 pub mod templates;

@@ -5,7 +5,9 @@
 
 mod archive;
 mod archive_stream;
+mod census;
 mod containers;
+mod diagnosis;
 mod engine;
 mod error;
 mod events;
@@ -18,6 +20,7 @@ mod remote_agents;
 mod ssh_transport;
 
 pub use archive::ReadFileError;
+pub use diagnosis::{EngineFacts, ImageAvailability, NetworkState};
 pub use engine::DockerEngine;
 pub use error::EngineError;
 pub use events::ContainerDeath;

@@ -236,6 +236,14 @@ impl Service {
         Ok(self.store().keys(&caller.organization_id, only).await?)
     }
 
+    /// The key the caller is using.
+    pub async fn current_key(&self, caller: &Principal) -> Result<ApiKey, ServiceError> {
+        self.store()
+            .key(&caller.organization_id, &caller.key_id)
+            .await?
+            .ok_or(ServiceError::NotFound("key"))
+    }
+
     /// Revokes a key: the caller's own, or (member management) another member's.
     pub async fn revoke_key(
         &self,

@@ -14,6 +14,7 @@ mod sandboxes;
 mod secrets;
 mod servers;
 mod store;
+mod survey;
 mod tenancy;
 
 pub use audit::{AuditPage, NewAuditEntry};
@@ -23,3 +24,4 @@ pub use keys::{Bootstrap, NewKey};
 pub use members::AccessList;
 pub use secrets::SecretBox;
 pub use store::{Store, now_ms};
+pub use survey::{Survey, survey};

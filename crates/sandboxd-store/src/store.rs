@@ -13,7 +13,7 @@ use crate::row_cache::RowCache;
 use crate::{SecretBox, StoreError};
 
 /// The SQLite migrations, in order. Migrations are only ever added, never edited.
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
         1,
         "init",

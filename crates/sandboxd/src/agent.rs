@@ -77,6 +77,41 @@ pub fn choose(
     Ok(None)
 }
 
+/// Why no agent can be mounted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The configured binary cannot serve.
+    Invalid(String),
+    /// There is none to mount.
+    Missing(&'static str),
+}
+
+/// Which agent `choose` would mount, said in words, without installing anything.
+pub fn availability(enabled: bool, configured: Option<&Path>) -> Result<String, Unavailable> {
+    if !enabled {
+        return Ok("off (agent = false): commands go through the engine's exec".into());
+    }
+    if let Some(path) = configured {
+        return if is_static_elf(path) {
+            Ok(format!("{} (configured)", path.display()))
+        } else {
+            Err(Unavailable::Invalid(format!(
+                "agent_binary {} is not a statically linked executable",
+                path.display()
+            )))
+        };
+    }
+    if sandboxd_agent_embed::is_embedded() {
+        return Ok("built into this sandboxd".into());
+    }
+    match beside_executable().filter(|path| is_static_elf(path)) {
+        Some(path) => Ok(format!("{} (beside the executable)", path.display())),
+        None => Err(Unavailable::Missing(
+            "none is built in or beside the executable",
+        )),
+    }
+}
+
 fn beside_executable() -> Option<PathBuf> {
     let beside = std::env::current_exe()
         .ok()?
@@ -113,5 +148,14 @@ mod tests {
         let (path, source) = choose(true, Some(&built_in), data.path()).unwrap().unwrap();
         assert_eq!((path, source), (built_in, AgentSource::Configured));
         assert_eq!(choose(false, None, data.path()).unwrap(), None);
+        assert_eq!(
+            availability(true, None).unwrap(),
+            "built into this sandboxd"
+        );
+        assert!(matches!(
+            availability(true, Some(&me)),
+            Err(Unavailable::Invalid(_))
+        ));
+        assert!(availability(false, Some(&me)).unwrap().starts_with("off"));
     }
 }

@@ -5,7 +5,9 @@
 mod agent;
 mod cli;
 mod config;
+mod doctor;
 mod mcp_stdio;
+mod reap;
 mod serve;
 mod shell;
 
@@ -40,6 +42,11 @@ enum Command {
     Mcp(mcp_stdio::McpArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
+    /// Check this host (engine, images, store, agent, clock, disk) and the server and key
+    /// in use; a fix for each failure.
+    Doctor(doctor::DoctorArgs),
+    /// List sandbox containers nobody looks after any more (remove them with --kill).
+    Reap(reap::ReapArgs),
     /// Print a completion script for a shell.
     #[command(
         after_help = "Examples:\n  sandboxd completions bash > ~/.local/share/bash-completion/completions/sandboxd\n  \
@@ -60,6 +67,8 @@ fn main() -> anyhow::Result<ExitCode> {
             Command::Shell(args) => shell::run(args).await,
             Command::Mcp(args) => mcp_stdio::run(args).await,
             Command::Client(command) => cli::run(command).await,
+            Command::Doctor(args) => doctor::run(args).await,
+            Command::Reap(args) => reap::run(args).await,
             Command::Completions { shell } => {
                 use clap::CommandFactory as _;
                 clap_complete::generate(

@@ -12,6 +12,7 @@ use std::process::Command;
 
 use common::{KEY, RunningServer};
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 /// The output of one command.
 struct Ran {
@@ -109,34 +110,59 @@ async fn the_sandbox_lifecycle_from_a_terminal() {
     assert!(gone.stderr.contains("not found"), "{}", gone.stderr);
 }
 
-/// A tree of 1,000 small files in nested directories and one of 48 MiB.
-fn make_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+/// The size of the big file of the copied tree.
+const BIG: usize = 1 << 30;
+
+/// A tree of 1,000 small files in nested directories and one of 1 GiB (written a MiB at
+/// a time); the SHA-256 of each file by its path.
+fn make_tree(root: &Path) -> BTreeMap<String, String> {
     let mut files = BTreeMap::new();
     for i in 0..1000 {
-        files.insert(
-            format!("src/m{}/f{i}.txt", i % 20),
-            format!("file {i}\n").into_bytes(),
-        );
+        let path = format!("src/m{}/f{i}.txt", i % 20);
+        let content = format!("file {i}\n");
+        std::fs::create_dir_all(root.join(&path).parent().unwrap()).unwrap();
+        std::fs::write(root.join(&path), &content).unwrap();
+        files.insert(path, hex(&Sha256::digest(content.as_bytes())));
     }
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    let mut big =
+        std::io::BufWriter::new(std::fs::File::create(root.join("data/big.bin")).unwrap());
+    let mut hasher = Sha256::new();
     let mut state = 88172645463325252u64;
-    let big: Vec<u8> = (0..48 << 20)
-        .map(|_| {
+    let mut block = vec![0u8; 1 << 20];
+    for _ in 0..BIG / block.len() {
+        for word in block.chunks_exact_mut(8) {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            state as u8
-        })
-        .collect();
-    files.insert("data/big.bin".into(), big);
-    for (path, content) in &files {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
+            word.copy_from_slice(&state.to_le_bytes());
+        }
+        hasher.update(&block);
+        std::io::Write::write_all(&mut big, &block).unwrap();
     }
+    std::io::Write::flush(&mut big).unwrap();
+    files.insert("data/big.bin".into(), hex(&hasher.finalize()));
     files
 }
 
-fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn file_digest(path: &Path) -> String {
+    let mut file = std::fs::File::open(path).unwrap();
+    let mut hasher = Sha256::new();
+    let mut block = vec![0u8; 1 << 20];
+    loop {
+        let read = std::io::Read::read(&mut file, &mut block).unwrap();
+        if read == 0 {
+            return hex(&hasher.finalize());
+        }
+        hasher.update(&block[..read]);
+    }
+}
+
+fn read_tree(root: &Path) -> BTreeMap<String, String> {
     let mut files = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -147,11 +173,21 @@ fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
                 stack.push(path);
             } else {
                 let relative = path.strip_prefix(root).unwrap().display().to_string();
-                files.insert(relative, std::fs::read(&path).unwrap());
+                files.insert(relative, file_digest(&path));
             }
         }
     }
     files
+}
+
+/// A line of `/proc/PID/status` in KiB (`VmRSS`, `VmHWM`).
+fn memory_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }
 
 #[tokio::test]
@@ -161,7 +197,14 @@ async fn cp_moves_a_tree_and_files_both_ways_byte_for_byte() {
     let home = tempfile::tempdir().unwrap();
     let env = with_server(&server);
     let run = |args: &[&str]| sandboxd(home.path(), &env, args);
-    let tree = make_tree(&home.path().join("project"));
+    let tree = tokio::task::spawn_blocking({
+        let root = home.path().join("project");
+        move || make_tree(&root)
+    })
+    .await
+    .unwrap();
+    let pid = server.pid();
+    let (rss_before, peak_before) = (memory_kib(pid, "VmRSS"), memory_kib(pid, "VmHWM"));
 
     let up = run(&["cp", "project", &format!("{id}:/home/user/project")]);
     assert_eq!(up.code, 0, "{}", up.stderr);
@@ -170,14 +213,40 @@ async fn cp_moves_a_tree_and_files_both_ways_byte_for_byte() {
     let back = read_tree(&home.path().join("copy"));
     assert_eq!(back.len(), tree.len());
     assert!(back == tree, "the tree came back changed");
+    // The server streams: 2 GiB went through it, its memory stayed where it was.
+    let peak_after = memory_kib(pid, "VmHWM");
+    eprintln!(
+        "server memory: RSS {rss_before} KiB before, peak {peak_before} KiB before and \
+         {peak_after} KiB after moving the tree both ways"
+    );
+    assert!(
+        peak_after < peak_before.max(rss_before) + 128 * 1024,
+        "the server's peak memory grew from {peak_before} to {peak_after} KiB"
+    );
+    std::fs::remove_dir_all(home.path().join("copy")).unwrap();
 
     // One file, into a directory (its name kept) and out to a new name.
-    let up = run(&[
-        "cp",
-        "project/data/big.bin",
-        &format!("{id}:/home/user/in/"),
-    ]);
-    assert_eq!(up.code, 0, "{}", up.stderr);
+    // Under a terminal (script(1) gives it one) a progress line is drawn and redrawn.
+    let line = format!(
+        "'{}' cp project/data/big.bin {id}:/home/user/in/",
+        env!("CARGO_BIN_EXE_sandboxd")
+    );
+    let up = Command::new("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .env("HOME", home.path())
+        .envs(env)
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&up.stdout);
+    assert!(up.status.success(), "{shown}");
+    assert!(
+        shown.contains("\r\x1b[2K") && shown.contains("1.0 GiB / 1.0 GiB (100%)"),
+        "a progress line on the terminal: {:?}",
+        shown
+            .get(shown.len().saturating_sub(300)..)
+            .unwrap_or(&shown)
+    );
     let down = run(&[
         "cp",
         &format!("{id}:/home/user/in/big.bin"),
@@ -186,8 +255,11 @@ async fn cp_moves_a_tree_and_files_both_ways_byte_for_byte() {
     ]);
     assert_eq!(down.code, 0, "{}", down.stderr);
     let report: Value = serde_json::from_str(&down.stdout).unwrap();
-    assert_eq!(report["bytes"], 48 << 20);
-    assert!(std::fs::read(home.path().join("big.copy")).unwrap() == tree["data/big.bin"]);
+    assert_eq!(report["bytes"], BIG);
+    assert_eq!(
+        file_digest(&home.path().join("big.copy")),
+        tree["data/big.bin"]
+    );
 
     // Missing on either side: a clear error, nothing written.
     let missing = run(&["cp", &format!("{id}:/home/user/nope"), "nope"]);
@@ -310,6 +382,28 @@ async fn exec_streams_output_as_it_comes_and_exits_with_the_commands_code() {
 
     let ran = run(&["exec", &id, "--timeout", "1s", "--", "sleep 30"]);
     assert_eq!(ran.code, 124, "timed out: {}", ran.stderr);
+
+    // With -i the command reads this side's input, every byte of it.
+    let input: Vec<u8> = (0..3 << 20).map(|i: u32| (i * 7 % 251) as u8).collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+        .args(["exec", "-i", &id, "--", "wc -c; exit 3"])
+        .env("HOME", home.path())
+        .envs(env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    writer.join().unwrap().unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        (3 << 20).to_string()
+    );
 
     // The first line is here while the command still runs.
     let mut child = Command::new(env!("CARGO_BIN_EXE_sandboxd"))

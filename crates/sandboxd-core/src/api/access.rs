@@ -176,6 +176,19 @@ impl ApiKeyView {
     }
 }
 
+/// Result of `apiKey.current`: the key making the request and what it may do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CurrentKeyView {
+    pub key: ApiKeyView,
+    pub organization_id: String,
+    /// The key's user's role in the organization.
+    pub role: Role,
+    /// What the key may do: the role's permissions (a member's grants) narrowed to the
+    /// key's scopes.
+    pub permissions: Vec<String>,
+}
+
 /// Result of `apiKey.create`: the only time the key itself is shown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

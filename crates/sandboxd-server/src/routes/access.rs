@@ -43,6 +43,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(remove_member))
         .routes(routes!(create_key))
         .routes(routes!(all_keys))
+        .routes(routes!(current_key))
         .routes(routes!(revoke_key))
         .routes(routes!(audit_list))
 }
@@ -180,6 +181,24 @@ async fn all_keys(
 ) -> ApiResult<Vec<ApiKeyView>> {
     let keys = state.service.keys(&caller).await?;
     Ok(Json(keys.iter().map(key_view).collect()))
+}
+
+/// The key making this request: its name, scopes and expiry, the caller's role, and
+/// what the key may do.
+#[utoipa::path(get, path = "/api/apiKey.current", operation_id = "apiKey-current", tag = "apiKey",
+    responses((status = 200, body = CurrentKeyView), (status = 401, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn current_key(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+) -> ApiResult<CurrentKeyView> {
+    let key = state.service.current_key(&caller).await?;
+    Ok(Json(CurrentKeyView {
+        key: key_view(&key),
+        organization_id: caller.organization_id.clone(),
+        role: caller.role,
+        permissions: caller.permissions.names(),
+    }))
 }
 
 /// Revoke an API key; the next request with it is refused.

@@ -215,6 +215,7 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/member.remove", "post", "member-remove"),
         ("/api/apiKey.create", "post", "apiKey-create"),
         ("/api/apiKey.all", "get", "apiKey-all"),
+        ("/api/apiKey.current", "get", "apiKey-current"),
         ("/api/apiKey.revoke", "post", "apiKey-revoke"),
         ("/api/audit.list", "get", "audit-list"),
         ("/api/server.create", "post", "server-create"),

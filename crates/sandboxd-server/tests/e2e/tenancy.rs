@@ -176,6 +176,14 @@ async fn keys_are_scoped_revocable_and_expire() {
         "no wider than its creator: {body}"
     );
 
+    // A key tells what it is and what it may do, and nothing of its secret.
+    let (status, current) = server.get_with_key("apiKey.current", &secret, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{current}");
+    assert_eq!(current["key"]["keyId"], scoped["keyId"]);
+    assert_eq!(current["role"], "owner");
+    assert_eq!(current["permissions"], json!(["service:read"]));
+    assert!(!current.to_string().contains(&secret));
+
     // Listed without secrets; revoked keys stop at once.
     let (_, keys) = server.get("apiKey.all", &[]).await;
     let text = keys.to_string();

@@ -80,6 +80,12 @@ impl Client {
             .header("x-api-key", &self.target.key)
     }
 
+    /// `GET /health` (no key needed).
+    pub async fn health(&self) -> Result<Value, Failure> {
+        self.send(self.http.get(format!("{}/health", self.target.url)))
+            .await
+    }
+
     /// `GET /api/<procedure>?query`.
     pub async fn get(&self, procedure: &str, query: &[(&str, &str)]) -> Result<Value, Failure> {
         self.send(self.request(Method::GET, procedure).query(query))
@@ -146,6 +152,8 @@ impl Client {
                     issue["message"].as_str()?
                 ))
             })
+            // The message often is the first issue already.
+            .filter(|issue| !message.contains(issue.as_str()))
             .collect();
         let message = if issues.is_empty() {
             message
@@ -162,5 +170,33 @@ impl Client {
             status if status.is_server_error() => Failure::Unavailable(message),
             _ => Failure::Refused(message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_issue_already_in_the_message_is_not_said_twice() {
+        let client = Client::new(Target {
+            url: "http://127.0.0.1:3000".into(),
+            key: "sbx_k".into(),
+        });
+        let body = json!({
+            "message": "timeoutMs: must be at least 10 s",
+            "issues": [
+                {"path": "timeoutMs", "message": "must be at least 10 s"},
+                {"path": "cpu", "message": "must be at most 64"},
+            ],
+        });
+        let failure = client.failure(StatusCode::BAD_REQUEST, &body);
+        assert_eq!(
+            failure.message(),
+            "timeoutMs: must be at least 10 s (cpu: must be at most 64)"
+        );
+        assert_eq!(failure.exit_code(), ExitCode::from(1));
     }
 }

@@ -29,8 +29,11 @@ pub struct ExecArgs {
     #[arg(long)]
     pub cwd: Option<String>,
     /// Start it in the background and print its process id (see `ps`, `logs`).
-    #[arg(long, short)]
+    #[arg(long, short, conflicts_with = "interactive")]
     pub detach: bool,
+    /// Give the command this side's standard input (`cat data.csv | sandboxd exec -i …`).
+    #[arg(long, short)]
+    pub interactive: bool,
     /// The command and its arguments (after `--`); one argument is run as a shell line.
     #[arg(last = true, required = true)]
     pub cmd: Vec<String>,

@@ -4,12 +4,14 @@
 //! limit), 2 bad usage, 3 key refused or not allowed, 4 not found, 5 server unreachable
 //! or failing; `exec` exits with the remote command's code once it ran.
 
+mod access;
 mod client;
 mod copy;
 mod exec;
+mod exec_stdin;
 mod processes;
 mod sandboxes;
-mod table;
+pub mod table;
 mod target;
 
 use std::process::ExitCode;
@@ -18,7 +20,8 @@ use clap::{Args, Subcommand};
 use serde_json::Value;
 
 pub use client::percent_encode;
-use client::{Client, Failure};
+pub use client::{Client, Failure};
+pub use sandboxes::parse_duration;
 pub use target::TargetArgs;
 
 /// Flags every client command takes.
@@ -64,7 +67,8 @@ pub enum ClientCommand {
     #[command(
         after_help = "Examples:\n  sandboxd exec $ID -- python3 -c 'print(6*7)'\n  \
         sandboxd exec $ID --timeout 5m --cwd /home/user/project -- make test\n  \
-        sandboxd exec $ID -- 'ls | wc -l'      (one argument: a shell line)"
+        sandboxd exec $ID -- 'ls | wc -l'      (one argument: a shell line)\n  \
+        gzip -c data.csv | sandboxd exec -i $ID -- 'gunzip > data.csv'"
     )]
     Exec {
         #[command(flatten)]
@@ -135,6 +139,20 @@ pub enum ClientCommand {
         common: Common,
         id: String,
         path: Option<String>,
+    },
+    /// API keys: list, create, revoke.
+    Keys {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: access::KeysCommand,
+    },
+    /// The organization's members (administrators): list, add, update, remove.
+    Members {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: access::MembersCommand,
     },
     /// Copy files and trees between here and a sandbox, streamed.
     #[command(
@@ -211,7 +229,12 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
             });
         }
         ClientCommand::Exec { common, args } => {
-            let outcome = exec::run(&client(&common)?, &args, common.json).await?;
+            let client = client(&common)?;
+            let outcome = if args.interactive {
+                exec_stdin::run(&client, &args, common.json).await?
+            } else {
+                exec::run(&client, &args, common.json).await?
+            };
             if common.json {
                 let value = serde_json::json!({
                     "exitCode": outcome.exit_code,
@@ -300,6 +323,14 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
         ClientCommand::Files { common, id, path } => {
             let listing = sandboxes::files(&client(&common)?, &id, path.as_deref()).await?;
             print(&common, &listing, sandboxes::files_table);
+        }
+        ClientCommand::Keys { common, command } => {
+            let answer = access::keys(&client(&common)?, command).await?;
+            print(&common, &answer, access::keys_text);
+        }
+        ClientCommand::Members { common, command } => {
+            let answer = access::members(&client(&common)?, command).await?;
+            print(&common, &answer, access::members_text);
         }
         ClientCommand::Cp { common, from, to } => {
             let copied = copy::copy(&client(&common)?, &from, &to).await?;

@@ -62,6 +62,17 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
+/// A span of milliseconds in its largest whole unit: `45s`, `12m`, `3h`, `9d`.
+pub fn age(ms: i64) -> String {
+    let seconds = ms.max(0) / 1000;
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 2 * 3600 => format!("{}m", s / 60),
+        s if s < 2 * 86_400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +97,14 @@ mod tests {
         assert_eq!(size(512), "512 B");
         assert_eq!(size(1536), "1.5 KiB");
         assert_eq!(size(3 << 30), "3.0 GiB");
+    }
+
+    #[test]
+    fn ages_read_in_their_largest_unit() {
+        assert_eq!(age(-5), "0s");
+        assert_eq!(age(90_000), "90s");
+        assert_eq!(age(30 * 60_000), "30m");
+        assert_eq!(age(5 * 3_600_000), "5h");
+        assert_eq!(age(3 * 86_400_000), "3d");
     }
 }

@@ -132,6 +132,17 @@ impl RunningServer {
         running
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.server.id()
+    }
+
+    /// Stops the server process (as a crash would); its containers stay until drop.
+    pub fn stop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+
     /// Creates a sandbox from the `base` template; returns its id.
     pub async fn create(&self) -> String {
         let sandbox: serde_json::Value = reqwest::Client::new()

@@ -1,0 +1,106 @@
+//! A look at a data directory's store from outside the server (`sandboxd reap`,
+//! `sandboxd doctor`): read-only, so it neither creates, migrates nor locks anything,
+//! and works beside a running server and when none runs.
+
+use std::path::Path;
+use std::str::FromStr as _;
+
+use sandboxd_core::model::SandboxStatus;
+use sandboxd_core::reap::{Record, Tracking};
+use sqlx::any::AnyConnectOptions;
+use sqlx::{Connection as _, Row as _};
+
+use crate::StoreError;
+use crate::store::SQLITE_MIGRATIONS;
+
+/// What the store of a data directory holds, as far as the tools outside the server
+/// need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Survey {
+    /// The installation's id and its records of sandboxes on the local engine.
+    pub tracking: Tracking,
+    /// The newest migration applied to the database.
+    pub schema_version: i64,
+    /// The newest migration this build knows.
+    pub known_version: i64,
+}
+
+/// Reads the store of `data_dir`; `Ok(None)` when it has none yet.
+pub async fn survey(data_dir: &Path) -> Result<Option<Survey>, StoreError> {
+    sqlx::any::install_default_drivers();
+    let db = data_dir.join("sandboxd.db");
+    if !db.try_exists().map_err(|source| StoreError::Io {
+        path: db.display().to_string(),
+        source,
+    })? {
+        return Ok(None);
+    }
+    let options = AnyConnectOptions::from_str(&format!("sqlite://{}?mode=ro", db.display()))?;
+    let mut conn = sqlx::AnyConnection::connect_with(&options).await?;
+    let schema_version: Option<i64> =
+        sqlx::query("SELECT MAX(version) AS version FROM _sqlx_migrations WHERE success")
+            .fetch_one(&mut conn)
+            .await?
+            .try_get("version")?;
+    let instance_id = sqlx::query("SELECT instance_id FROM installation WHERE singleton = 1")
+        .fetch_optional(&mut conn)
+        .await?
+        .map(|row| row.try_get::<String, _>("instance_id"))
+        .transpose()?;
+    let rows = sqlx::query(
+        "SELECT sandbox_id, status, container_id, created_at, expires_at FROM sandboxes \
+         WHERE server_id IS NULL AND container_id IS NOT NULL",
+    )
+    .fetch_all(&mut conn)
+    .await?;
+    let mut records = std::collections::HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let status: String = row.try_get("status")?;
+        let record = Record {
+            status: SandboxStatus::parse(&status)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown sandbox status {status}")))?,
+            container_id: row.try_get("container_id")?,
+            created_at: row.try_get("created_at")?,
+            expires_at: row.try_get("expires_at")?,
+        };
+        records.insert(row.try_get::<String, _>("sandbox_id")?, record);
+    }
+    conn.close().await?;
+    Ok(Some(Survey {
+        tracking: Tracking {
+            instance_id,
+            records,
+        },
+        schema_version: schema_version.unwrap_or_default(),
+        known_version: SQLITE_MIGRATIONS.last().map_or(0, |m| m.0),
+    }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::Store;
+
+    #[tokio::test]
+    async fn a_directory_without_a_store_has_nothing_to_survey() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(survey(dir.path()).await.unwrap().is_none());
+        assert!(!dir.path().join("sandboxd.db").exists());
+    }
+
+    #[tokio::test]
+    async fn a_survey_sees_the_installation_beside_an_open_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).await.unwrap();
+        let instance = store.instance_id().await.unwrap();
+        let found = survey(dir.path()).await.unwrap().unwrap();
+        assert_eq!(
+            found.tracking.instance_id.as_deref(),
+            Some(instance.as_str())
+        );
+        assert!(found.tracking.records.is_empty());
+        assert_eq!(found.schema_version, found.known_version);
+        assert!(found.known_version >= 5);
+    }
+}
