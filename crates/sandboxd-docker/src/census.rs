@@ -1,30 +1,19 @@
 //! Every container labelled as a sandbox on this engine, whichever installation made
 //! it: what `sandboxd reap` looks at and removes.
 
-use std::collections::HashMap;
-
 use bollard::models::ContainerSummaryStateEnum;
-use bollard::query_parameters::ListContainersOptionsBuilder;
 use sandboxd_core::plan::LABEL_SANDBOX;
 use sandboxd_core::reap::LabelledContainer;
 
-use crate::engine::{DockerEngine, bounded};
-use crate::error::{EngineError, fault};
+use crate::engine::DockerEngine;
+use crate::error::EngineError;
 
 impl DockerEngine {
     /// Every container (running or not) labelled `sandboxd.sandbox=true`.
     pub async fn labelled_sandboxes(&self) -> Result<Vec<LabelledContainer>, EngineError> {
-        let filters = HashMap::from([("label", vec![format!("{LABEL_SANDBOX}=true")])]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = bounded(
-            "list containers",
-            self.docker.list_containers(Some(options)),
-        )
-        .await?
-        .map_err(fault)?;
+        let list = self
+            .list_labelled(vec![format!("{LABEL_SANDBOX}=true")])
+            .await?;
         Ok(list
             .into_iter()
             .filter_map(|summary| {

@@ -162,6 +162,24 @@ impl DockerEngine {
             .map_err(fault)
     }
 
+    /// Every container (running or not) carrying all of `labels` (`key=value`).
+    pub(crate) async fn list_labelled(
+        &self,
+        labels: Vec<String>,
+    ) -> Result<Vec<bollard::models::ContainerSummary>, EngineError> {
+        let filters = HashMap::from([("label", labels)]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        bounded(
+            "list containers",
+            self.docker.list_containers(Some(options)),
+        )
+        .await?
+        .map_err(fault)
+    }
+
     /// Force-removes a container; a container already gone is not an error.
     pub(crate) async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         let remove = RemoveContainerOptionsBuilder::default()
@@ -186,23 +204,12 @@ impl DockerEngine {
         &self,
         instance_id: &str,
     ) -> Result<Vec<ContainerState>, EngineError> {
-        let filters = HashMap::from([(
-            "label",
-            vec![
+        let list = self
+            .list_labelled(vec![
                 format!("{LABEL_SANDBOX}=true"),
                 format!("{LABEL_INSTANCE}={instance_id}"),
-            ],
-        )]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = bounded(
-            "list containers",
-            self.docker.list_containers(Some(options)),
-        )
-        .await?
-        .map_err(fault)?;
+            ])
+            .await?;
         Ok(list
             .into_iter()
             .filter_map(|summary| {

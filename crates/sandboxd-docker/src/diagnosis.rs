@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use sandboxd_core::plan::ICC_OPTION;
-
 use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, fault, message_of, status_of};
 
@@ -106,18 +104,8 @@ impl DockerEngine {
     /// The state of the bridge network `name`.
     pub async fn network_state(&self, name: &str) -> Result<NetworkState, EngineError> {
         match bounded("inspect network", self.docker.inspect_network(name, None)).await? {
-            Ok(network) => {
-                let isolated = network
-                    .options
-                    .as_ref()
-                    .and_then(|o| o.get(ICC_OPTION))
-                    .is_some_and(|v| v == "false");
-                Ok(if isolated {
-                    NetworkState::Isolated
-                } else {
-                    NetworkState::Open
-                })
-            }
+            Ok(network) if crate::networks::isolated(&network) => Ok(NetworkState::Isolated),
+            Ok(_) => Ok(NetworkState::Open),
             Err(e) if status_of(&e) == Some(404) => Ok(NetworkState::Absent),
             Err(e) => Err(fault(e)),
         }

@@ -9,6 +9,15 @@ use tracing::warn;
 use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, fault, status_of};
 
+/// Whether a network keeps its containers from reaching each other.
+pub(crate) fn isolated(network: &bollard::models::NetworkInspect) -> bool {
+    network
+        .options
+        .as_ref()
+        .and_then(|o| o.get(ICC_OPTION))
+        .is_some_and(|v| v == "false")
+}
+
 impl DockerEngine {
     /// Makes sure the bridge `name` exists with inter-container traffic disabled: a
     /// correct network is reused, an unused one that allows such traffic is recreated,
@@ -16,12 +25,7 @@ impl DockerEngine {
     pub(crate) async fn ensure_bridge(&self, name: &str) -> Result<(), EngineError> {
         match bounded("inspect network", self.docker.inspect_network(name, None)).await? {
             Ok(existing) => {
-                let icc_off = existing
-                    .options
-                    .as_ref()
-                    .and_then(|o| o.get(ICC_OPTION))
-                    .is_some_and(|v| v == "false");
-                if icc_off {
+                if isolated(&existing) {
                     return Ok(());
                 }
                 if existing.containers.as_ref().is_some_and(|c| !c.is_empty()) {

@@ -1,10 +1,10 @@
 //! `sandboxd mcp`: an MCP server on standard input and output for MCP clients that
 //! launch a command, forwarding every tool listing and call to a sandboxd server's
-//! `/mcp` (URL and key from flags or `SANDBOXD_URL` / `SANDBOXD_KEY`).
+//! `/mcp` (server and key as for every client command: flags, environment, profile).
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use clap::Args;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientConfig, ListToolsResult, PaginatedRequestParams,
@@ -18,12 +18,8 @@ use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt as _};
 /// Flags of `sandboxd mcp`.
 #[derive(Debug, Args)]
 pub struct McpArgs {
-    /// The sandboxd server.
-    #[arg(long, env = "SANDBOXD_URL", default_value = "http://127.0.0.1:3000")]
-    url: String,
-    /// API key [default: ./sandboxd-data/owner.key].
-    #[arg(long, env = "SANDBOXD_KEY", hide_env_values = true)]
-    key: Option<String>,
+    #[command(flatten)]
+    target: crate::cli::TargetArgs,
 }
 
 /// Forwards to the remote server's tools.
@@ -63,15 +59,22 @@ impl ServerHandler for Forward {
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
-    let key = crate::shell::key_or_default(args.key)?;
-    let uri = format!("{}/mcp", args.url.trim_end_matches('/'));
+    let target = args.target.resolve()?;
+    if !target.url.starts_with("http://") {
+        bail!(
+            "sandboxd mcp forwards over plain HTTP only: run it beside the server \
+             (--url http://127.0.0.1:3000), or point the MCP client at {}/mcp directly",
+            target.url
+        );
+    }
+    let uri = format!("{}/mcp", target.url);
     let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(uri).auth_header(key),
+        StreamableHttpClientTransportConfig::with_uri(uri).auth_header(target.key.clone()),
     );
     let remote = ClientConfig::default()
         .serve(transport)
         .await
-        .with_context(|| format!("cannot open an MCP session with {}", args.url))?;
+        .with_context(|| format!("cannot open an MCP session with {}", target.url))?;
     let server = Forward { remote }.serve(rmcp::transport::stdio()).await?;
     server.waiting().await?;
     Ok(ExitCode::SUCCESS)

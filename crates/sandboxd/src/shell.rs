@@ -24,12 +24,8 @@ pub struct ShellArgs {
     /// Run this command on the terminal instead of a shell.
     #[arg(long)]
     cmd: Option<String>,
-    /// The sandboxd server.
-    #[arg(long, env = "SANDBOXD_URL", default_value = "http://127.0.0.1:3000")]
-    url: String,
-    /// API key [default: ./sandboxd-data/owner.key].
-    #[arg(long, env = "SANDBOXD_KEY", hide_env_values = true)]
-    key: Option<String>,
+    #[command(flatten)]
+    target: crate::cli::TargetArgs,
 }
 
 /// Restores the terminal's settings when dropped.
@@ -68,21 +64,10 @@ fn window_size() -> (u16, u16) {
         .map_or((80, 24), |s| (s.ws_col, s.ws_row))
 }
 
-/// The key given, else `./sandboxd-data/owner.key`.
-pub fn key_or_default(key: Option<String>) -> anyhow::Result<String> {
-    if let Some(key) = key {
-        return Ok(key);
-    }
-    let path = std::path::Path::new("sandboxd-data/owner.key");
-    let key = std::fs::read_to_string(path)
-        .with_context(|| format!("no --key, SANDBOXD_KEY or {}", path.display()))?;
-    Ok(key.trim().to_owned())
-}
-
 pub async fn run(args: ShellArgs) -> anyhow::Result<ExitCode> {
-    let key = key_or_default(args.key.clone())?;
+    let target = args.target.resolve()?;
     let (cols, rows) = window_size();
-    let base = args.url.trim_end_matches('/').replacen("http", "ws", 1);
+    let base = target.url.replacen("http", "ws", 1);
     let mut url = format!(
         "{base}/sandbox-pty?sandboxId={}&cols={cols}&rows={rows}",
         percent_encode(&args.sandbox_id)
@@ -91,10 +76,18 @@ pub async fn run(args: ShellArgs) -> anyhow::Result<ExitCode> {
         url.push_str(&format!("&cmd={}", percent_encode(cmd)));
     }
     let mut request = url.into_client_request()?;
-    request.headers_mut().insert("x-api-key", key.parse()?);
-    let (socket, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .with_context(|| format!("cannot connect to {}", args.url))?;
+    request
+        .headers_mut()
+        .insert("x-api-key", target.key.parse()?);
+    let socket = match crate::cli::tls::websocket(request, &target.tls).await {
+        Ok(socket) => socket,
+        Err(error) if crate::cli::tls::untrusted(&error) => {
+            bail!("{}", crate::cli::tls::untrusted_hint(&target.url))
+        }
+        Err(error) => {
+            return Err(error).with_context(|| format!("cannot connect to {}", target.url));
+        }
+    };
     let (mut sink, mut stream) = socket.split();
 
     let raw = RawMode::enter();

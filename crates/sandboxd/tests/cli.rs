@@ -10,36 +10,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::{KEY, RunningServer};
+use common::{KEY, RunningServer, sandboxd};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-
-/// The output of one command.
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `sandboxd ARGS` with `home` as its home (so no profile of the machine's user is
-/// read or written) and `env` set.
-fn sandboxd(home: &Path, env: &[(&str, &str)], args: &[&str]) -> Ran {
-    let output = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
-        .args(args)
-        .env("HOME", home)
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("SANDBOXD_URL")
-        .env_remove("SANDBOXD_KEY")
-        .envs(env.iter().copied())
-        .current_dir(home)
-        .output()
-        .unwrap();
-    Ran {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 fn with_server(server: &RunningServer) -> [(&str, &str); 2] {
     [("SANDBOXD_URL", server.url.as_str()), ("SANDBOXD_KEY", KEY)]

@@ -6,18 +6,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{KEY, RunningServer};
+use common::{KEY, RunningServer, sandboxd};
 use serde_json::Value;
-
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 /// Every template pointed at an image this engine has, so no check asks a registry.
 const LOCAL_TEMPLATES: [(&str, &str); 3] = [
@@ -34,24 +27,6 @@ const LOCAL_TEMPLATES: [(&str, &str); 3] = [
         "sandboxd-local/busybox:latest",
     ),
 ];
-
-fn sandboxd(home: &Path, env: &[(&str, &str)], args: &[&str]) -> Ran {
-    let output = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
-        .args(args)
-        .env("HOME", home)
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("SANDBOXD_URL")
-        .env_remove("SANDBOXD_KEY")
-        .envs(env.iter().copied())
-        .current_dir(home)
-        .output()
-        .unwrap();
-    Ran {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["checks"]

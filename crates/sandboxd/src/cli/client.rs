@@ -68,7 +68,7 @@ pub struct Client {
 impl Client {
     pub fn new(target: Target) -> Self {
         Self {
-            http: reqwest::Client::new(),
+            http: super::tls::http(&target.tls),
             target,
         }
     }
@@ -126,7 +126,9 @@ impl Client {
 
     fn unreachable(&self, error: &reqwest::Error) -> Failure {
         let url = &self.target.url;
-        if error.is_connect() {
+        if super::tls::untrusted(error) {
+            Failure::Unavailable(super::tls::untrusted_hint(url))
+        } else if error.is_connect() {
             Failure::Unavailable(format!(
                 "no sandboxd answers at {url}: start one with `sandboxd serve`, or point \
                  --url / SANDBOXD_URL at yours"
@@ -174,6 +176,7 @@ impl Client {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use serde_json::json;
 
@@ -184,6 +187,8 @@ mod tests {
         let client = Client::new(Target {
             url: "http://127.0.0.1:3000".into(),
             key: "sbx_k".into(),
+            ca_cert: None,
+            tls: crate::cli::tls::config(None).unwrap(),
         });
         let body = json!({
             "message": "timeoutMs: must be at least 10 s",

@@ -93,9 +93,15 @@ pub async fn run(client: &Client, args: &ExecArgs, collect: bool) -> Result<Outc
         .parse()
         .map_err(|_| Failure::Refused("the key is not a valid header value".into()))?;
     request.headers_mut().insert("x-api-key", key);
-    let (socket, _) = tokio_tungstenite::connect_async(request)
+    let socket = super::tls::websocket(request, &client.target.tls)
         .await
-        .map_err(|e| Failure::Unavailable(format!("cannot reach {}: {e}", client.target.url)))?;
+        .map_err(|e| {
+            if super::tls::untrusted(&e) {
+                Failure::Unavailable(super::tls::untrusted_hint(&client.target.url))
+            } else {
+                Failure::Unavailable(format!("cannot reach {}: {e}", client.target.url))
+            }
+        })?;
     let (mut sink, mut stream) = socket.split();
     let mut outcome = Outcome::default();
     let mut stdout = tokio::io::stdout();

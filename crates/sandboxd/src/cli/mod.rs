@@ -13,6 +13,7 @@ mod processes;
 mod sandboxes;
 pub mod table;
 mod target;
+pub mod tls;
 
 use std::process::ExitCode;
 
@@ -252,6 +253,7 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
             let profile = target::Profile {
                 url: client.target.url.clone(),
                 key: client.target.key.clone(),
+                ca_cert: client.target.ca_cert.clone(),
             };
             let path = target::write_profile(&profile)?;
             let count = organizations.as_array().map_or(0, Vec::len);

@@ -1,7 +1,7 @@
-//! Which server a client command talks to, and with which key: `--url` / `--key`, else
-//! `SANDBOXD_URL` / `SANDBOXD_KEY`, else the profile `sandboxd login` wrote, else the
-//! local defaults (`http://127.0.0.1:3000` and `./sandboxd-data/owner.key`, what
-//! `sandboxd serve` makes on first start).
+//! Which server a client command talks to, with which key and which CA: `--url` /
+//! `--key` / `--ca-cert`, else `SANDBOXD_URL` / `SANDBOXD_KEY` / `SANDBOXD_CA_CERT`, else
+//! the profile `sandboxd login` wrote, else the local defaults (`http://127.0.0.1:3000`
+//! and `./sandboxd-data/owner.key`, what `sandboxd serve` makes on first start).
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -23,6 +23,10 @@ pub struct TargetArgs {
     /// API key [default: the profile's, else ./sandboxd-data/owner.key].
     #[arg(long, env = "SANDBOXD_KEY", hide_env_values = true, global = true)]
     pub key: Option<String>,
+    /// A CA certificate (PEM) to trust for an https:// server, beside the system's
+    /// [default: the profile's].
+    #[arg(long, env = "SANDBOXD_CA_CERT", global = true)]
+    pub ca_cert: Option<PathBuf>,
 }
 
 /// What `sandboxd login` keeps (mode 0600).
@@ -30,13 +34,18 @@ pub struct TargetArgs {
 pub struct Profile {
     pub url: String,
     pub key: String,
+    /// The CA certificate to trust for this server (an absolute path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_cert: Option<PathBuf>,
 }
 
-/// A server and a key.
+/// A server, a key, and how to trust the server's certificate.
 #[derive(Clone)]
 pub struct Target {
     pub url: String,
     pub key: String,
+    pub ca_cert: Option<PathBuf>,
+    pub tls: std::sync::Arc<rustls::ClientConfig>,
 }
 
 impl std::fmt::Debug for Target {
@@ -98,6 +107,10 @@ impl TargetArgs {
             .clone()
             .or_else(|| profile.as_ref().map(|p| p.url.clone()))
             .unwrap_or_else(|| DEFAULT_URL.to_owned());
+        let ca_cert = match &self.ca_cert {
+            Some(path) => Some(std::path::absolute(path)?),
+            None => profile.as_ref().and_then(|p| p.ca_cert.clone()),
+        };
         let key = match self.key.clone().or_else(|| profile.map(|p| p.key)) {
             Some(key) => key,
             None => std::fs::read_to_string(DEFAULT_KEY_FILE)
@@ -109,9 +122,12 @@ impl TargetArgs {
                     )
                 })?,
         };
+        let tls = super::tls::config(ca_cert.as_deref())?;
         Ok(Target {
             url: url.trim_end_matches('/').to_owned(),
             key,
+            ca_cert,
+            tls,
         })
     }
 }

@@ -25,13 +25,17 @@ pub struct Check {
 }
 
 impl Check {
-    pub fn pass(name: impl Into<String>, detail: impl Into<String>) -> Self {
+    fn new(name: impl Into<String>, outcome: Outcome, detail: String, fix: Option<String>) -> Self {
         Self {
             name: name.into(),
-            outcome: Outcome::Pass,
-            detail: detail.into(),
-            fix: None,
+            outcome,
+            detail,
+            fix,
         }
+    }
+
+    pub fn pass(name: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self::new(name, Outcome::Pass, detail.into(), None)
     }
 
     pub fn warn(
@@ -39,12 +43,7 @@ impl Check {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
-        Self {
-            name: name.into(),
-            outcome: Outcome::Warn,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        }
+        Self::new(name, Outcome::Warn, detail.into(), Some(fix.into()))
     }
 
     pub fn fail(
@@ -52,12 +51,7 @@ impl Check {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
-        Self {
-            name: name.into(),
-            outcome: Outcome::Fail,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        }
+        Self::new(name, Outcome::Fail, detail.into(), Some(fix.into()))
     }
 }
 

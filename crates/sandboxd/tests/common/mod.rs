@@ -8,6 +8,33 @@ use std::time::{Duration, Instant};
 
 pub const KEY: &str = "sbx_cli_test_key_0123456789abcdefghijklmnop";
 
+/// The output of one command.
+pub struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `sandboxd ARGS` with `home` as its home and working directory (so no profile
+/// of the machine's user is read or written) and `env` set.
+pub fn sandboxd(home: &Path, env: &[(&str, &str)], args: &[&str]) -> Ran {
+    let output = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("SANDBOXD_URL")
+        .env_remove("SANDBOXD_KEY")
+        .envs(env.iter().copied())
+        .current_dir(home)
+        .output()
+        .unwrap();
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 pub struct RunningServer {
     pub url: String,
     pub env_id: String,
