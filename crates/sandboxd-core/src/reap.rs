@@ -93,6 +93,25 @@ pub struct Selection {
     pub older_than_ms: Option<i64>,
 }
 
+impl Finding {
+    /// Whether `--kill` may remove it. Another installation's container may belong to
+    /// a server that is up (two installations can share an engine), so it goes only
+    /// when the caller said any installation's may, or named the installation.
+    pub fn removable(&self, any_installation: bool, selection: &Selection) -> bool {
+        match &self.reason {
+            Reason::OtherInstallation(id) => {
+                any_installation
+                    || selection
+                        .labels
+                        .iter()
+                        .any(|(k, v)| k == LABEL_INSTANCE && v == id)
+            }
+            Reason::Unlabelled => any_installation,
+            _ => true,
+        }
+    }
+}
+
 /// A container the command lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -248,7 +267,16 @@ mod tests {
                 "sb_live",
                 record(SandboxStatus::Running, "c1", Some(NOW + 1)),
             ),
-            ("sb_creating", record(SandboxStatus::Creating, "c2", None)),
+            (
+                "sb_creating",
+                Record {
+                    status: SandboxStatus::Creating,
+                    // Its container is being made: the record does not name it yet.
+                    container_id: None,
+                    created_at: NOW - 1_000,
+                    expires_at: None,
+                },
+            ),
         ]);
         assert!(plan_reap(&containers, &tracking, &Selection::default(), NOW).is_empty());
     }
@@ -294,6 +322,26 @@ mod tests {
         );
         assert_eq!(found[0].age_ms, 90_000);
         assert_eq!(found[3].reason.describe(), "record says killed");
+    }
+
+    #[test]
+    fn another_installations_containers_are_removed_only_when_asked_for() {
+        let containers = [
+            container("c_other", &[(LABEL_INSTANCE, "other")], NOW - 90_000),
+            mine("c_mine", "sb_gone"),
+        ];
+        let found = plan_reap(&containers, &tracking(&[]), &Selection::default(), NOW);
+        let by_default: Vec<bool> = found
+            .iter()
+            .map(|f| f.removable(false, &Selection::default()))
+            .collect();
+        assert_eq!(by_default, [false, true]);
+        assert!(found[0].removable(true, &Selection::default()));
+        let named = Selection {
+            labels: vec![(LABEL_INSTANCE.into(), "other".into())],
+            older_than_ms: None,
+        };
+        assert!(found[0].removable(false, &named));
     }
 
     #[test]

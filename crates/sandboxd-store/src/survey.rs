@@ -1,6 +1,8 @@
 //! A look at a data directory's store from outside the server (`sandboxd reap`,
-//! `sandboxd doctor`): read-only, so it neither creates, migrates nor locks anything,
-//! and works beside a running server and when none runs.
+//! `sandboxd doctor`): read-only, never migrating or writing, beside a running server
+//! and when none runs. Without a server (no write-ahead log) nothing is created beside
+//! the database; with one, SQLite reads through the server's log and its index, which
+//! needs the rights of the server's user.
 
 use std::path::Path;
 use std::str::FromStr as _;
@@ -35,7 +37,17 @@ pub async fn survey(data_dir: &Path) -> Result<Option<Survey>, StoreError> {
     })? {
         return Ok(None);
     }
-    let options = AnyConnectOptions::from_str(&format!("sqlite://{}?mode=ro", db.display()))?;
+    // With no write-ahead log the database is all in its file (no server has it open):
+    // read it as immutable, so SQLite makes no `-wal` or `-shm` file beside it. With a
+    // log, a read must go through it (and its shared-memory index), read-only.
+    let wal = data_dir.join("sandboxd.db-wal");
+    let immutable = !wal.try_exists().unwrap_or(true);
+    let url = format!(
+        "sqlite://{}?mode=ro{}",
+        db.display(),
+        if immutable { "&immutable=1" } else { "" }
+    );
+    let options = AnyConnectOptions::from_str(&url)?;
     let mut conn = sqlx::AnyConnection::connect_with(&options).await?;
     let schema_version: Option<i64> =
         sqlx::query("SELECT MAX(version) AS version FROM _sqlx_migrations WHERE success")
@@ -49,7 +61,7 @@ pub async fn survey(data_dir: &Path) -> Result<Option<Survey>, StoreError> {
         .transpose()?;
     let rows = sqlx::query(
         "SELECT sandbox_id, status, container_id, created_at, expires_at FROM sandboxes \
-         WHERE server_id IS NULL AND container_id IS NOT NULL",
+         WHERE server_id IS NULL",
     )
     .fetch_all(&mut conn)
     .await?;
@@ -87,6 +99,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(survey(dir.path()).await.unwrap().is_none());
         assert!(!dir.path().join("sandboxd.db").exists());
+    }
+
+    #[tokio::test]
+    async fn a_stopped_store_is_read_without_a_file_made_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).await.unwrap();
+        let instance = store.instance_id().await.unwrap();
+        // The server's last connection closes: SQLite checkpoints its log into the file.
+        store.close().await;
+        for file in ["sandboxd.db-wal", "sandboxd.db-shm"] {
+            let _ = std::fs::remove_file(dir.path().join(file));
+        }
+        let found = survey(dir.path()).await.unwrap().unwrap();
+        assert_eq!(
+            found.tracking.instance_id.as_deref(),
+            Some(instance.as_str())
+        );
+        assert!(!dir.path().join("sandboxd.db-wal").exists());
+        assert!(!dir.path().join("sandboxd.db-shm").exists());
     }
 
     #[tokio::test]

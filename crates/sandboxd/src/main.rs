@@ -56,6 +56,13 @@ enum Command {
     Completions { shell: clap_complete::Shell },
 }
 
+/// A command that could not run (bad configuration, no key, no engine): said on one
+/// line, exit code 2, as the client commands do.
+fn could_not_run(error: anyhow::Error) -> anyhow::Result<ExitCode> {
+    eprintln!("error: {error:#}");
+    Ok(ExitCode::from(2))
+}
+
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -64,11 +71,11 @@ fn main() -> anyhow::Result<ExitCode> {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
-            Command::Shell(args) => shell::run(args).await,
-            Command::Mcp(args) => mcp_stdio::run(args).await,
+            Command::Shell(args) => shell::run(args).await.or_else(could_not_run),
+            Command::Mcp(args) => mcp_stdio::run(args).await.or_else(could_not_run),
             Command::Client(command) => cli::run(command).await,
-            Command::Doctor(args) => doctor::run(args).await,
-            Command::Reap(args) => reap::run(args).await,
+            Command::Doctor(args) => doctor::run(args).await.or_else(could_not_run),
+            Command::Reap(args) => reap::run(args).await.or_else(could_not_run),
             Command::Completions { shell } => {
                 use clap::CommandFactory as _;
                 clap_complete::generate(

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Args;
 use sandboxd_core::plan::LABEL_SANDBOX;
 use sandboxd_core::reap::{Finding, Selection, Tracking, plan_reap};
@@ -34,6 +34,11 @@ pub struct ReapArgs {
     /// Remove the containers listed (without it nothing is touched).
     #[arg(long)]
     kill: bool,
+    /// With --kill, remove other installations' containers too (they may belong to a
+    /// server that is up on the same engine; naming one with --label
+    /// sandboxd.instance=… is enough for that one).
+    #[arg(long)]
+    any_installation: bool,
     /// The server's TOML configuration file, as given to `sandboxd serve`.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -57,30 +62,31 @@ pub async fn run(args: ReapArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = args.data_dir {
         config.data_dir = dir;
     }
+    let engine = DockerEngine::connect_local().await.context(
+        "cannot connect to the Docker engine (is it running, and may this user use its socket?)",
+    )?;
+    // The containers first, then the records: a create writes its record before it
+    // makes its container, so no container listed here lacks a record read below
+    // because it was made in between.
+    let containers = engine.labelled_sandboxes().await?;
     let tracking = match sandboxd_store::survey(&config.data_dir)
         .await
-        .with_context(|| format!("cannot read the store in {}", config.data_dir.display()))?
-    {
+        .with_context(|| {
+            format!(
+                "cannot read the store in {} (run this as the server's user)",
+                config.data_dir.display()
+            )
+        })? {
         Some(survey) => survey.tracking,
-        None if args.kill && args.labels.is_empty() => bail!(
-            "{} holds no sandboxd store, so every sandbox container would count as another \
-             installation's: run this where the server keeps its data (--data-dir), or say \
-             whose containers to remove with --label",
-            config.data_dir.display()
-        ),
         None => {
             eprintln!(
                 "note: {} holds no sandboxd store; every sandbox container counts as another \
-                 installation's",
+                 installation's (--any-installation lets --kill remove those)",
                 config.data_dir.display()
             );
             Tracking::default()
         }
     };
-    let engine = DockerEngine::connect_local().await.context(
-        "cannot connect to the Docker engine (is it running, and may this user use its socket?)",
-    )?;
-    let containers = engine.labelled_sandboxes().await?;
     let selection = Selection {
         labels: args.labels,
         older_than_ms: args
@@ -91,7 +97,11 @@ pub async fn run(args: ReapArgs) -> anyhow::Result<ExitCode> {
     let mut failed = 0;
     let mut removed = Vec::with_capacity(found.len());
     for finding in &found {
-        let outcome = if args.kill {
+        let outcome = if args.kill && !finding.removable(args.any_installation, &selection) {
+            Some(Err(
+                "another installation's: add --any-installation to remove it".to_owned(),
+            ))
+        } else if args.kill {
             match engine
                 .remove_labelled(&finding.container.container_id)
                 .await

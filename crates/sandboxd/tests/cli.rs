@@ -275,6 +275,55 @@ async fn errors_say_what_to_do_and_exit_codes_tell_them_apart() {
         down.stderr
     );
 
+    // A redirect is not followed: the key never goes to the address it names.
+    let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    elsewhere.set_nonblocking(true).unwrap();
+    let location = format!(
+        "http://{}/api/sandbox.templates",
+        elsewhere.local_addr().unwrap()
+    );
+    let redirecting = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let redirect_url = format!("http://{}", redirecting.local_addr().unwrap());
+    let answering = std::thread::spawn(move || {
+        let (mut conn, _) = redirecting.accept().unwrap();
+        let mut request = [0u8; 4096];
+        let _ = std::io::Read::read(&mut conn, &mut request);
+        let answer =
+            format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n");
+        std::io::Write::write_all(&mut conn, answer.as_bytes()).unwrap();
+    });
+    let redirected = sandboxd(
+        home.path(),
+        &[("SANDBOXD_URL", &redirect_url), ("SANDBOXD_KEY", KEY)],
+        &["templates"],
+    );
+    answering.join().unwrap();
+    assert_eq!(redirected.code, 5, "{}", redirected.stderr);
+    assert!(
+        redirected.stderr.contains("redirects"),
+        "{}",
+        redirected.stderr
+    );
+    assert!(
+        elsewhere.accept().is_err(),
+        "nothing reached the address of the redirect"
+    );
+
+    // Another server named with --url gets neither the profile's nor the local key.
+    let remote = sandboxd(
+        home.path(),
+        &[("SANDBOXD_URL", "https://sandboxd.invalid")],
+        &["ls"],
+    );
+    assert_eq!(remote.code, 2, "{}", remote.stderr);
+    assert!(
+        remote
+            .stderr
+            .contains("no key for https://sandboxd.invalid"),
+        "{}",
+        remote.stderr
+    );
+
     let usage = sandboxd(home.path(), &[], &["timeout", "x", "soon"]);
     assert_eq!(usage.code, 2, "{}", usage.stderr);
 

@@ -258,6 +258,8 @@ async fn reap_lists_orphans_with_the_server_down_and_removes_them_only_with_kill
         older.stdout
     );
 
+    // --kill removes this installation's orphans; another installation's container
+    // may be a live server's, and goes only with --any-installation.
     let killed = sandboxd(
         home.path(),
         &[],
@@ -265,34 +267,50 @@ async fn reap_lists_orphans_with_the_server_down_and_removes_them_only_with_kill
     );
     assert_eq!(killed.code, 0, "{}", killed.stderr);
     let killed: Value = serde_json::from_str(&killed.stdout).unwrap();
-    assert_eq!(killed.as_array().unwrap().len(), 3);
-    assert!(
-        killed
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["removed"] == true)
+    let removed: Vec<(&str, bool)> = killed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["reason"].as_str().unwrap(), f["removed"] == true))
+        .collect();
+    assert_eq!(removed.len(), 3);
+    for (reason, gone) in removed {
+        assert_eq!(gone, reason != "other-installation", "{reason}");
+    }
+    assert!(!exists(&untracked) && exists(&foreign));
+    let killed = sandboxd(
+        home.path(),
+        &[],
+        &[&args[..], &["--kill", "--any-installation"]].concat(),
     );
-    assert!(!exists(&untracked) && !exists(&foreign));
+    assert_eq!(killed.code, 0, "{}", killed.stderr);
+    assert!(!exists(&foreign));
     assert!(exists(&live_container), "the live sandbox is kept");
 
-    // Without a store nothing is removed unless the labels say whose.
+    // Without a store every container is another installation's: listed, not removed.
     let empty = tempfile::tempdir().unwrap();
-    let refused = sandboxd(
+    let kept = sandboxd(
         home.path(),
         &[],
         &[
             "reap",
             "--data-dir",
             empty.path().to_str().unwrap(),
+            "--label",
+            &scope,
             "--kill",
         ],
     );
-    assert_ne!(refused.code, 0);
+    assert_eq!(kept.code, 0, "{}", kept.stderr);
     assert!(
-        refused.stderr.contains("holds no sandboxd store"),
+        kept.stderr.contains("holds no sandboxd store"),
         "{}",
-        refused.stderr
+        kept.stderr
+    );
+    assert!(
+        kept.stdout.contains("no: another installation's"),
+        "{}",
+        kept.stdout
     );
     assert!(exists(&live_container));
 }

@@ -13,7 +13,7 @@ pub enum KeysCommand {
     Ls,
     /// Create an API key and print it (shown this once).
     #[command(
-        after_help = "Examples:\n  sandboxd keys create ci --scope sandbox:create --scope sandbox:read --expires-in 30d\n  \
+        after_help = "Examples:\n  sandboxd keys create ci --scope service:create --scope service:read --expires-in 30d\n  \
         sandboxd keys create bot --user usr_…     (administrators: a key for a member)"
     )]
     Create {

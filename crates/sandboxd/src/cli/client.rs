@@ -66,11 +66,11 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(target: Target) -> Self {
-        Self {
-            http: super::tls::http(&target.tls),
+    pub fn new(target: Target) -> anyhow::Result<Self> {
+        Ok(Self {
+            http: super::tls::http(&target.tls)?,
             target,
-        }
+        })
     }
 
     /// A request to `/api/<procedure>` with the key.
@@ -120,6 +120,19 @@ impl Client {
             return Ok(response);
         }
         let status = response.status();
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .map(super::table::printable)
+                .unwrap_or_else(|| "elsewhere".into());
+            return Err(Failure::Unavailable(format!(
+                "{} redirects ({status}) to {location}: point --url at the address the server \
+                 is served on (the key is not sent on to another address)",
+                self.target.url
+            )));
+        }
         let body: Value = response.json().await.unwrap_or(Value::Null);
         Err(self.failure(status, &body))
     }
@@ -189,7 +202,8 @@ mod tests {
             key: "sbx_k".into(),
             ca_cert: None,
             tls: crate::cli::tls::config(None).unwrap(),
-        });
+        })
+        .unwrap();
         let body = json!({
             "message": "timeoutMs: must be at least 10 s",
             "issues": [

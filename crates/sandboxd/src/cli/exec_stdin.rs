@@ -1,8 +1,10 @@
 //! `sandboxd exec -i`: the command reads this terminal's standard input. The streaming
 //! exec socket carries no input, so the command runs as a background process with its
 //! input open: what this side reads is written to it (`sandbox.processWrite`, closed at
-//! end of file), its output followed from offsets (`sandbox.processOutput`, so nothing
-//! is lost between reads), and its exit code taken when it ends.
+//! end of file), its output followed from offsets (`sandbox.processOutput`: a reconnect
+//! loses nothing; output written faster than it is read beyond the last MiB kept is
+//! reported as lost), and its exit code taken when it ends. Ctrl-C, a timeout or a
+//! failed write kills it.
 
 use std::time::{Duration, Instant};
 
@@ -32,13 +34,23 @@ pub async fn run(client: &Client, args: &ExecArgs, collect: bool) -> Result<Outc
         .as_str()
         .ok_or_else(|| Failure::Unavailable("the server did not name the process".into()))?
         .to_owned();
-    let input = tokio::spawn(send_input(client.clone(), args.id.clone(), process.clone()));
+    let mut input = Some(tokio::spawn(send_input(
+        client.clone(),
+        args.id.clone(),
+        process.clone(),
+    )));
     let deadline = Instant::now() + args.timeout.unwrap_or(DEFAULT_TIMEOUT);
-    let followed = follow(client, &args.id, &process, collect, deadline).await;
-    input.abort();
+    let followed = tokio::select! {
+        followed = follow(client, &args.id, &process, collect, deadline, &mut input) => followed,
+        _ = tokio::signal::ctrl_c() => Err(Failure::Refused("interrupted".into())),
+    };
+    if let Some(input) = input {
+        input.abort();
+    }
     let mut outcome = match followed {
         Ok(outcome) => outcome,
         Err(failure) => {
+            // Interrupted or failed: the command does not outlive this one.
             let _ = signal(client, &args.id, &process).await;
             return Err(failure);
         }
@@ -72,7 +84,9 @@ async fn send_input(client: Client, sandbox: String, process: String) -> Result<
     let mut stdin = tokio::io::stdin();
     let mut buffer = vec![0u8; INPUT_CHUNK];
     loop {
-        let read = stdin.read(&mut buffer).await.unwrap_or(0);
+        let read = stdin.read(&mut buffer).await.map_err(|e| {
+            Failure::Refused(format!("cannot read this side's standard input: {e}"))
+        })?;
         let body = json!({
             "sandboxId": sandbox,
             "processId": process,
@@ -95,12 +109,25 @@ async fn follow(
     process: &str,
     collect: bool,
     deadline: Instant,
+    input: &mut Option<tokio::task::JoinHandle<Result<(), Failure>>>,
 ) -> Result<Outcome, Failure> {
     let mut outcome = Outcome::default();
     let mut offsets = [0u64, 0u64];
     let mut stdout = tokio::io::stdout();
     let mut stderr = tokio::io::stderr();
     loop {
+        // Input that could not be given fails the command now, not at its timeout.
+        if input
+            .as_ref()
+            .is_some_and(tokio::task::JoinHandle::is_finished)
+            && let Some(done) = input.take()
+        {
+            match done.await {
+                Ok(Ok(())) => {}
+                Ok(Err(failure)) => return Err(failure),
+                Err(_) => return Err(Failure::Unavailable("the input stopped".into())),
+            }
+        }
         let mut moved = false;
         let mut exited = true;
         for (index, stream) in ["stdout", "stderr"].into_iter().enumerate() {
@@ -120,6 +147,14 @@ async fn follow(
             let data = base64_simd::STANDARD
                 .decode_to_vec(page["data"].as_str().unwrap_or_default())
                 .map_err(|_| Failure::Unavailable("the server sent invalid output".into()))?;
+            let start = page["start"].as_u64().unwrap_or(offsets[index]);
+            if start > offsets[index] {
+                eprintln!(
+                    "sandboxd: {} bytes of the command's {stream} were lost: it wrote more \
+                     than the last MiB kept between two reads",
+                    start - offsets[index]
+                );
+            }
             let end = page["end"].as_u64().unwrap_or(offsets[index]);
             moved |= end != offsets[index];
             offsets[index] = end;

@@ -214,7 +214,7 @@ impl From<anyhow::Error> for CommandError {
 }
 
 fn client(common: &Common) -> Result<Client, CommandError> {
-    Ok(Client::new(common.target.resolve()?))
+    Ok(Client::new(common.target.resolve()?)?)
 }
 
 async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {

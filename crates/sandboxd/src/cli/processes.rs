@@ -83,6 +83,14 @@ pub async fn logs(
                 ],
             )
             .await?;
+        let start = page["start"].as_u64().unwrap_or(offset);
+        if start > offset {
+            eprintln!(
+                "sandboxd: {} bytes of output were dropped before they were read (a process \
+                 keeps its last MiB)",
+                start - offset
+            );
+        }
         let data = page["data"].as_str().unwrap_or_default();
         let _ = out.write_all(data.as_bytes()).await;
         let _ = out.flush().await;

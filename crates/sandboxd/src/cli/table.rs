@@ -1,7 +1,21 @@
 //! Human output: aligned columns under a header, or `key  value` lines for one record.
 
-/// Rows under `headers`, each column as wide as its widest cell, two spaces apart.
+/// Text from a server, an engine or a sandbox made safe for a terminal: control
+/// characters (escape sequences, carriage returns, newlines) become `?`.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// Rows under `headers`, each column as wide as its widest cell, two spaces apart;
+/// every cell made [`printable`].
 pub fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| printable(cell)).collect())
+        .collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -33,7 +47,7 @@ pub fn fields(pairs: &[(&str, String)]) -> String {
     let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     pairs
         .iter()
-        .map(|(key, value)| format!("{key:<width$}  {value}\n"))
+        .map(|(key, value)| format!("{key:<width$}  {}\n", printable(value)))
         .collect()
 }
 
@@ -90,6 +104,13 @@ mod tests {
             out,
             "ID         STATUS\na          running\nlonger-id  killed\n"
         );
+    }
+
+    #[test]
+    fn cells_cannot_drive_the_terminal() {
+        let out = render(&["NAME"], &[vec!["evil\u{1b}]0;title\u{7}\r\nname".into()]]);
+        assert_eq!(out, "NAME\nevil?]0;title???name\n");
+        assert_eq!(fields(&[("name", "a\u{1b}[2Jb".into())]), "name  a?[2Jb\n");
     }
 
     #[test]

@@ -98,6 +98,17 @@ pub fn write_profile(profile: &Profile) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// Whether `url` names this machine (`127.0.0.1`, `localhost`, `[::1]`).
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host = rest.split(['/', '?']).next().unwrap_or_default();
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "::1")
+}
+
 impl TargetArgs {
     /// The server and key in force (see the module's text).
     pub fn resolve(&self) -> anyhow::Result<Target> {
@@ -107,13 +118,18 @@ impl TargetArgs {
             .clone()
             .or_else(|| profile.as_ref().map(|p| p.url.clone()))
             .unwrap_or_else(|| DEFAULT_URL.to_owned());
+        let url = url.trim_end_matches('/').to_owned();
+        // The profile speaks for its own server only: its key and CA never go to
+        // another one named with --url.
+        let profile = profile.filter(|p| p.url.trim_end_matches('/') == url);
         let ca_cert = match &self.ca_cert {
             Some(path) => Some(std::path::absolute(path)?),
             None => profile.as_ref().and_then(|p| p.ca_cert.clone()),
         };
         let key = match self.key.clone().or_else(|| profile.map(|p| p.key)) {
             Some(key) => key,
-            None => std::fs::read_to_string(DEFAULT_KEY_FILE)
+            // The key `sandboxd serve` wrote here is for the server on this machine.
+            None if is_loopback(&url) => std::fs::read_to_string(DEFAULT_KEY_FILE)
                 .map(|key| key.trim().to_owned())
                 .with_context(|| {
                     format!(
@@ -121,13 +137,40 @@ impl TargetArgs {
                          this where `sandboxd serve` keeps {DEFAULT_KEY_FILE}"
                     )
                 })?,
+            None => anyhow::bail!(
+                "no key for {url}: pass --key, set SANDBOXD_KEY, or run `sandboxd login --url \
+                 {url} --key …`"
+            ),
         };
         let tls = super::tls::config(ca_cert.as_deref())?;
         Ok(Target {
-            url: url.trim_end_matches('/').to_owned(),
+            url,
             key,
             ca_cert,
             tls,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_this_machine_gets_the_local_key() {
+        for url in [
+            "http://127.0.0.1:3000",
+            "http://localhost",
+            "https://[::1]:8443/",
+        ] {
+            assert!(is_loopback(url), "{url}");
+        }
+        for url in [
+            "https://sandboxd.example.com",
+            "http://127.0.0.1.evil.example:3000",
+            "http://10.0.0.1:3000",
+        ] {
+            assert!(!is_loopback(url), "{url}");
+        }
     }
 }

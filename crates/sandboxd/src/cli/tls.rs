@@ -44,12 +44,14 @@ pub fn config(ca_cert: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientConfig
     Ok(Arc::new(config))
 }
 
-/// An HTTP client speaking TLS with `config`.
-pub fn http(config: &Arc<rustls::ClientConfig>) -> reqwest::Client {
+/// An HTTP client speaking TLS with `config`. It follows no redirect: the key travels
+/// in a header a redirect would carry to wherever it points.
+pub fn http(config: &Arc<rustls::ClientConfig>) -> anyhow::Result<reqwest::Client> {
     reqwest::Client::builder()
         .use_preconfigured_tls((**config).clone())
+        .redirect(reqwest::redirect::Policy::none())
         .build()
-        .unwrap_or_default()
+        .context("cannot set up the HTTP client")
 }
 
 /// Opens a WebSocket (`ws://` or `wss://`) with `config` for TLS.

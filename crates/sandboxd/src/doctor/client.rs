@@ -15,13 +15,23 @@ pub async fn checks(target: &TargetArgs) -> Vec<Check> {
         Ok(target) => target,
         Err(error) => {
             return vec![Check::fail(
-                "key",
+                "client",
                 format!("{error:#}"),
-                "pass --key, set SANDBOXD_KEY, or run `sandboxd login`",
+                "pass --url and --key (or SANDBOXD_URL, SANDBOXD_KEY, SANDBOXD_CA_CERT), or \
+                 run `sandboxd login`",
             )];
         }
     };
-    let client = Client::new(target);
+    let client = match Client::new(target) {
+        Ok(client) => client,
+        Err(error) => {
+            return vec![Check::fail(
+                "client",
+                format!("{error:#}"),
+                "check the CA file",
+            )];
+        }
+    };
     let mut checks = vec![];
     let started = Instant::now();
     match bounded(client.health()).await {

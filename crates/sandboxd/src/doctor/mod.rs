@@ -13,6 +13,15 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::cli::TargetArgs;
+
+/// The URL a client on this machine reaches a server listening on `listen` with.
+fn local_url(listen: &str) -> String {
+    match listen.rsplit_once(':') {
+        Some(("0.0.0.0", port)) => format!("http://127.0.0.1:{port}"),
+        Some(("[::]", port)) => format!("http://[::1]:{port}"),
+        _ => format!("http://{listen}"),
+    }
+}
 use crate::config::Config;
 
 /// Flags of `sandboxd doctor`.
@@ -44,15 +53,26 @@ pub struct DoctorArgs {
 
 pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let mut checks = Vec::new();
+    let mut target = args.target.clone();
     if !args.client {
         let mut config = Config::load(args.config.as_deref()).context("invalid configuration")?;
-        if let Some(dir) = args.data_dir {
-            config.data_dir = dir;
+        if let Some(dir) = &args.data_dir {
+            config.data_dir = dir.clone();
         }
         checks.extend(host::checks(&config).await);
+        // Told where the server's configuration or data is, the client checks go to
+        // that server with its owner key, unless a server or key was given.
+        if args.config.is_some() || args.data_dir.is_some() {
+            target.url.get_or_insert_with(|| local_url(&config.listen));
+            if target.key.is_none() {
+                target.key = std::fs::read_to_string(config.data_dir.join("owner.key"))
+                    .ok()
+                    .map(|key| key.trim().to_owned());
+            }
+        }
     }
     if !args.host {
-        checks.extend(client::checks(&args.target).await);
+        checks.extend(client::checks(&target).await);
     }
     let healthy = report::healthy(&checks);
     if args.json {
@@ -66,4 +86,16 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wildcard_listen_address_is_reached_on_loopback() {
+        assert_eq!(local_url("0.0.0.0:8080"), "http://127.0.0.1:8080");
+        assert_eq!(local_url("[::]:3000"), "http://[::1]:3000");
+        assert_eq!(local_url("127.0.0.1:3000"), "http://127.0.0.1:3000");
+    }
 }
