@@ -17,6 +17,9 @@ use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt as _};
 
 /// Flags of `sandboxd mcp`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Example (an MCP client configuration):\n  {\"command\": \"sandboxd\", \"args\": [\"mcp\"], \"env\": {\"SANDBOXD_KEY\": \"sbx_...\"}}"
+)]
 pub struct McpArgs {
     #[command(flatten)]
     target: crate::cli::TargetArgs,

@@ -14,6 +14,9 @@ use crate::config::{Config, parse_master_key};
 
 /// Flags of `sandboxd serve`; each overrides the file and the environment.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  sandboxd serve\n  sandboxd serve --config examples/local.toml --listen 0.0.0.0:3000"
+)]
 pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:3000].
     #[arg(long)]

@@ -18,6 +18,7 @@ use crate::cli::percent_encode;
 
 /// Flags of `sandboxd shell`.
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  sandboxd shell $ID\n  sandboxd shell $ID --cmd python3")]
 pub struct ShellArgs {
     /// The sandbox to open a shell in.
     sandbox_id: String,

@@ -485,6 +485,49 @@ async fn a_background_process_is_listed_and_its_output_followed() {
 }
 
 #[test]
+fn every_command_has_help_with_an_example() {
+    let home = tempfile::tempdir().unwrap();
+    let commands: &[&[&str]] = &[
+        &["serve"],
+        &["shell"],
+        &["mcp"],
+        &["login"],
+        &["create"],
+        &["ls"],
+        &["exec"],
+        &["ps"],
+        &["logs"],
+        &["show"],
+        &["timeout"],
+        &["kill"],
+        &["rm"],
+        &["templates"],
+        &["files"],
+        &["keys"],
+        &["keys", "ls"],
+        &["keys", "create"],
+        &["keys", "revoke"],
+        &["members"],
+        &["members", "ls"],
+        &["members", "add"],
+        &["members", "update"],
+        &["members", "rm"],
+        &["cp"],
+        &["doctor"],
+        &["reap"],
+        &["completions"],
+    ];
+    for command in commands {
+        let help = sandboxd(home.path(), &[], &[&command[..], &["--help"]].concat());
+        assert_eq!(help.code, 0, "{command:?}: {}", help.stderr);
+        assert!(
+            help.stdout.contains("Example"),
+            "{command:?} has no example"
+        );
+    }
+}
+
+#[test]
 fn completions_are_printed_for_each_shell() {
     let home = tempfile::tempdir().unwrap();
     for shell in ["bash", "zsh", "fish"] {

@@ -10,6 +10,7 @@ use super::table;
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
     /// List API keys (yours; every key of the organization for administrators).
+    #[command(after_help = "Example:\n  sandboxd keys ls --json")]
     Ls,
     /// Create an API key and print it (shown this once).
     #[command(
@@ -30,6 +31,7 @@ pub enum KeysCommand {
         expires_in: Option<std::time::Duration>,
     },
     /// Revoke an API key: the next request with it is refused.
+    #[command(after_help = "Example:\n  sandboxd keys revoke key_…")]
     Revoke { key_id: String },
 }
 
@@ -37,6 +39,7 @@ pub enum KeysCommand {
 #[derive(Debug, Subcommand)]
 pub enum MembersCommand {
     /// List the organization's members.
+    #[command(after_help = "Example:\n  sandboxd members ls --json")]
     Ls,
     /// Add a member (administrators); make them a key with `keys create --user`.
     #[command(
@@ -48,12 +51,14 @@ pub enum MembersCommand {
         grants: Grants,
     },
     /// Change a member's role, permissions or access lists (what is given replaces).
+    #[command(after_help = "Example:\n  sandboxd members update usr_… --role admin")]
     Update {
         user_id: String,
         #[command(flatten)]
         grants: Grants,
     },
     /// Remove a member; their keys stop working at once.
+    #[command(after_help = "Example:\n  sandboxd members rm usr_…")]
     Rm { user_id: String },
 }
 

@@ -57,6 +57,7 @@ pub enum ClientCommand {
         args: sandboxes::CreateArgs,
     },
     /// List sandboxes (running ones; --all for every one).
+    #[command(after_help = "Examples:\n  sandboxd ls\n  sandboxd ls --all --json")]
     Ls {
         #[command(flatten)]
         common: Common,
@@ -78,6 +79,7 @@ pub enum ClientCommand {
         args: exec::ExecArgs,
     },
     /// List a sandbox's background processes.
+    #[command(after_help = "Example:\n  sandboxd ps $ID")]
     Ps {
         #[command(flatten)]
         common: Common,
@@ -100,6 +102,7 @@ pub enum ClientCommand {
         follow: bool,
     },
     /// Show one sandbox.
+    #[command(after_help = "Examples:\n  sandboxd show $ID\n  sandboxd show $ID --json")]
     Show {
         #[command(flatten)]
         common: Common,
@@ -116,6 +119,7 @@ pub enum ClientCommand {
         duration: std::time::Duration,
     },
     /// Kill sandboxes (their records stay).
+    #[command(after_help = "Example:\n  sandboxd kill $ID")]
     Kill {
         #[command(flatten)]
         common: Common,
@@ -123,6 +127,7 @@ pub enum ClientCommand {
         ids: Vec<String>,
     },
     /// Kill sandboxes if needed and delete their records.
+    #[command(after_help = "Example:\n  sandboxd rm $ID $ID2")]
     Rm {
         #[command(flatten)]
         common: Common,
@@ -130,11 +135,15 @@ pub enum ClientCommand {
         ids: Vec<String>,
     },
     /// List the templates.
+    #[command(after_help = "Example:\n  sandboxd templates --json")]
     Templates {
         #[command(flatten)]
         common: Common,
     },
     /// List a directory of a sandbox (default: its workdir).
+    #[command(
+        after_help = "Examples:\n  sandboxd files $ID\n  sandboxd files $ID /home/user/project --json"
+    )]
     Files {
         #[command(flatten)]
         common: Common,
@@ -142,6 +151,9 @@ pub enum ClientCommand {
         path: Option<String>,
     },
     /// API keys: list, create, revoke.
+    #[command(
+        after_help = "Examples:\n  sandboxd keys ls\n  KEY=$(sandboxd keys create ci --scope service:read)\n  sandboxd keys revoke key_…"
+    )]
     Keys {
         #[command(flatten)]
         common: Common,
@@ -149,6 +161,9 @@ pub enum ClientCommand {
         command: access::KeysCommand,
     },
     /// The organization's members (administrators): list, add, update, remove.
+    #[command(
+        after_help = "Examples:\n  sandboxd members ls\n  sandboxd members add alice --permission service:read"
+    )]
     Members {
         #[command(flatten)]
         common: Common,
