@@ -47,12 +47,19 @@ impl Templates {
             builtin
                 .into_iter()
                 .map(|(name, image, description)| {
-                    let image = overrides.get(name).cloned().unwrap_or_else(|| image.into());
+                    // A configured image is not the one the built-in text describes.
+                    let (image, description) = match overrides.get(name) {
+                        Some(configured) => (
+                            configured.clone(),
+                            format!("{configured}, set by the server's configuration"),
+                        ),
+                        None => (image.to_owned(), description.to_owned()),
+                    };
                     let template = Template {
                         image,
                         user: Some(TEMPLATE_USER.into()),
                         workdir: DEFAULT_WORKDIR.into(),
-                        description: description.into(),
+                        description,
                     };
                     (name.to_owned(), template)
                 })
@@ -86,12 +93,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn overrides_replace_only_the_image() {
+    fn overrides_replace_the_image_and_say_so() {
         let overrides = BTreeMap::from([("python".to_owned(), "local/python:1".to_owned())]);
         let templates = Templates::with_images(&overrides);
         let python = templates.get("python");
         assert_eq!(python.map(|t| t.image.as_str()), Some("local/python:1"));
         assert_eq!(python.and_then(|t| t.user.as_deref()), Some("1000:1000"));
+        assert_eq!(
+            python.map(|t| t.description.as_str()),
+            Some("local/python:1, set by the server's configuration")
+        );
         assert_eq!(
             templates.get("base").map(|t| t.image.as_str()),
             Some("ubuntu:24.04")
