@@ -13,11 +13,14 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::client::{Client, Failure};
 use super::exec::{ExecArgs, Outcome, command_line, environment};
+use super::processes::read_output;
 
 /// Bytes of input sent per write (the API takes up to 1 MiB).
 const INPUT_CHUNK: usize = 256 * 1024;
 /// How often output is asked for while none comes.
 const POLL: Duration = Duration::from_millis(50);
+/// How long past the command's time limit the server may take to answer.
+const ANSWER_GRACE: Duration = Duration::from_secs(10);
 /// The command's time limit when none is given (as `exec` without `-i`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -43,6 +46,10 @@ pub async fn run(client: &Client, args: &ExecArgs, collect: bool) -> Result<Outc
     let followed = tokio::select! {
         followed = follow(client, &args.id, &process, collect, deadline, &mut input) => followed,
         _ = tokio::signal::ctrl_c() => Err(Failure::Refused("interrupted".into())),
+        // Each read is one request; a server that stops answering ends it all the same.
+        _ = tokio::time::sleep_until((deadline + ANSWER_GRACE).into()) => Err(Failure::Unavailable(
+            "the server stopped answering past the command's time limit".into(),
+        )),
     };
     if let Some(input) = input {
         input.abort();
@@ -131,34 +138,11 @@ async fn follow(
         let mut moved = false;
         let mut exited = true;
         for (index, stream) in ["stdout", "stderr"].into_iter().enumerate() {
-            let offset = offsets[index].to_string();
-            let page = client
-                .get(
-                    "sandbox.processOutput",
-                    &[
-                        ("sandboxId", sandbox),
-                        ("processId", process),
-                        ("stream", stream),
-                        ("offset", &offset),
-                        ("encoding", "base64"),
-                    ],
-                )
-                .await?;
-            let data = base64_simd::STANDARD
-                .decode_to_vec(page["data"].as_str().unwrap_or_default())
-                .map_err(|_| Failure::Unavailable("the server sent invalid output".into()))?;
-            let start = page["start"].as_u64().unwrap_or(offsets[index]);
-            if start > offsets[index] {
-                eprintln!(
-                    "sandboxd: {} bytes of the command's {stream} were lost: it wrote more \
-                     than the last MiB kept between two reads",
-                    start - offsets[index]
-                );
-            }
-            let end = page["end"].as_u64().unwrap_or(offsets[index]);
-            moved |= end != offsets[index];
-            offsets[index] = end;
-            exited &= page["exited"].as_bool().unwrap_or(true);
+            let page = read_output(client, sandbox, process, stream, offsets[index]).await?;
+            moved |= page.end != offsets[index];
+            offsets[index] = page.end;
+            exited &= page.exited;
+            let data = page.data;
             match (collect, index) {
                 (true, 0) => outcome.stdout.push_str(&String::from_utf8_lossy(&data)),
                 (true, _) => outcome.stderr.push_str(&String::from_utf8_lossy(&data)),

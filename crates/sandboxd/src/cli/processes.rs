@@ -59,6 +59,54 @@ pub async fn start(
 /// How often `logs -f` asks for more.
 const FOLLOW_EVERY: Duration = Duration::from_millis(300);
 
+/// One read of a process's output.
+pub struct OutputPage {
+    pub data: Vec<u8>,
+    /// The offset to read from next.
+    pub end: u64,
+    pub exited: bool,
+}
+
+/// Reads a process's `stream` from `offset` (bytes, exact: base64 on the wire); output
+/// that left the server's buffer before it was read is reported on stderr.
+pub async fn read_output(
+    client: &Client,
+    sandbox: &str,
+    process: &str,
+    stream: &str,
+    offset: u64,
+) -> Result<OutputPage, Failure> {
+    let offset_text = offset.to_string();
+    let page = client
+        .get(
+            "sandbox.processOutput",
+            &[
+                ("sandboxId", sandbox),
+                ("processId", process),
+                ("stream", stream),
+                ("offset", &offset_text),
+                ("encoding", "base64"),
+            ],
+        )
+        .await?;
+    let data = base64_simd::STANDARD
+        .decode_to_vec(page["data"].as_str().unwrap_or_default())
+        .map_err(|_| Failure::Unavailable("the server sent invalid output".into()))?;
+    let start = page["start"].as_u64().unwrap_or(offset);
+    if start > offset {
+        eprintln!(
+            "sandboxd: {} bytes of {stream} were lost before they were read (a process \
+             keeps its last MiB)",
+            start - offset
+        );
+    }
+    Ok(OutputPage {
+        data,
+        end: page["end"].as_u64().unwrap_or(offset),
+        exited: page["exited"].as_bool().unwrap_or(true),
+    })
+}
+
 /// Prints a process's output from the start of what is kept; with `follow`, until the
 /// process has ended and everything was read.
 pub async fn logs(
@@ -71,34 +119,12 @@ pub async fn logs(
     let mut offset = 0u64;
     let mut out = tokio::io::stdout();
     loop {
-        let offset_text = offset.to_string();
-        let page = client
-            .get(
-                "sandbox.processOutput",
-                &[
-                    ("sandboxId", id),
-                    ("processId", process),
-                    ("stream", stream),
-                    ("offset", &offset_text),
-                ],
-            )
-            .await?;
-        let start = page["start"].as_u64().unwrap_or(offset);
-        if start > offset {
-            eprintln!(
-                "sandboxd: {} bytes of output were dropped before they were read (a process \
-                 keeps its last MiB)",
-                start - offset
-            );
-        }
-        let data = page["data"].as_str().unwrap_or_default();
-        let _ = out.write_all(data.as_bytes()).await;
+        let page = read_output(client, id, process, stream, offset).await?;
+        let _ = out.write_all(&page.data).await;
         let _ = out.flush().await;
-        let end = page["end"].as_u64().unwrap_or(offset);
-        let exited = page["exited"].as_bool().unwrap_or(true);
-        let moved = end != offset;
-        offset = end;
-        if !follow || (exited && !moved) {
+        let moved = page.end != offset;
+        offset = page.end;
+        if !follow || (page.exited && !moved) {
             return Ok(());
         }
         if !moved {
