@@ -2,7 +2,7 @@
 //! and channels opened by requests.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, Request, header};
@@ -11,7 +11,7 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use super::routes::{Delivered, Delivery, ROUTE_STALL, Routes};
+use super::routes::{CutFor, Delivered, Delivery, ROUTE_STALL, Routes};
 
 /// The agent must introduce itself this quickly after connecting.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -44,6 +44,9 @@ pub enum AgentError {
     ConsumerStalled,
 }
 
+/// The agent sent past a transfer's credit.
+const OVERDRAWN: &str = "the sandbox agent sent past the credit it was given";
+
 /// A live connection to one sandbox's agent. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct AgentConn {
@@ -53,7 +56,17 @@ pub struct AgentConn {
     outgoing: mpsc::Sender<Frame>,
     routes: Routes,
     next_channel: Arc<AtomicU32>,
+    /// Downloads under way at most at once (`transfer.rs`): each may hold its window of
+    /// the connection's budget for as long as its consumer is slow.
+    pub(crate) downloads: Arc<tokio::sync::Semaphore>,
 }
+
+/// Downloads through one connection at once, at most: their windows together hold no
+/// more than half of [`BUFFERED_BYTES`].
+const DOWNLOADS: usize = 4;
+const _: () = assert!(
+    DOWNLOADS as u64 * sandboxd_agent_protocol::DOWNLOAD_WINDOW <= BUFFERED_BYTES as u64 / 2
+);
 
 /// A request in flight: frames for it arrive on `rx`.
 #[derive(Debug)]
@@ -61,6 +74,8 @@ pub struct Channel {
     pub id: u32,
     rx: mpsc::UnboundedReceiver<Delivered>,
     conn: AgentConn,
+    /// A transfer's credit, counted down by the connection's reader.
+    credit: Option<Arc<AtomicU64>>,
 }
 
 impl Channel {
@@ -77,48 +92,70 @@ impl Channel {
     pub async fn recv(&mut self) -> Result<Frame, AgentError> {
         match self.rx.recv().await {
             Some(delivered) => Ok(delivered.frame),
-            None if self.conn.routes.was_cut(self.id) => Err(AgentError::ConsumerStalled),
-            None => Err(AgentError::Disconnected),
+            None => match self.conn.routes.cut_for(self.id) {
+                Some(CutFor::Stalled) => Err(AgentError::ConsumerStalled),
+                Some(CutFor::Overdrawn) => Err(AgentError::Protocol(OVERDRAWN.into())),
+                None => Err(AgentError::Disconnected),
+            },
         }
     }
-}
 
-/// Sends a signal to the command on a channel when dropped, unless disarmed.
-#[derive(Debug)]
-pub struct KillOnDrop {
-    outgoing: mpsc::Sender<Frame>,
-    channel: u32,
-    signal: i32,
-    armed: bool,
-}
-
-impl KillOnDrop {
-    pub fn disarm(&mut self) {
-        self.armed = false;
+    /// Grants the agent `bytes` more of a transfer's content: counted first, so the
+    /// reader never meets data sent for a grant it does not know of yet.
+    pub async fn grant(&self, bytes: u64) -> Result<(), AgentError> {
+        if let Some(credit) = &self.credit {
+            credit.fetch_add(bytes, Ordering::AcqRel);
+        }
+        let credit = sandboxd_agent_protocol::Credit { bytes };
+        self.send(Kind::Credit, Frame::json(self.id, Kind::Credit, &credit).payload)
+            .await
     }
 }
 
-impl Drop for KillOnDrop {
+/// Sends a frame on a channel when dropped, unless disarmed: a signal to its command,
+/// or the cancel of its transfer, for a caller that gives up on it.
+#[derive(Debug)]
+pub struct SendOnDrop {
+    outgoing: mpsc::Sender<Frame>,
+    frame: Option<Frame>,
+}
+
+impl SendOnDrop {
+    pub fn disarm(&mut self) {
+        self.frame = None;
+    }
+}
+
+impl Drop for SendOnDrop {
     fn drop(&mut self) {
-        if self.armed {
-            let signal = sandboxd_agent_protocol::Signal {
-                signal: self.signal,
-            };
-            let _ = self
-                .outgoing
-                .try_send(Frame::json(self.channel, Kind::Signal, &signal));
+        let Some(frame) = self.frame.take() else {
+            return;
+        };
+        // A full queue must not lose the frame: it is sent once there is room.
+        if let Err(mpsc::error::TrySendError::Full(frame)) = self.outgoing.try_send(frame)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let outgoing = self.outgoing.clone();
+            runtime.spawn(async move { outgoing.send(frame).await });
         }
     }
 }
 
 impl Channel {
     /// A guard that signals the command on this channel if the caller gives up on it.
-    pub fn kill_on_drop(&self, signal: i32) -> KillOnDrop {
-        KillOnDrop {
+    pub fn kill_on_drop(&self, signal: i32) -> SendOnDrop {
+        let signal = sandboxd_agent_protocol::Signal { signal };
+        SendOnDrop {
             outgoing: self.conn.outgoing.clone(),
-            channel: self.id,
-            signal,
-            armed: true,
+            frame: Some(Frame::json(self.id, Kind::Signal, &signal)),
+        }
+    }
+
+    /// A guard that cancels the transfer on this channel if the caller gives up on it.
+    pub fn cancel_on_drop(&self) -> SendOnDrop {
+        SendOnDrop {
+            outgoing: self.conn.outgoing.clone(),
+            frame: Some(Frame::new(self.id, Kind::Cancel, Vec::new())),
         }
     }
 }
@@ -132,18 +169,36 @@ impl Drop for Channel {
 impl AgentConn {
     /// Opens a channel with `request`.
     pub async fn open(&self, request: &Request) -> Result<Channel, AgentError> {
+        self.open_channel(request, false).await
+    }
+
+    /// Opens a channel with `request` whose Data frames the agent sends only within the
+    /// credit granted with [`Channel::grant`] (none yet).
+    pub async fn open_metered(&self, request: &Request) -> Result<Channel, AgentError> {
+        self.open_channel(request, true).await
+    }
+
+    async fn open_channel(&self, request: &Request, metered: bool) -> Result<Channel, AgentError> {
         let id = self.next_channel.fetch_add(1, Ordering::Relaxed).max(1);
-        let rx = self.routes.open(id).ok_or(AgentError::NotSent)?;
+        let credit = metered.then(|| Arc::new(AtomicU64::new(0)));
+        let rx = self.routes.open(id, credit.clone()).ok_or(AgentError::NotSent)?;
         let channel = Channel {
             id,
             rx,
             conn: self.clone(),
+            credit,
         };
         self.outgoing
             .send(Frame::json(id, Kind::Request, request))
             .await
             .map_err(|_| AgentError::NotSent)?;
         Ok(channel)
+    }
+
+    /// Whether the agent speaks the streamed transfers (an operator's older agent may
+    /// not; the host never sends it their frames).
+    pub fn speaks_transfers(&self) -> bool {
+        self.hello.version >= sandboxd_agent_protocol::TRANSFERS_VERSION
     }
 
     /// Whether the connection is still up.
@@ -280,6 +335,7 @@ where
         outgoing,
         routes: routes.clone(),
         next_channel: Arc::new(AtomicU32::new(1)),
+        downloads: Arc::new(tokio::sync::Semaphore::new(DOWNLOADS)),
     };
     if !on_ready(conn) {
         return Ok(());
@@ -307,6 +363,10 @@ where
                     warn!(%sandbox_id, channel, "an operation's output was not read; it was ended so the sandbox's other operations keep moving");
                     let kill = sandboxd_agent_protocol::Signal { signal: 9 };
                     let _ = signals.try_send(Frame::json(channel, Kind::Signal, &kill));
+                }
+                Delivery::Overdrawn => {
+                    warn!(%sandbox_id, channel, "{OVERDRAWN}; the transfer was ended");
+                    let _ = signals.try_send(Frame::new(channel, Kind::Cancel, Vec::new()));
                 }
                 Delivery::Closed => return Err(AgentError::Disconnected),
             }

@@ -8,8 +8,10 @@ mod hub;
 mod ops;
 mod routes;
 mod static_elf;
+mod transfer;
 
 pub use conn::{AgentConn, AgentError, ByteStream};
 pub use hub::AgentHub;
 pub use ops::{AgentExec, FileOpError, PtyEvent, PtySession, PtySpec};
 pub use static_elf::is_static_elf;
+pub use transfer::{AgentDownload, TransferError, Upload, UploadShape};

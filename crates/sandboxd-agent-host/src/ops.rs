@@ -28,26 +28,36 @@ const SIGNAL_SEND_TIMEOUT: Duration = Duration::from_secs(2);
 /// One operation's deadline: opening its channel, every frame sent and every frame
 /// received count against it.
 #[derive(Debug, Clone, Copy)]
-struct Deadline(tokio::time::Instant);
+pub(crate) struct Deadline(tokio::time::Instant);
 
 impl Deadline {
-    fn after(limit: Duration) -> Self {
+    pub(crate) fn after(limit: Duration) -> Self {
         Self(tokio::time::Instant::now() + limit)
     }
 
-    async fn open(&self, conn: &AgentConn, request: &Request) -> Result<Channel, AgentError> {
+    pub(crate) async fn open(&self, conn: &AgentConn, request: &Request) -> Result<Channel, AgentError> {
         tokio::time::timeout_at(self.0, conn.open(request))
             .await
             .map_err(|_| AgentError::Timeout)?
     }
 
-    async fn recv(&self, channel: &mut Channel) -> Result<Frame, AgentError> {
+    /// `future` within the deadline.
+    pub(crate) async fn bound<T>(
+        &self,
+        future: impl Future<Output = Result<T, AgentError>>,
+    ) -> Result<T, AgentError> {
+        tokio::time::timeout_at(self.0, future)
+            .await
+            .map_err(|_| AgentError::Timeout)?
+    }
+
+    pub(crate) async fn recv(&self, channel: &mut Channel) -> Result<Frame, AgentError> {
         tokio::time::timeout_at(self.0, channel.recv())
             .await
             .map_err(|_| AgentError::Timeout)?
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         channel: &Channel,
         kind: Kind,
@@ -73,7 +83,7 @@ impl From<AgentError> for FileOpError {
     }
 }
 
-fn unexpected(frame: &Frame) -> AgentError {
+pub(crate) fn unexpected(frame: &Frame) -> AgentError {
     AgentError::Protocol(format!("unexpected {:?} frame", frame.kind))
 }
 
@@ -274,7 +284,7 @@ impl AgentConn {
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(frame: &Frame) -> Result<T, AgentError> {
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(frame: &Frame) -> Result<T, AgentError> {
     if frame.payload.len() > MAX_PAYLOAD {
         return Err(AgentError::Protocol("oversized message".into()));
     }
@@ -323,7 +333,7 @@ pub enum PtyEvent {
 #[derive(Debug)]
 pub struct PtySession {
     channel: Channel,
-    guard: super::conn::KillOnDrop,
+    guard: super::conn::SendOnDrop,
 }
 
 /// Keys are sent in frames of at most this size.

@@ -2,13 +2,16 @@
 //! the connection's own bound. A channel whose consumer takes nothing for
 //! [`ROUTE_STALL`] while its queue is full is cut (and its command killed), so that one
 //! slow consumer — a WebSocket client that stops reading — cannot hold the connection's
-//! reader, and with it every other operation on the sandbox.
+//! reader, and with it every other operation on the sandbox. A transfer's channel is
+//! metered: its Data frames are counted against the credit granted to the agent as they
+//! arrive, and the first one past it cuts the channel.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sandboxd_agent_protocol::Frame;
+use sandboxd_agent_protocol::{Frame, Kind};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// Bytes queued for one channel and not yet taken by its consumer, at most.
@@ -29,6 +32,17 @@ pub struct Delivered {
 struct Route {
     tx: mpsc::UnboundedSender<Delivered>,
     budget: Arc<Semaphore>,
+    /// The credit of a transfer's channel: Data bytes the agent may still send.
+    credit: Option<Arc<AtomicU64>>,
+}
+
+/// Why a channel was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutFor {
+    /// Its consumer took nothing for [`ROUTE_STALL`] while its queue was full.
+    Stalled,
+    /// The agent sent past the credit it was granted.
+    Overdrawn,
 }
 
 /// The channels of one connection.
@@ -50,8 +64,8 @@ impl Default for Routes {
 #[derive(Debug, Default)]
 struct Table {
     open: HashMap<u32, Route>,
-    /// Channels cut for a stalled consumer, until the consumer lets go of them.
-    cut: HashSet<u32>,
+    /// Channels cut, until their consumers let go of them.
+    cut: HashMap<u32, CutFor>,
 }
 
 /// What became of a frame.
@@ -62,17 +76,25 @@ pub enum Delivery {
     NoRoute,
     /// The channel's consumer stalled: the channel was cut.
     Cut,
+    /// The agent sent past a transfer's credit: the channel was cut.
+    Overdrawn,
     /// The connection's budget is gone: the connection is ending.
     Closed,
 }
 
 impl Routes {
-    /// Opens channel `id`; its frames arrive on the returned receiver.
-    pub fn open(&self, id: u32) -> Option<mpsc::UnboundedReceiver<Delivered>> {
+    /// Opens channel `id`; its frames arrive on the returned receiver. With `credit`,
+    /// its Data frames are counted against it as they arrive.
+    pub fn open(
+        &self,
+        id: u32,
+        credit: Option<Arc<AtomicU64>>,
+    ) -> Option<mpsc::UnboundedReceiver<Delivered>> {
         let (tx, rx) = mpsc::unbounded_channel();
         let route = Route {
             tx,
             budget: Arc::new(Semaphore::new(ROUTE_BYTES)),
+            credit,
         };
         self.table.lock().ok()?.open.insert(id, route);
         Some(rx)
@@ -93,9 +115,16 @@ impl Routes {
         }
     }
 
-    /// Whether channel `id` was cut for a stalled consumer.
-    pub fn was_cut(&self, id: u32) -> bool {
-        self.table.lock().is_ok_and(|table| table.cut.contains(&id))
+    /// Why channel `id` was cut, if it was.
+    pub fn cut_for(&self, id: u32) -> Option<CutFor> {
+        self.table.lock().ok()?.cut.get(&id).copied()
+    }
+
+    fn cut(&self, id: u32, why: CutFor) {
+        if let Ok(mut table) = self.table.lock() {
+            table.open.remove(&id);
+            table.cut.insert(id, why);
+        }
     }
 
     /// Hands `frame` to its channel's consumer, waiting at most [`ROUTE_STALL`] for room
@@ -108,6 +137,18 @@ impl Routes {
         let Some(route) = route else {
             return Delivery::NoRoute;
         };
+        if let Some(credit) = &route.credit
+            && frame.kind == Kind::Data
+        {
+            let len = frame.payload.len() as u64;
+            let spent = credit.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                left.checked_sub(len)
+            });
+            if spent.is_err() {
+                self.cut(frame.channel, CutFor::Overdrawn);
+                return Delivery::Overdrawn;
+            }
+        }
         let bytes = u32::try_from(frame.payload.len()).unwrap_or(u32::MAX);
         let waited =
             tokio::time::timeout(self.stall, route.budget.clone().acquire_many_owned(bytes)).await;
@@ -115,10 +156,7 @@ impl Routes {
             Ok(Ok(permit)) => permit,
             Ok(Err(_)) => return Delivery::NoRoute,
             Err(_) => {
-                if let Ok(mut table) = self.table.lock() {
-                    table.open.remove(&frame.channel);
-                    table.cut.insert(frame.channel);
-                }
+                self.cut(frame.channel, CutFor::Stalled);
                 return Delivery::Cut;
             }
         };
@@ -153,8 +191,8 @@ mod tests {
             ..Routes::default()
         };
         let conn_budget = Arc::new(Semaphore::new(16 * 1024 * 1024));
-        let _slow = routes.open(1).unwrap();
-        let mut fast = routes.open(2).unwrap();
+        let _slow = routes.open(1, None).unwrap();
+        let mut fast = routes.open(2, None).unwrap();
         // The slow consumer's queue fills up...
         for _ in 0..4 {
             let delivered = routes.deliver(frame(1, 1024 * 1024), &conn_budget).await;
@@ -163,7 +201,7 @@ mod tests {
         // ...the next frame waits for it, then cuts it.
         let cut = routes.deliver(frame(1, 1), &conn_budget).await;
         assert_eq!(cut, Delivery::Cut);
-        assert!(routes.was_cut(1));
+        assert_eq!(routes.cut_for(1), Some(CutFor::Stalled));
         assert_eq!(
             routes.deliver(frame(1, 1), &conn_budget).await,
             Delivery::NoRoute
@@ -175,6 +213,25 @@ mod tests {
         );
         assert_eq!(fast.recv().await.unwrap().frame.payload.len(), 10);
         routes.close(1);
-        assert!(!routes.was_cut(1));
+        assert_eq!(routes.cut_for(1), None);
+    }
+
+    #[tokio::test]
+    async fn data_past_a_transfers_credit_cuts_its_channel_at_once() {
+        let routes = Routes::default();
+        let conn_budget = Arc::new(Semaphore::new(16 * 1024 * 1024));
+        let credit = Arc::new(AtomicU64::new(100));
+        let mut metered = routes.open(1, Some(credit.clone())).unwrap();
+        let data = |len| Frame::new(1, Kind::Data, vec![0u8; len]);
+        assert_eq!(routes.deliver(data(60), &conn_budget).await, Delivery::Delivered);
+        // Control frames are not content.
+        let done = Frame::new(1, Kind::Done, vec![0u8; 500]);
+        assert_eq!(routes.deliver(done, &conn_budget).await, Delivery::Delivered);
+        credit.fetch_add(10, Ordering::AcqRel);
+        assert_eq!(routes.deliver(data(50), &conn_budget).await, Delivery::Delivered);
+        assert_eq!(routes.deliver(data(1), &conn_budget).await, Delivery::Overdrawn);
+        assert_eq!(routes.cut_for(1), Some(CutFor::Overdrawn));
+        assert_eq!(routes.deliver(data(1), &conn_budget).await, Delivery::NoRoute);
+        assert_eq!(metered.recv().await.unwrap().frame.payload.len(), 60);
     }
 }

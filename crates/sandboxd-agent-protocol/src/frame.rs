@@ -31,6 +31,11 @@ pub enum Kind {
     Done = 9,
     /// Host → agent: new size of a terminal: [`crate::Resize`].
     Resize = 10,
+    /// Either way, on a transfer: the receiver lets the sender send this many more bytes
+    /// of content: [`crate::Credit`].
+    Credit = 11,
+    /// Host → agent: give up the transfer on this channel (its other end went away).
+    Cancel = 12,
 }
 
 impl Kind {
@@ -47,6 +52,8 @@ impl Kind {
             8 => Self::Signal,
             9 => Self::Done,
             10 => Self::Resize,
+            11 => Self::Credit,
+            12 => Self::Cancel,
             _ => return None,
         })
     }

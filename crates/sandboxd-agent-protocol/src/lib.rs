@@ -4,14 +4,20 @@
 //! `docs/agent-protocol.md`.
 #![forbid(unsafe_code)]
 
+mod credit;
 mod frame;
 mod messages;
 
+pub use credit::{DOWNLOAD_WINDOW, Inflow, Outflow, Overdrawn, UPLOAD_WINDOW};
 pub use frame::{Decoder, Frame, FrameError, HEADER_LEN, Kind, MAX_PAYLOAD, header};
 pub use messages::*;
 
-/// Version spoken by this build; the agent announces its own in [`Hello`].
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version spoken by this build; the agent announces its own in [`Hello`]. Version 2
+/// adds the streamed transfers (`upload`, `download`) and their flow control (Credit,
+/// Cancel); the host sends neither to an agent that announced less.
+pub const PROTOCOL_VERSION: u32 = 2;
+/// The first version that speaks the streamed transfers.
+pub const TRANSFERS_VERSION: u32 = 2;
 
 /// The environment variable through which the container hands the agent its sandbox's
 /// key. Only the agent's own processes hold it: they are not dumpable, so the sandbox's

@@ -99,6 +99,55 @@ pub enum Request {
     /// `close`, closes it after. Done.
     #[serde(rename_all = "camelCase")]
     WriteProcess { id: String, close: bool },
+    /// A streamed upload: one file of `size` bytes and `mode` (`raw`: renamed into place
+    /// once whole), or a tar unpacked under the directory `path` (`tar`). The agent grants
+    /// Credit once ready; the host sends Data frames within it, then End. Done.
+    #[serde(rename_all = "camelCase")]
+    Upload {
+        path: String,
+        shape: TransferShape,
+        #[serde(default)]
+        mode: u32,
+        #[serde(default)]
+        size: Option<u64>,
+    },
+    /// A streamed download of `path`: a file's bytes (`raw`) or a tar of it (`tar`);
+    /// without `shape`, raw for a file and tar for a directory. At most `max` bytes. The
+    /// host grants Credit; the agent replies Data([`DownloadStart`]), then Data frames of
+    /// content within the credit, then Done.
+    #[serde(rename_all = "camelCase")]
+    Download {
+        path: String,
+        #[serde(default)]
+        shape: Option<TransferShape>,
+        max: u64,
+    },
+}
+
+/// How a transfer's content is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TransferShape {
+    /// One file's bytes.
+    Raw,
+    /// A tar of a tree (or of one file).
+    Tar,
+}
+
+/// More bytes of content the receiver of a transfer takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Credit {
+    pub bytes: u64,
+}
+
+/// The first reply to a download: what follows, and a raw file's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadStart {
+    pub shape: TransferShape,
+    #[serde(default)]
+    pub size: Option<u64>,
 }
 
 /// A stream of a background process.

@@ -17,7 +17,7 @@ use crate::input::Inputs;
 use crate::outbox::Outbox;
 use crate::procs::Processes;
 use crate::workers::Workers;
-use crate::{exec, files, pty};
+use crate::{exec, files, pty, transfer};
 
 pub fn serve_forever(socket: &str) -> ExitCode {
     let mut delay = Duration::from_millis(20);
@@ -79,6 +79,7 @@ fn serve(stream: UnixStream, processes: &Processes, workers: &Workers) {
         }
     }
     exec::kill_all(&running);
+    inputs.clear();
 }
 
 fn dispatch(
@@ -170,6 +171,31 @@ fn dispatch(
                     let processes = processes.clone();
                     workers.run(move || processes.serve(&outbox, channel, request, None));
                 }
+                Request::Upload {
+                    path,
+                    shape,
+                    mode,
+                    size,
+                } => {
+                    let input = inputs.open(channel);
+                    workers.run(move || {
+                        let upload = transfer::Upload {
+                            path,
+                            shape,
+                            mode,
+                            size,
+                        };
+                        transfer::upload(&outbox, channel, upload, &input);
+                        inputs.close(channel);
+                    });
+                }
+                Request::Download { path, shape, max } => {
+                    let input = inputs.open(channel);
+                    workers.run(move || {
+                        transfer::download(&outbox, channel, &path, shape, max, &input);
+                        inputs.close(channel);
+                    });
+                }
                 Request::ReadFile { path, max } => {
                     workers.run(move || files::read(&outbox, channel, &path, max));
                 }
@@ -181,7 +207,9 @@ fn dispatch(
                 }
             }
         }
-        Kind::Data | Kind::End | Kind::Resize => inputs.route(frame),
+        Kind::Data | Kind::End | Kind::Resize | Kind::Credit | Kind::Cancel => {
+            inputs.route(frame)
+        }
         Kind::Signal => {
             if let Ok(signal) = frame.parse::<sandboxd_agent_protocol::Signal>() {
                 exec::signal(running, channel, signal.signal);

@@ -24,7 +24,7 @@ pub fn fail(outbox: &Outbox, channel: u32, kind: FailureKind, message: &str) {
     outbox.send(&Frame::json(channel, Kind::Error, &failure));
 }
 
-fn fail_io(outbox: &Outbox, channel: u32, path: &str, error: &std::io::Error) {
+pub(crate) fn fail_io(outbox: &Outbox, channel: u32, path: &str, error: &std::io::Error) {
     let kind = match error.kind() {
         ErrorKind::NotFound => FailureKind::NotFound,
         ErrorKind::PermissionDenied => FailureKind::PermissionDenied,
@@ -35,7 +35,7 @@ fn fail_io(outbox: &Outbox, channel: u32, path: &str, error: &std::io::Error) {
     fail(outbox, channel, kind, &format!("{path}: {error}"));
 }
 
-fn done(outbox: &Outbox, channel: u32, size: u64) {
+pub(crate) fn done(outbox: &Outbox, channel: u32, size: u64) {
     outbox.send(&Frame::json(channel, Kind::Done, &Done { size }));
 }
 

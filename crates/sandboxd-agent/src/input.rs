@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use sandboxd_agent_protocol::Frame;
 
@@ -35,6 +36,14 @@ impl Input {
         self.queued.fetch_sub(frame.payload.len(), Ordering::AcqRel);
         Some(frame)
     }
+
+    /// The next input frame within `wait`; `None` once the channel is closed or the
+    /// time is up (said by the error).
+    pub fn recv_timeout(&self, wait: Duration) -> Result<Frame, RecvTimeoutError> {
+        let frame = self.rx.recv_timeout(wait)?;
+        self.queued.fetch_sub(frame.payload.len(), Ordering::AcqRel);
+        Ok(frame)
+    }
 }
 
 impl Inputs {
@@ -58,6 +67,14 @@ impl Inputs {
     pub fn close(&self, channel: u32) {
         if let Ok(mut routes) = self.0.lock() {
             routes.remove(&channel);
+        }
+    }
+
+    /// Closes every channel's input (the connection ended): a request still waiting for
+    /// input sees its end.
+    pub fn clear(&self) {
+        if let Ok(mut routes) = self.0.lock() {
+            routes.clear();
         }
     }
 

@@ -17,6 +17,7 @@ mod procs;
 mod pty;
 mod pump;
 mod supervise;
+mod transfer;
 mod workdir;
 mod workers;
 

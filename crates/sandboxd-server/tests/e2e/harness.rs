@@ -73,6 +73,11 @@ impl TestServer {
         Self::start_on(tempfile::tempdir().expect("temp dir"), false, |_| {}).await
     }
 
+    /// A server without the agent, its test configuration changed by `tweak`.
+    pub async fn start_without_agent_with(tweak: impl FnOnce(&mut ServerConfig)) -> Self {
+        Self::start_on(tempfile::tempdir().expect("temp dir"), false, tweak).await
+    }
+
     /// Starts a server again on the data dir of a stopped one; its containers are now
     /// this server's to clean up.
     pub async fn start_in(mut stopped: StoppedServer) -> Self {

@@ -1,10 +1,16 @@
-//! Streamed transfers on the real engine: a file and a tree go in and come out byte for
-//! byte, owned by the sandbox user; the transfer cap stops an upload with nothing
+//! Streamed transfers on the real engine, through the agent and through the engine's
+//! archive API (a sandbox without the agent): a file and a tree go in and come out byte
+//! for byte, owned by the sandbox user; the transfer cap stops an upload with nothing
 //! partial left; what a tar could smuggle (devices, PAX owners) is refused or dropped;
-//! bad requests are 4xx.
+//! bad requests are 4xx. Through the agent, a download's reader that stops for longer
+//! than a stalled consumer is given holds the agent back (credit) instead of being cut,
+//! and the sandbox's other operations keep moving; downloads past what one connection
+//! serves at once go through the engine, and a dropped one frees its place.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -97,10 +103,51 @@ fn tree() -> (Vec<u8>, BTreeMap<String, Vec<u8>>) {
     (builder.into_inner().unwrap(), files)
 }
 
-#[tokio::test]
-async fn a_file_and_a_tree_round_trip_owned_by_the_sandbox_user() {
-    let server = TestServer::start().await;
+/// Operations served through the agent and through the engine so far.
+fn served(server: &TestServer) -> (u64, u64) {
+    let counts = server.service.path_counts();
+    (
+        counts.agent.load(Ordering::Relaxed),
+        counts.engine.load(Ordering::Relaxed),
+    )
+}
+
+/// Runs `story` on a sandbox of `server` and checks which path served its transfers:
+/// every one through the agent (and none through the engine), or the reverse.
+async fn on_path<F: Future<Output = ()>>(
+    server: TestServer,
+    through_agent: bool,
+    story: impl FnOnce(TestServer, Value) -> F,
+) {
     let sandbox = server.create(json!({"template": "python"})).await;
+    let before = served(&server);
+    let service = server.service.clone();
+    story(server, sandbox).await;
+    let counts = service.path_counts();
+    let after = (
+        counts.agent.load(Ordering::Relaxed),
+        counts.engine.load(Ordering::Relaxed),
+    );
+    if through_agent {
+        assert!(after.0 > before.0, "the agent served: {before:?} → {after:?}");
+        assert_eq!(after.1, before.1, "nothing went through the engine");
+    } else {
+        assert_eq!(after.0, before.0, "the agent is not there");
+        assert!(after.1 > before.1);
+    }
+}
+
+#[tokio::test]
+async fn a_file_and_a_tree_round_trip_through_the_agent() {
+    on_path(TestServer::start().await, true, round_trip).await;
+}
+
+#[tokio::test]
+async fn a_file_and_a_tree_round_trip_through_the_engine() {
+    on_path(TestServer::start_without_agent().await, false, round_trip).await;
+}
+
+async fn round_trip(server: TestServer, sandbox: Value) {
 
     // One file, 24 MiB (over the 10 MiB of writeFile), into a directory made for it.
     let content = noise(24 << 20, 1);
@@ -170,9 +217,19 @@ async fn a_file_and_a_tree_round_trip_owned_by_the_sandbox_user() {
 }
 
 #[tokio::test]
-async fn the_cap_stops_an_upload_and_leaves_nothing_partial() {
+async fn the_cap_stops_an_upload_through_the_agent_and_leaves_nothing_partial() {
     let server = TestServer::start_with(|config| config.max_transfer_bytes = 1 << 20).await;
-    let sandbox = server.create(json!({"template": "python"})).await;
+    on_path(server, true, capped).await;
+}
+
+#[tokio::test]
+async fn the_cap_stops_an_upload_through_the_engine_and_leaves_nothing_partial() {
+    let server =
+        TestServer::start_without_agent_with(|config| config.max_transfer_bytes = 1 << 20).await;
+    on_path(server, false, capped).await;
+}
+
+async fn capped(server: TestServer, sandbox: Value) {
 
     let (status, body) = upload(
         &server,
@@ -336,4 +393,89 @@ async fn smuggled_entries_and_bad_requests_are_refused() {
     stream.read_to_string(&mut answer).await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(answer.contains("Content-Length"), "{answer}");
+}
+
+/// A download's response, its body read as the test chooses.
+async fn open_download(server: &TestServer, sandbox: &Value, path: &str) -> reqwest::Response {
+    let response = server
+        .client
+        .get(format!("{}/api/sandbox.download", server.url))
+        .header("x-api-key", KEY)
+        .query(&[("sandboxId", id(sandbox)), ("path", path)])
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    if status != StatusCode::OK {
+        panic!("{status}: {}", response.text().await.unwrap_or_default());
+    }
+    response
+}
+
+#[tokio::test]
+async fn a_slow_reader_holds_the_agent_back_and_is_not_cut() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "python"})).await;
+    // Far more than the socket buffers and every queue on the way hold.
+    let content = noise(64 << 20, 11);
+    let (status, done) = upload(&server, &sandbox, &[("path", "/home/user/slow.bin")], content.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+
+    let before = served(&server);
+    let mut response = open_download(&server, &sandbox, "/home/user/slow.bin").await;
+    let mut back = response.chunk().await.unwrap().unwrap().to_vec();
+    // The reader stops for longer than a stalled consumer is given (3 s); meanwhile the
+    // sandbox's other operations are served as fast as ever.
+    let paused = Instant::now();
+    while paused.elapsed() < Duration::from_secs(5) {
+        let started = Instant::now();
+        let out = server.exec(&sandbox, "head -c 100000 /dev/zero | wc -c").await;
+        assert_eq!(out["stdout"], "100000\n", "{out}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    while let Some(chunk) = response.chunk().await.expect("the download was not cut") {
+        back.extend_from_slice(&chunk);
+    }
+    assert_eq!(back.len(), content.len());
+    assert!(back == content, "the file came back changed");
+    let after = served(&server);
+    assert_eq!(after.1, before.1, "the download went through the agent: {before:?} → {after:?}");
+}
+
+#[tokio::test]
+async fn downloads_past_what_the_agent_serves_at_once_go_through_the_engine() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "python"})).await;
+    let content = noise(16 << 20, 12);
+    let (status, done) = upload(&server, &sandbox, &[("path", "/home/user/many.bin")], content.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+
+    // Downloads given up after their first chunk free their place in the agent.
+    for _ in 0..6 {
+        let mut response = open_download(&server, &sandbox, "/home/user/many.bin").await;
+        response.chunk().await.unwrap().unwrap();
+        drop(response);
+    }
+    // Five at once, all held open: the agent serves four, the engine the fifth. (The
+    // engine reads one archive of a container at a time: a sixth would wait for the
+    // fifth to be read.)
+    let before = served(&server);
+    let mut open = Vec::new();
+    for _ in 0..5 {
+        open.push(open_download(&server, &sandbox, "/home/user/many.bin").await);
+    }
+    let after = served(&server);
+    assert_eq!((after.0 - before.0, after.1 - before.1), (4, 1), "{before:?} → {after:?}");
+    for response in open {
+        let back = response.bytes().await.unwrap();
+        assert!(back[..] == content[..], "a download came back changed");
+    }
+    // Once they ended, the agent serves again.
+    let before = served(&server);
+    let (status, _, back) = download(&server, &sandbox, &[("path", "/home/user/many.bin")]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(back == content);
+    let after = served(&server);
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 0), "{before:?} → {after:?}");
 }

@@ -135,7 +135,17 @@ impl Executor<'_> {
         }
     }
 
-    fn served(&self, path: ServedBy) {
+    /// The agent, when it is connected and speaks the streamed transfers.
+    pub(crate) fn transfer_agent(&self) -> Option<&AgentConn> {
+        self.agent.as_ref().filter(|agent| agent.speaks_transfers())
+    }
+
+    /// An agent failure explained as [`Service::unavailable`] does.
+    pub(crate) async fn agent_failure(&self, error: AgentError) -> ServiceError {
+        self.agent_failed(ServiceError::Agent(error)).await
+    }
+
+    pub(crate) fn served(&self, path: ServedBy) {
         self.service.served(self.sandbox_id, path);
     }
 

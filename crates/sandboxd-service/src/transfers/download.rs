@@ -1,6 +1,8 @@
-//! Downloads: a file's bytes cut out of the engine's tar of it (its size known from its
-//! header before any byte goes), or a directory's tar as the engine makes it; both
-//! capped as they flow.
+//! Downloads: through the agent (`through_agent.rs`), or through the engine: a file's
+//! bytes cut out of the engine's tar of it (its size known from its header before any
+//! byte goes), or a directory's tar as the engine makes it; capped as they flow. Either
+//! way the source is cut when it sends nothing for a minute, and so is the download when
+//! its consumer takes nothing for as long.
 
 use std::sync::{Arc, Mutex};
 
@@ -11,8 +13,10 @@ use sandboxd_core::model::Principal;
 use sandboxd_core::transfer::{FileOut, TransferRefused};
 use sandboxd_ports::EngineError;
 
-use super::{Download, capped, refused, with_idle_deadline};
-use crate::{Service, ServiceError};
+use super::through_agent;
+use super::{Download, capped, consumer_deadline, refused, with_idle_deadline};
+use crate::executor::Executor;
+use crate::{ServedBy, Service, ServiceError};
 
 impl Service {
     /// Streams a file's bytes (raw) or a directory's tar out of the sandbox; `None` as
@@ -29,6 +33,30 @@ impl Service {
             .await?;
         let executor = self.executor(&sandbox).await?;
         let cap = self.transfer_cap();
+        let download = match through_agent::download(&executor, path, format, cap).await? {
+            Some(download) => download,
+            None => {
+                executor.served(ServedBy::Engine);
+                self.download_from_engine(&executor, path, format, cap)
+                    .await?
+            }
+        };
+        self.while_touching(&sandbox.sandbox_id, std::future::ready(()))
+            .await;
+        Ok(Download {
+            body: consumer_deadline(download.body),
+            ..download
+        })
+    }
+
+    /// A download through the engine's archive API.
+    async fn download_from_engine(
+        &self,
+        executor: &Executor<'_>,
+        path: &str,
+        format: Option<TransferFormat>,
+        cap: u64,
+    ) -> Result<Download, ServiceError> {
         let archive = executor
             .engine()
             .get_archive(executor.container(), path)
@@ -37,8 +65,6 @@ impl Service {
                 EngineError::NotFound { .. } => ServiceError::NotFound("path"),
                 other => other.into(),
             })?;
-        self.while_touching(&sandbox.sandbox_id, std::future::ready(()))
-            .await;
         if format == Some(TransferFormat::Tar) {
             return Ok(Download {
                 format: TransferFormat::Tar,

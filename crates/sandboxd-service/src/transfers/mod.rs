@@ -1,11 +1,13 @@
 //! `sandbox.upload` and `sandbox.download`: streamed transfers of any size up to the
-//! transfer cap, with constant memory. They go through the engine's archive API on the
-//! sandbox's server, checked on the way (`sandboxd_core::transfer`): an upload is one
+//! transfer cap, with constant memory. They go through the sandbox's agent when it is
+//! connected (`through_agent.rs`), else through the engine's archive API on the
+//! sandbox's server; checked on the way (`sandboxd_core::transfer`): an upload is one
 //! file (its length known up front) or a tar of a tree, every entry owned by the sandbox
 //! user (`upload.rs`); a download is one file's bytes or a tar of a directory
 //! (`download.rs`). A stream that stops flowing for a minute is cut.
 
 mod download;
+mod through_agent;
 mod upload;
 
 use futures_util::{StreamExt, stream};
@@ -57,6 +59,48 @@ fn with_idle_deadline(stream: Chunks) -> Chunks {
                 )),
                 stream,
             )),
+        }
+    }))
+}
+
+/// `stream` handed on through a task that lets go of it when its consumer takes nothing
+/// for [`TRANSFER_IDLE_SECS`]: a client that stops reading a download frees its source
+/// (an engine connection, or the agent's side of it) instead of holding it as long as
+/// its own connection stays open. What it took before then is followed by an error, so
+/// the cut is never taken for the end.
+fn consumer_deadline(mut stream: Chunks) -> Chunks {
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(1);
+    let gave_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let giving_up = gave_up.clone();
+    tokio::spawn(async move {
+        let idle = Duration::from_secs(TRANSFER_IDLE_SECS);
+        while let Some(item) = stream.next().await {
+            let failed = item.is_err();
+            match tokio::time::timeout(idle, tx.send(item)).await {
+                Ok(Ok(())) if !failed => {}
+                Ok(_) => return,
+                Err(_) => {
+                    giving_up.store(true, std::sync::atomic::Ordering::Release);
+                    return;
+                }
+            }
+        }
+    });
+    Box::pin(stream::unfold(Some(rx), move |rx| {
+        let gave_up = gave_up.clone();
+        async move {
+            let mut rx = rx?;
+            match rx.recv().await {
+                Some(item) => Some((item, Some(rx))),
+                None if gave_up.load(std::sync::atomic::Ordering::Acquire) => Some((
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("the download was not read for {TRANSFER_IDLE_SECS} s"),
+                    )),
+                    None,
+                )),
+                None => None,
+            }
         }
     }))
 }

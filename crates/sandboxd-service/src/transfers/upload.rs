@@ -14,11 +14,13 @@ use sandboxd_core::model::Principal;
 use sandboxd_core::paths;
 use sandboxd_core::transfer::{self, TarIn, TarPolicy, TransferRefused};
 use sandboxd_core::validate::Upload;
+use sandboxd_agent_host::UploadShape;
 use sandboxd_ports::{Chunks, EngineError, ExecSpec};
 
+use super::through_agent::{self, ThroughAgent};
 use super::{refused, with_idle_deadline};
 use crate::executor::Executor;
-use crate::{Service, ServiceError, internal_exec, now_ms};
+use crate::{ServedBy, Service, ServiceError, internal_exec, now_ms};
 
 impl Service {
     /// Streams `body` into the sandbox (see the module's text); `length` is the body's
@@ -66,6 +68,22 @@ impl Service {
                 "the transfer is larger than the limit of {cap} bytes"
             )));
         }
+        let mode = cmd.mode.unwrap_or(0o644);
+        let mut seen = 0u64;
+        let content: Chunks = Box::pin(body.map(move |chunk| {
+            let chunk = chunk?;
+            seen += chunk.len() as u64;
+            if seen > length {
+                return Err(std::io::Error::other("the body is longer than its length"));
+            }
+            Ok(chunk)
+        }));
+        let what = UploadShape::File { size: length, mode };
+        let content = match through_agent::upload(executor, &cmd.path, what, content, cut).await? {
+            ThroughAgent::Served(_) => return Ok(uploaded(cmd.path, 1, length)),
+            ThroughAgent::Declined(content) => content,
+        };
+        executor.served(ServedBy::Engine);
         executor.ensure_dir(dir).await?;
         let temp = format!(
             ".{name}.sandboxd-upload-{}",
@@ -74,19 +92,10 @@ impl Service {
         let header = transfer::raw_entry(
             &temp,
             length,
-            cmd.mode.unwrap_or(0o644),
+            mode,
             executor.owner(),
             (now_ms() / 1000).max(0) as u64,
         );
-        let mut seen = 0u64;
-        let content = body.map(move |chunk| {
-            let chunk = chunk?;
-            seen += chunk.len() as u64;
-            if seen > length {
-                return Err(std::io::Error::other("the body is longer than its length"));
-            }
-            Ok(chunk)
-        });
         let trailer = vec![0u8; (transfer::padded(length) - length) as usize + 2 * transfer::BLOCK];
         let tar: Chunks = Box::pin(
             stream::once(async move { Ok(Bytes::from(header)) })
@@ -114,11 +123,7 @@ impl Service {
                 .await;
             return Err(error);
         }
-        Ok(UploadResult {
-            path: cmd.path,
-            entries: 1,
-            bytes: length,
-        })
+        Ok(uploaded(cmd.path, 1, length))
     }
 
     async fn upload_tree(
@@ -128,27 +133,33 @@ impl Service {
         body: Chunks,
         cut: &Cut,
     ) -> Result<UploadResult, ServiceError> {
-        executor.ensure_dir(&cmd.path).await?;
         let checked = CheckedTar::new(TarPolicy {
             owner: executor.owner(),
             max_bytes: self.transfer_cap(),
             max_entries: MAX_TRANSFER_ENTRIES,
         });
         let tar = checked.clone().wrap(body);
-        let put = executor
-            .engine()
-            .put_archive(executor.container(), &cmd.path, tar)
-            .await;
+        let put = match through_agent::upload(executor, &cmd.path, UploadShape::Tree, tar, cut).await
+        {
+            Ok(ThroughAgent::Served(_)) => Ok(()),
+            Ok(ThroughAgent::Declined(tar)) => {
+                executor.served(ServedBy::Engine);
+                executor.ensure_dir(&cmd.path).await?;
+                executor
+                    .engine()
+                    .put_archive(executor.container(), &cmd.path, tar)
+                    .await
+                    .map_err(|error| cut.or(upload_error(error)))
+            }
+            Err(error) => Err(error),
+        };
+        // A refused entry ends the archive cleanly: the refusal is the answer.
         if let Some(refusal) = checked.refusal() {
             return Err(refused(refusal));
         }
-        put.map_err(|error| cut.or(upload_error(error)))?;
+        put?;
         let summary = checked.summary();
-        Ok(UploadResult {
-            path: cmd.path,
-            entries: summary.entries,
-            bytes: summary.bytes,
-        })
+        Ok(uploaded(cmd.path, summary.entries, summary.bytes))
     }
 
     /// Runs `argv` (a rename or a clean-up of an upload) as the sandbox user, then, if
@@ -178,6 +189,14 @@ impl Service {
     }
 }
 
+fn uploaded(path: String, entries: u64, bytes: u64) -> UploadResult {
+    UploadResult {
+        path,
+        entries,
+        bytes,
+    }
+}
+
 /// A command through the engine as the sandbox user, or as root (`Some("0:0")`).
 fn engine_command(argv: &[&str], user: Option<&str>) -> ExecSpec {
     let mut spec = internal_exec(argv.iter().map(|a| (*a).to_owned()).collect(), 4096);
@@ -188,7 +207,7 @@ fn engine_command(argv: &[&str], user: Option<&str>) -> ExecSpec {
 /// The first failure of an upload's body (the client went away, or sent nothing for a
 /// minute), kept to tell it from the engine's own.
 #[derive(Clone, Default)]
-struct Cut(Arc<Mutex<Option<String>>>);
+pub(super) struct Cut(Arc<Mutex<Option<String>>>);
 
 impl Cut {
     fn watch(&self, body: Chunks) -> Chunks {
@@ -200,7 +219,7 @@ impl Cut {
     }
 
     /// The cut, when there was one, else `error`.
-    fn or(&self, error: ServiceError) -> ServiceError {
+    pub(super) fn or(&self, error: ServiceError) -> ServiceError {
         match self.0.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             Some(reason) => ServiceError::Refused(format!("the upload was cut: {reason}")),
             None => error,

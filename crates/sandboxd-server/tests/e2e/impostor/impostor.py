@@ -5,7 +5,9 @@
 # code has no way to it, so this stands for an agent that is itself compromised), then
 # misbehaves as argv[1] says: `flood` answers a request with an unbounded range and
 # endless 1 MiB frames, `deaf` never reads what the server sends, `drip` answers with a
-# frame every half second and never finishes. `pose` has no key: it tries 20 times,
+# frame every half second and never finishes, `greedy` answers a download with a file it
+# says is 1 GiB and sends it without waiting for credit, `stingy` takes an upload and
+# never grants it credit. `pose` has no key: it tries 20 times,
 # prints how many of its connections the server closed, and ends.
 import json
 import os
@@ -59,7 +61,7 @@ def pose():
     try:
         sock.connect("/.sandboxd/run/agent.sock")
         # The pid it announces tells the test that the impostor holds the connection.
-        hello = {"version": 1, "pid": IMPOSTOR_PID, "uid": os.getuid(), "gid": os.getgid()}
+        hello = {"version": 2, "pid": IMPOSTOR_PID, "uid": os.getuid(), "gid": os.getgid()}
         if key:
             hello["key"] = key
         sock.sendall(frame(0, 0, json.dumps(hello).encode()))
@@ -121,11 +123,18 @@ def next_frame():
 
 megabyte = b"x" * (1 << 20)
 while True:
-    channel, kind, _ = next_frame()
+    channel, kind, payload = next_frame()
     if kind != 1:
         continue
     try:
-        if mode == "flood":
+        if mode == "greedy":
+            start = {"shape": "raw", "size": 1 << 30}
+            sock.sendall(frame(channel, 6, json.dumps(start).encode()))
+            while True:
+                sock.sendall(frame(channel, 6, megabyte))
+        elif mode == "stingy":
+            continue
+        elif mode == "flood":
             unbounded = {"start": 0, "end": 2**64 - 1}
             sock.sendall(frame(channel, 6, json.dumps(unbounded).encode()))
             while True:

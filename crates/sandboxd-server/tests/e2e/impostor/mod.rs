@@ -173,6 +173,79 @@ async fn frames_dripped_forever_do_not_extend_the_deadline() {
 }
 
 #[tokio::test]
+async fn a_download_sent_past_its_credit_is_cut_off() {
+    let server = server().await;
+    let victim = server.create(json!({"template": "base"})).await;
+    let other = server.create(json!({"template": "base"})).await;
+    start_impostor(&server, &victim, "greedy").await;
+    let before = rss();
+
+    let started = Instant::now();
+    let response = server
+        .client
+        .get(format!("{}/api/sandbox.download", server.url))
+        .header("x-api-key", crate::harness::KEY)
+        .query(&[("sandboxId", id(&victim)), ("path", "/tmp/anything")])
+        .send()
+        .await
+        .unwrap();
+    // The agent's word on the size is all there is before the bytes; the bytes past
+    // the credit it was given end the download as they arrive, with the client not
+    // reading yet (a consumer stalled for 3 s would be cut later, and for another reason).
+    assert_eq!(response.status(), StatusCode::OK);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut response = response;
+    let mut received = 0usize;
+    let ended = loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => received += chunk.len(),
+            Ok(None) => break Ok(()),
+            Err(error) => break Err(error),
+        }
+    };
+    eprintln!(
+        "{received} bytes reached the client before the cut, {:?} after the request",
+        started.elapsed()
+    );
+    assert!(ended.is_err(), "a cut download is not taken for a whole one");
+    // What the server's buffers and the socket's took while the client did not read
+    // (7 MiB here), far from the gigabyte the agent claimed.
+    assert!(received < 16 << 20, "{received} bytes reached the client");
+    // Cut as the bytes past the credit arrived, not 3 s later as a stalled consumer.
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        started.elapsed()
+    );
+    still_fast(&server, &other).await;
+    let grown = rss().saturating_sub(before);
+    assert!(grown < 64 << 20, "grew by {} MiB", grown >> 20);
+}
+
+#[tokio::test]
+async fn an_upload_never_granted_credit_fails_in_time() {
+    let server = server().await;
+    let victim = server.create(json!({"template": "base"})).await;
+    let other = server.create(json!({"template": "base"})).await;
+    start_impostor(&server, &victim, "stingy").await;
+
+    let started = Instant::now();
+    let response = server
+        .client
+        .post(format!("{}/api/sandbox.upload", server.url))
+        .header("x-api-key", crate::harness::KEY)
+        .query(&[("sandboxId", id(&victim)), ("path", "/tmp/big")])
+        .body(vec![b'z'; 8 << 20])
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    failed_in_time(status, &body, started);
+    still_fast(&server, &other).await;
+}
+
+#[tokio::test]
 async fn code_in_a_sandbox_cannot_pose_as_its_agent() {
     let server = server().await;
     let sandbox = server.create(json!({"template": "base"})).await;
