@@ -2,7 +2,9 @@
 # Streamed transfers against `docker cp` on the same engine, same run: a 1 GiB file up
 # into a sandbox and down out of it through a release build of `sandboxd cp` (and so
 # through the server), then through `docker cp` straight to the engine; the server's
-# resident memory before and its peak after. Prints seconds, MiB/s and ratios.
+# resident memory before and its peak after. Prints seconds, MiB/s and ratios. The
+# server's transfers go through the sandbox's agent; with SANDBOXD_AGENT=false they go
+# through the engine's archive API.
 #   bash scripts/bench-transfers.sh [size in MiB, default 1024] [runs, default 3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +34,9 @@ done
 cmp "$work/big.bin" "$work/down.bin"
 cmp "$work/big.bin" "$work/docker-down.bin"
 peak_after=$(kib VmHWM)
-echo "transfer of ${size_mib} MiB, best of $runs runs"
+path=agent
+[ "${SANDBOXD_AGENT:-true}" = false ] && path=engine
+echo "transfer of ${size_mib} MiB through the $path, best of $runs runs"
 for direction in up down; do
   s=$(printf '%s' "${took[sandboxd_$direction]}" | best)
   d=$(printf '%s' "${took[docker_$direction]}" | best)

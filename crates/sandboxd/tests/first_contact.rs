@@ -40,25 +40,6 @@ async fn get(server: &RunningServer, path: &str) -> String {
         .unwrap()
 }
 
-/// The count of operations the agent served, from `/metrics`.
-async fn served_by_agent(server: &RunningServer) -> u64 {
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", server.url))
-        .header("x-api-key", KEY)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    metrics
-        .lines()
-        .find(|line| line.starts_with("sandboxd_operations_served_total{path=\"agent\"}"))
-        .and_then(|line| line.rsplit(' ').next())
-        .and_then(|count| count.parse().ok())
-        .unwrap_or(0)
-}
-
 #[tokio::test]
 async fn a_relative_data_dir_from_the_working_directory_serves_sandboxes() {
     let workdir = tempfile::tempdir().unwrap();
@@ -78,7 +59,7 @@ async fn a_relative_data_dir_from_the_working_directory_serves_sandboxes() {
     assert_eq!(status, 200, "{exec}");
     assert_eq!(exec["stdout"], "from-a-relative-data-dir\n");
     assert!(
-        served_by_agent(&server).await > 0,
+        server.served().await.0 > 0,
         "exec went through the agent"
     );
 
@@ -101,7 +82,7 @@ async fn the_ordinary_build_serves_exec_through_its_agent_and_opens_a_terminal()
     assert_eq!(health["execPath"], "agent", "{health}");
 
     let sandbox_id = server.create().await;
-    let before = served_by_agent(&server).await;
+    let before = server.served().await.0;
     let (status, exec) = call(
         &server,
         "exec",
@@ -111,7 +92,7 @@ async fn the_ordinary_build_serves_exec_through_its_agent_and_opens_a_terminal()
     assert_eq!(status, 200, "{exec}");
     assert_eq!(exec["stdout"], "42\n");
     assert!(
-        served_by_agent(&server).await > before,
+        server.served().await.0 > before,
         "exec went through the agent"
     );
 

@@ -9,7 +9,7 @@ mod pack;
 mod unpack;
 
 use std::fs;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, BufWriter, Read as _, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
@@ -18,7 +18,12 @@ use sandboxd_agent_protocol::{DownloadStart, FailureKind, Frame, Kind, TransferS
 use crate::files::{done, fail, fail_io};
 use crate::input::Input;
 use crate::outbox::Outbox;
-use flow::{CHUNK, Incoming, Outgoing};
+use flow::{Incoming, Outgoing};
+
+/// Files are written and read in pieces of this size: on a FUSE filesystem (as
+/// fuse-overlayfs roots are) each write or read is a round trip to its daemon, and 8 KiB
+/// pieces are ten times slower than these.
+pub(crate) const FILE_BUFFER: usize = 1024 * 1024;
 
 /// An upload asked for.
 pub struct Upload {
@@ -70,11 +75,12 @@ fn upload_file(
     };
     fs::create_dir_all(dir)?;
     let temp = temp_beside(dir, name, channel);
-    let mut file = fs::OpenOptions::new()
+    let file = fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .open(&temp)?;
+    let mut file = BufWriter::with_capacity(FILE_BUFFER, file);
     let written = (|| {
         let mut incoming = Incoming::start(outbox, channel, input)?;
         let copied = io::copy(&mut (&mut incoming).take(size.saturating_add(1)), &mut file)?;
@@ -91,7 +97,9 @@ fn upload_file(
                 format!("the upload is longer than its {size} bytes"),
             ));
         }
+        let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
         file.set_permissions(fs::Permissions::from_mode(mode & 0o7777))?;
+        drop(file);
         // A directory in the way makes the rename fail (EISDIR): nothing is replaced.
         fs::rename(&temp, target)
     })();
@@ -160,7 +168,7 @@ pub fn download(
 
 /// The first `size` bytes of the file: as many as announced, or a failure.
 fn send_file(mut file: fs::File, size: u64, out: &mut Outgoing<'_>) -> io::Result<()> {
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = vec![0u8; FILE_BUFFER];
     let mut left = size;
     while left > 0 {
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));

@@ -3,9 +3,10 @@
 //! links; sockets, fifos and devices are left out.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::FILE_BUFFER;
 use super::flow::Outgoing;
 
 /// Stops the archive once it passes the transfer's limit.
@@ -47,7 +48,7 @@ pub fn pack(path: &Path, max: u64, out: &mut Outgoing<'_>) -> io::Result<()> {
     });
     builder.follow_symlinks(false);
     if real.is_file() {
-        builder.append_path_with_name(&real, &name)?;
+        append_file(&mut builder, &real, &name)?;
     } else {
         let mut pending = vec![(real, name)];
         while let Some((dir, name)) = pending.pop() {
@@ -60,7 +61,9 @@ pub fn pack(path: &Path, max: u64, out: &mut Outgoing<'_>) -> io::Result<()> {
                 let inner = name.join(child.file_name());
                 if kind.is_dir() {
                     subdirs.push((child.path(), inner));
-                } else if kind.is_file() || kind.is_symlink() {
+                } else if kind.is_file() {
+                    append_file(&mut builder, &child.path(), &inner)?;
+                } else if kind.is_symlink() {
                     builder.append_path_with_name(child.path(), &inner)?;
                 }
             }
@@ -68,4 +71,58 @@ pub fn pack(path: &Path, max: u64, out: &mut Outgoing<'_>) -> io::Result<()> {
         }
     }
     builder.into_inner()?.flush()
+}
+
+/// A file's entry, its content read in large pieces (the tar writer's own reads are
+/// 8 KiB) and exactly as long as its header says: a file that grows while read is cut
+/// there, one that shrinks is padded with zeros, so the archive stays well formed.
+fn append_file(builder: &mut tar::Builder<impl Write>, path: &Path, name: &Path) -> io::Result<()> {
+    let file = fs::File::open(path)?;
+    let meta = file.metadata()?;
+    let mut header = tar::Header::new_gnu();
+    header.set_metadata_in_mode(&meta, tar::HeaderMode::Complete);
+    let content = Exactly {
+        inner: BufReader::with_capacity(FILE_BUFFER, file).take(meta.len()),
+        left: meta.len(),
+    };
+    builder.append_data(&mut header, name, content)
+}
+
+/// `left` bytes of `inner`, zeros past its end.
+struct Exactly<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Exactly<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = match self.inner.read(&mut buf[..want])? {
+            0 => {
+                buf[..want].fill(0);
+                want
+            }
+            n => n,
+        };
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_is_as_long_as_the_header_says() {
+        let mut out = Vec::new();
+        Exactly { inner: &b"abcdef"[..], left: 4 }.read_to_end(&mut out).unwrap();
+        assert_eq!(out, b"abcd");
+        out.clear();
+        Exactly { inner: &b"ab"[..], left: 5 }.read_to_end(&mut out).unwrap();
+        assert_eq!(out, b"ab\0\0\0");
+    }
 }

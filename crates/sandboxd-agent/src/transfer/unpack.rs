@@ -5,11 +5,12 @@
 //! directory, even through a symlink an earlier entry made.
 
 use std::fs;
-use std::io::{self, Read};
+use std::io::{self, BufWriter, Read};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
 
-use super::temp_beside;
+use super::{FILE_BUFFER, temp_beside};
 
 fn outside(path: &Path) -> io::Error {
     io::Error::new(
@@ -92,9 +93,8 @@ pub fn unpack(root: &Path, reader: impl Read, channel: u32) -> io::Result<u64> {
             };
             let dir = directory(&root, parent)?;
             let temp = temp_beside(&dir, name, channel);
-            let placed = entry
-                .unpack(&temp)
-                .and_then(|_| fs::rename(&temp, dir.join(name)));
+            let placed =
+                write_file(&mut entry, &temp).and_then(|()| fs::rename(&temp, dir.join(name)));
             if let Err(error) = placed {
                 let _ = fs::remove_file(&temp);
                 return Err(error);
@@ -117,6 +117,32 @@ pub fn unpack(root: &Path, reader: impl Read, channel: u32) -> io::Result<u64> {
         }
     }
     Ok(bytes)
+}
+
+/// A file entry's content, mode and modification time, written to `path` in large
+/// pieces (the tar reader's own unpacking writes 8 KiB at a time).
+fn write_file(entry: &mut tar::Entry<'_, impl Read>, path: &Path) -> io::Result<()> {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)?;
+    let mut out = BufWriter::with_capacity(FILE_BUFFER, file);
+    let size = entry.size();
+    let copied = io::copy(entry, &mut out)?;
+    if copied != size {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("the archive ended {copied} bytes into a file of {size}"),
+        ));
+    }
+    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    file.set_permissions(fs::Permissions::from_mode(entry.header().mode()? & 0o7777))?;
+    if let Ok(mtime) = entry.header().mtime() {
+        let modified = UNIX_EPOCH + Duration::from_secs(mtime);
+        file.set_times(fs::FileTimes::new().set_modified(modified))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -344,6 +344,32 @@ async fn smuggled_entries_and_bad_requests_are_refused() {
         .await;
     assert_eq!(out["stdout"], "1000 755\n", "{out}");
 
+    // A tar cut off inside its second file: the first is whole, nothing of the second,
+    // no temporary file left.
+    let mut builder = tar::Builder::new(Vec::new());
+    for name in ["first.bin", "second.bin"] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(300 << 10);
+        header.set_mode(0o644);
+        builder
+            .append_data(&mut header, name, &noise(300 << 10, 5)[..])
+            .unwrap();
+    }
+    let mut cut = builder.into_inner().unwrap();
+    cut.truncate(2 * 512 + (300 << 10) + (100 << 10));
+    let (status, body) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/cut"), ("format", "tar")],
+        cut,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let out = server
+        .exec(&sandbox, "ls -A /home/user/cut; stat -c %s /home/user/cut/first.bin")
+        .await;
+    assert_eq!(out["stdout"], format!("first.bin\n{}\n", 300 << 10), "{out}");
+
     // Not a tar.
     let (status, _) = upload(
         &server,

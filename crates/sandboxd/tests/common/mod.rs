@@ -170,6 +170,26 @@ impl RunningServer {
         let _ = self.server.wait();
     }
 
+    /// Operations served through the agent and through the engine, from `/metrics`.
+    pub async fn served(&self) -> (u64, u64) {
+        let text = reqwest::Client::new()
+            .get(format!("{}/metrics", self.url))
+            .header("x-api-key", KEY)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let count = |path: &str| {
+            let prefix = format!("sandboxd_operations_served_total{{path=\"{path}\"}} ");
+            text.lines()
+                .find_map(|line| line.strip_prefix(&prefix))
+                .map_or(0, |n| n.trim().parse().unwrap())
+        };
+        (count("agent"), count("engine"))
+    }
+
     /// Creates a sandbox from the `base` template; returns its id.
     pub async fn create(&self) -> String {
         let sandbox: serde_json::Value = reqwest::Client::new()
