@@ -107,8 +107,11 @@ impl Channel {
             credit.fetch_add(bytes, Ordering::AcqRel);
         }
         let credit = sandboxd_agent_protocol::Credit { bytes };
-        self.send(Kind::Credit, Frame::json(self.id, Kind::Credit, &credit).payload)
-            .await
+        self.send(
+            Kind::Credit,
+            Frame::json(self.id, Kind::Credit, &credit).payload,
+        )
+        .await
     }
 }
 
@@ -181,7 +184,10 @@ impl AgentConn {
     async fn open_channel(&self, request: &Request, metered: bool) -> Result<Channel, AgentError> {
         let id = self.next_channel.fetch_add(1, Ordering::Relaxed).max(1);
         let credit = metered.then(|| Arc::new(AtomicU64::new(0)));
-        let rx = self.routes.open(id, credit.clone()).ok_or(AgentError::NotSent)?;
+        let rx = self
+            .routes
+            .open(id, credit.clone())
+            .ok_or(AgentError::NotSent)?;
         let channel = Channel {
             id,
             rx,

@@ -35,7 +35,11 @@ impl Deadline {
         Self(tokio::time::Instant::now() + limit)
     }
 
-    pub(crate) async fn open(&self, conn: &AgentConn, request: &Request) -> Result<Channel, AgentError> {
+    pub(crate) async fn open(
+        &self,
+        conn: &AgentConn,
+        request: &Request,
+    ) -> Result<Channel, AgentError> {
         tokio::time::timeout_at(self.0, conn.open(request))
             .await
             .map_err(|_| AgentError::Timeout)?

@@ -223,15 +223,30 @@ mod tests {
         let credit = Arc::new(AtomicU64::new(100));
         let mut metered = routes.open(1, Some(credit.clone())).unwrap();
         let data = |len| Frame::new(1, Kind::Data, vec![0u8; len]);
-        assert_eq!(routes.deliver(data(60), &conn_budget).await, Delivery::Delivered);
+        assert_eq!(
+            routes.deliver(data(60), &conn_budget).await,
+            Delivery::Delivered
+        );
         // Control frames are not content.
         let done = Frame::new(1, Kind::Done, vec![0u8; 500]);
-        assert_eq!(routes.deliver(done, &conn_budget).await, Delivery::Delivered);
+        assert_eq!(
+            routes.deliver(done, &conn_budget).await,
+            Delivery::Delivered
+        );
         credit.fetch_add(10, Ordering::AcqRel);
-        assert_eq!(routes.deliver(data(50), &conn_budget).await, Delivery::Delivered);
-        assert_eq!(routes.deliver(data(1), &conn_budget).await, Delivery::Overdrawn);
+        assert_eq!(
+            routes.deliver(data(50), &conn_budget).await,
+            Delivery::Delivered
+        );
+        assert_eq!(
+            routes.deliver(data(1), &conn_budget).await,
+            Delivery::Overdrawn
+        );
         assert_eq!(routes.cut_for(1), Some(CutFor::Overdrawn));
-        assert_eq!(routes.deliver(data(1), &conn_budget).await, Delivery::NoRoute);
+        assert_eq!(
+            routes.deliver(data(1), &conn_budget).await,
+            Delivery::NoRoute
+        );
         assert_eq!(metered.recv().await.unwrap().frame.payload.len(), 60);
     }
 }

@@ -296,7 +296,10 @@ impl Incoming {
                     return Err(broken(if self.exact {
                         "the sandbox agent sent more than the file's size".to_owned()
                     } else {
-                        format!("the transfer is larger than the limit of {} bytes", self.limit)
+                        format!(
+                            "the transfer is larger than the limit of {} bytes",
+                            self.limit
+                        )
                     }));
                 }
                 self.taken = len;

@@ -207,9 +207,7 @@ fn dispatch(
                 }
             }
         }
-        Kind::Data | Kind::End | Kind::Resize | Kind::Credit | Kind::Cancel => {
-            inputs.route(frame)
-        }
+        Kind::Data | Kind::End | Kind::Resize | Kind::Credit | Kind::Cancel => inputs.route(frame),
         Kind::Signal => {
             if let Ok(signal) = frame.parse::<sandboxd_agent_protocol::Signal>() {
                 exec::signal(running, channel, signal.signal);

@@ -189,8 +189,14 @@ async fn cp_moves_a_tree_and_files_both_ways_byte_for_byte() {
     assert!(back == tree, "the tree came back changed");
     // Both ways through the sandbox's agent, none through the engine.
     let served_after = server.served().await;
-    assert_eq!(served_after.1, served_before.1, "{served_before:?} → {served_after:?}");
-    assert!(served_after.0 >= served_before.0 + 2, "{served_before:?} → {served_after:?}");
+    assert_eq!(
+        served_after.1, served_before.1,
+        "{served_before:?} → {served_after:?}"
+    );
+    assert!(
+        served_after.0 >= served_before.0 + 2,
+        "{served_before:?} → {served_after:?}"
+    );
     // The server streams: 2 GiB went through it, its memory stayed where it was.
     let peak_after = memory_kib(pid, "VmHWM");
     eprintln!(

@@ -58,10 +58,7 @@ async fn a_relative_data_dir_from_the_working_directory_serves_sandboxes() {
     .await;
     assert_eq!(status, 200, "{exec}");
     assert_eq!(exec["stdout"], "from-a-relative-data-dir\n");
-    assert!(
-        server.served().await.0 > 0,
-        "exec went through the agent"
-    );
+    assert!(server.served().await.0 > 0, "exec went through the agent");
 
     let (status, killed) = call(&server, "kill", json!({"sandboxId": sandbox_id})).await;
     assert_eq!(status, 200, "{killed}");

@@ -7,9 +7,7 @@ use std::io::{self, Read, Write};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use sandboxd_agent_protocol::{
-    Credit, Frame, Inflow, Kind, MAX_PAYLOAD, Outflow, UPLOAD_WINDOW,
-};
+use sandboxd_agent_protocol::{Credit, Frame, Inflow, Kind, MAX_PAYLOAD, Outflow, UPLOAD_WINDOW};
 
 use crate::input::Input;
 use crate::outbox::Outbox;
@@ -26,15 +24,23 @@ fn input_error(error: RecvTimeoutError) -> io::Error {
             io::ErrorKind::TimedOut,
             format!("nothing from sandboxd for {} s", IDLE.as_secs()),
         ),
-        RecvTimeoutError::Disconnected => {
-            io::Error::new(io::ErrorKind::BrokenPipe, "the connection to sandboxd ended")
-        }
+        RecvTimeoutError::Disconnected => gone(),
     }
+}
+
+fn gone() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::BrokenPipe,
+        "the connection to sandboxd ended",
+    )
 }
 
 fn cancelled() -> io::Error {
     // Not `Interrupted`, which readers and writers retry.
-    io::Error::new(io::ErrorKind::ConnectionAborted, "sandboxd gave up the transfer")
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "sandboxd gave up the transfer",
+    )
 }
 
 /// An upload's content, read as it arrives.
@@ -69,14 +75,8 @@ impl<'a> Incoming<'a> {
     }
 
     fn grant(&self, bytes: u64) -> io::Result<()> {
-        if self
-            .outbox
-            .send(&Frame::json(self.channel, Kind::Credit, &Credit { bytes }))
-        {
-            Ok(())
-        } else {
-            Err(io::Error::new(io::ErrorKind::BrokenPipe, "the connection to sandboxd ended"))
-        }
+        let credit = Frame::json(self.channel, Kind::Credit, &Credit { bytes });
+        self.outbox.send(&credit).then_some(()).ok_or_else(gone)
     }
 
     /// Takes the next Data frame; `false` at End.
@@ -174,10 +174,7 @@ impl<'a> Outgoing<'a> {
             self.wait_for_credit()?;
         }
         if !self.outbox.send_bytes(self.channel, Kind::Data, message) {
-            return Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "the connection to sandboxd ended",
-            ));
+            return Err(gone());
         }
         self.outflow.spend(message.len() as u64);
         Ok(())
@@ -214,11 +211,11 @@ impl<'a> Outgoing<'a> {
             let n = (self.outflow.available() as usize)
                 .min(bytes.len())
                 .min(MAX_PAYLOAD);
-            if !self.outbox.send_bytes(self.channel, Kind::Data, &bytes[..n]) {
-                return Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "the connection to sandboxd ended",
-                ));
+            if !self
+                .outbox
+                .send_bytes(self.channel, Kind::Data, &bytes[..n])
+            {
+                return Err(gone());
             }
             self.outflow.spend(n as u64);
             self.sent += n as u64;

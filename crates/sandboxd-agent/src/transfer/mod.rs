@@ -39,7 +39,12 @@ pub fn upload(outbox: &Outbox, channel: u32, upload: Upload, input: &Input) {
         TransferShape::Raw => match upload.size {
             Some(size) => upload_file(outbox, channel, &upload.path, upload.mode, size, input),
             None => {
-                return fail(outbox, channel, FailureKind::Invalid, "a file upload needs its size");
+                return fail(
+                    outbox,
+                    channel,
+                    FailureKind::Invalid,
+                    "a file upload needs its size",
+                );
             }
         },
         TransferShape::Tar => upload_tree(outbox, channel, &upload.path, input),
@@ -71,7 +76,10 @@ fn upload_file(
 ) -> io::Result<u64> {
     let target = Path::new(path);
     let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "path must point to a file"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "path must point to a file",
+        ));
     };
     fs::create_dir_all(dir)?;
     let temp = temp_beside(dir, name, channel);
@@ -87,7 +95,10 @@ fn upload_file(
         if copied != size || incoming.received != size {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("the upload ended after {} of {size} bytes", incoming.received),
+                format!(
+                    "the upload ended after {} of {size} bytes",
+                    incoming.received
+                ),
             ));
         }
         // Up to End, which must come now.
@@ -151,14 +162,21 @@ pub fn download(
     };
     let size = (shape == TransferShape::Raw).then_some(meta.len());
     if size.is_some_and(|size| size > max) {
-        return fail(outbox, channel, FailureKind::TooLarge, "file exceeds the size limit");
+        return fail(
+            outbox,
+            channel,
+            FailureKind::TooLarge,
+            "file exceeds the size limit",
+        );
     }
     let mut outgoing = Outgoing::new(outbox, channel, input);
     let start = Frame::json(channel, Kind::Data, &DownloadStart { shape, size });
-    let sent = outgoing.send_whole(&start.payload).and_then(|()| match size {
-        Some(size) => send_file(file, size, &mut outgoing),
-        None => pack::pack(Path::new(path), max, &mut outgoing),
-    });
+    let sent = outgoing
+        .send_whole(&start.payload)
+        .and_then(|()| match size {
+            Some(size) => send_file(file, size, &mut outgoing),
+            None => pack::pack(Path::new(path), max, &mut outgoing),
+        });
     match sent.and_then(|()| outgoing.flush()) {
         Ok(()) => done(outbox, channel, outgoing.sent),
         Err(error) if error.kind() == io::ErrorKind::ConnectionAborted => {}
@@ -176,7 +194,10 @@ fn send_file(mut file: fs::File, size: u64, out: &mut Outgoing<'_>) -> io::Resul
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                format!("the file shrank to {} of {size} bytes while read", size - left),
+                format!(
+                    "the file shrank to {} of {size} bytes while read",
+                    size - left
+                ),
             ));
         }
         out.write_all(&buf[..n])?;

@@ -22,7 +22,10 @@ impl Write for Capped<'_, '_> {
         if self.written > self.max {
             return Err(io::Error::new(
                 io::ErrorKind::FileTooLarge,
-                format!("the transfer is larger than the limit of {} bytes", self.max),
+                format!(
+                    "the transfer is larger than the limit of {} bytes",
+                    self.max
+                ),
             ));
         }
         self.out.write_all(data)?;
@@ -96,7 +99,9 @@ struct Exactly<R> {
 
 impl<R: Read> Read for Exactly<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
         if want == 0 {
             return Ok(0);
         }
@@ -119,10 +124,20 @@ mod tests {
     #[test]
     fn content_is_as_long_as_the_header_says() {
         let mut out = Vec::new();
-        Exactly { inner: &b"abcdef"[..], left: 4 }.read_to_end(&mut out).unwrap();
+        Exactly {
+            inner: &b"abcdef"[..],
+            left: 4,
+        }
+        .read_to_end(&mut out)
+        .unwrap();
         assert_eq!(out, b"abcd");
         out.clear();
-        Exactly { inner: &b"ab"[..], left: 5 }.read_to_end(&mut out).unwrap();
+        Exactly {
+            inner: &b"ab"[..],
+            left: 5,
+        }
+        .read_to_end(&mut out)
+        .unwrap();
         assert_eq!(out, b"ab\0\0\0");
     }
 }

@@ -53,14 +53,12 @@ fn directory(root: &Path, parts: &Path) -> io::Result<PathBuf> {
                     format!("{} is in the way of a directory", next.display()),
                 ));
             }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                match fs::create_dir(&next) {
-                    Err(error) if error.kind() != io::ErrorKind::AlreadyExists => {
-                        return Err(error);
-                    }
-                    _ => dir = next,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => match fs::create_dir(&next) {
+                Err(error) if error.kind() != io::ErrorKind::AlreadyExists => {
+                    return Err(error);
                 }
-            }
+                _ => dir = next,
+            },
             Err(error) => return Err(error),
         }
     }
@@ -89,7 +87,10 @@ pub fn unpack(root: &Path, reader: impl Read, channel: u32) -> io::Result<u64> {
             }
         } else if kind.is_file() || kind == tar::EntryType::Continuous {
             let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "a file without a name"));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a file without a name",
+                ));
             };
             let dir = directory(&root, parent)?;
             let temp = temp_beside(&dir, name, channel);
@@ -184,9 +185,18 @@ mod tests {
         let bytes = unpack(dir.path(), &tar[..], 1).unwrap();
         assert_eq!(bytes, 24 + 5000);
         let ro = dir.path().join("ro");
-        assert_eq!(fs::read(ro.join("inside.txt")).unwrap(), b"in a read-only directory");
-        assert_eq!(fs::metadata(&ro).unwrap().permissions().mode() & 0o777, 0o555);
-        assert_eq!(fs::read(dir.path().join("deep/er/x.bin")).unwrap().len(), 5000);
+        assert_eq!(
+            fs::read(ro.join("inside.txt")).unwrap(),
+            b"in a read-only directory"
+        );
+        assert_eq!(
+            fs::metadata(&ro).unwrap().permissions().mode() & 0o777,
+            0o555
+        );
+        assert_eq!(
+            fs::read(dir.path().join("deep/er/x.bin")).unwrap().len(),
+            5000
+        );
         fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).unwrap();
     }
 

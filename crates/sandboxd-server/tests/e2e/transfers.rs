@@ -105,7 +105,11 @@ fn tree() -> (Vec<u8>, BTreeMap<String, Vec<u8>>) {
 
 /// Operations served through the agent and through the engine so far.
 fn served(server: &TestServer) -> (u64, u64) {
-    let counts = server.service.path_counts();
+    served_by(&server.service)
+}
+
+fn served_by(service: &sandboxd_service::Service) -> (u64, u64) {
+    let counts = service.path_counts();
     (
         counts.agent.load(Ordering::Relaxed),
         counts.engine.load(Ordering::Relaxed),
@@ -123,13 +127,12 @@ async fn on_path<F: Future<Output = ()>>(
     let before = served(&server);
     let service = server.service.clone();
     story(server, sandbox).await;
-    let counts = service.path_counts();
-    let after = (
-        counts.agent.load(Ordering::Relaxed),
-        counts.engine.load(Ordering::Relaxed),
-    );
+    let after = served_by(&service);
     if through_agent {
-        assert!(after.0 > before.0, "the agent served: {before:?} → {after:?}");
+        assert!(
+            after.0 > before.0,
+            "the agent served: {before:?} → {after:?}"
+        );
         assert_eq!(after.1, before.1, "nothing went through the engine");
     } else {
         assert_eq!(after.0, before.0, "the agent is not there");
@@ -148,7 +151,6 @@ async fn a_file_and_a_tree_round_trip_through_the_engine() {
 }
 
 async fn round_trip(server: TestServer, sandbox: Value) {
-
     // One file, 24 MiB (over the 10 MiB of writeFile), into a directory made for it.
     let content = noise(24 << 20, 1);
     let (status, done) = upload(
@@ -230,7 +232,6 @@ async fn the_cap_stops_an_upload_through_the_engine_and_leaves_nothing_partial()
 }
 
 async fn capped(server: TestServer, sandbox: Value) {
-
     let (status, body) = upload(
         &server,
         &sandbox,
@@ -366,9 +367,16 @@ async fn smuggled_entries_and_bad_requests_are_refused() {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     let out = server
-        .exec(&sandbox, "ls -A /home/user/cut; stat -c %s /home/user/cut/first.bin")
+        .exec(
+            &sandbox,
+            "ls -A /home/user/cut; stat -c %s /home/user/cut/first.bin",
+        )
         .await;
-    assert_eq!(out["stdout"], format!("first.bin\n{}\n", 300 << 10), "{out}");
+    assert_eq!(
+        out["stdout"],
+        format!("first.bin\n{}\n", 300 << 10),
+        "{out}"
+    );
 
     // Not a tar.
     let (status, _) = upload(
@@ -444,7 +452,13 @@ async fn a_slow_reader_holds_the_agent_back_and_is_not_cut() {
     let sandbox = server.create(json!({"template": "python"})).await;
     // Far more than the socket buffers and every queue on the way hold.
     let content = noise(64 << 20, 11);
-    let (status, done) = upload(&server, &sandbox, &[("path", "/home/user/slow.bin")], content.clone()).await;
+    let (status, done) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/slow.bin")],
+        content.clone(),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{done}");
 
     let before = served(&server);
@@ -455,9 +469,15 @@ async fn a_slow_reader_holds_the_agent_back_and_is_not_cut() {
     let paused = Instant::now();
     while paused.elapsed() < Duration::from_secs(5) {
         let started = Instant::now();
-        let out = server.exec(&sandbox, "head -c 100000 /dev/zero | wc -c").await;
+        let out = server
+            .exec(&sandbox, "head -c 100000 /dev/zero | wc -c")
+            .await;
         assert_eq!(out["stdout"], "100000\n", "{out}");
-        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     while let Some(chunk) = response.chunk().await.expect("the download was not cut") {
@@ -466,7 +486,10 @@ async fn a_slow_reader_holds_the_agent_back_and_is_not_cut() {
     assert_eq!(back.len(), content.len());
     assert!(back == content, "the file came back changed");
     let after = served(&server);
-    assert_eq!(after.1, before.1, "the download went through the agent: {before:?} → {after:?}");
+    assert_eq!(
+        after.1, before.1,
+        "the download went through the agent: {before:?} → {after:?}"
+    );
 }
 
 #[tokio::test]
@@ -474,7 +497,13 @@ async fn downloads_past_what_the_agent_serves_at_once_go_through_the_engine() {
     let server = TestServer::start().await;
     let sandbox = server.create(json!({"template": "python"})).await;
     let content = noise(16 << 20, 12);
-    let (status, done) = upload(&server, &sandbox, &[("path", "/home/user/many.bin")], content.clone()).await;
+    let (status, done) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/many.bin")],
+        content.clone(),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{done}");
 
     // Downloads given up after their first chunk free their place in the agent.
@@ -492,7 +521,11 @@ async fn downloads_past_what_the_agent_serves_at_once_go_through_the_engine() {
         open.push(open_download(&server, &sandbox, "/home/user/many.bin").await);
     }
     let after = served(&server);
-    assert_eq!((after.0 - before.0, after.1 - before.1), (4, 1), "{before:?} → {after:?}");
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1),
+        (4, 1),
+        "{before:?} → {after:?}"
+    );
     for response in open {
         let back = response.bytes().await.unwrap();
         assert!(back[..] == content[..], "a download came back changed");
@@ -503,5 +536,9 @@ async fn downloads_past_what_the_agent_serves_at_once_go_through_the_engine() {
     assert_eq!(status, StatusCode::OK);
     assert!(back == content);
     let after = served(&server);
-    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 0), "{before:?} → {after:?}");
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1),
+        (1, 0),
+        "{before:?} → {after:?}"
+    );
 }

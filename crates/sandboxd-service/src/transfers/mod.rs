@@ -10,11 +10,12 @@ mod download;
 mod through_agent;
 mod upload;
 
-use futures_util::{StreamExt, stream};
+use futures_util::{StreamExt, TryStreamExt as _, stream};
 use sandboxd_core::api::TransferFormat;
 use sandboxd_core::limits::{DEFAULT_MAX_TRANSFER_BYTES, TRANSFER_IDLE_SECS};
 use sandboxd_core::transfer::TransferRefused;
 use sandboxd_ports::Chunks;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{Service, ServiceError};
@@ -42,6 +43,29 @@ fn refused(refusal: TransferRefused) -> ServiceError {
             ServiceError::TooLarge(refusal.to_string())
         }
         other => ServiceError::Refused(other.to_string()),
+    }
+}
+
+/// The first failure of an upload's body (the client went away, or sent nothing for a
+/// minute), kept to tell it from the engine's own.
+#[derive(Clone, Default)]
+pub(super) struct Cut(Arc<Mutex<Option<String>>>);
+
+impl Cut {
+    pub(super) fn watch(&self, body: Chunks) -> Chunks {
+        let seen = self.clone();
+        Box::pin(body.inspect_err(move |error| {
+            let mut first = seen.0.lock().unwrap_or_else(|e| e.into_inner());
+            first.get_or_insert_with(|| error.to_string());
+        }))
+    }
+
+    /// The cut, when there was one, else `error`.
+    pub(super) fn or(&self, error: ServiceError) -> ServiceError {
+        match self.0.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            Some(reason) => ServiceError::Refused(format!("the upload was cut: {reason}")),
+            None => error,
+        }
     }
 }
 

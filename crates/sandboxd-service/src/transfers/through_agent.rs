@@ -9,8 +9,7 @@ use sandboxd_agent_protocol::{Failure, FailureKind, TransferShape};
 use sandboxd_core::api::TransferFormat;
 use sandboxd_ports::Chunks;
 
-use super::Download;
-use super::upload::Cut;
+use super::{Cut, Download};
 use crate::executor::Executor;
 use crate::{ServedBy, ServiceError};
 
@@ -63,9 +62,9 @@ pub(super) async fn upload(
     match upload.send(body).await {
         Ok(bytes) => Ok(ThroughAgent::Served(bytes)),
         Err(TransferError::Refused(failure)) => Err(refusal(failure, "directory")),
-        Err(TransferError::Body(error)) => Err(cut.or(ServiceError::Refused(format!(
-            "the upload failed: {error}"
-        )))),
+        Err(TransferError::Body(error)) => {
+            Err(cut.or(ServiceError::Refused(format!("the upload failed: {error}"))))
+        }
         Err(TransferError::Agent(error)) => Err(executor.agent_failure(error).await),
     }
 }

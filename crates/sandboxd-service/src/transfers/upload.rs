@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt, stream};
+use sandboxd_agent_host::UploadShape;
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::{TransferFormat, UploadResult};
 use sandboxd_core::limits::MAX_TRANSFER_ENTRIES;
@@ -14,11 +15,10 @@ use sandboxd_core::model::Principal;
 use sandboxd_core::paths;
 use sandboxd_core::transfer::{self, TarIn, TarPolicy, TransferRefused};
 use sandboxd_core::validate::Upload;
-use sandboxd_agent_host::UploadShape;
 use sandboxd_ports::{Chunks, EngineError, ExecSpec};
 
 use super::through_agent::{self, ThroughAgent};
-use super::{refused, with_idle_deadline};
+use super::{Cut, refused, with_idle_deadline};
 use crate::executor::Executor;
 use crate::{ServedBy, Service, ServiceError, internal_exec, now_ms};
 
@@ -139,20 +139,20 @@ impl Service {
             max_entries: MAX_TRANSFER_ENTRIES,
         });
         let tar = checked.clone().wrap(body);
-        let put = match through_agent::upload(executor, &cmd.path, UploadShape::Tree, tar, cut).await
-        {
-            Ok(ThroughAgent::Served(_)) => Ok(()),
-            Ok(ThroughAgent::Declined(tar)) => {
-                executor.served(ServedBy::Engine);
-                executor.ensure_dir(&cmd.path).await?;
-                executor
-                    .engine()
-                    .put_archive(executor.container(), &cmd.path, tar)
-                    .await
-                    .map_err(|error| cut.or(upload_error(error)))
-            }
-            Err(error) => Err(error),
-        };
+        let put =
+            match through_agent::upload(executor, &cmd.path, UploadShape::Tree, tar, cut).await {
+                Ok(ThroughAgent::Served(_)) => Ok(()),
+                Ok(ThroughAgent::Declined(tar)) => {
+                    executor.served(ServedBy::Engine);
+                    executor.ensure_dir(&cmd.path).await?;
+                    executor
+                        .engine()
+                        .put_archive(executor.container(), &cmd.path, tar)
+                        .await
+                        .map_err(|error| cut.or(upload_error(error)))
+                }
+                Err(error) => Err(error),
+            };
         // A refused entry ends the archive cleanly: the refusal is the answer.
         if let Some(refusal) = checked.refusal() {
             return Err(refused(refusal));
@@ -202,29 +202,6 @@ fn engine_command(argv: &[&str], user: Option<&str>) -> ExecSpec {
     let mut spec = internal_exec(argv.iter().map(|a| (*a).to_owned()).collect(), 4096);
     spec.user = user.map(str::to_owned);
     spec
-}
-
-/// The first failure of an upload's body (the client went away, or sent nothing for a
-/// minute), kept to tell it from the engine's own.
-#[derive(Clone, Default)]
-pub(super) struct Cut(Arc<Mutex<Option<String>>>);
-
-impl Cut {
-    fn watch(&self, body: Chunks) -> Chunks {
-        let seen = self.clone();
-        Box::pin(body.inspect_err(move |error| {
-            let mut first = seen.0.lock().unwrap_or_else(|e| e.into_inner());
-            first.get_or_insert_with(|| error.to_string());
-        }))
-    }
-
-    /// The cut, when there was one, else `error`.
-    pub(super) fn or(&self, error: ServiceError) -> ServiceError {
-        match self.0.lock().unwrap_or_else(|e| e.into_inner()).clone() {
-            Some(reason) => ServiceError::Refused(format!("the upload was cut: {reason}")),
-            None => error,
-        }
-    }
 }
 
 /// An upload the engine could not unpack.

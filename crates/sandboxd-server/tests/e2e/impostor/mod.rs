@@ -207,7 +207,10 @@ async fn a_download_sent_past_its_credit_is_cut_off() {
         "{received} bytes reached the client before the cut, {:?} after the request",
         started.elapsed()
     );
-    assert!(ended.is_err(), "a cut download is not taken for a whole one");
+    assert!(
+        ended.is_err(),
+        "a cut download is not taken for a whole one"
+    );
     // What the server's buffers and the socket's took while the client did not read
     // (7 MiB here), far from the gigabyte the agent claimed.
     assert!(received < 16 << 20, "{received} bytes reached the client");
