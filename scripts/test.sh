@@ -2,6 +2,7 @@
 # The full test suite: unit tests, engine integration tests and end-to-end tests.
 # Needs a running Docker engine; builds the local test images (scripts/build-local-images.sh)
 # and starts the second engine that stands for a remote server (scripts/remote-engine.sh).
+# Then the Python clients: the MCP SDK, the sandboxd Python SDK, the fuzz pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docker info >/dev/null 2>&1 || { echo "the test suite needs a running Docker engine" >&2; exit 1; }
@@ -11,4 +12,5 @@ bash scripts/remote-engine.sh up >/dev/null
 unset SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"
 bash scripts/test-mcp-python.sh
+bash scripts/test-sdk-python.sh
 bash scripts/fuzz-api.sh

@@ -1,0 +1,197 @@
+"""Files: small ones in one request (`write`, `read`, up to 10 MiB), any size and whole
+trees streamed (`upload`, `download`), with constant memory on both sides."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import queue
+import shutil
+import tarfile
+import tempfile
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .models import EntryInfo
+
+if TYPE_CHECKING:
+    from ._sandbox import AsyncSandbox
+
+CHUNK = 1024 * 1024
+
+
+class AsyncFiles:
+    """`sandbox.files`: the sandbox's files. Relative paths are under its workdir."""
+
+    def __init__(self, sandbox: AsyncSandbox) -> None:
+        self._sandbox = sandbox
+
+    async def write(self, path: str, data: str | bytes, *, mode: int | None = None) -> None:
+        """Writes a file of up to 10 MiB (parents made, owned by the sandbox user);
+        larger ones go through `upload`."""
+        body: dict[str, Any] = {"sandboxId": self._sandbox.id, "path": self._sandbox._absolute(path)}
+        if isinstance(data, str):
+            body.update(content=data, encoding="utf8")
+        else:
+            body.update(content=base64.b64encode(data).decode(), encoding="base64")
+        body["mode"] = mode
+        await self._sandbox._conn.call("sandbox.writeFile", body)
+
+    async def read(self, path: str) -> bytes:
+        """A regular file's bytes (up to 10 MiB; `download` for larger ones)."""
+        answer = await self._sandbox._conn.call(
+            "sandbox.readFile",
+            query={"sandboxId": self._sandbox.id, "path": self._sandbox._absolute(path), "encoding": "base64"},
+        )
+        return base64.b64decode(answer["content"])
+
+    async def read_text(self, path: str) -> str:
+        """A regular file as text (UTF-8)."""
+        return (await self.read(path)).decode()
+
+    async def list(self, path: str = ".") -> list[EntryInfo]:
+        """The entries of a directory, directories first."""
+        directory = self._sandbox._absolute(path)
+        answer = await self._sandbox._conn.call(
+            "sandbox.listFiles", query={"sandboxId": self._sandbox.id, "path": directory}
+        )
+        base = answer.get("path", directory).rstrip("/")
+        return [
+            EntryInfo(
+                name=e["name"],
+                path=f"{base}/{e['name']}",
+                type=e.get("type", "other"),
+                size=e.get("size"),
+                mode=e.get("mode"),
+                modified_at=e.get("modifiedAt"),
+            )
+            for e in answer.get("entries", [])
+        ]
+
+    async def upload(self, local: str | os.PathLike[str], remote: str) -> dict[str, Any]:
+        """Streams a local file to `remote` (renamed into place once whole), or a local
+        directory's contents under the directory `remote`; what was written."""
+        source = Path(local)
+        target = self._sandbox._absolute(remote)
+        query = {"sandboxId": self._sandbox.id, "path": target}
+        if source.is_dir():
+            response = await self._sandbox._conn.stream(
+                "POST",
+                "sandbox.upload",
+                query={**query, "format": "tar"},
+                content=_tar_of(source),
+                headers={"content-type": "application/x-tar"},
+            )
+        else:
+            size = source.stat().st_size
+            mode = source.stat().st_mode & 0o777
+            response = await self._sandbox._conn.stream(
+                "POST",
+                "sandbox.upload",
+                query={**query, "mode": f"{mode:o}"},
+                content=_chunks_of(source),
+                headers={"content-length": str(size), "content-type": "application/octet-stream"},
+            )
+        try:
+            await response.aread()
+            return response.json()
+        finally:
+            await response.aclose()
+
+    async def download(self, remote: str, local: str | os.PathLike[str]) -> Path:
+        """Streams `remote` out: a file to `local` (written under a temporary name and
+        renamed once whole), a directory's tree as the directory `local` (inside it when
+        it is an existing directory; nothing there is replaced). The path written."""
+        target = Path(local)
+        response = await self._sandbox._conn.stream(
+            "GET",
+            "sandbox.download",
+            query={"sandboxId": self._sandbox.id, "path": self._sandbox._absolute(remote)},
+        )
+        try:
+            shape = response.headers.get("x-sandboxd-format", "raw")
+            expected = response.headers.get("content-length")
+            if shape == "raw" and target.is_dir():
+                target = target / Path(remote).name
+            parent = target.parent if str(target.parent) else Path(".")
+            parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.")
+            try:
+                written = 0
+                with os.fdopen(fd, "wb") as out:
+                    async for chunk in response.aiter_raw(CHUNK):
+                        await asyncio.to_thread(out.write, chunk)
+                        written += len(chunk)
+                if shape == "raw":
+                    if expected is not None and int(expected) != written:
+                        raise OSError(f"the download ended after {written} of {expected} bytes")
+                    os.replace(temp, target)
+                else:
+                    target = await asyncio.to_thread(_unpack, Path(temp), target, Path(remote).name)
+            finally:
+                if os.path.exists(temp):
+                    os.unlink(temp)
+        finally:
+            await response.aclose()
+        return target
+
+
+async def _chunks_of(path: Path) -> AsyncIterator[bytes]:
+    with path.open("rb") as file:
+        while chunk := await asyncio.to_thread(file.read, CHUNK):
+            yield chunk
+
+
+class _QueueWriter:
+    """A file object whose writes go to a bounded queue (the tar side of a pipe)."""
+
+    def __init__(self, pieces: queue.Queue[bytes | BaseException | None]) -> None:
+        self.pieces = pieces
+
+    def write(self, data: bytes) -> int:
+        self.pieces.put(bytes(data))
+        return len(data)
+
+
+async def _tar_of(directory: Path) -> AsyncIterator[bytes]:
+    """A tar of `directory`'s contents, made on a thread as it is sent."""
+    pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=16)
+
+    def make() -> None:
+        try:
+            with tarfile.open(fileobj=_QueueWriter(pieces), mode="w|", bufsize=CHUNK) as tar:  # type: ignore[call-overload]
+                for child in sorted(directory.iterdir()):
+                    tar.add(child, arcname=child.name)
+            pieces.put(None)
+        except BaseException as error:  # handed to the sending side
+            pieces.put(error)
+
+    threading.Thread(target=make, daemon=True).start()
+    while True:
+        piece = await asyncio.to_thread(pieces.get)
+        if piece is None:
+            return
+        if isinstance(piece, BaseException):
+            raise piece
+        yield piece
+
+
+def _unpack(archive: Path, target: Path, name: str) -> Path:
+    """Unpacks a directory's tar (its entries under `name`) as `target`, or inside it
+    when it is an existing directory; never outside it, never over what is there."""
+    if target.is_dir():
+        target = target / name
+    if target.exists():
+        raise FileExistsError(f"{target} exists")
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".sandboxd-"))
+    try:
+        with tarfile.open(archive, mode="r:") as tar:
+            tar.extractall(staging, filter="data")
+        source = staging / name
+        os.replace(source if source.is_dir() else staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

@@ -1,0 +1,172 @@
+"""`AsyncSandbox`: one sandbox, made or found through a server."""
+
+from __future__ import annotations
+
+import posixpath
+import warnings
+from types import TracebackType
+from typing import Any, Literal
+
+from ._commands import AsyncCommands
+from ._config import resolve
+from ._files import AsyncFiles
+from ._http import Connection
+from .models import SandboxInfo
+
+
+async def _default_environment(conn: Connection) -> str:
+    projects = await conn.call("project.all", query={})
+    for project in projects:
+        for environment in project.get("environments", []):
+            return str(environment["environmentId"])
+    from .errors import ConfigurationError
+
+    raise ConfigurationError("no environment to create in: make a project first")
+
+
+class AsyncSandbox:
+    """A sandbox. `async with await AsyncSandbox.create(...) as sb:` kills it at the
+    end of the block, however the block ends."""
+
+    def __init__(self, conn: Connection, info: SandboxInfo) -> None:
+        self._conn = conn
+        self.info = info
+        self.commands = AsyncCommands(self)
+        self.files = AsyncFiles(self)
+
+    def __repr__(self) -> str:
+        return f"AsyncSandbox({self.id!r}, status={self.info.status!r})"
+
+    @property
+    def id(self) -> str:
+        return self.info.sandbox_id
+
+    @classmethod
+    async def create(
+        cls,
+        template: str | None = None,
+        *,
+        image: str | None = None,
+        name: str | None = None,
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+        network: Literal["isolated", "internet"] | None = None,
+        cpu: float | None = None,
+        memory_mb: int | None = None,
+        pids_limit: int | None = None,
+        workdir: str | None = None,
+        environment_id: str | None = None,
+        server_id: str | None = None,
+        url: str | None = None,
+        key: str | None = None,
+    ) -> AsyncSandbox:
+        """Creates a running sandbox from `template` (`base`, `python`, `node`) or
+        `image`. `timeout` is its idle timeout in seconds (every operation extends it);
+        `env` its environment (stored encrypted, never returned). Without
+        `environment_id`, the first environment the key can see."""
+        conn = Connection(resolve(url, key))
+        try:
+            environment = environment_id or await _default_environment(conn)
+            env_vars = "\n".join(f"{k}={v}" for k, v in (env or {}).items()) or None
+            body: dict[str, Any] = {
+                "environmentId": environment,
+                "template": template,
+                "image": image,
+                "name": name,
+                "timeoutMs": None if timeout is None else int(timeout * 1000),
+                "envVars": env_vars,
+                "networkMode": network,
+                "cpu": cpu,
+                "memoryMb": memory_mb,
+                "pidsLimit": pids_limit,
+                "workdir": workdir,
+                "serverId": server_id,
+            }
+            created = await conn.call("sandbox.create", body, timeout=600)
+        except BaseException:
+            await conn.close()
+            raise
+        return cls(conn, SandboxInfo.from_json(created))
+
+    @classmethod
+    async def connect(
+        cls, sandbox_id: str, *, url: str | None = None, key: str | None = None
+    ) -> AsyncSandbox:
+        """The sandbox `sandbox_id` (`NotFound` when the key cannot see it)."""
+        conn = Connection(resolve(url, key))
+        try:
+            info = await conn.call("sandbox.one", query={"sandboxId": sandbox_id})
+        except BaseException:
+            await conn.close()
+            raise
+        return cls(conn, SandboxInfo.from_json(info))
+
+    @staticmethod
+    async def list(
+        *,
+        environment_id: str | None = None,
+        project_id: str | None = None,
+        url: str | None = None,
+        key: str | None = None,
+    ) -> list[SandboxInfo]:
+        """The sandboxes of an environment or project (the default environment when
+        neither is given), newest first."""
+        conn = Connection(resolve(url, key))
+        try:
+            if environment_id is None and project_id is None:
+                environment_id = await _default_environment(conn)
+            listed = await conn.call(
+                "sandbox.list",
+                query={"environmentId": environment_id, "projectId": project_id},
+            )
+        finally:
+            await conn.close()
+        return [SandboxInfo.from_json(s) for s in listed]
+
+    def _absolute(self, path: str) -> str:
+        """`path` under the sandbox's workdir when relative."""
+        if path.startswith("/"):
+            return posixpath.normpath(path)
+        return posixpath.normpath(posixpath.join(self.info.workdir, path))
+
+    async def refresh(self) -> SandboxInfo:
+        """The sandbox's record as it is now."""
+        self.info = SandboxInfo.from_json(
+            await self._conn.call("sandbox.one", query={"sandboxId": self.id})
+        )
+        return self.info
+
+    async def set_timeout(self, timeout: float) -> SandboxInfo:
+        """A new idle timeout in seconds, counted from now."""
+        await self._conn.call(
+            "sandbox.setTimeout", {"sandboxId": self.id, "timeoutMs": int(timeout * 1000)}
+        )
+        return await self.refresh()
+
+    async def kill(self) -> None:
+        """Kills the sandbox (its record stays, `killed`). Killing it again is fine."""
+        await self._conn.call("sandbox.kill", {"sandboxId": self.id})
+        self.info = SandboxInfo.from_json({**self.info.raw, "status": "killed"})
+
+    async def close(self) -> None:
+        """Lets go of the connection (the sandbox keeps running)."""
+        await self._conn.close()
+
+    async def __aenter__(self) -> AsyncSandbox:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        try:
+            await self.kill()
+        except Exception:
+            # The block's own error is the one to see; a failed kill alone is raised.
+            if error is None:
+                raise
+            warnings.warn(f"sandbox {self.id} could not be killed; `sandboxd reap` finds it", stacklevel=2)
+        finally:
+            await self.close()

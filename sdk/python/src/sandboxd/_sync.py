@@ -1,0 +1,182 @@
+"""The sync API: the same objects as the async one, each call waiting for its result.
+Output callbacks are called on the SDK's own thread, as each chunk arrives."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, overload
+
+from . import _portal
+from ._commands import AsyncProcess, OutputCallback
+from ._sandbox import AsyncSandbox
+from .models import CommandResult, EntryInfo, OutputSlice, ProcessInfo, SandboxInfo
+
+
+class Process:
+    """A background process in a sandbox."""
+
+    def __init__(self, inner: AsyncProcess) -> None:
+        self._inner = inner
+
+    def __repr__(self) -> str:
+        return f"Process({self.id!r}, pid={self.pid})"
+
+    @property
+    def id(self) -> str:
+        return self._inner.id
+
+    @property
+    def pid(self) -> int:
+        return self._inner.pid
+
+    @property
+    def info(self) -> ProcessInfo:
+        return self._inner.info
+
+    def wait(self, timeout: float | None = None) -> CommandResult:
+        """Waits for the process to end; its exit code and kept output."""
+        return _portal.run(self._inner.wait(timeout))
+
+    def output(self, stream: Literal["stdout", "stderr"] = "stdout", offset: int = 0) -> OutputSlice:
+        """The stream's bytes from `offset`."""
+        return _portal.run(self._inner.output(stream, offset))
+
+    def send_stdin(self, data: str | bytes, *, close: bool = False) -> int:
+        """Writes to the process's standard input."""
+        return _portal.run(self._inner.send_stdin(data, close=close))
+
+    def close_stdin(self) -> None:
+        _portal.run(self._inner.close_stdin())
+
+    def signal(self, signal: str = "TERM") -> ProcessInfo:
+        return _portal.run(self._inner.signal(signal))
+
+    def kill(self) -> ProcessInfo:
+        return _portal.run(self._inner.kill())
+
+
+class Commands:
+    """`sandbox.commands`: run commands in the sandbox."""
+
+    def __init__(self, sandbox: AsyncSandbox) -> None:
+        self._sandbox = sandbox
+
+    @overload
+    def run(
+        self,
+        cmd: str,
+        *,
+        background: Literal[False] = False,
+        timeout: float = 60,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        on_stdout: OutputCallback | None = None,
+        on_stderr: OutputCallback | None = None,
+        stdin: bool = False,
+    ) -> CommandResult: ...
+
+    @overload
+    def run(
+        self,
+        cmd: str,
+        *,
+        background: Literal[True],
+        timeout: float = 60,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        on_stdout: OutputCallback | None = None,
+        on_stderr: OutputCallback | None = None,
+        stdin: bool = False,
+    ) -> Process: ...
+
+    def run(self, cmd: str, *, background: bool = False, **options: Any) -> CommandResult | Process:
+        """See `AsyncCommands.run`."""
+        outcome = _portal.run(self._sandbox.commands.run(cmd, background=background, **options))  # type: ignore[call-overload]
+        return Process(outcome) if isinstance(outcome, AsyncProcess) else outcome
+
+    def list(self) -> list[ProcessInfo]:
+        return _portal.run(self._sandbox.commands.list())
+
+
+class Files:
+    """`sandbox.files`: the sandbox's files. Relative paths are under its workdir."""
+
+    def __init__(self, sandbox: AsyncSandbox) -> None:
+        self._files = sandbox.files
+
+    def write(self, path: str, data: str | bytes, *, mode: int | None = None) -> None:
+        _portal.run(self._files.write(path, data, mode=mode))
+
+    def read(self, path: str) -> bytes:
+        return _portal.run(self._files.read(path))
+
+    def read_text(self, path: str) -> str:
+        return _portal.run(self._files.read_text(path))
+
+    def list(self, path: str = ".") -> list[EntryInfo]:
+        return _portal.run(self._files.list(path))
+
+    def upload(self, local: str | os.PathLike[str], remote: str) -> dict[str, Any]:
+        return _portal.run(self._files.upload(local, remote))
+
+    def download(self, remote: str, local: str | os.PathLike[str]) -> Path:
+        return _portal.run(self._files.download(remote, local))
+
+
+class Sandbox:
+    """A sandbox. `with Sandbox.create(...) as sb:` kills it at the end of the block,
+    however the block ends."""
+
+    def __init__(self, inner: AsyncSandbox) -> None:
+        self._inner = inner
+        self.commands = Commands(inner)
+        self.files = Files(inner)
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.id!r}, status={self.info.status!r})"
+
+    @property
+    def id(self) -> str:
+        return self._inner.id
+
+    @property
+    def info(self) -> SandboxInfo:
+        return self._inner.info
+
+    @classmethod
+    def create(cls, template: str | None = None, **options: Any) -> Sandbox:
+        """See `AsyncSandbox.create`."""
+        return cls(_portal.run(AsyncSandbox.create(template, **options)))
+
+    @classmethod
+    def connect(cls, sandbox_id: str, *, url: str | None = None, key: str | None = None) -> Sandbox:
+        return cls(_portal.run(AsyncSandbox.connect(sandbox_id, url=url, key=key)))
+
+    @staticmethod
+    def list(**options: Any) -> list[SandboxInfo]:
+        return _portal.run(AsyncSandbox.list(**options))
+
+    def refresh(self) -> SandboxInfo:
+        return _portal.run(self._inner.refresh())
+
+    def set_timeout(self, timeout: float) -> SandboxInfo:
+        return _portal.run(self._inner.set_timeout(timeout))
+
+    def kill(self) -> None:
+        _portal.run(self._inner.kill())
+
+    def close(self) -> None:
+        _portal.run(self._inner.close())
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        _portal.run(self._inner.__aexit__(kind, error, trace))

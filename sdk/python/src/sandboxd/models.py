@@ -1,0 +1,128 @@
+"""What the server answers, as typed values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import CommandExitError
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """A sandbox's record."""
+
+    sandbox_id: str
+    name: str
+    status: str
+    image: str
+    template: str | None
+    cpu: float
+    memory_mb: int
+    timeout_ms: int
+    network_mode: str
+    workdir: str
+    user: str | None
+    isolation: str
+    environment_id: str
+    project_id: str
+    server_id: str | None
+    container_id: str | None
+    created_at: str
+    expires_at: str | None
+    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SandboxInfo:
+        return cls(
+            sandbox_id=data["sandboxId"],
+            name=data.get("name", ""),
+            status=data.get("status", ""),
+            image=data.get("image", ""),
+            template=data.get("template"),
+            cpu=float(data.get("cpu", 0)),
+            memory_mb=int(data.get("memoryMb", 0)),
+            timeout_ms=int(data.get("timeoutMs", 0)),
+            network_mode=data.get("networkMode", ""),
+            workdir=data.get("workdir", "/"),
+            user=data.get("user"),
+            isolation=data.get("isolation", ""),
+            environment_id=data.get("environmentId", ""),
+            project_id=data.get("projectId", ""),
+            server_id=data.get("serverId"),
+            container_id=data.get("containerId"),
+            created_at=data.get("createdAt", ""),
+            expires_at=data.get("expiresAt"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """How a command ended, with its output."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    #: The command ran past its timeout and was killed (exit code 124).
+    timed_out: bool = False
+    #: Output past the server's 1 MiB per stream was not kept (callbacks saw it all).
+    truncated: bool = False
+    oom_killed: bool = False
+
+    def check(self) -> CommandResult:
+        """This result, or `CommandExitError` when the exit code is not 0."""
+        if self.exit_code != 0:
+            raise CommandExitError(self)
+        return self
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    """One directory entry."""
+
+    name: str
+    path: str
+    type: Literal["file", "directory", "symlink", "other"]
+    size: int | None
+    mode: str | None
+    modified_at: str | None
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """A background process as the sandbox's agent keeps it."""
+
+    process_id: str
+    pid: int
+    cmd: str
+    status: str
+    exit_code: int | None
+    stdin_open: bool
+    stdout_bytes: int
+    stderr_bytes: int
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProcessInfo:
+        return cls(
+            process_id=data["processId"],
+            pid=int(data.get("pid", 0)),
+            cmd=data.get("cmd", ""),
+            status=data.get("status", ""),
+            exit_code=data.get("exitCode"),
+            stdin_open=bool(data.get("stdinOpen", False)),
+            stdout_bytes=int(data.get("stdoutBytes", 0)),
+            stderr_bytes=int(data.get("stderrBytes", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class OutputSlice:
+    """Bytes `[start, end)` of a process's stream; pass `end` as the next offset.
+    `start` is past the offset asked when older output was dropped (the agent keeps the
+    last MiB of each stream)."""
+
+    start: int
+    end: int
+    data: bytes
+    exited: bool

@@ -1,0 +1,37 @@
+"""The async API against a live server and the real engine."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from sandboxd import AsyncSandbox, SandboxNotRunning
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_async_sandbox_streams_and_cleans_up(server):
+    chunks: list[str] = []
+
+    async def collect(data: str) -> None:
+        chunks.append(data)
+
+    async with await AsyncSandbox.create("base") as sb:
+        result = await sb.commands.run("for i in 1 2 3; do echo $i; sleep 0.2; done", on_stdout=collect)
+        assert result.exit_code == 0 and "".join(chunks) == "1\n2\n3\n"
+        assert len(chunks) >= 2, "output came as it was produced"
+        # Several commands at once, each on its own session.
+        outs = await asyncio.gather(*(sb.commands.run(f"echo {i}") for i in range(5)))
+        assert [o.stdout for o in outs] == [f"{i}\n" for i in range(5)]
+        await sb.files.write("x.txt", "async")
+        assert await sb.files.read_text("x.txt") == "async"
+        sandbox_id = sb.id
+    again = await AsyncSandbox.connect(sandbox_id)
+    try:
+        with pytest.raises(SandboxNotRunning):
+            await again.commands.run("true")
+    finally:
+        await again.close()
+    listed = await AsyncSandbox.list()
+    assert any(s.sandbox_id == sandbox_id and s.status == "killed" for s in listed)

@@ -1,0 +1,132 @@
+"""The sync API against a live server and the real engine."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from sandboxd import (
+    AuthenticationError,
+    CommandExitError,
+    InvalidRequest,
+    NotFound,
+    Sandbox,
+    SandboxNotRunning,
+)
+
+
+def test_a_sandbox_runs_commands_and_is_killed_at_the_end_of_its_block(server):
+    with Sandbox.create("base", timeout=120, env={"GREETING": "hello"}) as sb:
+        assert sb.info.status == "running"
+        result = sb.commands.run("echo $GREETING; echo oops >&2; exit 3")
+        assert (result.exit_code, result.stdout, result.stderr) == (3, "hello\n", "oops\n")
+        with pytest.raises(CommandExitError):
+            result.check()
+        there = sb.commands.run("pwd && cat f.txt", cwd="/tmp", env={"X": "1"})
+        assert there.exit_code == 1 and there.stdout == "/tmp\n"
+        sandbox_id = sb.id
+    again = Sandbox.connect(sandbox_id)
+    assert again.info.status == "killed"
+    again.close()
+
+
+def test_an_exception_in_the_block_still_kills_the_sandbox(server):
+    with pytest.raises(RuntimeError, match="boom"):
+        with Sandbox.create("base") as sb:
+            sandbox_id = sb.id
+            raise RuntimeError("boom")
+    again = Sandbox.connect(sandbox_id)
+    assert again.info.status == "killed"
+    with pytest.raises(SandboxNotRunning):
+        again.commands.run("true")
+    again.close()
+
+
+def test_output_reaches_the_callbacks_before_the_command_ends(server):
+    seen: list[tuple[float, str]] = []
+    with Sandbox.create("base") as sb:
+        started = time.monotonic()
+        result = sb.commands.run(
+            "echo first; sleep 2; echo second >&2",
+            on_stdout=lambda data: seen.append((time.monotonic() - started, data)),
+            on_stderr=lambda data: seen.append((time.monotonic() - started, "err:" + data)),
+        )
+        ended = time.monotonic() - started
+    assert [data for _, data in seen] == ["first\n", "err:second\n"]
+    assert seen[0][0] < ended - 1.5, (seen, ended)
+    assert result.stdout == "first\n"
+
+
+def test_a_command_past_its_timeout_is_killed(server):
+    with Sandbox.create("base") as sb:
+        result = sb.commands.run("sleep 30", timeout=1)
+        assert result.timed_out and result.exit_code == 124
+
+
+def test_background_processes_take_input_and_are_waited_for(server):
+    with Sandbox.create("base") as sb:
+        process = sb.commands.run("read line; echo got $line; echo done >&2", background=True, stdin=True)
+        assert process.pid > 0
+        assert [p.process_id for p in sb.commands.list()] == [process.id]
+        process.send_stdin("hi\n", close=True)
+        result = process.wait(timeout=20)
+        assert (result.exit_code, result.stdout, result.stderr) == (0, "got hi\n", "done\n")
+        sleeper = sb.commands.run("sleep 300", background=True)
+        with pytest.raises(TimeoutError):
+            sleeper.wait(timeout=1)
+        sleeper.kill()
+        assert sleeper.wait(timeout=20).exit_code != 0
+
+
+def test_files_small_and_large_and_trees_round_trip(server, tmp_path: Path):
+    with Sandbox.create("base") as sb:
+        sb.files.write("notes/a.txt", "héllo\n")
+        sb.files.write("/tmp/bin.dat", bytes(range(256)), mode=0o600)
+        assert sb.files.read_text("notes/a.txt") == "héllo\n"
+        assert sb.files.read("/tmp/bin.dat") == bytes(range(256))
+        listed = {e.name: e for e in sb.files.list("notes")}
+        assert listed["a.txt"].type == "file" and listed["a.txt"].path == f"{sb.info.workdir}/notes/a.txt"
+        with pytest.raises(NotFound):
+            sb.files.read("missing.txt")
+
+        big = tmp_path / "big.bin"
+        big.write_bytes(os.urandom(48 << 20))
+        done = sb.files.upload(big, "data/big.bin")
+        assert done["bytes"] == 48 << 20
+        back = sb.files.download("data/big.bin", tmp_path / "back.bin")
+        digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
+        assert digest(back) == digest(big)
+
+        tree = tmp_path / "project"
+        for i in range(50):
+            (tree / f"d{i % 5}").mkdir(parents=True, exist_ok=True)
+            (tree / f"d{i % 5}" / f"f{i}.txt").write_text(f"file {i}\n")
+        sb.files.upload(tree, "project")
+        assert sb.commands.run("find project -type f | wc -l").stdout == "50\n"
+        out = sb.files.download("project", tmp_path / "copy")
+        assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.txt")) == sorted(
+            p.relative_to(tree).as_posix() for p in tree.rglob("*.txt")
+        )
+        assert (out / "d3" / "f8.txt").read_text() == "file 8\n"
+
+
+def test_the_timeout_is_extended(server):
+    with Sandbox.create("base", timeout=60) as sb:
+        before = sb.info.expires_at
+        info = sb.set_timeout(3600)
+        assert info.timeout_ms == 3_600_000 and info.expires_at > before
+
+
+def test_errors_are_typed(server):
+    with pytest.raises(AuthenticationError, match="SANDBOXD_KEY"):
+        Sandbox.create("base", key="sbx_wrong_key_0000000000000000000000000")
+    with pytest.raises(NotFound):
+        Sandbox.connect("nosuchsandbox0000000")
+    with pytest.raises(InvalidRequest) as refused:
+        Sandbox.create("base", cpu=1000)
+    assert refused.value.status == 400 and refused.value.issues
+    assert any("cpu" in str(issue.get("path")) for issue in refused.value.issues)
