@@ -48,15 +48,6 @@ impl From<AgentError> for TransferError {
     }
 }
 
-impl From<FileOpError> for TransferError {
-    fn from(error: FileOpError) -> Self {
-        match error {
-            FileOpError::Refused(failure) => Self::Refused(failure),
-            FileOpError::Agent(error) => Self::Agent(error),
-        }
-    }
-}
-
 /// An upload whose request reached the agent: its content is sent with
 /// [`Upload::send`]. Dropped before the end, it is cancelled.
 #[derive(Debug)]
@@ -114,11 +105,7 @@ impl Upload {
             // Waiting on the agent (for credit, or for its answer after End) is bounded;
             // waiting on the body is the body's own deadline.
             let waiting_on_agent = ended || !pending.is_empty();
-            let limit = if waiting_on_agent {
-                self.op_timeout
-            } else {
-                Duration::MAX
-            };
+            let limit = waiting_on_agent.then_some(self.op_timeout);
             tokio::select! {
                 biased;
                 frame = timeout(limit, self.channel.recv()) => {
@@ -151,17 +138,17 @@ impl Upload {
     }
 }
 
-/// `future` within `limit` (`Duration::MAX`: however long it takes).
+/// `future` within `limit` (`None`: however long it takes).
 async fn timeout<T>(
-    limit: Duration,
+    limit: Option<Duration>,
     future: impl Future<Output = Result<T, AgentError>>,
 ) -> Result<T, AgentError> {
-    if limit == Duration::MAX {
-        return future.await;
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, future)
+            .await
+            .map_err(|_| AgentError::Timeout)?,
+        None => future.await,
     }
-    tokio::time::timeout(limit, future)
-        .await
-        .map_err(|_| AgentError::Timeout)?
 }
 
 /// A download under way through the agent.

@@ -151,9 +151,9 @@ impl<'a> Outgoing<'a> {
         }
     }
 
-    /// Takes in what the host sent (credit, or its cancel) without waiting, then, with
-    /// `wait`, waits for credit when there is none.
-    fn take_input(&mut self, wait: bool) -> io::Result<()> {
+    /// Takes in what the host sent (credit, or its cancel) without waiting, then waits
+    /// for credit when there is none.
+    fn take_input(&mut self) -> io::Result<()> {
         loop {
             match self.input.recv_timeout(Duration::ZERO) {
                 Ok(frame) => self.take(frame)?,
@@ -161,7 +161,7 @@ impl<'a> Outgoing<'a> {
                 Err(error) => return Err(input_error(error)),
             }
         }
-        if wait && self.outflow.available() == 0 {
+        if self.outflow.available() == 0 {
             self.wait_for_credit()?;
         }
         Ok(())
@@ -207,7 +207,7 @@ impl<'a> Outgoing<'a> {
     /// Sends `bytes` as Data frames, each within the credit and the frame limit.
     fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
-            self.take_input(true)?;
+            self.take_input()?;
             let n = (self.outflow.available() as usize)
                 .min(bytes.len())
                 .min(MAX_PAYLOAD);

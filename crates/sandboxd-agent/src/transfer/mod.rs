@@ -166,7 +166,7 @@ pub fn download(
             outbox,
             channel,
             FailureKind::TooLarge,
-            "file exceeds the size limit",
+            &format!("the transfer is larger than the limit of {max} bytes"),
         );
     }
     let mut outgoing = Outgoing::new(outbox, channel, input);

@@ -15,6 +15,7 @@ use sandboxd_core::api::TransferFormat;
 use sandboxd_core::limits::{DEFAULT_MAX_TRANSFER_BYTES, TRANSFER_IDLE_SECS};
 use sandboxd_core::transfer::TransferRefused;
 use sandboxd_ports::Chunks;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -94,7 +95,7 @@ fn with_idle_deadline(stream: Chunks) -> Chunks {
 /// the cut is never taken for the end.
 fn consumer_deadline(mut stream: Chunks) -> Chunks {
     let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(1);
-    let gave_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gave_up = Arc::new(AtomicBool::new(false));
     let giving_up = gave_up.clone();
     tokio::spawn(async move {
         let idle = Duration::from_secs(TRANSFER_IDLE_SECS);
@@ -104,7 +105,7 @@ fn consumer_deadline(mut stream: Chunks) -> Chunks {
                 Ok(Ok(())) if !failed => {}
                 Ok(_) => return,
                 Err(_) => {
-                    giving_up.store(true, std::sync::atomic::Ordering::Release);
+                    giving_up.store(true, Ordering::Release);
                     return;
                 }
             }
@@ -116,7 +117,7 @@ fn consumer_deadline(mut stream: Chunks) -> Chunks {
             let mut rx = rx?;
             match rx.recv().await {
                 Some(item) => Some((item, Some(rx))),
-                None if gave_up.load(std::sync::atomic::Ordering::Acquire) => Some((
+                None if gave_up.load(Ordering::Acquire) => Some((
                     Err(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
                         format!("the download was not read for {TRANSFER_IDLE_SECS} s"),

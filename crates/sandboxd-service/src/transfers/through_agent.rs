@@ -28,6 +28,13 @@ fn shape(format: TransferFormat) -> TransferShape {
     }
 }
 
+fn format_of(shape: TransferShape) -> TransferFormat {
+    match shape {
+        TransferShape::Raw => TransferFormat::Raw,
+        TransferShape::Tar => TransferFormat::Tar,
+    }
+}
+
 /// The agent's refusal as the caller's error.
 fn refusal(failure: Failure, missing: &'static str) -> ServiceError {
     match failure.kind {
@@ -84,21 +91,13 @@ pub(super) async fn download(
         Err(FileOpError::Agent(AgentError::NotSent)) => return Ok(None),
         Err(FileOpError::Refused(failure)) => {
             executor.served(ServedBy::Agent);
-            if failure.kind == FailureKind::TooLarge {
-                return Err(ServiceError::TooLarge(format!(
-                    "the transfer is larger than the limit of {cap} bytes"
-                )));
-            }
             return Err(refusal(failure, "path"));
         }
         Err(FileOpError::Agent(error)) => return Err(executor.agent_failure(error).await),
     };
     executor.served(ServedBy::Agent);
     Ok(Some(Download {
-        format: match download.shape {
-            TransferShape::Raw => TransferFormat::Raw,
-            TransferShape::Tar => TransferFormat::Tar,
-        },
+        format: format_of(download.shape),
         size: download.size,
         body: download.body,
     }))
