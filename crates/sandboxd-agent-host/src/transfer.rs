@@ -125,7 +125,10 @@ impl Upload {
                 }
                 chunk = body.next(), if pending.is_empty() && !ended => match chunk {
                     Some(Ok(chunk)) => pending = chunk,
-                    Some(Err(error)) => return Err(TransferError::Body(error)),
+                    Some(Err(error)) => {
+                        self.cancel_and_settle().await;
+                        return Err(TransferError::Body(error));
+                    }
                     None => {
                         Deadline::after(self.op_timeout)
                             .send(&self.channel, Kind::End, Vec::new())
@@ -133,6 +136,28 @@ impl Upload {
                         ended = true;
                     }
                 },
+            }
+        }
+    }
+}
+
+impl Upload {
+    /// Cancels the upload and waits (within the operation timeout) for the agent's
+    /// answer, which comes once it removed what the upload wrote: the caller answers its
+    /// own client only when nothing partial is left.
+    async fn cancel_and_settle(&mut self) {
+        self.cancel.disarm();
+        let deadline = Deadline::after(self.op_timeout);
+        if deadline
+            .send(&self.channel, Kind::Cancel, Vec::new())
+            .await
+            .is_err()
+        {
+            return;
+        }
+        while let Ok(frame) = deadline.recv(&mut self.channel).await {
+            if matches!(frame.kind, Kind::Done | Kind::Error) {
+                return;
             }
         }
     }

@@ -49,10 +49,10 @@ pub fn upload(outbox: &Outbox, channel: u32, upload: Upload, input: &Input) {
         },
         TransferShape::Tar => upload_tree(outbox, channel, &upload.path, input),
     };
+    // A cancelled upload is answered too, once what it wrote is gone: sandboxd answers
+    // its client only then.
     match outcome {
         Ok(size) => done(outbox, channel, size),
-        // Nobody waits for the answer of a transfer sandboxd gave up.
-        Err(error) if error.kind() == io::ErrorKind::ConnectionAborted => {}
         Err(error) => fail_io(outbox, channel, &upload.path, &error),
     }
 }
