@@ -123,8 +123,11 @@ fn dispatch(
                         env,
                         marker,
                     };
+                    exec::starting(&running, channel);
                     workers.run(move || {
                         exec::run(&outbox, channel, &running, command, input);
+                        // Also clears the slot of a command that could not start.
+                        exec::unregister(&running, channel);
                         inputs.close(channel);
                     });
                 }
@@ -143,8 +146,10 @@ fn dispatch(
                         env,
                         marker,
                     };
+                    exec::starting(&running, channel);
                     workers.run(move || {
                         pty::run(&outbox, channel, &running, command, (cols, rows), input);
+                        exec::unregister(&running, channel);
                         inputs.close(channel);
                     });
                 }

@@ -19,7 +19,17 @@ use crate::output::LINGER;
 use crate::{lookup, output, workdir};
 
 /// The running commands of a connection: channel → (pid, marker entry).
-pub type Running = Arc<Mutex<HashMap<u32, (i32, Vec<u8>)>>>;
+pub type Running = Arc<Mutex<HashMap<u32, Slot>>>;
+
+/// A command of the connection, by channel.
+#[derive(Debug, Clone)]
+pub enum Slot {
+    /// Its request is taken and it is not spawned yet; a signal sent meanwhile is kept
+    /// and delivered once it runs, so a caller that gives up at once leaves nothing.
+    Starting { pending: Option<i32> },
+    /// Running: its process group and its marker.
+    Running { pid: i32, marker: Vec<u8> },
+}
 
 /// What to run.
 pub struct Command {
@@ -156,9 +166,28 @@ pub fn settle(done: &mpsc::Receiver<()>, count: usize, open: &Mutex<bool>) {
     }
 }
 
-pub fn register(running: &Running, channel: u32, pid: u32, command: &Command) {
+/// Notes a command whose request was taken, before it is handed to a worker.
+pub fn starting(running: &Running, channel: u32) {
     if let Ok(mut map) = running.lock() {
-        map.insert(channel, (pid as i32, command.marker_entry()));
+        map.insert(channel, Slot::Starting { pending: None });
+    }
+}
+
+/// Notes a spawned command; a signal that came while it was starting is sent now.
+pub fn register(running: &Running, channel: u32, pid: u32, command: &Command) {
+    let (pid, marker) = (pid as i32, command.marker_entry());
+    let pending = running.lock().ok().and_then(|mut map| {
+        let slot = Slot::Running {
+            pid,
+            marker: marker.clone(),
+        };
+        match map.insert(channel, slot) {
+            Some(Slot::Starting { pending }) => pending,
+            _ => None,
+        }
+    });
+    if let Some(signal) = pending {
+        deliver(pid, &marker, signal);
     }
 }
 
@@ -267,25 +296,49 @@ pub fn finish(outbox: &Outbox, channel: u32, exit: Exit) {
 
 /// Sends `signal` to the process group of the command on `channel` and to every process
 /// carrying its marker.
+/// A command still starting keeps the signal for when it runs (a kill wins over any
+/// other signal).
 pub fn signal(running: &Running, channel: u32, signal: i32) {
     let target = running
         .lock()
         .ok()
-        .and_then(|map| map.get(&channel).cloned());
-    let (Some((pid, marker)), Some(sig)) = (target, Signal::from_named_raw(signal)) else {
+        .and_then(|mut map| match map.get_mut(&channel) {
+            Some(Slot::Running { pid, marker }) => Some((*pid, marker.clone())),
+            Some(Slot::Starting { pending }) => {
+                if *pending != Some(Signal::KILL.as_raw()) {
+                    *pending = Some(signal);
+                }
+                None
+            }
+            None => None,
+        });
+    if let Some((pid, marker)) = target {
+        deliver(pid, &marker, signal);
+    }
+}
+
+fn deliver(pid: i32, marker: &[u8], signal: i32) {
+    let Some(sig) = Signal::from_named_raw(signal) else {
         return;
     };
     if let Some(group) = Pid::from_raw(pid) {
         let _ = kill_process_group(group, sig);
     }
-    kill_marked(&marker, sig);
+    kill_marked(marker, sig);
 }
 
 /// Kills every command of a connection that ended.
 pub fn kill_all(running: &Running) {
     let targets: Vec<(i32, Vec<u8>)> = running
         .lock()
-        .map(|map| map.values().cloned().collect())
+        .map(|map| {
+            map.values()
+                .filter_map(|slot| match slot {
+                    Slot::Running { pid, marker } => Some((*pid, marker.clone())),
+                    Slot::Starting { .. } => None,
+                })
+                .collect()
+        })
         .unwrap_or_default();
     for (pid, marker) in targets {
         if let Some(group) = Pid::from_raw(pid) {
@@ -319,5 +372,61 @@ fn kill_marked(marker: &[u8], sig: Signal) {
         {
             let _ = kill_process(target, sig);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+
+    use super::*;
+
+    fn command() -> Command {
+        Command {
+            argv: vec!["sleep".into(), "30".into()],
+            cwd: None,
+            env: Vec::new(),
+            marker: ("SANDBOXD_TEST_MARKER".into(), "starting".into()),
+        }
+    }
+
+    /// The kill of a caller that gave up before its command was spawned is kept, and the
+    /// command dies as soon as it runs.
+    #[test]
+    fn a_signal_sent_while_a_command_starts_reaches_it_once_it_runs() {
+        let running: Running = Arc::new(Mutex::new(HashMap::new()));
+        starting(&running, 7);
+        signal(&running, 7, Signal::TERM.as_raw());
+        signal(&running, 7, Signal::KILL.as_raw());
+        signal(&running, 7, Signal::TERM.as_raw());
+        let mut child = process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        register(&running, 7, child.id(), &command());
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(Signal::KILL.as_raw()), "{status:?}");
+        unregister(&running, 7);
+        assert!(running.lock().unwrap().is_empty());
+    }
+
+    /// A starting command holds no process: a connection that ends kills nothing for it,
+    /// and one that ends without a signal runs untouched.
+    #[test]
+    fn a_command_started_without_a_signal_is_left_running() {
+        let running: Running = Arc::new(Mutex::new(HashMap::new()));
+        starting(&running, 8);
+        kill_all(&running);
+        let mut child = process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        register(&running, 8, child.id(), &command());
+        assert!(child.try_wait().unwrap().is_none());
+        kill_all(&running);
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(Signal::KILL.as_raw()));
     }
 }

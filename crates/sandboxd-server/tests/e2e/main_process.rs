@@ -159,6 +159,34 @@ async fn a_stopped_container_is_restarted_or_reported_at_once() {
     assert_eq!(body["message"], "sandbox is error", "{body}");
 }
 
+/// A container removed behind the server's back (`docker rm -f`, a host wiped) makes the
+/// sandbox `error`: a command right after is a 412 naming that state, never a 500.
+#[tokio::test]
+async fn a_container_removed_from_outside_is_reported_not_a_server_fault() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let remove = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .build();
+    server
+        .docker()
+        .remove_container(crate::harness::container(&sandbox), Some(remove))
+        .await
+        .unwrap();
+    let (status, body) = server
+        .post(
+            "sandbox.exec",
+            json!({"sandboxId": id(&sandbox), "cmd": "true"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED, "{body}");
+    assert_eq!(body["message"], "sandbox is error", "{body}");
+    let (_, one) = server
+        .get("sandbox.one", &[("sandboxId", id(&sandbox))])
+        .await;
+    assert_eq!(one["status"], "error", "{one}");
+}
+
 /// A container that keeps stopping is restarted three times, then given up on.
 #[tokio::test]
 async fn a_container_that_keeps_stopping_is_given_up_on() {

@@ -235,6 +235,29 @@ async fn a_client_that_goes_away_kills_its_command_without_the_agent() {
     client_that_goes_away_kills_its_command(TestServer::start_without_agent().await).await;
 }
 
+/// Clients that go away right after asking leave nothing running either: a kill that
+/// reaches the agent while the command is still being started is kept for it.
+#[tokio::test]
+async fn a_client_that_goes_away_at_once_leaves_no_command() {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    for i in 0..20 {
+        let mut socket = connect(&server, &format!("?sandboxId={}", id(&sandbox)), Some(KEY)).await;
+        assert_eq!(next(&mut socket).await.unwrap()["type"], "ready");
+        send(
+            &mut socket,
+            json!({"type": "exec", "cmd": format!("sleep 30{i:02}")}),
+        )
+        .await;
+        // From at once to well after the request reached the agent.
+        tokio::time::sleep(Duration::from_micros(250 * i)).await;
+        drop(socket);
+    }
+    server
+        .wait_gone(&sandbox, |cmd| cmd.contains("sleep 30"))
+        .await;
+}
+
 /// Starts `yes` on a new sandbox through a WebSocket that, from then on, reads nothing.
 async fn flood_unread(server: &TestServer, timeout_ms: u64) -> (Value, Socket) {
     let sandbox = server.create(json!({"template": "base"})).await;

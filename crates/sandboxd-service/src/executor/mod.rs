@@ -131,6 +131,9 @@ impl Executor<'_> {
                     .engine_exec(engine, self.container, engine_spec)
                     .await?)
             }
+            Err(EngineError::NotFound { what: "container" }) => {
+                Err(service.container_lost(self.sandbox_id).await)
+            }
             outcome => Ok(outcome?),
         }
     }

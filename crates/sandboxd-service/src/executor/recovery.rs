@@ -69,6 +69,21 @@ impl Service {
         }
     }
 
+    /// The sandbox's container is gone from its engine (removed behind the server's
+    /// back): the row becomes `error` and the caller gets a precondition failure naming
+    /// that state, never an engine fault.
+    pub(crate) async fn container_lost(&self, sandbox_id: &str) -> ServiceError {
+        warn!(%sandbox_id, "the sandbox's container is gone from its engine; the sandbox is in error");
+        if let Err(error) = self
+            .store()
+            .set_status(sandbox_id, SandboxStatus::Error)
+            .await
+        {
+            return error.into();
+        }
+        ServiceError::NotRunning(NotRunning(SandboxStatus::Error))
+    }
+
     /// The error to answer when the agent went away during an operation: a sandbox
     /// killed (or gone wrong) meanwhile by another request is named in its state (a 412),
     /// not reported as the server being unavailable.
