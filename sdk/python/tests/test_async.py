@@ -35,3 +35,26 @@ async def test_an_async_sandbox_streams_and_cleans_up(server):
         await again.close()
     listed = await AsyncSandbox.list()
     assert any(s.sandbox_id == sandbox_id and s.status == "killed" for s in listed)
+
+
+async def test_an_async_terminal_and_code(server):
+    async with await AsyncSandbox.create("python") as sb:
+        async with await sb.pty.open() as terminal:
+            await terminal.send("python3 -c 'print(6*7)'\n")
+            assert b"42" in await terminal.read_until("42")
+        ran = await sb.run_code("import sys; sys.version_info[0]")
+        assert ran.result == "3"
+
+
+async def test_a_stream_left_early_kills_its_command(server):
+    async with await AsyncSandbox.create("base") as sb:
+        async with sb.commands.stream("echo started; sleep 300") as command:
+            async for chunk in command:
+                assert chunk.data == "started\n"
+                break
+        for _ in range(100):
+            left = await sb.commands.run("ps -eo args | grep -c '^sleep 300' || true")
+            if left.stdout.strip() == "0":
+                break
+            await asyncio.sleep(0.05)
+        assert left.stdout.strip() == "0", "the command outlived its session"

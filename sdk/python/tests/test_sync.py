@@ -12,6 +12,7 @@ import pytest
 from sandboxd import (
     AuthenticationError,
     CommandExitError,
+    Conflict,
     InvalidRequest,
     NotFound,
     Sandbox,
@@ -130,3 +131,51 @@ def test_errors_are_typed(server):
         Sandbox.create("base", cpu=1000)
     assert refused.value.status == 400 and refused.value.issues
     assert any("cpu" in str(issue.get("path")) for issue in refused.value.issues)
+
+
+def test_a_terminal_runs_what_is_typed_and_follows_its_size(server):
+    with Sandbox.create("base") as sb:
+        with sb.pty.open(cols=100, rows=30) as terminal:
+            terminal.send("echo $((6*7)); stty size\n")
+            shown = terminal.read_until("42", timeout=20)
+            assert b"42" in shown
+            assert b"30 100" in terminal.read_until("30 100", timeout=20)
+            terminal.resize(120, 40)
+            terminal.send("stty size\n")
+            assert b"40 120" in terminal.read_until("40 120", timeout=20)
+            terminal.send("exit 5\n")
+            assert terminal.wait(timeout=20) == 5
+        with sb.pty.open(cmd="printf 'one\\ntwo\\n'") as terminal:
+            shown = b""
+            while chunk := terminal.read(timeout=20):
+                shown += chunk
+            assert shown.replace(b"\r\n", b"\n") == b"one\ntwo\n"
+            assert terminal.exit_code == 0
+
+
+def test_code_keeps_its_state_per_context(server):
+    with Sandbox.create("python") as sb:
+        assert sb.run_code("x = 41 + 1").error is None
+        first = sb.run_code("print('x is', x); x * 2")
+        assert (first.stdout, first.result, first.error) == ("x is 42\n", "84", None)
+        other = sb.create_context()
+        failed = sb.run_code("x", context=other)
+        assert failed.error is not None and failed.error.name == "NameError"
+        assert "NameError" in failed.error.traceback
+        slow = sb.run_code("import time; time.sleep(30)", context=other, timeout=1)
+        assert slow.timed_out
+        assert sb.run_code("'still here'", context=other).result == "'still here'"
+        sb.remove_context(other)
+        with pytest.raises(Conflict, match="ended"):
+            sb.run_code("1", context=other)
+
+
+def test_a_stream_hands_over_output_as_it_comes(server):
+    with Sandbox.create("base") as sb:
+        with sb.commands.stream("echo one; sleep 1; echo two >&2; exit 4") as command:
+            seen = []
+            for chunk in command:
+                seen.append((chunk.stream, chunk.data, time.monotonic()))
+        assert [(s, d) for s, d, _ in seen] == [("stdout", "one\n"), ("stderr", "two\n")]
+        assert seen[1][2] - seen[0][2] > 0.5, "the first chunk came only with the second"
+        assert command.result is not None and command.result.exit_code == 4

@@ -10,10 +10,12 @@ The server and key come from the arguments `url` and `key`, else `SANDBOXD_URL` 
 defaults. `AsyncSandbox` is the same API for asyncio.
 """
 
-from ._commands import AsyncCommands, AsyncProcess
+from ._code import Context, Execution, RunError
+from ._commands import AsyncCommands, AsyncCommandStream, AsyncProcess, OutputChunk
 from ._files import AsyncFiles
+from ._pty import AsyncPty, AsyncTerminal
 from ._sandbox import AsyncSandbox
-from ._sync import Commands, Files, Process, Sandbox
+from ._sync import CommandStream, Commands, Files, Process, Pty, Sandbox, Terminal
 from .errors import (
     AuthenticationError,
     CommandError,
@@ -34,32 +36,42 @@ from .errors import (
 from .models import CommandResult, EntryInfo, OutputSlice, ProcessInfo, SandboxInfo
 
 __all__ = [
+    "AsyncCommandStream",
     "AsyncCommands",
     "AsyncFiles",
     "AsyncProcess",
+    "AsyncPty",
     "AsyncSandbox",
+    "AsyncTerminal",
     "AuthenticationError",
     "CommandError",
     "CommandExitError",
     "CommandResult",
+    "CommandStream",
     "Commands",
     "ConfigurationError",
     "Conflict",
     "ConnectionFailed",
+    "Context",
     "EntryInfo",
+    "Execution",
     "Files",
     "InvalidRequest",
     "NotFound",
+    "OutputChunk",
     "OutputSlice",
     "PermissionDenied",
     "Process",
     "ProcessInfo",
+    "Pty",
     "RateLimited",
+    "RunError",
     "Sandbox",
     "SandboxInfo",
     "SandboxNotRunning",
     "SandboxdError",
     "ServerError",
+    "Terminal",
     "TooLarge",
     "Unavailable",
 ]

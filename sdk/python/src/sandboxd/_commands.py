@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import websockets
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
 from . import errors
@@ -92,6 +94,20 @@ class AsyncCommands:
             return AsyncProcess(self._sandbox, ProcessInfo.from_json(info))
         return await self._stream(cmd, timeout, cwd, env, on_stdout, on_stderr)
 
+    def stream(
+        self,
+        cmd: str,
+        *,
+        timeout: float = 60,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> AsyncCommandStream:
+        """A command whose output is read as it comes: `async with
+        sb.commands.stream(cmd) as command: async for chunk in command: ...`. It starts
+        on entering the block; leaving the block before it ended kills it."""
+        cwd = self._sandbox._absolute(cwd) if cwd else None
+        return AsyncCommandStream(self._sandbox, cmd, timeout, cwd, env)
+
     async def _stream(
         self,
         cmd: str,
@@ -101,56 +117,11 @@ class AsyncCommands:
         on_stdout: OutputCallback | None,
         on_stderr: OutputCallback | None,
     ) -> CommandResult:
-        conn = self._sandbox._conn
-        url = conn.ws_url("/sandbox-exec", {"sandboxId": self._sandbox.id})
-        headers = {"x-api-key": conn.target.key} if conn.target.key else {}
-        message: dict[str, Any] = {"type": "exec", "cmd": cmd, "timeoutMs": int(timeout * 1000)}
-        if cwd:
-            message["cwd"] = cwd
-        if env:
-            message["env"] = env
-        out: list[str] = []
-        err: list[str] = []
-        try:
-            async with asyncio.timeout(timeout + GRACE):
-                async with ws_connect(
-                    url, additional_headers=headers, max_size=16 * 1024 * 1024
-                ) as ws:
-                    await ws.send(json.dumps(message))
-                    async for raw in ws:
-                        event = json.loads(raw)
-                        kind = event.get("type")
-                        if kind == "stdout":
-                            out.append(event["data"])
-                            await _call_back(on_stdout, event["data"])
-                        elif kind == "stderr":
-                            err.append(event["data"])
-                            await _call_back(on_stderr, event["data"])
-                        elif kind == "exit":
-                            return CommandResult(
-                                exit_code=int(event.get("exitCode", -1)),
-                                stdout="".join(out),
-                                stderr="".join(err),
-                                timed_out=bool(event.get("timedOut", False)),
-                            )
-                        elif kind == "error":
-                            raise await self._refusal(event.get("message", "the command failed"))
-        except websockets.exceptions.InvalidStatus as error:
-            status = error.response.status_code
-            raise errors.from_answer(status, _json_of(error.response.body)) from error
-        except websockets.exceptions.ConnectionClosed as error:
-            raise _closed(error, self._sandbox.id) from error
-        except OSError as error:
-            raise errors.ConnectionFailed(f"cannot reach {conn.target.url}: {error}") from error
-        raise errors.CommandError("the session ended before the command did")
-
-    async def _refusal(self, message: str) -> errors.SandboxdError:
-        """The error of a command the session refused: the sandbox's state when it is
-        not running (the session says so only in words)."""
-        info = await self._sandbox.refresh()
-        if info.status != "running":
-            return errors.SandboxNotRunning(message, status=412)
-        return errors.CommandError(message)
+        async with AsyncCommandStream(self._sandbox, cmd, timeout, cwd, env) as command:
+            async for chunk in command:
+                await _call_back(on_stdout if chunk.stream == "stdout" else on_stderr, chunk.data)
+        assert command.result is not None
+        return command.result
 
     async def list(self) -> list[ProcessInfo]:
         """The sandbox's background processes."""
@@ -160,7 +131,140 @@ class AsyncCommands:
         return [ProcessInfo.from_json(p) for p in listed]
 
 
-def _json_of(body: bytes | None) -> Any:
+async def _refusal(sandbox: AsyncSandbox, message: str) -> errors.SandboxdError:
+    """The error of a command the session refused: the sandbox's state when it is not
+    running (the session says so only in words)."""
+    info = await sandbox.refresh()
+    if info.status != "running":
+        return errors.SandboxNotRunning(message, status=412)
+    return errors.CommandError(message)
+
+
+@dataclass(frozen=True)
+class OutputChunk:
+    """A piece of a command's output, as it arrived."""
+
+    stream: Literal["stdout", "stderr"]
+    data: str
+
+
+class AsyncCommandStream:
+    """One command over the exec WebSocket. `result` is set once it ended."""
+
+    def __init__(
+        self,
+        sandbox: AsyncSandbox,
+        cmd: str,
+        timeout: float,
+        cwd: str | None,
+        env: dict[str, str] | None,
+    ) -> None:
+        self._sandbox = sandbox
+        self._message: dict[str, Any] = {
+            "type": "exec",
+            "cmd": cmd,
+            "timeoutMs": max(1000, int(timeout * 1000)),
+        }
+        if cwd:
+            self._message["cwd"] = cwd
+        if env:
+            self._message["env"] = env
+        self._deadline = timeout + GRACE
+        self._ws: ClientConnection | None = None
+        self._out: list[str] = []
+        self._err: list[str] = []
+        #: How the command ended, once it did.
+        self.result: CommandResult | None = None
+
+    async def __aenter__(self) -> AsyncCommandStream:
+        conn = self._sandbox._conn
+        url = conn.ws_url("/sandbox-exec", {"sandboxId": self._sandbox.id})
+        headers = {"x-api-key": conn.target.key} if conn.target.key else {}
+        try:
+            async with asyncio.timeout(GRACE):
+                self._ws = await ws_connect(
+                    url, additional_headers=headers, max_size=16 * 1024 * 1024
+                )
+                await self._ws.send(json.dumps(self._message))
+        except BaseException as error:
+            await self.aclose()
+            mapped = _mapped(error, conn.target.url, self._sandbox.id)
+            if mapped is error:
+                raise
+            raise mapped from error
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Ends the session; a command still running is killed."""
+        ws, self._ws = self._ws, None
+        if ws is None:
+            return
+        try:
+            async with asyncio.timeout(5):
+                await ws.close()
+        except BaseException:
+            ws.transport.abort()
+            raise
+
+    async def __aiter__(self) -> AsyncIterator[OutputChunk]:
+        ws = self._ws
+        if ws is None:
+            if self.result is not None:
+                return
+            raise errors.CommandError("enter the block first: `async with ... as command`")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._deadline
+        try:
+            while True:
+                # The deadline covers each wait, never the caller's code between chunks.
+                async with asyncio.timeout_at(deadline):
+                    raw = await ws.recv()
+                event = json.loads(raw)
+                kind = event.get("type")
+                if kind in ("stdout", "stderr"):
+                    data = str(event.get("data", ""))
+                    (self._out if kind == "stdout" else self._err).append(data)
+                    yield OutputChunk(kind, data)
+                elif kind == "exit":
+                    self.result = CommandResult(
+                        exit_code=int(event.get("exitCode", -1)),
+                        stdout="".join(self._out),
+                        stderr="".join(self._err),
+                        timed_out=bool(event.get("timedOut", False)),
+                    )
+                    await self.aclose()
+                    return
+                elif kind == "error":
+                    raise await _refusal(self._sandbox, event.get("message", "the command failed"))
+        except websockets.exceptions.ConnectionClosedOK as error:
+            raise errors.CommandError("the session ended before the command did") from error
+        except (websockets.exceptions.WebSocketException, OSError) as error:
+            raise _mapped(error, self._sandbox._conn.target.url, self._sandbox.id) from error
+
+    async def wait(self) -> CommandResult:
+        """Reads the rest of the output and returns how the command ended."""
+        async for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+
+def _mapped(error: BaseException, url: str, sandbox_id: str) -> BaseException:
+    """The SDK's error for a failure of the exec session (others pass unchanged)."""
+    if isinstance(error, websockets.exceptions.InvalidStatus):
+        status = error.response.status_code
+        return errors.from_answer(status, _json_of(error.response.body))
+    if isinstance(error, websockets.exceptions.ConnectionClosed):
+        return _closed(error, sandbox_id)
+    if isinstance(error, OSError | websockets.exceptions.InvalidHandshake):
+        return errors.ConnectionFailed(f"cannot reach {url}: {error}")
+    return error
+
+
+def _json_of(body: bytes | bytearray | None) -> Any:
     try:
         return json.loads(body or b"")
     except ValueError:

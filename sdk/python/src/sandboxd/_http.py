@@ -19,7 +19,9 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 class Connection:
     """A server and the key presented to it, over one pooled HTTP client."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(
+        self, target: Target, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
         self.target = target
         headers = {"x-api-key": target.key} if target.key else {}
         self.http = httpx.AsyncClient(
@@ -27,6 +29,7 @@ class Connection:
             headers=headers,
             timeout=DEFAULT_TIMEOUT,
             follow_redirects=False,
+            transport=transport,
         )
 
     def __repr__(self) -> str:

@@ -7,10 +7,12 @@ import warnings
 from types import TracebackType
 from typing import Any, Literal
 
+from ._code import AsyncCode, Context, Execution
 from ._commands import AsyncCommands
 from ._config import resolve
 from ._files import AsyncFiles
 from ._http import Connection
+from ._pty import AsyncPty
 from .models import SandboxInfo
 
 
@@ -33,6 +35,8 @@ class AsyncSandbox:
         self.info = info
         self.commands = AsyncCommands(self)
         self.files = AsyncFiles(self)
+        self.pty = AsyncPty(self)
+        self._code = AsyncCode(self)
 
     def __repr__(self) -> str:
         return f"AsyncSandbox({self.id!r}, status={self.info.status!r})"
@@ -66,26 +70,61 @@ class AsyncSandbox:
         `environment_id`, the first environment the key can see."""
         conn = Connection(resolve(url, key))
         try:
-            environment = environment_id or await _default_environment(conn)
-            env_vars = "\n".join(f"{k}={v}" for k, v in (env or {}).items()) or None
-            body: dict[str, Any] = {
-                "environmentId": environment,
-                "template": template,
-                "image": image,
-                "name": name,
-                "timeoutMs": None if timeout is None else int(timeout * 1000),
-                "envVars": env_vars,
-                "networkMode": network,
-                "cpu": cpu,
-                "memoryMb": memory_mb,
-                "pidsLimit": pids_limit,
-                "workdir": workdir,
-                "serverId": server_id,
-            }
-            created = await conn.call("sandbox.create", body, timeout=600)
+            return await cls.create_on(
+                conn,
+                template,
+                image=image,
+                name=name,
+                timeout=timeout,
+                env=env,
+                network=network,
+                cpu=cpu,
+                memory_mb=memory_mb,
+                pids_limit=pids_limit,
+                workdir=workdir,
+                environment_id=environment_id,
+                server_id=server_id,
+            )
         except BaseException:
             await conn.close()
             raise
+
+    @classmethod
+    async def create_on(
+        cls,
+        conn: Connection,
+        template: str | None = None,
+        *,
+        image: str | None = None,
+        name: str | None = None,
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+        network: Literal["isolated", "internet"] | None = None,
+        cpu: float | None = None,
+        memory_mb: int | None = None,
+        pids_limit: int | None = None,
+        workdir: str | None = None,
+        environment_id: str | None = None,
+        server_id: str | None = None,
+    ) -> AsyncSandbox:
+        """`create` through a connection the caller made (the sandbox then owns it)."""
+        environment = environment_id or await _default_environment(conn)
+        env_vars = "\n".join(f"{k}={v}" for k, v in (env or {}).items()) or None
+        body: dict[str, Any] = {
+            "environmentId": environment,
+            "template": template,
+            "image": image,
+            "name": name,
+            "timeoutMs": None if timeout is None else int(timeout * 1000),
+            "envVars": env_vars,
+            "networkMode": network,
+            "cpu": cpu,
+            "memoryMb": memory_mb,
+            "pidsLimit": pids_limit,
+            "workdir": workdir,
+            "serverId": server_id,
+        }
+        created = await conn.call("sandbox.create", body, timeout=600)
         return cls(conn, SandboxInfo.from_json(created))
 
     @classmethod
@@ -95,10 +134,15 @@ class AsyncSandbox:
         """The sandbox `sandbox_id` (`NotFound` when the key cannot see it)."""
         conn = Connection(resolve(url, key))
         try:
-            info = await conn.call("sandbox.one", query={"sandboxId": sandbox_id})
+            return await cls.connect_on(conn, sandbox_id)
         except BaseException:
             await conn.close()
             raise
+
+    @classmethod
+    async def connect_on(cls, conn: Connection, sandbox_id: str) -> AsyncSandbox:
+        """`connect` through a connection the caller made (the sandbox then owns it)."""
+        info = await conn.call("sandbox.one", query={"sandboxId": sandbox_id})
         return cls(conn, SandboxInfo.from_json(info))
 
     @staticmethod
@@ -142,6 +186,23 @@ class AsyncSandbox:
             "sandbox.setTimeout", {"sandboxId": self.id, "timeoutMs": int(timeout * 1000)}
         )
         return await self.refresh()
+
+    async def run_code(
+        self, code: str, *, context: Context | str | None = None, timeout: float = 60
+    ) -> Execution:
+        """Runs Python `code` in an interpreter that keeps its state: `context` (from
+        `create_context`), or this sandbox's default context, made on first use. The
+        value of a final expression comes back as `result` (its `repr()`), an exception
+        as `error`; at `timeout` seconds the run is interrupted and the context kept."""
+        return await self._code.run(code, context=context, timeout=timeout)
+
+    async def create_context(self, language: str = "python") -> Context:
+        """A new interpreter context, with state of its own."""
+        return await self._code.create_context(language)
+
+    async def remove_context(self, context: Context | str) -> None:
+        """Ends a context."""
+        await self._code.remove_context(context)
 
     async def kill(self) -> None:
         """Kills the sandbox (its record stays, `killed`). Killing it again is fine."""

@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import TracebackType
+from collections.abc import Iterator
 from typing import Any, Literal, overload
 
 from . import _portal
-from ._commands import AsyncProcess, OutputCallback
+from ._code import Context, Execution
+from ._commands import AsyncCommandStream, AsyncProcess, OutputCallback, OutputChunk
+from ._pty import AsyncTerminal
 from ._sandbox import AsyncSandbox
 from .models import CommandResult, EntryInfo, OutputSlice, ProcessInfo, SandboxInfo
 
@@ -57,6 +60,84 @@ class Process:
         return _portal.run(self._inner.kill())
 
 
+class CommandStream:
+    """A command whose output is read as it comes; see `AsyncCommands.stream`."""
+
+    def __init__(self, inner: AsyncCommandStream) -> None:
+        self._inner = inner
+        self._chunks: Any = None
+
+    def __enter__(self) -> CommandStream:
+        _portal.run(self._inner.__aenter__())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._chunks is not None:
+            _portal.run(self._chunks.aclose())
+        _portal.run(self._inner.aclose())
+
+    def __iter__(self) -> Iterator[OutputChunk]:
+        self._chunks = self._inner.__aiter__()
+        while True:
+            try:
+                yield _portal.run(self._chunks.__anext__())
+            except StopAsyncIteration:
+                return
+
+    @property
+    def result(self) -> CommandResult | None:
+        return self._inner.result
+
+    def wait(self) -> CommandResult:
+        return _portal.run(self._inner.wait())
+
+
+class Terminal:
+    """A terminal in a sandbox; see `AsyncTerminal`."""
+
+    def __init__(self, inner: AsyncTerminal) -> None:
+        self._inner = inner
+
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._inner.exit_code
+
+    def send(self, keys: str | bytes) -> None:
+        _portal.run(self._inner.send(keys))
+
+    def resize(self, cols: int, rows: int) -> None:
+        _portal.run(self._inner.resize(cols, rows))
+
+    def read(self, timeout: float | None = None) -> bytes:
+        return _portal.run(self._inner.read(timeout))
+
+    def read_until(self, text: str | bytes, timeout: float = 30) -> bytes:
+        return _portal.run(self._inner.read_until(text, timeout))
+
+    def wait(self, timeout: float | None = None) -> int:
+        return _portal.run(self._inner.wait(timeout))
+
+    def close(self) -> None:
+        _portal.run(self._inner.close())
+
+
+class Pty:
+    """`sandbox.pty`: terminals in the sandbox."""
+
+    def __init__(self, sandbox: AsyncSandbox) -> None:
+        self._pty = sandbox.pty
+
+    def open(self, *, cols: int = 80, rows: int = 24, cmd: str | None = None) -> Terminal:
+        """See `AsyncPty.open`."""
+        return Terminal(_portal.run(self._pty.open(cols=cols, rows=rows, cmd=cmd)))
+
+
 class Commands:
     """`sandbox.commands`: run commands in the sandbox."""
 
@@ -96,6 +177,17 @@ class Commands:
         outcome = _portal.run(self._sandbox.commands.run(cmd, background=background, **options))  # type: ignore[call-overload]
         return Process(outcome) if isinstance(outcome, AsyncProcess) else outcome
 
+    def stream(
+        self,
+        cmd: str,
+        *,
+        timeout: float = 60,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> CommandStream:
+        """See `AsyncCommands.stream`."""
+        return CommandStream(self._sandbox.commands.stream(cmd, timeout=timeout, cwd=cwd, env=env))
+
     def list(self) -> list[ProcessInfo]:
         return _portal.run(self._sandbox.commands.list())
 
@@ -133,6 +225,7 @@ class Sandbox:
         self._inner = inner
         self.commands = Commands(inner)
         self.files = Files(inner)
+        self.pty = Pty(inner)
 
     def __repr__(self) -> str:
         return f"Sandbox({self.id!r}, status={self.info.status!r})"
@@ -163,6 +256,18 @@ class Sandbox:
 
     def set_timeout(self, timeout: float) -> SandboxInfo:
         return _portal.run(self._inner.set_timeout(timeout))
+
+    def run_code(
+        self, code: str, *, context: Context | str | None = None, timeout: float = 60
+    ) -> Execution:
+        """See `AsyncSandbox.run_code`."""
+        return _portal.run(self._inner.run_code(code, context=context, timeout=timeout))
+
+    def create_context(self, language: str = "python") -> Context:
+        return _portal.run(self._inner.create_context(language))
+
+    def remove_context(self, context: Context | str) -> None:
+        _portal.run(self._inner.remove_context(context))
 
     def kill(self) -> None:
         _portal.run(self._inner.kill())

@@ -1,0 +1,112 @@
+"""Stateful code: Python interpreter contexts that keep their variables, imports and
+definitions between runs, as a notebook's kernel does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._sandbox import AsyncSandbox
+
+
+@dataclass(frozen=True)
+class Context:
+    """An interpreter context in a sandbox."""
+
+    context_id: str
+    language: str
+    status: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Context:
+        return cls(
+            context_id=data["contextId"],
+            language=data.get("language", "python"),
+            status=data.get("status", ""),
+        )
+
+
+@dataclass(frozen=True)
+class RunError:
+    """The exception a run raised."""
+
+    name: str
+    value: str
+    traceback: str
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What a run printed, the `repr()` of its final expression, or its exception."""
+
+    stdout: str
+    stderr: str
+    #: `repr()` of the final expression's value, when the code ends with one.
+    result: str | None
+    error: RunError | None
+    #: The run went past its timeout and was interrupted (the context stays).
+    timed_out: bool
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Execution:
+        error = data.get("error")
+        return cls(
+            stdout=data.get("stdout", ""),
+            stderr=data.get("stderr", ""),
+            result=data.get("result"),
+            error=None
+            if not error
+            else RunError(
+                name=error.get("name", ""),
+                value=error.get("value", ""),
+                traceback=error.get("traceback", ""),
+            ),
+            timed_out=bool(data.get("timedOut", False)),
+        )
+
+
+class AsyncCode:
+    """Runs code in a sandbox's contexts; behind `AsyncSandbox.run_code`."""
+
+    def __init__(self, sandbox: AsyncSandbox) -> None:
+        self._sandbox = sandbox
+        self._default: Context | None = None
+
+    async def create_context(self, language: str = "python") -> Context:
+        """A new context (the image needs `python3`)."""
+        answer = await self._sandbox._conn.call(
+            "sandbox.contextCreate", {"sandboxId": self._sandbox.id, "language": language}
+        )
+        return Context.from_json(answer)
+
+    async def remove_context(self, context: Context | str) -> None:
+        """Ends a context and forgets its state."""
+        context_id = context if isinstance(context, str) else context.context_id
+        await self._sandbox._conn.call(
+            "sandbox.contextRemove", {"sandboxId": self._sandbox.id, "contextId": context_id}
+        )
+        if self._default is not None and self._default.context_id == context_id:
+            self._default = None
+
+    async def run(
+        self, code: str, *, context: Context | str | None = None, timeout: float = 60
+    ) -> Execution:
+        """Runs `code` in `context` (by default one context of this sandbox, made on
+        first use and shared by every run without a context)."""
+        if context is None:
+            if self._default is None:
+                self._default = await self.create_context()
+            context = self._default
+        context_id = context if isinstance(context, str) else context.context_id
+        answer = await self._sandbox._conn.call(
+            "sandbox.contextRun",
+            {
+                "sandboxId": self._sandbox.id,
+                "contextId": context_id,
+                "code": code,
+                "timeoutMs": max(1000, int(timeout * 1000)),
+            },
+            timeout=timeout + 30,
+        )
+        return Execution.from_json(answer)

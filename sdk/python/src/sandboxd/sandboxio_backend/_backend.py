@@ -1,0 +1,302 @@
+"""`SandboxdBackend`: sandboxio's `Backend` on a sandboxd server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.lowlevel
+import httpx
+from sandboxio import _policy
+from sandboxio._teardown import teardown_grace
+from sandboxio.audit import AuditConfig
+from sandboxio.errors import (
+    AuthError,
+    ConfigurationError,
+    ConnectError,
+    CreateTimeout,
+    CreationError,
+    SandboxError,
+)
+from sandboxio.models import Capability, IsolationTier, ManagedSandbox, NetworkPolicy, Resources
+
+from .. import errors as sdk
+from .._config import _is_loopback, resolve
+from .._http import Connection
+from .._sandbox import AsyncSandbox, _default_environment
+from . import _errors
+from ._sandbox import SandboxdSandbox
+
+#: What sandboxd does that sandboxio's suite covers. Terminals, background processes and
+#: stdin are real too, but sandboxio has no tests for them yet: they are on `.native`.
+CAPABILITIES = (
+    Capability.RUN_COMMAND
+    | Capability.RUN_CODE
+    | Capability.STATEFUL_CODE
+    | Capability.STREAMING
+    | Capability.FILESYSTEM
+    | Capability.UPLOAD_DOWNLOAD
+    | Capability.NETWORK_POLICY
+)
+DEFAULT_TEMPLATE = "python"
+TEMPLATES = ("base", "python", "node")
+#: Where relative paths lead, for files and commands alike.
+WORKDIR = "/work"
+#: The server's idle timeout cannot be shorter; the lifetime below that is kept here.
+SERVER_MIN_TIMEOUT = 10.0
+SERVER_MAX_TIMEOUT = 86400.0
+
+
+class SandboxdBackend:
+    """Sandboxes on a sandboxd server: hardened containers with an agent inside,
+    reached over its API. `template` is what `create(template=None)` makes."""
+
+    name = "sandboxd"
+    capabilities = CAPABILITIES
+    isolation = IsolationTier.CONTAINER
+
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        key: str | None = None,
+        template: str = DEFAULT_TEMPLATE,
+        environment_id: str | None = None,
+        audit: AuditConfig | None = None,
+        name_prefix: str = "sandboxio",
+    ) -> None:
+        self.url = url
+        self.key = key
+        self.template = template
+        self.environment_id = environment_id
+        self.audit = audit or AuditConfig()
+        #: Every sandbox this backend makes is named `<prefix>-<hex>`; `list_managed`
+        #: and `sandboxio reap` find them by it.
+        self.name_prefix = name_prefix
+
+    def __repr__(self) -> str:
+        return f"SandboxdBackend(url={self.url!r}, template={self.template!r})"
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    def _transport(self) -> httpx.AsyncBaseTransport:
+        """The HTTP transport of new connections. It keeps no connection open between
+        requests: sandboxio has no call that lets go of a sandbox short of killing it,
+        so a handle dropped unclosed (one `connect` gave) must hold no socket."""
+        return httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
+
+    def connection(self, url: str | None = None) -> Connection:
+        """A connection to the server with the key; `AuthError` when there is none."""
+        target = resolve(url or self.url, self.key)
+        if not target.key:
+            raise AuthError(self.name, env_var=_errors.KEY_VARIABLE)
+        return Connection(target, transport=self._transport())
+
+    async def _environment(self, conn: Connection) -> str:
+        if self.environment_id is None:
+            try:
+                self.environment_id = await _default_environment(conn)
+            except sdk.SandboxdError as error:
+                raise _errors.on_create(error) from error
+        return self.environment_id
+
+    def _split(self, template: str | None) -> tuple[dict[str, str], str | None]:
+        """The template or image of a DSN template, and the server it names, if any."""
+        chosen = template or self.template
+        url = None
+        if "@" in chosen:
+            chosen, _, server = chosen.rpartition("@")
+            host = urlsplit(f"//{server}").hostname or ""
+            scheme = "http" if _is_loopback(f"http://{host}") else "https"
+            url = f"{scheme}://{server}"
+        if not chosen:
+            chosen = self.template
+        kind = "template" if chosen in TEMPLATES else "image"
+        return {kind: chosen}, url
+
+    # --- Backend ----------------------------------------------------------------------
+
+    async def create(
+        self,
+        *,
+        template: str | None = None,
+        resources: Resources = Resources(),
+        network: NetworkPolicy = NetworkPolicy(),
+        env: dict[str, str] | None = None,
+        secrets: dict[str, str] | None = None,
+        timeout: float = 300,
+        metadata: dict[str, str] | None = None,
+    ) -> SandboxdSandbox:
+        _policy.validate_request(
+            resources=resources,
+            network=network,
+            timeout=timeout,
+            capabilities=self.capabilities,
+            backend=self.name,
+            allowlist_supported=False,
+        )
+        if resources.disk_mb is not None:
+            raise ConfigurationError(
+                "Resources.disk_mb is not enforced by sandboxd and is refused, not ignored.",
+                hint="Drop disk_mb, or pick a backend that caps disk.",
+            )
+        if network.ingress_ports:
+            raise ConfigurationError(
+                "sandboxd publishes no ports; NetworkPolicy.ingress_ports is refused.",
+                hint="Drop ingress_ports.",
+            )
+        source, url = self._split(template)
+        conn = self.connection(url)
+        name = f"{self.name_prefix}-{uuid.uuid4().hex[:12]}"
+        started = time.monotonic()
+        fields: dict[str, Any] = {
+            **source,
+            "name": name,
+            "timeout": min(max(float(timeout), SERVER_MIN_TIMEOUT), SERVER_MAX_TIMEOUT),
+            "env": {**(env or {}), **(secrets or {})} or None,
+            "network": "isolated" if network.egress == "deny" else "internet",
+            "cpu": resources.cpu,
+            "memory_mb": resources.memory_mb,
+            "workdir": WORKDIR,
+        }
+        request: asyncio.Future[AsyncSandbox] | None = None
+        try:
+            with anyio.fail_after(timeout):
+                fields["environment_id"] = await self._environment(conn)
+                # The request runs on whatever happens to its caller, so a sandbox made
+                # after the caller gave up is still known, and removed.
+                request = asyncio.ensure_future(AsyncSandbox.create_on(conn, **fields))
+                made = await asyncio.shield(request)
+        except TimeoutError as error:
+            await self._abandon(request, conn)
+            raise CreateTimeout(f"create() exceeded {timeout}s on sandboxd") from error
+        except anyio.get_cancelled_exc_class():
+            await self._abandon(request, conn)
+            raise
+        except SandboxError:
+            await conn.close()
+            raise
+        except sdk.SandboxdError as error:
+            await conn.close()
+            raise _errors.on_create(error) from error
+        sandbox = SandboxdSandbox(
+            self,
+            made,
+            lifetime=float(timeout),
+            started=started,
+            network=network,
+            secrets=secrets or {},
+            env=env or {},
+            metadata=metadata or {},
+        )
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await sandbox._teardown()
+            raise
+        return sandbox
+
+    async def _abandon(self, request: asyncio.Future[AsyncSandbox] | None, conn: Connection) -> None:
+        """Removes what a create given up on made: waits (shielded, within the teardown
+        grace) for the server's answer, then kills the sandbox it names."""
+        with anyio.CancelScope(shield=True):
+            try:
+                if request is not None:
+                    with anyio.move_on_after(teardown_grace()):
+                        made = await asyncio.shield(request)
+                        with contextlib.suppress(sdk.SandboxdError):
+                            await made.kill()
+                    if not request.done():
+                        request.cancel()
+            except (sdk.SandboxdError, CreationError):
+                pass  # nothing was made
+            finally:
+                await conn.close()
+
+    async def connect(self, sandbox_id: str) -> SandboxdSandbox:
+        conn = self.connection()
+        try:
+            made = await AsyncSandbox.connect_on(conn, sandbox_id)
+        except sdk.SandboxdError as error:
+            await conn.close()
+            raise _errors.on_connect(error, sandbox_id) from error
+        except BaseException:
+            await conn.close()
+            raise
+        if made.info.status != "running":
+            await conn.close()
+            raise ConnectError(f"sandbox {sandbox_id!r} is {made.info.status}, not running")
+        return SandboxdSandbox(
+            self,
+            made,
+            lifetime=None,
+            started=time.monotonic(),
+            network=NetworkPolicy(egress="deny" if made.info.network_mode == "isolated" else "allow"),
+            secrets={},
+            env={},
+            metadata={},
+        )
+
+    # --- ReapableBackend --------------------------------------------------------------
+
+    async def list_managed(self, *, labels: Mapping[str, str] | None = None) -> list[ManagedSandbox]:
+        """This backend's sandboxes the server still runs or holds. sandboxd keeps no
+        labels, so asking for some finds none."""
+        if labels:
+            return []
+        conn = self.connection()
+        try:
+            environment = await self._environment(conn)
+            listed = await AsyncSandbox.list(environment_id=environment, url=conn.target.url, key=conn.target.key)
+        except sdk.SandboxdError as error:
+            raise ConnectError(f"sandboxd could not list sandboxes: {error.message}") from error
+        finally:
+            await conn.close()
+        return [
+            ManagedSandbox(
+                sandbox_id=info.sandbox_id,
+                backend=self.name,
+                state="running" if info.status == "running" else "stopped",
+                created_at=_parse_time(info.created_at),
+            )
+            for info in listed
+            if info.name.startswith(f"{self.name_prefix}-") and info.status in ("running", "creating")
+        ]
+
+    async def kill_managed(self, sandbox_id: str) -> bool:
+        """Kills one sandbox; False if it was already gone."""
+        conn = self.connection()
+        try:
+            made = await AsyncSandbox.connect_on(conn, sandbox_id)
+            if made.info.status != "running":
+                return False
+            await made.kill()
+        except sdk.NotFound:
+            return False
+        except sdk.SandboxdError as error:
+            raise _errors.on_kill(error, sandbox_id) from error
+        finally:
+            await conn.close()
+        return True
+
+
+def _parse_time(raw: str) -> Any:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def backend() -> SandboxdBackend:
+    """The entry point's factory: a backend configured from the environment."""
+    return SandboxdBackend()
+
