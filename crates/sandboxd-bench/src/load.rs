@@ -172,6 +172,7 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
             last_activity_at: None,
             killed_at: Some(0),
             env_per_exec: false,
+            labels: Default::default(),
         };
         store
             .insert_sandbox(&row, None, &caller.user_id, &Quotas::unlimited())

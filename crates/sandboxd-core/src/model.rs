@@ -150,6 +150,8 @@ pub struct Sandbox {
     /// Claimed from a warm pool: the container was started before `envVars` were
     /// known, so they are given to every command instead.
     pub env_per_exec: bool,
+    /// The caller's labels, as given at creation (who it is for, which session).
+    pub labels: BTreeMap<String, String>,
 }
 
 /// A sandbox that is not running cannot be used; this is the error a guard returns.

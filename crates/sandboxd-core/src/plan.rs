@@ -251,6 +251,7 @@ mod tests {
             last_activity_at: None,
             killed_at: None,
             env_per_exec: false,
+            labels: Default::default(),
         }
     }
 

@@ -73,6 +73,7 @@ mod tests {
             network_mode: NetworkMode::Isolated,
             env_vars: Some("A=1".into()),
             workdir: None,
+            labels: [("tenant".to_owned(), "t-1".to_owned())].into(),
         }
     }
 

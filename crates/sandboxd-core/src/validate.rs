@@ -1,5 +1,7 @@
 //! Turns wire requests into typed, checked commands. Every bound of the API lives here.
 
+use std::collections::BTreeMap;
+
 use crate::api::{
     CreateEnvironmentRequest, CreateProjectRequest, CreateSandboxRequest, DownloadQuery, Encoding,
     ExecRequest, ListFilesQuery, ListSandboxesQuery, ReadFileQuery, SetTimeoutRequest,
@@ -41,6 +43,7 @@ pub struct CreateSandbox {
     pub network_mode: NetworkMode,
     pub env_vars: Option<String>,
     pub workdir: Option<String>,
+    pub labels: BTreeMap<String, String>,
 }
 
 /// A checked `sandbox.exec`.
@@ -173,6 +176,8 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
     if let Some(server) = &req.server_id {
         required_id(&mut issues, "serverId", server);
     }
+    let labels = req.labels.unwrap_or_default();
+    check_labels(&mut issues, &labels);
     let command = CreateSandbox {
         environment_id: req.environment_id,
         name: req.name,
@@ -188,8 +193,38 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         network_mode: req.network_mode.unwrap_or_default(),
         env_vars: req.env_vars,
         workdir,
+        labels,
     };
     issues.finish(command)
+}
+
+/// At most this many labels on a sandbox.
+pub const MAX_LABELS: usize = 32;
+const MAX_LABEL_KEY_CHARS: usize = 63;
+const MAX_LABEL_VALUE_CHARS: usize = 256;
+
+fn check_labels(issues: &mut Issues, labels: &BTreeMap<String, String>) {
+    if labels.len() > MAX_LABELS {
+        issues.push("labels", "must hold at most 32 labels");
+    }
+    for (key, value) in labels {
+        let key_ok = (1..=MAX_LABEL_KEY_CHARS).contains(&key.chars().count())
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'));
+        if !key_ok {
+            issues.push(
+                "labels",
+                "keys must be 1 to 63 letters, digits, `.`, `_`, `-` or `/`",
+            );
+        }
+        if value.chars().count() > MAX_LABEL_VALUE_CHARS || value.chars().any(char::is_control) {
+            issues.push(
+                "labels",
+                "values must be at most 256 characters, without control characters",
+            );
+        }
+    }
 }
 
 fn check_timeout(issues: &mut Issues, timeout_ms: i64) {

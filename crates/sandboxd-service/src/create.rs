@@ -148,6 +148,7 @@ impl Service {
             last_activity_at: None,
             killed_at: None,
             env_per_exec: false,
+            labels: cmd.labels.clone(),
         };
         self.store()
             .insert_sandbox(

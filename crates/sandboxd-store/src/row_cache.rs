@@ -112,6 +112,7 @@ mod tests {
             last_activity_at: Some(0),
             killed_at: None,
             env_per_exec: false,
+            labels: Default::default(),
         }
     }
 

@@ -13,7 +13,7 @@ macro_rules! select_sandboxes {
             "SELECT sandbox_id, name, organization_id, project_id, environment_id, server_id, ",
             "image, template, container_id, status, cpu, memory_mb, pids_limit, timeout_ms, ",
             "network_mode, workdir, run_as, runtime, created_at, expires_at, last_activity_at, ",
-            "killed_at, env_per_exec FROM sandboxes ",
+            "killed_at, env_per_exec, labels FROM sandboxes ",
             $tail
         )
     };
@@ -49,7 +49,14 @@ pub(crate) fn sandbox(row: &AnyRow) -> Result<Sandbox, StoreError> {
         last_activity_at: row.try_get("last_activity_at")?,
         killed_at: row.try_get("killed_at")?,
         env_per_exec: row.try_get::<i64, _>("env_per_exec")? != 0,
+        labels: serde_json::from_str(&row.try_get::<String, _>("labels")?)
+            .map_err(|e| StoreError::Corrupt(format!("sandbox labels: {e}")))?,
     })
+}
+
+/// A sandbox's labels as their column holds them.
+pub(crate) fn labels_json(labels: &std::collections::BTreeMap<String, String>) -> String {
+    serde_json::to_string(labels).unwrap_or_else(|_| "{}".to_owned())
 }
 
 pub(crate) fn project(row: &AnyRow) -> Result<Project, StoreError> {

@@ -39,6 +39,11 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "server pools",
         include_str!("../migrations/sqlite/0005_server_pools.sql"),
     ),
+    (
+        6,
+        "sandbox labels",
+        include_str!("../migrations/sqlite/0006_labels.sql"),
+    ),
 ];
 
 /// The persistent state of one sandboxd installation.

@@ -31,6 +31,7 @@ fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox {
         last_activity_at: None,
         killed_at: None,
         env_per_exec: false,
+        labels: [("tenant_id".to_owned(), "acme".to_owned())].into(),
     }
 }
 
@@ -112,6 +113,10 @@ async fn bootstrap_authenticate_and_sandbox_rows() {
         .unwrap();
     assert_eq!(running.status, SandboxStatus::Running);
     assert_eq!(running.expires_at, Some(61_000));
+    assert_eq!(
+        running.labels, row.labels,
+        "labels come back as they went in"
+    );
     store.touch(&row.sandbox_id, 2_000).await.unwrap();
     assert_eq!(
         store

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 from sandboxio.audit import AuditConfig
+from sandboxio.errors import SandboxGone
 from sandboxio.models import Resources
 from sandboxio.protocols import AsyncSandbox, Backend
 from sandboxio.testing.suite import BackendContractSuite, RecordingSink
@@ -250,4 +251,54 @@ class TestSandboxdBackend(BackendContractSuite):
                 os.environ["XDG_CONFIG_HOME"] = home
 
     async def provider_labels(self, sb: AsyncSandbox) -> Mapping[str, str] | None:
-        return None
+        return (await _info(sb.id)).labels
+
+
+@pytest.mark.anyio
+async def test_the_entry_point_and_the_dsn_reach_the_server(server: Any) -> None:
+    import sandboxio
+
+    async with await sandboxio.create("sandboxd://python", timeout=60) as sb:
+        assert isinstance(sb, SandboxdSandbox)
+        assert (await sb.run(["python3", "-c", "print(6*7)"])).stdout == "42\n"
+    host = server.url.removeprefix("http://")
+    saved = os.environ.pop("SANDBOXD_URL")
+    try:
+        async with await sandboxio.create(f"sandboxd://base@{host}", timeout=60) as sb:
+            assert isinstance(sb, SandboxdSandbox)
+            assert sb.native.info.template == "base"
+            assert (await sb.run("echo via-dsn")).stdout == "via-dsn\n"
+    finally:
+        os.environ["SANDBOXD_URL"] = saved
+
+
+@pytest.mark.anyio
+async def test_reap_finds_the_backends_sandboxes_by_label_and_kills_them(server: Any) -> None:
+    backend = SandboxdBackend(name_prefix=f"reap-{uuid.uuid4().hex[:6]}")
+    sb = await backend.create(timeout=60, metadata={"tenant_id": "reap-test"})
+    other = await backend.create(timeout=60, metadata={"tenant_id": "someone-else"})
+    try:
+        found = {m.sandbox_id: m for m in await backend.list_managed(labels={"tenant_id": "reap-test"})}
+        assert list(found) == [sb.id]
+        assert found[sb.id].labels == {"tenant_id": "reap-test"}
+        assert found[sb.id].state == "running" and found[sb.id].created_at is not None
+        again = await backend.connect(sb.id)
+        assert again.labels == {"tenant_id": "reap-test"}
+        assert await backend.kill_managed(sb.id) is True
+        assert await backend.kill_managed(sb.id) is False
+        assert {m.sandbox_id for m in await backend.list_managed()} == {other.id}
+        await again.native.close()
+    finally:
+        await sb.kill()
+        await other.kill()
+
+
+@pytest.mark.anyio
+async def test_the_lifetime_is_kept_below_the_servers_minimum(server: Any) -> None:
+    sb = await _backend.create(timeout=2)
+    async with sb:
+        assert (await sb.run("echo alive")).stdout == "alive\n"
+        await asyncio.sleep(2.2)
+        with pytest.raises(SandboxGone, match="lifetime"):
+            await sb.run("echo late")
+        assert (await _info(sb.id)).status == "killed"

@@ -21,8 +21,10 @@ from sandboxd import (
 
 
 def test_a_sandbox_runs_commands_and_is_killed_at_the_end_of_its_block(server):
-    with Sandbox.create("base", timeout=120, env={"GREETING": "hello"}) as sb:
+    with Sandbox.create("base", timeout=120, env={"GREETING": "hello"}, labels={"team": "a"}) as sb:
         assert sb.info.status == "running"
+        assert sb.info.labels == {"team": "a"}
+        assert sb.refresh().labels == {"team": "a"}
         result = sb.commands.run("echo $GREETING; echo oops >&2; exit 3")
         assert (result.exit_code, result.stdout, result.stderr) == (3, "hello\n", "oops\n")
         with pytest.raises(CommandExitError):

@@ -81,6 +81,9 @@ pub struct CreateSandboxRequest {
     /// Absolute working directory (default `/home/user`).
     #[schema(min_length = 1, max_length = 4096, pattern = "^/")]
     pub workdir: Option<String>,
+    /// Labels kept with the sandbox and returned (at most 32; keys of 1–63 letters,
+    /// digits, `.`, `_`, `-`, `/`; values of at most 256 characters).
+    pub labels: Option<BTreeMap<String, String>>,
 }
 
 /// Body of `sandbox.exec`.

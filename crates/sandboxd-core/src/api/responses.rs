@@ -1,5 +1,7 @@
 //! Response bodies.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -37,6 +39,8 @@ pub struct SandboxView {
     pub expires_at: Option<String>,
     pub last_activity_at: Option<String>,
     pub killed_at: Option<String>,
+    /// The labels given at creation.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl SandboxView {
@@ -66,6 +70,7 @@ impl SandboxView {
             expires_at: time(sandbox.expires_at),
             last_activity_at: time(sandbox.last_activity_at),
             killed_at: time(sandbox.killed_at),
+            labels: sandbox.labels.clone(),
         }
     }
 }

@@ -201,3 +201,33 @@ fn process_checks() {
     assert!(process_data("x".repeat(1024 * 1024 + 1), Encoding::Utf8).is_err());
     assert!(process_id("").is_err());
 }
+
+#[test]
+fn labels_are_bounded_and_kept() {
+    let labels: BTreeMap<String, String> = [
+        ("tenant_id".to_owned(), "acme".to_owned()),
+        ("app.example/session".to_owned(), "s-1".to_owned()),
+        ("empty".to_owned(), String::new()),
+    ]
+    .into();
+    let cmd = create(|r| r.labels = Some(labels.clone())).expect("valid");
+    assert_eq!(cmd.labels, labels);
+    assert!(create(|_| {}).unwrap().labels.is_empty());
+    let bad: [BTreeMap<String, String>; 5] = [
+        [(String::new(), "v".to_owned())].into(),
+        [("a".repeat(64), "v".to_owned())].into(),
+        [("has space".to_owned(), "v".to_owned())].into(),
+        [("k".to_owned(), "v".repeat(257))].into(),
+        [("k".to_owned(), "line\nbreak".to_owned())].into(),
+    ];
+    for labels in bad {
+        let err = create(|r| r.labels = Some(labels.clone())).expect_err("invalid");
+        assert_eq!(paths_of(err), ["labels"], "{labels:?}");
+    }
+    let many: BTreeMap<String, String> =
+        (0..33).map(|i| (format!("k{i}"), "v".to_owned())).collect();
+    assert_eq!(
+        paths_of(create(|r| r.labels = Some(many)).unwrap_err()),
+        ["labels"]
+    );
+}

@@ -85,6 +85,44 @@ async fn validation_errors_are_400_with_issues_and_nothing_is_created() {
     assert_eq!(list, json!([]));
 }
 
+/// Labels given at creation come back with the sandbox, in `one` and `list`; bad ones
+/// are a 400 naming `labels`, and nothing is created.
+#[tokio::test]
+async fn labels_are_kept_with_the_sandbox() {
+    let server = TestServer::start().await;
+    let labels = json!({"tenant_id": "acme", "session_id": "s-1"});
+    let sandbox = server
+        .create(json!({"template": "base", "labels": labels}))
+        .await;
+    assert_eq!(sandbox["labels"], labels, "{sandbox}");
+    let (_, one) = server
+        .get(
+            "sandbox.one",
+            &[("sandboxId", sandbox["sandboxId"].as_str().unwrap())],
+        )
+        .await;
+    assert_eq!(one["labels"], labels);
+    let (_, list) = server
+        .get("sandbox.list", &[("environmentId", &server.env_id)])
+        .await;
+    assert_eq!(list[0]["labels"], labels);
+    let plain = server.create(json!({"template": "base"})).await;
+    assert_eq!(plain["labels"], json!({}));
+    for bad in [json!({"has space": "v"}), json!({"k": 5}), json!(["k"])] {
+        let (status, body) = server
+            .post(
+                "sandbox.create",
+                json!({"environmentId": server.env_id, "template": "base", "labels": bad}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+    let (_, list) = server
+        .get("sandbox.list", &[("environmentId", &server.env_id)])
+        .await;
+    assert_eq!(list.as_array().unwrap().len(), 2);
+}
+
 #[tokio::test]
 async fn unknown_ids_are_404() {
     let server = TestServer::start().await;

@@ -169,6 +169,7 @@ impl Service {
             last_activity_at: None,
             killed_at: None,
             env_per_exec: false,
+            labels: Default::default(),
         };
         match self
             .start_container(&engine, &row, None, Some(&key.template))

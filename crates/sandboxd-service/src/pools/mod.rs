@@ -233,6 +233,7 @@ impl Service {
             last_activity_at: Some(now),
             killed_at: None,
             env_per_exec: cmd.env_vars.is_some(),
+            labels: cmd.labels.clone(),
         };
         let inserted = self
             .store()

@@ -61,12 +61,14 @@ class AsyncSandbox:
         workdir: str | None = None,
         environment_id: str | None = None,
         server_id: str | None = None,
+        labels: dict[str, str] | None = None,
         url: str | None = None,
         key: str | None = None,
     ) -> AsyncSandbox:
         """Creates a running sandbox from `template` (`base`, `python`, `node`) or
         `image`. `timeout` is its idle timeout in seconds (every operation extends it);
-        `env` its environment (stored encrypted, never returned). Without
+        `env` its environment (stored encrypted, never returned); `labels` are kept
+        with it and returned (who it is for, which session made it). Without
         `environment_id`, the first environment the key can see."""
         conn = Connection(resolve(url, key))
         try:
@@ -84,6 +86,7 @@ class AsyncSandbox:
                 workdir=workdir,
                 environment_id=environment_id,
                 server_id=server_id,
+                labels=labels,
             )
         except BaseException:
             await conn.close()
@@ -106,6 +109,7 @@ class AsyncSandbox:
         workdir: str | None = None,
         environment_id: str | None = None,
         server_id: str | None = None,
+        labels: dict[str, str] | None = None,
     ) -> AsyncSandbox:
         """`create` through a connection the caller made (the sandbox then owns it)."""
         environment = environment_id or await _default_environment(conn)
@@ -123,6 +127,7 @@ class AsyncSandbox:
             "pidsLimit": pids_limit,
             "workdir": workdir,
             "serverId": server_id,
+            "labels": labels or None,
         }
         created = await conn.call("sandbox.create", body, timeout=600)
         return cls(conn, SandboxInfo.from_json(created))

@@ -30,6 +30,8 @@ class SandboxInfo:
     container_id: str | None
     created_at: str
     expires_at: str | None
+    #: What the sandbox was labelled with at creation.
+    labels: dict[str, str] = field(default_factory=dict)
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @classmethod
@@ -53,6 +55,7 @@ class SandboxInfo:
             container_id=data.get("containerId"),
             created_at=data.get("createdAt", ""),
             expires_at=data.get("expiresAt"),
+            labels=dict(data.get("labels") or {}),
             raw=data,
         )
 

@@ -164,6 +164,7 @@ class SandboxdBackend:
             "cpu": resources.cpu,
             "memory_mb": resources.memory_mb,
             "workdir": WORKDIR,
+            "labels": dict(metadata or {}) or None,
         }
         request: asyncio.Future[AsyncSandbox] | None = None
         try:
@@ -241,16 +242,13 @@ class SandboxdBackend:
             network=NetworkPolicy(egress="deny" if made.info.network_mode == "isolated" else "allow"),
             secrets={},
             env={},
-            metadata={},
+            metadata=made.info.labels,
         )
 
     # --- ReapableBackend --------------------------------------------------------------
 
     async def list_managed(self, *, labels: Mapping[str, str] | None = None) -> list[ManagedSandbox]:
-        """This backend's sandboxes the server still runs or holds. sandboxd keeps no
-        labels, so asking for some finds none."""
-        if labels:
-            return []
+        """This backend's sandboxes the server still runs, with `labels` among theirs."""
         conn = self.connection()
         try:
             environment = await self._environment(conn)
@@ -265,9 +263,12 @@ class SandboxdBackend:
                 backend=self.name,
                 state="running" if info.status == "running" else "stopped",
                 created_at=_parse_time(info.created_at),
+                labels=info.labels,
             )
             for info in listed
-            if info.name.startswith(f"{self.name_prefix}-") and info.status in ("running", "creating")
+            if info.name.startswith(f"{self.name_prefix}-")
+            and info.status in ("running", "creating")
+            and all(info.labels.get(k) == v for k, v in (labels or {}).items())
         ]
 
     async def kill_managed(self, sandbox_id: str) -> bool:
