@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import websockets
 from websockets.asyncio.client import ClientConnection
-from websockets.asyncio.client import connect as ws_connect
 
-from . import errors
+from . import _ws, errors
 from .models import CommandResult, OutputSlice, ProcessInfo
 
 if TYPE_CHECKING:
@@ -178,17 +177,13 @@ class AsyncCommandStream:
 
     async def __aenter__(self) -> AsyncCommandStream:
         conn = self._sandbox._conn
-        url = conn.ws_url("/sandbox-exec", {"sandboxId": self._sandbox.id})
-        headers = {"x-api-key": conn.target.key} if conn.target.key else {}
         try:
             async with asyncio.timeout(GRACE):
-                self._ws = await ws_connect(
-                    url, additional_headers=headers, max_size=16 * 1024 * 1024
-                )
+                self._ws = await _ws.open_session(conn, "/sandbox-exec", {"sandboxId": self._sandbox.id})
                 await self._ws.send(json.dumps(self._message))
         except BaseException as error:
             await self.aclose()
-            mapped = _mapped(error, conn.target.url, self._sandbox.id)
+            mapped = _ws.failure(error, conn.target.url, self._sandbox.id)
             if mapped is error:
                 raise
             raise mapped from error
@@ -200,14 +195,8 @@ class AsyncCommandStream:
     async def aclose(self) -> None:
         """Ends the session; a command still running is killed."""
         ws, self._ws = self._ws, None
-        if ws is None:
-            return
-        try:
-            async with asyncio.timeout(5):
-                await ws.close()
-        except BaseException:
-            ws.transport.abort()
-            raise
+        if ws is not None:
+            await _ws.close(ws)
 
     async def __aiter__(self) -> AsyncIterator[OutputChunk]:
         ws = self._ws
@@ -242,7 +231,7 @@ class AsyncCommandStream:
         except websockets.exceptions.ConnectionClosedOK as error:
             raise errors.CommandError("the session ended before the command did") from error
         except (websockets.exceptions.WebSocketException, OSError) as error:
-            raise _mapped(error, self._sandbox._conn.target.url, self._sandbox.id) from error
+            raise _ws.failure(error, self._sandbox._conn.target.url, self._sandbox.id) from error
 
     async def wait(self) -> CommandResult:
         """Reads the rest of the output and returns how the command ended."""
@@ -250,35 +239,6 @@ class AsyncCommandStream:
             pass
         assert self.result is not None
         return self.result
-
-
-def _mapped(error: BaseException, url: str, sandbox_id: str) -> BaseException:
-    """The SDK's error for a failure of the exec session (others pass unchanged)."""
-    if isinstance(error, websockets.exceptions.InvalidStatus):
-        status = error.response.status_code
-        return errors.from_answer(status, _json_of(error.response.body))
-    if isinstance(error, websockets.exceptions.ConnectionClosed):
-        return _closed(error, sandbox_id)
-    if isinstance(error, OSError | websockets.exceptions.InvalidHandshake):
-        return errors.ConnectionFailed(f"cannot reach {url}: {error}")
-    return error
-
-
-def _json_of(body: bytes | bytearray | None) -> Any:
-    try:
-        return json.loads(body or b"")
-    except ValueError:
-        return None
-
-
-def _closed(error: websockets.exceptions.ConnectionClosed, sandbox_id: str) -> errors.SandboxdError:
-    code = error.rcvd.code if error.rcvd else None
-    reason = error.rcvd.reason if error.rcvd else ""
-    if code == 4001:
-        return errors.AuthenticationError(reason or "the key was refused", code="UNAUTHORIZED")
-    if code == 4003:
-        return errors.PermissionDenied(reason or f"no access to sandbox {sandbox_id}")
-    return errors.CommandError(f"the session closed ({code}): {reason}")
 
 
 class AsyncProcess:

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 import websockets
 from websockets.asyncio.client import ClientConnection
-from websockets.asyncio.client import connect as ws_connect
 
-from . import errors
+from . import _ws, errors
 
 if TYPE_CHECKING:
     from ._sandbox import AsyncSandbox
@@ -107,12 +106,7 @@ class AsyncTerminal:
         """Ends the terminal and what runs on it."""
         ws, self._ws = self._ws, None
         if ws is not None:
-            try:
-                async with asyncio.timeout(5):
-                    await ws.close()
-            except BaseException:
-                ws.transport.abort()
-                raise
+            await _ws.close(ws)
 
     def _socket(self) -> ClientConnection:
         if self._ws is None:
@@ -134,14 +128,10 @@ class AsyncPty:
         query: dict[str, str | int] = {"sandboxId": self._sandbox.id, "cols": cols, "rows": rows}
         if cmd is not None:
             query["cmd"] = cmd
-        url = conn.ws_url("/sandbox-pty", query)
-        headers = {"x-api-key": conn.target.key} if conn.target.key else {}
-        from ._commands import _mapped
-
         ws: ClientConnection | None = None
         try:
             async with asyncio.timeout(OPEN_TIMEOUT):
-                ws = await ws_connect(url, additional_headers=headers, max_size=16 * 1024 * 1024)
+                ws = await _ws.open_session(conn, "/sandbox-pty", query)
                 while True:
                     message = await ws.recv()
                     if isinstance(message, bytes):
@@ -156,7 +146,7 @@ class AsyncPty:
         except BaseException as error:
             if ws is not None:
                 ws.transport.abort()
-            mapped = _mapped(error, conn.target.url, self._sandbox.id)
+            mapped = _ws.failure(error, conn.target.url, self._sandbox.id)
             if mapped is error:
                 raise
             raise mapped from error

@@ -1,0 +1,66 @@
+"""What the exec and terminal WebSocket sessions share: opening one with the
+connection's key, closing one within a bound, and their failures as the SDK's errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import websockets
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
+
+from . import errors
+from ._http import Connection
+
+#: Largest message accepted from the server.
+MAX_MESSAGE = 16 * 1024 * 1024
+#: How long a session's closing handshake may take before its socket is dropped.
+CLOSE_TIMEOUT = 5.0
+
+
+async def open_session(conn: Connection, path: str, query: dict[str, Any]) -> ClientConnection:
+    """A WebSocket to `path` on the connection's server, with its key."""
+    headers = {"x-api-key": conn.target.key} if conn.target.key else {}
+    return await ws_connect(conn.ws_url(path, query), additional_headers=headers, max_size=MAX_MESSAGE)
+
+
+async def close(ws: ClientConnection) -> None:
+    """Closes `ws`; a handshake that does not end in time, or is interrupted, drops the
+    socket (the server ends what ran on the session either way)."""
+    try:
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            await ws.close()
+    except BaseException:
+        ws.transport.abort()
+        raise
+
+
+def failure(error: BaseException, url: str, sandbox_id: str) -> BaseException:
+    """The SDK's error for a failure of a session (other errors pass unchanged)."""
+    if isinstance(error, websockets.exceptions.InvalidStatus):
+        status = error.response.status_code
+        return errors.from_answer(status, _json_of(error.response.body))
+    if isinstance(error, websockets.exceptions.ConnectionClosed):
+        return _closed(error, sandbox_id)
+    if isinstance(error, OSError | websockets.exceptions.InvalidHandshake):
+        return errors.ConnectionFailed(f"cannot reach {url}: {error}")
+    return error
+
+
+def _json_of(body: bytes | bytearray | None) -> Any:
+    try:
+        return json.loads(body or b"")
+    except ValueError:
+        return None
+
+
+def _closed(error: websockets.exceptions.ConnectionClosed, sandbox_id: str) -> errors.SandboxdError:
+    code = error.rcvd.code if error.rcvd else None
+    reason = error.rcvd.reason if error.rcvd else ""
+    if code == 4001:
+        return errors.AuthenticationError(reason or "the key was refused", code="UNAUTHORIZED")
+    if code == 4003:
+        return errors.PermissionDenied(reason or f"no access to sandbox {sandbox_id}")
+    return errors.CommandError(f"the session closed ({code}): {reason}")
