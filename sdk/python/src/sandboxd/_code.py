@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._sandbox import AsyncSandbox
+    from ._handle import SandboxHandle
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Execution:
 class AsyncCode:
     """Runs code in a sandbox's contexts; behind `AsyncSandbox.run_code`."""
 
-    def __init__(self, sandbox: AsyncSandbox) -> None:
+    def __init__(self, sandbox: SandboxHandle) -> None:
         self._sandbox = sandbox
         self._default: Context | None = None
 

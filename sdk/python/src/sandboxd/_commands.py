@@ -17,7 +17,7 @@ from . import _ws, errors
 from .models import CommandResult, OutputSlice, ProcessInfo
 
 if TYPE_CHECKING:
-    from ._sandbox import AsyncSandbox
+    from ._handle import SandboxHandle
 
 #: A callback for output: called with each chunk of text as it arrives.
 OutputCallback = Callable[[str], "Awaitable[None] | None"]
@@ -36,7 +36,7 @@ async def _call_back(callback: OutputCallback | None, data: str) -> None:
 class AsyncCommands:
     """`sandbox.commands`: run commands in the sandbox."""
 
-    def __init__(self, sandbox: AsyncSandbox) -> None:
+    def __init__(self, sandbox: SandboxHandle) -> None:
         self._sandbox = sandbox
 
     @overload
@@ -130,7 +130,7 @@ class AsyncCommands:
         return [ProcessInfo.from_json(p) for p in listed]
 
 
-async def _refusal(sandbox: AsyncSandbox, message: str) -> errors.SandboxdError:
+async def _refusal(sandbox: SandboxHandle, message: str) -> errors.SandboxdError:
     """The error of a command the session refused: the sandbox's state when it is not
     running (the session says so only in words)."""
     info = await sandbox.refresh()
@@ -152,7 +152,7 @@ class AsyncCommandStream:
 
     def __init__(
         self,
-        sandbox: AsyncSandbox,
+        sandbox: SandboxHandle,
         cmd: str,
         timeout: float,
         cwd: str | None,
@@ -244,7 +244,7 @@ class AsyncCommandStream:
 class AsyncProcess:
     """A background process in a sandbox."""
 
-    def __init__(self, sandbox: AsyncSandbox, info: ProcessInfo) -> None:
+    def __init__(self, sandbox: SandboxHandle, info: ProcessInfo) -> None:
         self._sandbox = sandbox
         self.info = info
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .models import EntryInfo
 
 if TYPE_CHECKING:
-    from ._sandbox import AsyncSandbox
+    from ._handle import SandboxHandle
 
 CHUNK = 1024 * 1024
 
@@ -26,7 +26,7 @@ CHUNK = 1024 * 1024
 class AsyncFiles:
     """`sandbox.files`: the sandbox's files. Relative paths are under its workdir."""
 
-    def __init__(self, sandbox: AsyncSandbox) -> None:
+    def __init__(self, sandbox: SandboxHandle) -> None:
         self._sandbox = sandbox
 
     async def write(self, path: str, data: str | bytes, *, mode: int | None = None) -> None:

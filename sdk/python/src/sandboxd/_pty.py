@@ -14,7 +14,7 @@ from websockets.asyncio.client import ClientConnection
 from . import _ws, errors
 
 if TYPE_CHECKING:
-    from ._sandbox import AsyncSandbox
+    from ._handle import SandboxHandle
 
 #: How long opening a terminal may take.
 OPEN_TIMEOUT = 30.0
@@ -117,7 +117,7 @@ class AsyncTerminal:
 class AsyncPty:
     """`sandbox.pty`: terminals in the sandbox."""
 
-    def __init__(self, sandbox: AsyncSandbox) -> None:
+    def __init__(self, sandbox: SandboxHandle) -> None:
         self._sandbox = sandbox
 
     async def open(

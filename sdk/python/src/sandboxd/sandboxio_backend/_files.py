@@ -18,14 +18,14 @@ from .. import errors as sdk
 from . import _errors
 
 if TYPE_CHECKING:
-    from ._sandbox import SandboxdSandbox
+    from ._owner import SandboxOwner
 
 #: Larger writes go up as a streamed upload instead of one request.
 INLINE_WRITE = 8 * 1024 * 1024
 
 
 class SandboxdFiles:
-    def __init__(self, sandbox: SandboxdSandbox) -> None:
+    def __init__(self, sandbox: SandboxOwner) -> None:
         self._sandbox = sandbox
 
     def _op(self, event: str, path: str) -> Any:

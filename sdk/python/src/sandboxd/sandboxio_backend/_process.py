@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .._commands import AsyncCommandStream
     from .._commands import OutputChunk as SdkChunk
-    from ._sandbox import SandboxdSandbox
+    from ._owner import SandboxOwner
 
 
 class SandboxdProcess:
@@ -29,7 +29,7 @@ class SandboxdProcess:
 
     def __init__(
         self,
-        sandbox: SandboxdSandbox,
+        sandbox: SandboxOwner,
         script: str,
         argv: list[str],
         env: Mapping[str, str] | None,
@@ -76,7 +76,7 @@ class SandboxdProcess:
             await shielded_kill(
                 self.kill,
                 sandbox_id=self._sandbox.id,
-                backend=self._sandbox._backend.name,
+                backend=self._sandbox.backend_name,
                 labels=self._sandbox.labels,
             )
         await self._emit()

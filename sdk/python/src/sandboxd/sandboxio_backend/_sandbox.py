@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from .._sandbox import AsyncSandbox
-    from ._backend import SandboxdBackend
+    from ._owner import BackendSettings
 
 #: The server runs one command for at most this long.
 MAX_COMMAND = 600.0
@@ -45,7 +45,7 @@ class SandboxdSandbox:
 
     def __init__(
         self,
-        backend: SandboxdBackend,
+        backend: BackendSettings,
         native: AsyncSandbox,
         *,
         lifetime: float | None,
@@ -58,6 +58,7 @@ class SandboxdSandbox:
         self._backend = backend
         self._native = native
         self.id = native.id
+        self.backend_name = backend.name
         self.capabilities = backend.capabilities
         self.isolation = backend.isolation
         self.network = network
