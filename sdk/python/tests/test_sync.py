@@ -181,3 +181,56 @@ def test_a_stream_hands_over_output_as_it_comes(server):
         assert [(s, d) for s, d, _ in seen] == [("stdout", "one\n"), ("stderr", "two\n")]
         assert seen[1][2] - seen[0][2] > 0.5, "the first chunk came only with the second"
         assert command.result is not None and command.result.exit_code == 4
+
+
+def test_refusals_of_the_real_server_are_typed(server):
+    import socket
+
+    import httpx
+
+    from sandboxd import ConnectionFailed, PermissionDenied, TooLarge
+
+    made = httpx.post(
+        f"{server.url}/api/apiKey.create",
+        headers={"x-api-key": server.key},
+        json={"name": "read-only", "scopes": ["service:read"]},
+    )
+    assert made.status_code == 200, made.text
+    with pytest.raises(PermissionDenied) as denied:
+        Sandbox.create("base", key=made.json()["secret"])
+    assert denied.value.status == 403
+    with Sandbox.create("base") as sb:
+        with pytest.raises(TooLarge) as large:
+            sb.files.write("big.bin", b"\0" * (11 * 1024 * 1024))
+        assert large.value.status == 413
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    with pytest.raises(ConnectionFailed, match="cannot reach"):
+        Sandbox.list(url=closed, key=server.key)
+
+
+def test_every_status_maps_to_its_class():
+    from sandboxd import errors
+
+    cases = {
+        400: errors.InvalidRequest,
+        401: errors.AuthenticationError,
+        403: errors.PermissionDenied,
+        404: errors.NotFound,
+        409: errors.Conflict,
+        412: errors.SandboxNotRunning,
+        413: errors.TooLarge,
+        429: errors.RateLimited,
+        500: errors.ServerError,
+        502: errors.ServerError,
+        503: errors.Unavailable,
+    }
+    for status, cls in cases.items():
+        mapped = errors.from_answer(status, {"message": "m"})
+        assert type(mapped) is cls and mapped.status == status, status
+    # The stable code wins over the status; the retry hint is kept.
+    assert type(errors.from_answer(400, {"code": "CONFLICT", "message": "m"})) is errors.Conflict
+    limited = errors.from_answer(429, {"code": "TOO_MANY_REQUESTS"}, "2.5")
+    assert isinstance(limited, errors.RateLimited) and limited.retry_after == 2.5
+    assert errors.from_answer(429, None, "soon").retry_after is None  # type: ignore[attr-defined]
