@@ -58,3 +58,42 @@ async def test_a_stream_left_early_kills_its_command(server):
                 break
             await asyncio.sleep(0.05)
         assert left.stdout.strip() == "0", "the command outlived its session"
+
+
+async def test_a_create_given_up_on_kills_what_it_made(server):
+    name = f"given-up-{id(server)}"
+    task = asyncio.ensure_future(AsyncSandbox.create("base", name=name))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(200):
+        mine = [s for s in await AsyncSandbox.list() if s.name == name]
+        if mine and all(s.status == "killed" for s in mine):
+            break
+        await asyncio.sleep(0.05)
+    assert mine and all(s.status == "killed" for s in mine), mine
+
+
+async def test_a_context_run_given_up_on_is_interrupted(server):
+    async with await AsyncSandbox.create("python") as sb:
+        context = await sb.create_context()
+        await sb.run_code("state = 'kept'", context=context)
+        slow = asyncio.ensure_future(sb.run_code("import time; time.sleep(60)", context=context))
+        await asyncio.sleep(1)
+        slow.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await slow
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        after = await sb.run_code("state", context=context, timeout=20)
+        assert after.result == "'kept'", after
+        assert loop.time() - started < 10, "the next run waited for the abandoned one"
+
+
+async def test_env_values_the_server_cannot_carry_whole_are_refused(server):
+    from sandboxd import ConfigurationError
+
+    for env in ({"K": "two\nlines"}, {"K": "trailing "}, {"1K": "v"}):
+        with pytest.raises(ConfigurationError):
+            await AsyncSandbox.create("base", env=env)

@@ -234,3 +234,26 @@ def test_every_status_maps_to_its_class():
     limited = errors.from_answer(429, {"code": "TOO_MANY_REQUESTS"}, "2.5")
     assert isinstance(limited, errors.RateLimited) and limited.retry_after == 2.5
     assert errors.from_answer(429, None, "soon").retry_after is None  # type: ignore[attr-defined]
+
+
+def test_a_sync_call_from_an_output_callback_is_refused_not_a_deadlock(server):
+    with Sandbox.create("base") as sb:
+        seen: list[BaseException] = []
+
+        def callback(_: str) -> None:
+            try:
+                sb.files.write("x.txt", "from a callback")
+            except RuntimeError as error:
+                seen.append(error)
+
+        sb.commands.run("echo hi", on_stdout=callback)
+        assert seen and "async API" in str(seen[0])
+
+
+def test_a_terminal_is_iterated_and_keeps_what_a_timeout_cut(server):
+    with Sandbox.create("base") as sb:
+        with sb.pty.open(cmd="printf 'ready\\n'; sleep 1; printf 'done\\n'") as terminal:
+            with pytest.raises(TimeoutError):
+                terminal.read_until("done", timeout=0.5)
+            shown = b"".join(terminal)
+        assert b"ready" in shown and b"done" in shown, shown

@@ -228,6 +228,11 @@ class AsyncCommandStream:
                     return
                 elif kind == "error":
                     raise await _refusal(self._sandbox, event.get("message", "the command failed"))
+        except TimeoutError as error:
+            await self.aclose()
+            raise errors.CommandError(
+                f"the command did not end within {self._deadline:g} s of being asked"
+            ) from error
         except websockets.exceptions.ConnectionClosedOK as error:
             raise errors.CommandError("the session ended before the command did") from error
         except (websockets.exceptions.WebSocketException, OSError) as error:

@@ -66,9 +66,12 @@ class AsyncTerminal:
                     return b""
                 if event.get("type") == "error":
                     raise errors.CommandError(str(event.get("message", "the terminal failed")))
-        except websockets.exceptions.ConnectionClosed:
+        except websockets.exceptions.ConnectionClosedOK:
             self._ws = None
             return b""
+        except websockets.exceptions.ConnectionClosed as error:
+            self._ws = None
+            raise _ws.failure(error, "", "") from error
 
     async def read_until(self, text: str | bytes, timeout: float = 30) -> bytes:
         """Everything the terminal showed up to and including the first `text`
@@ -79,9 +82,13 @@ class AsyncTerminal:
         deadline = loop.time() + timeout
         while wanted not in seen:
             left = deadline - loop.time()
-            if left <= 0:
-                raise TimeoutError(f"{wanted!r} did not show within {timeout} s")
-            chunk = await self.read(left)
+            try:
+                if left <= 0:
+                    raise TimeoutError(f"{wanted!r} did not show within {timeout} s")
+                chunk = await self.read(left)
+            except TimeoutError:
+                self._pending = seen + self._pending  # what showed is still there to read
+                raise
             if not chunk:
                 raise errors.CommandError(f"the terminal ended before {wanted!r} showed")
             seen += chunk

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
+import re
 import warnings
 from types import TracebackType
 from typing import Any, Literal
@@ -24,6 +26,44 @@ async def _default_environment(conn: Connection) -> str:
     from .errors import ConfigurationError
 
     raise ConfigurationError("no environment to create in: make a project first")
+
+
+#: Clean-ups of creates given up on, kept until done.
+_pending: set[asyncio.Future[None]] = set()
+
+#: How long a create given up on is waited for before its connection is dropped.
+ABANDON_WAIT = 60.0
+
+
+async def _abandon(made: asyncio.Future[AsyncSandbox], conn: Connection) -> None:
+    """Kills the sandbox a create given up on makes, once the server answers."""
+    try:
+        async with asyncio.timeout(ABANDON_WAIT):
+            sandbox = await made
+            await sandbox.kill()
+    except BaseException:
+        made.cancel()
+    finally:
+        await conn.close()
+
+
+_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_text(env: dict[str, str]) -> str | None:
+    """`env` as the server's `KEY=value` lines; a value the lines cannot carry whole
+    (a line break, a NUL, whitespace at its end, which the server trims) is refused."""
+    from .errors import ConfigurationError
+
+    for key, value in env.items():
+        if not _ENV_KEY.fullmatch(key):
+            raise ConfigurationError(f"env key {key!r} must match [A-Za-z_][A-Za-z0-9_]*")
+        if any(c in value for c in "\r\n\0") or value != value.rstrip():
+            raise ConfigurationError(
+                f"the value of {key} cannot be carried whole: no line breaks, NUL or "
+                "trailing whitespace (write such a value to a file instead)"
+            )
+    return "\n".join(f"{k}={v}" for k, v in env.items()) or None
 
 
 class AsyncSandbox:
@@ -71,8 +111,9 @@ class AsyncSandbox:
         with it and returned (who it is for, which session made it). Without
         `environment_id`, the first environment the key can see."""
         conn = Connection(resolve(url, key))
+        made: asyncio.Future[AsyncSandbox] | None = None
         try:
-            return await cls.create_on(
+            made = asyncio.ensure_future(cls.create_on(
                 conn,
                 template,
                 image=image,
@@ -87,7 +128,18 @@ class AsyncSandbox:
                 environment_id=environment_id,
                 server_id=server_id,
                 labels=labels,
-            )
+            ))
+            # Shielded: a caller that gives up does not stop the request, so the
+            # sandbox it makes is known and killed rather than left to its timeout.
+            return await asyncio.shield(made)
+        except asyncio.CancelledError:
+            if made is not None:
+                cleanup = asyncio.ensure_future(_abandon(made, conn))
+                _pending.add(cleanup)
+                cleanup.add_done_callback(_pending.discard)
+            else:
+                await conn.close()
+            raise
         except BaseException:
             await conn.close()
             raise
@@ -112,8 +164,8 @@ class AsyncSandbox:
         labels: dict[str, str] | None = None,
     ) -> AsyncSandbox:
         """`create` through a connection the caller made (the sandbox then owns it)."""
+        env_vars = _env_text(env or {})
         environment = environment_id or await _default_environment(conn)
-        env_vars = "\n".join(f"{k}={v}" for k, v in (env or {}).items()) or None
         body: dict[str, Any] = {
             "environmentId": environment,
             "template": template,

@@ -120,6 +120,10 @@ class Terminal:
     def read_until(self, text: str | bytes, timeout: float = 30) -> bytes:
         return _portal.run(self._inner.read_until(text, timeout))
 
+    def __iter__(self) -> Iterator[bytes]:
+        while chunk := self.read():
+            yield chunk
+
     def wait(self, timeout: float | None = None) -> int:
         return _portal.run(self._inner.wait(timeout))
 

@@ -32,6 +32,8 @@ async def close(ws: ClientConnection) -> None:
     try:
         async with asyncio.timeout(CLOSE_TIMEOUT):
             await ws.close()
+    except TimeoutError:
+        ws.transport.abort()
     except BaseException:
         ws.transport.abort()
         raise
@@ -44,6 +46,8 @@ def failure(error: BaseException, url: str, sandbox_id: str) -> BaseException:
         return errors.from_answer(status, _json_of(error.response.body))
     if isinstance(error, websockets.exceptions.ConnectionClosed):
         return _closed(error, sandbox_id)
+    if isinstance(error, TimeoutError):
+        return errors.ConnectionFailed(f"no answer from {url} in time")
     if isinstance(error, OSError | websockets.exceptions.InvalidHandshake):
         return errors.ConnectionFailed(f"cannot reach {url}: {error}")
     return error

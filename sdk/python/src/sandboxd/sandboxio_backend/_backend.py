@@ -276,7 +276,7 @@ class SandboxdBackend:
         conn = self.connection()
         try:
             made = await AsyncSandbox.connect_on(conn, sandbox_id)
-            if made.info.status != "running":
+            if made.info.status == "killed":
                 return False
             await made.kill()
         except sdk.NotFound:

@@ -40,6 +40,8 @@ def _common(error: sdk.SandboxdError, sandbox_id: str | None) -> SandboxError | 
 
 def on_create(error: sdk.SandboxdError) -> SandboxError:
     # A field out of its bounds is the caller's; an image that cannot be had, the provider's.
+    if isinstance(error, sdk.ConfigurationError):
+        return ConfigurationError(str(error))
     if isinstance(error, sdk.InvalidRequest) and error.issues:
         return ConfigurationError(f"sandboxd refused the sandbox: {error.message}")
     return _common(error, None) or CreationError(f"sandboxd could not create a sandbox: {error.message}")

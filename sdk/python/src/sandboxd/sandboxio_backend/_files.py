@@ -8,8 +8,10 @@ import posixpath
 import shlex
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import anyio
 import anyio.to_thread
 from sandboxio.errors import FileSystemError, PathNotFound
 from sandboxio.models import Capability, FileInfo
@@ -19,6 +21,8 @@ from . import _errors
 
 if TYPE_CHECKING:
     from ._owner import SandboxOwner
+
+T = TypeVar("T")
 
 #: Larger writes go up as a streamed upload instead of one request.
 INLINE_WRITE = 8 * 1024 * 1024
@@ -31,17 +35,23 @@ class SandboxdFiles:
     def _op(self, event: str, path: str) -> Any:
         return self._sandbox._operation(self._sandbox._record(event, argv=[path]))
 
-    async def _ready(self) -> None:
-        await self._sandbox._limit(None)
+    async def _bounded(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`call` within what is left of the sandbox's lifetime (and the server's bound
+        on one operation)."""
+        limit, lifetime = await self._sandbox._limit(None)
+        try:
+            with anyio.fail_after(limit):
+                return await call()
+        except TimeoutError as error:
+            await self._sandbox._timed_out(limit, lifetime, error)
 
     def _mapped(self, error: sdk.SandboxdError, path: str) -> Exception:
         return _errors.on_files(error, self._sandbox.id, path)
 
     async def read(self, path: str) -> bytes:
-        await self._ready()
         async with self._op("file_read", path) as record:
             try:
-                data = await self._sandbox.native.files.read(path)
+                data = await self._bounded(lambda: self._sandbox.native.files.read(path))
             except sdk.SandboxdError as error:
                 raise self._mapped(error, path) from error
             record.bytes_out = len(data)
@@ -49,14 +59,13 @@ class SandboxdFiles:
         return data
 
     async def write(self, path: str, data: bytes | str) -> None:
-        await self._ready()
         payload = data.encode() if isinstance(data, str) else bytes(data)
         async with self._op("file_write", path) as record:
             try:
                 if len(payload) <= INLINE_WRITE:
-                    await self._sandbox.native.files.write(path, payload)
+                    await self._bounded(lambda: self._sandbox.native.files.write(path, payload))
                 else:
-                    await self._write_large(path, payload)
+                    await self._bounded(lambda: self._write_large(path, payload))
             except sdk.SandboxdError as error:
                 raise self._mapped(error, path) from error
             record.bytes_in = len(payload)
@@ -72,10 +81,9 @@ class SandboxdFiles:
 
     async def upload(self, local: str | Path, remote: str) -> None:
         self._sandbox._need(Capability.UPLOAD_DOWNLOAD)
-        await self._ready()
         async with self._op("file_upload", remote) as record:
             try:
-                await self._sandbox.native.files.upload(local, remote)
+                await self._bounded(lambda: self._sandbox.native.files.upload(local, remote))
             except sdk.SandboxdError as error:
                 raise self._mapped(error, remote) from error
             except FileNotFoundError as error:
@@ -84,19 +92,17 @@ class SandboxdFiles:
 
     async def download(self, remote: str, local: str | Path) -> None:
         self._sandbox._need(Capability.UPLOAD_DOWNLOAD)
-        await self._ready()
         async with self._op("file_download", remote) as record:
             try:
-                await self._sandbox.native.files.download(remote, local)
+                await self._bounded(lambda: self._sandbox.native.files.download(remote, local))
             except sdk.SandboxdError as error:
                 raise self._mapped(error, remote) from error
             record.exit_code = 0
 
     async def ls(self, path: str = ".") -> list[FileInfo]:
-        await self._ready()
         async with self._op("file_ls", path) as record:
             try:
-                entries = await self._sandbox.native.files.list(path)
+                entries = await self._bounded(lambda: self._sandbox.native.files.list(path))
             except sdk.SandboxdError as error:
                 raise self._mapped(error, path) from error
             record.exit_code = 0
