@@ -257,3 +257,14 @@ def test_a_terminal_is_iterated_and_keeps_what_a_timeout_cut(server):
                 terminal.read_until("done", timeout=0.5)
             shown = b"".join(terminal)
         assert b"ready" in shown and b"done" in shown, shown
+
+
+def test_a_result_keeps_a_bounded_part_of_a_flood_and_callbacks_see_it_all(server):
+    with Sandbox.create("base") as sb:
+        seen = []
+        result = sb.commands.run(
+            "head -c 3145728 /dev/zero | tr '\\0' a", on_stdout=lambda d: seen.append(len(d))
+        )
+        assert result.exit_code == 0 and result.truncated
+        assert 0 < len(result.stdout) <= 1024 * 1024
+        assert sum(seen) == 3 * 1024 * 1024

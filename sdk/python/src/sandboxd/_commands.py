@@ -139,6 +139,34 @@ async def _refusal(sandbox: SandboxHandle, message: str) -> errors.SandboxdError
     return errors.CommandError(message)
 
 
+#: What a result keeps of each stream, as the server's `sandbox.exec` does; the chunks
+#: beyond it still reach the iterator and the callbacks.
+KEPT_BYTES = 1024 * 1024
+
+
+class _Kept:
+    """The first `KEPT_BYTES` of a stream's output: a command's output is the
+    sandbox's to choose, so it never grows the client's memory without bound."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._size = 0
+        self.truncated = False
+
+    def add(self, data: str) -> None:
+        if self.truncated:
+            return
+        size = len(data.encode())
+        if self._size + size > KEPT_BYTES:
+            self.truncated = True
+            return
+        self._parts.append(data)
+        self._size += size
+
+    def text(self) -> str:
+        return "".join(self._parts)
+
+
 @dataclass(frozen=True)
 class OutputChunk:
     """A piece of a command's output, as it arrived."""
@@ -170,8 +198,7 @@ class AsyncCommandStream:
             self._message["env"] = env
         self._deadline = timeout + GRACE
         self._ws: ClientConnection | None = None
-        self._out: list[str] = []
-        self._err: list[str] = []
+        self._kept = {"stdout": _Kept(), "stderr": _Kept()}
         #: How the command ended, once it did.
         self.result: CommandResult | None = None
 
@@ -215,14 +242,15 @@ class AsyncCommandStream:
                 kind = event.get("type")
                 if kind in ("stdout", "stderr"):
                     data = str(event.get("data", ""))
-                    (self._out if kind == "stdout" else self._err).append(data)
+                    self._kept[kind].add(data)
                     yield OutputChunk(kind, data)
                 elif kind == "exit":
                     self.result = CommandResult(
                         exit_code=int(event.get("exitCode", -1)),
-                        stdout="".join(self._out),
-                        stderr="".join(self._err),
+                        stdout=self._kept["stdout"].text(),
+                        stderr=self._kept["stderr"].text(),
                         timed_out=bool(event.get("timedOut", False)),
+                        truncated=any(k.truncated for k in self._kept.values()),
                     )
                     await self.aclose()
                     return

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 #: How long opening a terminal may take.
 OPEN_TIMEOUT = 30.0
+#: What `read_until` holds while it waits: a terminal's output is the sandbox's to choose.
+MAX_UNTIL = 16 * 1024 * 1024
 
 
 class AsyncTerminal:
@@ -75,7 +77,8 @@ class AsyncTerminal:
 
     async def read_until(self, text: str | bytes, timeout: float = 30) -> bytes:
         """Everything the terminal showed up to and including the first `text`
-        (`TimeoutError` when it does not show within `timeout` seconds)."""
+        (`TimeoutError` when it does not show within `timeout` seconds, `CommandError`
+        when more than `MAX_UNTIL` bytes came first)."""
         wanted = text.encode() if isinstance(text, str) else text
         seen = b""
         loop = asyncio.get_running_loop()
@@ -92,6 +95,8 @@ class AsyncTerminal:
             if not chunk:
                 raise errors.CommandError(f"the terminal ended before {wanted!r} showed")
             seen += chunk
+            if len(seen) > MAX_UNTIL and wanted not in seen:
+                raise errors.CommandError(f"{wanted!r} did not show within {MAX_UNTIL} bytes")
         end = seen.index(wanted) + len(wanted)
         self._pending = seen[end:]
         return seen[:end]
