@@ -35,10 +35,13 @@ _pending: set[asyncio.Future[None]] = set()
 ABANDON_WAIT = 60.0
 
 
-async def _abandon(made: asyncio.Future[AsyncSandbox], conn: Connection) -> None:
-    """Kills the sandbox a create given up on makes, once the server answers."""
+async def abandon_create(
+    made: asyncio.Future[AsyncSandbox], conn: Connection, *, wait: float = ABANDON_WAIT
+) -> None:
+    """Kills the sandbox a create given up on makes, once the server answers (within
+    `wait` seconds); the connection is closed either way."""
     try:
-        async with asyncio.timeout(ABANDON_WAIT):
+        async with asyncio.timeout(wait):
             sandbox = await made
             await sandbox.kill()
     except BaseException:
@@ -134,7 +137,7 @@ class AsyncSandbox:
             return await asyncio.shield(made)
         except asyncio.CancelledError:
             if made is not None:
-                cleanup = asyncio.ensure_future(_abandon(made, conn))
+                cleanup = asyncio.ensure_future(abandon_create(made, conn))
                 _pending.add(cleanup)
                 cleanup.add_done_callback(_pending.discard)
             else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from collections.abc import Mapping
@@ -21,7 +20,6 @@ from sandboxio.errors import (
     ConfigurationError,
     ConnectError,
     CreateTimeout,
-    CreationError,
     SandboxError,
 )
 from sandboxio.models import Capability, IsolationTier, ManagedSandbox, NetworkPolicy, Resources
@@ -29,7 +27,7 @@ from sandboxio.models import Capability, IsolationTier, ManagedSandbox, NetworkP
 from .. import errors as sdk
 from .._config import _is_loopback, resolve
 from .._http import Connection
-from .._sandbox import AsyncSandbox, _default_environment
+from .._sandbox import AsyncSandbox, _default_environment, abandon_create
 from . import _errors
 from ._sandbox import SandboxdSandbox
 
@@ -208,18 +206,10 @@ class SandboxdBackend:
         """Removes what a create given up on made: waits (shielded, within the teardown
         grace) for the server's answer, then kills the sandbox it names."""
         with anyio.CancelScope(shield=True):
-            try:
-                if request is not None:
-                    with anyio.move_on_after(teardown_grace()):
-                        made = await asyncio.shield(request)
-                        with contextlib.suppress(sdk.SandboxdError):
-                            await made.kill()
-                    if not request.done():
-                        request.cancel()
-            except (sdk.SandboxdError, CreationError):
-                pass  # nothing was made
-            finally:
+            if request is None:
                 await conn.close()
+            else:
+                await abandon_create(request, conn, wait=teardown_grace())
 
     async def connect(self, sandbox_id: str) -> SandboxdSandbox:
         conn = self.connection()
