@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The full test suite: unit tests, engine integration tests and end-to-end tests.
 # Needs a running Docker engine; builds the local test images (scripts/build-local-images.sh)
-# and starts the second engine that stands for a remote server (scripts/remote-engine.sh).
+# starts the second engine that stands for a remote server (scripts/remote-engine.sh) and a
+# private PostgreSQL on loopback (scripts/postgres.sh), which the store's story and the
+# replica tests run on.
 # Then the Python clients: the MCP SDK, the sandboxd Python SDK, the fuzz pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docker info >/dev/null 2>&1 || { echo "the test suite needs a running Docker engine" >&2; exit 1; }
 bash scripts/build-local-images.sh
 bash scripts/remote-engine.sh up >/dev/null
+eval "$(bash scripts/postgres.sh start)"
 # The agent is built into sandboxd by the ordinary build; the tests use that one.
 unset SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"

@@ -9,14 +9,20 @@ use anyhow::bail;
 use crate::http::{Http, KEY};
 
 /// How a server process is set up.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct Setup {
     /// Whether sandboxes get the in-sandbox agent (else everything goes through the
     /// engine's exec and archive API).
     pub agent: bool,
     /// Warm pool size of the `base` template.
     pub pool: usize,
+    /// A PostgreSQL database (shared by replicas, with [`BENCH_MASTER_KEY`]); `None`:
+    /// SQLite in the server's data directory.
+    pub database: Option<String>,
 }
+
+/// The master key of benchmark servers on PostgreSQL: replicas share it.
+pub const BENCH_MASTER_KEY: [u8; 32] = [0x5b; 32];
 
 pub struct ChildServer {
     pub http: Http,
@@ -41,7 +47,17 @@ impl ChildServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        if let Some(url) = &setup.database {
+            let hex: String = BENCH_MASTER_KEY
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            command
+                .env("SANDBOXD_DATABASE_URL", url)
+                .env("SANDBOXD_MASTER_KEY", hex);
+        }
+        let child = command
             .args([
                 "serve",
                 "--listen",
@@ -64,10 +80,16 @@ impl ChildServer {
         let mut child = child;
         let ready = async {
             let http = Http::connect(format!("http://127.0.0.1:{port}")).await?;
-            let instance = sandboxd_store::Store::open(data.path())
-                .await?
-                .instance_id()
-                .await?;
+            let store = match &setup.database {
+                Some(url) => {
+                    let database = sandboxd_store::Database::Postgres { url: url.clone() };
+                    sandboxd_store::Store::connect(&database, data.path(), Some(&BENCH_MASTER_KEY))
+                        .await?
+                }
+                None => sandboxd_store::Store::open(data.path()).await?,
+            };
+            let instance = store.instance_id().await?;
+            store.close().await;
             Ok::<_, anyhow::Error>((http, instance))
         }
         .await;

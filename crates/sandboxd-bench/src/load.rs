@@ -43,6 +43,7 @@ pub async fn run(args: &Args, agent: &Api, raw: &Floor) -> anyhow::Result<Load> 
         Setup {
             agent: true,
             pool: 0,
+            database: None,
         },
     )
     .await?;

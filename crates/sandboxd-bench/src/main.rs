@@ -11,6 +11,7 @@ mod load;
 mod process_start;
 mod remote;
 mod report;
+mod store;
 mod through_api;
 
 use std::time::Duration;
@@ -52,6 +53,11 @@ pub struct Args {
     /// up by `scripts/remote-engine.sh up`).
     #[arg(long)]
     remote: bool,
+    /// Compare the store's backends only: SQLite, PostgreSQL and two replicas on
+    /// PostgreSQL, with databases made on this server (`bash scripts/postgres.sh start`
+    /// prints one).
+    #[arg(long, value_name = "URL")]
+    postgres: Option<String>,
 }
 
 /// The servers of the latency scenarios.
@@ -76,6 +82,14 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let raw = floor::Floor::connect(&args.image).await?;
+    if let Some(postgres) = &args.postgres {
+        let (rows, figures) = store::run(&args, postgres, &raw).await?;
+        let json = load::annotate(report::print(&rows, args.iterations), &figures);
+        if let Some(path) = &args.json {
+            std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
     let mut instances = Vec::new();
     let outcome = match start(&args, &mut instances).await {
         Ok(servers) => {
@@ -104,16 +118,19 @@ async fn start(args: &Args, instances: &mut Vec<String>) -> anyhow::Result<Serve
     let agent = child(Setup {
         agent: true,
         pool: 0,
+        database: None,
     })
     .await?;
     let engine = child(Setup {
         agent: false,
         pool: 0,
+        database: None,
     })
     .await?;
     let warm = child(Setup {
         agent: true,
         pool: WARM_POOL,
+        database: None,
     })
     .await?;
     let inner = through_api::Api::start(&args.image).await?;

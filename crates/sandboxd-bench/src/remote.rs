@@ -128,6 +128,7 @@ pub async fn run(
         Setup {
             agent: true,
             pool: 0,
+            database: None,
         },
     )
     .await?;

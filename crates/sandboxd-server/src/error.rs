@@ -118,6 +118,13 @@ impl ApiError {
                     service.to_string(),
                     vec![],
                 ),
+                // The database is down or out of connections: retry later.
+                S::Store(store) if store.is_unavailable() => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "SERVICE_UNAVAILABLE",
+                    "the store is unavailable; retry later".into(),
+                    vec![],
+                ),
                 // Internal faults: the cause goes to the log, never to the client.
                 S::Store(_) | S::Engine(_) => (
                     StatusCode::INTERNAL_SERVER_ERROR,

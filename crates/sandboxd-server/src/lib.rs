@@ -55,7 +55,10 @@ pub struct ServerConfig {
     /// The owner key to create on first start (32+ characters); generated when absent.
     pub bootstrap_key: Option<String>,
     /// The master key sealing secrets; `<data-dir>/master.key` (created) when absent.
+    /// Replicas on one database need the same one (a start with another is refused).
     pub master_key: Option<[u8; 32]>,
+    /// The database; `None`: SQLite in the data directory.
+    pub database: Option<sandboxd_store::Database>,
     /// The static agent binary mounted into sandboxes (one that is not statically linked
     /// stops the start); `None`: sandboxes run without the agent, and every operation
     /// goes through the engine's exec and archive API.
@@ -108,6 +111,7 @@ impl ServerConfig {
             template_images: BTreeMap::new(),
             bootstrap_key: None,
             master_key: None,
+            database: None,
             agent_binary: None,
             reaper_interval: Duration::from_millis(REAPER_INTERVAL_MS),
             reconcile_interval: Duration::from_millis(RECONCILE_INTERVAL_MS),
@@ -156,7 +160,7 @@ pub enum StartError {
     DataDir(#[from] data_dir::DataDirError),
     #[error("the agent binary {path} is not a statically linked executable")]
     AgentNotStatic { path: String },
-    #[error("cannot open the store in {path}")]
+    #[error("cannot open the store {path}")]
     Store {
         path: String,
         #[source]
@@ -192,12 +196,19 @@ impl Server {
             }
             config.agent_binary = Some(binary);
         }
+        let database =
+            config
+                .database
+                .clone()
+                .unwrap_or_else(|| sandboxd_store::Database::Sqlite {
+                    data_dir: config.data_dir.clone(),
+                });
         let store_error = |source| StartError::Store {
-            path: config.data_dir.display().to_string(),
+            path: database.describe(),
             source,
         };
         // A configured master key is used as is: no `master.key` is read or written.
-        let store = Store::open_with_key(&config.data_dir, config.master_key.as_ref())
+        let store = Store::connect(&database, &config.data_dir, config.master_key.as_ref())
             .await
             .map_err(store_error)?;
         let bootstrap = store
@@ -302,7 +313,7 @@ impl Server {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
-        if let Err(error) = self.service.reconcile_once().await {
+        if let Err(error) = loops::reconcile_or_restore(&self.service).await {
             warn!(%error, "startup reconcile failed; the periodic pass will retry");
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

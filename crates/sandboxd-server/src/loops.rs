@@ -1,5 +1,11 @@
 //! Schedulers of the background passes: a tick, one pass, log the outcome. A pass that
 //! is running when the server stops finishes first.
+//!
+//! Replicas on one database share the passes: each pass runs on the replica that holds
+//! its duty (`Store::leases`), taken through the database. [`REAPER`] kills expired
+//! sandboxes; [`ENGINES`] is everything that acts on the engines' containers (reconcile,
+//! reviving a container that died, the warm pools), one duty so that the replica that
+//! reconciles knows every warm member it must keep. On SQLite the one server holds both.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -14,6 +20,16 @@ use tracing::warn;
 
 use crate::ServerConfig;
 use crate::service::{Service, ServiceError};
+
+/// The duty of the reaper.
+pub const REAPER: &str = "reaper";
+/// The duty of reconcile, revival and the warm pools.
+pub const ENGINES: &str = "engines";
+
+/// Whether this replica runs `duty` now.
+async fn holds(service: &Service, duty: &str) -> bool {
+    service.store().leases().hold(duty).await
+}
 
 /// How often the warm pools are topped up (each pass fills them completely).
 const POOL_REFILL_INTERVAL: Duration = Duration::from_millis(200);
@@ -124,6 +140,9 @@ fn watch_deaths(
                         let service = service.clone();
                         tokio::spawn(async move {
                             tokio::time::sleep(REVIVE_DELAY).await;
+                            if !holds(&service, ENGINES).await {
+                                return;
+                            }
                             if let Err(error) = service.revive(&death).await {
                                 warn!(sandbox_id = %death.sandbox_id, %error, "cannot act on a stopped container");
                             }
@@ -145,6 +164,18 @@ fn watch_deaths(
     })
 }
 
+/// Reconciles when this replica holds [`ENGINES`]; else only listens again for the agents
+/// of its own sandboxes (after a restart), which no other replica can do.
+pub async fn reconcile_or_restore(service: &Service) -> Result<(), ServiceError> {
+    if holds(service, ENGINES).await {
+        timed(crate::metrics::RECONCILE_DURATION, service.reconcile_once())
+            .await
+            .map(|_| ())
+    } else {
+        service.restore_agents_once().await
+    }
+}
+
 /// Starts the reaper, the warm-pool refill, the periodic reconcile and the watch on
 /// containers that stop.
 pub fn spawn(
@@ -162,9 +193,14 @@ pub fn spawn(
         fleet,
         every(config.reaper_interval, stop.clone(), "reaper", move || {
             let service = reaper.clone();
-            timed(crate::metrics::REAPER_DURATION, async move {
-                service.reap_once().await.map(|_| ())
-            })
+            async move {
+                if !holds(&service, REAPER).await {
+                    return Ok(());
+                }
+                timed(crate::metrics::REAPER_DURATION, service.reap_once())
+                    .await
+                    .map(|_| ())
+            }
         }),
         every(
             POOL_REFILL_INTERVAL,
@@ -173,16 +209,16 @@ pub fn spawn(
             move || {
                 let service = filler.clone();
                 async move {
-                    service.fill_pools_once().await;
+                    if holds(&service, ENGINES).await {
+                        service.fill_pools_once().await;
+                    }
                     Ok(())
                 }
             },
         ),
         every(config.reconcile_interval, stop, "reconcile", move || {
             let service = reconciler.clone();
-            timed(crate::metrics::RECONCILE_DURATION, async move {
-                service.reconcile_once().await.map(|_| ())
-            })
+            async move { reconcile_or_restore(&service).await }
         }),
     ]
 }

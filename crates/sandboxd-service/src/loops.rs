@@ -82,6 +82,17 @@ impl Service {
         Ok(report)
     }
 
+    /// On a replica that does not reconcile: listens again for the agents of the local
+    /// engine's running sandboxes whose sockets this replica made (after its restart).
+    pub async fn restore_agents_once(&self) -> Result<(), ServiceError> {
+        for row in self.store().live_rows_on(None).await? {
+            if row.status == SandboxStatus::Running {
+                self.agents().restore(&row.sandbox_id);
+            }
+        }
+        Ok(())
+    }
+
     /// One reconcile pass on one server's engine (`None`: the local engine).
     pub(crate) async fn reconcile_on(
         &self,

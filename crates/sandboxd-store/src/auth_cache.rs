@@ -7,7 +7,7 @@
 //! keys fills no memory.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,9 @@ pub struct AuthCache {
     /// database and caches its answer under that count, so an answer read before a
     /// change committed is never served after it.
     generation: AtomicU64,
+    /// Set while changes made elsewhere (another replica) could go unseen: nothing is
+    /// served from the cache or put into it.
+    suspended: AtomicBool,
     entries: Mutex<HashMap<String, Entry>>,
 }
 
@@ -45,6 +48,9 @@ impl AuthCache {
 
     /// The cached caller of a key hash, when still valid at `now_ms`.
     pub fn get(&self, key_hash: &str, now_ms: i64) -> Option<Principal> {
+        if self.suspended.load(Ordering::Acquire) {
+            return None;
+        }
         let current = self.generation();
         let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = entries.get(key_hash)?;
@@ -62,6 +68,9 @@ impl AuthCache {
         expires_at: Option<i64>,
         generation: u64,
     ) {
+        if self.suspended.load(Ordering::Acquire) {
+            return;
+        }
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.len() >= MAX_ENTRIES {
             entries.clear();
@@ -84,6 +93,22 @@ impl AuthCache {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
+    }
+
+    pub fn is_suspended(&self) -> bool {
+        self.suspended.load(Ordering::Acquire)
+    }
+
+    /// Stops serving and caching callers until [`AuthCache::resume`].
+    pub fn suspend(&self) {
+        self.suspended.store(true, Ordering::Release);
+        self.invalidate();
+    }
+
+    /// Serves and caches again, starting empty.
+    pub fn resume(&self) {
+        self.invalidate();
+        self.suspended.store(false, Ordering::Release);
     }
 }
 
@@ -133,6 +158,20 @@ mod tests {
         cache.insert("h".into(), principal(), Some(1_000), cache.generation());
         assert!(cache.get("h", 999).is_some());
         assert_eq!(cache.get("h", 1_000), None);
+    }
+
+    #[test]
+    fn a_suspended_cache_neither_serves_nor_keeps() {
+        let cache = AuthCache::default();
+        cache.insert("h".into(), principal(), None, cache.generation());
+        cache.suspend();
+        assert_eq!(cache.get("h", 0), None);
+        let generation = cache.generation();
+        cache.insert("h".into(), principal(), None, generation);
+        cache.resume();
+        assert_eq!(cache.get("h", 0), None, "kept while suspended");
+        cache.insert("h".into(), principal(), None, cache.generation());
+        assert_eq!(cache.get("h", 0), Some(principal()));
     }
 
     #[test]

@@ -110,6 +110,42 @@ fn principal_of(row: &AnyRow) -> Result<Option<Principal>, StoreError> {
 }
 
 impl Store {
+    /// Records the master key's check value on first start and compares it at every
+    /// later one: a server (or a replica) given another master key than the one that
+    /// sealed this database's secrets would fail every API key and secret.
+    pub(crate) async fn check_master_key(&self) -> Result<(), StoreError> {
+        let check = self.secrets.key_hash("sandboxd master key check");
+        let mut tx = self.write_tx().await?;
+        let existing = sqlx::query("SELECT key_check FROM installation WHERE singleton = 1")
+            .fetch_optional(&mut *tx)
+            .await?;
+        match existing {
+            None => {
+                sqlx::query(
+                    "INSERT INTO installation (singleton, instance_id, created_at, key_check) \
+                     VALUES (1, $1, $2, $3)",
+                )
+                .bind(new_id()?)
+                .bind(now_ms())
+                .bind(&check)
+                .execute(&mut *tx)
+                .await?;
+            }
+            Some(row) => match row.try_get::<Option<String>, _>("key_check")? {
+                Some(stored) if stored == check => return Ok(()),
+                Some(_) => return Err(StoreError::WrongMasterKey),
+                None => {
+                    sqlx::query("UPDATE installation SET key_check = $1 WHERE singleton = 1")
+                        .bind(&check)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            },
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// The id of this installation, created on first use. Containers are labelled with it.
     pub async fn instance_id(&self) -> Result<String, StoreError> {
         let mut tx = self.write_tx().await?;

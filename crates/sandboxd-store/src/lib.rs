@@ -1,27 +1,38 @@
-//! Persistence of sandboxd: SQLite through sqlx's Any driver (so PostgreSQL can be added
-//! with its own migrations and the same queries), migrations, and secrets at rest.
+//! Persistence of sandboxd through sqlx's Any driver: one set of queries on two
+//! backends, embedded SQLite (the default) and PostgreSQL (shared by replicas), each
+//! with its migrations; the caches kept correct across replicas, the duties each replica
+//! holds, and secrets at rest.
 #![forbid(unsafe_code)]
 
 mod audit;
 mod auth_cache;
+mod changes;
+mod database;
 mod error;
 mod ids;
 mod keys;
+mod leases;
 mod members;
+mod migrations;
+mod postgres;
 mod row_cache;
 mod rows;
 mod sandboxes;
 mod secrets;
 mod servers;
+mod sqlite;
 mod store;
 mod survey;
 mod tenancy;
 
 pub use audit::{AuditPage, NewAuditEntry};
+pub use database::{Backend, Database};
 pub use error::StoreError;
 pub use ids::new_id;
 pub use keys::{Bootstrap, NewKey};
+pub use leases::Leases;
 pub use members::AccessList;
+pub use migrations::known_version;
 pub use secrets::SecretBox;
 pub use store::{Store, now_ms};
 pub use survey::{Survey, survey};

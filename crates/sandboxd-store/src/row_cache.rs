@@ -27,6 +27,8 @@ pub struct RowCache(Mutex<State>);
 struct State {
     /// Writes committed so far.
     writes: u64,
+    /// Set while changes made elsewhere (another replica) could go unseen.
+    suspended: bool,
     rows: HashMap<String, (Sandbox, Instant)>,
 }
 
@@ -38,6 +40,9 @@ impl RowCache {
     /// The cached row of a sandbox, while fresh.
     pub fn get(&self, sandbox_id: &str) -> Option<Sandbox> {
         let state = self.lock();
+        if state.suspended {
+            return None;
+        }
         let (row, cached) = state.rows.get(sandbox_id)?;
         (cached.elapsed() < TTL).then(|| row.clone())
     }
@@ -50,7 +55,7 @@ impl RowCache {
     /// Caches a row read from the database, unless a write committed since `writes`.
     pub fn insert(&self, row: &Sandbox, writes: u64) {
         let mut state = self.lock();
-        if state.writes != writes {
+        if state.writes != writes || state.suspended {
             return;
         }
         if state.rows.len() >= MAX_ROWS {
@@ -79,6 +84,26 @@ impl RowCache {
         let mut state = self.lock();
         state.writes += 1;
         state.rows.remove(sandbox_id);
+    }
+
+    pub fn is_suspended(&self) -> bool {
+        self.lock().suspended
+    }
+
+    /// Stops serving and caching rows until [`RowCache::resume`].
+    pub fn suspend(&self) {
+        let mut state = self.lock();
+        state.suspended = true;
+        state.writes += 1;
+        state.rows.clear();
+    }
+
+    /// Serves and caches again, starting empty.
+    pub fn resume(&self) {
+        let mut state = self.lock();
+        state.suspended = false;
+        state.writes += 1;
+        state.rows.clear();
     }
 }
 
@@ -149,6 +174,19 @@ mod tests {
         cache.insert(&row(SandboxStatus::Killed), cache.writes());
         cache.touched("s", 5_000);
         assert_eq!(cache.get("s"), Some(row(SandboxStatus::Killed)));
+    }
+
+    #[test]
+    fn a_suspended_cache_neither_serves_nor_keeps() {
+        let cache = RowCache::default();
+        cache.insert(&row(SandboxStatus::Running), cache.writes());
+        cache.suspend();
+        assert_eq!(cache.get("s"), None);
+        cache.insert(&row(SandboxStatus::Running), cache.writes());
+        cache.resume();
+        assert_eq!(cache.get("s"), None, "kept while suspended");
+        cache.insert(&row(SandboxStatus::Running), cache.writes());
+        assert!(cache.get("s").is_some());
     }
 
     #[test]

@@ -25,8 +25,8 @@ impl Store {
         let mut tx = self.write_tx().await?;
         // Read inside the write transaction: concurrent creates cannot both fit.
         let row = sqlx::query(
-            "SELECT COUNT(*) AS sandboxes, COALESCE(SUM(cpu), 0.0) AS cpu, \
-             COALESCE(SUM(memory_mb), 0) AS memory_mb FROM sandboxes \
+            "SELECT COUNT(*) AS sandboxes, CAST(COALESCE(SUM(cpu), 0) AS DOUBLE PRECISION) AS cpu, \
+             CAST(COALESCE(SUM(memory_mb), 0) AS BIGINT) AS memory_mb FROM sandboxes \
              WHERE organization_id = $1 AND status IN ('creating', 'running')",
         )
         .bind(&sandbox.organization_id)

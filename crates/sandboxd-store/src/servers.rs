@@ -255,7 +255,7 @@ impl Store {
     /// sandboxes that are creating or running.
     pub async fn reserved_on(&self, server_id: Option<&str>) -> Result<(f64, i64), StoreError> {
         let row = sqlx::query(
-            "SELECT COALESCE(SUM(cpu), 0.0) AS cpu, COALESCE(SUM(memory_mb), 0) AS memory \
+            "SELECT CAST(COALESCE(SUM(cpu), 0) AS DOUBLE PRECISION) AS cpu, CAST(COALESCE(SUM(memory_mb), 0) AS BIGINT) AS memory \
              FROM sandboxes WHERE status IN ('creating', 'running') \
              AND COALESCE(server_id, '') = $1",
         )

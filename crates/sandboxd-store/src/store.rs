@@ -1,60 +1,45 @@
-//! Opening the store: the database file, its migrations and the secret box.
+//! Opening the store: the database (SQLite in the data directory or PostgreSQL), its
+//! migrations, the secret box and, on PostgreSQL, the change feed and the duties.
 
 use std::path::Path;
-use std::str::FromStr as _;
 use std::sync::Arc;
 
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::{AnyPool, Executor as _, SqlSafeStr as _};
+use sqlx::AnyPool;
 
 use crate::auth_cache::AuthCache;
+use crate::changes::ChangeFeed;
+use crate::database::{Backend, Database};
+use crate::leases::Leases;
 use crate::row_cache::RowCache;
-use crate::{SecretBox, StoreError};
-
-/// The SQLite migrations, in order. Migrations are only ever added, never edited.
-pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
-    (
-        1,
-        "init",
-        include_str!("../migrations/sqlite/0001_init.sql"),
-    ),
-    (
-        2,
-        "access",
-        include_str!("../migrations/sqlite/0002_access.sql"),
-    ),
-    (
-        3,
-        "pools",
-        include_str!("../migrations/sqlite/0003_pools.sql"),
-    ),
-    (
-        4,
-        "servers",
-        include_str!("../migrations/sqlite/0004_servers.sql"),
-    ),
-    (
-        5,
-        "server pools",
-        include_str!("../migrations/sqlite/0005_server_pools.sql"),
-    ),
-    (
-        6,
-        "sandbox labels",
-        include_str!("../migrations/sqlite/0006_labels.sql"),
-    ),
-];
+use crate::{SecretBox, StoreError, migrations, postgres, sqlite};
 
 /// The persistent state of one sandboxd installation.
 #[derive(Debug, Clone)]
 pub struct Store {
     pub(crate) pool: AnyPool,
+    pub(crate) backend: Backend,
     pub(crate) secrets: SecretBox,
     /// Callers of recently seen keys; shared by every handle to this store.
     pub(crate) auth: Arc<AuthCache>,
     /// Sandbox rows recently read; shared by every handle to this store.
     pub(crate) rows: Arc<RowCache>,
+    /// The background duties this replica holds.
+    leases: Arc<Leases>,
+    /// On PostgreSQL: the changes of other replicas, applied to the caches.
+    feed: Option<Arc<ChangeFeed>>,
+}
+
+/// Connects to `database` (on PostgreSQL as `origin`) and brings its schema up to date.
+async fn open_pool(database: &Database, origin: &str) -> Result<AnyPool, StoreError> {
+    sqlx::any::install_default_drivers();
+    let pool = match database {
+        Database::Sqlite { data_dir } => sqlite::connect(data_dir).await?,
+        Database::Postgres { url } => {
+            postgres::connect(&postgres::with_origin(url, origin)).await?
+        }
+    };
+    migrations::run(&pool, database.backend()).await?;
+    Ok(pool)
 }
 
 /// Milliseconds since the Unix epoch.
@@ -78,100 +63,124 @@ impl Store {
         data_dir: &Path,
         master: Option<&[u8; 32]>,
     ) -> Result<Self, StoreError> {
-        sqlx::any::install_default_drivers();
+        let database = Database::Sqlite {
+            data_dir: data_dir.to_owned(),
+        };
+        Self::connect(&database, data_dir, master).await
+    }
+
+    /// Opens the store in `database`, brings its schema up to date and checks that the
+    /// master key (`master`, else `<data_dir>/master.key`, made when missing) is the one
+    /// its secrets were sealed with.
+    pub async fn connect(
+        database: &Database,
+        data_dir: &Path,
+        master: Option<&[u8; 32]>,
+    ) -> Result<Self, StoreError> {
         let secrets = match master {
             Some(master) => SecretBox::from_master(master)?,
             None => SecretBox::load_or_create(&data_dir.join("master.key"))?,
         };
-        let db = data_dir.join("sandboxd.db");
-        // Made private before SQLite opens it: its `-wal` and `-shm` files take the
-        // database file's mode when they are created.
-        create_private(&db)?;
-        let url = format!("sqlite://{}?mode=rwc", db.display());
-        let options = AnyConnectOptions::from_str(&url)?;
-        let pool = AnyPoolOptions::new()
-            .max_connections(8)
-            // A connection to a local database file does not go stale; a ping before
-            // every query would be one more round trip to the connection's thread.
-            .test_before_acquire(false)
-            .after_connect(|conn, _| {
-                Box::pin(async move {
-                    conn.execute("PRAGMA foreign_keys = ON").await?;
-                    conn.execute("PRAGMA busy_timeout = 5000").await?;
-                    conn.execute("PRAGMA synchronous = NORMAL").await?;
-                    Ok(())
-                })
-            })
-            .connect_with(options)
-            .await?;
-        pool.execute("PRAGMA journal_mode = WAL").await?;
-        for file in ["sandboxd.db", "sandboxd.db-wal", "sandboxd.db-shm"] {
-            restrict_permissions(&data_dir.join(file));
-        }
-        let migrations = SQLITE_MIGRATIONS
-            .iter()
-            .map(|(version, name, sql)| {
-                Migration::new(
-                    *version,
-                    (*name).into(),
-                    MigrationType::Simple,
-                    sql.into_sql_str(),
-                    false,
-                )
-            })
-            .collect();
-        Migrator::with_migrations(migrations).run(&pool).await?;
-        Ok(Self {
+        let origin = postgres::origin()?;
+        let pool = open_pool(database, &origin).await?;
+        let (leases, feed) = match database {
+            Database::Sqlite { .. } => (Leases::sole(), None),
+            Database::Postgres { url } => {
+                let url = postgres::with_origin(url, &origin);
+                (Leases::postgres(url.clone()), Some((url, origin)))
+            }
+        };
+        let store = Self {
             pool,
+            backend: database.backend(),
             secrets,
             auth: Arc::default(),
             rows: Arc::default(),
-        })
+            leases: Arc::new(leases),
+            feed: None,
+        };
+        let feed = feed.map(|(url, origin)| {
+            Arc::new(ChangeFeed::start(
+                url,
+                origin,
+                store.auth.clone(),
+                store.rows.clone(),
+            ))
+        });
+        let store = Self { feed, ..store };
+        store.check_master_key().await?;
+        Ok(store)
     }
 
-    /// The secret box of this installation.
-    /// A transaction that writes. It takes SQLite's write lock at `BEGIN` (IMMEDIATE),
-    /// so a concurrent writer makes it wait (busy timeout) instead of failing later
-    /// with `SQLITE_BUSY_SNAPSHOT` when a read inside it turns into a write.
+    /// Connects to `database` and brings its schema up to date (`sandboxd migrate`, and
+    /// the first step of every start).
+    pub async fn migrate(database: &Database) -> Result<(), StoreError> {
+        let pool = open_pool(database, &postgres::origin()?).await?;
+        pool.close().await;
+        Ok(())
+    }
+
+    /// Which SQL this store speaks.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The background duties this replica holds.
+    pub fn leases(&self) -> &Leases {
+        &self.leases
+    }
+
+    /// Whether the key and row caches serve: always on SQLite; on PostgreSQL while the
+    /// change feed listens.
+    pub fn caches_on(&self) -> bool {
+        !self.auth.is_suspended() && !self.rows.is_suspended()
+    }
+
+    /// Whether the database answers, within `within`.
+    pub async fn ping(&self, within: std::time::Duration) -> Result<(), StoreError> {
+        let probe = sqlx::query("SELECT 1 AS one").fetch_one(&self.pool);
+        match tokio::time::timeout(within, probe).await {
+            Ok(answer) => answer.map(|_| ()).map_err(StoreError::from),
+            Err(_) => Err(StoreError::Conflict(format!(
+                "the database did not answer within {} ms",
+                within.as_millis()
+            ))),
+        }
+    }
+
+    /// A transaction that writes, serialized with every other such transaction. On
+    /// SQLite it takes the write lock at `BEGIN` (IMMEDIATE), so a concurrent writer
+    /// waits (busy timeout) instead of failing later with `SQLITE_BUSY_SNAPSHOT` when a
+    /// read inside it turns into a write. On PostgreSQL it takes a transaction advisory
+    /// lock first: the reads that decide its writes (quotas, the last owner, a name
+    /// taken) then see every transaction committed before it, on every replica.
     pub(crate) async fn write_tx(
         &self,
     ) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => {
+                let mut tx = self.pool.begin().await?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(postgres::WRITE_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+                Ok(tx)
+            }
+        }
     }
 
+    /// The secret box of this installation.
     pub fn secrets(&self) -> &SecretBox {
         &self.secrets
     }
 
-    /// Closes every connection.
+    /// Closes every connection, letting go of this replica's duties.
     pub async fn close(&self) {
+        if let Some(feed) = &self.feed {
+            feed.stop();
+        }
+        self.leases.release().await;
         self.pool.close().await;
-    }
-}
-
-/// The database holds sealed secrets and key hashes only, but nobody else needs to read
-/// it, nor its write-ahead log.
-fn restrict_permissions(path: &Path) {
-    use std::os::unix::fs::PermissionsExt as _;
-    if path.exists() {
-        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-    }
-}
-
-/// Creates `path` empty with mode 0600 unless it exists.
-fn create_private(path: &Path) -> Result<(), StoreError> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(source) => Err(StoreError::Io {
-            path: path.display().to_string(),
-            source,
-        }),
     }
 }

@@ -13,7 +13,8 @@ use sqlx::any::AnyConnectOptions;
 use sqlx::{Connection as _, Row as _};
 
 use crate::StoreError;
-use crate::store::SQLITE_MIGRATIONS;
+use crate::database::{Backend, Database};
+use crate::migrations::known_version;
 
 /// What the store of a data directory holds, as far as the tools outside the server
 /// need it.
@@ -27,9 +28,36 @@ pub struct Survey {
     pub known_version: i64,
 }
 
-/// Reads the store of `data_dir`; `Ok(None)` when it has none yet.
-pub async fn survey(data_dir: &Path) -> Result<Option<Survey>, StoreError> {
+/// Reads the store of `database`; `Ok(None)` when it has none yet.
+pub async fn survey(database: &Database) -> Result<Option<Survey>, StoreError> {
     sqlx::any::install_default_drivers();
+    let mut conn = match database {
+        Database::Sqlite { data_dir } => match open_sqlite(data_dir).await? {
+            Some(conn) => conn,
+            None => return Ok(None),
+        },
+        Database::Postgres { url } => {
+            let options = AnyConnectOptions::from_str(url)?;
+            let mut conn = sqlx::AnyConnection::connect_with(&options).await?;
+            let present: bool =
+                sqlx::query("SELECT to_regclass('_sqlx_migrations') IS NOT NULL AS present")
+                    .fetch_one(&mut conn)
+                    .await?
+                    .try_get("present")?;
+            if !present {
+                conn.close().await?;
+                return Ok(None);
+            }
+            conn
+        }
+    };
+    let survey = read(&mut conn, database.backend()).await;
+    conn.close().await?;
+    survey.map(Some)
+}
+
+/// A read-only connection to the SQLite database of `data_dir`, if it has one.
+async fn open_sqlite(data_dir: &Path) -> Result<Option<sqlx::AnyConnection>, StoreError> {
     let db = data_dir.join("sandboxd.db");
     if !db.try_exists().map_err(|source| StoreError::Io {
         path: db.display().to_string(),
@@ -48,14 +76,17 @@ pub async fn survey(data_dir: &Path) -> Result<Option<Survey>, StoreError> {
         if immutable { "&immutable=1" } else { "" }
     );
     let options = AnyConnectOptions::from_str(&url)?;
-    let mut conn = sqlx::AnyConnection::connect_with(&options).await?;
+    Ok(Some(sqlx::AnyConnection::connect_with(&options).await?))
+}
+
+async fn read(conn: &mut sqlx::AnyConnection, backend: Backend) -> Result<Survey, StoreError> {
     let schema_version: Option<i64> =
         sqlx::query("SELECT MAX(version) AS version FROM _sqlx_migrations WHERE success")
-            .fetch_one(&mut conn)
+            .fetch_one(&mut *conn)
             .await?
             .try_get("version")?;
     let instance_id = sqlx::query("SELECT instance_id FROM installation WHERE singleton = 1")
-        .fetch_optional(&mut conn)
+        .fetch_optional(&mut *conn)
         .await?
         .map(|row| row.try_get::<String, _>("instance_id"))
         .transpose()?;
@@ -63,7 +94,7 @@ pub async fn survey(data_dir: &Path) -> Result<Option<Survey>, StoreError> {
         "SELECT sandbox_id, status, container_id, created_at, expires_at FROM sandboxes \
          WHERE server_id IS NULL",
     )
-    .fetch_all(&mut conn)
+    .fetch_all(&mut *conn)
     .await?;
     let mut records = std::collections::HashMap::with_capacity(rows.len());
     for row in &rows {
@@ -77,15 +108,14 @@ pub async fn survey(data_dir: &Path) -> Result<Option<Survey>, StoreError> {
         };
         records.insert(row.try_get::<String, _>("sandbox_id")?, record);
     }
-    conn.close().await?;
-    Ok(Some(Survey {
+    Ok(Survey {
         tracking: Tracking {
             instance_id,
             records,
         },
         schema_version: schema_version.unwrap_or_default(),
-        known_version: SQLITE_MIGRATIONS.last().map_or(0, |m| m.0),
-    }))
+        known_version: known_version(backend),
+    })
 }
 
 #[cfg(test)]
@@ -94,10 +124,16 @@ mod tests {
     use super::*;
     use crate::Store;
 
+    fn sqlite(dir: &Path) -> Database {
+        Database::Sqlite {
+            data_dir: dir.to_owned(),
+        }
+    }
+
     #[tokio::test]
     async fn a_directory_without_a_store_has_nothing_to_survey() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(survey(dir.path()).await.unwrap().is_none());
+        assert!(survey(&sqlite(dir.path())).await.unwrap().is_none());
         assert!(!dir.path().join("sandboxd.db").exists());
     }
 
@@ -111,7 +147,7 @@ mod tests {
         for file in ["sandboxd.db-wal", "sandboxd.db-shm"] {
             let _ = std::fs::remove_file(dir.path().join(file));
         }
-        let found = survey(dir.path()).await.unwrap().unwrap();
+        let found = survey(&sqlite(dir.path())).await.unwrap().unwrap();
         assert_eq!(
             found.tracking.instance_id.as_deref(),
             Some(instance.as_str())
@@ -125,7 +161,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).await.unwrap();
         let instance = store.instance_id().await.unwrap();
-        let found = survey(dir.path()).await.unwrap().unwrap();
+        let found = survey(&sqlite(dir.path())).await.unwrap().unwrap();
         assert_eq!(
             found.tracking.instance_id.as_deref(),
             Some(instance.as_str())

@@ -1,10 +1,16 @@
-//! The store's story on a real SQLite file: bootstrap, keys, projects, sandbox rows,
-//! secrets at rest, reconcile rows.
+//! The store's story, told on every backend (a real SQLite file and a real PostgreSQL
+//! database): bootstrap, keys, projects, sandbox rows, secrets at rest, reconcile rows,
+//! caches that follow every write, and writers racing without losing an update.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[macro_use]
+mod common;
+
+use common::TestDb;
 
 use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
 use sandboxd_core::quotas::Quotas;
-use sandboxd_store::{Store, new_id};
+use sandboxd_store::{Database, new_id};
 
 fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox {
     Sandbox {
@@ -35,10 +41,18 @@ fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox {
     }
 }
 
-#[tokio::test]
-async fn bootstrap_authenticate_and_sandbox_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+on_every_backend!(
+    bootstrap_authenticate_and_sandbox_rows,
+    bootstrap_key_from_configuration,
+    key_changes_take_effect_at_once_for_keys_seen_before,
+    every_write_shows_in_the_next_read_of_a_cached_row,
+    racing_creates_never_pass_the_quota,
+    racing_removals_always_leave_an_owner,
+    another_master_key_is_refused,
+);
+
+async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
+    let store = db.open().await;
     assert!(store.bootstrap(Some("short")).await.is_err());
     let boot = store
         .bootstrap(None)
@@ -167,15 +181,17 @@ async fn bootstrap_authenticate_and_sandbox_rows() {
     store.close().await;
 
     // Nothing secret is in the database files in plaintext: not the env vars, not the key.
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-        for needle in [secret.as_bytes(), b"plaintext-secret-value", key.as_bytes()] {
-            assert!(!bytes.windows(needle.len()).any(|w| w == needle));
+    if let Database::Sqlite { data_dir } = &db.database {
+        for entry in std::fs::read_dir(data_dir).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            for needle in [secret.as_bytes(), b"plaintext-secret-value", key.as_bytes()] {
+                assert!(!bytes.windows(needle.len()).any(|w| w == needle));
+            }
         }
     }
 
     // The store reopens with the same master key: keys and secrets still work.
-    let reopened = Store::open(dir.path()).await.unwrap();
+    let reopened = db.open().await;
     assert!(reopened.authenticate(&key).await.unwrap().is_some());
     assert_eq!(
         reopened
@@ -187,10 +203,8 @@ async fn bootstrap_authenticate_and_sandbox_rows() {
     );
 }
 
-#[tokio::test]
-async fn bootstrap_key_from_configuration() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn bootstrap_key_from_configuration(db: &TestDb) {
+    let store = db.open().await;
     let chosen = "k".repeat(40);
     let boot = store.bootstrap(Some(&chosen)).await.unwrap().unwrap();
     assert!(boot.generated_key.is_none());
@@ -201,11 +215,9 @@ async fn bootstrap_key_from_configuration() {
 
 /// Keys are answered from memory once seen; every change that narrows what a key may do
 /// takes effect on the very next check all the same.
-#[tokio::test]
-async fn key_changes_take_effect_at_once_for_keys_seen_before() {
+async fn key_changes_take_effect_at_once_for_keys_seen_before(db: &TestDb) {
     use sandboxd_core::model::{MemberChanges, Role};
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+    let store = db.open().await;
     let boot = store.bootstrap(None).await.unwrap().unwrap();
     let org = boot.organization_id.clone();
     let member = store
@@ -291,10 +303,8 @@ async fn key_changes_take_effect_at_once_for_keys_seen_before() {
 
 /// Rows are answered from memory once read; every write of the store shows in the very
 /// next read all the same.
-#[tokio::test]
-async fn every_write_shows_in_the_next_read_of_a_cached_row() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn every_write_shows_in_the_next_read_of_a_cached_row(db: &TestDb) {
+    let store = db.open().await;
     let boot = store.bootstrap(None).await.unwrap().unwrap();
     let owner = store
         .authenticate(boot.generated_key.as_deref().unwrap())
@@ -316,7 +326,7 @@ async fn every_write_shows_in_the_next_read_of_a_cached_row() {
     let read = || async { store.sandbox(&id).await.unwrap().unwrap() };
     // A new handle has a memory of its own, empty: it reads what the database holds.
     let stored = || async {
-        let other = Store::open(dir.path()).await.unwrap();
+        let other = db.open().await;
         other.sandbox(&id).await.unwrap().unwrap()
     };
     assert_eq!(read().await.status, SandboxStatus::Creating);
@@ -354,4 +364,119 @@ async fn every_write_shows_in_the_next_read_of_a_cached_row() {
 
     store.delete_sandbox(&id).await.unwrap();
     assert_eq!(store.sandbox(&id).await.unwrap(), None);
+}
+
+/// Two servers' handles on one database (two replicas on PostgreSQL) create sandboxes
+/// at once under a quota of 5: exactly 5 are admitted, whoever made them.
+async fn racing_creates_never_pass_the_quota(db: &TestDb) {
+    let (a, b) = (db.open().await, db.open().await);
+    let boot = a.bootstrap(None).await.unwrap().unwrap();
+    let owner = a
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let quotas = Quotas {
+        running_sandboxes: 5,
+        ..Quotas::default()
+    };
+    let tries = (0..20).map(|i| {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let row = sandbox(
+            &boot.organization_id,
+            &boot.project_id,
+            &boot.environment_id,
+            i,
+        );
+        let (user, quotas) = (owner.user_id.clone(), quotas);
+        tokio::spawn(async move { store.insert_sandbox(&row, None, &user, &quotas).await })
+    });
+    let mut admitted = 0;
+    for outcome in futures_join(tries).await {
+        match outcome {
+            Ok(()) => admitted += 1,
+            Err(sandboxd_store::StoreError::Quota(_)) => {}
+            Err(other) => panic!("unexpected failure: {other:?}"),
+        }
+    }
+    assert_eq!(admitted, 5);
+    let rows = a.sandboxes_in_project(&boot.project_id).await.unwrap();
+    assert_eq!(rows.len(), 5, "every admitted row is stored, no other");
+}
+
+/// Two owners removed at once, each through another handle: one removal is refused, so
+/// the organization keeps an owner.
+async fn racing_removals_always_leave_an_owner(db: &TestDb) {
+    use sandboxd_core::model::{MemberChanges, Role};
+    let (a, b) = (db.open().await, db.open().await);
+    let boot = a.bootstrap(None).await.unwrap().unwrap();
+    let org = boot.organization_id.clone();
+    let first = a
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap()
+        .user_id;
+    for round in 0..5 {
+        let second = a
+            .create_member(
+                &org,
+                &format!("owner-{round}"),
+                &MemberChanges {
+                    role: Some(Role::Owner),
+                    ..MemberChanges::default()
+                },
+            )
+            .await
+            .unwrap()
+            .user_id;
+        let (ta, tb) = (a.clone(), b.clone());
+        let (o1, o2) = (org.clone(), org.clone());
+        let (u1, u2) = (first.clone(), second.clone());
+        let one = tokio::spawn(async move { ta.remove_member(&o1, &u1).await });
+        let two = tokio::spawn(async move { tb.remove_member(&o2, &u2).await });
+        let (one, two) = (one.await.unwrap(), two.await.unwrap());
+        assert!(
+            one.is_ok() != two.is_ok(),
+            "exactly one removal passes: {one:?} {two:?}"
+        );
+        let owners = a
+            .members(&org)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.role == Role::Owner)
+            .count();
+        assert_eq!(owners, 1, "round {round}");
+        if one.is_ok() {
+            // The first owner went: the second is the one left for the next round.
+            return;
+        }
+    }
+}
+
+/// A server started with another master key than the one that sealed the database's
+/// secrets refuses to start.
+async fn another_master_key_is_refused(db: &TestDb) {
+    let first = sandboxd_store::Store::connect(&db.database, db.dir.path(), Some(&[1; 32]))
+        .await
+        .unwrap();
+    first.bootstrap(None).await.unwrap();
+    let again = sandboxd_store::Store::connect(&db.database, db.dir.path(), Some(&[1; 32])).await;
+    assert!(again.is_ok(), "the same key opens it");
+    let other = sandboxd_store::Store::connect(&db.database, db.dir.path(), Some(&[2; 32])).await;
+    assert!(
+        matches!(other, Err(sandboxd_store::StoreError::WrongMasterKey)),
+        "{other:?}"
+    );
+}
+
+async fn futures_join<T: Send + 'static>(
+    tasks: impl Iterator<Item = tokio::task::JoinHandle<T>>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    for task in tasks.collect::<Vec<_>>() {
+        out.push(task.await.unwrap());
+    }
+    out
 }

@@ -25,6 +25,9 @@ pub struct Config {
     pub bootstrap_key: Option<String>,
     /// Master key sealing secrets at rest, 64 hex digits; `<data_dir>/master.key` when unset.
     pub master_key: Option<String>,
+    /// The database: a `postgres://` URL (shared by replicas); SQLite in the data
+    /// directory when unset.
+    pub database_url: Option<String>,
     /// Whether sandboxes get the in-sandbox agent (`false`: every operation goes through
     /// the engine's exec and archive API).
     pub agent: bool,
@@ -65,6 +68,17 @@ pub struct Config {
     pub remote_only: bool,
     /// A `sandbox.create` without `serverId` goes where the most room is.
     pub placement: bool,
+    /// Seconds between passes of the reaper (expired sandboxes are killed).
+    pub reaper_interval_secs: u64,
+    /// Seconds between reconcile passes (containers and records brought back in line).
+    pub reconcile_interval_secs: u64,
+}
+
+impl Config {
+    /// The database this configuration names (its URL is never printed whole).
+    pub fn database(&self) -> Result<sandboxd_store::Database, sandboxd_store::StoreError> {
+        sandboxd_store::Database::from_config(self.database_url.as_deref(), &self.data_dir)
+    }
 }
 
 /// Per-organization quotas (`sandboxd_core::quotas`).
@@ -125,6 +139,7 @@ impl std::fmt::Debug for Config {
             .field("data_dir", &self.data_dir)
             .field("bootstrap_key", &self.bootstrap_key.as_ref().map(|_| "***"))
             .field("master_key", &self.master_key.as_ref().map(|_| "***"))
+            .field("database", &self.database().ok())
             .field("agent", &self.agent)
             .field("agent_binary", &self.agent_binary)
             .field("templates", &self.templates)
@@ -143,6 +158,8 @@ impl std::fmt::Debug for Config {
             .field("quotas", &self.quotas)
             .field("remote_only", &self.remote_only)
             .field("placement", &self.placement)
+            .field("reaper_interval_secs", &self.reaper_interval_secs)
+            .field("reconcile_interval_secs", &self.reconcile_interval_secs)
             .finish()
     }
 }
@@ -154,6 +171,7 @@ impl Default for Config {
             data_dir: PathBuf::from("./sandboxd-data"),
             bootstrap_key: None,
             master_key: None,
+            database_url: None,
             agent: true,
             agent_binary: None,
             templates: BTreeMap::new(),
@@ -172,6 +190,8 @@ impl Default for Config {
             quotas: QuotasConfig::default(),
             remote_only: false,
             placement: false,
+            reaper_interval_secs: sandboxd_core::limits::REAPER_INTERVAL_MS / 1000,
+            reconcile_interval_secs: sandboxd_core::limits::RECONCILE_INTERVAL_MS / 1000,
         }
     }
 }

@@ -7,6 +7,7 @@ mod cli;
 mod config;
 mod doctor;
 mod mcp_stdio;
+mod migrate;
 mod reap;
 mod serve;
 mod shell;
@@ -47,6 +48,8 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// List sandbox containers nobody looks after any more (remove them with --kill).
     Reap(reap::ReapArgs),
+    /// Bring the database's schema up to date, then exit.
+    Migrate(migrate::MigrateArgs),
     /// Print a completion script for a shell.
     #[command(
         after_help = "Examples:\n  sandboxd completions bash > ~/.local/share/bash-completion/completions/sandboxd\n  \
@@ -76,6 +79,7 @@ fn main() -> anyhow::Result<ExitCode> {
             Command::Client(command) => cli::run(command).await,
             Command::Doctor(args) => doctor::run(args).await.or_else(could_not_run),
             Command::Reap(args) => reap::run(args).await.or_else(could_not_run),
+            Command::Migrate(args) => migrate::run(args).await.or_else(could_not_run),
             Command::Completions { shell } => {
                 use clap::CommandFactory as _;
                 clap_complete::generate(

@@ -69,20 +69,19 @@ pub async fn run(args: ReapArgs) -> anyhow::Result<ExitCode> {
     // makes its container, so no container listed here lacks a record read below
     // because it was made in between.
     let containers = engine.labelled_sandboxes().await?;
-    let tracking = match sandboxd_store::survey(&config.data_dir)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot read the store in {} (run this as the server's user)",
-                config.data_dir.display()
-            )
-        })? {
+    let database = config.database()?;
+    let tracking = match sandboxd_store::survey(&database).await.with_context(|| {
+        format!(
+            "cannot read the store {} (run this as the server's user)",
+            database.describe()
+        )
+    })? {
         Some(survey) => survey.tracking,
         None => {
             eprintln!(
                 "note: {} holds no sandboxd store; every sandbox container counts as another \
                  installation's (--any-installation lets --kill remove those)",
-                config.data_dir.display()
+                database.describe()
             );
             Tracking::default()
         }

@@ -24,6 +24,10 @@ pub struct ServeArgs {
     /// Directory of the database and keys [default: ./sandboxd-data].
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// The database: a postgres:// URL shared by replicas [default: SQLite in the data
+    /// directory; env: SANDBOXD_DATABASE_URL].
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
     /// TOML configuration file.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -62,6 +66,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(dir) = args.data_dir {
         config.data_dir = dir;
     }
+    if let Some(url) = args.database_url {
+        config.database_url = Some(url);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&config.log))
         .with_writer(std::io::stderr)
@@ -76,8 +83,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         config.agent_binary.as_deref(),
         &config.data_dir,
     )?;
+    let database = config.database()?;
     info!(
         data_dir = %config.data_dir.display(),
+        database = %database.describe(),
         config = %args.config.as_deref().map(absolute).unwrap_or_default(),
         agent = %agent.as_ref().map(|(path, _)| path.display().to_string()).unwrap_or_default(),
         agent_source = agent.as_ref().map(|(_, source)| source.as_str()).unwrap_or("none"),
@@ -85,6 +94,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
 
     let mut server_config = ServerConfig::new(config.data_dir.clone());
+    server_config.database = Some(database);
     server_config.bootstrap_key = config.bootstrap_key.clone();
     if let Some(bootstrap) = &config.bootstrap_key
         && bootstrap.chars().count() < 32
@@ -111,6 +121,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if config.session_max_lifetime_secs == 0 {
         bail!("session_max_lifetime_secs must be at least 1");
     }
+    if config.reaper_interval_secs == 0 || config.reconcile_interval_secs == 0 {
+        bail!("reaper_interval_secs and reconcile_interval_secs must be at least 1");
+    }
+    server_config.reaper_interval = std::time::Duration::from_secs(config.reaper_interval_secs);
+    server_config.reconcile_interval =
+        std::time::Duration::from_secs(config.reconcile_interval_secs);
     server_config.session_max_lifetime =
         std::time::Duration::from_secs(config.session_max_lifetime_secs);
     server_config.pools = config

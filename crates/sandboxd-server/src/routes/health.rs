@@ -1,7 +1,12 @@
-//! `/health`: the server answers, and how it serves sandboxes.
+//! `/health`: the server answers, and how it serves sandboxes. `/ready`: whether it can
+//! serve now, its store and its engine checked apart (for a load balancer in front of
+//! replicas, and for an operator finding which one fails).
+
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -35,7 +40,9 @@ pub struct Health {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(health))
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(ready))
 }
 
 /// Whether the server answers, its version, and whether sandboxes get the agent.
@@ -51,4 +58,103 @@ async fn health(State(state): State<AppState>) -> Json<Health> {
             ExecPath::Engine
         },
     })
+}
+
+/// How long each part of a readiness check may take.
+const READY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One part of the readiness check.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PartHealth {
+    /// `ok`, `failing` (it answered with an error) or `timeout` (no answer within 2 s).
+    /// The error itself is in the server's log, not here: `/ready` needs no key.
+    #[schema(example = "ok")]
+    pub status: &'static str,
+    /// How long the check took.
+    pub latency_ms: f64,
+}
+
+/// The store's part: its check, and how it is kept.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreHealth {
+    #[serde(flatten)]
+    pub check: PartHealth,
+    /// `sqlite` or `postgres`.
+    #[schema(example = "sqlite")]
+    pub backend: &'static str,
+    /// Whether the key and row caches serve (on PostgreSQL: while the change feed of
+    /// the other replicas is heard).
+    pub caches: bool,
+}
+
+/// Whether the server can serve now.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Readiness {
+    /// `ready` when the store and the engine answer, else `unready` (with status 503).
+    #[schema(example = "ready")]
+    pub status: &'static str,
+    pub store: StoreHealth,
+    /// The local engine.
+    pub engine: PartHealth,
+}
+
+async fn check<E: std::fmt::Display>(
+    part: &'static str,
+    probe: impl std::future::Future<Output = Result<(), E>>,
+) -> PartHealth {
+    let started = Instant::now();
+    let status = match tokio::time::timeout(READY_TIMEOUT, probe).await {
+        Ok(Ok(())) => "ok",
+        Ok(Err(error)) => {
+            tracing::warn!(part, %error, "readiness check failed");
+            "failing"
+        }
+        Err(_) => {
+            tracing::warn!(part, "readiness check timed out");
+            "timeout"
+        }
+    };
+    PartHealth {
+        status,
+        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+    }
+}
+
+/// Whether the store and the engine answer, each checked apart (2 s at most each).
+#[utoipa::path(get, path = "/ready", operation_id = "ready", tag = "server",
+    responses(
+        (status = 200, description = "Store and engine answer", body = Readiness),
+        (status = 503, description = "The store or the engine does not answer", body = Readiness),
+    ))]
+async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) {
+    let service = &state.service;
+    let store = service.store();
+    let (store_check, engine_check) = tokio::join!(
+        check("store", store.ping(READY_TIMEOUT)),
+        check("engine", async {
+            service.engine().host().await.map(|_| ())
+        }),
+    );
+    let ready = store_check.status == "ok" && engine_check.status == "ok";
+    let body = Readiness {
+        status: if ready { "ready" } else { "unready" },
+        store: StoreHealth {
+            check: store_check,
+            backend: match store.backend() {
+                sandboxd_store::Backend::Sqlite => "sqlite",
+                sandboxd_store::Backend::Postgres => "postgres",
+            },
+            caches: store.caches_on(),
+        },
+        engine: engine_check,
+    };
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(body))
 }

@@ -263,6 +263,7 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/server.remove", "post", "server-remove"),
         ("/api/server.test", "post", "server-test"),
         ("/health", "get", "health"),
+        ("/ready", "get", "ready"),
     ];
     let paths = doc["paths"].as_object().unwrap();
     assert_eq!(
@@ -277,8 +278,8 @@ async fn openapi_document_describes_every_procedure() {
             "{path}"
         );
         // Each documented route answers (without a key: 401, never 404 or 405); only
-        // the health check needs no key.
-        let expected_status = if path == "/health" {
+        // the health and readiness checks need no key.
+        let expected_status = if path == "/health" || path == "/ready" {
             StatusCode::OK
         } else {
             StatusCode::UNAUTHORIZED

@@ -40,7 +40,7 @@ pub async fn checks(config: &Config) -> Vec<Check> {
         checks.extend(engine_checks(engine, config).await);
     }
     checks.push(data_dir(&config.data_dir));
-    checks.push(store(&config.data_dir).await);
+    checks.push(store(config).await);
     checks.push(agent(config));
     checks.push(disk("disk", &config.data_dir));
     checks
@@ -293,24 +293,36 @@ fn writable(dir: &Path) -> std::io::Result<()> {
         .map(drop)
 }
 
-async fn store(dir: &Path) -> Check {
-    let db = dir.join("sandboxd.db");
-    match sandboxd_store::survey(dir).await {
+async fn store(config: &Config) -> Check {
+    let database = match config.database() {
+        Ok(database) => database,
+        Err(error) => {
+            return Check::fail(
+                "store",
+                error.to_string(),
+                "give a postgres:// URL, or none",
+            );
+        }
+    };
+    let db = database.describe();
+    let file = match &database {
+        sandboxd_store::Database::Sqlite { data_dir } => Some(data_dir.join("sandboxd.db")),
+        sandboxd_store::Database::Postgres { .. } => None,
+    };
+    match sandboxd_store::survey(&database).await {
         Ok(None) => Check::pass("store", "no database yet: it is made on first start"),
         Ok(Some(survey)) if survey.schema_version > survey.known_version => Check::fail(
             "store",
             format!(
                 "{} was migrated by a newer sandboxd (schema {} > {})",
-                db.display(),
-                survey.schema_version,
-                survey.known_version
+                db, survey.schema_version, survey.known_version
             ),
             "run the newer sandboxd, or restore a backup made before the upgrade",
         ),
         Ok(Some(survey)) => {
             let detail = format!(
                 "{}: schema {}{}, {} sandbox record(s) on this engine",
-                db.display(),
+                db,
                 survey.schema_version,
                 if survey.schema_version < survey.known_version {
                     format!(" (migrated to {} on next start)", survey.known_version)
@@ -319,7 +331,10 @@ async fn store(dir: &Path) -> Check {
                 },
                 survey.tracking.records.len()
             );
-            match std::fs::OpenOptions::new().write(true).open(&db) {
+            let Some(file) = file else {
+                return Check::pass("store", detail);
+            };
+            match std::fs::OpenOptions::new().write(true).open(&file) {
                 Ok(_) => Check::pass("store", detail),
                 Err(error) => Check::fail(
                     "store",
@@ -330,7 +345,7 @@ async fn store(dir: &Path) -> Check {
         }
         Err(error) => Check::fail(
             "store",
-            format!("cannot read {}: {error}", db.display()),
+            format!("cannot read {db}: {error}"),
             "check the file's owner and mode, or restore it from a backup",
         ),
     }

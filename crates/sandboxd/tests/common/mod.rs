@@ -2,6 +2,8 @@
 //! tests; it is stopped, and the containers it made removed, when dropped.
 #![allow(dead_code)]
 
+pub mod postgres;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -53,6 +55,19 @@ impl RunningServer {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = dir.path().to_owned();
         Self::start_in(dir, None, data_dir, false, env).await
+    }
+
+    /// A replica: a server with a data directory of its own on the shared `database`,
+    /// logging to `server.log` (`info`).
+    pub async fn replica(database: &postgres::TestDatabase, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_owned();
+        let mut all = vec![
+            ("SANDBOXD_DATABASE_URL", database.url.as_str()),
+            ("SANDBOXD_MASTER_KEY", postgres::MASTER_KEY),
+        ];
+        all.extend_from_slice(env);
+        Self::start_in(dir, None, data_dir, true, &all).await
     }
 
     /// A server started in `workdir` with `--data-dir relative`, as from a fresh clone.
@@ -126,7 +141,12 @@ impl RunningServer {
                 "SANDBOXD_TEMPLATES__BASE__IMAGE",
                 "sandboxd-local/debian:bookworm",
             )
-            .env("SANDBOXD_LOG", if logged { "debug" } else { "info" })
+            .env(
+                "SANDBOXD_LOG",
+                env.iter()
+                    .find(|(k, _)| *k == "SANDBOXD_LOG")
+                    .map_or(if logged { "debug" } else { "info" }, |(_, v)| *v),
+            )
             .stdout(stdout)
             .stderr(stderr)
             .spawn()

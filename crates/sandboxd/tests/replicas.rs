@@ -1,0 +1,407 @@
+//! Two `sandboxd serve` replicas on one PostgreSQL database and one engine, as an
+//! operator runs them: any replica serves any sandbox, a key revoked through one is
+//! refused by the other, a replica killed with SIGKILL leaves its duties to the other,
+//! and racing creates and kills lose nothing and leak nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::postgres::TestDatabase;
+use common::{KEY, RunningServer};
+use serde_json::{Value, json};
+
+/// Fast passes, so that the bounds below are seconds: the reaper every second,
+/// reconcile every two.
+const FAST: [(&str, &str); 2] = [
+    ("SANDBOXD_REAPER_INTERVAL_SECS", "1"),
+    ("SANDBOXD_RECONCILE_INTERVAL_SECS", "2"),
+];
+
+async fn call(server: &RunningServer, key: &str, procedure: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/{procedure}", server.url))
+        .header("x-api-key", key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(server: &RunningServer, key: &str, path: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .get(format!("{}/api/{path}", server.url))
+        .header("x-api-key", key)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn ok(server: &RunningServer, procedure: &str, body: Value) -> Value {
+    let (status, answer) = call(server, KEY, procedure, body).await;
+    assert_eq!(status, 200, "{procedure}: {answer}");
+    answer
+}
+
+async fn one(server: &RunningServer, id: &str) -> Value {
+    let (status, sandbox) = get(server, KEY, &format!("sandbox.one?sandboxId={id}")).await;
+    assert_eq!(status, 200, "{sandbox}");
+    sandbox
+}
+
+async fn create(server: &RunningServer, extra: Value) -> String {
+    let mut body = json!({"environmentId": server.env_id, "image": "sandboxd-local/busybox"});
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        body.extend(extra.clone());
+    }
+    ok(server, "sandbox.create", body).await["sandboxId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn containers_of(sandbox_id: &str) -> Vec<String> {
+    let listed = std::process::Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=sandboxd.sandboxId={sandbox_id}"),
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&listed.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn containers_in(env_id: &str) -> usize {
+    let listed = std::process::Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=sandboxd.environmentId={env_id}"),
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&listed.stdout)
+        .split_whitespace()
+        .count()
+}
+
+async fn eventually(what: &str, within: Duration, mut done: impl AsyncFnMut() -> bool) -> Duration {
+    let started = Instant::now();
+    while !done().await {
+        assert!(started.elapsed() < within, "{what}: not within {within:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_made_through_one_replica_is_used_through_the_other() {
+    let db = TestDatabase::create().await;
+    let a = RunningServer::replica(&db, &[]).await;
+    let b = RunningServer::replica(&db, &[]).await;
+    assert_eq!(a.env_id, b.env_id, "one installation");
+
+    let id = create(&a, json!({})).await;
+    let ran = ok(
+        &b,
+        "sandbox.exec",
+        json!({"sandboxId": id, "cmd": "echo hi from b"}),
+    )
+    .await;
+    assert_eq!(ran["stdout"], "hi from b\n");
+    assert_eq!(ran["exitCode"], 0);
+    ok(
+        &b,
+        "sandbox.writeFile",
+        json!({"sandboxId": id, "path": "/tmp/note", "content": "written through b"}),
+    )
+    .await;
+    for server in [&a, &b] {
+        let (status, read) = get(
+            server,
+            KEY,
+            &format!("sandbox.readFile?sandboxId={id}&path=/tmp/note"),
+        )
+        .await;
+        assert_eq!(status, 200, "{read}");
+        assert_eq!(read["content"], "written through b");
+    }
+    // The replica that made it answers through its agent, the other through the engine.
+    let ((a_agent, _), (b_agent, b_engine)) = (a.served().await, b.served().await);
+    assert!(a_agent >= 1 || b_agent == 0, "A holds the agent connection");
+    assert!(b_engine >= 1, "B reached the sandbox through the engine");
+
+    let killed = ok(&b, "sandbox.kill", json!({"sandboxId": id})).await;
+    assert_eq!(killed["status"], "killed");
+    assert_eq!(one(&a, &id).await["status"], "killed");
+    eventually(
+        "the container removed",
+        Duration::from_secs(15),
+        async || containers_of(&id).is_empty(),
+    )
+    .await;
+    let (status, _) = call(
+        &a,
+        KEY,
+        "sandbox.exec",
+        json!({"sandboxId": id, "cmd": "true"}),
+    )
+    .await;
+    assert_eq!(status, 412, "A knows it is killed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_revoked_through_one_replica_is_refused_by_the_other_at_once() {
+    let db = TestDatabase::create().await;
+    let a = RunningServer::replica(&db, &[]).await;
+    let b = RunningServer::replica(&db, &[]).await;
+    let mut refused_at_first = 0;
+    let rounds = 10;
+    for round in 0..rounds {
+        let made = ok(&a, "apiKey.create", json!({"name": format!("k{round}")})).await;
+        let (key, key_id) = (
+            made["secret"].as_str().unwrap().to_owned(),
+            made["keyId"].as_str().unwrap().to_owned(),
+        );
+        // B has seen the key (and keeps it in its cache).
+        for _ in 0..3 {
+            let (status, _) = get(&b, &key, "apiKey.current").await;
+            assert_eq!(status, 200);
+        }
+        ok(&a, "apiKey.revoke", json!({"keyId": key_id})).await;
+        let started = Instant::now();
+        let mut first = true;
+        loop {
+            let (status, _) = get(&b, &key, "apiKey.current").await;
+            if status == 401 {
+                refused_at_first += usize::from(first);
+                break;
+            }
+            first = false;
+            assert!(
+                started.elapsed() < Duration::from_millis(300),
+                "B still took the revoked key after {:?}",
+                started.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    println!(
+        "revoked keys refused by the other replica's first request: {refused_at_first}/{rounds}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_leader_is_killed_the_other_replica_reaps_and_reconciles() {
+    let db = TestDatabase::create().await;
+    let mut a = RunningServer::replica(&db, &FAST).await;
+    // A started first and holds both duties before B starts.
+    eventually("A leads", Duration::from_secs(10), async || {
+        let log = a.log();
+        log.contains("duty=\"engines\"") && log.contains("duty=\"reaper\"")
+    })
+    .await;
+    let b = RunningServer::replica(&db, &FAST).await;
+
+    let expiring = create(&b, json!({"timeoutMs": 10_000})).await;
+    let orphaned = create(&a, json!({})).await;
+    let orphan_containers = containers_of(&orphaned);
+    assert_eq!(orphan_containers.len(), 1);
+
+    a.stop(); // SIGKILL
+    let killed_at = Instant::now();
+    // The orphan: a container whose record is gone (as after a restore from an older
+    // backup).
+    assert_eq!(
+        db.execute(&format!(
+            "DELETE FROM sandboxes WHERE sandbox_id = '{orphaned}'"
+        ))
+        .await,
+        1
+    );
+
+    // Bound: the takeover is at B's next try (a pass of each loop), then one pass.
+    let reconciled = eventually("the orphan removed", Duration::from_secs(10), async || {
+        containers_of(&orphaned).is_empty()
+    })
+    .await;
+    let reaped = eventually(
+        "the expired sandbox reaped",
+        Duration::from_secs(20),
+        async || one(&b, &expiring).await["status"] == "killed",
+    )
+    .await;
+    println!(
+        "after SIGKILL of the leader: orphan removed {reconciled:?} after it was made; the \
+         sandbox expiring 10 s after its creation reaped {:?} after the kill",
+        killed_at.elapsed()
+    );
+    let _ = reaped;
+    assert!(
+        b.log().contains("this replica now runs the duty"),
+        "{}",
+        b.log()
+    );
+    eventually(
+        "its container removed",
+        Duration::from_secs(10),
+        async || containers_of(&expiring).is_empty(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_creates_and_kills_on_two_replicas_lose_nothing_and_leak_nothing() {
+    let db = TestDatabase::create().await;
+    let a = std::sync::Arc::new(RunningServer::replica(&db, &[]).await);
+    let b = std::sync::Arc::new(RunningServer::replica(&db, &[]).await);
+    let per_replica = 50;
+    let in_flight = 6;
+    let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(in_flight * 2));
+    let mut tasks = Vec::new();
+    for i in 0..per_replica * 2 {
+        // Made through one replica, killed through the other.
+        let (maker, killer) = if i % 2 == 0 {
+            (a.clone(), b.clone())
+        } else {
+            (b.clone(), a.clone())
+        };
+        let permit = semaphore.clone();
+        tasks.push(tokio::spawn(async move {
+            let _permit = permit.acquire_owned().await.unwrap();
+            let id = create(&maker, json!({"name": format!("race-{i}")})).await;
+            // Both kill it at once: one kill, no failure.
+            let (one, two) = tokio::join!(
+                call(&killer, KEY, "sandbox.kill", json!({"sandboxId": id})),
+                call(&maker, KEY, "sandbox.kill", json!({"sandboxId": id})),
+            );
+            for (status, answer) in [&one, &two] {
+                assert!(*status == 200 || *status == 412, "kill: {status} {answer}");
+            }
+            assert!(one.0 == 200 || two.0 == 200, "one kill took");
+            id
+        }));
+    }
+    let mut ids = Vec::new();
+    for task in tasks {
+        ids.push(task.await.unwrap());
+    }
+    let distinct: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(distinct.len(), per_replica * 2, "no duplicate id");
+    assert_eq!(
+        db.count("SELECT sandbox_id FROM sandboxes").await,
+        i64::try_from(per_replica * 2).unwrap(),
+        "one row per create, none lost, none doubled"
+    );
+    assert_eq!(
+        db.count("SELECT sandbox_id FROM sandboxes WHERE status <> 'killed'")
+            .await,
+        0,
+        "every row killed"
+    );
+    for server in [&a, &b] {
+        let (status, listed) = get(
+            server,
+            KEY,
+            &format!("sandbox.list?environmentId={}", server.env_id),
+        )
+        .await;
+        assert_eq!(status, 200, "{listed}");
+        assert_eq!(
+            listed.as_array().map(Vec::len),
+            Some(per_replica * 2),
+            "both list them all"
+        );
+    }
+    let env = a.env_id.clone();
+    eventually(
+        "every container removed",
+        Duration::from_secs(30),
+        async || containers_in(&env) == 0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_reports_the_store_and_the_engine_apart() {
+    let ready = async |server: &RunningServer| -> (u16, Value) {
+        let response = reqwest::get(format!("{}/ready", server.url)).await.unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    };
+    let sqlite = RunningServer::start().await;
+    let (status, body) = ready(&sqlite).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["store"]["backend"], "sqlite");
+    assert_eq!(body["store"]["caches"], true);
+    assert_eq!(body["engine"]["status"], "ok");
+
+    let db = TestDatabase::create().await;
+    let replica = RunningServer::replica(&db, &[]).await;
+    let (status, body) = ready(&replica).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (
+            &body["status"],
+            &body["store"]["status"],
+            &body["store"]["backend"]
+        ),
+        (&json!("ready"), &json!("ok"), &json!("postgres"))
+    );
+    eventually(
+        "the change feed listens",
+        Duration::from_secs(10),
+        async || ready(&replica).await.1["store"]["caches"] == true,
+    )
+    .await;
+
+    // The database stops taking connections and drops the replica's: the store fails,
+    // the engine does not, and nothing of the error is in the answer.
+    let name = db.url.rsplit('/').next().unwrap().to_owned();
+    let admin = TestDatabase::admin_of(&db);
+    admin
+        .run(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"))
+        .await;
+    admin
+        .run(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+        ))
+        .await;
+    let (status, body) = ready(&replica).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "unready");
+    assert_ne!(body["store"]["status"], "ok", "{body}");
+    assert_eq!(body["engine"]["status"], "ok", "{body}");
+    assert!(
+        !body.to_string().contains("sandboxd_e2e"),
+        "no detail: {body}"
+    );
+    // A request that needs the store is told to retry (within the key cache's 2 s, which
+    // is the bound should the change feed not have seen its connection go).
+    let mut last = (0, Value::Null);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) && last.0 != 503 {
+        last = get(&replica, KEY, "apiKey.current").await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(last.0, 503, "{} {}", last.1, replica.log());
+
+    admin
+        .run(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"))
+        .await;
+    eventually("ready again", Duration::from_secs(15), async || {
+        let (status, body) = ready(&replica).await;
+        status == 200 && body["store"]["caches"] == true
+    })
+    .await;
+}
