@@ -7,10 +7,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::TestDb;
-use sandboxd_core::model::{MemberChanges, NetworkMode, Role, Sandbox, SandboxStatus};
+use common::{TestDb, sandbox};
+use sandboxd_core::model::{MemberChanges, Role, SandboxStatus};
 use sandboxd_core::quotas::Quotas;
-use sandboxd_store::{Store, new_id};
+use sandboxd_store::Store;
 use sqlx::Connection as _;
 
 /// What "at once" is held to here: well under the caches' own limits, so that a feed
@@ -50,35 +50,6 @@ async fn two_replicas(db: &TestDb) -> (Store, Store) {
     (a, b)
 }
 
-fn sandbox(org: &str, project: &str, env: &str) -> Sandbox {
-    Sandbox {
-        sandbox_id: new_id().unwrap(),
-        name: "s".into(),
-        organization_id: org.into(),
-        project_id: project.into(),
-        environment_id: env.into(),
-        server_id: None,
-        image: "img".into(),
-        template: None,
-        container_id: None,
-        status: SandboxStatus::Creating,
-        cpu: 0.5,
-        memory_mb: 128,
-        pids_limit: 64,
-        timeout_ms: 60_000,
-        network_mode: NetworkMode::Isolated,
-        workdir: "/home/user".into(),
-        user: None,
-        runtime: None,
-        created_at: 1,
-        expires_at: None,
-        last_activity_at: None,
-        killed_at: None,
-        env_per_exec: false,
-        labels: Default::default(),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_written_through_one_replica_is_read_fresh_by_the_other() {
     let db = TestDb::postgres().await;
@@ -93,6 +64,7 @@ async fn a_row_written_through_one_replica_is_read_fresh_by_the_other() {
         &boot.organization_id,
         &boot.project_id,
         &boot.environment_id,
+        1,
     );
     let id = row.sandbox_id.clone();
     a.insert_sandbox(&row, None, &owner.user_id, &Quotas::default())

@@ -6,40 +6,11 @@
 #[macro_use]
 mod common;
 
-use common::TestDb;
+use common::{TestDb, sandbox};
 
-use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
+use sandboxd_core::model::SandboxStatus;
 use sandboxd_core::quotas::Quotas;
-use sandboxd_store::{Database, new_id};
-
-fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox {
-    Sandbox {
-        sandbox_id: new_id().unwrap(),
-        name: "s".into(),
-        organization_id: org.into(),
-        project_id: project.into(),
-        environment_id: env.into(),
-        server_id: None,
-        image: "img".into(),
-        template: None,
-        container_id: None,
-        status: SandboxStatus::Creating,
-        cpu: 0.5,
-        memory_mb: 128,
-        pids_limit: 64,
-        timeout_ms: 60_000,
-        network_mode: NetworkMode::Isolated,
-        workdir: "/home/user".into(),
-        user: None,
-        runtime: None,
-        created_at,
-        expires_at: None,
-        last_activity_at: None,
-        killed_at: None,
-        env_per_exec: false,
-        labels: [("tenant_id".to_owned(), "acme".to_owned())].into(),
-    }
-}
+use sandboxd_store::Database;
 
 on_every_backend!(
     bootstrap_authenticate_and_sandbox_rows,

@@ -20,15 +20,9 @@ const RELATIVE_DATA_DIR: &str =
     "a-checkout-under-a-long-home-directory/with-a-nested-project-folder/sandboxd-data";
 
 async fn call(server: &RunningServer, procedure: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/sandbox.{procedure}", server.url))
-        .header("x-api-key", KEY)
-        .json(&body)
-        .send()
+    server
+        .post(KEY, &format!("sandbox.{procedure}"), body)
         .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 async fn get(server: &RunningServer, path: &str) -> String {

@@ -20,26 +20,11 @@ const FAST: [(&str, &str); 2] = [
 ];
 
 async fn call(server: &RunningServer, key: &str, procedure: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/{procedure}", server.url))
-        .header("x-api-key", key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    server.post(key, procedure, body).await
 }
 
 async fn get(server: &RunningServer, key: &str, path: &str) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .get(format!("{}/api/{path}", server.url))
-        .header("x-api-key", key)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    server.get(key, path).await
 }
 
 async fn ok(server: &RunningServer, procedure: &str, body: Value) -> Value {

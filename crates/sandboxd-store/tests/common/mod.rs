@@ -4,8 +4,39 @@
 //! suite), created for one test and dropped after it, even when the test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
-use sandboxd_store::{Database, Store};
+use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
+use sandboxd_store::{Database, Store, new_id};
 use sqlx::Connection as _;
+
+/// A sandbox row of the bootstrap's organization, as `create` writes it.
+pub fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox {
+    Sandbox {
+        sandbox_id: new_id().unwrap(),
+        name: "s".into(),
+        organization_id: org.into(),
+        project_id: project.into(),
+        environment_id: env.into(),
+        server_id: None,
+        image: "img".into(),
+        template: None,
+        container_id: None,
+        status: SandboxStatus::Creating,
+        cpu: 0.5,
+        memory_mb: 128,
+        pids_limit: 64,
+        timeout_ms: 60_000,
+        network_mode: NetworkMode::Isolated,
+        workdir: "/home/user".into(),
+        user: None,
+        runtime: None,
+        created_at,
+        expires_at: None,
+        last_activity_at: None,
+        killed_at: None,
+        env_per_exec: false,
+        labels: [("tenant_id".to_owned(), "acme".to_owned())].into(),
+    }
+}
 
 pub const POSTGRES_URL_VAR: &str = "SANDBOXD_TEST_POSTGRES_URL";
 

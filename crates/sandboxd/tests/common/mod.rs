@@ -179,6 +179,37 @@ impl RunningServer {
         running
     }
 
+    /// `POST /api/<procedure>` with `key`: the status and the JSON answer (`null` when
+    /// the answer is not JSON).
+    pub async fn post(
+        &self,
+        key: &str,
+        procedure: &str,
+        body: serde_json::Value,
+    ) -> (u16, serde_json::Value) {
+        let response = reqwest::Client::new()
+            .post(format!("{}/api/{procedure}", self.url))
+            .header("x-api-key", key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or_default())
+    }
+
+    /// `GET /api/<path>` (with its query) with `key`, as [`RunningServer::post`].
+    pub async fn get(&self, key: &str, path: &str) -> (u16, serde_json::Value) {
+        let response = reqwest::Client::new()
+            .get(format!("{}/api/{path}", self.url))
+            .header("x-api-key", key)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or_default())
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.server.id()
