@@ -176,6 +176,27 @@ pub async fn reconcile_or_restore(service: &Service) -> Result<(), ServiceError>
     }
 }
 
+/// Drops the engines of remote servers another replica changed (on PostgreSQL).
+fn follow_server_changes(service: Service, mut stop: watch::Receiver<bool>) -> JoinHandle<()> {
+    use tokio::sync::broadcast::error::RecvError;
+    tokio::spawn(async move {
+        let mut changes = service.store().server_changes();
+        loop {
+            let change = tokio::select! {
+                _ = stop.changed() => return,
+                change = changes.recv() => change,
+            };
+            match change {
+                Ok(change) => service.servers_changed(&change),
+                Err(RecvError::Lagged(_)) => {
+                    service.servers_changed(&sandboxd_store::ServerChange::All);
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    })
+}
+
 /// Starts the reaper, the warm-pool refill, the periodic reconcile and the watch on
 /// containers that stop.
 pub fn spawn(
@@ -187,10 +208,12 @@ pub fn spawn(
     let filler = service.clone();
     let watcher = watch_deaths(service.clone(), service.engine().clone(), stop.clone());
     let fleet = watch_fleet(service.clone(), stop.clone());
+    let server_changes = follow_server_changes(service.clone(), stop.clone());
     let reconciler = service;
     vec![
         watcher,
         fleet,
+        server_changes,
         every(config.reaper_interval, stop.clone(), "reaper", move || {
             let service = reaper.clone();
             async move {

@@ -87,6 +87,12 @@ impl Fleet {
         let mut remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
         remote.remove(server_id);
     }
+
+    /// Forgets every server's engine.
+    pub(crate) fn forget_all(&self) {
+        let mut remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
+        remote.clear();
+    }
 }
 
 /// How a server is reached, from its record and its opened private key.
@@ -200,6 +206,15 @@ impl Service {
         self.inner.removals.spawn(async move {
             agents.release(&sandbox_id).await;
         });
+    }
+
+    /// Drops the engines another replica's change to servers made stale: the next use
+    /// connects again from the record as it is now.
+    pub fn servers_changed(&self, change: &sandboxd_store::ServerChange) {
+        match change {
+            sandboxd_store::ServerChange::One(server_id) => self.inner.fleet.forget(server_id),
+            sandboxd_store::ServerChange::All => self.inner.fleet.forget_all(),
+        }
     }
 
     /// The engines of the servers connected since start.

@@ -2,8 +2,10 @@
 //! key and row caches of this replica stay correct when several share a database.
 //!
 //! Triggers (migration 0007 of PostgreSQL) send `<origin> sandbox <id>` for every write
-//! to a sandbox's row and `<origin> access` for every change to keys, members, users or
-//! organizations, at commit. The origin is the writer's `application_name`: this
+//! to a sandbox's row, `<origin> server <id>` for every change to a remote server's
+//! record (passed on to the service, which drops the engine it made for it) and
+//! `<origin> access` for every change to keys, members, users or organizations, at
+//! commit. The origin is the writer's `application_name`: this
 //! replica's own notices are skipped, its writes having updated its caches already.
 //!
 //! The caches are suspended (nothing served from them, nothing kept) until the listener
@@ -16,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
+use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
@@ -30,6 +33,8 @@ pub(crate) const CHANNEL: &str = "sandboxd_changes";
 enum Notice<'a> {
     /// A sandbox's row changed.
     Sandbox(&'a str),
+    /// A remote server's record changed.
+    Server(&'a str),
     /// What some caller may do changed.
     Access,
     /// This replica's own change, or nothing this build knows.
@@ -46,6 +51,7 @@ fn parse<'a>(origin: &str, payload: &'a str) -> Notice<'a> {
             (Some(id), Some("sandbox"), Some(from)) if !id.is_empty() => {
                 (from, Notice::Sandbox(id))
             }
+            (Some(id), Some("server"), Some(from)) if !id.is_empty() => (from, Notice::Server(id)),
             _ => return Notice::Nothing,
         }
     };
@@ -54,6 +60,16 @@ fn parse<'a>(origin: &str, payload: &'a str) -> Notice<'a> {
     } else {
         notice
     }
+}
+
+/// A change to remote servers made by another replica.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerChange {
+    /// This server's record changed or was removed.
+    One(String),
+    /// Changes may have been missed (the feed was lost meanwhile): any server may have
+    /// changed.
+    All,
 }
 
 /// The listening task; it ends with the store.
@@ -70,24 +86,34 @@ impl ChangeFeed {
         origin: String,
         auth: Arc<AuthCache>,
         rows: Arc<RowCache>,
+        servers: broadcast::Sender<ServerChange>,
     ) -> Self {
         auth.suspend();
         rows.suspend();
         let task = tokio::spawn(async move {
             let mut backoff = Duration::from_millis(100);
+            let mut lost = false;
             loop {
                 match listen(&url).await {
                     Ok(mut listener) => {
                         backoff = Duration::from_millis(100);
                         auth.resume();
                         rows.resume();
+                        if lost {
+                            // Changes to servers may have been missed meanwhile.
+                            let _ = servers.send(ServerChange::All);
+                        }
                         info!("listening for the changes of other replicas");
-                        follow(&mut listener, &origin, &auth, &rows).await;
+                        follow(&mut listener, &origin, &auth, &rows, &servers).await;
                         auth.suspend();
                         rows.suspend();
+                        lost = true;
                         warn!("lost the change feed; caches are off until it is back");
                     }
-                    Err(error) => warn!(%error, "cannot listen for changes; caches stay off"),
+                    Err(error) => {
+                        lost = true;
+                        warn!(%error, "cannot listen for changes; caches stay off");
+                    }
                 }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -114,7 +140,13 @@ async fn listen(url: &str) -> Result<PgListener, sqlx::Error> {
 }
 
 /// Applies notices until the connection is lost.
-async fn follow(listener: &mut PgListener, origin: &str, auth: &AuthCache, rows: &RowCache) {
+async fn follow(
+    listener: &mut PgListener,
+    origin: &str,
+    auth: &AuthCache,
+    rows: &RowCache,
+    servers: &broadcast::Sender<ServerChange>,
+) {
     loop {
         let notification = match listener.try_recv().await {
             Ok(Some(notification)) => notification,
@@ -126,6 +158,9 @@ async fn follow(listener: &mut PgListener, origin: &str, auth: &AuthCache, rows:
         };
         match parse(origin, notification.payload()) {
             Notice::Sandbox(id) => rows.changed(id),
+            Notice::Server(id) => {
+                let _ = servers.send(ServerChange::One(id.to_owned()));
+            }
             Notice::Access => auth.invalidate(),
             Notice::Nothing => {}
         }
@@ -143,6 +178,8 @@ mod tests {
         assert_eq!(parse("me", "me sandbox abc"), Notice::Nothing);
         assert_eq!(parse("me", "me access"), Notice::Nothing);
         assert_eq!(parse("me", "a tool sandbox abc"), Notice::Sandbox("abc"));
+        assert_eq!(parse("me", "other server s1"), Notice::Server("s1"));
+        assert_eq!(parse("me", "me server s1"), Notice::Nothing);
         assert_eq!(parse("me", " access"), Notice::Access);
     }
 
@@ -153,6 +190,7 @@ mod tests {
             "other",
             "other sandbox",
             "other sandbox ",
+            "other server ",
             "other bogus x",
             "other access x",
         ] {

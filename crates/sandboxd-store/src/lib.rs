@@ -26,6 +26,7 @@ mod survey;
 mod tenancy;
 
 pub use audit::{AuditPage, NewAuditEntry};
+pub use changes::ServerChange;
 pub use database::{Backend, Database};
 pub use error::StoreError;
 pub use ids::new_id;

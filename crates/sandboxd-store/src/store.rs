@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sqlx::AnyPool;
 
 use crate::auth_cache::AuthCache;
-use crate::changes::ChangeFeed;
+use crate::changes::{ChangeFeed, ServerChange};
 use crate::database::{Backend, Database};
 use crate::leases::Leases;
 use crate::row_cache::RowCache;
@@ -27,6 +27,8 @@ pub struct Store {
     leases: Arc<Leases>,
     /// On PostgreSQL: the changes of other replicas, applied to the caches.
     feed: Option<Arc<ChangeFeed>>,
+    /// Changes of remote servers made by other replicas (never sent on SQLite).
+    server_changes: tokio::sync::broadcast::Sender<ServerChange>,
 }
 
 /// Connects to `database` (on PostgreSQL as `origin`) and brings its schema up to date.
@@ -98,6 +100,7 @@ impl Store {
             rows: Arc::default(),
             leases: Arc::new(leases),
             feed: None,
+            server_changes: tokio::sync::broadcast::channel(64).0,
         };
         let feed = feed.map(|(url, origin)| {
             Arc::new(ChangeFeed::start(
@@ -105,6 +108,7 @@ impl Store {
                 origin,
                 store.auth.clone(),
                 store.rows.clone(),
+                store.server_changes.clone(),
             ))
         });
         let store = Self { feed, ..store };
@@ -123,6 +127,12 @@ impl Store {
     /// Which SQL this store speaks.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The changes other replicas make to remote servers' records. A receiver that
+    /// lags behind has missed some: it must take that as [`ServerChange::All`].
+    pub fn server_changes(&self) -> tokio::sync::broadcast::Receiver<ServerChange> {
+        self.server_changes.subscribe()
     }
 
     /// The background duties this replica holds.

@@ -230,3 +230,52 @@ async fn one_replica_at_a_time_holds_a_duty_and_another_takes_it_when_it_goes() 
     );
     assert!(!b.leases().hold("reconcile").await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_changed_through_one_replica_is_announced_to_the_other() {
+    use sandboxd_core::validate::NewServerSpec;
+    use sandboxd_store::ServerChange;
+    let db = TestDb::postgres().await;
+    let (a, b) = two_replicas(&db).await;
+    let boot = a.bootstrap(None).await.unwrap().unwrap();
+    let mut heard = b.server_changes();
+    let mut own = a.server_changes();
+    let spec = NewServerSpec {
+        name: "s1".into(),
+        address: "203.0.113.9".into(),
+        port: 22,
+        user: "sandboxd".into(),
+        private_key: "not a real key".into(),
+        host_key: None,
+        docker_socket: "/var/run/docker.sock".into(),
+        remote_dir: "/var/lib/sandboxd".into(),
+        cpu: None,
+        memory_mb: None,
+        warm_pools: Default::default(),
+    };
+    let server = a.insert_server(&boot.organization_id, &spec).await.unwrap();
+    a.pin_host_key(&server.server_id, "ssh-ed25519 AAAA")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let change = tokio::time::timeout(NOTICE_BOUND, heard.recv())
+        .await
+        .expect("announced within the bound")
+        .unwrap();
+    assert_eq!(change, ServerChange::One(server.server_id.clone()));
+    println!("server change heard after {:?}", started.elapsed());
+    assert!(
+        a.remove_server(&boot.organization_id, &server.server_id)
+            .await
+            .unwrap()
+    );
+    let change = tokio::time::timeout(NOTICE_BOUND, heard.recv())
+        .await
+        .expect("removal announced")
+        .unwrap();
+    assert_eq!(change, ServerChange::One(server.server_id));
+    assert!(
+        own.try_recv().is_err(),
+        "a replica is not told its own changes"
+    );
+}

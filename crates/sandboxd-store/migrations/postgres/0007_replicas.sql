@@ -23,6 +23,17 @@ $$;
 CREATE TRIGGER sandboxes_changed AFTER INSERT OR UPDATE OR DELETE ON sandboxes
     FOR EACH ROW EXECUTE FUNCTION sandboxd_sandbox_changed();
 
+-- A remote server's record: replicas drop the engine they made for it.
+CREATE FUNCTION sandboxd_server_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('sandboxd_changes', current_setting('application_name') || ' server ' || OLD.server_id);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER servers_changed AFTER UPDATE OR DELETE ON servers
+    FOR EACH ROW EXECUTE FUNCTION sandboxd_server_changed();
+
 -- What a caller may do comes from its key, its membership, its user and organization.
 CREATE FUNCTION sandboxd_access_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
