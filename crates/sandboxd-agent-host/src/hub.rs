@@ -221,6 +221,15 @@ impl AgentHub {
         }
     }
 
+    /// The sandboxes this process takes agent connections for.
+    pub fn listened(&self) -> Vec<String> {
+        self.inner
+            .slots
+            .lock()
+            .map(|slots| slots.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Stops taking the sandbox's agent connections (its current one is closed), keeping
     /// its key: the sandbox is listened for again, e.g. over a server's new connection.
     pub fn stop_listening(&self, sandbox_id: &str) {

@@ -166,14 +166,15 @@ fn watch_deaths(
 
 /// Reconciles when this replica holds [`ENGINES`]; else only listens again for the agents
 /// of its own sandboxes (after a restart), which no other replica can do.
+/// Either way, it lets go of the sockets of its sandboxes that ended through another
+/// replica.
 pub async fn reconcile_or_restore(service: &Service) -> Result<(), ServiceError> {
     if holds(service, ENGINES).await {
-        timed(crate::metrics::RECONCILE_DURATION, service.reconcile_once())
-            .await
-            .map(|_| ())
+        timed(crate::metrics::RECONCILE_DURATION, service.reconcile_once()).await?;
     } else {
-        service.restore_agents_once().await
+        service.restore_agents_once().await?;
     }
+    service.release_ended_agents_once().await
 }
 
 /// Drops the engines of remote servers another replica changed (on PostgreSQL).

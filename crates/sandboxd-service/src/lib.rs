@@ -72,6 +72,9 @@ struct Inner {
     restarts: std::sync::Mutex<revive::RestartBudget>,
     /// The engines of remote servers made so far.
     fleet: fleet::Fleet,
+    /// Sandboxes this replica listens for whose row was missing at the last pass of
+    /// `release_ended_agents_once`.
+    agents_unrecorded: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// Environment variables as name and value.
@@ -152,7 +155,7 @@ impl Service {
                 oom_seen: Default::default(),
                 restarts: Default::default(),
                 fleet: Default::default(),
-
+                agents_unrecorded: Default::default(),
                 exec_env: Default::default(),
                 removals: tokio_util::task::TaskTracker::new(),
             }),

@@ -93,6 +93,42 @@ impl Service {
         Ok(())
     }
 
+    /// Lets go of the agent sockets of sandboxes that ended elsewhere: killed or removed
+    /// through another replica, which cannot close this replica's sockets. A sandbox
+    /// whose row is killed or in error is let go at once; one whose row is missing (and
+    /// that no warm pool owns) only when it was missing at the previous pass too, since a
+    /// claimed pool member has its agent before its row.
+    pub async fn release_ended_agents_once(&self) -> Result<(), ServiceError> {
+        let members = self.pool_members();
+        let mut missing = std::collections::HashSet::new();
+        for sandbox_id in self.agents().listened() {
+            if members.contains(&sandbox_id) {
+                continue;
+            }
+            match self.store().sandbox(&sandbox_id).await? {
+                Some(row) if matches!(row.status, SandboxStatus::Killed | SandboxStatus::Error) => {
+                    self.release_agent(&sandbox_id, row.server_id.as_deref());
+                }
+                Some(_) => {}
+                None => {
+                    missing.insert(sandbox_id);
+                }
+            }
+        }
+        let mut before = self
+            .inner
+            .agents_unrecorded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for sandbox_id in missing.intersection(&before) {
+            self.release_agent(sandbox_id, None);
+        }
+        let still: std::collections::HashSet<String> =
+            missing.difference(&before).cloned().collect();
+        *before = still;
+        Ok(())
+    }
+
     /// One reconcile pass on one server's engine (`None`: the local engine).
     pub(crate) async fn reconcile_on(
         &self,

@@ -93,8 +93,8 @@ async fn eventually(what: &str, within: Duration, mut done: impl AsyncFnMut() ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sandbox_made_through_one_replica_is_used_through_the_other() {
     let db = TestDatabase::create().await;
-    let a = RunningServer::replica(&db, &[]).await;
-    let b = RunningServer::replica(&db, &[]).await;
+    let a = RunningServer::replica(&db, &FAST).await;
+    let b = RunningServer::replica(&db, &FAST).await;
     assert_eq!(a.env_id, b.env_id, "one installation");
 
     let id = create(&a, json!({})).await;
