@@ -191,6 +191,13 @@ impl Store {
             feed.stop();
         }
         self.leases.release().await;
+        if self.backend == Backend::Sqlite {
+            // The log written into the database file before the last connection goes:
+            // a stopped server's `sandboxd.db` is then whole by itself.
+            let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&self.pool)
+                .await;
+        }
         self.pool.close().await;
     }
 }

@@ -210,7 +210,8 @@ async fn one_replica_at_a_time_holds_a_duty_and_another_takes_it_when_it_goes() 
     let mut admin = sqlx::PgConnection::connect(url).await.unwrap();
     sqlx::query(
         "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' \
-         AND granted AND pid <> pg_backend_pid()",
+         AND granted AND pid <> pg_backend_pid() AND database = \
+         (SELECT oid FROM pg_database WHERE datname = current_database())",
     )
     .execute(&mut admin)
     .await
