@@ -46,6 +46,8 @@ struct HubInner {
     binary: Option<PathBuf>,
     op_timeout: Duration,
     slots: Mutex<HashMap<String, Slot>>,
+    /// Where the ids of sandboxes whose agent connected are sent, if anyone asked.
+    connected: Mutex<Option<mpsc::UnboundedSender<String>>>,
 }
 
 /// Errors of socket setup; a sandbox then runs without its agent.
@@ -68,8 +70,19 @@ impl AgentHub {
                 binary,
                 op_timeout,
                 slots: Mutex::new(HashMap::new()),
+                connected: Mutex::new(None),
             }),
         }
+    }
+
+    /// The ids of sandboxes whose agent connects from now on, one per connection (the
+    /// replica records that it holds them). A second call replaces the first receiver.
+    pub fn connections(&self) -> mpsc::UnboundedReceiver<String> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut connected) = self.inner.connected.lock() {
+            *connected = Some(tx);
+        }
+        rx
     }
 
     /// Whether sandboxes get an agent.
@@ -167,12 +180,14 @@ impl AgentHub {
 
     fn start_accepting(&self, sandbox_id: &str, incoming: Incoming, key: String) {
         let (tx, rx) = watch::channel(None);
+        let announce = self.inner.connected.lock().ok().and_then(|c| c.clone());
         let task = tokio::spawn(accept_loop(
             incoming,
             sandbox_id.to_owned(),
             key.into(),
             self.inner.op_timeout,
             tx,
+            announce,
         ));
         if let Ok(mut slots) = self.inner.slots.lock() {
             slots.insert(sandbox_id.to_owned(), Slot { conn: rx, task });
@@ -350,6 +365,7 @@ async fn accept_loop(
     key: Arc<str>,
     op_timeout: Duration,
     slot: watch::Sender<Option<AgentConn>>,
+    announce: Option<mpsc::UnboundedSender<String>>,
 ) {
     let handshakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // The first impostor of a sandbox is worth a warning; the next ones are not.
@@ -383,6 +399,7 @@ async fn accept_loop(
         let pending = handshakes.clone();
         let key = key.clone();
         let warned = warned.clone();
+        let announce = announce.clone().map(|tx| (tx, sandbox_id.clone()));
         connections.spawn(async move {
             let ready = slot.clone();
             let mine: Arc<Mutex<Option<AgentConn>>> = Arc::default();
@@ -394,13 +411,17 @@ async fn accept_loop(
                     *mine = Some(conn.clone());
                 }
                 // A connection that lost the race to a live one is closed.
-                ready.send_if_modified(|current| {
+                let took = ready.send_if_modified(|current| {
                     if current.as_ref().is_some_and(AgentConn::is_open) {
                         return false;
                     }
                     *current = Some(conn);
                     true
-                })
+                });
+                if took && let Some((announce, id)) = announce {
+                    let _ = announce.send(id);
+                }
+                took
             })
             .await;
             if let Err(conn::AgentError::Impostor) = served {

@@ -1,8 +1,8 @@
 //! The store's backends in one run (`--postgres URL`): a server on SQLite (the floor), a
 //! server on PostgreSQL, and two replicas on one PostgreSQL database with requests
 //! spread over both as a load balancer would (created through A; commands and the
-//! removal through B, which reaches the sandbox through the engine since A holds its
-//! agent). Create → first output, `exec true` and removal are interleaved per
+//! removal through B, which forwards the commands to A since A holds the sandbox's
+//! agent connection). Create → first output, `exec true` and removal are interleaved per
 //! iteration; `sandbox.one` throughput is measured on each with the same clients.
 
 use anyhow::Context as _;

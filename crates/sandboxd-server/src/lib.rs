@@ -7,6 +7,7 @@ mod body_limit;
 pub mod data_dir;
 mod error;
 mod extract;
+mod forward;
 mod loops;
 mod mcp;
 mod metrics;
@@ -101,6 +102,9 @@ pub struct ServerConfig {
     pub remote_only: bool,
     /// A create without `serverId` goes where the most room is.
     pub placement: bool,
+    /// Where the other replicas reach this one (`http://host:port`); `None`: the
+    /// address it listens on, with a loopback address for an unspecified one.
+    pub advertise_url: Option<String>,
 }
 
 impl ServerConfig {
@@ -130,6 +134,7 @@ impl ServerConfig {
             remote: None,
             remote_only: false,
             placement: false,
+            advertise_url: None,
         }
     }
 }
@@ -313,6 +318,16 @@ impl Server {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
+        // Subscribed before the first reconcile listens again for agents.
+        let holding = tokio::spawn(self.service.record_agent_connections());
+        let address = self
+            .config
+            .advertise_url
+            .clone()
+            .or_else(|| listener.local_addr().ok().map(advertised));
+        if let Some(address) = address {
+            self.service.register_replica(address).await;
+        }
         if let Err(error) = loops::reconcile_or_restore(&self.service).await {
             warn!(%error, "startup reconcile failed; the periodic pass will retry");
         }
@@ -342,10 +357,13 @@ impl Server {
         let served = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
+        // Nothing is forwarded here any more.
+        self.service.leave_replicas().await;
         let _ = stop_tx.send(true);
         for task in background.into_iter().chain(metrics_task) {
             let _ = task.await;
         }
+        holding.abort();
         // Warm members are removed, and containers of sandboxes killed just before the
         // stop: nothing is leaked.
         self.service.drain_pools().await;
@@ -358,9 +376,19 @@ impl Server {
     }
 }
 
-/// Builds the HTTP application around a state.
-pub fn app(state: AppState) -> Router {
-    let (router, api) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+/// The address other replicas reach a server listening on `local` at.
+fn advertised(local: std::net::SocketAddr) -> String {
+    let ip = match local.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    format!("http://{}", std::net::SocketAddr::new(ip, local.port()))
+}
+
+/// The API's procedures, with their OpenAPI document.
+fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(routes::sandbox::router())
         .merge(routes::transfers::router())
         .merge(routes::processes::router())
@@ -369,7 +397,11 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::access::router())
         .merge(routes::servers::router())
         .merge(routes::health::router())
-        .split_for_parts();
+}
+
+/// Builds the HTTP application around a state.
+pub fn app(state: AppState) -> Router {
+    let (router, api) = api_routes().split_for_parts();
     // Serialized once: the handler (cloned by the router for every request and
     // connection) then holds a reference-counted buffer, not the document itself.
     let document = bytes::Bytes::from(serde_json::to_vec(&api).unwrap_or_default());
@@ -394,6 +426,10 @@ pub fn app(state: AppState) -> Router {
                     mcp::authenticate,
                 )),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            forward::forward,
+        ))
         .layer(axum::middleware::from_fn(body_limit::enforce))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic::respond,

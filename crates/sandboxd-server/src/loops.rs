@@ -210,8 +210,21 @@ pub fn spawn(
     let watcher = watch_deaths(service.clone(), service.engine().clone(), stop.clone());
     let fleet = watch_fleet(service.clone(), stop.clone());
     let server_changes = follow_server_changes(service.clone(), stop.clone());
+    let beating = service.clone();
     let reconciler = service;
     vec![
+        every(
+            crate::service::HEARTBEAT_EVERY,
+            stop.clone(),
+            "replica heartbeat",
+            move || {
+                let service = beating.clone();
+                async move {
+                    service.heartbeat_once().await;
+                    Ok(())
+                }
+            },
+        ),
         watcher,
         fleet,
         server_changes,

@@ -16,6 +16,7 @@ mod members;
 mod placement;
 mod pools;
 mod processes;
+mod replicas;
 mod revive;
 mod servers;
 mod tenancy;
@@ -27,8 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use sandboxd_core::access::SandboxNeed;
-use sandboxd_core::model::{Principal, Sandbox};
+use sandboxd_core::model::Sandbox;
 use sandboxd_core::templates::Templates;
 use sandboxd_ports::{Engine, ExecSpec};
 use sandboxd_store::Store;
@@ -39,6 +39,7 @@ pub use access::Resource;
 pub use error::ServiceError;
 pub use loops::{ReapReport, ReconcileReport};
 pub use pools::{POOL_READY, PoolKey};
+pub use replicas::HEARTBEAT_EVERY;
 
 /// Counter of the operations each path served (`path` = `agent` | `engine`).
 pub const SERVED: &str = "sandboxd_operations_served_total";
@@ -59,7 +60,6 @@ struct Inner {
     templates: Templates,
     instance_id: String,
     paths: PathCounts,
-    tokens: tokens::ExecTokens,
     options: Options,
     pools: pools::Pools,
     /// The environment variables of pooled sandboxes, given to each of their commands.
@@ -75,6 +75,8 @@ struct Inner {
     /// Sandboxes this replica listens for whose row was missing at the last pass of
     /// `release_ended_agents_once`.
     agents_unrecorded: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// This replica's address and the others', for forwarding.
+    replicas: replicas::Replicas,
 }
 
 /// Environment variables as name and value.
@@ -149,13 +151,13 @@ impl Service {
                 templates,
                 instance_id,
                 paths: PathCounts::default(),
-                tokens: tokens::ExecTokens::default(),
                 pools: pools::Pools::new(options.pools.clone()),
                 options,
                 oom_seen: Default::default(),
                 restarts: Default::default(),
                 fleet: Default::default(),
                 agents_unrecorded: Default::default(),
+                replicas: Default::default(),
                 exec_env: Default::default(),
                 removals: tokio_util::task::TaskTracker::new(),
             }),
@@ -174,29 +176,6 @@ impl Service {
 
     pub fn agents(&self) -> &AgentHub {
         &self.inner.agents
-    }
-
-    /// Issues a single-use token for the streaming exec WebSocket of a sandbox of the
-    /// caller's; returns it with its expiry (epoch ms).
-    pub async fn exec_token(
-        &self,
-        caller: &Principal,
-        sandbox_id: &str,
-    ) -> Result<(String, i64), ServiceError> {
-        let sandbox = self
-            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
-            .await?;
-        let token = self
-            .inner
-            .tokens
-            .issue(caller, &sandbox.sandbox_id)
-            .ok_or_else(|| ServiceError::Unavailable("no randomness available".into()))?;
-        Ok((token, now_ms() + tokens::TOKEN_TTL.as_millis() as i64))
-    }
-
-    /// The caller a WebSocket token was issued to, using it up.
-    pub fn redeem_exec_token(&self, token: &str, sandbox_id: &str) -> Option<Principal> {
-        self.inner.tokens.redeem(token, sandbox_id)
     }
 
     /// Operations served by each path since start.

@@ -45,6 +45,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "replicas",
         include_str!("../migrations/sqlite/0007_replicas.sql"),
     ),
+    (
+        8,
+        "agent holders",
+        include_str!("../migrations/sqlite/0008_agent_holders.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -82,6 +87,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         7,
         "replicas",
         include_str!("../migrations/postgres/0007_replicas.sql"),
+    ),
+    (
+        8,
+        "agent holders",
+        include_str!("../migrations/postgres/0008_agent_holders.sql"),
     ),
 ];
 

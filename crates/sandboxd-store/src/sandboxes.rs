@@ -42,9 +42,9 @@ impl Store {
             "INSERT INTO sandboxes (sandbox_id, name, organization_id, project_id, environment_id, \
              server_id, image, template, container_id, status, cpu, memory_mb, pids_limit, \
              timeout_ms, network_mode, env_vars, workdir, run_as, runtime, created_by, created_at, \
-             expires_at, last_activity_at, killed_at, env_per_exec, labels) VALUES ($1, $2, $3, \
-             $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, \
-             $22, $23, $24, $25, $26)",
+             expires_at, last_activity_at, killed_at, env_per_exec, labels, agent_replica) VALUES \
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+             $20, $21, $22, $23, $24, $25, $26, $27)",
         )
         .bind(&sandbox.sandbox_id)
         .bind(&sandbox.name)
@@ -72,6 +72,8 @@ impl Store {
         .bind(sandbox.killed_at)
         .bind(i64::from(sandbox.env_per_exec))
         .bind(crate::rows::labels_json(&sandbox.labels))
+        // The replica that makes a sandbox listens for its agent.
+        .bind(self.replica_id())
         .execute(&mut *tx)
         .await?;
         sqlx::query(

@@ -29,6 +29,8 @@ pub struct Store {
     feed: Option<Arc<ChangeFeed>>,
     /// Changes of remote servers made by other replicas (never sent on SQLite).
     server_changes: tokio::sync::broadcast::Sender<ServerChange>,
+    /// This replica's id: random per process; on PostgreSQL also its `application_name`.
+    pub(crate) replica_id: Arc<str>,
 }
 
 /// Connects to `database` (on PostgreSQL as `origin`) and brings its schema up to date.
@@ -89,7 +91,7 @@ impl Store {
             Database::Sqlite { .. } => (Leases::sole(), None),
             Database::Postgres { url } => {
                 let url = postgres::with_origin(url, &origin);
-                (Leases::postgres(url.clone()), Some((url, origin)))
+                (Leases::postgres(url.clone()), Some((url, origin.clone())))
             }
         };
         let store = Self {
@@ -101,6 +103,7 @@ impl Store {
             leases: Arc::new(leases),
             feed: None,
             server_changes: tokio::sync::broadcast::channel(64).0,
+            replica_id: origin.as_str().into(),
         };
         let feed = feed.map(|(url, origin)| {
             Arc::new(ChangeFeed::start(

@@ -20,6 +20,7 @@ on_every_backend!(
     racing_creates_never_pass_the_quota,
     racing_removals_always_leave_an_owner,
     another_master_key_is_refused,
+    websocket_tokens_are_single_use_bound_and_shared,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -439,6 +440,80 @@ async fn another_master_key_is_refused(db: &TestDb) {
     assert!(
         matches!(other, Err(sandboxd_store::StoreError::WrongMasterKey)),
         "{other:?}"
+    );
+}
+
+/// A token issued through one handle (replica) is redeemed through another, once, for
+/// its sandbox and before its expiry; one organization cannot push out another's.
+async fn websocket_tokens_are_single_use_bound_and_shared(db: &TestDb) {
+    let (a, b) = (db.open().await, db.open().await);
+    let now = sandboxd_store::now_ms();
+    let later = now + 60_000;
+    a.issue_session_token("t1", "org", "key", "sb", later, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        b.redeem_session_token("t1", "other", now).await.unwrap(),
+        None,
+        "another sandbox"
+    );
+    assert_eq!(
+        b.redeem_session_token("t1", "sb", now).await.unwrap(),
+        None,
+        "used up by the wrong try"
+    );
+    a.issue_session_token("t2", "org", "key", "sb", later, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        b.redeem_session_token("t2", "sb", now)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("key")
+    );
+    assert_eq!(
+        b.redeem_session_token("t2", "sb", now).await.unwrap(),
+        None,
+        "second use"
+    );
+    assert_eq!(
+        a.redeem_session_token("made-up", "sb", now).await.unwrap(),
+        None
+    );
+    a.issue_session_token("t3", "org", "key", "sb", later, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        b.redeem_session_token("t3", "sb", later).await.unwrap(),
+        None,
+        "expired"
+    );
+
+    a.issue_session_token("quiet", "org", "key", "sb", later, now)
+        .await
+        .unwrap();
+    let cap = sandboxd_store::MAX_TOKENS_PER_ORG;
+    for n in 0..cap + 5 {
+        let store = if n % 2 == 0 { &a } else { &b };
+        store
+            .issue_session_token(&format!("noisy-{n}"), "noisy", "k", "sb", later + n, now)
+            .await
+            .unwrap();
+    }
+    assert_eq!(a.session_tokens_of("noisy").await.unwrap(), cap);
+    assert_eq!(
+        b.redeem_session_token("noisy-0", "sb", now).await.unwrap(),
+        None,
+        "its own oldest went"
+    );
+    assert_eq!(
+        b.redeem_session_token("quiet", "sb", now)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("key"),
+        "the other's token stays"
     );
 }
 

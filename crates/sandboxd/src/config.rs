@@ -72,6 +72,9 @@ pub struct Config {
     pub reaper_interval_secs: u64,
     /// Seconds between reconcile passes (containers and records brought back in line).
     pub reconcile_interval_secs: u64,
+    /// Where the other replicas reach this one (`http://10.0.0.5:3000`), to forward
+    /// requests on the sandboxes whose agent it holds; the listen address when unset.
+    pub advertise_url: Option<String>,
 }
 
 impl Config {
@@ -160,6 +163,7 @@ impl std::fmt::Debug for Config {
             .field("placement", &self.placement)
             .field("reaper_interval_secs", &self.reaper_interval_secs)
             .field("reconcile_interval_secs", &self.reconcile_interval_secs)
+            .field("advertise_url", &self.advertise_url)
             .finish()
     }
 }
@@ -192,6 +196,7 @@ impl Default for Config {
             placement: false,
             reaper_interval_secs: sandboxd_core::limits::REAPER_INTERVAL_MS / 1000,
             reconcile_interval_secs: sandboxd_core::limits::RECONCILE_INTERVAL_MS / 1000,
+            advertise_url: None,
         }
     }
 }

@@ -28,6 +28,10 @@ pub struct ServeArgs {
     /// directory; env: SANDBOXD_DATABASE_URL].
     #[arg(long, value_name = "URL")]
     database_url: Option<String>,
+    /// Where the other replicas reach this one, http://host:port [default: the listen
+    /// address; env: SANDBOXD_ADVERTISE_URL].
+    #[arg(long, value_name = "URL")]
+    advertise_url: Option<String>,
     /// TOML configuration file.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -68,6 +72,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(url) = args.database_url {
         config.database_url = Some(url);
+    }
+    if let Some(url) = args.advertise_url {
+        config.advertise_url = Some(url);
+    }
+    if let Some(url) = &config.advertise_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        anyhow::bail!("advertise_url must be an http:// or https:// URL, not {url:?}");
     }
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&config.log))
@@ -148,6 +160,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server_config.remote = Some(std::sync::Arc::new(connector));
     server_config.remote_only = config.remote_only;
     server_config.placement = config.placement;
+    server_config.advertise_url = config
+        .advertise_url
+        .as_deref()
+        .map(|url| url.trim_end_matches('/').to_owned());
     let server = Server::start(server_config, std::sync::Arc::new(engine))
         .await
         .context("sandboxd could not start")?;

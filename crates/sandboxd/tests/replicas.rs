@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use common::postgres::TestDatabase;
 use common::{KEY, RunningServer};
+use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 /// Fast passes, so that the bounds below are seconds: the reaper every second,
 /// reconcile every two.
@@ -18,6 +21,9 @@ const FAST: [(&str, &str); 2] = [
     ("SANDBOXD_REAPER_INTERVAL_SECS", "1"),
     ("SANDBOXD_RECONCILE_INTERVAL_SECS", "2"),
 ];
+
+/// The series of requests a replica forwarded to the holder.
+const FORWARDED: &str = "sandboxd_forwarded_requests_total{outcome=\"forwarded\"}";
 
 async fn call(server: &RunningServer, key: &str, procedure: &str, body: Value) -> (u16, Value) {
     server.post(key, procedure, body).await
@@ -122,10 +128,11 @@ async fn a_sandbox_made_through_one_replica_is_used_through_the_other() {
         assert_eq!(status, 200, "{read}");
         assert_eq!(read["content"], "written through b");
     }
-    // The replica that made it answers through its agent, the other through the engine.
-    let ((a_agent, _), (b_agent, b_engine)) = (a.served().await, b.served().await);
-    assert!(a_agent >= 1 || b_agent == 0, "A holds the agent connection");
-    assert!(b_engine >= 1, "B reached the sandbox through the engine");
+    // B forwarded each to A, which holds the agent connection: no engine path at all.
+    let ((a_agent, a_engine), (b_agent, b_engine)) = (a.served().await, b.served().await);
+    assert!(a_agent >= 3, "A served through its agent ({a_agent})");
+    assert_eq!((a_engine, b_agent, b_engine), (0, 0, 0));
+    assert!(b.metric(FORWARDED).await >= 3, "B forwarded");
 
     let killed = ok(&b, "sandbox.kill", json!({"sandboxId": id})).await;
     assert_eq!(killed["status"], "killed");
@@ -389,4 +396,229 @@ async fn readiness_reports_the_store_and_the_engine_apart() {
         status == 200 && body["store"]["caches"] == true
     })
     .await;
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn terminal(server: &RunningServer, id: &str) -> Socket {
+    terminal_with(server, id, None).await
+}
+
+/// A terminal opened with the key, or with a single-use token (as a browser does).
+async fn terminal_with(server: &RunningServer, id: &str, token: Option<&str>) -> Socket {
+    let mut url = format!(
+        "{}/sandbox-pty?sandboxId={id}&cols=80&rows=24",
+        server.url.replacen("http", "ws", 1)
+    );
+    if let Some(token) = token {
+        url.push_str(&format!("&token={token}"));
+    }
+    let mut request = url.into_client_request().unwrap();
+    if token.is_none() {
+        request
+            .headers_mut()
+            .insert("x-api-key", KEY.parse().unwrap());
+    }
+    tokio_tungstenite::connect_async(request).await.unwrap().0
+}
+
+/// The next text message of a terminal (`ready`, `error`, `exit`), skipping output.
+async fn next_text(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
+            .await
+            .expect("a message within 20 s");
+        match message {
+            Some(Ok(Message::Text(text))) => return serde_json::from_str(text.as_str()).unwrap(),
+            Some(Ok(Message::Binary(_) | Message::Ping(_) | Message::Pong(_))) => {}
+            other => panic!("the terminal ended: {other:?}"),
+        }
+    }
+}
+
+/// Reads terminal output until it holds `needle`.
+async fn read_until(socket: &mut Socket, needle: &str) -> String {
+    let mut output = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&output).contains(needle) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, socket.next()).await {
+            Ok(Some(Ok(Message::Binary(bytes)))) => output.extend_from_slice(&bytes),
+            Ok(Some(Ok(_))) => {}
+            other => panic!(
+                "no {needle:?} in {:?}: {other:?}",
+                String::from_utf8_lossy(&output)
+            ),
+        }
+    }
+    String::from_utf8_lossy(&output).into_owned()
+}
+
+/// What needs the agent works through the replica without its connection: B forwards
+/// terminals, processes and their output to A, which made the sandbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminals_and_processes_work_through_the_replica_without_the_agent() {
+    let db = TestDatabase::create().await;
+    let a = RunningServer::replica(&db, &FAST).await;
+    let b = RunningServer::replica(&db, &FAST).await;
+    let id = create(&a, json!({})).await;
+
+    let mut socket = terminal(&b, &id).await;
+    assert_eq!(next_text(&mut socket).await["type"], "ready");
+    socket
+        .send(Message::Binary(
+            "echo $((6*7))x\n".as_bytes().to_vec().into(),
+        ))
+        .await
+        .unwrap();
+    read_until(&mut socket, "42x").await;
+    socket
+        .send(Message::text(
+            json!({"type": "resize", "cols": 100, "rows": 30}).to_string(),
+        ))
+        .await
+        .unwrap();
+    socket
+        .send(Message::Binary(
+            "stty size; exit 3\n".as_bytes().to_vec().into(),
+        ))
+        .await
+        .unwrap();
+    read_until(&mut socket, "30 100").await;
+    let exit = next_text(&mut socket).await;
+    assert_eq!(
+        (exit["type"].as_str(), exit["exitCode"].as_i64()),
+        (Some("exit"), Some(3))
+    );
+
+    // A browser's single-use token, issued by B, opens a terminal through either
+    // replica: the store keeps it, and A redeems it.
+    for server in [&b, &a] {
+        let issued = ok(&b, "sandbox.execToken", json!({"sandboxId": id})).await;
+        let token = issued["token"].as_str().unwrap();
+        let mut socket = terminal_with(server, &id, Some(token)).await;
+        assert_eq!(next_text(&mut socket).await["type"], "ready");
+        socket
+            .send(Message::Binary(
+                "echo tok$((1+1))en\n".as_bytes().to_vec().into(),
+            ))
+            .await
+            .unwrap();
+        read_until(&mut socket, "tok2en").await;
+        let mut again = terminal_with(server, &id, Some(token)).await;
+        let refused = again.next().await;
+        assert!(
+            matches!(&refused, Some(Ok(Message::Close(Some(frame)))) if u16::from(frame.code) == 4001),
+            "a token is used once: {refused:?}"
+        );
+    }
+
+    let started = ok(
+        &b,
+        "sandbox.processStart",
+        json!({"sandboxId": id, "cmd": "read line; echo got $line; exit 4", "stdin": true}),
+    )
+    .await;
+    let process = started["processId"].as_str().unwrap().to_owned();
+    ok(
+        &b,
+        "sandbox.processWrite",
+        json!({"sandboxId": id, "processId": process, "data": "it\n", "close": true}),
+    )
+    .await;
+    let ended = ok(
+        &b,
+        "sandbox.processWait",
+        json!({"sandboxId": id, "processId": process, "timeoutMs": 10000}),
+    )
+    .await;
+    assert_eq!(ended["exitCode"], 4, "{ended}");
+    let (status, listed) = get(&b, KEY, &format!("sandbox.processList?sandboxId={id}")).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed.as_array().map(Vec::len), Some(1));
+    let (status, output) = get(
+        &b,
+        KEY,
+        &format!("sandbox.processOutput?sandboxId={id}&processId={process}&stream=stdout"),
+    )
+    .await;
+    assert_eq!(status, 200, "{output}");
+    assert!(output.to_string().contains("got it"), "{output}");
+    // An interpreter context, in an image with python3, keeps its state through B.
+    let python = create(&a, json!({"template": "base", "image": null})).await;
+    let context = ok(
+        &b,
+        "sandbox.contextCreate",
+        json!({"sandboxId": python, "language": "python"}),
+    )
+    .await;
+    let context_id = context["contextId"].as_str().unwrap().to_owned();
+    let run = json!({"sandboxId": python, "contextId": context_id, "code": "x = 41"});
+    ok(&b, "sandbox.contextRun", run).await;
+    let run = json!({"sandboxId": python, "contextId": context_id, "code": "x + 1"});
+    assert_eq!(ok(&b, "sandbox.contextRun", run).await["result"], "42");
+    ok(
+        &b,
+        "sandbox.contextRemove",
+        json!({"sandboxId": python, "contextId": context_id}),
+    )
+    .await;
+    // Every call reached A's agent; B served none itself.
+    assert_eq!(b.served().await, (0, 0));
+    assert!(b.metric(FORWARDED).await >= 9);
+
+    // The holder still checks the caller: a key that is not valid is refused there.
+    let (status, _) = call(
+        &b,
+        "not-a-key-of-this-installation-0000000000",
+        "sandbox.processStart",
+        json!({"sandboxId": id, "cmd": "true"}),
+    )
+    .await;
+    assert_eq!(status, 401);
+}
+
+/// When the replica holding the agent dies, the other serves what it can: commands
+/// through the engine at once, and 503 for what needs the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_holder_dies_commands_go_through_the_engine_and_the_rest_answers_503() {
+    let db = TestDatabase::create().await;
+    let mut a = RunningServer::replica(&db, &FAST).await;
+    let b = RunningServer::replica(&db, &FAST).await;
+    let id = create(&a, json!({})).await;
+    let ran = ok(
+        &b,
+        "sandbox.exec",
+        json!({"sandboxId": id, "cmd": "echo before"}),
+    )
+    .await;
+    assert_eq!(ran["stdout"], "before\n");
+    assert_eq!(b.served().await, (0, 0), "forwarded while A lives");
+
+    a.stop();
+    let ran = ok(
+        &b,
+        "sandbox.exec",
+        json!({"sandboxId": id, "cmd": "echo after"}),
+    )
+    .await;
+    assert_eq!(ran["stdout"], "after\n");
+    assert_eq!(b.served().await.1, 1, "B ran it through the engine");
+    let (status, body) = call(
+        &b,
+        KEY,
+        "sandbox.processStart",
+        json!({"sandboxId": id, "cmd": "true"}),
+    )
+    .await;
+    assert_eq!(status, 503, "{body}");
+    let mut socket = terminal(&b, &id).await;
+    assert_eq!(next_text(&mut socket).await["type"], "error");
+    assert!(
+        b.metric("sandboxd_forwarded_requests_total{outcome=\"unreachable\"}")
+            .await
+            >= 2
+    );
+    ok(&b, "sandbox.kill", json!({"sandboxId": id})).await;
 }

@@ -83,6 +83,7 @@ impl SessionAuth {
                 let issued = state
                     .service
                     .redeem_exec_token(token, sandbox_id)
+                    .await
                     .ok_or(unauthorized)?;
                 (Proof::KeyId(issued.key_id.clone()), issued)
             }

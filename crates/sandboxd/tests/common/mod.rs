@@ -223,6 +223,16 @@ impl RunningServer {
 
     /// Operations served through the agent and through the engine, from `/metrics`.
     pub async fn served(&self) -> (u64, u64) {
+        (
+            self.metric("sandboxd_operations_served_total{path=\"agent\"}")
+                .await,
+            self.metric("sandboxd_operations_served_total{path=\"engine\"}")
+                .await,
+        )
+    }
+
+    /// The value of one series of `/metrics` (0 when absent).
+    pub async fn metric(&self, series: &str) -> u64 {
         let text = reqwest::Client::new()
             .get(format!("{}/metrics", self.url))
             .header("x-api-key", KEY)
@@ -232,13 +242,10 @@ impl RunningServer {
             .text()
             .await
             .unwrap();
-        let count = |path: &str| {
-            let prefix = format!("sandboxd_operations_served_total{{path=\"{path}\"}} ");
-            text.lines()
-                .find_map(|line| line.strip_prefix(&prefix))
-                .map_or(0, |n| n.trim().parse().unwrap())
-        };
-        (count("agent"), count("engine"))
+        let prefix = format!("{series} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .map_or(0, |n| n.trim().parse().unwrap())
     }
 
     /// Creates a sandbox from the `base` template; returns its id.

@@ -1,0 +1,294 @@
+//! Requests on a sandbox whose agent connection another replica holds, forwarded to that
+//! replica: terminals, processes and contexts (which need the agent), and commands and
+//! files (which would otherwise take the slower engine path). The request goes as it
+//! came, with the caller's credentials, and the holder checks them and the caller's
+//! access again; its answer comes back as it left. A request is forwarded once at most
+//! (it carries [`FORWARDED`]). When the holder cannot be reached, the request is served
+//! here: commands and files through the engine, the rest with 503.
+
+mod socket;
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tracing::debug;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::service::ServiceError;
+
+/// The header of a forwarded request: the id of the replica that forwarded it.
+pub const FORWARDED: &str = "x-sandboxd-forwarded";
+
+/// Counter of forwarded requests (`outcome` = `forwarded` | `unreachable`).
+pub const FORWARDS: &str = "sandboxd_forwarded_requests_total";
+
+/// How long reaching the holder may take before the request is served here.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where a forwardable request names its sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    /// `?sandboxId=` of a plain request; its body (a file) is streamed on.
+    Query,
+    /// `"sandboxId"` in the JSON body, read before deciding.
+    Body,
+    /// `?sandboxId=` of a WebSocket.
+    Socket,
+}
+
+/// Whether requests on `path` are forwarded, and where they name the sandbox.
+fn named(path: &str) -> Option<Named> {
+    Some(match path {
+        "/sandbox-pty" | "/sandbox-exec" => Named::Socket,
+        "/api/sandbox.processList"
+        | "/api/sandbox.processOutput"
+        | "/api/sandbox.readFile"
+        | "/api/sandbox.listFiles"
+        | "/api/sandbox.upload"
+        | "/api/sandbox.download" => Named::Query,
+        "/api/sandbox.exec"
+        | "/api/sandbox.writeFile"
+        | "/api/sandbox.processStart"
+        | "/api/sandbox.processWait"
+        | "/api/sandbox.processSignal"
+        | "/api/sandbox.processWrite"
+        | "/api/sandbox.contextCreate"
+        | "/api/sandbox.contextRun"
+        | "/api/sandbox.contextRemove" => Named::Body,
+        _ => return None,
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SandboxRef {
+    sandbox_id: Option<String>,
+}
+
+fn sandbox_in_query(uri: &Uri) -> Option<String> {
+    Query::<SandboxRef>::try_from_uri(uri).ok()?.0.sandbox_id
+}
+
+fn sandbox_in_body(body: &[u8]) -> Option<String> {
+    serde_json::from_slice::<SandboxRef>(body).ok()?.sandbox_id
+}
+
+/// Hop-by-hop headers: they describe one connection, not the request.
+fn hop_by_hop(name: &header::HeaderName) -> bool {
+    name == header::CONNECTION
+        || name == header::HOST
+        || name == header::TRANSFER_ENCODING
+        || name == header::TE
+        || name == header::TRAILER
+        || name == header::UPGRADE
+        || name == header::PROXY_AUTHORIZATION
+        || name.as_str() == "keep-alive"
+}
+
+fn end_to_end(headers: &HeaderMap) -> HeaderMap {
+    headers
+        .iter()
+        .filter(|(name, _)| !hop_by_hop(name))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
+/// One client for every forward: connections to the other replicas are kept and reused.
+static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_nodelay(true)
+        .no_proxy()
+        .build()
+        .unwrap_or_default()
+});
+
+fn counted(outcome: &'static str) {
+    metrics::counter!(FORWARDS, "outcome" => outcome).increment(1);
+}
+
+fn holder_gone() -> Response {
+    ApiError::Service(ServiceError::Unavailable(
+        "the replica that holds this sandbox's agent did not answer; retry".into(),
+    ))
+    .into_response()
+}
+
+/// The middleware.
+pub async fn forward(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(named) = named(request.uri().path()) else {
+        return next.run(request).await;
+    };
+    if !state.service.replicated() || request.headers().contains_key(FORWARDED) {
+        return next.run(request).await;
+    }
+    let me = state.service.store().replica_id().to_owned();
+    match named {
+        Named::Query | Named::Socket => {
+            let Some(sandbox_id) = sandbox_in_query(request.uri()) else {
+                return next.run(request).await;
+            };
+            let Some(holder) = state.service.agent_holder(&sandbox_id).await else {
+                return next.run(request).await;
+            };
+            if named == Named::Socket {
+                return socket::forward(&state, request, &holder, &me, next).await;
+            }
+            let (parts, body) = request.into_parts();
+            let body = reqwest::Body::wrap_stream(body.into_data_stream());
+            match send(&parts, body, &holder, &me).await {
+                Ok(answer) => relay(answer),
+                // The body went with the attempt: it cannot be served here instead.
+                Err(error) => {
+                    debug!(%error, %holder, "cannot forward a request");
+                    counted("unreachable");
+                    holder_gone()
+                }
+            }
+        }
+        Named::Body => {
+            let (parts, body) = request.into_parts();
+            let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+                Ok(bytes) => bytes,
+                Err(_) => {
+                    return ApiError::TooLarge(
+                        "request body is over the limit for this route".into(),
+                    )
+                    .into_response();
+                }
+            };
+            let holder = match sandbox_in_body(&bytes) {
+                Some(sandbox_id) => state.service.agent_holder(&sandbox_id).await,
+                None => None,
+            };
+            if let Some(holder) = holder {
+                match send(&parts, bytes.clone().into(), &holder, &me).await {
+                    Ok(answer) => return relay(answer),
+                    Err(error) if error.is_connect() || error.is_timeout() => {
+                        debug!(%error, %holder, "cannot reach a replica; serving here");
+                        counted("unreachable");
+                    }
+                    Err(error) => {
+                        debug!(%error, %holder, "a forwarded request failed");
+                        counted("unreachable");
+                        return holder_gone();
+                    }
+                }
+            }
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+    }
+}
+
+async fn send(
+    parts: &axum::http::request::Parts,
+    body: reqwest::Body,
+    holder: &str,
+    me: &str,
+) -> Result<reqwest::Response, reqwest::Error> {
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut headers = end_to_end(&parts.headers);
+    if let Ok(me) = HeaderValue::from_str(me) {
+        headers.insert(FORWARDED, me);
+    }
+    let answer = CLIENT
+        .request(parts.method.clone(), format!("{holder}{target}"))
+        .headers(headers)
+        .body(body)
+        .send()
+        .await?;
+    counted("forwarded");
+    Ok(answer)
+}
+
+/// The holder's answer, as the caller's: status, headers and a streamed body.
+fn relay(answer: reqwest::Response) -> Response {
+    let status = answer.status();
+    let headers = end_to_end(answer.headers());
+    let mut response = Body::from_stream(answer.bytes_stream()).into_response();
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_forwarded_path_is_a_route_of_the_api() {
+        let (_, document) = crate::api_routes().split_for_parts();
+        let query = [
+            "/api/sandbox.processList",
+            "/api/sandbox.processOutput",
+            "/api/sandbox.readFile",
+            "/api/sandbox.listFiles",
+            "/api/sandbox.upload",
+            "/api/sandbox.download",
+        ];
+        let body = [
+            "/api/sandbox.exec",
+            "/api/sandbox.writeFile",
+            "/api/sandbox.processStart",
+            "/api/sandbox.processWait",
+            "/api/sandbox.processSignal",
+            "/api/sandbox.processWrite",
+            "/api/sandbox.contextCreate",
+            "/api/sandbox.contextRun",
+            "/api/sandbox.contextRemove",
+        ];
+        let paths = query.map(|p| (p, Named::Query)).into_iter();
+        for (path, named_in) in paths.chain(body.map(|p| (p, Named::Body))) {
+            assert_eq!(named(path), Some(named_in), "{path}");
+            assert!(document.paths.paths.contains_key(path), "{path}");
+        }
+        assert_eq!(named("/sandbox-pty"), Some(Named::Socket));
+        assert_eq!(
+            named("/api/sandbox.kill"),
+            None,
+            "control calls are served here"
+        );
+        assert_eq!(named("/api/sandbox.one"), None);
+    }
+
+    #[test]
+    fn the_sandbox_is_found_in_the_query_or_the_body() {
+        let uri: Uri = "/sandbox-pty?cols=80&sandboxId=sb_1"
+            .parse()
+            .unwrap_or_default();
+        assert_eq!(sandbox_in_query(&uri).as_deref(), Some("sb_1"));
+        assert_eq!(
+            sandbox_in_query(&"/x?cols=1".parse().unwrap_or_default()),
+            None
+        );
+        assert_eq!(
+            sandbox_in_body(br#"{"cmd":"true","sandboxId":"sb_2"}"#).as_deref(),
+            Some("sb_2")
+        );
+        assert_eq!(sandbox_in_body(b"not json"), None);
+        assert_eq!(sandbox_in_body(br#"{"sandboxId":7}"#), None);
+    }
+
+    #[test]
+    fn connection_headers_are_not_passed_on() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
+        headers.insert(header::HOST, HeaderValue::from_static("a:1"));
+        headers.insert("x-api-key", HeaderValue::from_static("k"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let kept = end_to_end(&headers);
+        assert_eq!(kept.len(), 2);
+        assert!(kept.contains_key("x-api-key"));
+    }
+}

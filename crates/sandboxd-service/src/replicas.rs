@@ -1,0 +1,148 @@
+//! Replicas on one database: where a request that needs a sandbox's agent goes when
+//! another replica holds the agent's connection. Each replica records its address and a
+//! heartbeat; the replica an agent connects to records that it holds it. A replica
+//! without the connection then names the holder, if its heartbeat is recent, and the
+//! server forwards the request there. On one server alone (SQLite) nothing is forwarded.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use sandboxd_store::Backend;
+use tracing::{debug, warn};
+
+use super::{Service, now_ms};
+
+/// How often a replica records its heartbeat.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+/// A replica silent this long is taken as gone: nothing is forwarded to it.
+const GONE_AFTER: Duration = Duration::from_secs(10);
+/// How long the list of live replicas is reused before it is read again.
+const LIVE_FOR: Duration = Duration::from_secs(1);
+
+/// This replica's place among the others.
+#[derive(Debug, Default)]
+pub(crate) struct Replicas {
+    /// Where the other replicas reach this one; unset: it is not registered.
+    address: OnceLock<String>,
+    /// The replicas heard from lately (id → address), and when that was read.
+    live: Mutex<Option<(Instant, Live)>>,
+}
+
+/// The replicas heard from lately: id → address.
+type Live = Arc<HashMap<String, String>>;
+
+impl Service {
+    /// Whether requests may be forwarded between replicas: on PostgreSQL, once this
+    /// replica has an address.
+    pub fn replicated(&self) -> bool {
+        self.store().backend() == Backend::Postgres && self.inner.replicas.address.get().is_some()
+    }
+
+    /// Registers the address where the other replicas reach this one (its API's base
+    /// URL) and records its first heartbeat. On SQLite this does nothing.
+    pub async fn register_replica(&self, address: String) {
+        if self.store().backend() != Backend::Postgres {
+            return;
+        }
+        let _ = self.inner.replicas.address.set(address);
+        self.heartbeat_once().await;
+    }
+
+    /// Records this replica's heartbeat (the loop calls it every [`HEARTBEAT_EVERY`]).
+    pub async fn heartbeat_once(&self) {
+        let Some(address) = self.inner.replicas.address.get() else {
+            return;
+        };
+        if let Err(error) = self.store().heartbeat(address, now_ms()).await {
+            warn!(%error, "cannot record this replica's heartbeat");
+        }
+    }
+
+    /// Takes this replica out of the registry: it is stopping.
+    pub async fn leave_replicas(&self) {
+        if self.inner.replicas.address.get().is_none() {
+            return;
+        }
+        if let Err(error) = self.store().leave().await {
+            warn!(%error, "cannot take this replica out of the registry");
+        }
+    }
+
+    /// Records, as agents connect to this replica from now on, that it holds their
+    /// connections; the future runs until the hub is dropped. On SQLite it does nothing.
+    pub fn record_agent_connections(&self) -> impl Future<Output = ()> + Send + 'static {
+        let service = self.clone();
+        let connected =
+            (self.store().backend() == Backend::Postgres).then(|| self.agents().connections());
+        async move {
+            if let Some(connected) = connected {
+                service.hold_agents(connected).await;
+            }
+        }
+    }
+
+    async fn hold_agents(&self, mut connected: tokio::sync::mpsc::UnboundedReceiver<String>) {
+        let mut batch = Vec::new();
+        while connected.recv_many(&mut batch, 256).await > 0 {
+            // A sandbox reconnecting in a loop is written once per batch.
+            let ids: HashSet<String> = batch.drain(..).collect();
+            for sandbox_id in ids {
+                if let Err(error) = self.store().hold_agent(&sandbox_id).await {
+                    warn!(%sandbox_id, %error, "cannot record that this replica holds an agent");
+                }
+            }
+        }
+    }
+
+    /// The address of the replica to forward a request on `sandbox_id` that needs its
+    /// agent to: `None` to serve it here (this replica holds the agent, the sandbox is
+    /// unknown, or its holder is not live).
+    pub async fn agent_holder(&self, sandbox_id: &str) -> Option<String> {
+        if !self.replicated() || self.agents().connection(sandbox_id).is_some() {
+            return None;
+        }
+        let holder = match self.store().agent_replica(sandbox_id).await {
+            Ok(holder) => holder?,
+            Err(error) => {
+                debug!(%sandbox_id, %error, "cannot read which replica holds an agent");
+                return None;
+            }
+        };
+        if holder == self.store().replica_id() {
+            return None;
+        }
+        self.live_replicas().await.get(&holder).cloned()
+    }
+
+    async fn live_replicas(&self) -> Live {
+        let cached = self
+            .inner
+            .replicas
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|(read, _)| read.elapsed() < LIVE_FOR)
+            .map(|(_, live)| live.clone());
+        if let Some(live) = cached {
+            return live;
+        }
+        let since = now_ms() - GONE_AFTER.as_millis() as i64;
+        let live: HashMap<String, String> = match self.store().live_replicas(since).await {
+            Ok(live) => live.into_iter().collect(),
+            Err(error) => {
+                debug!(%error, "cannot read the live replicas");
+                HashMap::new()
+            }
+        };
+        let live = Arc::new(live);
+        *self
+            .inner
+            .replicas
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), live.clone()));
+        live
+    }
+}
