@@ -77,9 +77,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         config.advertise_url = Some(url);
     }
     if let Some(url) = &config.advertise_url
-        && !(url.starts_with("http://") || url.starts_with("https://"))
+        && !url.starts_with("http://")
     {
-        anyhow::bail!("advertise_url must be an http:// or https:// URL, not {url:?}");
+        anyhow::bail!(
+            "advertise_url must be an http:// URL (replicas forward to each other in plain HTTP), not {url:?}"
+        );
     }
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&config.log))

@@ -26,6 +26,8 @@ const SIGINT: i32 = 2;
 const SIGKILL: i32 = 9;
 /// After an interrupt, the reply has this long to come before the context is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+/// How long a removal waits for the interpreter to be gone.
+const REMOVE_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Deserialize)]
 struct Reply {
@@ -175,6 +177,19 @@ impl Service {
             .signal_process(context_id, SIGKILL)
             .await
             .map_err(process_error)?;
+        // Returns once the interpreter is gone, so a run that follows is told it ended
+        // rather than finding its input closed on the way out.
+        let deadline = Instant::now() + REMOVE_WAIT;
+        while Instant::now() < deadline {
+            let processes = agent.processes().await.map_err(process_error)?;
+            let running = processes
+                .iter()
+                .any(|p| p.id == context_id && p.exit.is_none());
+            if !running {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         Ok(())
     }
 }
