@@ -24,5 +24,6 @@ pub mod reconcile;
 pub mod rfc3339;
 pub mod templates;
 pub mod transfer;
+pub mod usage;
 pub mod utf8_stream;
 pub mod validate;

@@ -18,6 +18,7 @@ mod port;
 mod remote;
 mod remote_agents;
 mod ssh_transport;
+mod usage;
 
 pub use archive::ReadFileError;
 pub use diagnosis::{EngineFacts, ImageAvailability, NetworkState};

@@ -5,7 +5,7 @@ use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
 use sandboxd_ports::{
     Chunks, Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, Reachability,
-    ReadFileError,
+    ReadFileError, UsageSample,
 };
 use sandboxd_ssh::Health;
 
@@ -84,6 +84,10 @@ impl Engine for DockerEngine {
 
     async fn is_running(&self, id: &str) -> Result<bool, EngineError> {
         DockerEngine::is_running(self, id).await
+    }
+
+    async fn usage(&self, id: &str) -> Result<UsageSample, EngineError> {
+        DockerEngine::usage(self, id).await
     }
 
     fn container_deaths(&self, instance: &str) -> Deaths {

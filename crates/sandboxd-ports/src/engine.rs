@@ -19,6 +19,19 @@ pub struct HostResources {
     pub memory_bytes: i64,
 }
 
+/// One sample of a container's resource use, as the engine measures it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UsageSample {
+    /// CPU time used since the container started, in nanoseconds.
+    pub cpu_ns: u64,
+    /// Memory in use, less the page cache the kernel can reclaim, in bytes.
+    pub memory_bytes: u64,
+    /// The container's memory limit in bytes, when it has one.
+    pub memory_limit_bytes: Option<u64>,
+    /// Processes and threads running in it.
+    pub pids: u64,
+}
+
 /// The stream of container deaths an engine reports.
 pub type Deaths = Pin<Box<dyn Stream<Item = Result<ContainerDeath, EngineError>> + Send>>;
 
@@ -81,6 +94,15 @@ pub trait Engine: Debug + Send + Sync + 'static {
 
     /// Whether the container's main process runs; a container that is gone is not.
     async fn is_running(&self, id: &str) -> Result<bool, EngineError>;
+
+    /// The container's resource use now (CPU time, memory, processes).
+    async fn usage(&self, id: &str) -> Result<UsageSample, EngineError> {
+        let _ = id;
+        Err(EngineError::Rejected {
+            status: 501,
+            message: "this engine does not report resource use".into(),
+        })
+    }
 
     /// Every death of a container labelled with `instance`, from now on. The stream ends
     /// when the engine connection does; the caller subscribes again.

@@ -10,7 +10,7 @@ mod events;
 mod exec;
 mod remote;
 
-pub use engine::{Chunks, Deaths, Engine, HostResources};
+pub use engine::{Chunks, Deaths, Engine, HostResources, UsageSample};
 pub use errors::{EngineError, ReadFileError};
 pub use events::ContainerDeath;
 pub use exec::{ExecOutcome, ExecSpec, OutputStream, OutputTx};

@@ -23,6 +23,7 @@ mod tenancy;
 mod terminal;
 mod tokens;
 mod transfers;
+mod usage;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,6 +78,8 @@ struct Inner {
     agents_unrecorded: std::sync::Mutex<std::collections::HashSet<String>>,
     /// This replica's address and the others', for forwarding.
     replicas: replicas::Replicas,
+    /// The last CPU reading of each sandbox, for `sandbox.stats`.
+    readings: usage::Readings,
 }
 
 /// Environment variables as name and value.
@@ -158,6 +161,7 @@ impl Service {
                 fleet: Default::default(),
                 agents_unrecorded: Default::default(),
                 replicas: Default::default(),
+                readings: Default::default(),
                 exec_env: Default::default(),
                 removals: tokio_util::task::TaskTracker::new(),
             }),

@@ -124,6 +124,16 @@ def test_the_timeout_is_extended(server):
         assert info.timeout_ms == 3_600_000 and info.expires_at > before
 
 
+def test_stats_show_cpu_memory_and_processes(server):
+    with Sandbox.create("base", cpu=1, memory_mb=256) as sb:
+        idle = sb.stats()
+        assert idle.cpu_limit == 1.0 and idle.memory_limit_bytes == 256 * 1024 * 1024
+        assert idle.pids >= 1 and idle.memory_bytes > 0
+        sb.commands.run("while :; do :; done", background=True)
+        busiest = max(sb.stats().cpu_percent for _ in range(8))
+        assert busiest > 50, busiest
+
+
 def test_errors_are_typed(server):
     with pytest.raises(AuthenticationError, match="SANDBOXD_KEY"):
         Sandbox.create("base", key="sbx_wrong_key_0000000000000000000000000")

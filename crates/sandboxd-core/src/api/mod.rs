@@ -10,6 +10,7 @@ mod requests;
 mod responses;
 mod servers;
 pub mod stream;
+mod usage;
 
 pub use access::*;
 pub use contexts::*;
@@ -18,6 +19,7 @@ pub use processes::*;
 pub use requests::*;
 pub use responses::*;
 pub use servers::*;
+pub use usage::*;
 
 /// What an MCP client is told about sandboxd's tools (the HTTP endpoint and `sandboxd mcp`).
 pub const MCP_INSTRUCTIONS: &str = "sandboxd runs isolated Linux sandboxes. Create one with sandbox-create, run \

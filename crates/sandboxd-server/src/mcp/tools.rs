@@ -250,6 +250,20 @@ impl SandboxTools {
     }
 
     #[tool(
+        name = "sandbox-stats",
+        description = "A running sandbox's resource use now: cpuPercent (of one CPU; 200 is two CPUs busy) against cpuLimit, memoryBytes against memoryLimitBytes, pids against pidsLimit. Use it to see whether a command is stuck burning CPU or close to the memory limit."
+    )]
+    async fn stats(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<SandboxIdQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let stats = attempt!(self.service.sandbox_stats(&who, &req.sandbox_id).await);
+        ok(&stats)
+    }
+
+    #[tool(
         name = "sandbox-processStart",
         description = "Start a long-running command (sh -c) in the background of a running sandbox, e.g. a server or a build, and get its processId at once. It keeps running after this call; read its output with sandbox-processOutput, wait for it with sandbox-processWait, stop it with sandbox-processSignal. Set stdin: true to write to it with sandbox-processWrite."
     )]

@@ -34,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(set_timeout))
         .routes(routes!(list))
         .routes(routes!(one))
+        .routes(routes!(stats))
         .routes(routes!(kill))
         .routes(routes!(remove))
         .routes(routes!(templates))
@@ -195,6 +196,28 @@ async fn one(
             .sandbox_for(&caller, &req.sandbox_id, SandboxNeed::Read)
             .await?,
     )))
+}
+
+/// A running sandbox's resource use now: CPU (percent of one CPU, since the previous
+/// reading or over a quarter second), memory and processes, against its limits; from the
+/// engine's figures for its container.
+#[utoipa::path(get, path = "/api/sandbox.stats", operation_id = "sandbox-stats", tag = "sandbox",
+    params(SandboxIdQuery),
+    responses((status = 200, body = SandboxStats), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 412, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn stats(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiQuery(req): ApiQuery<SandboxIdQuery>,
+) -> ApiResult<SandboxStats> {
+    Ok(Json(
+        state
+            .service
+            .sandbox_stats(&caller, &req.sandbox_id)
+            .await?,
+    ))
 }
 
 /// Kill a sandbox: the container is stopped (2 s grace) and removed; the record stays

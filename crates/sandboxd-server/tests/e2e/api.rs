@@ -217,6 +217,7 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/sandbox.setTimeout", "post", "sandbox-setTimeout"),
         ("/api/sandbox.list", "get", "sandbox-list"),
         ("/api/sandbox.one", "get", "sandbox-one"),
+        ("/api/sandbox.stats", "get", "sandbox-stats"),
         ("/api/sandbox.kill", "post", "sandbox-kill"),
         ("/api/sandbox.remove", "post", "sandbox-remove"),
         ("/api/sandbox.templates", "get", "sandbox-templates"),

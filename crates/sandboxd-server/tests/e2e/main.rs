@@ -32,5 +32,6 @@ mod stream;
 mod tenancy;
 mod terminal;
 mod transfers;
+mod usage;
 mod volumes;
 mod widening;

@@ -70,6 +70,7 @@ async fn tools_over_streamable_http() {
             "sandbox-readFile",
             "sandbox-remove",
             "sandbox-setTimeout",
+            "sandbox-stats",
             "sandbox-templates",
             "sandbox-writeFile",
         ]

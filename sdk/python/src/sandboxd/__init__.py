@@ -33,7 +33,14 @@ from .errors import (
     TooLarge,
     Unavailable,
 )
-from .models import CommandResult, EntryInfo, OutputSlice, ProcessInfo, SandboxInfo
+from .models import (
+    CommandResult,
+    EntryInfo,
+    OutputSlice,
+    ProcessInfo,
+    SandboxInfo,
+    SandboxStats,
+)
 
 __all__ = [
     "AsyncCommandStream",
@@ -68,6 +75,7 @@ __all__ = [
     "RunError",
     "Sandbox",
     "SandboxInfo",
+    "SandboxStats",
     "SandboxNotRunning",
     "SandboxdError",
     "ServerError",

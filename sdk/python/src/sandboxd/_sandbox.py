@@ -15,7 +15,7 @@ from ._config import resolve
 from ._files import AsyncFiles
 from ._http import Connection
 from ._pty import AsyncPty
-from .models import SandboxInfo
+from .models import SandboxInfo, SandboxStats
 
 
 async def _default_environment(conn: Connection) -> str:
@@ -239,6 +239,12 @@ class AsyncSandbox:
             await self._conn.call("sandbox.one", query={"sandboxId": self.id})
         )
         return self.info
+
+    async def stats(self) -> SandboxStats:
+        """CPU, memory and processes the sandbox uses now, against its limits."""
+        return SandboxStats.from_json(
+            await self._conn.call("sandbox.stats", query={"sandboxId": self.id})
+        )
 
     async def set_timeout(self, timeout: float) -> SandboxInfo:
         """A new idle timeout in seconds, counted from now."""

@@ -14,7 +14,7 @@ from ._code import Context, Execution
 from ._commands import AsyncCommandStream, AsyncProcess, OutputCallback, OutputChunk
 from ._pty import AsyncTerminal
 from ._sandbox import AsyncSandbox
-from .models import CommandResult, EntryInfo, OutputSlice, ProcessInfo, SandboxInfo
+from .models import CommandResult, EntryInfo, OutputSlice, ProcessInfo, SandboxInfo, SandboxStats
 
 
 class Process:
@@ -260,6 +260,10 @@ class Sandbox:
 
     def set_timeout(self, timeout: float) -> SandboxInfo:
         return _portal.run(self._inner.set_timeout(timeout))
+
+    def stats(self) -> SandboxStats:
+        """See `AsyncSandbox.stats`."""
+        return _portal.run(self._inner.stats())
 
     def run_code(
         self, code: str, *, context: Context | str | None = None, timeout: float = 60

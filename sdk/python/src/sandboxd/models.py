@@ -61,6 +61,36 @@ class SandboxInfo:
 
 
 @dataclass(frozen=True)
+class SandboxStats:
+    """What a running sandbox uses now, against its limits."""
+
+    #: CPU used since the previous reading, in percent of one CPU (200: two CPUs busy).
+    cpu_percent: float
+    cpu_limit: float
+    cpu_time_ms: int
+    memory_bytes: int
+    memory_limit_bytes: int
+    pids: int
+    pids_limit: int
+    sampled_at: str
+    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SandboxStats:
+        return cls(
+            cpu_percent=float(data.get("cpuPercent", 0)),
+            cpu_limit=float(data.get("cpuLimit", 0)),
+            cpu_time_ms=int(data.get("cpuTimeMs", 0)),
+            memory_bytes=int(data.get("memoryBytes", 0)),
+            memory_limit_bytes=int(data.get("memoryLimitBytes", 0)),
+            pids=int(data.get("pids", 0)),
+            pids_limit=int(data.get("pidsLimit", 0)),
+            sampled_at=data.get("sampledAt", ""),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
 class CommandResult:
     """How a command ended, with its output."""
 

@@ -1,0 +1,112 @@
+//! `sandbox.stats`: a running sandbox's CPU, memory and processes, from its engine. CPU
+//! use is the change of the CPU time counter between two readings: the previous one of
+//! this replica when it is recent, else a second reading a quarter second after the
+//! first.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::api::SandboxStats;
+use sandboxd_core::model::Principal;
+use sandboxd_core::rfc3339::format_millis;
+use sandboxd_core::usage::cpu_percent;
+
+use super::{Service, ServiceError, now_ms};
+
+/// A previous reading older than this is not used: the figure would be an average over
+/// too long a time.
+const RECENT: Duration = Duration::from_secs(5);
+/// Readings closer than this give the previous figure again, so a burst of calls does
+/// not compute CPU use over microseconds.
+const TOO_CLOSE: Duration = Duration::from_millis(100);
+/// How far apart the two readings of a first call are.
+const SPAN: Duration = Duration::from_millis(250);
+
+/// The last CPU reading of each sandbox, and the figure it gave.
+#[derive(Debug, Default)]
+pub(crate) struct Readings(Mutex<HashMap<String, Reading>>);
+
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    cpu_ns: u64,
+    at: Instant,
+    percent: f64,
+}
+
+impl Readings {
+    fn last(&self, sandbox_id: &str) -> Option<Reading> {
+        let readings = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        readings
+            .get(sandbox_id)
+            .copied()
+            .filter(|r| r.at.elapsed() < RECENT)
+    }
+
+    fn keep(&self, sandbox_id: &str, reading: Reading) {
+        let mut readings = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        readings.retain(|_, r| r.at.elapsed() < RECENT);
+        readings.insert(sandbox_id.to_owned(), reading);
+    }
+}
+
+impl Service {
+    /// What the running sandbox uses now, against its limits.
+    pub async fn sandbox_stats(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<SandboxStats, ServiceError> {
+        let sandbox = self
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Read)
+            .await?;
+        let container = sandbox.running_container()?;
+        let engine = self.engine_of(sandbox.server_id.as_deref()).await?;
+        let readings = &self.inner.readings;
+        let mut before = readings.last(&sandbox.sandbox_id);
+        if before.is_none() {
+            let first = engine.usage(container).await?;
+            before = Some(Reading {
+                cpu_ns: first.cpu_ns,
+                at: Instant::now(),
+                percent: 0.0,
+            });
+            tokio::time::sleep(SPAN).await;
+        }
+        let sample = engine.usage(container).await?;
+        let at = Instant::now();
+        let percent = match before {
+            Some(before) if at.duration_since(before.at) < TOO_CLOSE => before.percent,
+            Some(before) => cpu_percent(
+                before.cpu_ns,
+                sample.cpu_ns,
+                at.duration_since(before.at).as_nanos() as u64,
+            )
+            .unwrap_or(before.percent),
+            None => 0.0,
+        };
+        if before.is_none_or(|b| at.duration_since(b.at) >= TOO_CLOSE) {
+            readings.keep(
+                &sandbox.sandbox_id,
+                Reading {
+                    cpu_ns: sample.cpu_ns,
+                    at,
+                    percent,
+                },
+            );
+        }
+        let memory_limit = u64::try_from(sandbox.memory_mb).unwrap_or(0) * 1024 * 1024;
+        Ok(SandboxStats {
+            sandbox_id: sandbox.sandbox_id.clone(),
+            sampled_at: format_millis(now_ms()),
+            cpu_percent: percent,
+            cpu_limit: sandbox.cpu,
+            cpu_time_ms: sample.cpu_ns / 1_000_000,
+            memory_bytes: sample.memory_bytes,
+            memory_limit_bytes: sample.memory_limit_bytes.unwrap_or(memory_limit),
+            pids: sample.pids,
+            pids_limit: sandbox.pids_limit,
+        })
+    }
+}
