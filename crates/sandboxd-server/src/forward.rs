@@ -199,6 +199,12 @@ async fn send(
     if let Ok(me) = HeaderValue::from_str(me) {
         headers.insert(FORWARDED, me);
     }
+    // The host the caller reached, which the holder checks a browser's origin against.
+    if !headers.contains_key("x-forwarded-host")
+        && let Some(host) = parts.headers.get(header::HOST)
+    {
+        headers.insert("x-forwarded-host", host.clone());
+    }
     let answer = CLIENT
         .request(parts.method.clone(), format!("{holder}{target}"))
         .headers(headers)

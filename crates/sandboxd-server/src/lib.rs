@@ -418,6 +418,12 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(metrics::render))
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
+        .route(
+            "/ui/session",
+            get(routes::sign_in::current)
+                .post(routes::sign_in::sign_in)
+                .delete(routes::sign_in::sign_out),
+        )
         .merge(
             Router::new()
                 .nest_service("/mcp", mcp::service(state.service.clone(), &state.mcp))

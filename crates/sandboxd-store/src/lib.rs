@@ -7,6 +7,7 @@
 mod audit;
 mod auth_cache;
 mod changes;
+mod dashboard_sessions;
 mod database;
 mod error;
 mod ids;
@@ -29,6 +30,7 @@ mod tenancy;
 
 pub use audit::{AuditPage, NewAuditEntry};
 pub use changes::ServerChange;
+pub use dashboard_sessions::{MAX_SESSIONS_PER_KEY, dashboard_csrf};
 pub use database::{Backend, Database};
 pub use error::StoreError;
 pub use ids::new_id;

@@ -50,6 +50,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "agent holders",
         include_str!("../migrations/sqlite/0008_agent_holders.sql"),
     ),
+    (
+        9,
+        "dashboard sessions",
+        include_str!("../migrations/sqlite/0009_dashboard_sessions.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -92,6 +97,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         8,
         "agent holders",
         include_str!("../migrations/postgres/0008_agent_holders.sql"),
+    ),
+    (
+        9,
+        "dashboard sessions",
+        include_str!("../migrations/postgres/0009_dashboard_sessions.sql"),
     ),
 ];
 

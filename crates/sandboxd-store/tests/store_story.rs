@@ -21,6 +21,7 @@ on_every_backend!(
     racing_removals_always_leave_an_owner,
     another_master_key_is_refused,
     websocket_tokens_are_single_use_bound_and_shared,
+    dashboard_sessions_follow_their_key_expire_and_close,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -515,6 +516,52 @@ async fn websocket_tokens_are_single_use_bound_and_shared(db: &TestDb) {
         Some("key"),
         "the other's token stays"
     );
+}
+
+/// A dashboard session opened through one handle is seen by another until it expires or
+/// is closed; one key holds a bounded number of them.
+async fn dashboard_sessions_follow_their_key_expire_and_close(db: &TestDb) {
+    let (a, b) = (db.open().await, db.open().await);
+    let now = sandboxd_store::now_ms();
+    let later = now + 3_600_000;
+    a.open_dashboard_session("secret-1", "key", now, later)
+        .await
+        .unwrap();
+    assert_eq!(
+        b.dashboard_session("secret-1", now)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("key")
+    );
+    assert_eq!(
+        b.dashboard_session("secret-1", later).await.unwrap(),
+        None,
+        "expired"
+    );
+    assert_eq!(b.dashboard_session("secret-2", now).await.unwrap(), None);
+    b.close_dashboard_session("secret-1").await.unwrap();
+    assert_eq!(
+        a.dashboard_session("secret-1", now).await.unwrap(),
+        None,
+        "closed"
+    );
+
+    let cap = sandboxd_store::MAX_SESSIONS_PER_KEY;
+    for n in 0..cap + 3 {
+        a.open_dashboard_session(&format!("many-{n}"), "busy", now + n, later)
+            .await
+            .unwrap();
+    }
+    for n in 0..3 {
+        let oldest = a
+            .dashboard_session(&format!("many-{n}"), now)
+            .await
+            .unwrap();
+        assert_eq!(oldest, None, "the oldest went");
+    }
+    let newest = a.dashboard_session(&format!("many-{}", cap + 2), now).await;
+    assert_eq!(newest.unwrap().as_deref(), Some("busy"));
 }
 
 async fn futures_join<T: Send + 'static>(

@@ -622,3 +622,62 @@ async fn when_the_holder_dies_commands_go_through_the_engine_and_the_rest_answer
     );
     ok(&b, "sandbox.kill", json!({"sandboxId": id})).await;
 }
+
+/// A browser signed in through A uses its session through B, forwarded calls and
+/// terminals included: sessions live in the database, and the holder checks the
+/// page's origin against the host the browser reached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dashboard_session_works_through_every_replica() {
+    let db = TestDatabase::create().await;
+    let a = RunningServer::replica(&db, &FAST).await;
+    let b = RunningServer::replica(&db, &FAST).await;
+    let id = create(&a, json!({})).await;
+    let client = reqwest::Client::new();
+    let signed = client
+        .post(format!("{}/ui/session", a.url))
+        .header("origin", &a.url)
+        .json(&json!({"key": KEY}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), 200);
+    let cookie = signed.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let csrf = signed.json::<Value>().await.unwrap()["csrf"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let started = client
+        .post(format!("{}/api/sandbox.processStart", b.url))
+        .header("cookie", &cookie)
+        .header("origin", &b.url)
+        .header("x-sandboxd-csrf", &csrf)
+        .json(&json!({"sandboxId": id, "cmd": "echo from the page"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 200, "{:?}", started.text().await);
+    assert_eq!(b.served().await, (0, 0), "B forwarded it to A");
+
+    let url = format!(
+        "{}/sandbox-pty?sandboxId={id}",
+        b.url.replacen("http", "ws", 1)
+    );
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("cookie", cookie.parse().unwrap());
+    request
+        .headers_mut()
+        .insert("origin", b.url.parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(next_text(&mut socket).await["type"], "ready");
+    socket
+        .send(Message::Binary(
+            "echo page$((2+3))\n".as_bytes().to_vec().into(),
+        ))
+        .await
+        .unwrap();
+    read_until(&mut socket, "page5").await;
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{self, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts as _, Request};
-use axum::http::HeaderValue;
+use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt as _, StreamExt as _};
@@ -19,7 +19,7 @@ use tracing::debug;
 
 use super::{CONNECT_TIMEOUT, FORWARDED, counted};
 use crate::AppState;
-use crate::auth::token_from;
+use crate::auth::{same_origin, session_from, token_from};
 
 /// How long the other direction may finish (a close handshake) once one side ended.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -53,9 +53,32 @@ pub(super) async fn forward(
     me: &str,
     next: Next,
 ) -> Response {
-    let key = token_from(request.headers()).map(str::to_owned);
-    if key.is_none() && !has_token(request.uri()) {
+    let headers = request.headers();
+    let key = token_from(headers).map(str::to_owned);
+    let dashboard = session_from(headers).is_some() && same_origin(headers);
+    if key.is_none() && !dashboard && !has_token(request.uri()) {
         return next.run(request).await;
+    }
+    // A dashboard session's cookie goes on with what the holder checks its origin by.
+    let mut passed = Vec::new();
+    if dashboard {
+        for name in [header::COOKIE, header::ORIGIN] {
+            passed.extend(
+                headers
+                    .get_all(&name)
+                    .iter()
+                    .map(|v| (name.clone(), v.clone())),
+            );
+        }
+        let host = headers
+            .get("x-forwarded-host")
+            .or_else(|| headers.get(header::HOST));
+        if let Some(host) = host {
+            passed.push((
+                header::HeaderName::from_static("x-forwarded-host"),
+                host.clone(),
+            ));
+        }
     }
     let target = request.uri().path_and_query().map_or("/", |p| p.as_str());
     let Some(url) = socket_url(holder, target) else {
@@ -68,6 +91,9 @@ pub(super) async fn forward(
             }
             if let Ok(me) = HeaderValue::from_str(me) {
                 upstream.headers_mut().insert(FORWARDED, me);
+            }
+            for (name, value) in passed {
+                upstream.headers_mut().append(name, value);
             }
             tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(upstream))
                 .await

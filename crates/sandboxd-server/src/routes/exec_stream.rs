@@ -18,7 +18,6 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use crate::AppState;
-use crate::auth::token_from;
 use crate::routes::session::{self, RECHECK_EVERY, close};
 use crate::service::ServiceError;
 
@@ -37,8 +36,8 @@ pub async fn sandbox_exec(
     headers: HeaderMap,
     Query(query): Query<StreamQuery>,
 ) -> Response {
-    let key = token_from(&headers).map(str::to_owned);
-    ws.on_upgrade(move |socket| session(socket, state, query, key))
+    let credentials = session::Credentials::of(&headers);
+    ws.on_upgrade(move |socket| session(socket, state, query, credentials))
 }
 
 pub(super) async fn send(socket: &mut WebSocket, message: &ServerMessage) -> bool {
@@ -66,12 +65,17 @@ impl Drop for Running {
 /// client that stops reading cannot hold it open.
 const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-async fn session(socket: WebSocket, state: AppState, query: StreamQuery, key: Option<String>) {
+async fn session(
+    socket: WebSocket,
+    state: AppState,
+    query: StreamQuery,
+    credentials: session::Credentials,
+) {
     let Some((mut socket, sandbox_id, mut auth)) = session::accept(
         socket,
         &state,
         query.sandbox_id,
-        key.as_deref(),
+        &credentials,
         query.token.as_deref(),
     )
     .await

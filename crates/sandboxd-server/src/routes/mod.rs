@@ -9,5 +9,6 @@ pub mod projects;
 pub mod sandbox;
 pub mod servers;
 pub mod session;
+pub mod sign_in;
 pub mod terminal;
 pub mod transfers;

@@ -26,6 +26,27 @@ enum Proof {
     Key(String),
     /// The id of the key a browser token was issued for.
     KeyId(String),
+    /// The secret of the dashboard session it was opened in.
+    Dashboard(String),
+}
+
+/// What a WebSocket's request brought to prove its caller, from its headers: an API
+/// key, or a dashboard session cookie sent from this server's own pages.
+#[derive(Debug, Default)]
+pub struct Credentials {
+    key: Option<String>,
+    dashboard: Option<String>,
+}
+
+impl Credentials {
+    pub fn of(headers: &axum::http::HeaderMap) -> Self {
+        Self {
+            key: crate::auth::token_from(headers).map(str::to_owned),
+            dashboard: crate::auth::same_origin(headers)
+                .then(|| crate::auth::session_from(headers).map(str::to_owned))
+                .flatten(),
+        }
+    }
 }
 
 /// Why a session ends: its close code and reason.
@@ -64,7 +85,7 @@ impl SessionAuth {
     /// the sandbox.
     pub async fn open(
         state: &AppState,
-        key: Option<&str>,
+        credentials: &Credentials,
         token: Option<&str>,
         sandbox_id: &str,
     ) -> Result<Self, Ended> {
@@ -72,7 +93,7 @@ impl SessionAuth {
             code: close_code::UNAUTHORIZED,
             reason: "unauthorized",
         };
-        let (proof, caller) = match (key, token) {
+        let (proof, caller) = match (credentials.key.as_deref(), token) {
             (Some(key), _) => {
                 let caller = crate::auth::principal(state, key)
                     .await
@@ -87,7 +108,15 @@ impl SessionAuth {
                     .ok_or(unauthorized)?;
                 (Proof::KeyId(issued.key_id.clone()), issued)
             }
-            (None, None) => return Err(unauthorized),
+            (None, None) => {
+                let secret = credentials.dashboard.as_deref().ok_or(unauthorized)?;
+                let caller = crate::auth::session_caller(state, secret)
+                    .await
+                    .ok()
+                    .flatten()
+                    .ok_or(unauthorized)?;
+                (Proof::Dashboard(secret.to_owned()), caller)
+            }
         };
         let mut auth = Self {
             proof,
@@ -121,6 +150,10 @@ impl SessionAuth {
         let current = match &self.proof {
             Proof::Key(key) => store.authenticate(key.trim()).await,
             Proof::KeyId(key_id) => store.principal_of_key(key_id).await,
+            Proof::Dashboard(secret) => match crate::auth::session_caller(state, secret).await {
+                Ok(caller) => Ok(caller),
+                Err(_) => return Ok(&self.caller),
+            },
         };
         let caller = match current {
             Ok(Some(caller)) if caller.user_id == self.caller.user_id => caller,
@@ -163,14 +196,14 @@ pub async fn accept(
     socket: WebSocket,
     state: &AppState,
     sandbox_id: Option<String>,
-    key: Option<&str>,
+    credentials: &Credentials,
     token: Option<&str>,
 ) -> Option<(WebSocket, String, SessionAuth)> {
     let Some(sandbox_id) = sandbox_id.filter(|id| !id.is_empty()) else {
         close(socket, close_code::NO_SANDBOX_ID, "sandboxId is required").await;
         return None;
     };
-    match SessionAuth::open(state, key, token, &sandbox_id).await {
+    match SessionAuth::open(state, credentials, token, &sandbox_id).await {
         Ok(auth) => Some((socket, sandbox_id, auth)),
         Err(ended) => {
             close(socket, ended.code, ended.reason).await;

@@ -16,7 +16,6 @@ use serde_json::json;
 use super::session::{self, RECHECK_EVERY, close};
 use crate::AppState;
 use crate::agent::PtyEvent;
-use crate::auth::token_from;
 
 /// A terminal in use refreshes its sandbox's activity at most this often.
 const TOUCH_EVERY: Duration = Duration::from_secs(10);
@@ -48,8 +47,8 @@ pub async fn sandbox_pty(
     headers: HeaderMap,
     Query(query): Query<TerminalQuery>,
 ) -> Response {
-    let key = token_from(&headers).map(str::to_owned);
-    ws.on_upgrade(move |socket| session(socket, state, query, key))
+    let credentials = session::Credentials::of(&headers);
+    ws.on_upgrade(move |socket| session(socket, state, query, credentials))
 }
 
 async fn text(socket: &mut WebSocket, value: serde_json::Value) -> bool {
@@ -63,12 +62,17 @@ fn dimension(value: Option<u16>, default: u16) -> u16 {
     value.unwrap_or(default).clamp(1, MAX_DIMENSION)
 }
 
-async fn session(socket: WebSocket, state: AppState, query: TerminalQuery, key: Option<String>) {
+async fn session(
+    socket: WebSocket,
+    state: AppState,
+    query: TerminalQuery,
+    credentials: session::Credentials,
+) {
     let Some((mut socket, sandbox_id, mut auth)) = session::accept(
         socket,
         &state,
         query.sandbox_id,
-        key.as_deref(),
+        &credentials,
         query.token.as_deref(),
     )
     .await

@@ -12,6 +12,7 @@ mod attacks;
 mod bad_data;
 mod containers;
 mod contexts;
+mod dashboard_sessions;
 mod exec;
 mod files;
 mod hygiene;
