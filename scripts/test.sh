@@ -3,7 +3,8 @@
 # Needs a running Docker engine; builds the local test images (scripts/build-local-images.sh)
 # starts the second engine that stands for a remote server (scripts/remote-engine.sh) and a
 # private PostgreSQL on loopback (scripts/postgres.sh), which the store's story and the
-# replica tests run on.
+# replica tests run on, and installs the headless Chromium of the dashboard's tests
+# (scripts/browser.sh).
 # Then the Python clients: the MCP SDK, the sandboxd Python SDK, the fuzz pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,7 @@ docker info >/dev/null 2>&1 || { echo "the test suite needs a running Docker eng
 bash scripts/build-local-images.sh
 bash scripts/remote-engine.sh up >/dev/null
 eval "$(bash scripts/postgres.sh start)"
+bash scripts/browser.sh
 # The agent is built into sandboxd by the ordinary build; the tests use that one.
 unset SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"

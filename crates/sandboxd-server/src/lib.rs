@@ -4,6 +4,7 @@
 
 mod auth;
 mod body_limit;
+mod dashboard;
 pub mod data_dir;
 mod error;
 mod extract;
@@ -418,6 +419,8 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(metrics::render))
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
+        .route("/", get(dashboard::index))
+        .route("/ui/assets/{name}", get(dashboard::asset))
         .route(
             "/ui/session",
             get(routes::sign_in::current)

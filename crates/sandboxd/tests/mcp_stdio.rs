@@ -16,7 +16,7 @@ async fn stdio_forwards_to_the_server() {
     command.args(["mcp", "--url", &server.url, "--key", KEY]);
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("MCP over stdio");
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 20);
+    assert_eq!(tools.len(), 21);
     assert!(tools.iter().any(|t| t.name == "sandbox-exec"));
 
     let arguments = serde_json::json!({"environmentId": server.env_id, "template": "base"});

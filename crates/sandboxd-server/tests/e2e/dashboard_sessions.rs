@@ -226,3 +226,60 @@ async fn signing_out_ends_the_session() {
             .contains("; Secure")
     );
 }
+
+#[tokio::test]
+async fn the_dashboard_is_served_under_a_strict_content_security_policy() {
+    let server = TestServer::start().await;
+    let page = server
+        .client
+        .get(format!("{}/", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert!(!csp.contains("unsafe"), "{csp}");
+    assert_eq!(page.headers()["x-frame-options"], "DENY");
+    assert!(page.text().await.unwrap().contains("/ui/assets/app.js"));
+    let script = server
+        .client
+        .get(format!("{}/ui/assets/app.js", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.status(), StatusCode::OK);
+    assert!(
+        script.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    let tag = script.headers()["etag"].clone();
+    let again = server
+        .client
+        .get(format!("{}/ui/assets/app.js", server.url))
+        .header("if-none-match", tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    for missing in ["/ui/assets/nothing.js", "/ui/assets/..%2F..%2FCargo.toml"] {
+        let answer = server
+            .client
+            .get(format!("{}{missing}", server.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::NOT_FOUND, "{missing}");
+    }
+}

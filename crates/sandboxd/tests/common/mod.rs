@@ -2,6 +2,7 @@
 //! tests; it is stopped, and the containers it made removed, when dropped.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod postgres;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,151 @@
+// One sandbox: its facts, extend-timeout, kill and delete behind confirmations, and a
+// console streaming commands over the exec WebSocket.
+
+import * as api from "./api.js";
+import { h, show, notice, relative, when, confirmAction } from "./dom.js";
+
+const REFRESH_MS = 2000;
+/// The console keeps at most this much text; older output scrolls away.
+const CONSOLE_CHARS = 200_000;
+
+function facts(sandbox) {
+  const rows = [
+    ["Status", h("span", { class: `badge ${sandbox.status}`, "data-status": sandbox.status }, sandbox.status)],
+    ["Image", sandbox.image], ["Template", sandbox.template || "—"],
+    ["CPU", `${sandbox.cpu}`], ["Memory", `${sandbox.memoryMb} MiB`], ["PIDs limit", `${sandbox.pidsLimit}`],
+    ["Network", sandbox.networkMode], ["Workdir", sandbox.workdir], ["User", sandbox.user || "—"],
+    ["Server", sandbox.serverId || "local"], ["Isolation", sandbox.isolation],
+    ["Idle timeout", `${Math.round(sandbox.timeoutMs / 60000)} min`],
+    ["Expires", sandbox.status === "running" ? `${relative(sandbox.expiresAt)} (${when(sandbox.expiresAt)})` : "—"],
+    ["Created", when(sandbox.createdAt)], ["Killed", when(sandbox.killedAt)],
+    ["Container", sandbox.containerId || "—"], ["Sandbox id", sandbox.sandboxId],
+  ];
+  return h("dl", { class: "facts", "data-facts": "" },
+    rows.flatMap(([name, value]) => [h("dt", {}, name), h("dd", { "data-fact": name }, value)]));
+}
+
+function extendDialog(sandbox, done) {
+  const minutes = h("input", { id: "extend-minutes", type: "number", value: "30", min: "1", max: "1440" });
+  const error = h("p", { class: "error-text", role: "alert" });
+  const dialog = h("dialog", { "aria-label": "Extend the timeout" },
+    h("form", { method: "dialog", onsubmit: async (event) => {
+      event.preventDefault();
+      try {
+        await api.post("sandbox.setTimeout", { sandboxId: sandbox.sandboxId, timeoutMs: Math.round(Number(minutes.value) * 60000) });
+        dialog.close();
+        done();
+      } catch (failure) {
+        error.textContent = (failure.issues[0] && failure.issues[0].message) || failure.message;
+      }
+    } },
+    h("h2", {}, "Extend the timeout"),
+    h("div", { class: "field" }, h("label", { for: "extend-minutes" }, "Idle timeout from now (minutes)"), minutes, error),
+    h("div", { class: "actions" },
+      h("button", { type: "button", class: "quiet", onclick: () => dialog.close() }, "Cancel"),
+      h("button", { type: "submit" }, "Extend"))));
+  dialog.addEventListener("close", () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+  minutes.select();
+}
+
+/// The console: one command at a time over `/sandbox-exec`.
+function console_(sandbox) {
+  const output = h("div", { class: "console", id: "console-output", role: "log", "aria-label": "Console output", tabindex: "0" });
+  const input = h("input", { id: "console-input", autocomplete: "off", spellcheck: "false",
+    placeholder: "echo hello", "aria-label": "Command" });
+  const run = h("button", { type: "submit" }, "Run");
+  let ws = null;
+  let ready = false;
+  let busy = false;
+  const write = (text, kind = "") => {
+    output.append(h("span", { class: kind }, text));
+    while (output.textContent.length > CONSOLE_CHARS && output.firstChild) output.firstChild.remove();
+    output.scrollTop = output.scrollHeight;
+  };
+  const connect = () => {
+    ws = api.socket(`/sandbox-exec?sandboxId=${encodeURIComponent(sandbox.sandboxId)}`);
+    ws.addEventListener("message", (event) => {
+      let message;
+      try { message = JSON.parse(event.data); } catch { return; }
+      if (message.type === "ready") { ready = true; run.disabled = busy; }
+      else if (message.type === "stdout") write(message.data);
+      else if (message.type === "stderr") write(message.data, "stderr");
+      else if (message.type === "exit") {
+        write(`[exit ${message.exitCode}${message.timedOut ? ", timed out" : ""}]\n`, "note");
+        busy = false; run.disabled = false;
+      } else if (message.type === "error") {
+        write(`[${message.message}]\n`, "stderr");
+        busy = false; run.disabled = false;
+      }
+    });
+    ws.addEventListener("close", (event) => {
+      ready = false;
+      run.disabled = true;
+      if (event.code !== 1000) write(`[disconnected${event.reason ? `: ${event.reason}` : ""}]\n`, "note");
+    });
+  };
+  const form = h("form", { class: "console-input", onsubmit: (event) => {
+    event.preventDefault();
+    const cmd = input.value;
+    if (!cmd.trim() || !ready || busy) return;
+    busy = true;
+    run.disabled = true;
+    write(`$ ${cmd}\n`, "note");
+    ws.send(JSON.stringify({ type: "exec", cmd }));
+    input.value = "";
+  } }, input, run);
+  run.disabled = true;
+  if (sandbox.status === "running") connect();
+  else write("[the sandbox is not running]\n", "note");
+  return {
+    element: h("section", { class: "panel" }, h("h2", {}, "Console"), output, form),
+    close: () => { if (ws) ws.close(1000); },
+  };
+}
+
+export async function sandboxPage(sandboxId) {
+  let sandbox = await api.get("sandbox.one", { sandboxId });
+  const factsSlot = h("div");
+  const actions = h("div", { class: "actions" });
+  const message = h("div", { role: "status" });
+  let stopped = false;
+  let shownStatus = null;
+  const render = () => {
+    factsSlot.replaceChildren(facts(sandbox));
+    // The buttons stay as they are (and keep focus) until the status changes.
+    if (shownStatus === sandbox.status) return;
+    shownStatus = sandbox.status;
+    const running = sandbox.status === "running";
+    actions.replaceChildren(
+      h("a", { href: `#/env/${encodeURIComponent(sandbox.environmentId)}` }, "Back to the sandboxes"),
+      running ? h("button", { type: "button", class: "quiet", id: "extend", onclick: () => extendDialog(sandbox, refresh) }, "Extend timeout") : null,
+      running ? h("button", { type: "button", class: "danger", id: "kill", onclick: async () => {
+        if (!(await confirmAction("Kill this sandbox? Its processes and files are gone.", "Kill"))) return;
+        try { await api.post("sandbox.kill", { sandboxId }); } catch (error) { message.replaceChildren(notice(error.message, "error")); }
+        refresh();
+      } }, "Kill") : null,
+      h("button", { type: "button", class: "danger", id: "delete", onclick: async () => {
+        if (!(await confirmAction("Delete this sandbox and its record?", "Delete"))) return;
+        try {
+          await api.post("sandbox.remove", { sandboxId });
+          location.hash = `#/env/${encodeURIComponent(sandbox.environmentId)}`;
+        } catch (error) { message.replaceChildren(notice(error.message, "error")); }
+      } }, "Delete"));
+  };
+  async function refresh() {
+    if (stopped) return;
+    try {
+      sandbox = await api.get("sandbox.one", { sandboxId });
+      render();
+    } catch (error) {
+      if (error.status === 404) { stopped = true; message.replaceChildren(notice("This sandbox was deleted.")); }
+    }
+  }
+  render();
+  const consoleView = console_(sandbox);
+  const timer = setInterval(refresh, REFRESH_MS);
+  show(h("h1", {}, sandbox.name || sandbox.sandboxId), actions, message,
+    h("section", { class: "panel" }, factsSlot), consoleView.element);
+  return () => { stopped = true; clearInterval(timer); consoleView.close(); };
+}

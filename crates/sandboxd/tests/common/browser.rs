@@ -1,0 +1,136 @@
+//! A real browser for the dashboard's tests: Debian's headless Chromium driven through
+//! its chromedriver (WebDriver) with fantoccini, with a fresh profile per test. Missing
+//! `chromedriver` fails the test loudly: CI installs it.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+
+pub struct Browser {
+    pub client: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Browser {
+    pub async fn start() -> Self {
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (Debian's chromium-driver) is needed: .ci/run installs it");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let args = [
+            "--headless=new".to_owned(),
+            "--no-sandbox".into(),
+            "--disable-gpu".into(),
+            "--disable-dev-shm-usage".into(),
+            "--disable-background-networking".into(),
+            "--disable-component-update".into(),
+            "--disable-sync".into(),
+            "--no-first-run".into(),
+            "--window-size=1280,900".into(),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({"binary": "/usr/bin/chromium", "args": args}),
+        );
+        // The WebDriver client's TLS stack needs a provider chosen (never used on loopback).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = ClientBuilder::rustls()
+            .expect("TLS roots")
+            .capabilities(capabilities)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("a Chromium session");
+        Self {
+            client,
+            driver,
+            _profile: profile,
+        }
+    }
+
+    /// Waits up to 20 s for an element matching `css` whose text holds `needle`.
+    pub async fn text_in(&self, css: &str, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut last = String::new();
+        loop {
+            if let Ok(elements) = self.client.find_all(Locator::Css(css)).await {
+                for element in elements {
+                    if let Ok(text) = element.text().await {
+                        if text.contains(needle) {
+                            return text;
+                        }
+                        last = text;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {needle:?} in {css} (last: {last:?})"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits up to 20 s for an element matching `css`.
+    pub async fn element(&self, css: &str) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"))
+    }
+
+    /// Saves the page as `<name>.png` among the test's artifacts, and under
+    /// `docs/screenshots/` when `SANDBOXD_UPDATE_SCREENSHOTS` is set.
+    pub async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        let artifacts = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+        std::fs::create_dir_all(&artifacts).unwrap();
+        std::fs::write(artifacts.join(format!("{name}.png")), &png).unwrap();
+        if std::env::var_os("SANDBOXD_UPDATE_SCREENSHOTS").is_some() {
+            let docs =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots");
+            std::fs::create_dir_all(&docs).unwrap();
+            std::fs::write(docs.join(format!("{name}.png")), &png).unwrap();
+        }
+    }
+}
+
+impl Browser {
+    /// Ends the session: Chromium quits.
+    pub async fn close(self) {
+        let _ = self.client.clone().close().await;
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        // A Chromium left behind by a failed test goes too: it runs on this profile.
+        let _ = Command::new("pkill")
+            .args(["-f", &self._profile.path().display().to_string()])
+            .status();
+    }
+}

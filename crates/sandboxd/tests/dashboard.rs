@@ -1,0 +1,152 @@
+//! The web dashboard in a real browser (headless Chromium) against the real server and
+//! engine: sign in (a wrong key first), create a sandbox through the form (a bad value
+//! first), see it running in the list, run a command in the console, extend its
+//! timeout, kill it and delete it. Each page is saved as a screenshot.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::browser::Browser;
+use common::{KEY, RunningServer};
+use fantoccini::Locator;
+use fantoccini::key::Key;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_drives_a_sandbox_through_the_dashboard() {
+    let server = RunningServer::start().await;
+    let browser = Browser::start().await;
+    let page = &browser.client;
+    let started = std::time::Instant::now();
+    page.goto(&format!("{}/", server.url)).await.unwrap();
+    let key = browser.element("#key").await;
+    let loaded = started.elapsed();
+    eprintln!("the sign-in form was usable {loaded:?} after navigation began");
+    assert!(loaded.as_secs() < 5, "the sign-in form took {loaded:?}");
+    browser.screenshot("sign-in").await;
+
+    // A wrong key is refused with a message a person understands.
+    key.send_keys("sbx_not_a_key_of_this_server_0000000000")
+        .await
+        .unwrap();
+    key.send_keys(&Key::Enter.to_string()).await.unwrap();
+    browser.text_in("#key-error", "not valid").await;
+    browser.screenshot("sign-in-refused").await;
+    let key = browser.element("#key").await;
+    key.clear().await.unwrap();
+    key.send_keys(KEY).await.unwrap();
+    key.send_keys(&Key::Enter.to_string()).await.unwrap();
+
+    // Projects, then the environment's (empty) list.
+    let environment = browser.element("a[data-environment]").await;
+    browser.screenshot("projects").await;
+    // The key is nowhere the page's scripts can read it.
+    let stored: serde_json::Value = page
+        .execute(
+            "return [document.cookie, JSON.stringify(localStorage), JSON.stringify(sessionStorage)]",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(!stored.to_string().contains(KEY), "{stored}");
+    environment.click().await.unwrap();
+    browser.text_in("main [role=status]", "No sandboxes").await;
+    browser
+        .element("a.button[href$='/new']")
+        .await
+        .click()
+        .await
+        .unwrap();
+
+    // The form shows the server's validation message next to the field.
+    let name = browser.element("#f-name").await;
+    name.send_keys("from-the-browser").await.unwrap();
+    browser
+        .element("#f-template")
+        .await
+        .select_by_value("base")
+        .await
+        .unwrap();
+    let cpu = browser.element("#f-cpu").await;
+    cpu.clear().await.unwrap();
+    cpu.send_keys("1000").await.unwrap();
+    browser
+        .element("form button[type=submit]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    // Any message is words: it holds a space.
+    browser.text_in("[data-error-for=cpu]", " ").await;
+    browser.screenshot("create-invalid").await;
+    let cpu = browser.element("#f-cpu").await;
+    cpu.clear().await.unwrap();
+    cpu.send_keys("1").await.unwrap();
+    browser
+        .element("form button[type=submit]")
+        .await
+        .click()
+        .await
+        .unwrap();
+
+    // The details page, then the list with the sandbox running.
+    browser.element("[data-facts] [data-status=running]").await;
+    let sandbox_url = page.current_url().await.unwrap().to_string();
+    browser
+        .text_in("[data-fact=Image]", "sandboxd-local/debian")
+        .await;
+    browser
+        .element("a[href^='#/env/']")
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser.text_in("tbody tr", "from-the-browser").await;
+    browser.text_in("tbody tr [data-status]", "running").await;
+    browser.screenshot("sandboxes").await;
+
+    // The console streams a command's output over the exec WebSocket.
+    page.goto(&sandbox_url).await.unwrap();
+    let input = browser.element("#console-input").await;
+    browser
+        .client
+        .wait()
+        .for_element(Locator::Css("#console-input + button:not([disabled])"))
+        .await
+        .unwrap();
+    input.send_keys("echo hello").await.unwrap();
+    input.send_keys(&Key::Enter.to_string()).await.unwrap();
+    browser.text_in("#console-output", "[exit 0]").await;
+    let output = browser.text_in("#console-output", "hello").await;
+    assert!(output.contains("$ echo hello\nhello\n"), "{output:?}");
+    browser.screenshot("sandbox").await;
+
+    // Extend the timeout to 90 minutes.
+    browser.element("#extend").await.click().await.unwrap();
+    let minutes = browser.element("#extend-minutes").await;
+    minutes.clear().await.unwrap();
+    minutes.send_keys("90").await.unwrap();
+    minutes.send_keys(&Key::Enter.to_string()).await.unwrap();
+    browser
+        .text_in("[data-fact='Idle timeout']", "90 min")
+        .await;
+
+    // Kill and delete, each after a confirmation.
+    browser.element("#kill").await.click().await.unwrap();
+    browser.screenshot("confirm-kill").await;
+    browser
+        .element("dialog [data-confirm]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser.element("[data-facts] [data-status=killed]").await;
+    browser.element("#delete").await.click().await.unwrap();
+    browser
+        .element("dialog [data-confirm]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser.text_in("main [role=status]", "No sandboxes").await;
+    browser.close().await;
+}
