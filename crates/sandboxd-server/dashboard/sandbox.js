@@ -3,6 +3,8 @@
 
 import * as api from "./api.js";
 import { h, show, notice, relative, when, confirmAction } from "./dom.js";
+import { terminalPanel } from "./terminal.js";
+import { usagePanel } from "./usage.js";
 
 const REFRESH_MS = 2000;
 /// The console keeps at most this much text; older output scrolls away.
@@ -144,8 +146,16 @@ export async function sandboxPage(sandboxId) {
   }
   render();
   const consoleView = console_(sandbox);
+  const usage = usagePanel(sandbox);
+  const terminal = terminalPanel(sandbox);
   const timer = setInterval(refresh, REFRESH_MS);
   show(h("h1", {}, sandbox.name || sandbox.sandboxId), actions, message,
-    h("section", { class: "panel" }, factsSlot), consoleView.element);
-  return () => { stopped = true; clearInterval(timer); consoleView.close(); };
+    h("section", { class: "panel" }, factsSlot), usage.element, consoleView.element, terminal.element);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+    consoleView.close();
+    usage.close();
+    terminal.close();
+  };
 }

@@ -40,6 +40,12 @@ const ASSETS: &[Asset] = &[
     asset!("projects.js", JS),
     asset!("sandboxes.js", JS),
     asset!("sandbox.js", JS),
+    asset!("terminal.js", JS),
+    asset!("usage.js", JS),
+    asset!("vendor/xterm.js", JS),
+    asset!("vendor/xterm-addon-fit.js", JS),
+    asset!("vendor/xterm.css", "text/css; charset=utf-8"),
+    asset!("vendor/LICENSE-xterm.txt", "text/plain; charset=utf-8"),
 ];
 
 const INDEX: &[u8] = include_bytes!("../dashboard/index.html");
@@ -95,7 +101,7 @@ pub async fn index(headers: HeaderMap) -> Response {
     file(&headers, "text/html; charset=utf-8", INDEX)
 }
 
-/// `GET /ui/assets/{name}`.
+/// `GET /ui/assets/{*name}`.
 pub async fn asset(Path(name): Path<String>, headers: HeaderMap) -> Response {
     match ASSETS.iter().find(|asset| asset.name == name) {
         Some(asset) => file(&headers, asset.content_type, asset.bytes),
@@ -109,7 +115,10 @@ mod tests {
 
     #[test]
     fn every_module_the_pages_import_is_served() {
-        for asset in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
+        for asset in ASSETS
+            .iter()
+            .filter(|a| a.name.ends_with(".js") && !a.name.starts_with("vendor/"))
+        {
             let text = std::str::from_utf8(asset.bytes).unwrap_or_default();
             for line in text.lines().filter(|l| l.starts_with("import ")) {
                 let Some(from) = line.split("from \"./").nth(1) else {
@@ -119,6 +128,18 @@ mod tests {
                 assert!(
                     ASSETS.iter().any(|a| a.name == name),
                     "{} imports {name}, which is not served",
+                    asset.name
+                );
+            }
+        }
+        // Every file a page loads by its path (scripts, styles) is served.
+        for asset in ASSETS.iter().filter(|a| !a.name.starts_with("vendor/")) {
+            let text = std::str::from_utf8(asset.bytes).unwrap_or_default();
+            for path in text.split("\"/ui/assets/").skip(1) {
+                let name = path.split('"').next().unwrap_or_default();
+                assert!(
+                    ASSETS.iter().any(|a| a.name == name),
+                    "{} loads {name}, which is not served",
                     asset.name
                 );
             }

@@ -420,7 +420,7 @@ pub fn app(state: AppState) -> Router {
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
         .route("/", get(dashboard::index))
-        .route("/ui/assets/{name}", get(dashboard::asset))
+        .route("/ui/assets/{*name}", get(dashboard::asset))
         .route(
             "/ui/session",
             get(routes::sign_in::current)

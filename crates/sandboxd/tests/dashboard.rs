@@ -1,7 +1,8 @@
 //! The web dashboard in a real browser (headless Chromium) against the real server and
 //! engine: sign in (a wrong key first), create a sandbox through the form (a bad value
-//! first), see it running in the list, run a command in the console, extend its
-//! timeout, kill it and delete it. Each page is saved as a screenshot.
+//! first), see it running in the list, run a command in the console, see the CPU chart
+//! move while a command burns CPU, compute in the terminal, extend its timeout, kill it
+//! and delete it. Each page is saved as a screenshot.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -119,6 +120,60 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     let output = browser.text_in("#console-output", "hello").await;
     assert!(output.contains("$ echo hello\nhello\n"), "{output:?}");
     browser.screenshot("sandbox").await;
+
+    // The usage charts move while a command burns CPU.
+    let sandbox_id = sandbox_url.rsplit('/').next().unwrap().to_owned();
+    let (status, burner) = server
+        .post(
+            KEY,
+            "sandbox.processStart",
+            serde_json::json!({"sandboxId": sandbox_id, "cmd": "while :; do :; done"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{burner}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let figure = browser.element("[data-usage=CPU]").await;
+        let value: f64 = figure
+            .attr("data-value")
+            .await
+            .unwrap()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        if value > 50.0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the CPU chart stayed at {value}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    browser.screenshot("usage").await;
+
+    // A real terminal on the PTY WebSocket.
+    browser
+        .element("#open-terminal")
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser.text_in("section [role=status]", "Connected").await;
+    let keys = browser.element("#terminal textarea").await;
+    keys.send_keys("echo $((6*7))\n").await.unwrap();
+    // The screen's text, as the page keeps it for screen readers.
+    browser
+        .text_in("#terminal .xterm-accessibility-tree", "42")
+        .await;
+    browser
+        .client
+        .execute(
+            "document.getElementById('terminal').scrollIntoView()",
+            vec![],
+        )
+        .await
+        .unwrap();
+    browser.screenshot("terminal").await;
 
     // Extend the timeout to 90 minutes.
     browser.element("#extend").await.click().await.unwrap();
