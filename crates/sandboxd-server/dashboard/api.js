@@ -88,3 +88,14 @@ export function socket(path) {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   return new WebSocket(`${scheme}//${location.host}${path}`);
 }
+
+/// Streams `file` to `path` in the sandbox (`sandbox.upload`; the browser sends its length).
+export async function upload(sandboxId, path, file) {
+  const query = new URLSearchParams({ sandboxId, path });
+  return answerSigned(await fetch(`/api/sandbox.upload?${query}`, {
+    method: "POST",
+    headers: { "content-type": "application/octet-stream", "x-sandboxd-csrf": csrf || "" },
+    body: file,
+    credentials: "same-origin",
+  }));
+}

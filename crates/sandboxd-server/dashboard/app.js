@@ -6,6 +6,8 @@ import { h, show, notice } from "./dom.js";
 import { projectsPage } from "./projects.js";
 import { environmentPage, createPage } from "./sandboxes.js";
 import { sandboxPage } from "./sandbox.js";
+import { auditPage } from "./audit.js";
+import { accessPage } from "./access.js";
 
 let signedIn = null;
 /// Stops the timers and sockets of the page being left.
@@ -69,6 +71,8 @@ async function route() {
     else if (parts[0] === "env" && parts[2] === "new") leave = (await createPage(parts[1])) || leave;
     else if (parts[0] === "env" && parts[1]) leave = (await environmentPage(parts[1])) || leave;
     else if (parts[0] === "sandbox" && parts[1]) leave = (await sandboxPage(parts[1])) || leave;
+    else if (parts[0] === "audit") await auditPage();
+    else if (parts[0] === "access") await accessPage();
     else show(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the projects")));
   } catch (error) {
     if (error.status === 401) {

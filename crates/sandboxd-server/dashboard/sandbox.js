@@ -3,6 +3,8 @@
 
 import * as api from "./api.js";
 import { h, show, notice, relative, when, confirmAction } from "./dom.js";
+import { filesPanel } from "./files.js";
+import { processesPanel } from "./processes.js";
 import { terminalPanel } from "./terminal.js";
 import { usagePanel } from "./usage.js";
 
@@ -148,14 +150,17 @@ export async function sandboxPage(sandboxId) {
   const consoleView = console_(sandbox);
   const usage = usagePanel(sandbox);
   const terminal = terminalPanel(sandbox);
+  const processes = processesPanel(sandbox);
   const timer = setInterval(refresh, REFRESH_MS);
   show(h("h1", {}, sandbox.name || sandbox.sandboxId), actions, message,
-    h("section", { class: "panel" }, factsSlot), usage.element, consoleView.element, terminal.element);
+    h("section", { class: "panel" }, factsSlot), usage.element, consoleView.element, terminal.element,
+    processes.element, filesPanel(sandbox));
   return () => {
     stopped = true;
     clearInterval(timer);
     consoleView.close();
     usage.close();
     terminal.close();
+    processes.close();
   };
 }

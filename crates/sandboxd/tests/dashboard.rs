@@ -1,8 +1,10 @@
 //! The web dashboard in a real browser (headless Chromium) against the real server and
 //! engine: sign in (a wrong key first), create a sandbox through the form (a bad value
 //! first), see it running in the list, run a command in the console, see the CPU chart
-//! move while a command burns CPU, compute in the terminal, extend its timeout, kill it
-//! and delete it. Each page is saved as a screenshot.
+//! move while a command burns CPU, compute in the terminal, see the background process,
+//! upload a file and download it back, extend its timeout, kill it and delete it; then
+//! the audit log lists those actions and filters them; a key made on the members and
+//! keys page works until it is revoked there. Each page is saved as a screenshot.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -175,6 +177,50 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         .unwrap();
     browser.screenshot("terminal").await;
 
+    // The burner is listed among the background processes.
+    browser
+        .text_in("[data-process] code", "while :; do :; done")
+        .await;
+
+    // Upload a file, see it listed, download it back.
+    let local = tempfile::tempdir().unwrap();
+    let upload = local.path().join("from-the-browser.txt");
+    let content = "uploaded through the dashboard\n".repeat(1000);
+    std::fs::write(&upload, &content).unwrap();
+    browser
+        .element("#upload-file")
+        .await
+        .send_keys(&upload.display().to_string())
+        .await
+        .unwrap();
+    browser.element("#upload").await.click().await.unwrap();
+    browser
+        .text_in("[data-file='from-the-browser.txt']", "from-the-browser.txt")
+        .await;
+    let href = browser
+        .element("[data-file='from-the-browser.txt'] a[download]")
+        .await
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    let downloaded = page
+        .execute_async(
+            "const [href, done] = arguments; fetch(href).then(r => r.text()).then(done, e => done(String(e)));",
+            vec![serde_json::json!(href)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        downloaded.as_str(),
+        Some(content.as_str()),
+        "the same bytes back"
+    );
+    page.execute("document.getElementById('upload').scrollIntoView()", vec![])
+        .await
+        .unwrap();
+    browser.screenshot("files").await;
+
     // Extend the timeout to 90 minutes.
     browser.element("#extend").await.click().await.unwrap();
     let minutes = browser.element("#extend-minutes").await;
@@ -203,5 +249,84 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         .await
         .unwrap();
     browser.text_in("main [role=status]", "No sandboxes").await;
+
+    // The audit log lists what was done, and filters it.
+    page.goto(&format!("{}/#/audit", server.url)).await.unwrap();
+    for action in [
+        "sandbox.create",
+        "sandbox.setTimeout",
+        "sandbox.kill",
+        "sandbox.remove",
+    ] {
+        browser
+            .element(&format!("tr[data-action='{action}']"))
+            .await;
+    }
+    browser.screenshot("audit").await;
+    let filter = browser.element("#a-action").await;
+    filter.send_keys("sandbox.kill").await.unwrap();
+    filter.send_keys(&Key::Enter.to_string()).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        // Read at once by the page: the table may be replaced between two WebDriver calls.
+        let shown = page
+            .execute(
+                "return [...document.querySelectorAll('tr[data-action]')].map(r => r.dataset.action)",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let actions: Vec<String> = serde_json::from_value(shown).unwrap();
+        if !actions.is_empty() && actions.iter().all(|a| a == "sandbox.kill") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "filtered: {actions:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    // An administrator makes a key (shown once), which works, then revokes it.
+    page.goto(&format!("{}/#/access", server.url))
+        .await
+        .unwrap();
+    browser.element("tr[data-member]").await;
+    let name = browser.element("#k-name").await;
+    name.send_keys("from-the-page").await.unwrap();
+    name.send_keys(&Key::Enter.to_string()).await.unwrap();
+    let secret = browser.text_in("[data-secret]", "sbx_").await;
+    let (status, _) = server.get(&secret, "apiKey.current").await;
+    assert_eq!(status, 200, "the new key works");
+    browser.screenshot("access").await;
+    let key_row = browser.text_in("tr[data-key]", "from-the-page").await;
+    assert!(key_row.contains("active"), "{key_row}");
+    page.execute(
+        "[...document.querySelectorAll('tr[data-key]')].find(r => r.textContent.includes('from-the-page')).querySelector('button.danger').click()",
+        vec![],
+    )
+    .await
+    .unwrap();
+    browser
+        .element("dialog [data-confirm]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser.text_in("tr[data-key]", "revoked").await;
+    let (status, _) = server.get(&secret, "apiKey.current").await;
+    assert_eq!(status, 401, "the revoked key is refused");
+
+    // On a phone's screen.
+    page.set_window_size(390, 844).await.unwrap();
+    page.goto(&format!("{}/#/", server.url)).await.unwrap();
+    browser
+        .element("a[data-environment]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser.text_in("main [role=status]", "No sandboxes").await;
+    browser.screenshot("phone").await;
     browser.close().await;
 }
