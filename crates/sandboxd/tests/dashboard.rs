@@ -3,16 +3,16 @@
 //! first), see it running in the list, run a command in the console, see the CPU chart
 //! move while a command burns CPU, compute in the terminal, see the background process,
 //! upload a file and download it back, extend its timeout, kill it and delete it; then
-//! the audit log lists those actions and filters them; a key made on the members and
-//! keys page works until it is revoked there. Each page is saved as a screenshot.
+//! the audit log lists those actions and filters them; on the members and keys page, a
+//! key made works until it is revoked, and a member added, given a key and made an
+//! administrator loses that key when removed. Each page is saved as a screenshot.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use common::browser::Browser;
 use common::{KEY, RunningServer};
-use fantoccini::Locator;
-use fantoccini::key::Key;
+use sha2::Digest as _;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_drives_a_sandbox_through_the_dashboard() {
@@ -21,23 +21,20 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     let page = &browser.client;
     let started = std::time::Instant::now();
     page.goto(&format!("{}/", server.url)).await.unwrap();
-    let key = browser.element("#key").await;
+    browser.element("#key").await;
     let loaded = started.elapsed();
     eprintln!("the sign-in form was usable {loaded:?} after navigation began");
     assert!(loaded.as_secs() < 5, "the sign-in form took {loaded:?}");
     browser.screenshot("sign-in").await;
 
     // A wrong key is refused with a message a person understands.
-    key.send_keys("sbx_not_a_key_of_this_server_0000000000")
-        .await
-        .unwrap();
-    key.send_keys(&Key::Enter.to_string()).await.unwrap();
+    browser
+        .enter("#key", "sbx_not_a_key_of_this_server_0000000000")
+        .await;
     browser.text_in("#key-error", "not valid").await;
     browser.screenshot("sign-in-refused").await;
-    let key = browser.element("#key").await;
-    key.clear().await.unwrap();
-    key.send_keys(KEY).await.unwrap();
-    key.send_keys(&Key::Enter.to_string()).await.unwrap();
+    browser.fill("#key", "").await;
+    browser.enter("#key", KEY).await;
 
     // Projects, then the environment's (empty) list.
     let environment = browser.element("a[data-environment]").await;
@@ -53,12 +50,7 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     assert!(!stored.to_string().contains(KEY), "{stored}");
     environment.click().await.unwrap();
     browser.text_in("main [role=status]", "No sandboxes").await;
-    browser
-        .element("a.button[href$='/new']")
-        .await
-        .click()
-        .await
-        .unwrap();
+    browser.click("a.button[href$='/new']").await;
 
     // The form shows the server's validation message next to the field.
     let name = browser.element("#f-name").await;
@@ -69,27 +61,13 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         .select_by_value("base")
         .await
         .unwrap();
-    let cpu = browser.element("#f-cpu").await;
-    cpu.clear().await.unwrap();
-    cpu.send_keys("1000").await.unwrap();
-    browser
-        .element("form button[type=submit]")
-        .await
-        .click()
-        .await
-        .unwrap();
+    browser.fill("#f-cpu", "1000").await;
+    browser.click("form button[type=submit]").await;
     // Any message is words: it holds a space.
     browser.text_in("[data-error-for=cpu]", " ").await;
     browser.screenshot("create-invalid").await;
-    let cpu = browser.element("#f-cpu").await;
-    cpu.clear().await.unwrap();
-    cpu.send_keys("1").await.unwrap();
-    browser
-        .element("form button[type=submit]")
-        .await
-        .click()
-        .await
-        .unwrap();
+    browser.fill("#f-cpu", "1").await;
+    browser.click("form button[type=submit]").await;
 
     // The details page, then the list with the sandbox running.
     browser.element("[data-facts] [data-status=running]").await;
@@ -97,27 +75,17 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     browser
         .text_in("[data-fact=Image]", "sandboxd-local/debian")
         .await;
-    browser
-        .element("a[href^='#/env/']")
-        .await
-        .click()
-        .await
-        .unwrap();
+    browser.click("a[href^='#/env/']").await;
     browser.text_in("tbody tr", "from-the-browser").await;
     browser.text_in("tbody tr [data-status]", "running").await;
     browser.screenshot("sandboxes").await;
 
     // The console streams a command's output over the exec WebSocket.
     page.goto(&sandbox_url).await.unwrap();
-    let input = browser.element("#console-input").await;
     browser
-        .client
-        .wait()
-        .for_element(Locator::Css("#console-input + button:not([disabled])"))
-        .await
-        .unwrap();
-    input.send_keys("echo hello").await.unwrap();
-    input.send_keys(&Key::Enter.to_string()).await.unwrap();
+        .element("#console-input + button:not([disabled])")
+        .await;
+    browser.enter("#console-input", "echo hello").await;
     browser.text_in("#console-output", "[exit 0]").await;
     let output = browser.text_in("#console-output", "hello").await;
     assert!(output.contains("$ echo hello\nhello\n"), "{output:?}");
@@ -154,12 +122,7 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     browser.screenshot("usage").await;
 
     // A real terminal on the PTY WebSocket.
-    browser
-        .element("#open-terminal")
-        .await
-        .click()
-        .await
-        .unwrap();
+    browser.click("#open-terminal").await;
     browser.text_in("section [role=status]", "Connected").await;
     let keys = browser.element("#terminal textarea").await;
     keys.send_keys("echo $((6*7))\n").await.unwrap();
@@ -182,18 +145,26 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         .text_in("[data-process] code", "while :; do :; done")
         .await;
 
-    // Upload a file, see it listed, download it back.
+    // Upload a file larger than a JSON body may carry (10 MiB), so it can only go
+    // through the streamed path; see it listed, download it back.
     let local = tempfile::tempdir().unwrap();
     let upload = local.path().join("from-the-browser.txt");
-    let content = "uploaded through the dashboard\n".repeat(1000);
+    let content: String = (0..400_000)
+        .map(|n| format!("line {n:07} uploaded through the dashboard\n"))
+        .collect();
+    assert!(content.len() > 16 * 1024 * 1024);
     std::fs::write(&upload, &content).unwrap();
+    let expected: String = sha2::Sha256::digest(content.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     browser
         .element("#upload-file")
         .await
         .send_keys(&upload.display().to_string())
         .await
         .unwrap();
-    browser.element("#upload").await.click().await.unwrap();
+    browser.click("#upload").await;
     browser
         .text_in("[data-file='from-the-browser.txt']", "from-the-browser.txt")
         .await;
@@ -204,16 +175,20 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         .await
         .unwrap()
         .unwrap();
+    // The page fetches the download link with its cookie and hashes what came back.
     let downloaded = page
         .execute_async(
-            "const [href, done] = arguments; fetch(href).then(r => r.text()).then(done, e => done(String(e)));",
+            "const [href, done] = arguments; fetch(href).then(r => r.arrayBuffer())
+               .then(b => crypto.subtle.digest('SHA-256', b))
+               .then(d => done([...new Uint8Array(d)].map(x => x.toString(16).padStart(2, '0')).join('')),
+                     e => done(String(e)));",
             vec![serde_json::json!(href)],
         )
         .await
         .unwrap();
     assert_eq!(
         downloaded.as_str(),
-        Some(content.as_str()),
+        Some(expected.as_str()),
         "the same bytes back"
     );
     page.execute("document.getElementById('upload').scrollIntoView()", vec![])
@@ -221,33 +196,25 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         .unwrap();
     browser.screenshot("files").await;
 
-    // Extend the timeout to 90 minutes.
-    browser.element("#extend").await.click().await.unwrap();
-    let minutes = browser.element("#extend-minutes").await;
-    minutes.clear().await.unwrap();
-    minutes.send_keys("90").await.unwrap();
-    minutes.send_keys(&Key::Enter.to_string()).await.unwrap();
+    // Extend the timeout to 90 minutes: the expiry moves from about 5 minutes away.
+    let before = browser.text_in("[data-fact=Expires]", "in ").await;
+    assert!(before.contains(" min"), "{before}");
+    browser.click("#extend").await;
+    browser.fill("#extend-minutes", "").await;
+    browser.enter("#extend-minutes", "90").await;
     browser
         .text_in("[data-fact='Idle timeout']", "90 min")
         .await;
+    let after = browser.text_in("[data-fact=Expires]", " h (").await;
+    assert_ne!(before, after);
 
     // Kill and delete, each after a confirmation.
-    browser.element("#kill").await.click().await.unwrap();
+    browser.click("#kill").await;
     browser.screenshot("confirm-kill").await;
-    browser
-        .element("dialog [data-confirm]")
-        .await
-        .click()
-        .await
-        .unwrap();
+    browser.click("dialog [data-confirm]").await;
     browser.element("[data-facts] [data-status=killed]").await;
-    browser.element("#delete").await.click().await.unwrap();
-    browser
-        .element("dialog [data-confirm]")
-        .await
-        .click()
-        .await
-        .unwrap();
+    browser.click("#delete").await;
+    browser.click("dialog [data-confirm]").await;
     browser.text_in("main [role=status]", "No sandboxes").await;
 
     // The audit log lists what was done, and filters it.
@@ -263,9 +230,7 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
             .await;
     }
     browser.screenshot("audit").await;
-    let filter = browser.element("#a-action").await;
-    filter.send_keys("sandbox.kill").await.unwrap();
-    filter.send_keys(&Key::Enter.to_string()).await.unwrap();
+    browser.enter("#a-action", "sandbox.kill").await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         // Read at once by the page: the table may be replaced between two WebDriver calls.
@@ -292,9 +257,7 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         .await
         .unwrap();
     browser.element("tr[data-member]").await;
-    let name = browser.element("#k-name").await;
-    name.send_keys("from-the-page").await.unwrap();
-    name.send_keys(&Key::Enter.to_string()).await.unwrap();
+    browser.enter("#k-name", "from-the-page").await;
     let secret = browser.text_in("[data-secret]", "sbx_").await;
     let (status, _) = server.get(&secret, "apiKey.current").await;
     assert_eq!(status, 200, "the new key works");
@@ -307,26 +270,77 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     )
     .await
     .unwrap();
-    browser
-        .element("dialog [data-confirm]")
-        .await
-        .click()
-        .await
-        .unwrap();
+    browser.click("dialog [data-confirm]").await;
     browser.text_in("tr[data-key]", "revoked").await;
     let (status, _) = server.get(&secret, "apiKey.current").await;
     assert_eq!(status, 401, "the revoked key is refused");
 
+    // Add a member, give her a key, make her an admin, remove her: her key stops working.
+    browser.enter("#m-name", "Ada").await;
+    browser
+        .text_in("tr[data-member='Ada']", "service:read")
+        .await;
+    page.execute(
+        "const s = document.getElementById('k-user'); s.value = [...s.options].find(o => o.text === 'Ada').value;",
+        vec![],
+    )
+    .await
+    .unwrap();
+    browser.enter("#k-name", "for-ada").await;
+    browser.text_in("tr[data-key]", "for-ada").await;
+    let her_key = browser.text_in("[data-secret]", "sbx_").await;
+    assert_ne!(her_key, secret);
+    let (status, her) = server.get(&her_key, "apiKey.current").await;
+    assert_eq!(status, 200, "{her}");
+    browser
+        .element("[data-role-of='Ada']")
+        .await
+        .select_by_value("admin")
+        .await
+        .unwrap();
+    browser
+        .text_in("main [role=status]", "Ada is now admin")
+        .await;
+    browser.screenshot("members").await;
+    page.execute(
+        "document.querySelector(\"tr[data-member='Ada'] button.danger\").click()",
+        vec![],
+    )
+    .await
+    .unwrap();
+    browser.click("dialog [data-confirm]").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while page
+        .execute(
+            "return document.querySelectorAll(\"tr[data-member='Ada']\").length",
+            vec![],
+        )
+        .await
+        .unwrap()
+        != 0
+    {
+        assert!(std::time::Instant::now() < deadline, "Ada is still listed");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let (status, _) = server.get(&her_key, "apiKey.current").await;
+    assert_eq!(status, 401, "a removed member's key is refused");
+
     // On a phone's screen.
     page.set_window_size(390, 844).await.unwrap();
     page.goto(&format!("{}/#/", server.url)).await.unwrap();
-    browser
-        .element("a[data-environment]")
-        .await
-        .click()
-        .await
-        .unwrap();
+    browser.click("a[data-environment]").await;
     browser.text_in("main [role=status]", "No sandboxes").await;
     browser.screenshot("phone").await;
+    browser.click("#theme").await;
+    let theme: serde_json::Value = page
+        .execute("return document.documentElement.dataset.theme", vec![])
+        .await
+        .unwrap();
+    assert!(theme == "dark" || theme == "light", "{theme}");
+    page.set_window_size(1280, 900).await.unwrap();
+    if theme == "light" {
+        browser.click("#theme").await;
+    }
+    browser.screenshot("dark").await;
     browser.close().await;
 }

@@ -4,15 +4,7 @@
 
 mod common;
 
-use common::{KEY, RunningServer};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{KEY, RunningServer, free_port};
 
 #[tokio::test]
 async fn metrics_need_a_key_on_the_api_and_none_on_their_own_address() {

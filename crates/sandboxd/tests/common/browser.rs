@@ -13,17 +13,9 @@ pub struct Browser {
     _profile: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Browser {
     pub async fn start() -> Self {
-        let port = free_port();
+        let port = super::free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
@@ -89,6 +81,32 @@ impl Browser {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Clicks the element matching `css`, once it is there.
+    pub async fn click(&self, css: &str) {
+        self.element(css)
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("cannot click {css}: {e}"));
+    }
+
+    /// Replaces what the field matching `css` holds with `text`.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let field = self.element(css).await;
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
+    /// Types `text` into the field matching `css`, then Enter.
+    pub async fn enter(&self, css: &str, text: &str) {
+        let field = self.element(css).await;
+        field.send_keys(text).await.unwrap();
+        field
+            .send_keys(&fantoccini::key::Key::Enter.to_string())
+            .await
+            .unwrap();
     }
 
     /// Waits up to 20 s for an element matching `css`.

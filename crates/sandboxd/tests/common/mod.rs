@@ -5,6 +5,15 @@
 pub mod browser;
 pub mod postgres;
 
+/// A port of loopback free now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -110,11 +119,7 @@ impl RunningServer {
         logged: bool,
         env: &[(&str, &str)],
     ) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let url = format!("http://127.0.0.1:{port}");
         let (stdout, stderr) = if logged {
             let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
