@@ -45,10 +45,9 @@ impl Browser {
             "goog:chromeOptions".into(),
             serde_json::json!({"binary": "/usr/bin/chromium", "args": args}),
         );
-        // The WebDriver client's TLS stack needs a provider chosen (never used on loopback).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = ClientBuilder::rustls()
-            .expect("TLS roots")
+        // chromedriver listens on loopback in plain HTTP: no TLS stack.
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
             .capabilities(capabilities)
             .connect(&format!("http://127.0.0.1:{port}"))
             .await
