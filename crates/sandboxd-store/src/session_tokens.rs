@@ -4,7 +4,6 @@
 //! names one sandbox and the key it was issued for, and dies after one use or at its
 //! expiry.
 
-use sha2::{Digest as _, Sha256};
 use sqlx::Row as _;
 
 use crate::{Store, StoreError};
@@ -15,14 +14,13 @@ pub const MAX_TOKENS_PER_ORG: i64 = 1_000;
 /// oldest, so one organization cannot push out another's tokens.
 const MAX_TOKENS: i64 = 10_000;
 
-fn hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 impl Store {
+    /// What is kept of a token: a keyed hash under the master key.
+    fn token_hash(&self, token: &str) -> String {
+        self.secrets
+            .key_hash(&format!("sandboxd session token\0{token}"))
+    }
+
     /// Keeps `token` for the key `key_id` of `organization_id` on `sandbox_id` until
     /// `expires_at` (epoch ms); expired tokens are dropped, and the oldest when a bound
     /// is reached.
@@ -80,7 +78,7 @@ impl Store {
             "INSERT INTO session_tokens (token_hash, organization_id, key_id, sandbox_id, \
              expires_at) VALUES ($1, $2, $3, $4, $5)",
         )
-        .bind(hash(token))
+        .bind(self.token_hash(token))
         .bind(organization_id)
         .bind(key_id)
         .bind(sandbox_id)
@@ -104,7 +102,7 @@ impl Store {
             "DELETE FROM session_tokens WHERE token_hash = $1 \
              RETURNING key_id, sandbox_id, expires_at",
         )
-        .bind(hash(token))
+        .bind(self.token_hash(token))
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else {
