@@ -43,11 +43,21 @@ impl DockerEngine {
         session: std::sync::Arc<sandboxd_ssh::SshSession>,
         socket: &str,
     ) -> Result<Self, EngineError> {
+        Self::connect_ssh_with(session, socket, crate::AnswerCaps::default()).await
+    }
+
+    /// [`DockerEngine::connect_ssh`] with other bounds on the engine's answers.
+    pub async fn connect_ssh_with(
+        session: std::sync::Arc<sandboxd_ssh::SshSession>,
+        socket: &str,
+        caps: crate::AnswerCaps,
+    ) -> Result<Self, EngineError> {
         let docker = crate::ssh_transport::docker_over(
             session.clone(),
             socket,
             REQUEST_TIMEOUT_SECS,
             bollard::API_DEFAULT_VERSION,
+            caps,
         )
         .map_err(fault)?;
         let docker = bounded("negotiate", docker.negotiate_version())

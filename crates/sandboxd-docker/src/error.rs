@@ -20,12 +20,21 @@ pub(crate) fn classify(what: &'static str, error: bollard::errors::Error) -> Eng
 pub(crate) fn fault(error: bollard::errors::Error) -> EngineError {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
     while let Some(current) = cause {
-        if current.is::<sandboxd_ssh::SshError>() {
+        if current.is::<sandboxd_ssh::SshError>() || is_over_bound(current) {
             return EngineError::Unreachable(Box::new(error));
         }
         cause = current.source();
     }
     EngineError::Engine(Box::new(error))
+}
+
+/// Whether a remote engine's answer was cut for passing its bound (an `io::Error`
+/// hides the error it wraps from `source`).
+fn is_over_bound(error: &(dyn std::error::Error + 'static)) -> bool {
+    error
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
+        .is_some_and(|inner| inner.is::<crate::answer_bounds::OverBound>())
 }
 
 /// The status code of an engine error response, if it was one.

@@ -3,6 +3,7 @@
 //! One module per engine resource; every call has a timeout.
 #![forbid(unsafe_code)]
 
+mod answer_bounds;
 mod archive;
 mod archive_stream;
 mod census;
@@ -20,6 +21,7 @@ mod remote_agents;
 mod ssh_transport;
 mod usage;
 
+pub use answer_bounds::AnswerCaps;
 pub use archive::ReadFileError;
 pub use diagnosis::{EngineFacts, ImageAvailability, NetworkState};
 pub use engine::DockerEngine;

@@ -116,8 +116,12 @@ pub async fn session_principal(
         return Err(forbidden("a request from another origin"));
     }
     let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
-    let csrf = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
-    if !safe && csrf != Some(sandboxd_store::dashboard_csrf(secret).as_str()) {
+    let csrf = headers
+        .get(CSRF_HEADER)
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    let expected = sandboxd_store::dashboard_csrf(secret);
+    if !safe && !bool::from(subtle::ConstantTimeEq::ct_eq(csrf, expected.as_bytes())) {
         return Err(forbidden("missing or wrong CSRF token"));
     }
     let principal = session_caller(state, secret)

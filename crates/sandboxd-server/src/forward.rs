@@ -2,10 +2,14 @@
 //! replica: terminals, processes and contexts (which need the agent), and commands and
 //! files (which would otherwise take the slower engine path). The request goes as it
 //! came, with the caller's credentials, and the holder checks them and the caller's
-//! access again; its answer comes back as it left. A request is forwarded once at most
-//! (it carries [`FORWARDED`]). When the holder cannot be reached, the request is served
-//! here: commands and files through the engine, the rest with 503.
+//! access again; its answer comes back as it left. The caller is authenticated here
+//! first, before any of its body is read or passed on. A request is forwarded once at
+//! most: it carries [`FORWARDED`], a mark only a replica can make (`signed.rs`); a
+//! request with a mark that does not hold is refused. When the holder cannot be
+//! reached, the request is served here: commands and files through the engine, the
+//! rest with 503.
 
+mod signed;
 mod socket;
 
 use std::sync::LazyLock;
@@ -17,9 +21,10 @@ use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::AppState;
+use crate::auth::{same_origin, session_caller, session_from, token_from};
 use crate::error::ApiError;
 use crate::service::ServiceError;
 
@@ -121,12 +126,102 @@ fn holder_gone() -> Response {
     .into_response()
 }
 
+fn forged() -> Response {
+    ApiError::Service(ServiceError::Forbidden(
+        "a request marked as forwarded must come from a replica".into(),
+    ))
+    .into_response()
+}
+
+/// A request another replica says it forwarded: served here once its mark holds.
+async fn arrived(state: &AppState, request: Request, named: Named, next: Next) -> Response {
+    let mark = request
+        .headers()
+        .get(FORWARDED)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let method = request.method().as_str().to_owned();
+    let target = target_of(request.uri()).to_owned();
+    let (request, body) = if named == Named::Body {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+            return too_large();
+        };
+        let digest = signed::body_digest(&bytes);
+        (Request::from_parts(parts, Body::from(bytes)), digest)
+    } else {
+        (request, signed::STREAMED.to_owned())
+    };
+    let secrets = state.service.store().secrets();
+    match signed::verify(
+        secrets,
+        &mark,
+        sandboxd_store::now_ms(),
+        &method,
+        &target,
+        &body,
+    ) {
+        Ok(_) => next.run(request).await,
+        Err(refused) => {
+            warn!(?refused, %target, "refused a request with a forged forwarding mark");
+            forged()
+        }
+    }
+}
+
+fn target_of(uri: &Uri) -> &str {
+    uri.path_and_query().map_or("/", |p| p.as_str())
+}
+
+fn too_large() -> Response {
+    ApiError::TooLarge("request body is over the limit for this route".into()).into_response()
+}
+
+/// Whether the request's credentials name a caller, checked before anything of it is
+/// passed on (the holder checks them again, with the caller's access and rate limit).
+async fn authenticated(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+    named: Named,
+) -> Result<(), Response> {
+    let refused = |error: ApiError| error.into_response();
+    if let Some(key) = token_from(headers) {
+        return match state.service.store().authenticate(key.trim()).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(refused(ApiError::Unauthorized)),
+            Err(e) => Err(refused(ApiError::Service(ServiceError::from(e)))),
+        };
+    }
+    if let Some(secret) = session_from(headers) {
+        if !same_origin(headers) {
+            return Err(refused(ApiError::Service(ServiceError::Forbidden(
+                "a request from another origin".into(),
+            ))));
+        }
+        return match session_caller(state, secret).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(refused(ApiError::Unauthorized)),
+            Err(error) => Err(refused(error)),
+        };
+    }
+    // A WebSocket's single-use token is spent by the replica that serves it.
+    if named == Named::Socket && socket::has_token(uri) {
+        return Ok(());
+    }
+    Err(refused(ApiError::Unauthorized))
+}
+
 /// The middleware.
 pub async fn forward(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let Some(named) = named(request.uri().path()) else {
         return next.run(request).await;
     };
-    if !state.service.replicated() || request.headers().contains_key(FORWARDED) {
+    if request.headers().contains_key(FORWARDED) {
+        return arrived(&state, request, named, next).await;
+    }
+    if !state.service.replicated() {
         return next.run(request).await;
     }
     let me = state.service.store().replica_id().to_owned();
@@ -138,12 +233,17 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
             let Some(holder) = state.service.agent_holder(&sandbox_id).await else {
                 return next.run(request).await;
             };
+            let (parts, body) = request.into_parts();
+            if let Err(refused) = authenticated(&state, &parts.headers, &parts.uri, named).await {
+                return refused;
+            }
+            let request = Request::from_parts(parts, body);
             if named == Named::Socket {
                 return socket::forward(&state, request, &holder, &me, next).await;
             }
             let (parts, body) = request.into_parts();
             let body = reqwest::Body::wrap_stream(body.into_data_stream());
-            match send(&parts, body, &holder, &me).await {
+            match send(&state, &parts, (body, signed::STREAMED), &holder, &me).await {
                 Ok(answer) => relay(answer),
                 // The body went with the attempt: it cannot be served here instead.
                 Err(error) => {
@@ -155,21 +255,27 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
         }
         Named::Body => {
             let (parts, body) = request.into_parts();
-            let bytes = match axum::body::to_bytes(body, usize::MAX).await {
-                Ok(bytes) => bytes,
-                Err(_) => {
-                    return ApiError::TooLarge(
-                        "request body is over the limit for this route".into(),
-                    )
-                    .into_response();
-                }
+            if let Err(refused) = authenticated(&state, &parts.headers, &parts.uri, named).await {
+                return refused;
+            }
+            let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+                return too_large();
             };
             let holder = match sandbox_in_body(&bytes) {
                 Some(sandbox_id) => state.service.agent_holder(&sandbox_id).await,
                 None => None,
             };
             if let Some(holder) = holder {
-                match send(&parts, bytes.clone().into(), &holder, &me).await {
+                let digest = signed::body_digest(&bytes);
+                match send(
+                    &state,
+                    &parts,
+                    (bytes.clone().into(), &digest),
+                    &holder,
+                    &me,
+                )
+                .await
+                {
                     Ok(answer) => return relay(answer),
                     Err(error) if error.is_connect() || error.is_timeout() => {
                         debug!(%error, %holder, "cannot reach a replica; serving here");
@@ -188,16 +294,30 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
     }
 }
 
+/// The mark this replica puts on a request it forwards.
+fn mark_for(state: &AppState, me: &str, method: &str, target: &str, body: &str) -> String {
+    signed::mark(
+        state.service.store().secrets(),
+        me,
+        sandboxd_store::now_ms(),
+        method,
+        target,
+        body,
+    )
+}
+
 async fn send(
+    state: &AppState,
     parts: &axum::http::request::Parts,
-    body: reqwest::Body,
+    (body, digest): (reqwest::Body, &str),
     holder: &str,
     me: &str,
 ) -> Result<reqwest::Response, reqwest::Error> {
-    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let target = target_of(&parts.uri);
     let mut headers = end_to_end(&parts.headers);
-    if let Ok(me) = HeaderValue::from_str(me) {
-        headers.insert(FORWARDED, me);
+    let mark = mark_for(state, me, parts.method.as_str(), target, digest);
+    if let Ok(mark) = HeaderValue::from_str(&mark) {
+        headers.insert(FORWARDED, mark);
     }
     // The host the caller reached, which the holder checks a browser's origin against.
     if !headers.contains_key("x-forwarded-host")

@@ -39,6 +39,7 @@ use tracing::{info, warn};
 use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 
+pub use routes::session::CookieSecure;
 pub use sandboxd_agent_host as agent;
 pub use sandboxd_ports as ports;
 pub use sandboxd_service as service;
@@ -106,6 +107,8 @@ pub struct ServerConfig {
     /// Where the other replicas reach this one (`http://host:port`); `None`: the
     /// address it listens on, with a loopback address for an unspecified one.
     pub advertise_url: Option<String>,
+    /// Whether the dashboard's session cookie is marked `Secure`.
+    pub cookie_secure: CookieSecure,
 }
 
 impl ServerConfig {
@@ -136,6 +139,7 @@ impl ServerConfig {
             remote_only: false,
             placement: false,
             advertise_url: None,
+            cookie_secure: CookieSecure::Auto,
         }
     }
 }
@@ -308,6 +312,7 @@ impl Server {
             },
             sessions: routes::session::SessionSettings {
                 max_lifetime: self.config.session_max_lifetime,
+                cookie_secure: self.config.cookie_secure,
             },
         })
     }

@@ -25,6 +25,9 @@ pub enum SshError {
     Refused { what: String },
     #[error("the connection is closed")]
     Closed,
+    /// Every channel a caller may have open at once is in use.
+    #[error("every channel to {what} is in use; retry shortly")]
+    Busy { what: String },
     /// The server was unreachable a moment ago; the next attempt waits for its backoff.
     #[error("{address} is unreachable ({reason}); retrying shortly")]
     Backoff { address: String, reason: String },

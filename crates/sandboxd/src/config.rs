@@ -75,6 +75,37 @@ pub struct Config {
     /// Where the other replicas reach this one (`http://10.0.0.5:3000`), to forward
     /// requests on the sandboxes whose agent it holds; the listen address when unset.
     pub advertise_url: Option<String>,
+    /// Whether the dashboard's session cookie is marked `Secure`: `true` (a server
+    /// reached over HTTPS only), `false`, or `"auto"` (when the request says it came
+    /// over HTTPS through `X-Forwarded-Proto`, which a client can also send).
+    pub cookie_secure: CookieSecureSetting,
+}
+
+/// `cookie_secure = true | false | "auto"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CookieSecureSetting {
+    Fixed(bool),
+    Word(String),
+}
+
+impl CookieSecureSetting {
+    /// The setting as the server takes it; an unknown word is an error.
+    pub fn resolve(&self) -> Result<sandboxd_server::CookieSecure, String> {
+        use sandboxd_server::CookieSecure as C;
+        match self {
+            Self::Fixed(true) => Ok(C::Always),
+            Self::Fixed(false) => Ok(C::Never),
+            Self::Word(word) => match word.to_ascii_lowercase().as_str() {
+                "auto" => Ok(C::Auto),
+                "true" => Ok(C::Always),
+                "false" => Ok(C::Never),
+                _ => Err(format!(
+                    "cookie_secure must be true, false or \"auto\", not {word:?}"
+                )),
+            },
+        }
+    }
 }
 
 impl Config {
@@ -164,6 +195,7 @@ impl std::fmt::Debug for Config {
             .field("reaper_interval_secs", &self.reaper_interval_secs)
             .field("reconcile_interval_secs", &self.reconcile_interval_secs)
             .field("advertise_url", &self.advertise_url)
+            .field("cookie_secure", &self.cookie_secure)
             .finish()
     }
 }
@@ -197,6 +229,7 @@ impl Default for Config {
             reaper_interval_secs: sandboxd_core::limits::REAPER_INTERVAL_MS / 1000,
             reconcile_interval_secs: sandboxd_core::limits::RECONCILE_INTERVAL_MS / 1000,
             advertise_url: None,
+            cookie_secure: CookieSecureSetting::Word("auto".into()),
         }
     }
 }
@@ -248,6 +281,34 @@ mod tests {
             assert_eq!(config.data_dir, PathBuf::from("/var/lib/sandboxd"));
             assert_eq!(config.templates["base"].image, "local/base:1");
             assert!(!format!("{config:?}").contains("kkkk"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn cookie_secure_is_true_false_or_auto() {
+        use sandboxd_server::CookieSecure as C;
+        figment::Jail::expect_with(|jail| {
+            assert_eq!(
+                Config::load(None).map_err(|e| *e)?.cookie_secure.resolve(),
+                Ok(C::Auto)
+            );
+            jail.create_file("a.toml", "cookie_secure = true\n")?;
+            let config = Config::load(Some(Path::new("a.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(config.cookie_secure.resolve(), Ok(C::Always));
+            jail.set_env("SANDBOXD_COOKIE_SECURE", "false");
+            assert_eq!(
+                Config::load(None).map_err(|e| *e)?.cookie_secure.resolve(),
+                Ok(C::Never)
+            );
+            jail.set_env("SANDBOXD_COOKIE_SECURE", "sometimes");
+            assert!(
+                Config::load(None)
+                    .map_err(|e| *e)?
+                    .cookie_secure
+                    .resolve()
+                    .is_err()
+            );
             Ok(())
         });
     }

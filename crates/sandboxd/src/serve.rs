@@ -161,6 +161,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .context("cannot read the agent binary")?;
     server_config.remote = Some(std::sync::Arc::new(connector));
     server_config.remote_only = config.remote_only;
+    server_config.cookie_secure = config.cookie_secure.resolve().map_err(anyhow::Error::msg)?;
     server_config.placement = config.placement;
     server_config.advertise_url = config
         .advertise_url

@@ -254,6 +254,59 @@ async fn cp_moves_a_tree_and_files_both_ways_byte_for_byte() {
     assert!(missing.stderr.contains("nope"), "{}", missing.stderr);
 }
 
+/// A tree made inside a sandbox is hostile: set-id files and directories come down
+/// without their set-id bits, and a copy into an existing directory never writes over
+/// what is there.
+#[tokio::test]
+async fn cp_down_drops_set_id_bits_and_never_writes_over_what_is_there() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let server = RunningServer::start().await;
+    let id = server.create().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+    let made = server
+        .post(
+            KEY,
+            "sandbox.exec",
+            serde_json::json!({"sandboxId": id, "cmd":
+                "mkdir -p out/sub && cp /bin/sh out/evil && chmod 4755 out/evil && \
+                 chmod 2777 out/sub && chmod 1777 out && echo ok"}),
+        )
+        .await;
+    assert_eq!(made.0, 200, "{:?}", made.1);
+    assert_eq!(made.1["stdout"], "ok\n", "{:?}", made.1);
+
+    std::fs::create_dir(home.path().join("dl")).unwrap();
+    let down = run(&["cp", &format!("{id}:/home/user/out"), "dl/"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    let mode = |p: &str| {
+        std::fs::symlink_metadata(home.path().join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("dl/out/evil"), 0o755);
+    assert_eq!(mode("dl/out/sub"), 0o777);
+    assert_eq!(mode("dl/out"), 0o777);
+    let leftovers: Vec<_> = std::fs::read_dir(home.path().join("dl"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["out"], "no staging directory is left behind");
+
+    // Again into the same place: refused, what is there kept.
+    std::fs::write(home.path().join("dl/out/evil"), "mine").unwrap();
+    let again = run(&["cp", &format!("{id}:/home/user/out"), "dl/"]);
+    assert_ne!(again.code, 0, "{}", again.stdout);
+    assert!(again.stderr.contains("exists"), "{}", again.stderr);
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("dl/out/evil")).unwrap(),
+        "mine"
+    );
+}
+
 #[tokio::test]
 async fn errors_say_what_to_do_and_exit_codes_tell_them_apart() {
     let server = RunningServer::start().await;

@@ -153,6 +153,85 @@ async fn a_sandbox_made_through_one_replica_is_used_through_the_other() {
     assert_eq!(status, 412, "A knows it is killed");
 }
 
+/// Only a replica can mark a request as forwarded: a client's mark, on either replica,
+/// is refused before anything is served (it would put the request on the engine path,
+/// which reads as root), and nothing is passed on before the caller is known.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_forwarding_mark_is_refused_by_both_replicas() {
+    let db = TestDatabase::create().await;
+    let a = RunningServer::replica(&db, &FAST).await;
+    let b = RunningServer::replica(&db, &FAST).await;
+    let id = create(&a, json!({})).await;
+    let client = reqwest::Client::new();
+    let forged = [
+        "1",
+        "v1 replica 0 0000",
+        &format!("v1 replica {} {}", common::now_ms(), "ab".repeat(32)),
+    ];
+    for server in [&a, &b] {
+        for mark in forged {
+            let download = client
+                .get(format!(
+                    "{}/api/sandbox.download?sandboxId={id}&path=/etc/shadow",
+                    server.url
+                ))
+                .header("x-api-key", KEY)
+                .header("x-sandboxd-forwarded", mark)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(download.status(), 403, "{mark}");
+            let body = download.text().await.unwrap();
+            assert!(!body.contains("root:"), "{body}");
+            let upload = client
+                .post(format!(
+                    "{}/api/sandbox.upload?sandboxId={id}&path=/etc/evil",
+                    server.url
+                ))
+                .header("x-api-key", KEY)
+                .header("x-sandboxd-forwarded", mark)
+                .body("x")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(upload.status(), 403, "{mark}");
+            let exec = client
+                .post(format!("{}/api/sandbox.exec", server.url))
+                .header("x-api-key", KEY)
+                .header("x-sandboxd-forwarded", mark)
+                .json(&json!({"sandboxId": id, "cmd": "true"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(exec.status(), 403, "{mark}");
+        }
+    }
+    // Through B without a valid key: refused by B, nothing reaches A.
+    let before = a.served().await;
+    let forwarded_before = b.metric(FORWARDED).await;
+    for key in ["", "sbx_not_a_key_0123456789abcdefghijklmnopq"] {
+        let (status, _) = call(
+            &b,
+            key,
+            "sandbox.exec",
+            json!({"sandboxId": id, "cmd": "true"}),
+        )
+        .await;
+        assert_eq!(status, 401);
+    }
+    assert_eq!(b.metric(FORWARDED).await, forwarded_before);
+    assert_eq!(a.served().await, before);
+    // And the real thing still works through B.
+    let ran = ok(
+        &b,
+        "sandbox.exec",
+        json!({"sandboxId": id, "cmd": "echo through"}),
+    )
+    .await;
+    assert_eq!(ran["stdout"], "through\n");
+    assert_eq!(b.metric(FORWARDED).await, forwarded_before + 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_revoked_through_one_replica_is_refused_by_the_other_at_once() {
     let db = TestDatabase::create().await;

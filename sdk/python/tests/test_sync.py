@@ -278,3 +278,52 @@ def test_a_result_keeps_a_bounded_part_of_a_flood_and_callbacks_see_it_all(serve
         assert result.exit_code == 0 and result.truncated
         assert 0 < len(result.stdout) <= 1024 * 1024
         assert sum(seen) == 3 * 1024 * 1024
+
+
+def test_a_tree_from_a_sandbox_comes_down_without_set_id_bits(server, tmp_path):
+    with Sandbox.create("base") as sb:
+        made = sb.commands.run(
+            "mkdir -p out/sub && cp /bin/sh out/evil && chmod 4755 out/evil && chmod 2777 out/sub && echo ok"
+        )
+        assert made.stdout == "ok\n", made
+        out = sb.files.download("out", tmp_path)
+        assert out == tmp_path / "out"
+        assert os.stat(out / "evil").st_mode & 0o7777 == 0o755
+        assert os.stat(out / "sub").st_mode & 0o7000 == 0
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+        with pytest.raises(FileExistsError):
+            sb.files.download("out", tmp_path)
+
+
+def test_an_archive_is_held_to_the_named_tree(tmp_path):
+    import io
+    import tarfile
+
+    from sandboxd._files import _unpack
+
+    def archive(*members: tuple[str, bytes | None, str | None]) -> Path:
+        path = tmp_path / f"a{len(list(tmp_path.iterdir()))}.tar"
+        with tarfile.open(path, "w") as tar:
+            for name, data, link in members:
+                info = tarfile.TarInfo(name)
+                if link is not None:
+                    info.type, info.linkname = tarfile.SYMTYPE, link
+                    tar.addfile(info)
+                elif data is None:
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                else:
+                    info.size, info.mode = len(data), 0o4755
+                    tar.addfile(info, io.BytesIO(data))
+        return path
+
+    kept = _unpack(archive(("out", None, None), ("out/a", b"a", None), (".bashrc", b"x", None)), tmp_path / "one", "out")
+    assert sorted(p.name for p in kept.iterdir()) == ["a"]
+    assert os.stat(kept / "a").st_mode & 0o7000 == 0
+    assert not (tmp_path / ".bashrc").exists()
+    with pytest.raises(tarfile.FilterError):
+        _unpack(archive(("out", None, None), ("out/l", None, "../.bashrc")), tmp_path / "two", "out")
+    assert not (tmp_path / "two").exists()
+    with pytest.raises((OSError, tarfile.TarError)):
+        _unpack(archive(("out", None, "."),), tmp_path / "three", "out")
+    assert not (tmp_path / "three").exists()

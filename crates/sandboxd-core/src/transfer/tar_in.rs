@@ -49,6 +49,11 @@ pub struct TarIn {
     /// The next entry's size and name, set by a PAX record or a GNU long name.
     next_size: Option<u64>,
     next_path: Option<String>,
+    /// How many extended headers named the next entry, and its link: one at most,
+    /// since readers disagree on which of two wins (the engine's prefers a GNU long
+    /// name to a PAX `path`, whatever their order).
+    next_names: u8,
+    next_links: u8,
     /// The next entry's extended headers, written just before it.
     held: Vec<Bytes>,
     /// Directories the archive held or was given, so each implied one is made once,
@@ -102,6 +107,8 @@ impl TarIn {
             pending: Vec::with_capacity(BLOCK),
             next_size: None,
             next_path: None,
+            next_names: 0,
+            next_links: 0,
             held: Vec::new(),
             directories: HashSet::new(),
             directory_bytes: 0,
@@ -191,6 +198,8 @@ impl TarIn {
                 kind,
             });
         }
+        self.next_names = 0;
+        self.next_links = 0;
         let size = self.next_size.take().unwrap_or(declared);
         let path = match self.next_path.take() {
             Some(path) => path,
@@ -276,14 +285,22 @@ impl TarIn {
             if kind.is_pax_local_extensions() {
                 self.next_size = size;
                 if let Some(path) = pax::value(&kept, "path") {
+                    self.named()?;
                     self.next_path = Some(path);
+                }
+                if pax::value(&kept, "linkpath").is_some() {
+                    self.linked()?;
                 }
             }
             kept
         } else {
             if kind.is_gnu_longname() {
+                self.named()?;
                 let name = data.split(|b| *b == 0).next().unwrap_or_default();
                 self.next_path = Some(String::from_utf8_lossy(name).into_owned());
+            }
+            if kind.is_gnu_longlink() {
+                self.linked()?;
             }
             data.to_vec()
         };
@@ -300,6 +317,26 @@ impl TarIn {
             out.push(Bytes::from(bytes));
         } else {
             self.held.push(Bytes::from(bytes));
+        }
+        Ok(())
+    }
+}
+
+impl TarIn {
+    fn named(&mut self) -> Result<(), TransferRefused> {
+        self.next_names += 1;
+        if self.next_names > 1 {
+            return Err(TransferRefused::Malformed("an entry carries two names"));
+        }
+        Ok(())
+    }
+
+    fn linked(&mut self) -> Result<(), TransferRefused> {
+        self.next_links += 1;
+        if self.next_links > 1 {
+            return Err(TransferRefused::Malformed(
+                "an entry carries two link names",
+            ));
         }
         Ok(())
     }

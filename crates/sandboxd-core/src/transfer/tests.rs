@@ -279,3 +279,55 @@ fn implied_directories_are_made_the_users_and_paths_going_up_are_refused() {
         Err(TransferRefused::Malformed(_))
     ));
 }
+
+/// An extended header of `kind` whose content is `data`, padded.
+fn extension(kind: tar::EntryType, data: &[u8]) -> Vec<u8> {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(kind);
+    header
+        .set_path(if kind == tar::EntryType::XHeader {
+            "PaxHeader"
+        } else {
+            "././@LongLink"
+        })
+        .unwrap();
+    header.set_size(data.len() as u64);
+    header.set_cksum();
+    let mut bytes = header.as_bytes().to_vec();
+    bytes.extend_from_slice(data);
+    bytes.resize(BLOCK + padded(data.len() as u64) as usize, 0);
+    bytes
+}
+
+#[test]
+fn an_entry_with_two_names_is_refused_in_either_order() {
+    let pax_name = extension(
+        tar::EntryType::XHeader,
+        &pax::record("path", "inside/ok.txt"),
+    );
+    let gnu_name = extension(tar::EntryType::GNULongName, b"../../etc/cron.d/x\0");
+    let pax_link = extension(tar::EntryType::XHeader, &pax::record("linkpath", "a"));
+    let gnu_link = extension(tar::EntryType::GNULongLink, b"b\0");
+    let mut file = tar::Header::new_gnu();
+    file.set_path("short").unwrap();
+    file.set_size(0);
+    file.set_mode(0o644);
+    file.set_cksum();
+    for (first, second, said) in [
+        (&pax_name, &gnu_name, "two names"),
+        (&gnu_name, &pax_name, "two names"),
+        (&pax_link, &gnu_link, "two link names"),
+        (&gnu_link, &pax_link, "two link names"),
+    ] {
+        let mut tar = [first.as_slice(), second.as_slice(), file.as_bytes()].concat();
+        tar.resize(tar.len() + 2 * BLOCK, 0);
+        let refused = rewrite(&tar, 512, policy()).unwrap_err();
+        assert!(refused.to_string().contains(said), "{refused}");
+    }
+    // One name, of either kind, still passes.
+    for only in [&pax_name, &gnu_link] {
+        let mut tar = [only.as_slice(), file.as_bytes()].concat();
+        tar.resize(tar.len() + 2 * BLOCK, 0);
+        rewrite(&tar, 512, policy()).unwrap();
+    }
+}

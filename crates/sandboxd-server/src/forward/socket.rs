@@ -30,7 +30,7 @@ struct TokenRef {
 }
 
 /// Whether the query carries a single-use token.
-fn has_token(uri: &axum::http::Uri) -> bool {
+pub(super) fn has_token(uri: &axum::http::Uri) -> bool {
     axum::extract::Query::<TokenRef>::try_from_uri(uri).is_ok_and(|q| q.0.token.is_some())
 }
 
@@ -89,8 +89,9 @@ pub(super) async fn forward(
             if let Some(key) = key.as_deref().and_then(|k| HeaderValue::from_str(k).ok()) {
                 upstream.headers_mut().insert("x-api-key", key);
             }
-            if let Ok(me) = HeaderValue::from_str(me) {
-                upstream.headers_mut().insert(FORWARDED, me);
+            let mark = super::mark_for(state, me, "GET", target, super::signed::STREAMED);
+            if let Ok(mark) = HeaderValue::from_str(&mark) {
+                upstream.headers_mut().insert(FORWARDED, mark);
             }
             for (name, value) in passed {
                 upstream.headers_mut().append(name, value);

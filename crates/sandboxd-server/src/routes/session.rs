@@ -212,8 +212,24 @@ pub async fn accept(
     }
 }
 
-/// How long WebSocket sessions may last.
+/// How long WebSocket and dashboard sessions may last, and whether the dashboard's
+/// cookie is marked `Secure`.
 #[derive(Debug, Clone, Copy)]
 pub struct SessionSettings {
     pub max_lifetime: Duration,
+    pub cookie_secure: CookieSecure,
+}
+
+/// Whether the dashboard's session cookie carries `Secure` (sent over HTTPS only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CookieSecure {
+    /// Always: for a server reached only over HTTPS (behind a TLS proxy).
+    Always,
+    /// Never: for plain HTTP on a trusted network or loopback.
+    Never,
+    /// When the request says it came over HTTPS (`X-Forwarded-Proto: https` from a
+    /// proxy). A client can send that header itself, so a server behind TLS should say
+    /// `Always`.
+    #[default]
+    Auto,
 }

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::session::CookieSecure;
 use crate::AppState;
 use crate::auth::{self, SESSION_COOKIE};
 use crate::error::ApiError;
@@ -32,8 +33,18 @@ fn over_tls(headers: &HeaderMap) -> bool {
         .is_some_and(|proto| proto.eq_ignore_ascii_case("https"))
 }
 
-fn cookie(headers: &HeaderMap, value: &str, max_age_secs: u64) -> Option<HeaderValue> {
-    let secure = if over_tls(headers) { "; Secure" } else { "" };
+fn cookie(
+    state: &AppState,
+    headers: &HeaderMap,
+    value: &str,
+    max_age_secs: u64,
+) -> Option<HeaderValue> {
+    let secure = match state.sessions.cookie_secure {
+        CookieSecure::Always => true,
+        CookieSecure::Never => false,
+        CookieSecure::Auto => over_tls(headers),
+    };
+    let secure = if secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
         "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_secs}{secure}"
     ))
@@ -85,7 +96,7 @@ pub async fn sign_in(
         .map_err(|e| ApiError::Service(ServiceError::from(e)))?;
     let mut response =
         Json(who(&principal, sandboxd_store::dashboard_csrf(&secret))).into_response();
-    if let Some(cookie) = cookie(&headers, &secret, lifetime.as_secs()) {
+    if let Some(cookie) = cookie(&state, &headers, &secret, lifetime.as_secs()) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     response
@@ -124,7 +135,7 @@ pub async fn sign_out(
             .map_err(|e| ApiError::Service(ServiceError::from(e)))?;
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
-    if let Some(cookie) = cookie(&headers, "", 0) {
+    if let Some(cookie) = cookie(&state, &headers, "", 0) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     Ok(response)

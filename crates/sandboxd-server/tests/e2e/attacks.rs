@@ -279,3 +279,39 @@ async fn an_isolated_sandbox_has_only_loopback() {
         .await;
     assert_eq!(out["stdout"], "0\n");
 }
+
+/// A client that marks its request as forwarded by a replica is refused, on a single
+/// server too: the mark would decide where the request is served.
+#[tokio::test]
+async fn a_forged_forwarding_mark_is_refused_on_a_single_server() {
+    let server = TestServer::start_without_agent().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let sid = id(&sandbox);
+    for mark in ["1", "v1 r 0 00"] {
+        let download = server
+            .client
+            .get(format!("{}/api/sandbox.download", server.url))
+            .query(&[("sandboxId", sid), ("path", "/etc/shadow")])
+            .header("x-api-key", crate::harness::KEY)
+            .header("x-sandboxd-forwarded", mark)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(download.status(), StatusCode::FORBIDDEN);
+        let exec = server
+            .client
+            .post(format!("{}/api/sandbox.exec", server.url))
+            .header("x-api-key", crate::harness::KEY)
+            .header("x-sandboxd-forwarded", mark)
+            .json(&json!({"sandboxId": sid, "cmd": "true"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(exec.status(), StatusCode::FORBIDDEN);
+    }
+    // Without the mark the same call is served as always.
+    let (status, _) = server
+        .post("sandbox.exec", json!({"sandboxId": sid, "cmd": "true"}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}

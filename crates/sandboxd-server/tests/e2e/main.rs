@@ -15,6 +15,7 @@ mod contexts;
 mod dashboard_sessions;
 mod exec;
 mod files;
+mod hostile_engine;
 mod hygiene;
 mod images;
 mod impostor;

@@ -26,6 +26,8 @@ pub fn remote_docker_host() -> String {
 
 pub struct RemoteHost {
     pub port: u16,
+    /// The socket bound over the server's `/var/run/docker.sock`.
+    socket: PathBuf,
     config: TempDir,
     sshd: Option<Child>,
 }
@@ -34,6 +36,11 @@ impl RemoteHost {
     /// Starts an sshd in front of the second engine; fails loudly when that engine is
     /// not there.
     pub fn start() -> Self {
+        Self::start_for(remote_dir().join("docker.sock"))
+    }
+
+    /// An sshd whose `/var/run/docker.sock` is `socket` (an engine of the test's own).
+    pub fn start_for(socket: PathBuf) -> Self {
         let dir = remote_dir();
         assert!(
             dir.join("docker.sock").exists() && dir.join("client_key").exists(),
@@ -57,6 +64,7 @@ impl RemoteHost {
         std::fs::write(config.path().join("sshd_config"), text).expect("sshd config");
         let mut host = Self {
             port,
+            socket,
             config,
             sshd: None,
         };
@@ -66,10 +74,9 @@ impl RemoteHost {
 
     /// Starts sshd (again) on the same port.
     pub fn resume(&mut self) {
-        let dir = remote_dir();
         let script = format!(
             "mount --bind {sock} /var/run/docker.sock && exec /usr/sbin/sshd -D -e -f {conf}",
-            sock = dir.join("docker.sock").display(),
+            sock = self.socket.display(),
             conf = self.config.path().join("sshd_config").display(),
         );
         let log = std::fs::File::create(self.config.path().join("sshd.log")).expect("log");

@@ -1,8 +1,8 @@
 //! `sandboxd cp`: files and trees between this machine and a sandbox, streamed both ways
 //! (`sandbox.upload` / `sandbox.download`), with a progress line on a terminal. A
 //! sandbox side is written `SANDBOX_ID:/path`. What comes out of a sandbox is untrusted:
-//! a tree is unpacked only inside the destination (no `..`, no way out through a
-//! link), and a file lands under a temporary name, renamed once whole.
+//! a tree is unpacked as `unpack.rs` says (staged, modes masked, only the named entry
+//! moved into place), and a file lands under a temporary name, renamed once whole.
 
 use std::io::{IsTerminal as _, Read, Write};
 use std::path::{Path, PathBuf};
@@ -277,7 +277,7 @@ async fn download(client: &Client, id: &str, path: &str, local: &Path) -> Result
             current: Bytes::new(),
         };
         if format == "tar" {
-            unpack(reader, &local, &name)
+            super::unpack::unpack_tree(reader, &local, &name)
         } else {
             write_file(reader, &local, &name, total)
         }
@@ -340,41 +340,6 @@ fn write_file(
     temp.as_file().sync_all()?;
     temp.persist(&target).map_err(|e| e.error)?;
     Ok((target, copied))
-}
-
-/// Unpacks a directory's tar (its entries under the directory's name) into `local`
-/// when it exists, else as `local`, never outside it.
-fn unpack(
-    reader: ChannelReader,
-    local: &Path,
-    name: &std::ffi::OsStr,
-) -> std::io::Result<(PathBuf, u64)> {
-    let mut archive = tar::Archive::new(reader);
-    archive.set_preserve_permissions(true);
-    archive.set_overwrite(true);
-    let mut bytes = 0;
-    if local.is_dir() {
-        for entry in archive.entries()? {
-            let mut entry = entry?;
-            bytes += entry.size();
-            entry.unpack_in(local)?;
-        }
-        return Ok((local.join(name), bytes));
-    }
-    let parent = local
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let staging = tempfile::Builder::new()
-        .prefix(".sandboxd-cp-")
-        .tempdir_in(parent)?;
-    for entry in archive.entries()? {
-        let mut entry = entry?;
-        bytes += entry.size();
-        entry.unpack_in(staging.path())?;
-    }
-    std::fs::rename(staging.path().join(name), local)?;
-    Ok((local.to_path_buf(), bytes))
 }
 
 #[cfg(test)]

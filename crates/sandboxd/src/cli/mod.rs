@@ -14,6 +14,7 @@ mod sandboxes;
 pub mod table;
 mod target;
 pub mod tls;
+mod unpack;
 
 use std::process::ExitCode;
 

@@ -293,3 +293,10 @@ impl Drop for RunningServer {
         }
     }
 }
+
+/// Milliseconds since the epoch, as the server counts them.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import posixpath
 import queue
 import shutil
 import tarfile
 import tempfile
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,6 +180,29 @@ async def _tar_of(directory: Path) -> AsyncIterator[bytes]:
         yield piece
 
 
+def _inside(name: str) -> Callable[[tarfile.TarInfo, str], tarfile.TarInfo | None]:
+    """tarfile's `data` filter (no set-id bits, no owners, no devices, nothing outside
+    the staging directory), held further to the tree under `name`, the only part that
+    is moved into place: other entries are skipped, and a link must lead inside it."""
+
+    def under(path: str) -> bool:
+        return path == name or path.startswith(name + "/")
+
+    def check(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+        member = tarfile.data_filter(member, dest)
+        if not under(posixpath.normpath(member.name)):
+            return None
+        if member.issym():
+            leads = posixpath.normpath(posixpath.join(posixpath.dirname(member.name), member.linkname))
+            if not under(leads):
+                raise tarfile.LinkOutsideDestinationError(member, leads)
+        if member.islnk() and not under(posixpath.normpath(member.linkname)):
+            raise tarfile.LinkOutsideDestinationError(member, member.linkname)
+        return member
+
+    return check
+
+
 def _unpack(archive: Path, target: Path, name: str) -> Path:
     """Unpacks a directory's tar (its entries under `name`) as `target`, or inside it
     when it is an existing directory; never outside it, never over what is there."""
@@ -189,9 +213,13 @@ def _unpack(archive: Path, target: Path, name: str) -> Path:
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".sandboxd-"))
     try:
         with tarfile.open(archive, mode="r:") as tar:
-            tar.extractall(staging, filter="data")
+            tar.extractall(staging, filter=_inside(name))
+        # Only the named directory is moved into place: whatever else the archive held
+        # stays in the staging directory and goes with it.
         source = staging / name
-        os.replace(source if source.is_dir() else staging, target)
+        if source.is_symlink() or not source.is_dir():
+            raise OSError(f"the archive has no directory {name}")
+        os.replace(source, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
