@@ -34,6 +34,29 @@ impl SandboxStatus {
             _ => return None,
         })
     }
+
+    /// Every status.
+    pub const ALL: [Self; 4] = [Self::Creating, Self::Running, Self::Killed, Self::Error];
+
+    /// The legal transitions: `creating` → `running` | `error` | `killed`; `running` →
+    /// `error` | `killed`; `error` → `killed`; `killed` is final. A revived container
+    /// keeps its sandbox `running` (no transition), and nothing goes back to `creating`.
+    /// The store writes a status only from the statuses this allows, in the same
+    /// statement, so a kill is never undone by a failure reported after it.
+    pub fn may_become(self, next: Self) -> bool {
+        use SandboxStatus::{Creating, Error, Killed, Running};
+        matches!(
+            (self, next),
+            (Creating, Running | Error | Killed) | (Running, Error | Killed) | (Error, Killed)
+        )
+    }
+
+    /// The statuses a sandbox may be in to move to `next`.
+    pub fn sources(next: Self) -> impl Iterator<Item = Self> {
+        Self::ALL
+            .into_iter()
+            .filter(move |from| from.may_become(next))
+    }
 }
 
 /// What a sandbox may reach on the network.
@@ -198,6 +221,31 @@ pub struct Environment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_legal_transitions_are_allowed() {
+        use SandboxStatus::{Creating, Error, Killed, Running};
+        let legal = [
+            (Creating, Running),
+            (Creating, Error),
+            (Creating, Killed),
+            (Running, Error),
+            (Running, Killed),
+            (Error, Killed),
+        ];
+        for from in SandboxStatus::ALL {
+            for to in SandboxStatus::ALL {
+                assert_eq!(
+                    from.may_become(to),
+                    legal.contains(&(from, to)),
+                    "{from:?} → {to:?}"
+                );
+            }
+        }
+        assert_eq!(SandboxStatus::sources(Killed).count(), 3);
+        assert_eq!(SandboxStatus::sources(Creating).count(), 0);
+        assert!(SandboxStatus::sources(Error).all(|s| s != Killed));
+    }
 
     #[test]
     fn status_and_mode_round_trip() {

@@ -5,7 +5,7 @@ use sandboxd_core::api::Resources;
 use sandboxd_core::error::Invalid;
 use sandboxd_core::images;
 use sandboxd_core::limits::DEFAULT_WORKDIR;
-use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
+use sandboxd_core::model::{NotRunning, Principal, Sandbox, SandboxStatus};
 use sandboxd_core::paths;
 use sandboxd_core::plan::{self, NetworkPlan};
 use sandboxd_core::validate::CreateSandbox;
@@ -171,11 +171,23 @@ impl Service {
         .await;
         match outcome {
             Ok((container_id, user)) => {
-                info!(sandbox_id = %row.sandbox_id, image = %row.image, "sandbox running");
-                self.store()
+                let now = self
+                    .store()
                     .mark_running(&row.sandbox_id, &container_id, user.as_deref(), now_ms())
                     .await?
-                    .ok_or(ServiceError::NotFound("sandbox"))
+                    .ok_or(ServiceError::NotFound("sandbox"))?;
+                if now.status != SandboxStatus::Running {
+                    // Killed (or given up on by reconcile) while it was made: it stays so,
+                    // and the container made for it goes.
+                    info!(sandbox_id = %row.sandbox_id, status = now.status.as_str(), "sandbox ended while it was created");
+                    self.release_agent(&row.sandbox_id, row.server_id.as_deref());
+                    if let Err(error) = engine.destroy_container(&container_id).await {
+                        warn!(sandbox_id = %row.sandbox_id, %error, "could not remove the container of a sandbox ended while it was created; reconcile will");
+                    }
+                    return Err(ServiceError::NotRunning(NotRunning(now.status)));
+                }
+                info!(sandbox_id = %row.sandbox_id, image = %row.image, "sandbox running");
+                Ok(now)
             }
             Err(error) => {
                 warn!(sandbox_id = %row.sandbox_id, %error, "sandbox creation failed");

@@ -126,11 +126,19 @@ impl Service {
         if sandbox.status == SandboxStatus::Killed {
             return Ok(sandbox);
         }
-        let killed = self
+        let Some(killed) = self
             .store()
             .mark_killed(&sandbox.sandbox_id, now_ms())
             .await?
-            .ok_or(ServiceError::NotFound("sandbox"))?;
+        else {
+            // Killed meanwhile by another call (or removed): the row as it is now, and
+            // its container is that call's to remove.
+            return self
+                .store()
+                .sandbox(&sandbox.sandbox_id)
+                .await?
+                .ok_or(ServiceError::NotFound("sandbox"));
+        };
         self.release_agent(&sandbox.sandbox_id, sandbox.server_id.as_deref());
         self.forget(&sandbox.sandbox_id);
         info!(sandbox_id = %sandbox.sandbox_id, "sandbox killed");

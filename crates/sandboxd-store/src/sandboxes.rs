@@ -8,6 +8,21 @@ use sqlx::Row as _;
 use crate::rows::{self, select_sandboxes};
 use crate::{Store, StoreError};
 
+/// `status IN (…)`: the statuses a row may move to a status from, as
+/// [`SandboxStatus::may_become`] says (a test holds them to it). Literals, so each
+/// guarded statement is one static string.
+macro_rules! moves_to {
+    (running) => {
+        "status IN ('creating')"
+    };
+    (error) => {
+        "status IN ('creating', 'running')"
+    };
+    (killed) => {
+        "status IN ('creating', 'running', 'error')"
+    };
+}
+
 impl Store {
     /// Inserts a new sandbox row with its environment variables sealed, and puts it on
     /// its creator's access list, if the organization's quotas admit it beside the
@@ -151,7 +166,9 @@ impl Store {
         found.iter().map(rows::sandbox).collect()
     }
 
-    /// Records that a sandbox's container runs; returns the updated row.
+    /// Records that a sandbox's container runs, if it is still `creating`; returns the
+    /// row as it is now (killed meanwhile, it stays killed: the caller removes the
+    /// container it made).
     pub async fn mark_running(
         &self,
         sandbox_id: &str,
@@ -159,10 +176,11 @@ impl Store {
         user: Option<&str>,
         now: i64,
     ) -> Result<Option<Sandbox>, StoreError> {
-        sqlx::query(
+        sqlx::query(concat!(
             "UPDATE sandboxes SET status = 'running', container_id = $1, run_as = $2, \
-             last_activity_at = $3, expires_at = $3 + timeout_ms WHERE sandbox_id = $4",
-        )
+             last_activity_at = $3, expires_at = $3 + timeout_ms WHERE sandbox_id = $4 AND ",
+            moves_to!(running)
+        ))
         .bind(container_id)
         .bind(user)
         .bind(now)
@@ -173,19 +191,34 @@ impl Store {
         self.sandbox(sandbox_id).await
     }
 
-    /// Sets the status of a sandbox.
+    /// Sets the status of a sandbox if the transition is legal from the status it has
+    /// ([`SandboxStatus::may_become`], checked in the same statement); whether it did.
     pub async fn set_status(
         &self,
         sandbox_id: &str,
         status: SandboxStatus,
-    ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sandboxes SET status = $1 WHERE sandbox_id = $2")
-            .bind(status.as_str())
+    ) -> Result<bool, StoreError> {
+        let query = match status {
+            SandboxStatus::Creating => return Ok(false),
+            SandboxStatus::Running => concat!(
+                "UPDATE sandboxes SET status = 'running' WHERE sandbox_id = $1 AND ",
+                moves_to!(running)
+            ),
+            SandboxStatus::Error => concat!(
+                "UPDATE sandboxes SET status = 'error' WHERE sandbox_id = $1 AND ",
+                moves_to!(error)
+            ),
+            SandboxStatus::Killed => concat!(
+                "UPDATE sandboxes SET status = 'killed' WHERE sandbox_id = $1 AND ",
+                moves_to!(killed)
+            ),
+        };
+        let updated = sqlx::query(query)
             .bind(sandbox_id)
             .execute(&self.pool)
             .await?;
         self.rows.changed(sandbox_id);
-        Ok(())
+        Ok(updated.rows_affected() > 0)
     }
 
     /// Refreshes the activity of a running sandbox: `expiresAt` becomes now + its timeout.
@@ -232,12 +265,18 @@ impl Store {
         sandbox_id: &str,
         now: i64,
     ) -> Result<Option<Sandbox>, StoreError> {
-        sqlx::query("UPDATE sandboxes SET status = 'killed', killed_at = $1 WHERE sandbox_id = $2")
-            .bind(now)
-            .bind(sandbox_id)
-            .execute(&self.pool)
-            .await?;
+        let updated = sqlx::query(concat!(
+            "UPDATE sandboxes SET status = 'killed', killed_at = $1 WHERE sandbox_id = $2 AND ",
+            moves_to!(killed)
+        ))
+        .bind(now)
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
         self.rows.changed(sandbox_id);
+        if updated.rows_affected() == 0 {
+            return Ok(None);
+        }
         self.sandbox(sandbox_id).await
     }
 
@@ -303,10 +342,10 @@ impl Store {
     pub async fn mark_error(&self, sandbox_ids: &[String]) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
         for id in sandbox_ids {
-            sqlx::query(
-                "UPDATE sandboxes SET status = 'error' WHERE sandbox_id = $1 \
-                 AND status IN ('creating', 'running')",
-            )
+            sqlx::query(concat!(
+                "UPDATE sandboxes SET status = 'error' WHERE sandbox_id = $1 AND ",
+                moves_to!(error)
+            ))
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -328,4 +367,24 @@ fn row_state(row: &sqlx::any::AnyRow) -> Result<RowState, StoreError> {
             .ok_or_else(|| StoreError::Corrupt(format!("unknown sandbox status {status}")))?,
         created_at: row.try_get("created_at")?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guards written in SQL are the core's transitions.
+    #[test]
+    fn the_guards_are_the_legal_transitions() {
+        for (next, guard) in [
+            (SandboxStatus::Running, moves_to!(running)),
+            (SandboxStatus::Error, moves_to!(error)),
+            (SandboxStatus::Killed, moves_to!(killed)),
+        ] {
+            let from: Vec<String> = SandboxStatus::sources(next)
+                .map(|s| format!("'{}'", s.as_str()))
+                .collect();
+            assert_eq!(guard, format!("status IN ({})", from.join(", ")));
+        }
+    }
 }

@@ -324,16 +324,36 @@ async fn every_write_shows_in_the_next_read_of_a_cached_row(db: &TestDb) {
     store.set_timeout(&id, 60_000, 6_000).await.unwrap();
     assert_eq!(read().await.expires_at, Some(66_000));
 
+    assert!(store.set_status(&id, SandboxStatus::Error).await.unwrap());
+    read().await;
+    assert_eq!(read().await.status, SandboxStatus::Error);
+    assert!(!store.set_status(&id, SandboxStatus::Running).await.unwrap());
+    assert_eq!(read().await, stored().await, "an error is not undone");
+
     store.mark_killed(&id, 7_000).await.unwrap();
     read().await;
     assert_eq!(read().await.status, SandboxStatus::Killed);
     store.touch(&id, 8_000).await.unwrap();
     assert_eq!(read().await, stored().await, "a killed row is not touched");
 
-    store.set_status(&id, SandboxStatus::Running).await.unwrap();
-    assert_eq!(read().await.status, SandboxStatus::Running);
+    // A kill is final: nothing written after it changes the status.
+    for status in SandboxStatus::ALL {
+        assert!(!store.set_status(&id, status).await.unwrap(), "{status:?}");
+    }
     store.mark_error(std::slice::from_ref(&id)).await.unwrap();
-    assert_eq!(read().await.status, SandboxStatus::Error);
+    assert!(
+        store
+            .mark_running(&id, "c2", None, 9_000)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store.mark_killed(&id, 9_000).await.unwrap().is_none(),
+        "killed once"
+    );
+    assert_eq!(read().await.status, SandboxStatus::Killed);
+    assert_eq!(read().await, stored().await);
 
     store.delete_sandbox(&id).await.unwrap();
     assert_eq!(store.sandbox(&id).await.unwrap(), None);

@@ -2,7 +2,7 @@
 //! is scripted by the test (by default, everything succeeds).
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
@@ -48,6 +48,9 @@ pub struct Script {
     pub foreign: Vec<ContainerState>,
     /// Containers created through this engine that no longer exist.
     pub vanished: Vec<String>,
+    /// Each exec, and each start, waits here for a permit when set (a test's hold).
+    pub exec_gate: Option<Arc<tokio::sync::Semaphore>>,
+    pub start_gate: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 #[derive(Debug, Default)]
@@ -118,6 +121,10 @@ impl Engine for RecordingEngine {
 
     async fn start_container(&self, id: &str) -> Result<(), EngineError> {
         self.record(Call::Start(id.into()));
+        let gate = self.script.lock().unwrap().start_gate.clone();
+        if let Some(gate) = gate {
+            gate.acquire().await.unwrap().forget();
+        }
         match self.script.lock().unwrap().start_fails {
             true => Err(Self::refused("start")),
             false => Ok(()),
@@ -186,6 +193,10 @@ impl Engine for RecordingEngine {
             container: container.into(),
             argv: spec.argv,
         });
+        let gate = self.script.lock().unwrap().exec_gate.clone();
+        if let Some(gate) = gate {
+            gate.acquire().await.unwrap().forget();
+        }
         self.script
             .lock()
             .unwrap()

@@ -9,6 +9,7 @@ mod create;
 mod engine_double;
 mod exec;
 mod kill;
+mod races;
 mod reconcile;
 
 use std::collections::BTreeMap;
