@@ -1,5 +1,6 @@
-//! Files through the engine's archive API: a one-entry tar in, and the first entry of a
-//! tar out, read only as far as needed and never past the size limit.
+//! Files: a one-entry tar in and the first entry of a tar out, read only as far as
+//! needed and never past the size limit, both as the sandbox user (`as_user.rs`); and,
+//! for the host's own set-up of a new sandbox (its workdir), the engine's archive API.
 
 use bollard::query_parameters::{
     DownloadFromContainerOptionsBuilder, UploadToContainerOptionsBuilder,
@@ -63,8 +64,7 @@ impl DockerEngine {
         })
     }
 
-    /// Writes `content` to `dir/name` owned by `owner` with `mode`. The engine unpacks the
-    /// archive, so no capability is needed inside the container.
+    /// Writes `content` to `dir/name` with `mode`, as `owner`.
     pub(crate) async fn put_file(
         &self,
         container: &str,
@@ -80,7 +80,12 @@ impl DockerEngine {
                 message: format!("cannot archive {name}: {e}"),
             }
         })?;
-        self.upload(container, dir, tar).await
+        let tar: sandboxd_ports::Chunks =
+            Box::pin(futures_util::stream::once(
+                async move { Ok(Bytes::from(tar)) },
+            ));
+        let user = format!("{}:{}", owner.0, owner.1);
+        self.tar_in_as(container, dir, &user, tar).await
     }
 
     /// Creates (or re-owns) the directory `parent/name` owned by `owner`.
@@ -100,26 +105,36 @@ impl DockerEngine {
         self.upload(container, parent, tar).await
     }
 
-    /// Reads a regular file of at most `max` bytes. Reading stops as soon as the outcome
-    /// is known: a directory or an oversized file is refused from its header alone.
+    /// Reads a regular file of at most `max` bytes, as `user`. Reading stops as soon as
+    /// the outcome is known: a directory or an oversized file is refused from its header
+    /// alone.
     pub(crate) async fn read_file(
         &self,
         container: &str,
         path: &str,
         max: usize,
+        user: &str,
     ) -> Result<Vec<u8>, ReadFileError> {
-        let mut stream = self.download(container, path);
+        let mut stream = match self.tar_out_as(container, path, user).await {
+            Ok(stream) => stream,
+            Err(EngineError::NotFound { .. }) => return Err(ReadFileError::NotFound),
+            Err(error) => return Err(error.into()),
+        };
         let mut buf: Vec<u8> = Vec::new();
         let mut reader = FirstEntry::default();
         loop {
             if let Some(result) = reader.advance(&buf, max)? {
                 return Ok(result);
             }
-            let next = bounded("download archive", stream.next()).await?;
-            match next {
+            match bounded("download archive", stream.next()).await? {
                 Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
-                Some(Err(e)) if status_of(&e) == Some(404) => return Err(ReadFileError::NotFound),
-                Some(Err(e)) => return Err(classify("file", e).into()),
+                Some(Err(e)) => {
+                    return Err(EngineError::Rejected {
+                        status: 400,
+                        message: e.to_string(),
+                    }
+                    .into());
+                }
                 None => return Err(ReadFileError::Malformed),
             }
         }

@@ -187,7 +187,7 @@ impl DockerEngine {
     }
 
     /// The exit code of a finished exec; 1 when the engine reports none.
-    async fn exit_code(&self, exec_id: &str) -> Result<i64, EngineError> {
+    pub(crate) async fn exit_code(&self, exec_id: &str) -> Result<i64, EngineError> {
         // The output stream can close a moment before the engine records the exit.
         for _ in 0..50 {
             let info = bounded("inspect exec", self.docker.inspect_exec(exec_id))

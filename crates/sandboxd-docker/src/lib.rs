@@ -5,7 +5,7 @@
 
 mod answer_bounds;
 mod archive;
-mod archive_stream;
+mod as_user;
 mod census;
 mod containers;
 mod diagnosis;

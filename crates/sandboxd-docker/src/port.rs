@@ -125,8 +125,9 @@ impl Engine for DockerEngine {
         container: &str,
         path: &str,
         max: usize,
+        user: &str,
     ) -> Result<Vec<u8>, ReadFileError> {
-        DockerEngine::read_file(self, container, path, max).await
+        DockerEngine::read_file(self, container, path, max, user).await
     }
 
     async fn is_empty_dir(&self, container: &str, path: &str) -> Result<Option<bool>, EngineError> {
@@ -138,11 +139,17 @@ impl Engine for DockerEngine {
         container: &str,
         dir: &str,
         tar: Chunks,
+        user: &str,
     ) -> Result<(), EngineError> {
-        DockerEngine::put_archive(self, container, dir, tar).await
+        DockerEngine::tar_in_as(self, container, dir, user, tar).await
     }
 
-    async fn get_archive(&self, container: &str, path: &str) -> Result<Chunks, EngineError> {
-        DockerEngine::get_archive(self, container, path).await
+    async fn get_archive(
+        &self,
+        container: &str,
+        path: &str,
+        user: &str,
+    ) -> Result<Chunks, EngineError> {
+        DockerEngine::tar_out_as(self, container, path, user).await
     }
 }

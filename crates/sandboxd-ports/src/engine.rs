@@ -111,7 +111,8 @@ pub trait Engine: Debug + Send + Sync + 'static {
     /// Runs a command through the engine's exec, killing it at its timeout.
     async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecOutcome, EngineError>;
 
-    /// Writes `content` to `dir/name` owned by `owner` with `mode`.
+    /// Writes `content` to `dir/name` with `mode`, as `owner` (the sandbox user: what it
+    /// may not write is refused).
     async fn put_file(
         &self,
         container: &str,
@@ -131,26 +132,37 @@ pub trait Engine: Debug + Send + Sync + 'static {
         owner: (u32, u32),
     ) -> Result<(), EngineError>;
 
-    /// Reads a regular file of at most `max` bytes.
+    /// Reads a regular file of at most `max` bytes, as `user` (`uid:gid`).
     async fn read_file(
         &self,
         container: &str,
         path: &str,
         max: usize,
+        user: &str,
     ) -> Result<Vec<u8>, ReadFileError>;
 
     /// Whether `path` is a directory with nothing in it; `None` when it does not exist.
     async fn is_empty_dir(&self, container: &str, path: &str) -> Result<Option<bool>, EngineError>;
 
-    /// Unpacks a tar stream into the directory `dir` (which must exist) as it arrives.
-    /// The archive is taken as it is: owners and names are the caller's to check. An
-    /// error of the stream stops the unpacking.
-    async fn put_archive(&self, container: &str, dir: &str, tar: Chunks)
-    -> Result<(), EngineError>;
+    /// Unpacks a tar stream into the directory `dir` (which must exist) as it arrives,
+    /// as `user` (`uid:gid`). The archive is taken as it is: owners and names are the
+    /// caller's to check. An error of the stream stops the unpacking.
+    async fn put_archive(
+        &self,
+        container: &str,
+        dir: &str,
+        tar: Chunks,
+        user: &str,
+    ) -> Result<(), EngineError>;
 
-    /// The tar stream of `path` (a file, or a directory with everything under it),
-    /// once the engine has started it: a missing path is `NotFound` here.
-    async fn get_archive(&self, container: &str, path: &str) -> Result<Chunks, EngineError>;
+    /// The tar stream of `path` (a file, or a directory with everything under it), read
+    /// as `user` (`uid:gid`), once it has started: a missing path is `NotFound` here.
+    async fn get_archive(
+        &self,
+        container: &str,
+        path: &str,
+        user: &str,
+    ) -> Result<Chunks, EngineError>;
 }
 
 /// A stream of bytes between the service and an engine.

@@ -125,12 +125,14 @@ async fn a_remote_engine_is_driven_over_one_ssh_connection() {
         .await
         .unwrap();
     let read = engine
-        .read_file(&created.id, "/tmp/blob", 4 << 20)
+        .read_file(&created.id, "/tmp/blob", 4 << 20, "0:0")
         .await
         .unwrap();
     assert_eq!(read, content);
     assert!(matches!(
-        engine.read_file(&created.id, "/tmp/missing", 1024).await,
+        engine
+            .read_file(&created.id, "/tmp/missing", 1024, "0:0")
+            .await,
         Err(ReadFileError::NotFound)
     ));
 

@@ -123,7 +123,17 @@ async fn on_path<F: Future<Output = ()>>(
     through_agent: bool,
     story: impl FnOnce(TestServer, Value) -> F,
 ) {
-    let sandbox = server.create(json!({"template": "python"})).await;
+    on_path_of("python", server, through_agent, story).await;
+}
+
+/// [`on_path`] on a sandbox of `template`.
+async fn on_path_of<F: Future<Output = ()>>(
+    template: &str,
+    server: TestServer,
+    through_agent: bool,
+    story: impl FnOnce(TestServer, Value) -> F,
+) {
+    let sandbox = server.create(json!({"template": template})).await;
     let before = served(&server);
     let service = server.service.clone();
     story(server, sandbox).await;
@@ -541,4 +551,83 @@ async fn downloads_past_what_the_agent_serves_at_once_go_through_the_engine() {
         (1, 0),
         "{before:?} → {after:?}"
     );
+}
+
+#[tokio::test]
+async fn what_the_sandbox_user_may_not_touch_is_refused_through_the_agent() {
+    on_path_of("base", TestServer::start().await, true, refusals).await;
+}
+
+#[tokio::test]
+async fn what_the_sandbox_user_may_not_touch_is_refused_through_the_engine() {
+    on_path_of(
+        "base",
+        TestServer::start_without_agent().await,
+        false,
+        refusals,
+    )
+    .await;
+}
+
+/// The same answers on either path: the engine path acts as the sandbox user, never as
+/// root, so root's files are neither read nor written and nothing lands under `/etc`.
+async fn refusals(server: TestServer, sandbox: Value) {
+    let (status, _, body) = download(&server, &sandbox, &[("path", "/etc/shadow")]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(!String::from_utf8_lossy(&body).contains("root:"));
+    let (status, read) = server
+        .get(
+            "sandbox.readFile",
+            &[("sandboxId", id(&sandbox)), ("path", "/etc/shadow")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{read}");
+    for path in ["/etc/passwd", "/etc/evil", "/etc/cron.d/x"] {
+        let (status, body) = upload(&server, &sandbox, &[("path", path)], b"x".to_vec()).await;
+        assert!(
+            status == StatusCode::BAD_REQUEST || status == StatusCode::NOT_FOUND,
+            "{path}: {status} {body}"
+        );
+        let (status, body) = server
+            .post(
+                "sandbox.writeFile",
+                json!({"sandboxId": id(&sandbox), "path": path, "content": "x"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+    }
+    let mut tree = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(1);
+    header.set_mode(0o644);
+    tree.append_data(&mut header, "evil", &b"x"[..]).unwrap();
+    let (status, body) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/etc"), ("format", "tar")],
+        tree.into_inner().unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let listed = server
+        .exec(
+            &sandbox,
+            "cat /etc/passwd | head -1; ls /etc/evil /etc/cron.d/x 2>&1 | wc -l",
+        )
+        .await;
+    assert!(
+        listed["stdout"].as_str().unwrap().starts_with("root:x:0:0"),
+        "{listed}"
+    );
+    // Inside its own home the user may do all of it, on either path.
+    let (status, body) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user/mine")],
+        b"ok".to_vec(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _, body) = download(&server, &sandbox, &[("path", "/home/user/mine")]).await;
+    assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"ok"[..]));
 }

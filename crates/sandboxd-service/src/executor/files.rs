@@ -1,5 +1,5 @@
-//! File operations through the executor: the agent's, or the engine's archive API
-//! with `find`/`ls`/`mkdir` run through its exec.
+//! File operations through the executor: the agent's, or the engine's exec running
+//! `tar`, `find`, `ls` and `mkdir` as the sandbox user.
 
 use sandboxd_agent_host::{AgentError, FileOpError};
 use sandboxd_agent_protocol::FailureKind;
@@ -61,7 +61,7 @@ impl Executor<'_> {
         }
         self.served(ServedBy::Engine);
         self.engine
-            .read_file(self.container, path, max)
+            .read_file(self.container, path, max, &self.user())
             .await
             .map_err(|error| match error {
                 ReadFileError::NotFound => ServiceError::NotFound("file"),
@@ -96,7 +96,7 @@ impl Executor<'_> {
             .engine_exec(
                 &self.engine,
                 self.container,
-                internal_exec(listing::find_argv(target), max),
+                self.as_user(internal_exec(listing::find_argv(target), max)),
             )
             .await?;
         if find.exit_code == 0 {
@@ -109,7 +109,7 @@ impl Executor<'_> {
             .engine_exec(
                 &self.engine,
                 self.container,
-                internal_exec(listing::ls_argv(target), max),
+                self.as_user(internal_exec(listing::ls_argv(target), max)),
             )
             .await?;
         if ls.exit_code == 0 {
@@ -148,7 +148,11 @@ impl Executor<'_> {
         let argv = vec!["mkdir".into(), "-p".into(), "--".into(), dir.into()];
         let mkdir = self
             .service
-            .engine_exec(&self.engine, self.container, internal_exec(argv, 4096))
+            .engine_exec(
+                &self.engine,
+                self.container,
+                self.as_user(internal_exec(argv, 4096)),
+            )
             .await?;
         if mkdir.exit_code == 0 {
             return Ok(());

@@ -52,6 +52,20 @@ impl Executor<'_> {
     pub(crate) fn owner(&self) -> (u32, u32) {
         self.owner
     }
+
+    /// The sandbox user as the engine's exec takes it: what the engine path does, it
+    /// does as this user.
+    pub(crate) fn user(&self) -> String {
+        format!("{}:{}", self.owner.0, self.owner.1)
+    }
+
+    /// `spec` run as the sandbox user.
+    pub(crate) fn as_user(&self, spec: ExecSpec) -> ExecSpec {
+        ExecSpec {
+            user: Some(self.user()),
+            ..spec
+        }
+    }
 }
 
 impl Service {

@@ -59,7 +59,7 @@ impl Service {
     ) -> Result<Download, ServiceError> {
         let archive = executor
             .engine()
-            .get_archive(executor.container(), path)
+            .get_archive(executor.container(), path, &executor.user())
             .await
             .map_err(|error| match error {
                 EngineError::NotFound { .. } => ServiceError::NotFound("path"),

@@ -105,11 +105,11 @@ impl Service {
         let temp_path = format!("{}/{temp}", dir.trim_end_matches('/'));
         let put = executor
             .engine()
-            .put_archive(executor.container(), dir, tar)
+            .put_archive(executor.container(), dir, tar, &executor.user())
             .await;
         let placed = match put {
             Ok(()) => self
-                .as_user_then_root(executor, &["mv", "-f", "--", &temp_path, &cmd.path])
+                .as_user(executor, &["mv", "-f", "--", &temp_path, &cmd.path])
                 .await
                 .map_err(|reason| {
                     ServiceError::Refused(format!("could not move the upload into place: {reason}"))
@@ -119,7 +119,7 @@ impl Service {
         if let Err(error) = placed {
             // Nothing partial stays behind.
             let _ = self
-                .as_user_then_root(executor, &["rm", "-f", "--", &temp_path])
+                .as_user(executor, &["rm", "-f", "--", &temp_path])
                 .await;
             return Err(error);
         }
@@ -147,7 +147,7 @@ impl Service {
                     executor.ensure_dir(&cmd.path).await?;
                     executor
                         .engine()
-                        .put_archive(executor.container(), &cmd.path, tar)
+                        .put_archive(executor.container(), &cmd.path, tar, &executor.user())
                         .await
                         .map_err(|error| cut.or(upload_error(error)))
                 }
@@ -162,30 +162,21 @@ impl Service {
         Ok(uploaded(cmd.path, summary.entries, summary.bytes))
     }
 
-    /// Runs `argv` (a rename or a clean-up of an upload) as the sandbox user, then, if
-    /// that was refused, as root: sandboxes run without the capability that lets root
-    /// write in another user's directory, so the directory's owner is the one who can.
-    async fn as_user_then_root(
-        &self,
-        executor: &Executor<'_>,
-        argv: &[&str],
-    ) -> Result<(), String> {
-        let mut reason = String::new();
-        for user in [None, Some("0:0")] {
-            match self
-                .engine_exec(
-                    executor.engine(),
-                    executor.container(),
-                    engine_command(argv, user),
-                )
-                .await
-            {
-                Ok(out) if out.exit_code == 0 => return Ok(()),
-                Ok(out) => reason = String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-                Err(error) => reason = error.to_string(),
-            }
+    /// Runs `argv` (a rename or a clean-up of an upload) as the sandbox user, never as
+    /// anyone else: what the user may not do, the upload may not either.
+    async fn as_user(&self, executor: &Executor<'_>, argv: &[&str]) -> Result<(), String> {
+        match self
+            .engine_exec(
+                executor.engine(),
+                executor.container(),
+                engine_command(argv, &executor.user()),
+            )
+            .await
+        {
+            Ok(out) if out.exit_code == 0 => Ok(()),
+            Ok(out) => Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
+            Err(error) => Err(error.to_string()),
         }
-        Err(reason)
     }
 }
 
@@ -197,10 +188,10 @@ fn uploaded(path: String, entries: u64, bytes: u64) -> UploadResult {
     }
 }
 
-/// A command through the engine as the sandbox user, or as root (`Some("0:0")`).
-fn engine_command(argv: &[&str], user: Option<&str>) -> ExecSpec {
+/// A command through the engine as `user`.
+fn engine_command(argv: &[&str], user: &str) -> ExecSpec {
     let mut spec = internal_exec(argv.iter().map(|a| (*a).to_owned()).collect(), 4096);
-    spec.user = user.map(str::to_owned);
+    spec.user = Some(user.to_owned());
     spec
 }
 

@@ -234,6 +234,7 @@ impl Engine for RecordingEngine {
         container: &str,
         path: &str,
         _max: usize,
+        _user: &str,
     ) -> Result<Vec<u8>, ReadFileError> {
         self.record(Call::ReadFile(format!("{container}:{path}")));
         Err(ReadFileError::NotFound)
@@ -249,6 +250,7 @@ impl Engine for RecordingEngine {
         container: &str,
         dir: &str,
         _tar: sandboxd_ports::Chunks,
+        _user: &str,
     ) -> Result<(), EngineError> {
         self.record(Call::PutArchive(format!("{container}:{dir}")));
         Ok(())
@@ -258,6 +260,7 @@ impl Engine for RecordingEngine {
         &self,
         container: &str,
         path: &str,
+        _user: &str,
     ) -> Result<sandboxd_ports::Chunks, EngineError> {
         self.record(Call::GetArchive(format!("{container}:{path}")));
         Err(EngineError::NotFound { what: "path" })
