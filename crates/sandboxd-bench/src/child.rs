@@ -73,6 +73,7 @@ impl ChildServer {
             .env("SANDBOXD_POOLS__BASE__SIZE", setup.pool.to_string())
             // The benchmark drives one key hard; the per-key limit would measure itself.
             .env("SANDBOXD_RATE_LIMIT_PER_SECOND", "0")
+            .env("SANDBOXD_SERVERS__ALLOWED_NETWORKS", "[\"127.0.0.0/8\"]")
             .env("SANDBOXD_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -65,6 +65,7 @@ fn target(port: u16) -> anyhow::Result<SshTarget> {
         user: "root".into(),
         private_key: std::fs::read_to_string(dir.join("client_key"))?,
         host_key: Some(HostKey::parse(&host_key).map_err(anyhow::Error::msg)?),
+        policy: sandboxd_ssh::AddressPolicy::any(),
     })
 }
 

@@ -83,6 +83,49 @@ pub fn require(caller: &Principal, permission: Permission) -> Result<(), Denied>
     }
 }
 
+/// Which organizations may register remote servers (`[servers] registration`): a
+/// server is a machine sandboxd connects to and runs code on, so by default only the
+/// installation's operator (its first organization) may add one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ServerRegistration {
+    /// The administrators of the installation's first organization.
+    #[default]
+    Operator,
+    /// The administrators of every organization.
+    Admins,
+}
+
+impl ServerRegistration {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "operator" => Some(Self::Operator),
+            "admins" => Some(Self::Admins),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `caller` may add or re-address a remote server: an administrator, of the
+/// operator's organization unless the operator lets every organization.
+pub fn check_register_server(
+    caller: &Principal,
+    registration: ServerRegistration,
+    operator_organization: Option<&str>,
+) -> Result<(), Denied> {
+    require(caller, Permission::OrganizationAdmin)?;
+    match registration {
+        ServerRegistration::Admins => Ok(()),
+        ServerRegistration::Operator
+            if operator_organization == Some(caller.organization_id.as_str()) =>
+        {
+            Ok(())
+        }
+        ServerRegistration::Operator => Err(Denied::Rule(
+            "only the operator of this installation registers servers ([servers] registration)",
+        )),
+    }
+}
+
 /// Whether `caller` may change or remove the membership of a user whose role is
 /// `target` (and, on a change, give it the role `new_role`). Admins manage members;
 /// only owners manage admins and owners; nobody changes their own membership.

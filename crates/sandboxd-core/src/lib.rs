@@ -11,6 +11,7 @@ pub mod images;
 pub mod limits;
 pub mod listing;
 pub mod model;
+pub mod networks;
 pub mod oom;
 pub mod paging;
 pub mod paths;

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sandboxd_core::networks::AllowedNetworks;
 use sandboxd_ports::{ConnectError, Connector, Probe, RemoteAgents, RemoteServer, RemoteSpec};
-use sandboxd_ssh::{HostKey, SshLink, SshSession, SshTarget};
+use sandboxd_ssh::{AddressPolicy, HostKey, SshLink, SshSession, SshTarget};
 
 use crate::engine::DockerEngine;
 use crate::remote_agents::{AgentBinary, SshAgents};
@@ -17,19 +18,35 @@ const PROBE_CONNECT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Default)]
 pub struct SshConnector {
     agent: Option<AgentBinary>,
+    allowed: Arc<AllowedNetworks>,
 }
 
 impl SshConnector {
     /// Sandboxes on remote servers get the static agent at `agent` (read now), put on
-    /// each server by sandboxd; `None`: they run without it.
+    /// each server by sandboxd; `None`: they run without it. Servers are reached at
+    /// public addresses only until [`SshConnector::allowing`] says otherwise.
     pub fn new(agent: Option<&std::path::Path>) -> std::io::Result<Self> {
         Ok(Self {
             agent: agent.map(AgentBinary::read).transpose()?,
+            allowed: Arc::default(),
         })
+    }
+
+    /// Servers may also be reached in the operator's `allowed` networks.
+    pub fn allowing(self, allowed: AllowedNetworks) -> Self {
+        Self {
+            allowed: Arc::new(allowed),
+            ..self
+        }
+    }
+
+    fn target(&self, spec: &RemoteSpec) -> Result<SshTarget, ConnectError> {
+        let allowed = self.allowed.clone();
+        target(spec, AddressPolicy::new(move |ip| allowed.permits(ip)))
     }
 }
 
-fn target(spec: &RemoteSpec) -> Result<SshTarget, ConnectError> {
+fn target(spec: &RemoteSpec, policy: AddressPolicy) -> Result<SshTarget, ConnectError> {
     let host_key = spec
         .host_key
         .as_deref()
@@ -42,12 +59,26 @@ fn target(spec: &RemoteSpec) -> Result<SshTarget, ConnectError> {
         user: spec.user.clone(),
         private_key: spec.private_key.clone(),
         host_key,
+        policy,
     })
 }
 
+/// What a failed connection is to the service: what the tenant may be told (a key it
+/// gave that does not fit, an address the policy refuses), or only that the server
+/// could not be reached, the cause kept for the log.
 fn unreachable(error: sandboxd_ssh::SshError) -> ConnectError {
+    use sandboxd_ssh::SshError as E;
     match error {
-        sandboxd_ssh::SshError::PrivateKey(message) => ConnectError::PrivateKey(message),
+        E::PrivateKey(message) => ConnectError::PrivateKey(message),
+        E::AddressRefused { .. } => ConnectError::NotAllowed(
+            "the server's address is not one this installation connects to (the operator's \
+             [servers] allowed_networks)"
+                .into(),
+        ),
+        refused
+        @ (E::HostKeyMismatch { .. } | E::HostKeyUnknown { .. } | E::AuthRefused { .. }) => {
+            ConnectError::Refused(refused.to_string())
+        }
         other => ConnectError::Unreachable(Box::new(other)),
     }
 }
@@ -72,8 +103,19 @@ impl Connector for SshConnector {
         HostKey::parse(host_key).ok().map(|key| key.fingerprint())
     }
 
+    fn check_address(&self, address: &str) -> Result<(), ConnectError> {
+        match address.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+            Ok(ip) if !self.allowed.permits(ip) => {
+                Err(unreachable(sandboxd_ssh::SshError::AddressRefused {
+                    address: address.to_owned(),
+                }))
+            }
+            _ => Ok(()),
+        }
+    }
+
     async fn connect(&self, spec: &RemoteSpec) -> Result<RemoteServer, ConnectError> {
-        let target = target(spec)?;
+        let target = self.target(spec)?;
         if target.host_key.is_none() {
             return Err(ConnectError::HostKey(
                 "no host key is pinned: learn it with server.test, or give it".into(),
@@ -94,7 +136,7 @@ impl Connector for SshConnector {
     }
 
     async fn probe(&self, spec: &RemoteSpec) -> Result<Probe, ConnectError> {
-        let mut target = target(spec)?;
+        let mut target = self.target(spec)?;
         let host_key = match &target.host_key {
             Some(key) => key.clone(),
             None => {

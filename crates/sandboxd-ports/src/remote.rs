@@ -114,9 +114,17 @@ pub enum ConnectError {
     HostKey(String),
     #[error("privateKey: {0}")]
     PrivateKey(String),
+    /// The server answered, and refused: its host key is not the pinned one, or it
+    /// refused the login. The text says which (it names no more than that).
+    #[error("{0}")]
+    Refused(String),
+    /// The server's address is not one this installation connects to.
+    #[error("{0}")]
+    NotAllowed(String),
     /// The server, its SSH daemon or its engine did not answer as it should; the cause
-    /// (a refused host key, a refused login, a cut connection) is the source.
-    #[error("the server is unreachable: {0}")]
+    /// (a refused connection, a timeout, a cut) is the source, for the log only: what
+    /// a tenant is told of the operator's network is this one sentence.
+    #[error("the server could not be reached")]
     Unreachable(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
     Engine(#[from] EngineError),
@@ -134,6 +142,13 @@ pub trait Connector: std::fmt::Debug + Send + Sync + 'static {
 
     /// The fingerprint of a host key (`SHA256:…`), if it is one.
     fn fingerprint(&self, host_key: &str) -> Option<String>;
+
+    /// Refuses an address given as an IP that no connection may be made to (a name is
+    /// checked when it is resolved, at each connection).
+    fn check_address(&self, address: &str) -> Result<(), ConnectError> {
+        let _ = address;
+        Ok(())
+    }
 
     /// The engine (and agent sockets) of a remote server: connected now (one that cannot
     /// be reached is an error), connected again whenever its connection is lost.

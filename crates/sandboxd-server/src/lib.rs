@@ -109,6 +109,9 @@ pub struct ServerConfig {
     pub advertise_url: Option<String>,
     /// Whether the dashboard's session cookie is marked `Secure`.
     pub cookie_secure: CookieSecure,
+    /// Which organizations may register remote servers (the networks they may be at
+    /// are the remote-server port's, set where it is made).
+    pub server_registration: sandboxd_core::access::ServerRegistration,
 }
 
 impl ServerConfig {
@@ -140,6 +143,7 @@ impl ServerConfig {
             placement: false,
             advertise_url: None,
             cookie_secure: CookieSecure::Auto,
+            server_registration: sandboxd_core::access::ServerRegistration::Operator,
         }
     }
 }
@@ -272,6 +276,7 @@ impl Server {
                 placement: config.placement,
                 host_memory_mb,
                 max_transfer_bytes: Some(config.max_transfer_bytes),
+                server_registration: config.server_registration,
             },
         );
         Ok(Self {

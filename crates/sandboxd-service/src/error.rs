@@ -79,6 +79,8 @@ impl From<ConnectError> for ServiceError {
             ConnectError::HostKey(message) => Invalid::one("hostKey", message).into(),
             ConnectError::PrivateKey(message) => Invalid::one("privateKey", message).into(),
             ConnectError::Unreachable(cause) => Self::ServerUnreachable(cause),
+            refused @ ConnectError::Refused(_) => Self::ServerUnreachable(Box::new(refused)),
+            ConnectError::NotAllowed(message) => Self::Forbidden(message),
             ConnectError::Engine(engine) => engine.into(),
         }
     }

@@ -111,6 +111,8 @@ pub struct Options {
     pub host_memory_mb: Option<i64>,
     /// The cap of one streamed transfer; `None`: 4 GiB.
     pub max_transfer_bytes: Option<u64>,
+    /// Which organizations may register remote servers.
+    pub server_registration: sandboxd_core::access::ServerRegistration,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive

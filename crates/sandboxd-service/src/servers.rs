@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use sandboxd_core::access::{self, Permission};
+use sandboxd_core::access::{self, Permission, ServerRegistration};
 use sandboxd_core::api::{Resources, ServerTestResult, ServerView};
 use sandboxd_core::model::{Principal, Server, ServerChanges};
 use sandboxd_core::rfc3339::format_millis as rfc3339;
@@ -68,6 +68,21 @@ impl Service {
                 .await?)
     }
 
+    /// Whether `caller` may add a server or point one elsewhere, under the operator's
+    /// `[servers] registration`.
+    async fn may_register_servers(&self, caller: &Principal) -> Result<(), ServiceError> {
+        let registration = self.inner.options.server_registration;
+        let operator = match registration {
+            ServerRegistration::Admins => None,
+            ServerRegistration::Operator => self.store().operator_organization().await?,
+        };
+        Ok(access::check_register_server(
+            caller,
+            registration,
+            operator.as_deref(),
+        )?)
+    }
+
     /// Adds a server (administrators only). Nothing connects until its host key is
     /// pinned: given here, or learned by `server.test`.
     pub async fn create_server(
@@ -75,9 +90,10 @@ impl Service {
         caller: &Principal,
         spec: NewServerSpec,
     ) -> Result<ServerView, ServiceError> {
-        self.require(caller, Permission::OrganizationAdmin)?;
-        self.connector()?
-            .check_keys(spec.host_key.as_deref(), Some(&spec.private_key))?;
+        self.may_register_servers(caller).await?;
+        let connector = self.connector()?;
+        connector.check_keys(spec.host_key.as_deref(), Some(&spec.private_key))?;
+        connector.check_address(&spec.address)?;
         let server = self
             .store()
             .insert_server(&caller.organization_id, &spec)
@@ -125,10 +141,17 @@ impl Service {
         changes: ServerChanges,
     ) -> Result<ServerView, ServiceError> {
         self.require(caller, Permission::OrganizationAdmin)?;
+        // Pointing a server somewhere else is registering it anew.
+        if changes.address.is_some() || changes.port.is_some() {
+            self.may_register_servers(caller).await?;
+        }
         self.connector()?.check_keys(
             changes.host_key.clone().flatten().as_deref(),
             changes.private_key.as_deref(),
         )?;
+        if let Some(address) = &changes.address {
+            self.connector()?.check_address(address)?;
+        }
         let server = self
             .store()
             .update_server(&caller.organization_id, server_id, &changes)
@@ -251,6 +274,9 @@ impl Service {
         let probe = match probed {
             Ok(probe) => probe,
             Err(error) => {
+                // The tenant is told what its own settings did; how the operator's network
+                // answered goes to the log only.
+                warn!(server_id = %server.server_id, error = %sandboxd_core::error::chain(&error), "a server test failed");
                 return Ok(ServerTestResult {
                     reachable: false,
                     host_key: None,
@@ -260,7 +286,7 @@ impl Service {
                     cpus: None,
                     memory_mb: None,
                     duration_ms,
-                    error: Some(sandboxd_core::error::chain(&error)),
+                    error: Some(error.to_string()),
                 });
             }
         };

@@ -9,6 +9,11 @@ pub enum SshError {
         #[source]
         source: std::io::Error,
     },
+    /// The address resolved to none this installation may connect to.
+    #[error(
+        "{address} is not an address this installation connects to (its servers' allowed_networks)"
+    )]
+    AddressRefused { address: String },
     #[error("no answer from {address} within {seconds} s")]
     Timeout { address: String, seconds: u64 },
     /// The server presented another host key than the pinned one.

@@ -33,6 +33,36 @@ pub struct SshTarget {
     pub private_key: String,
     /// The server's host key; `None` only to learn it (`HostCheck::Learn`).
     pub host_key: Option<HostKey>,
+    /// Which addresses the connection may be made to, checked on the address the name
+    /// resolved to (the connection is made to that address, with no second lookup).
+    pub policy: AddressPolicy,
+}
+
+/// Which addresses a connection may be made to.
+#[derive(Clone)]
+pub struct AddressPolicy(std::sync::Arc<dyn Fn(std::net::IpAddr) -> bool + Send + Sync>);
+
+impl AddressPolicy {
+    /// Any address (tools and tests that name their own servers).
+    pub fn any() -> Self {
+        Self::new(|_| true)
+    }
+
+    /// The addresses `permits` says yes to.
+    pub fn new(permits: impl Fn(std::net::IpAddr) -> bool + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(permits))
+    }
+
+    /// Whether a connection to `ip` may be made.
+    pub fn permits(&self, ip: std::net::IpAddr) -> bool {
+        (self.0)(ip)
+    }
+}
+
+impl std::fmt::Debug for AddressPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AddressPolicy")
+    }
 }
 
 impl std::fmt::Debug for SshTarget {

@@ -155,12 +155,22 @@ impl SshLink {
             forwards: forwards.clone(),
         };
         let connecting = async {
-            let socket = tokio::net::TcpStream::connect(&address)
+            let unreachable = |source| SshError::Unreachable {
+                address: address.clone(),
+                source,
+            };
+            // Resolved once, checked, and connected to as resolved: no second lookup
+            // that could answer otherwise.
+            let resolved = tokio::net::lookup_host(&address)
                 .await
-                .map_err(|source| SshError::Unreachable {
+                .map_err(unreachable)?
+                .find(|candidate| target.policy.permits(candidate.ip()))
+                .ok_or_else(|| SshError::AddressRefused {
                     address: address.clone(),
-                    source,
                 })?;
+            let socket = tokio::net::TcpStream::connect(resolved)
+                .await
+                .map_err(unreachable)?;
             let mut handle = client::connect_stream(config, socket, handler)
                 .await
                 .map_err(|error| {

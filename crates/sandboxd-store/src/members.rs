@@ -15,6 +15,16 @@ fn role_of(row: &AnyRow) -> Result<Role, StoreError> {
 }
 
 impl Store {
+    /// The installation's first organization, made by its bootstrap: the operator's.
+    pub async fn operator_organization(&self) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(
+            "SELECT organization_id FROM organizations ORDER BY created_at, organization_id LIMIT 1",
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| r.try_get("organization_id")).transpose()?)
+    }
+
     /// Creates an organization whose owner is `user_id`, with a first key for it.
     pub async fn create_organization(
         &self,

@@ -79,6 +79,51 @@ pub struct Config {
     /// reached over HTTPS only), `false`, or `"auto"` (when the request says it came
     /// over HTTPS through `X-Forwarded-Proto`, which a client can also send).
     pub cookie_secure: CookieSecureSetting,
+    /// Remote servers: who may register them and which networks they may be in.
+    pub servers: ServersConfig,
+}
+
+/// `[servers]`: `registration = "operator" | "admins"` (only the installation's first
+/// organization, or every organization's administrators, may register servers) and
+/// `allowed_networks = ["CIDR", …]` (private ranges servers may be in; public addresses
+/// always may).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServersConfig {
+    pub registration: String,
+    pub allowed_networks: Vec<String>,
+}
+
+impl Default for ServersConfig {
+    fn default() -> Self {
+        Self {
+            registration: "operator".into(),
+            allowed_networks: Vec::new(),
+        }
+    }
+}
+
+impl ServersConfig {
+    /// The policy as the server takes it; a bad value is named.
+    pub fn resolve(
+        &self,
+    ) -> Result<
+        (
+            sandboxd_core::access::ServerRegistration,
+            sandboxd_core::networks::AllowedNetworks,
+        ),
+        String,
+    > {
+        let registration = sandboxd_core::access::ServerRegistration::parse(&self.registration)
+            .ok_or_else(|| {
+                format!(
+                    "servers.registration must be \"operator\" or \"admins\", not {:?}",
+                    self.registration
+                )
+            })?;
+        let allowed = sandboxd_core::networks::AllowedNetworks::parse(&self.allowed_networks)?;
+        Ok((registration, allowed))
+    }
 }
 
 /// `cookie_secure = true | false | "auto"`.
@@ -196,6 +241,7 @@ impl std::fmt::Debug for Config {
             .field("reconcile_interval_secs", &self.reconcile_interval_secs)
             .field("advertise_url", &self.advertise_url)
             .field("cookie_secure", &self.cookie_secure)
+            .field("servers", &self.servers)
             .finish()
     }
 }
@@ -230,6 +276,7 @@ impl Default for Config {
             reconcile_interval_secs: sandboxd_core::limits::RECONCILE_INTERVAL_MS / 1000,
             advertise_url: None,
             cookie_secure: CookieSecureSetting::Word("auto".into()),
+            servers: ServersConfig::default(),
         }
     }
 }
@@ -309,6 +356,32 @@ mod tests {
                     .resolve()
                     .is_err()
             );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn servers_are_the_operators_and_public_unless_configured() {
+        use sandboxd_core::access::ServerRegistration as R;
+        figment::Jail::expect_with(|jail| {
+            let (registration, allowed) = Config::load(None)
+                .map_err(|e| *e)?
+                .servers
+                .resolve()
+                .map_err(figment::Error::from)?;
+            assert_eq!(registration, R::Operator);
+            assert!(!allowed.permits("127.0.0.1".parse().unwrap()));
+            jail.create_file(
+                "s.toml",
+                "[servers]\nregistration = \"admins\"\nallowed_networks = [\"127.0.0.0/8\"]\n",
+            )?;
+            let config = Config::load(Some(Path::new("s.toml"))).map_err(|e| *e)?;
+            let (registration, allowed) = config.servers.resolve().map_err(figment::Error::from)?;
+            assert_eq!(registration, R::Admins);
+            assert!(allowed.permits("127.0.0.1".parse().unwrap()));
+            jail.set_env("SANDBOXD_SERVERS__REGISTRATION", "everyone");
+            let config = Config::load(Some(Path::new("s.toml"))).map_err(|e| *e)?;
+            assert!(config.servers.resolve().is_err());
             Ok(())
         });
     }

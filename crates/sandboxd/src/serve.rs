@@ -157,8 +157,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let engine = DockerEngine::connect_local().await.context(
         "cannot connect to the Docker engine (is it running, and may this user use its socket?)",
     )?;
+    let (registration, allowed_networks) = config.servers.resolve().map_err(anyhow::Error::msg)?;
     let connector = sandboxd_docker::SshConnector::new(server_config.agent_binary.as_deref())
-        .context("cannot read the agent binary")?;
+        .context("cannot read the agent binary")?
+        .allowing(allowed_networks);
+    server_config.server_registration = registration;
     server_config.remote = Some(std::sync::Arc::new(connector));
     server_config.remote_only = config.remote_only;
     server_config.cookie_secure = config.cookie_secure.resolve().map_err(anyhow::Error::msg)?;

@@ -174,3 +174,33 @@ fn grants_never_exceed_the_granter() {
     let delete = [Permission::ServiceDelete].into_iter().collect();
     assert!(check_grant(&narrowed, None, Some(delete)).is_err());
 }
+
+#[test]
+fn servers_are_registered_by_the_operator_unless_every_organization_may() {
+    let admin = caller(Role::Admin, Permissions::all());
+    let member = caller(Role::Member, Permissions::NONE);
+    let operator = Some("o");
+    let other = Some("another");
+    assert_eq!(
+        check_register_server(&admin, ServerRegistration::Operator, operator),
+        Ok(())
+    );
+    assert!(matches!(
+        check_register_server(&admin, ServerRegistration::Operator, other),
+        Err(Denied::Rule(_))
+    ));
+    assert!(check_register_server(&admin, ServerRegistration::Operator, None).is_err());
+    assert_eq!(
+        check_register_server(&admin, ServerRegistration::Admins, other),
+        Ok(())
+    );
+    assert!(matches!(
+        check_register_server(&member, ServerRegistration::Admins, operator),
+        Err(Denied::Missing(Permission::OrganizationAdmin))
+    ));
+    assert_eq!(
+        ServerRegistration::parse("admins"),
+        Some(ServerRegistration::Admins)
+    );
+    assert_eq!(ServerRegistration::parse("everyone"), None);
+}

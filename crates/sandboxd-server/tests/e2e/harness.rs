@@ -44,10 +44,20 @@ fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
         .insert("python".into(), BUSYBOX.into());
     config.reaper_interval = Duration::from_millis(500);
     config.reconcile_interval = Duration::from_secs(3600);
-    config.remote = Some(std::sync::Arc::new(
-        sandboxd_docker::SshConnector::new(config.agent_binary.as_deref()).expect("the agent"),
-    ));
+    config.remote = Some(loopback_servers(&config));
     config
+}
+
+/// The remote-server port as the binary makes it, allowed to reach servers on loopback
+/// (where the tests' servers are: the operator's `allowed_networks = ["127.0.0.0/8"]`).
+pub fn loopback_servers(config: &ServerConfig) -> std::sync::Arc<dyn sandboxd_ports::Connector> {
+    let allowed = sandboxd_core::networks::AllowedNetworks::parse(&["127.0.0.0/8".into()])
+        .expect("a network");
+    std::sync::Arc::new(
+        sandboxd_docker::SshConnector::new(config.agent_binary.as_deref())
+            .expect("the agent")
+            .allowing(allowed),
+    )
 }
 
 /// The local Docker engine, as the binary connects it.
@@ -380,4 +390,12 @@ pub fn id(value: &Value) -> &str {
 
 pub fn container(value: &Value) -> &str {
     value["containerId"].as_str().expect("containerId")
+}
+
+/// A loopback port nothing listens on (it was free a moment ago).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }

@@ -138,6 +138,7 @@ impl RemoteHost {
             user: "root".into(),
             private_key: Self::client_key(),
             host_key: Some(Self::host_key()),
+            policy: sandboxd_ssh::AddressPolicy::any(),
         }
     }
 }

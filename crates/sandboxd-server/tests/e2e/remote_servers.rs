@@ -839,3 +839,126 @@ async fn a_remote_server_keeps_its_own_warm_pool() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// The operator's network is not a tenant's to probe: by default a server at a loopback
+/// address is refused when it is registered, a name that resolves there is refused
+/// before any connection is made, and what a tenant is told says nothing of what
+/// answered; the operator's `allowed_networks` lets it through.
+#[tokio::test]
+async fn a_server_on_the_operators_network_is_refused_unless_the_operator_allows_it() {
+    let server = TestServer::start_with(|config| {
+        config.remote = Some(std::sync::Arc::new(
+            sandboxd_docker::SshConnector::new(config.agent_binary.as_deref()).unwrap(),
+        ));
+    })
+    .await;
+    let host = RemoteHost::start();
+    let body = |address: &str, port: u16| {
+        json!({
+            "name": format!("probe-{address}-{port}"),
+            "address": address,
+            "port": port,
+            "privateKey": RemoteHost::client_key(),
+            "hostKey": RemoteHost::host_key().to_openssh(),
+            "remoteDir": REMOTE_DIR,
+        })
+    };
+    for address in ["127.0.0.1", "::1", "169.254.169.254", "10.0.0.1"] {
+        let (status, refused) = server.post("server.create", body(address, host.port)).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{address}: {refused}");
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains("allowed_networks"),
+            "{refused}"
+        );
+    }
+    // A name is resolved when a connection is made, and refused then: sshd never sees
+    // a connection, and an open port and a closed one give the same answer.
+    let closed = crate::harness::free_port();
+    let mut told = Vec::new();
+    for port in [host.port, closed] {
+        let (status, created) = server.post("server.create", body("localhost", port)).await;
+        assert_eq!(status, StatusCode::OK, "{created}");
+        let (status, tested) = server
+            .post("server.test", json!({"serverId": created["serverId"]}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{tested}");
+        assert_eq!(tested["reachable"], false, "{tested}");
+        told.push(tested["error"].as_str().unwrap().to_owned());
+        let (status, refused) = server
+            .post(
+                "sandbox.create",
+                json!({"environmentId": server.env_id, "template": "python", "serverId": created["serverId"]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    }
+    assert_eq!(told[0], told[1], "open and closed ports look alike");
+    assert!(told[0].contains("allowed_networks"), "{told:?}");
+    assert_eq!(host.sessions(), 0, "no connection was made");
+
+    // Allowed by the operator (the harness's default: loopback), the same host works,
+    // and a port with nothing behind it says only that it could not be reached.
+    let allowed = TestServer::start().await;
+    let id = register(&allowed, &host, "allowed").await;
+    assert!(!id.is_empty());
+    let (_, created) = allowed
+        .post("server.create", body("127.0.0.1", closed))
+        .await;
+    let (_, tested) = allowed
+        .post("server.test", json!({"serverId": created["serverId"]}))
+        .await;
+    assert_eq!(tested["reachable"], false, "{tested}");
+    assert_eq!(
+        tested["error"], "the server could not be reached",
+        "{tested}"
+    );
+}
+
+/// By default only the installation's first organization (the operator's) registers
+/// servers; `[servers] registration = "admins"` lets every organization's admins.
+#[tokio::test]
+async fn only_the_operator_registers_servers_unless_every_organization_may() {
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let spec = json!({
+        "name": "theirs",
+        "address": "127.0.0.1",
+        "port": host.port,
+        "privateKey": RemoteHost::client_key(),
+        "remoteDir": REMOTE_DIR,
+    });
+    let (status, other) = server
+        .post("organization.create", json!({"name": "tenant"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{other}");
+    let tenant = other["apiKey"]["secret"].as_str().unwrap().to_owned();
+    let (status, refused) = server
+        .post_with_key("server.create", Some(&tenant), spec.clone())
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("registration"),
+        "{refused}"
+    );
+    let (status, mine) = server.post("server.create", spec.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{mine}");
+
+    let open = TestServer::start_with(|config| {
+        config.server_registration = sandboxd_core::access::ServerRegistration::Admins;
+    })
+    .await;
+    let (_, other) = open
+        .post("organization.create", json!({"name": "tenant"}))
+        .await;
+    let tenant = other["apiKey"]["secret"].as_str().unwrap().to_owned();
+    let (status, theirs) = open
+        .post_with_key("server.create", Some(&tenant), spec)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{theirs}");
+}
