@@ -40,6 +40,13 @@ pub const DEFAULT_MAX_TRANSFER_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 pub const MAX_TRANSFER_ENTRIES: u64 = 1_000_000;
 /// A transfer whose bytes stop flowing for this long (either side) is cut.
 pub const TRANSFER_IDLE_SECS: u64 = 60;
+
+/// How long one streamed transfer may take in all, however its bytes trickle: an hour,
+/// and a second more for every 256 KiB the cap allows (4 GiB: about 5.5 hours). A
+/// source that sends a byte just inside each idle deadline is cut here.
+pub fn transfer_deadline_secs(cap: u64) -> u64 {
+    3600 + cap / (256 * 1024)
+}
 /// A directory listing reads at most this much output from the sandbox.
 pub const MAX_LISTING_BYTES: usize = 4 * 1024 * 1024;
 /// Grace period between the marker kill and the container restart on exec timeout.

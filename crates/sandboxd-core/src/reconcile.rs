@@ -12,6 +12,8 @@ pub struct RowState {
     pub container_id: Option<String>,
     pub status: SandboxStatus,
     pub created_at: i64,
+    /// When a running sandbox expires (its idle timeout); `None` while creating.
+    pub expires_at: Option<i64>,
 }
 
 /// A labelled container as the engine lists it.
@@ -28,18 +30,24 @@ pub struct ReconcilePlan {
     /// Containers to remove: no row, another container in the row, not running, or a
     /// row that is not running.
     pub remove_containers: Vec<String>,
-    /// Running rows whose container is gone or stopped, and rows stuck in `creating`.
+    /// Running rows whose container is gone, and rows stuck in `creating`.
     pub mark_error: Vec<String>,
+    /// Running, unexpired rows whose own container stopped (an engine restart, a main
+    /// process that ended): `(sandbox, container)` to start again, files kept.
+    pub restart: Vec<(String, String)>,
 }
 
 impl ReconcilePlan {
     pub fn is_empty(&self) -> bool {
-        self.remove_containers.is_empty() && self.mark_error.is_empty()
+        self.remove_containers.is_empty() && self.mark_error.is_empty() && self.restart.is_empty()
     }
 }
 
 /// Plans reconcile from the `creating`/`running` rows and the labelled containers.
 /// A sandbox still `creating` is left to its creator unless it is older than 10 minutes.
+/// A running sandbox whose container stopped is started again (one path for a stop seen
+/// as it happens, after an engine restart, or at sandboxd's own start); one whose
+/// container is gone is in error.
 /// Containers of `pool_members` (warm-pool sandboxes not claimed yet, being made or
 /// being claimed) have no row and are kept; any other container without a row goes.
 pub fn plan_reconcile(
@@ -64,10 +72,15 @@ pub fn plan_reconcile(
                 .is_some_and(|id| pool_members.contains(id)) => {}
             Some(row)
                 if row.status == SandboxStatus::Running
-                    && row.container_id.as_deref() == Some(container.container_id.as_str())
-                    && container.running =>
+                    && row.container_id.as_deref() == Some(container.container_id.as_str()) =>
             {
                 live.insert(container.container_id.as_str());
+                // An expired one is the reaper's to kill, not to start again.
+                let expired = row.expires_at.is_some_and(|at| at <= now);
+                if !container.running && !expired {
+                    plan.restart
+                        .push((row.sandbox_id.clone(), container.container_id.clone()));
+                }
             }
             _ => plan.remove_containers.push(container.container_id.clone()),
         }
@@ -100,6 +113,7 @@ mod tests {
             container_id: container.map(Into::into),
             status,
             created_at,
+            expires_at: (status == SandboxStatus::Running).then_some(NOW + 60_000),
         }
     }
 
@@ -124,6 +138,10 @@ mod tests {
             row("creating", None, Creating, NOW - 1000),
             row("stuck", None, Creating, NOW - STUCK_CREATING_MS - 1),
             row("nocontainer", None, Running, 0),
+            RowState {
+                expires_at: Some(NOW - 1),
+                ..row("expired", Some("c_expired"), Running, 0)
+            },
         ];
         let containers = [
             container("c_ok", Some("ok"), true),
@@ -133,16 +151,15 @@ mod tests {
             container("c_unlabelled", None, true),
             container("c_creating", Some("creating"), true),
             container("c_stuck", Some("stuck"), true),
+            container("c_expired", Some("expired"), false),
         ];
         let plan = plan_reconcile(&rows, &containers, &HashSet::new(), NOW);
         assert_eq!(
             plan.remove_containers,
-            ["c_stopped", "c_old", "c_orphan", "c_unlabelled", "c_stuck"]
+            ["c_old", "c_orphan", "c_unlabelled", "c_stuck"]
         );
-        assert_eq!(
-            plan.mark_error,
-            ["gone", "stopped", "swapped", "stuck", "nocontainer"]
-        );
+        assert_eq!(plan.mark_error, ["gone", "swapped", "stuck", "nocontainer"]);
+        assert_eq!(plan.restart, [("stopped".into(), "c_stopped".into())]);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct EngineFacts {
     pub system_time: Option<String>,
     /// Where the engine keeps images and containers (on its host).
     pub root_dir: Option<String>,
+    /// Whether containers keep running while the engine itself restarts.
+    pub live_restore: bool,
 }
 
 /// Whether an image can be had.
@@ -77,6 +79,7 @@ impl DockerEngine {
             default_runtime: info.default_runtime.unwrap_or_default(),
             system_time: info.system_time,
             root_dir: info.docker_root_dir,
+            live_restore: info.live_restore_enabled.unwrap_or(false),
         })
     }
 

@@ -36,6 +36,21 @@ impl DockerEngine {
         })
     }
 
+    /// Connects to the engine listening on the unix socket at `path` (an engine of the
+    /// operator's, or of a test's, besides the one `DOCKER_HOST` names).
+    pub async fn connect_unix(path: &str) -> Result<Self, EngineError> {
+        let docker =
+            Docker::connect_with_unix(path, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+                .map_err(fault)?;
+        let docker = bounded("negotiate", docker.negotiate_version())
+            .await?
+            .map_err(fault)?;
+        Ok(Self {
+            docker,
+            session: None,
+        })
+    }
+
     /// Connects to the engine of a remote server over its SSH connection (the engine's
     /// socket at `socket` on the server, usually `/var/run/docker.sock`) and negotiates
     /// the API version. Each request is a channel on that one connection.

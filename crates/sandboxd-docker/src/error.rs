@@ -20,12 +20,34 @@ pub(crate) fn classify(what: &'static str, error: bollard::errors::Error) -> Eng
 pub(crate) fn fault(error: bollard::errors::Error) -> EngineError {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
     while let Some(current) = cause {
-        if current.is::<sandboxd_ssh::SshError>() || is_over_bound(current) {
+        if current.is::<sandboxd_ssh::SshError>() || is_over_bound(current) || is_down(current) {
             return EngineError::Unreachable(Box::new(error));
         }
         cause = current.source();
     }
     EngineError::Engine(Box::new(error))
+}
+
+/// Whether the engine is not there to answer: its socket missing or refusing, or the
+/// connection to it cut (an engine stopped or restarting). A retryable outage, not a
+/// fault of the request or of sandboxd.
+fn is_down(error: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind as K;
+    if let Some(legacy) = error.downcast_ref::<hyper_util::client::legacy::Error>()
+        && legacy.is_connect()
+    {
+        return true;
+    }
+    error.downcast_ref::<std::io::Error>().is_some_and(|io| {
+        matches!(
+            io.kind(),
+            K::NotFound
+                | K::ConnectionRefused
+                | K::ConnectionReset
+                | K::ConnectionAborted
+                | K::BrokenPipe
+        )
+    })
 }
 
 /// Whether a remote engine's answer was cut for passing its bound (an `io::Error`

@@ -10,6 +10,9 @@ use tracing::{error, warn};
 
 use crate::service::ServiceError;
 
+/// What a 503 asks a client to wait before it retries.
+const UNAVAILABLE_RETRY_SECS: u64 = 2;
+
 /// A failed request.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -166,6 +169,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        } else if status == StatusCode::SERVICE_UNAVAILABLE {
+            // An outage (an engine, a server, the store): worth retrying shortly.
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(UNAVAILABLE_RETRY_SECS));
         }
         response
     }

@@ -16,7 +16,7 @@ use sandboxd_ports::Engine;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::ServerConfig;
 use crate::service::{Service, ServiceError};
@@ -101,7 +101,12 @@ fn watch_fleet(service: Service, mut stop: watch::Receiver<bool>) -> JoinHandle<
                 {
                     continue;
                 }
-                let task = watch_deaths(service.clone(), engine, stop.clone());
+                let task = watch_deaths(
+                    service.clone(),
+                    engine,
+                    Some(server_id.clone()),
+                    stop.clone(),
+                );
                 if let Some((_, old)) = watched.insert(server_id, (identity, task)) {
                     old.abort();
                 }
@@ -118,16 +123,44 @@ fn watch_fleet(service: Service, mut stop: watch::Receiver<bool>) -> JoinHandle<
 }
 
 /// Follows an engine's container deaths and revives each (see `Service::revive`); the
-/// subscription is renewed whenever the engine connection ends.
+/// subscription is renewed whenever the engine connection ends. When the engine comes
+/// back from an outage (stopped, restarted: every container stopped with it, and no
+/// death was seen while it was away), a reconcile pass of that engine runs at once and
+/// starts its sandboxes' containers again, without waiting for the periodic pass.
 fn watch_deaths(
     service: Service,
     engine: Arc<dyn Engine>,
+    server_id: Option<String>,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     use futures_util::StreamExt as _;
     tokio::spawn(async move {
         let mut backoff = Duration::from_millis(100);
+        let mut first = true;
         loop {
+            if !first {
+                // The stream ended: wait until the engine answers, then reconcile it once.
+                while engine.host().await.is_err() {
+                    tokio::select! {
+                        _ = stop.changed() => return,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+                if holds(&service, ENGINES).await {
+                    match service.reconcile_on(server_id.as_deref()).await {
+                        Ok(report) => info!(
+                            server_id = server_id.as_deref().unwrap_or("local"),
+                            restarted = report.restarted.len(),
+                            "the engine answers again; its sandboxes were reconciled"
+                        ),
+                        Err(error) => {
+                            warn!(%error, "the engine answers again but could not be reconciled yet")
+                        }
+                    }
+                }
+            }
+            first = false;
             let mut deaths = engine.container_deaths(service.instance_id());
             loop {
                 let death = tokio::select! {
@@ -159,7 +192,7 @@ fn watch_deaths(
                 _ = stop.changed() => return,
                 _ = tokio::time::sleep(backoff) => {}
             }
-            backoff = (backoff * 2).min(Duration::from_secs(5));
+            backoff = (backoff * 2).min(Duration::from_secs(2));
         }
     })
 }
@@ -207,7 +240,12 @@ pub fn spawn(
 ) -> Vec<JoinHandle<()>> {
     let reaper = service.clone();
     let filler = service.clone();
-    let watcher = watch_deaths(service.clone(), service.engine().clone(), stop.clone());
+    let watcher = watch_deaths(
+        service.clone(),
+        service.engine().clone(),
+        None,
+        stop.clone(),
+    );
     let fleet = watch_fleet(service.clone(), stop.clone());
     let server_changes = follow_server_changes(service.clone(), stop.clone());
     let beating = service.clone();

@@ -43,7 +43,7 @@ pub enum ServiceError {
     EngineRefused(#[source] EngineError),
     /// A remote server (its SSH daemon or its engine) cannot be reached; retrying when
     /// it is back is safe. Its sandboxes are kept.
-    #[error("the sandbox's server is unreachable; retry when it is back")]
+    #[error("the sandbox's engine or server is unreachable; retry when it is back")]
     ServerUnreachable(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("store failure")]
     Store(#[source] StoreError),

@@ -19,6 +19,8 @@ pub struct ReapReport {
 pub struct ReconcileReport {
     pub removed_containers: Vec<String>,
     pub marked_error: Vec<String>,
+    /// Sandboxes whose stopped container was started again.
+    pub restarted: Vec<String>,
     /// Servers skipped because they could not be reached.
     pub unreachable_servers: Vec<String>,
 }
@@ -72,6 +74,7 @@ impl Service {
                 Ok(done) => {
                     report.removed_containers.extend(done.removed_containers);
                     report.marked_error.extend(done.marked_error);
+                    report.restarted.extend(done.restarted);
                 }
                 Err(error) => {
                     warn!(server_id = %server.server_id, %error, "reconcile skipped an unreachable server");
@@ -130,7 +133,7 @@ impl Service {
     }
 
     /// One reconcile pass on one server's engine (`None`: the local engine).
-    pub(crate) async fn reconcile_on(
+    pub async fn reconcile_on(
         &self,
         server_id: Option<&str>,
     ) -> Result<ReconcileReport, ServiceError> {
@@ -155,6 +158,19 @@ impl Service {
         for sandbox_id in &plan.mark_error {
             self.release_agent(sandbox_id, server_id);
         }
+        for (sandbox_id, container_id) in &plan.restart {
+            let death = sandboxd_ports::ContainerDeath {
+                container_id: container_id.clone(),
+                sandbox_id: sandbox_id.clone(),
+            };
+            match self.revive(&death).await {
+                Ok(crate::Revival::Restarted) => report.restarted.push(sandbox_id.clone()),
+                Ok(_) => {}
+                Err(error) => {
+                    warn!(%sandbox_id, %error, "reconcile could not start a stopped container")
+                }
+            }
+        }
         // Running sandboxes get their agent socket back after a restart of sandboxd.
         for row in &rows {
             if row.status != SandboxStatus::Running || plan.mark_error.contains(&row.sandbox_id) {
@@ -169,11 +185,15 @@ impl Service {
             }
         }
         report.marked_error = plan.mark_error;
-        if !plan.remove_containers.is_empty() || !report.marked_error.is_empty() {
+        if !plan.remove_containers.is_empty()
+            || !report.marked_error.is_empty()
+            || !report.restarted.is_empty()
+        {
             info!(
                 server_id = server_id.unwrap_or("local"),
                 removed = report.removed_containers.len(),
                 errored = report.marked_error.len(),
+                restarted = report.restarted.len(),
                 "reconciled sandboxes"
             );
         }

@@ -83,7 +83,21 @@ impl Service {
             .restart_stopped(&engine, &death.sandbox_id, &death.container_id)
             .await
         {
-            Ok(()) => Ok(Revival::Restarted),
+            Ok(()) => {
+                // Its files are kept; what ran in it is gone, and the record says so.
+                self.record(
+                    &row.organization_id,
+                    None,
+                    "sandbox.restart",
+                    crate::Resource::sandbox(&row),
+                    serde_json::json!({
+                        "reason": "its container had stopped",
+                        "processesLost": true,
+                    }),
+                )
+                .await;
+                Ok(Revival::Restarted)
+            }
             Err(ServiceError::NotRunning(_)) => Ok(Revival::GaveUp),
             Err(error) => Err(error),
         }

@@ -317,7 +317,7 @@ impl Store {
     /// The `creating` and `running` rows, as reconcile sees them.
     pub async fn live_rows(&self) -> Result<Vec<RowState>, StoreError> {
         let found = sqlx::query(
-            "SELECT sandbox_id, container_id, status, created_at FROM sandboxes \
+            "SELECT sandbox_id, container_id, status, created_at, expires_at FROM sandboxes \
              WHERE status IN ('creating', 'running')",
         )
         .fetch_all(&self.pool)
@@ -328,7 +328,7 @@ impl Store {
     /// The `creating` and `running` rows of one server (`None`: the local engine).
     pub async fn live_rows_on(&self, server_id: Option<&str>) -> Result<Vec<RowState>, StoreError> {
         let found = sqlx::query(
-            "SELECT sandbox_id, container_id, status, created_at FROM sandboxes \
+            "SELECT sandbox_id, container_id, status, created_at, expires_at FROM sandboxes \
              WHERE status IN ('creating', 'running') AND COALESCE(server_id, '') = $1",
         )
         .bind(server_id.unwrap_or(""))
@@ -366,6 +366,7 @@ fn row_state(row: &sqlx::any::AnyRow) -> Result<RowState, StoreError> {
         status: SandboxStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown sandbox status {status}")))?,
         created_at: row.try_get("created_at")?,
+        expires_at: row.try_get("expires_at")?,
     })
 }
 

@@ -100,9 +100,25 @@ impl TestServer {
         with_agent: bool,
         tweak: impl FnOnce(&mut ServerConfig),
     ) -> Self {
+        Self::start_on_engine(local_engine().await, data, with_agent, tweak).await
+    }
+
+    /// A server whose sandboxes run on `engine` (an engine of the test's own).
+    pub async fn start_with_engine(
+        engine: DockerEngine,
+        tweak: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
+        Self::start_on_engine(engine, tempfile::tempdir().expect("temp dir"), true, tweak).await
+    }
+
+    async fn start_on_engine(
+        engine: DockerEngine,
+        data: TempDir,
+        with_agent: bool,
+        tweak: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
         let mut config = config(&data, with_agent);
         tweak(&mut config);
-        let engine = local_engine().await;
         let server = Server::start(config, std::sync::Arc::new(engine.clone()))
             .await
             .expect("server starts");

@@ -13,6 +13,7 @@ mod bad_data;
 mod containers;
 mod contexts;
 mod dashboard_sessions;
+mod engine_restart;
 mod exec;
 mod files;
 mod hostile_engine;

@@ -83,10 +83,17 @@ async fn reconcile_removes_orphans_and_marks_lost_sandboxes() {
     assert!(again.removed_containers.is_empty() && again.marked_error.is_empty());
 }
 
+/// A container that stopped while sandboxd was away (an engine restart, a host reboot)
+/// is started again by the first reconcile, its files kept; one whose sandbox expired
+/// meanwhile is the reaper's.
 #[tokio::test]
-async fn startup_reconcile_removes_stopped_containers() {
+async fn startup_reconcile_starts_stopped_containers_again() {
     let server = TestServer::start().await;
     let sandbox = server.create(json!({"image": BUSYBOX})).await;
+    let out = server
+        .exec(&sandbox, "echo still > /tmp/kept && echo ok")
+        .await;
+    assert_eq!(out["stdout"], "ok\n", "{out}");
     let data = server.stop().await;
     std::process::Command::new("docker")
         .args(["stop", "-t", "0", container(&sandbox)])
@@ -96,14 +103,17 @@ async fn startup_reconcile_removes_stopped_containers() {
     let (_, one) = restarted
         .get("sandbox.one", &[("sandboxId", id(&sandbox))])
         .await;
-    assert_eq!(one["status"], "error");
-    assert!(
-        restarted
-            .docker()
-            .inspect_container(container(&sandbox), None)
-            .await
-            .is_err()
-    );
+    assert_eq!(one["status"], "running", "{one}");
+    let state = restarted
+        .docker()
+        .inspect_container(container(&sandbox), None)
+        .await
+        .unwrap()
+        .state
+        .unwrap();
+    assert_eq!(state.running, Some(true));
+    let out = restarted.exec(&sandbox, "cat /tmp/kept").await;
+    assert_eq!(out["stdout"], "still\n", "{out}");
 }
 
 #[tokio::test]

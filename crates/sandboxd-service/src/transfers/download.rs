@@ -14,9 +14,11 @@ use sandboxd_core::transfer::{FileOut, TransferRefused};
 use sandboxd_ports::EngineError;
 
 use super::through_agent;
-use super::{Download, capped, consumer_deadline, refused, with_idle_deadline};
+use super::{Download, capped, consumer_deadline, overall_deadline, refused, with_idle_deadline};
 use crate::executor::Executor;
 use crate::{ServedBy, Service, ServiceError};
+use sandboxd_core::limits::transfer_deadline_secs;
+use std::time::Duration;
 
 impl Service {
     /// Streams a file's bytes (raw) or a directory's tar out of the sandbox; `None` as
@@ -44,7 +46,10 @@ impl Service {
         self.while_touching(&sandbox.sandbox_id, std::future::ready(()))
             .await;
         Ok(Download {
-            body: consumer_deadline(download.body),
+            body: consumer_deadline(overall_deadline(
+                download.body,
+                Duration::from_secs(transfer_deadline_secs(cap)),
+            )),
             ..download
         })
     }

@@ -130,6 +130,28 @@ fn consumer_deadline(mut stream: Chunks) -> Chunks {
     }))
 }
 
+/// `stream`, cut with an error once it has taken longer than `limit` in all.
+fn overall_deadline(stream: Chunks, limit: Duration) -> Chunks {
+    let ends = tokio::time::Instant::now() + limit;
+    Box::pin(stream::unfold(Some(stream), move |stream| async move {
+        let mut stream = stream?;
+        match tokio::time::timeout_at(ends, stream.next()).await {
+            Ok(Some(item)) => Some((item, Some(stream))),
+            Ok(None) => None,
+            Err(_) => Some((
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "the transfer took longer than its {} s in all",
+                        limit.as_secs()
+                    ),
+                )),
+                None,
+            )),
+        }
+    }))
+}
+
 /// `stream`, cut with an error past `cap` bytes.
 fn capped(stream: Chunks, cap: u64) -> Chunks {
     let mut seen = 0u64;
@@ -152,5 +174,33 @@ impl Service {
             .options
             .max_transfer_bytes
             .unwrap_or(DEFAULT_MAX_TRANSFER_BYTES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_source_that_trickles_forever_is_cut_at_the_overall_deadline() {
+        let trickle: Chunks = Box::pin(stream::unfold((), |()| async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Some((Ok(bytes::Bytes::from_static(b"x")), ()))
+        }));
+        let started = std::time::Instant::now();
+        let items: Vec<_> = overall_deadline(trickle, Duration::from_millis(300))
+            .collect()
+            .await;
+        let (last, taken) = items.split_last().unwrap_or_else(|| unreachable!());
+        assert!(taken.len() >= 5 && taken.iter().all(Result::is_ok));
+        assert_eq!(
+            last.as_ref().map_err(std::io::Error::kind).err(),
+            Some(std::io::ErrorKind::TimedOut)
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(
+            sandboxd_core::limits::transfer_deadline_secs(4 << 30),
+            3600 + 16384
+        );
     }
 }

@@ -18,9 +18,11 @@ use sandboxd_core::validate::Upload;
 use sandboxd_ports::{Chunks, EngineError, ExecSpec};
 
 use super::through_agent::{self, ThroughAgent};
-use super::{Cut, refused, with_idle_deadline};
+use super::{Cut, overall_deadline, refused, with_idle_deadline};
 use crate::executor::Executor;
 use crate::{ServedBy, Service, ServiceError, internal_exec, now_ms};
+use sandboxd_core::limits::transfer_deadline_secs;
+use std::time::Duration;
 
 impl Service {
     /// Streams `body` into the sandbox (see the module's text); `length` is the body's
@@ -37,7 +39,8 @@ impl Service {
             .await?;
         let executor = self.executor(&sandbox).await?;
         let cut = Cut::default();
-        let body = cut.watch(with_idle_deadline(body));
+        let limit = Duration::from_secs(transfer_deadline_secs(self.transfer_cap()));
+        let body = cut.watch(with_idle_deadline(overall_deadline(body, limit)));
         let uploaded = match cmd.format {
             TransferFormat::Raw => self.upload_file(&executor, cmd, length, body, &cut).await?,
             TransferFormat::Tar => self.upload_tree(&executor, cmd, body, &cut).await?,

@@ -67,7 +67,11 @@ async fn engine_checks(engine: &DockerEngine, config: &Config) -> Vec<Check> {
         Ok(facts) => facts,
         Err(error) => return vec![engine_unreachable(&error.to_string())],
     };
-    let mut checks = vec![engine_version(&facts), init(&facts, config.agent)];
+    let mut checks = vec![
+        engine_version(&facts),
+        init(&facts, config.agent),
+        live_restore(&facts),
+    ];
     checks.push(runtime(&facts, config.runtime.as_deref()));
     checks.push(network(engine.network_state(INTERNET_NETWORK).await));
     let overrides: std::collections::BTreeMap<String, String> = config
@@ -123,6 +127,23 @@ fn init(facts: &EngineFacts, agent: bool) -> Check {
              orphaned processes",
             "install docker-init (tini), or turn the agent back on",
         ),
+    }
+}
+
+fn live_restore(facts: &EngineFacts) -> Check {
+    if facts.live_restore {
+        Check::pass(
+            "live-restore",
+            "sandboxes keep running while the engine restarts",
+        )
+    } else {
+        Check::warn(
+            "live-restore",
+            "off: an engine restart stops every sandbox (sandboxd starts them again, files \
+             kept, but their processes are lost)",
+            "set \"live-restore\": true in /etc/docker/daemon.json and reload the engine \
+             (`systemctl reload docker`)",
+        )
     }
 }
 
@@ -438,6 +459,18 @@ mod tests {
         let mut with_init = facts();
         with_init.init = Some("docker-init (de40ad0)".into());
         assert_eq!(init(&with_init, false).outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn live_restore_is_recommended() {
+        let off = live_restore(&facts());
+        assert_eq!(off.outcome, Outcome::Warn);
+        assert!(off.fix.unwrap().contains("live-restore"));
+        let on = EngineFacts {
+            live_restore: true,
+            ..facts()
+        };
+        assert_eq!(live_restore(&on).outcome, Outcome::Pass);
     }
 
     #[test]
