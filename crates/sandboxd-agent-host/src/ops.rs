@@ -24,6 +24,8 @@ const SIGKILL: i32 = 9;
 const CHUNK: usize = 256 * 1024;
 /// A kill sent after an exec timed out must leave within this long.
 const SIGNAL_SEND_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long telling an agent its lease may take.
+const LEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One operation's deadline: opening its channel, every frame sent and every frame
 /// received count against it.
@@ -226,6 +228,18 @@ impl AgentConn {
             mode,
         };
         let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
+        finish(&mut channel, deadline).await?;
+        Ok(())
+    }
+
+    /// Tells the sandbox how much longer it may live if nothing more is heard from
+    /// sandboxd (the dead-man's switch of its main process).
+    pub async fn lease(&self, duration: Duration) -> Result<(), FileOpError> {
+        let request = Request::Lease {
+            for_ms: duration.as_millis() as u64,
+        };
+        let deadline = Deadline::after(self.op_timeout.min(LEASE_TIMEOUT));
         let mut channel = deadline.open(self, &request).await?;
         finish(&mut channel, deadline).await?;
         Ok(())

@@ -24,3 +24,7 @@ pub const TRANSFERS_VERSION: u32 = 2;
 /// code can neither read their environment nor trace them, and every command the agent
 /// starts runs without it. A connection whose [`Hello`] lacks the key is refused.
 pub const AGENT_KEY_VAR: &str = "SANDBOXD_AGENT_KEY";
+
+/// The variable giving the agent's supervisor its first lease, in milliseconds from its
+/// start (then renewed by `Request::Lease`).
+pub const LEASE_VAR: &str = "SANDBOXD_LEASE_MS";

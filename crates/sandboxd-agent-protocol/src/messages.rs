@@ -111,6 +111,12 @@ pub enum Request {
         #[serde(default)]
         size: Option<u64>,
     },
+    /// The sandbox may live `for_ms` more milliseconds (counted on the agent's own
+    /// clock, so the host's and a server's clocks need not agree). When that passes with
+    /// no newer lease, the sandbox's main process ends it: sandboxd is gone or cut off,
+    /// and nothing else would. Done.
+    #[serde(rename_all = "camelCase")]
+    Lease { for_ms: u64 },
     /// A streamed download of `path`: a file's bytes (`raw`) or a tar of it (`tar`);
     /// without `shape`, raw for a file and tar for a directory. At most `max` bytes. The
     /// host grants Credit; the agent replies Data([`DownloadStart`]), then Data frames of

@@ -201,6 +201,10 @@ fn dispatch(
                         inputs.close(channel);
                     });
                 }
+                Request::Lease { for_ms } => {
+                    crate::supervise::lease(for_ms);
+                    files::done(&outbox, channel, 0);
+                }
                 Request::ReadFile { path, max } => {
                     workers.run(move || files::read(&outbox, channel, &path, max));
                 }

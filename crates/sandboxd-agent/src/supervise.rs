@@ -1,11 +1,82 @@
-//! The supervisor: the container's main process, PID 1 of the sandbox, so it must never
-//! exit on its own. As PID 1 it receives no signal sent from inside the sandbox (the
-//! kernel drops those it has no handler for, `SIGKILL` and `SIGSTOP` included), so no
-//! command can stop it (`kill -9 -1` kills everything else); it restarts the worker
-//! whenever the worker ends, and reaps every orphan the sandbox's commands leave behind.
+//! The supervisor: the container's main process, PID 1 of the sandbox. As PID 1 it
+//! receives no signal sent from inside the sandbox (the kernel drops those it has no
+//! handler for, `SIGKILL` and `SIGSTOP` included), so no command can stop it (`kill -9
+//! -1` kills everything else); it restarts the worker whenever the worker ends, and
+//! reaps every orphan the sandbox's commands leave behind.
+//!
+//! It exits on one condition only, its dead-man's switch: the sandbox lives as long as
+//! its lease, which sandboxd renews over the worker's connection (the worker passes
+//! each lease on through its standard output, a pipe only the supervisor reads; the
+//! first lease comes in [`LEASE_VAR`]). When a lease runs out with no newer one,
+//! sandboxd is gone or cut off and nothing else would end the sandbox: the supervisor
+//! exits, and the kernel ends every process of the container with it.
 
-use std::process::{Command, ExitCode};
+use std::io::BufRead as _;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use sandboxd_agent_protocol::LEASE_VAR;
+
+/// The exit code of a sandbox whose lease ran out.
+const LEASE_EXPIRED: u8 = 3;
+
+/// What the worker writes for each lease it is given: `lease <ms>`.
+const LEASE_LINE: &str = "lease ";
+
+/// Called in the worker: hands a lease to the supervisor.
+pub fn lease(for_ms: u64) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{LEASE_LINE}{for_ms}");
+    let _ = out.flush();
+}
+
+/// When the sandbox must end; `None`: no lease was ever given (an older sandboxd).
+type Deadline = Arc<Mutex<Option<Instant>>>;
+
+/// The lease a line from the worker gives, if it is one.
+fn parse_lease(line: &str) -> Option<Duration> {
+    line.strip_prefix(LEASE_LINE)?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_millis)
+}
+
+/// Whether the sandbox must end now.
+fn expired(deadline: Option<Instant>, now: Instant) -> bool {
+    deadline.is_some_and(|deadline| now >= deadline)
+}
+
+fn watch(deadline: Deadline) {
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_millis(250));
+            let due = deadline.lock().map(|d| *d).unwrap_or(None);
+            if expired(due, Instant::now()) {
+                eprintln!(
+                    "sandboxd-agent: the sandbox's lease ran out with no word from sandboxd; ending it"
+                );
+                std::process::exit(i32::from(LEASE_EXPIRED));
+            }
+        }
+    });
+}
+
+/// Reads the leases a worker passes on, until it ends.
+fn follow(worker: std::process::ChildStdout, deadline: Deadline) {
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(worker).lines() {
+            let Ok(line) = line else { return };
+            if let Some(lease) = parse_lease(&line)
+                && let Ok(mut due) = deadline.lock()
+            {
+                *due = Some(Instant::now() + lease);
+            }
+        }
+    });
+}
 
 use rustix::io::Errno;
 use rustix::process::{WaitOptions, wait};
@@ -19,14 +90,24 @@ pub fn run(socket: &str) -> ExitCode {
             std::thread::sleep(Duration::from_secs(1));
         }
     };
+    let first = std::env::var(LEASE_VAR)
+        .ok()
+        .and_then(|ms| parse_lease(&format!("{LEASE_LINE}{ms}")));
+    let deadline: Deadline = Arc::new(Mutex::new(first.map(|lease| Instant::now() + lease)));
+    watch(deadline.clone());
     let mut backoff = Duration::from_millis(50);
     loop {
         let started = Instant::now();
         match Command::new(&me)
             .args(["serve", "--socket", socket])
+            .env_remove(LEASE_VAR)
+            .stdout(Stdio::piped())
             .spawn()
         {
-            Ok(worker) => {
+            Ok(mut worker) => {
+                if let Some(out) = worker.stdout.take() {
+                    follow(out, deadline.clone());
+                }
                 reap_until(worker.id());
                 eprintln!("sandboxd-agent: worker ended; restarting");
             }
@@ -62,4 +143,21 @@ fn reap_until(worker: u32) {
 /// Reaps the children that have ended, without waiting.
 fn reap_any() {
     while let Ok(Some(_)) = wait(WaitOptions::NOHANG) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leases_are_read_from_the_workers_lines() {
+        assert_eq!(parse_lease("lease 1500"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_lease("lease 0\n"), Some(Duration::ZERO));
+        assert_eq!(parse_lease("lease -1"), None);
+        assert_eq!(parse_lease("hello"), None);
+        let now = Instant::now();
+        assert!(!expired(None, now));
+        assert!(!expired(Some(now + Duration::from_secs(1)), now));
+        assert!(expired(Some(now), now));
+    }
 }

@@ -112,6 +112,9 @@ pub struct ServerConfig {
     /// Which organizations may register remote servers (the networks they may be at
     /// are the remote-server port's, set where it is made).
     pub server_registration: sandboxd_core::access::ServerRegistration,
+    /// How long a sandbox outlives its expiry when nothing more is heard from sandboxd
+    /// (its agent's dead-man's switch).
+    pub lease_grace: Duration,
 }
 
 impl ServerConfig {
@@ -144,6 +147,7 @@ impl ServerConfig {
             advertise_url: None,
             cookie_secure: CookieSecure::Auto,
             server_registration: sandboxd_core::access::ServerRegistration::Operator,
+            lease_grace: sandboxd_service::DEFAULT_LEASE_GRACE,
         }
     }
 }
@@ -277,6 +281,7 @@ impl Server {
                 host_memory_mb,
                 max_transfer_bytes: Some(config.max_transfer_bytes),
                 server_registration: config.server_registration,
+                lease_grace: Some(config.lease_grace),
             },
         );
         Ok(Self {

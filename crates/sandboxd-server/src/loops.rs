@@ -249,8 +249,22 @@ pub fn spawn(
     let fleet = watch_fleet(service.clone(), stop.clone());
     let server_changes = follow_server_changes(service.clone(), stop.clone());
     let beating = service.clone();
+    let leasing = service.clone();
     let reconciler = service;
     vec![
+        // Every replica renews the leases of the agents it holds.
+        every(
+            leasing.lease_interval(),
+            stop.clone(),
+            "sandbox leases",
+            move || {
+                let service = leasing.clone();
+                async move {
+                    service.lease_once().await;
+                    Ok(())
+                }
+            },
+        ),
         every(
             crate::service::HEARTBEAT_EVERY,
             stop.clone(),

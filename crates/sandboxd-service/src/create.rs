@@ -222,6 +222,16 @@ impl Service {
             Some(server_id) => self.listen_remote(&row.sandbox_id, server_id).await,
         };
         let mut plan = plan::plan_container(row, env_vars, self.instance_id(), agent.as_ref());
+        if agent.is_some() {
+            // The first lease of its dead-man's switch: its timeout and the grace, until
+            // the lease pass renews it.
+            let first = Duration::from_millis(row.timeout_ms.max(0) as u64) + self.lease_grace();
+            plan.env.push(format!(
+                "{}={}",
+                sandboxd_agent_protocol::LEASE_VAR,
+                first.as_millis()
+            ));
+        }
         if let Some(pool) = pool {
             plan.labels
                 .insert(plan::LABEL_POOL.to_owned(), pool.to_owned());

@@ -10,6 +10,7 @@ mod exec;
 mod executor;
 mod files;
 mod fleet;
+mod leases;
 mod lifecycle;
 mod loops;
 mod members;
@@ -44,6 +45,7 @@ pub use replicas::HEARTBEAT_EVERY;
 
 /// Counter of the operations each path served (`path` = `agent` | `engine`).
 pub const SERVED: &str = "sandboxd_operations_served_total";
+pub use leases::DEFAULT_LEASE_GRACE;
 pub use revive::Revival;
 pub use transfers::Download;
 
@@ -113,6 +115,9 @@ pub struct Options {
     pub max_transfer_bytes: Option<u64>,
     /// Which organizations may register remote servers.
     pub server_registration: sandboxd_core::access::ServerRegistration,
+    /// How long a sandbox outlives its expiry when nothing more is heard from sandboxd
+    /// (its agent's dead-man's switch); `None`: a minute.
+    pub lease_grace: Option<std::time::Duration>,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive

@@ -81,6 +81,9 @@ pub struct Config {
     pub cookie_secure: CookieSecureSetting,
     /// Remote servers: who may register them and which networks they may be in.
     pub servers: ServersConfig,
+    /// Seconds a sandbox outlives its idle timeout when nothing more is heard from
+    /// sandboxd (stopped, crashed, cut off): its main process then ends it.
+    pub lease_grace_secs: u64,
 }
 
 /// `[servers]`: `registration = "operator" | "admins"` (only the installation's first
@@ -242,6 +245,7 @@ impl std::fmt::Debug for Config {
             .field("advertise_url", &self.advertise_url)
             .field("cookie_secure", &self.cookie_secure)
             .field("servers", &self.servers)
+            .field("lease_grace_secs", &self.lease_grace_secs)
             .finish()
     }
 }
@@ -277,6 +281,7 @@ impl Default for Config {
             advertise_url: None,
             cookie_secure: CookieSecureSetting::Word("auto".into()),
             servers: ServersConfig::default(),
+            lease_grace_secs: sandboxd_server::service::DEFAULT_LEASE_GRACE.as_secs(),
         }
     }
 }

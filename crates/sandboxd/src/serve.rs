@@ -162,6 +162,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .context("cannot read the agent binary")?
         .allowing(allowed_networks);
     server_config.server_registration = registration;
+    if config.lease_grace_secs == 0 {
+        anyhow::bail!("lease_grace_secs must be at least 1");
+    }
+    server_config.lease_grace = std::time::Duration::from_secs(config.lease_grace_secs);
     server_config.remote = Some(std::sync::Arc::new(connector));
     server_config.remote_only = config.remote_only;
     server_config.cookie_secure = config.cookie_secure.resolve().map_err(anyhow::Error::msg)?;

@@ -1,6 +1,8 @@
 //! The engine stopped and started again under a running sandboxd (no `live-restore`:
 //! every container stops with it). An engine of the test's own (its own dockerd, data
-//! root, socket; no bridge), so the machine's engine and the other tests are untouched.
+//! root, socket, and a network namespace of its own, so that nothing it does to
+//! networks reaches the host's), so the machine's engine and the other tests are
+//! untouched.
 //! During the outage calls answer 503 with `Retry-After` and `/ready` says the engine is
 //! down; once it is back, every sandbox runs again within seconds with no request
 //! needed, its files kept, and the audit log says its processes were lost.
@@ -15,9 +17,10 @@ use serde_json::{Value, json};
 
 use crate::harness::{BUSYBOX, TestServer, id};
 
-/// A dockerd of the test's own.
+/// A dockerd of the test's own, in a network namespace of its own.
 struct PrivateEngine {
     dir: tempfile::TempDir,
+    netns: String,
     daemon: Option<Child>,
 }
 
@@ -45,7 +48,20 @@ impl PrivateEngine {
             .tempdir_in("/tmp")
             .expect("a directory");
         std::fs::write(dir.path().join("daemon.json"), "{}").expect("config");
-        let mut engine = Self { dir, daemon: None };
+        let netns = format!("sbx-engine-{}", std::process::id());
+        let made = Command::new("ip")
+            .args(["netns", "add", &netns])
+            .status()
+            .expect("ip netns");
+        assert!(made.success(), "a network namespace for the test's engine");
+        let _ = Command::new("ip")
+            .args(["netns", "exec", &netns, "ip", "link", "set", "lo", "up"])
+            .status();
+        let mut engine = Self {
+            dir,
+            netns,
+            daemon: None,
+        };
         engine.resume();
         // The test image, from the machine's engine.
         let mut saved = Command::new("docker")
@@ -67,7 +83,11 @@ impl PrivateEngine {
     fn resume(&mut self) {
         let path = |name: &str| self.dir.path().join(name);
         let log = std::fs::File::create(path("dockerd.log")).expect("log");
-        let daemon = Command::new("dockerd")
+        // `ip netns exec` remounts /sys, which dockerd cannot run under: nsenter enters
+        // only the network namespace.
+        let daemon = Command::new("nsenter")
+            .arg(format!("--net=/var/run/netns/{}", self.netns))
+            .arg("dockerd")
             .arg("--config-file")
             .arg(path("daemon.json"))
             .arg("--data-root")
@@ -122,6 +142,16 @@ impl Drop for PrivateEngine {
         self.stop();
         // The engine's data root holds mounts of its own until it is gone.
         let _ = Command::new("rm").arg("-rf").arg(self.dir.path()).status();
+        // Its last processes may take a moment to leave the namespace.
+        for _ in 0..50 {
+            let deleted = Command::new("ip")
+                .args(["netns", "delete", &self.netns])
+                .output();
+            if deleted.is_ok_and(|out| out.status.success()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 
