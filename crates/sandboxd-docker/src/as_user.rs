@@ -8,16 +8,16 @@
 use std::sync::{Arc, Mutex};
 
 use bollard::container::LogOutput;
-use bollard::exec::StartExecResults;
 use bollard::models::ExecConfig;
 use bytes::Bytes;
-use futures_util::{Stream, StreamExt as _};
+use futures_util::StreamExt as _;
 use sandboxd_core::plan::AGENT_KEY_VAR;
 use sandboxd_ports::Chunks;
 use tokio::io::AsyncWriteExt as _;
 
 use crate::engine::{DockerEngine, bounded};
-use crate::error::{EngineError, classify, fault, status_of};
+use crate::error::{EngineError, fault};
+use crate::exec::{ExecInput as Input, ExecOutput as Output};
 
 /// What is kept of `tar`'s complaints for the error it ends with.
 const MAX_STDERR: usize = 4096;
@@ -41,10 +41,6 @@ const TAR_IN: &str = r#"[ -e "$1" ] || exit 3
 [ -d "$1" ] || exit 5
 cd -- "$1" || exit 4
 exec tar -x -f -"#;
-
-type Output =
-    std::pin::Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
-type Input = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
 
 fn argv(script: &str, args: &[&str]) -> Vec<String> {
     let mut argv = vec!["sh".to_owned(), "-c".into(), script.into(), "sh".into()];
@@ -125,22 +121,7 @@ impl DockerEngine {
             env: Some(vec![format!("{AGENT_KEY_VAR}=")]),
             ..Default::default()
         };
-        let created = bounded("create exec", self.docker.create_exec(container, config))
-            .await?
-            .map_err(|e| match status_of(&e) {
-                Some(409) => EngineError::NotRunning,
-                _ => classify("container", e),
-            })?;
-        let started = bounded("start exec", self.docker.start_exec(&created.id, None))
-            .await?
-            .map_err(fault)?;
-        let StartExecResults::Attached { output, input } = started else {
-            return Err(EngineError::Rejected {
-                status: 500,
-                message: "exec started detached".into(),
-            });
-        };
-        Ok((created.id, output, input))
+        self.start_attached(container, config).await
     }
 
     /// Unpacks a tar stream into the directory `dir` as `user` ("uid:gid").

@@ -26,14 +26,7 @@ impl DockerEngine {
     /// Connects to the local engine (`DOCKER_HOST` honoured) and negotiates the API version,
     /// so both old (1.41) and new engines are spoken to in their own version.
     pub async fn connect_local() -> Result<Self, EngineError> {
-        let docker = Docker::connect_with_local_defaults().map_err(fault)?;
-        let docker = bounded("negotiate", docker.negotiate_version())
-            .await?
-            .map_err(fault)?;
-        Ok(Self {
-            docker,
-            session: None,
-        })
+        Self::negotiated(Docker::connect_with_local_defaults().map_err(fault)?, None).await
     }
 
     /// Connects to the engine listening on the unix socket at `path` (an engine of the
@@ -42,13 +35,18 @@ impl DockerEngine {
         let docker =
             Docker::connect_with_unix(path, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
                 .map_err(fault)?;
+        Self::negotiated(docker, None).await
+    }
+
+    /// The engine behind `docker`, spoken to in the API version it offers.
+    async fn negotiated(
+        docker: Docker,
+        session: Option<std::sync::Arc<sandboxd_ssh::SshSession>>,
+    ) -> Result<Self, EngineError> {
         let docker = bounded("negotiate", docker.negotiate_version())
             .await?
             .map_err(fault)?;
-        Ok(Self {
-            docker,
-            session: None,
-        })
+        Ok(Self { docker, session })
     }
 
     /// Connects to the engine of a remote server over its SSH connection (the engine's
@@ -75,13 +73,7 @@ impl DockerEngine {
             caps,
         )
         .map_err(fault)?;
-        let docker = bounded("negotiate", docker.negotiate_version())
-            .await?
-            .map_err(fault)?;
-        Ok(Self {
-            docker,
-            session: Some(session),
-        })
+        Self::negotiated(docker, Some(session)).await
     }
 
     /// The OCI runtimes the engine offers (`runc`, and `runsc`, `kata-runtime`… when

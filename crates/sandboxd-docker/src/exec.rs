@@ -18,6 +18,13 @@ pub use sandboxd_ports::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
 use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, classify, fault, status_of};
 
+/// An attached exec's output, as bollard streams it.
+pub(crate) type ExecOutput = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>,
+>;
+/// An attached exec's input.
+pub(crate) type ExecInput = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
 /// Kills a command's processes by marker if its exec is dropped before it ended (the
 /// client went away).
 struct KillOnDrop {
@@ -99,22 +106,7 @@ impl DockerEngine {
             user: spec.user.clone(),
             ..Default::default()
         };
-        let created = bounded("create exec", self.docker.create_exec(container, config))
-            .await?
-            .map_err(|e| match status_of(&e) {
-                // The engine's answer for an exec in a stopped container.
-                Some(409) => EngineError::NotRunning,
-                _ => classify("container", e),
-            })?;
-        let started = bounded("start exec", self.docker.start_exec(&created.id, None))
-            .await?
-            .map_err(fault)?;
-        let StartExecResults::Attached { mut output, .. } = started else {
-            return Err(EngineError::Rejected {
-                status: 500,
-                message: "exec started detached".into(),
-            });
-        };
+        let (exec_id, mut output, _) = self.start_attached(container, config).await?;
 
         let mut guard = KillOnDrop {
             engine: self.clone(),
@@ -181,9 +173,35 @@ impl DockerEngine {
         outcome.exit_code = if outcome.timed_out {
             TIMEOUT_EXIT_CODE
         } else {
-            self.exit_code(&created.id).await?
+            self.exit_code(&exec_id).await?
         };
         Ok(outcome)
+    }
+
+    /// Creates and starts an exec attached to its streams: its id, its output and its
+    /// input.
+    pub(crate) async fn start_attached(
+        &self,
+        container: &str,
+        config: ExecConfig,
+    ) -> Result<(String, ExecOutput, ExecInput), EngineError> {
+        let created = bounded("create exec", self.docker.create_exec(container, config))
+            .await?
+            .map_err(|e| match status_of(&e) {
+                // The engine's answer for an exec in a stopped container.
+                Some(409) => EngineError::NotRunning,
+                _ => classify("container", e),
+            })?;
+        let started = bounded("start exec", self.docker.start_exec(&created.id, None))
+            .await?
+            .map_err(fault)?;
+        let StartExecResults::Attached { output, input } = started else {
+            return Err(EngineError::Rejected {
+                status: 500,
+                message: "exec started detached".into(),
+            });
+        };
+        Ok((created.id, output, input))
     }
 
     /// The exit code of a finished exec; 1 when the engine reports none.

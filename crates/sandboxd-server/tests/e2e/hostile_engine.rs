@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt as _;
 use reqwest::StatusCode;
 use sandboxd_docker::DockerEngine;
-use sandboxd_ports::{Engine, EngineError, ExecSpec};
+use sandboxd_ports::{Engine, EngineError};
 use sandboxd_ssh::SshSession;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -126,18 +126,6 @@ fn flooding_engine(dir: &Path) -> std::path::PathBuf {
     socket
 }
 
-fn spec() -> ExecSpec {
-    ExecSpec {
-        argv: vec!["true".into()],
-        cwd: None,
-        env: Vec::new(),
-        user: None,
-        timeout: Duration::from_secs(10),
-        max_output: 1 << 20,
-        stream: None,
-    }
-}
-
 /// The peak of this process's memory while `work` runs, sampled every 50 ms.
 async fn peak_while<T>(work: impl Future<Output = T>) -> (T, u64) {
     let done = Arc::new(AtomicBool::new(false));
@@ -174,7 +162,9 @@ async fn a_flooding_engine_costs_a_bounded_amount_of_memory() {
         let lists = futures_util::future::join_all(lists).await;
         let mut deaths = engine.container_deaths("x");
         let death = tokio::time::timeout(Duration::from_secs(60), deaths.next()).await;
-        let exec = engine.exec("c1", spec()).await;
+        let exec = engine
+            .exec("c1", crate::remote_engine::spec(&["true"]))
+            .await;
         (lists, death, exec)
     })
     .await;

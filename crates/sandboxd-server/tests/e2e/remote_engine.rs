@@ -29,7 +29,7 @@ impl Drop for RemoteCleanup {
     }
 }
 
-fn spec(argv: &[&str]) -> ExecSpec {
+pub(crate) fn spec(argv: &[&str]) -> ExecSpec {
     ExecSpec {
         argv: argv.iter().map(|s| (*s).to_owned()).collect(),
         cwd: None,

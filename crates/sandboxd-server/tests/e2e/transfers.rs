@@ -609,6 +609,19 @@ async fn refusals(server: TestServer, sandbox: Value) {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // An entry named twice (a PAX path inside, a GNU long name outside): refused whole.
+    let (status, body) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user"), ("format", "tar")],
+        two_names("inside/ok.txt", "../../etc/evil"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("two names"),
+        "{body}"
+    );
     let listed = server
         .exec(
             &sandbox,
@@ -630,4 +643,40 @@ async fn refusals(server: TestServer, sandbox: Value) {
     assert_eq!(status, StatusCode::OK, "{body}");
     let (status, _, body) = download(&server, &sandbox, &[("path", "/home/user/mine")]).await;
     assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"ok"[..]));
+}
+
+/// A tar whose one entry carries a PAX `path` and a GNU long name.
+fn two_names(pax: &str, gnu: &str) -> Vec<u8> {
+    let block = |kind: tar::EntryType, name: &str, data: &[u8]| {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(kind);
+        header.set_path(name).unwrap();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        let mut bytes = header.as_bytes().to_vec();
+        bytes.extend_from_slice(data);
+        bytes.resize(bytes.len().div_ceil(512) * 512, 0);
+        bytes
+    };
+    let record = format!(" path={pax}\n");
+    let mut length = record.len() + 1;
+    while format!("{length}{record}").len() != length {
+        length += 1;
+    }
+    let mut gnu_name = gnu.as_bytes().to_vec();
+    gnu_name.push(0);
+    let mut tar = block(
+        tar::EntryType::XHeader,
+        "PaxHeader",
+        format!("{length}{record}").as_bytes(),
+    );
+    tar.extend(block(
+        tar::EntryType::GNULongName,
+        "././@LongLink",
+        &gnu_name,
+    ));
+    tar.extend(block(tar::EntryType::Regular, "short", b"x"));
+    tar.extend([0u8; 1024]);
+    tar
 }
