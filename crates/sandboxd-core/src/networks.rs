@@ -89,9 +89,16 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || (first & 0xfe00) == 0xfc00
         || (first & 0xffc0) == 0xfe80
         || (first & 0xff00) == 0xff00
-        // Documentation (2001:db8::/32), discard (100::/64), NAT64 (64:ff9b::/96),
-        // and IPv4-compatible (::/96) addresses, which lead into IPv4 ranges.
+        // Site-local (fec0::/10, deprecated but routed by some).
+        || (first & 0xffc0) == 0xfec0
+        // Documentation (2001:db8::/32), discard (100::/64), and the forms that carry
+        // an IPv4 address, which could lead into an IPv4 range: NAT64 (64:ff9b::/96),
+        // IPv4-compatible (::/96), IPv4-translated (::ffff:0:0:0/96), 6to4 (2002::/16)
+        // and Teredo (2001::/32).
         || (first == 0x2001 && ip.segments()[1] == 0x0db8)
+        || first == 0x2002
+        || (first == 0x2001 && ip.segments()[1] == 0)
+        || ip.segments()[..5] == [0, 0, 0, 0, 0xffff]
         || (first == 0x0100 && ip.segments()[1..4] == [0, 0, 0])
         || (first == 0x0064 && ip.segments()[1] == 0xff9b)
         || ip.segments()[..6] == [0, 0, 0, 0, 0, 0])
@@ -141,6 +148,10 @@ mod tests {
             "ff02::1",
             "2001:db8::1",
             "64:ff9b::a9fe:a9fe",
+            "fec0::1",
+            "::ffff:0:a00:1",
+            "2002:a00:1::1",
+            "2001:0:4136:e378::1",
         ] {
             assert!(!none.permits(ip(private)), "{private}");
         }

@@ -97,6 +97,22 @@ pub struct AnswerGuard {
     read: u64,
     reading: bool,
     frames: Frames,
+    /// The first bytes of the answer, until its status code is known.
+    status_line: Vec<u8>,
+    status: Option<u16>,
+    /// The connection became a raw stream (an attached exec): nothing written on it
+    /// from now on is a request, whatever it looks like (a command's input).
+    upgraded: bool,
+}
+
+/// Bytes of `HTTP/1.1 200`.
+const STATUS_LINE: usize = 12;
+
+/// The status code of an answer's first bytes (`HTTP/1.1 101 …`).
+fn status_of(line: &[u8]) -> Option<u16> {
+    let text = std::str::from_utf8(line.get(..STATUS_LINE)?).ok()?;
+    let code = text.strip_prefix("HTTP/1.")?.get(2..5)?;
+    code.parse().ok()
 }
 
 impl AnswerGuard {
@@ -110,12 +126,15 @@ impl AnswerGuard {
                 matched: 0,
                 seen: 0,
             },
+            status_line: Vec::with_capacity(STATUS_LINE),
+            status: None,
+            upgraded: false,
         }
     }
 
     /// Bytes about to be written on the channel.
     pub fn wrote(&mut self, bytes: &[u8]) {
-        if !self.reading {
+        if !self.reading || self.upgraded {
             return;
         }
         if let Some(kind) = request_kind(bytes) {
@@ -126,6 +145,30 @@ impl AnswerGuard {
                 matched: 0,
                 seen: 0,
             };
+            self.status_line.clear();
+            self.status = None;
+        }
+    }
+
+    /// Learns the answer's status from its first bytes: only a successful answer is
+    /// streamed (bollard reads any other whole, as an error's text), so any other is
+    /// held to the bound of a JSON answer.
+    fn learn_status(&mut self, bytes: &[u8]) {
+        if self.status.is_some() || self.upgraded {
+            return;
+        }
+        let room = STATUS_LINE - self.status_line.len();
+        self.status_line
+            .extend_from_slice(&bytes[..room.min(bytes.len())]);
+        if self.status_line.len() < STATUS_LINE {
+            return;
+        }
+        let status = status_of(&self.status_line);
+        self.status = Some(status.unwrap_or(0));
+        match (self.kind, status) {
+            (Kind::Attached, Some(101 | 200)) => self.upgraded = true,
+            (Kind::Stream | Kind::Archive, Some(200)) | (Kind::Json, _) => {}
+            _ => self.kind = Kind::Json,
         }
     }
 
@@ -133,6 +176,7 @@ impl AnswerGuard {
     pub fn read(&mut self, bytes: &[u8]) -> Result<(), OverBound> {
         self.reading = true;
         self.read = self.read.saturating_add(bytes.len() as u64);
+        self.learn_status(bytes);
         match self.kind {
             Kind::Json if self.read > self.caps.json => Err(OverBound {
                 what: "a JSON answer",
@@ -276,12 +320,15 @@ mod tests {
 
     #[test]
     fn streams_have_a_larger_bound_and_archives_their_readers() {
+        let ok = b"HTTP/1.1 200 OK\r\n\r\n";
         let mut guard = AnswerGuard::new(caps());
         guard.wrote(b"GET /v1.41/events HTTP/1.1\r\n\r\n");
-        assert!(guard.read(&[b'x'; 1000]).is_ok());
+        guard.read(ok).unwrap();
+        assert!(guard.read(&[b'x'; 1000 - 19]).is_ok());
         assert!(guard.read(b"x").is_err());
         let mut guard = AnswerGuard::new(caps());
         guard.wrote(b"GET /v1.41/containers/c/archive?path=/a HTTP/1.1\r\n\r\n");
+        guard.read(ok).unwrap();
         for _ in 0..100 {
             guard.read(&[b'x'; 1000]).unwrap();
         }
@@ -314,6 +361,34 @@ mod tests {
                 "step {step}"
             );
         }
+    }
+
+    #[test]
+    fn an_error_answer_is_held_to_the_json_bound_whatever_was_asked() {
+        for request in [
+            &b"GET /v1.41/containers/c/archive?path=/a HTTP/1.1\r\n\r\n"[..],
+            b"POST /v1.41/exec/e/start HTTP/1.1\r\n\r\n",
+            b"GET /v1.41/events HTTP/1.1\r\n\r\n",
+        ] {
+            let mut guard = AnswerGuard::new(caps());
+            guard.wrote(request);
+            guard
+                .read(b"HTTP/1.1 500 Internal Server Error\r\n")
+                .unwrap();
+            let flood = guard.read(&[b'x'; 100]);
+            assert!(flood.is_err(), "{}", String::from_utf8_lossy(request));
+        }
+    }
+
+    #[test]
+    fn what_is_written_on_an_upgraded_stream_is_never_a_request() {
+        let mut guard = AnswerGuard::new(caps());
+        guard.wrote(b"POST /v1.41/exec/e/start HTTP/1.1\r\n\r\n");
+        guard.read(b"HTTP/1.1 101 UPGRADED\r\n\r\n").unwrap();
+        // A command's input that looks like a request of an unbounded kind.
+        guard.wrote(b"GET /v1.41/containers/x/archive HTTP/1.1\r\n\r\n");
+        let big = guard.read(&[1, 0, 0, 0, 0xff, 0xff, 0xff, 0xf0]);
+        assert!(big.is_err(), "still held to its frames");
     }
 
     #[test]

@@ -19,6 +19,9 @@ use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, fault};
 use crate::exec::{ExecInput as Input, ExecOutput as Output};
 
+/// How long `tar` may take to finish unpacking once its whole input is in.
+const UNPACK_AFTER_INPUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// What is kept of `tar`'s complaints for the error it ends with.
 const MAX_STDERR: usize = 4096;
 
@@ -135,15 +138,21 @@ impl DockerEngine {
         let (exec, mut output, mut input) = self
             .start_as(container, argv(TAR_IN, &[dir]), user, true)
             .await?;
+        // Whether the source failed (its own deadlines, a refusal of the checker): the
+        // input is closed either way, so tar ends, and the upload fails.
         let feed = async move {
+            let mut failed = false;
             while let Some(chunk) = tar.next().await {
-                // A failed source ends the input short: tar refuses the cut archive.
-                let Ok(chunk) = chunk else { return };
+                let Ok(chunk) = chunk else {
+                    failed = true;
+                    break;
+                };
                 if input.write_all(&chunk).await.is_err() {
-                    return;
+                    break;
                 }
             }
             let _ = input.shutdown().await;
+            failed
         };
         let stderr = Mutex::new(Vec::new());
         let drain = async {
@@ -153,7 +162,29 @@ impl DockerEngine {
                 }
             }
         };
-        tokio::join!(feed, drain);
+        let failed = {
+            tokio::pin!(feed, drain);
+            let mut failed = None;
+            loop {
+                tokio::select! {
+                    done = &mut feed, if failed.is_none() => failed = Some(done),
+                    () = &mut drain => break,
+                    // Once all of the input is in, tar has this long to finish.
+                    () = tokio::time::sleep(UNPACK_AFTER_INPUT), if failed.is_some() => {
+                        return Err(EngineError::Timeout { call: "unpack archive" });
+                    }
+                }
+            }
+            failed
+        };
+        // The output is done with: its channel goes before the next call needs one.
+        drop(output);
+        if failed == Some(true) {
+            return Err(EngineError::Rejected {
+                status: 400,
+                message: "the upload's stream failed before its end".into(),
+            });
+        }
         match self.exit_code(&exec).await? {
             0 => Ok(()),
             code => Err(failure(code, dir, "directory", &stderr)),
@@ -198,6 +229,7 @@ impl DockerEngine {
             Some(Ok(first)) => first,
             Some(Err(error)) => return Err(fault(error)),
             None => {
+                drop(output);
                 let code = self.exit_code(&exec).await?;
                 return Err(failure(code, path, "path", &stderr));
             }
@@ -222,7 +254,9 @@ impl DockerEngine {
                         }
                         None => {
                             // A tar that failed part way (a file it could not read) ends
-                            // the stream with its error, never as a whole archive.
+                            // the stream with its error, never as a whole archive. The
+                            // output's channel goes first: the question needs one.
+                            drop(output);
                             return match engine.exit_code(&exec).await {
                                 Ok(0) => None,
                                 Ok(_) | Err(_) => {

@@ -169,6 +169,8 @@ impl DockerEngine {
             }
         }
         guard.armed = false;
+        // Its channel goes before the question of its exit code needs one.
+        drop(output);
         outcome.truncated = truncated_out || truncated_err;
         outcome.exit_code = if outcome.timed_out {
             TIMEOUT_EXIT_CODE

@@ -314,8 +314,19 @@ async fn send(
     me: &str,
 ) -> Result<reqwest::Response, reqwest::Error> {
     let target = target_of(&parts.uri);
+    let address = format!("{holder}{target}");
+    // The mark covers the target as it goes out: the URL parser may encode what the
+    // caller sent raw (`'`, non-ASCII), and the holder checks what it receives.
+    let url = reqwest::Url::parse(&address).ok();
+    let sent = url.as_ref().map_or_else(
+        || target.to_owned(),
+        |url| match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        },
+    );
     let mut headers = end_to_end(&parts.headers);
-    let mark = mark_for(state, me, parts.method.as_str(), target, digest);
+    let mark = mark_for(state, me, parts.method.as_str(), &sent, digest);
     if let Ok(mark) = HeaderValue::from_str(&mark) {
         headers.insert(FORWARDED, mark);
     }
@@ -325,12 +336,12 @@ async fn send(
     {
         headers.insert("x-forwarded-host", host.clone());
     }
-    let answer = CLIENT
-        .request(parts.method.clone(), format!("{holder}{target}"))
-        .headers(headers)
-        .body(body)
-        .send()
-        .await?;
+    let request = match url {
+        Some(url) => CLIENT.request(parts.method.clone(), url),
+        // Not a URL: the client says so, as a failed request.
+        None => CLIENT.request(parts.method.clone(), address),
+    };
+    let answer = request.headers(headers).body(body).send().await?;
     counted("forwarded");
     Ok(answer)
 }

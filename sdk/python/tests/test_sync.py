@@ -327,3 +327,10 @@ def test_an_archive_is_held_to_the_named_tree(tmp_path):
     with pytest.raises((OSError, tarfile.TarError)):
         _unpack(archive(("out", None, "."),), tmp_path / "three", "out")
     assert not (tmp_path / "three").exists()
+    # A chain of links that each look inside, in either order.
+    for order in ([("s", "../.."), ("t", "s/../..")], [("t", "s/../.."), ("s", "../..")]):
+        members = [("out", None, None), ("out/a", None, None), ("out/a/b", None, None)]
+        members += [(f"out/a/b/{n}", None, link) for n, link in order]
+        with pytest.raises(tarfile.TarError):
+            _unpack(archive(*members), tmp_path / "four", "out")
+        assert not (tmp_path / "four").exists()

@@ -69,7 +69,7 @@ pub fn verify<'a>(
         return Err(Refused::Malformed);
     };
     let at_ms: i64 = at.parse().map_err(|_| Refused::Malformed)?;
-    if (now_ms - at_ms).abs() > SKEW_MS {
+    if now_ms.abs_diff(at_ms) > SKEW_MS.unsigned_abs() {
         return Err(Refused::Stale);
     }
     let expected = secrets.key_hash(&message(replica, at_ms, method, target, body));
@@ -126,6 +126,17 @@ mod tests {
                 now + 61_000,
                 "POST",
                 "/api/sandbox.exec",
+                &body
+            ),
+            Err(Refused::Stale)
+        );
+        assert_eq!(
+            check(
+                &box_a,
+                &format!("v1 r1 {} ab", i64::MIN),
+                now,
+                "POST",
+                "/x",
                 &body
             ),
             Err(Refused::Stale)

@@ -609,6 +609,25 @@ async fn refusals(server: TestServer, sandbox: Value) {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // A tar cut in the middle of an entry: refused at once, never left waiting.
+    let mut whole = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(4096);
+    header.set_mode(0o644);
+    whole
+        .append_data(&mut header, "cut.bin", &[7u8; 4096][..])
+        .unwrap();
+    let whole = whole.into_inner().unwrap();
+    let started = Instant::now();
+    let (status, body) = upload(
+        &server,
+        &sandbox,
+        &[("path", "/home/user"), ("format", "tar")],
+        whole[..2048].to_vec(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
     // An entry named twice (a PAX path inside, a GNU long name outside): refused whole.
     let (status, body) = upload(
         &server,

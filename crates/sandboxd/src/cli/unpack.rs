@@ -60,6 +60,8 @@ fn unpack_checked(reader: impl Read, root: &Path) -> std::io::Result<u64> {
     archive.set_unpack_xattrs(false);
     archive.set_overwrite(true);
     let mut bytes = 0;
+    let mut paths = Vec::new();
+    let mut links = Vec::new();
     for entry in archive.entries()? {
         let mut entry = entry?;
         let path = entry.path()?.into_owned();
@@ -68,6 +70,7 @@ fn unpack_checked(reader: impl Read, root: &Path) -> std::io::Result<u64> {
             EntryType::Regular | EntryType::Continuous | EntryType::Directory => {}
             EntryType::Symlink => {
                 let target = entry.link_name()?.unwrap_or_default().into_owned();
+                links.push((parts(&path), target.clone()));
                 if !link_stays_inside(&path, &target) {
                     return Err(refused(format!(
                         "the link {} leads out of the tree",
@@ -98,6 +101,7 @@ fn unpack_checked(reader: impl Read, root: &Path) -> std::io::Result<u64> {
             )));
         }
         bytes += entry.size();
+        paths.push(parts(&path));
         if !entry.unpack_in(root)? {
             return Err(refused(format!(
                 "the entry {} leads out of the tree",
@@ -105,7 +109,61 @@ fn unpack_checked(reader: impl Read, root: &Path) -> std::io::Result<u64> {
             )));
         }
     }
+    // Each link was checked alone, lexically; that holds only if no path goes through
+    // another of the archive's links (`s -> ..` then `t -> s/..`), whatever their order.
+    if let Some(path) = through_a_link(&paths, &links) {
+        return Err(refused(format!(
+            "{} goes through a link of the archive",
+            path.display()
+        )));
+    }
     Ok(bytes)
+}
+
+/// A path's normal components (`.` dropped).
+fn parts(path: &Path) -> Vec<std::ffi::OsString> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The first entry placed under one of the archive's links, or link whose target
+/// passes through one; `None` when every path is what it says.
+fn through_a_link(
+    paths: &[Vec<std::ffi::OsString>],
+    links: &[(Vec<std::ffi::OsString>, PathBuf)],
+) -> Option<PathBuf> {
+    let linked: std::collections::HashSet<&[std::ffi::OsString]> =
+        links.iter().map(|(at, _)| at.as_slice()).collect();
+    let shown = |parts: &[std::ffi::OsString]| parts.iter().collect::<PathBuf>();
+    for path in paths {
+        if (1..path.len()).any(|end| linked.contains(&path[..end])) {
+            return Some(shown(path));
+        }
+    }
+    for (at, target) in links {
+        let mut at_now: Vec<std::ffi::OsString> = at[..at.len().saturating_sub(1)].to_vec();
+        let steps: Vec<Component> = target.components().collect();
+        for (n, step) in steps.iter().enumerate() {
+            match step {
+                Component::Normal(name) => {
+                    at_now.push((*name).to_owned());
+                    let last = n + 1 == steps.len();
+                    if !last && linked.contains(at_now.as_slice()) {
+                        return Some(shown(at));
+                    }
+                }
+                Component::ParentDir => {
+                    at_now.pop();
+                }
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 /// A path of normal components only (`.` allowed), never absolute, never `..`.
@@ -286,6 +344,40 @@ mod tests {
         let tar = archive(&[(EntryType::Symlink, "out", 0o777, b"", Some("."))]);
         assert!(unpack_tree(&tar[..], &dir.path().join("dl"), "out".as_ref()).is_err());
         assert!(!dir.path().join("dl").exists());
+    }
+
+    #[test]
+    fn links_that_lead_out_through_other_links_are_refused_in_any_order() {
+        for entries in [
+            [
+                (EntryType::Symlink, "out/a/b/s", Some("../..")),
+                (EntryType::Symlink, "out/a/b/t", Some("s/../..")),
+            ],
+            [
+                (EntryType::Symlink, "out/a/b/t", Some("s/../..")),
+                (EntryType::Symlink, "out/a/b/s", Some("../..")),
+            ],
+            [
+                (EntryType::Symlink, "out/l", Some("a")),
+                (EntryType::Regular, "out/l/x", None),
+            ],
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut all = vec![
+                (EntryType::Directory, "out", 0o755, &b""[..], None),
+                (EntryType::Directory, "out/a", 0o755, b"", None),
+                (EntryType::Directory, "out/a/b", 0o755, b"", None),
+            ];
+            all.extend(
+                entries
+                    .iter()
+                    .map(|(k, p, l)| (*k, *p, 0o777, &b""[..], *l)),
+            );
+            let error = unpack_tree(&archive(&all)[..], &dir.path().join("dl"), "out".as_ref())
+                .expect_err("refused");
+            assert!(error.to_string().contains("goes through a link"), "{error}");
+            assert!(!dir.path().join("dl").exists());
+        }
     }
 
     #[test]

@@ -203,6 +203,20 @@ def _inside(name: str) -> Callable[[tarfile.TarInfo, str], tarfile.TarInfo | Non
     return check
 
 
+def _links_stay_inside(tree: Path) -> None:
+    """Every link of `tree` leads inside it, resolved through the tree's own links: each
+    was checked alone as it was extracted, which a chain of them (`s -> ..`, then
+    `t -> s/..`, in either order) can fool."""
+    base = os.path.realpath(tree)
+    for parent, dirs, files in os.walk(tree):
+        for entry in dirs + files:
+            path = os.path.join(parent, entry)
+            if os.path.islink(path):
+                leads = os.path.realpath(path)
+                if leads != base and not leads.startswith(base + os.sep):
+                    raise tarfile.LinkOutsideDestinationError(tarfile.TarInfo(entry), leads)
+
+
 def _unpack(archive: Path, target: Path, name: str) -> Path:
     """Unpacks a directory's tar (its entries under `name`) as `target`, or inside it
     when it is an existing directory; never outside it, never over what is there."""
@@ -219,6 +233,7 @@ def _unpack(archive: Path, target: Path, name: str) -> Path:
         source = staging / name
         if source.is_symlink() or not source.is_dir():
             raise OSError(f"the archive has no directory {name}")
+        _links_stay_inside(source)
         os.replace(source, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
