@@ -627,7 +627,11 @@ async fn refusals(server: TestServer, sandbox: Value) {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
     // An entry named twice (a PAX path inside, a GNU long name outside): refused whole.
     let (status, body) = upload(
         &server,
