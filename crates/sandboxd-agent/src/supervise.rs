@@ -72,7 +72,11 @@ fn follow(worker: std::process::ChildStdout, deadline: Deadline) {
             if let Some(lease) = parse_lease(&line)
                 && let Ok(mut due) = deadline.lock()
             {
-                *due = Some(Instant::now() + lease);
+                // A lease too long to count is no change (the worker's lines are the
+                // sandbox user's process's, not to be trusted with a panic).
+                if let Some(at) = Instant::now().checked_add(lease) {
+                    *due = Some(at);
+                }
             }
         }
     });
@@ -93,7 +97,9 @@ pub fn run(socket: &str) -> ExitCode {
     let first = std::env::var(LEASE_VAR)
         .ok()
         .and_then(|ms| parse_lease(&format!("{LEASE_LINE}{ms}")));
-    let deadline: Deadline = Arc::new(Mutex::new(first.map(|lease| Instant::now() + lease)));
+    let deadline: Deadline = Arc::new(Mutex::new(
+        first.and_then(|lease| Instant::now().checked_add(lease)),
+    ));
     watch(deadline.clone());
     let mut backoff = Duration::from_millis(50);
     loop {

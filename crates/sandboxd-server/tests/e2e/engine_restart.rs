@@ -7,7 +7,7 @@
 //! down; once it is back, every sandbox runs again within seconds with no request
 //! needed, its files kept, and the audit log says its processes were lost.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -155,10 +155,6 @@ impl Drop for PrivateEngine {
     }
 }
 
-fn exists(path: &Path) -> bool {
-    path.exists()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_engine_restart_is_an_outage_and_every_sandbox_runs_again_after_it() {
     let mut engine = PrivateEngine::start();
@@ -184,7 +180,7 @@ async fn an_engine_restart_is_an_outage_and_every_sandbox_runs_again_after_it() 
     }
 
     engine.stop();
-    assert!(!exists(&engine.socket()) || !engine.docker(&["info"]).status.success());
+    assert!(!engine.socket().exists() || !engine.docker(&["info"]).status.success());
     let response = server
         .client
         .post(format!("{}/api/sandbox.exec", server.url))
