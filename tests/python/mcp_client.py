@@ -16,7 +16,7 @@ EXPECTED = sorted([
     "sandbox-setTimeout", "sandbox-kill", "sandbox-remove", "sandbox-list", "sandbox-one", "sandbox-templates",
     "sandbox-processStart", "sandbox-processList", "sandbox-processOutput", "sandbox-processWait",
     "sandbox-processSignal", "sandbox-processWrite", "sandbox-contextCreate", "sandbox-contextRun",
-    "sandbox-outputPage", "sandbox-stats",
+    "sandbox-contextRemove", "sandbox-outputPage", "sandbox-stats", "project-all",
 ])
 
 

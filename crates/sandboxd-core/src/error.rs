@@ -1,10 +1,10 @@
 //! Validation errors: what was wrong with a request, field by field.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// One problem with one field of a request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Issue {
     /// The field, as named on the wire (`timeoutMs`, `env.FOO`).
     pub path: String,

@@ -15,9 +15,12 @@ use crate::service::ServiceError;
 #[derive(Debug, Clone)]
 pub struct Caller(pub Principal);
 
+/// The header an API key comes in (else `Authorization: Bearer`).
+pub const API_KEY_HEADER: &str = "x-api-key";
+
 /// The API key of a request: `x-api-key`, else `Authorization: Bearer`.
 pub fn token_from(headers: &axum::http::HeaderMap) -> Option<&str> {
-    if let Some(key) = headers.get("x-api-key") {
+    if let Some(key) = headers.get(API_KEY_HEADER) {
         return key.to_str().ok();
     }
     headers

@@ -9,8 +9,11 @@
 //! reached, the request is served here: commands and files through the engine, the
 //! rest with 503.
 
+mod for_tools;
 mod signed;
 mod socket;
+
+pub use for_tools::through_holder;
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -20,13 +23,14 @@ use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sandboxd_core::api::procedures::{self, Names};
 use serde::Deserialize;
 use tracing::{debug, warn};
 
 use crate::AppState;
 use crate::auth::{same_origin, session_caller, session_from, token_from};
 use crate::error::ApiError;
-use crate::service::ServiceError;
+use crate::service::{Service, ServiceError};
 
 /// The header of a forwarded request: the id of the replica that forwarded it.
 pub const FORWARDED: &str = "x-sandboxd-forwarded";
@@ -48,27 +52,18 @@ enum Named {
     Socket,
 }
 
-/// Whether requests on `path` are forwarded, and where they name the sandbox.
+/// Whether requests on `path` are forwarded, and where they name the sandbox: the
+/// procedure table says, and the two WebSockets.
 fn named(path: &str) -> Option<Named> {
-    Some(match path {
-        "/sandbox-pty" | "/sandbox-exec" => Named::Socket,
-        "/api/sandbox.processList"
-        | "/api/sandbox.processOutput"
-        | "/api/sandbox.readFile"
-        | "/api/sandbox.listFiles"
-        | "/api/sandbox.upload"
-        | "/api/sandbox.download" => Named::Query,
-        "/api/sandbox.exec"
-        | "/api/sandbox.writeFile"
-        | "/api/sandbox.processStart"
-        | "/api/sandbox.processWait"
-        | "/api/sandbox.processSignal"
-        | "/api/sandbox.processWrite"
-        | "/api/sandbox.contextCreate"
-        | "/api/sandbox.contextRun"
-        | "/api/sandbox.contextRemove" => Named::Body,
-        _ => return None,
-    })
+    if matches!(path, "/sandbox-pty" | "/sandbox-exec") {
+        return Some(Named::Socket);
+    }
+    let procedure = procedures::at_path(path).filter(|p| p.forwarded)?;
+    match procedure.names {
+        Names::InQuery => Some(Named::Query),
+        Names::InBody => Some(Named::Body),
+        Names::Nothing => None,
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -243,7 +238,15 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
             }
             let (parts, body) = request.into_parts();
             let body = reqwest::Body::wrap_stream(body.into_data_stream());
-            match send(&state, &parts, (body, signed::STREAMED), &holder, &me).await {
+            match send(
+                &state.service,
+                &parts,
+                (body, signed::STREAMED),
+                &holder,
+                &me,
+            )
+            .await
+            {
                 Ok(answer) => relay(answer),
                 // The body went with the attempt: it cannot be served here instead.
                 Err(error) => {
@@ -268,7 +271,7 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
             if let Some(holder) = holder {
                 let digest = signed::body_digest(&bytes);
                 match send(
-                    &state,
+                    &state.service,
                     &parts,
                     (bytes.clone().into(), &digest),
                     &holder,
@@ -295,9 +298,9 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
 }
 
 /// The mark this replica puts on a request it forwards.
-fn mark_for(state: &AppState, me: &str, method: &str, target: &str, body: &str) -> String {
+fn mark_for(service: &Service, me: &str, method: &str, target: &str, body: &str) -> String {
     signed::mark(
-        state.service.store().secrets(),
+        service.store().secrets(),
         me,
         sandboxd_store::now_ms(),
         method,
@@ -307,7 +310,7 @@ fn mark_for(state: &AppState, me: &str, method: &str, target: &str, body: &str) 
 }
 
 async fn send(
-    state: &AppState,
+    service: &Service,
     parts: &axum::http::request::Parts,
     (body, digest): (reqwest::Body, &str),
     holder: &str,
@@ -326,7 +329,7 @@ async fn send(
         },
     );
     let mut headers = end_to_end(&parts.headers);
-    let mark = mark_for(state, me, parts.method.as_str(), &sent, digest);
+    let mark = mark_for(service, me, parts.method.as_str(), &sent, digest);
     if let Ok(mark) = HeaderValue::from_str(&mark) {
         headers.insert(FORWARDED, mark);
     }

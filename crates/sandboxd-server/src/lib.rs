@@ -462,3 +462,32 @@ pub fn app(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(body_limit::MAX_FILE_BODY_BYTES))
         .with_state(state)
 }
+
+#[cfg(test)]
+mod tests {
+    use sandboxd_core::api::procedures::PROCEDURES;
+
+    /// The routes (and with them the OpenAPI document) are the procedure table's: each
+    /// procedure is served at its path with its method and named for it, and nothing else.
+    #[test]
+    fn the_routes_are_those_of_the_procedure_table() {
+        let (_, document) = super::api_routes().split_for_parts();
+        let mut served = std::collections::BTreeSet::new();
+        for (path, item) in &document.paths.paths {
+            for (method, operation) in [("get", &item.get), ("post", &item.post)] {
+                if let Some(operation) = operation {
+                    served.insert((path.clone(), method, operation.operation_id.clone()));
+                }
+            }
+            assert!(item.put.is_none() && item.delete.is_none() && item.patch.is_none());
+        }
+        let table: std::collections::BTreeSet<_> = PROCEDURES
+            .iter()
+            .map(|p| {
+                let id = p.name.replacen('.', "-", 1);
+                (p.path.to_owned(), p.method.as_str(), Some(id))
+            })
+            .collect();
+        assert_eq!(served, table);
+    }
+}

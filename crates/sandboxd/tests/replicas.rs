@@ -658,6 +658,126 @@ async fn terminals_and_processes_work_through_the_replica_without_the_agent() {
     assert_eq!(status, 401);
 }
 
+/// MCP tool calls on a replica that does not hold the sandbox's agent are passed to the
+/// one that does, like REST requests: processes and contexts work through either, and
+/// the holder still checks the caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tools_work_through_the_replica_without_the_agent() {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::{CallToolRequestParams, ClientConfig};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let db = TestDatabase::create().await;
+    let a = RunningServer::replica(&db, &FAST).await;
+    let b = RunningServer::replica(&db, &FAST).await;
+    let id = create(&a, json!({"template": "base", "image": null})).await;
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", b.url)).auth_header(KEY);
+    let client = ClientConfig::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("MCP session");
+    let call = async |tool: &'static str, arguments: Value| -> (bool, Value) {
+        let arguments = arguments.as_object().cloned().unwrap_or_default();
+        let result = client
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+            .await
+            .expect("tool call");
+        let result = serde_json::to_value(&result).unwrap();
+        let text = result["content"][0]["text"].as_str().unwrap_or("null");
+        (
+            result["isError"] == json!(true),
+            serde_json::from_str(text).unwrap(),
+        )
+    };
+    let before = b.metric(FORWARDED).await;
+
+    let (failed, started) = call(
+        "sandbox-processStart",
+        json!({"sandboxId": id, "cmd": "echo started; exit 5"}),
+    )
+    .await;
+    assert!(!failed, "{started}");
+    let process = started["processId"].as_str().unwrap().to_owned();
+    let (failed, ended) = call(
+        "sandbox-processWait",
+        json!({"sandboxId": id, "processId": process, "timeoutMs": 10000}),
+    )
+    .await;
+    assert!(!failed, "{ended}");
+    assert_eq!(ended["exitCode"], 5, "{ended}");
+    let (failed, output) = call(
+        "sandbox-processOutput",
+        json!({"sandboxId": id, "processId": process, "stream": "stdout"}),
+    )
+    .await;
+    assert!(
+        !failed && output.to_string().contains("started"),
+        "{output}"
+    );
+    // A process the holder does not know: its error, as the holder wrote it.
+    let (failed, missing) = call(
+        "sandbox-processWait",
+        json!({"sandboxId": id, "processId": "proc_nothere", "timeoutMs": 1000}),
+    )
+    .await;
+    assert!(failed);
+    assert_eq!(missing["code"], "NOT_FOUND", "{missing}");
+
+    let (failed, context) = call(
+        "sandbox-contextCreate",
+        json!({"sandboxId": id, "language": "python"}),
+    )
+    .await;
+    assert!(!failed, "{context}");
+    let context_id = context["contextId"].as_str().unwrap().to_owned();
+    let run = json!({"sandboxId": id, "contextId": context_id, "code": "x = 41"});
+    assert!(!call("sandbox-contextRun", run).await.0);
+    let run = json!({"sandboxId": id, "contextId": context_id, "code": "x + 1"});
+    assert_eq!(call("sandbox-contextRun", run).await.1["result"], "42");
+    let removed = json!({"sandboxId": id, "contextId": context_id});
+    let (failed, answer) = call("sandbox-contextRemove", removed).await;
+    assert!(!failed, "{answer}");
+    let run = json!({"sandboxId": id, "contextId": context_id, "code": "x"});
+    let (failed, gone) = call("sandbox-contextRun", run).await;
+    assert!(failed, "a removed context is gone: {gone}");
+
+    // Commands and files go to the holder too, and long output is still held here.
+    let (failed, out) = call(
+        "sandbox-exec",
+        json!({"sandboxId": id, "cmd": "yes a | head -c 40000"}),
+    )
+    .await;
+    assert!(!failed, "{out}");
+    let output_id = out["more"]["outputId"].as_str().unwrap().to_owned();
+    let (failed, page) = call(
+        "sandbox-outputPage",
+        json!({"sandboxId": id, "outputId": output_id, "stream": "stdout",
+            "offset": out["more"]["stdout"]["shown"]}),
+    )
+    .await;
+    assert!(!failed, "{page}");
+    let (failed, _) = call(
+        "sandbox-writeFile",
+        json!({"sandboxId": id, "path": "/tmp/m.txt", "content": "through b"}),
+    )
+    .await;
+    assert!(!failed);
+    let (failed, read) = call(
+        "sandbox-readFile",
+        json!({"sandboxId": id, "path": "/tmp/m.txt"}),
+    )
+    .await;
+    assert!(!failed, "{read}");
+    assert_eq!(read["content"], "through b", "{read}");
+
+    // B served none of these itself; every one reached A's agent.
+    assert_eq!(b.served().await, (0, 0));
+    assert!(b.metric(FORWARDED).await >= before + 12);
+    client.cancel().await.unwrap();
+}
+
 /// When the replica holding the agent dies, the other serves what it can: commands
 /// through the engine at once, and 503 for what needs the agent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// Body of `sandbox.contextCreate`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextCreateRequest {
     pub sandbox_id: String,
@@ -14,7 +14,7 @@ pub struct ContextCreateRequest {
 }
 
 /// Body of `sandbox.contextRun`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextRunRequest {
     pub sandbox_id: String,
@@ -28,7 +28,7 @@ pub struct ContextRunRequest {
 }
 
 /// Body of `sandbox.contextRemove`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextIdBody {
     pub sandbox_id: String,

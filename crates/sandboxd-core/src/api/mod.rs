@@ -5,6 +5,7 @@ mod access;
 mod contexts;
 mod file_json;
 mod pages;
+pub mod procedures;
 mod processes;
 mod requests;
 mod responses;

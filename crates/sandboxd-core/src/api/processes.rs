@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::Encoding;
 
 /// Body of `sandbox.processStart`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessStartRequest {
     pub sandbox_id: String,
@@ -25,7 +25,9 @@ pub struct ProcessStartRequest {
 }
 
 /// Query of `sandbox.processList`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Default, Deserialize, Serialize, ToSchema, IntoParams, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ProcessListQuery {
@@ -33,7 +35,7 @@ pub struct ProcessListQuery {
 }
 
 /// Body of `sandbox.processWait`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessWaitRequest {
     pub sandbox_id: String,
@@ -44,7 +46,7 @@ pub struct ProcessWaitRequest {
 }
 
 /// Body of `sandbox.processSignal`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessSignalRequest {
     pub sandbox_id: String,
@@ -55,7 +57,7 @@ pub struct ProcessSignalRequest {
 }
 
 /// Body of `sandbox.processWrite`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessWriteRequest {
     pub sandbox_id: String,
@@ -91,7 +93,9 @@ pub enum StreamName {
 }
 
 /// Query of `sandbox.processOutput`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Default, Deserialize, Serialize, ToSchema, IntoParams, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ProcessOutputQuery {

@@ -87,7 +87,7 @@ pub struct CreateSandboxRequest {
 }
 
 /// Body of `sandbox.exec`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecRequest {
     pub sandbox_id: String,
@@ -105,7 +105,7 @@ pub struct ExecRequest {
 }
 
 /// Body of `sandbox.writeFile`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WriteFileRequest {
     pub sandbox_id: String,
@@ -122,7 +122,9 @@ pub struct WriteFileRequest {
 }
 
 /// Query of `sandbox.readFile`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Default, Deserialize, serde::Serialize, ToSchema, IntoParams, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ReadFileQuery {
@@ -180,7 +182,9 @@ pub struct DownloadQuery {
 }
 
 /// Query of `sandbox.listFiles`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Default, Deserialize, serde::Serialize, ToSchema, IntoParams, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ListFilesQuery {

@@ -76,7 +76,7 @@ impl SandboxView {
 }
 
 /// Result of `sandbox.exec`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecResult {
     /// Up to 1 MiB of standard output.
@@ -103,7 +103,7 @@ pub struct WriteFileResult {
 }
 
 /// Result of `sandbox.readFile`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadFileResult {
     pub path: String,
@@ -210,14 +210,14 @@ impl ProjectView {
 
 /// Every error response: a stable code (as the reference API's), a message, and for
 /// validation errors the issues found.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
     /// `BAD_REQUEST`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `CONFLICT`,
     /// `PRECONDITION_FAILED`, `PAYLOAD_TOO_LARGE`, `INTERNAL_SERVER_ERROR` or `SERVICE_UNAVAILABLE`.
     pub code: String,
     pub message: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub issues: Vec<Issue>,
 }
 

@@ -89,7 +89,7 @@ pub(super) async fn forward(
             if let Some(key) = key.as_deref().and_then(|k| HeaderValue::from_str(k).ok()) {
                 upstream.headers_mut().insert("x-api-key", key);
             }
-            let mark = super::mark_for(state, me, "GET", target, super::signed::STREAMED);
+            let mark = super::mark_for(&state.service, me, "GET", target, super::signed::STREAMED);
             if let Ok(mark) = HeaderValue::from_str(&mark) {
                 upstream.headers_mut().insert(FORWARDED, mark);
             }

@@ -1,5 +1,7 @@
 //! The tools of one MCP session: each validates with the REST request type, calls the
 //! same service method as the REST handler, and returns its result or its error body.
+//! A tool whose procedure is forwarded (the procedure table says) is passed to the
+//! replica holding the sandbox's agent when another one does, as REST requests are.
 
 use sandboxd_core::access::SandboxNeed;
 use std::sync::Arc;
@@ -10,10 +12,12 @@ use rmcp::handler::server::tool::Extension;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
 use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
+use sandboxd_core::api::procedures;
 use sandboxd_core::api::*;
 use sandboxd_core::model::Principal;
 use sandboxd_core::{paging, validate};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::held::{HeldOutputs, Owner};
 use crate::error::ApiError;
@@ -38,8 +42,20 @@ fn ok(value: &impl Serialize) -> ToolResult {
 
 fn failed(error: impl Into<ApiError>) -> ToolResult {
     let (_, body) = error.into().status_and_body();
+    failed_with(&body)
+}
+
+/// The tool's answer as another replica gave it.
+fn relayed<T: Serialize>(answer: Result<T, ErrorBody>) -> ToolResult {
+    match answer {
+        Ok(value) => ok(&value),
+        Err(body) => failed_with(&body),
+    }
+}
+
+fn failed_with(body: &ErrorBody) -> ToolResult {
     Ok(CallToolResult::error(vec![ContentBlock::text(
-        serde_json::to_string(&body).unwrap_or_default(),
+        serde_json::to_string(body).unwrap_or_default(),
     )]))
 }
 
@@ -59,6 +75,28 @@ fn caller(parts: &Parts) -> Result<Principal, ErrorData> {
         .ok_or_else(|| ErrorData::invalid_request("unauthenticated", None))
 }
 
+/// Returns the holder's answer when another replica holds the sandbox's agent.
+macro_rules! held_elsewhere {
+    ($self:ident, $parts:ident, $tool:literal, $req:ident) => {
+        if let Some(answer) = $self
+            .through_holder::<serde_json::Value>(&$parts, $tool, &$req.sandbox_id, &$req)
+            .await
+        {
+            return relayed(answer);
+        }
+    };
+}
+
+/// The holder's value, or its error as the tool's answer.
+macro_rules! relay {
+    ($answer:expr) => {
+        match $answer {
+            Ok(value) => value,
+            Err(body) => return failed_with(&body),
+        }
+    };
+}
+
 macro_rules! attempt {
     ($result:expr) => {
         match $result {
@@ -66,6 +104,28 @@ macro_rules! attempt {
             Err(error) => return failed(error),
         }
     };
+}
+
+impl SandboxTools {
+    /// The answer of the replica holding `sandbox_id`'s agent to the procedure of `tool`,
+    /// when another replica holds it; `None`: served here.
+    async fn through_holder<T: DeserializeOwned>(
+        &self,
+        parts: &Parts,
+        tool: &str,
+        sandbox_id: &str,
+        arguments: &impl Serialize,
+    ) -> Option<Result<T, ErrorBody>> {
+        let procedure = procedures::of_tool(tool)?;
+        crate::forward::through_holder(
+            &self.service,
+            &parts.headers,
+            procedure,
+            sandbox_id,
+            arguments,
+        )
+        .await
+    }
 }
 
 #[tool_router]
@@ -103,9 +163,17 @@ impl SandboxTools {
         Parameters(req): Parameters<ExecRequest>,
     ) -> ToolResult {
         let who = caller(&parts)?;
-        let command = attempt!(validate::exec(req));
-        let owner = owner(&who, &command.sandbox_id);
-        let mut result = attempt!(self.service.exec(&who, command).await);
+        let owner = owner(&who, &req.sandbox_id);
+        let mut result = match self
+            .through_holder::<ExecResult>(&parts, "sandbox-exec", &req.sandbox_id, &req)
+            .await
+        {
+            Some(answer) => relay!(answer),
+            None => {
+                let command = attempt!(validate::exec(req));
+                attempt!(self.service.exec(&who, command).await)
+            }
+        };
         let more = attempt!(
             self.held
                 .hold_long(
@@ -130,6 +198,7 @@ impl SandboxTools {
         Parameters(req): Parameters<WriteFileRequest>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-writeFile", req);
         let command = attempt!(validate::write_file(req));
         ok(&attempt!(self.service.write_file(&who, command).await))
     }
@@ -144,9 +213,17 @@ impl SandboxTools {
         Parameters(req): Parameters<ReadFileQuery>,
     ) -> ToolResult {
         let who = caller(&parts)?;
-        let command = attempt!(validate::read_file(req));
-        let owner = owner(&who, &command.sandbox_id);
-        let mut result = attempt!(self.service.read_file(&who, command).await);
+        let owner = owner(&who, &req.sandbox_id);
+        let mut result = match self
+            .through_holder::<ReadFileResult>(&parts, "sandbox-readFile", &req.sandbox_id, &req)
+            .await
+        {
+            Some(answer) => relay!(answer),
+            None => {
+                let command = attempt!(validate::read_file(req));
+                attempt!(self.service.read_file(&who, command).await)
+            }
+        };
         let more = attempt!(
             self.held
                 .hold_long(owner, &mut [(HeldStream::Content, &mut result.content)])
@@ -165,6 +242,7 @@ impl SandboxTools {
         Parameters(req): Parameters<ListFilesQuery>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-listFiles", req);
         let command = attempt!(validate::list_files(req));
         ok(&attempt!(self.service.list_files(&who, command).await))
     }
@@ -273,6 +351,7 @@ impl SandboxTools {
         Parameters(req): Parameters<ProcessStartRequest>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-processStart", req);
         let start = attempt!(validate::process_start(req));
         ok(&attempt!(self.service.start_process(&who, start).await))
     }
@@ -287,6 +366,7 @@ impl SandboxTools {
         Parameters(req): Parameters<ProcessListQuery>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-processList", req);
         ok(&attempt!(
             self.service.list_processes(&who, &req.sandbox_id).await
         ))
@@ -302,6 +382,7 @@ impl SandboxTools {
         Parameters(req): Parameters<ProcessOutputQuery>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-processOutput", req);
         let id = attempt!(validate::process_id(&req.process_id));
         ok(&attempt!(
             self.service
@@ -327,6 +408,7 @@ impl SandboxTools {
         Parameters(req): Parameters<ProcessWaitRequest>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-processWait", req);
         let id = attempt!(validate::process_id(&req.process_id));
         let wait =
             std::time::Duration::from_millis(attempt!(validate::process_wait_ms(req.timeout_ms)));
@@ -347,6 +429,7 @@ impl SandboxTools {
         Parameters(req): Parameters<ProcessSignalRequest>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-processSignal", req);
         let id = attempt!(validate::process_id(&req.process_id));
         let signal = attempt!(validate::signal_number(req.signal.as_deref()));
         ok(&attempt!(
@@ -366,6 +449,7 @@ impl SandboxTools {
         Parameters(req): Parameters<ProcessWriteRequest>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-processWrite", req);
         let id = attempt!(validate::process_id(&req.process_id));
         let data = attempt!(validate::process_data(req.data, req.encoding));
         let written = attempt!(
@@ -386,6 +470,7 @@ impl SandboxTools {
         Parameters(req): Parameters<ContextCreateRequest>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-contextCreate", req);
         ok(&attempt!(
             self.service
                 .create_context(&who, &req.sandbox_id, req.language.as_deref())
@@ -403,6 +488,7 @@ impl SandboxTools {
         Parameters(req): Parameters<ContextRunRequest>,
     ) -> ToolResult {
         let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-contextRun", req);
         ok(&attempt!(
             self.service
                 .run_in_context(
@@ -414,6 +500,39 @@ impl SandboxTools {
                 )
                 .await
         ))
+    }
+
+    #[tool(
+        name = "sandbox-contextRemove",
+        description = "End an interpreter context from sandbox-contextCreate: its interpreter stops and its state is gone."
+    )]
+    async fn context_remove(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ContextIdBody>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        held_elsewhere!(self, parts, "sandbox-contextRemove", req);
+        attempt!(
+            self.service
+                .remove_context(&who, &req.sandbox_id, &req.context_id)
+                .await
+        );
+        ok(&true)
+    }
+
+    #[tool(
+        name = "project-all",
+        description = "Your projects with their environments. sandbox-create needs an environmentId from here."
+    )]
+    async fn projects(&self, Extension(parts): Extension<Parts>) -> ToolResult {
+        let who = caller(&parts)?;
+        let projects = attempt!(self.service.projects(&who).await);
+        let views: Vec<ProjectView> = projects
+            .iter()
+            .map(|(project, envs)| crate::routes::projects::project_view(project, envs))
+            .collect();
+        ok(&views)
     }
 
     #[tool(
@@ -460,5 +579,32 @@ impl ServerHandler for SandboxTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_instructions(sandboxd_core::api::MCP_INSTRUCTIONS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use procedures::{PROCEDURES, Tool};
+
+    /// Tools of MCP's own, with no REST procedure: long output read page by page.
+    const MCP_ONLY: [&str; 1] = ["sandbox-outputPage"];
+
+    #[test]
+    fn the_tools_are_those_of_the_procedure_table() {
+        let tools: std::collections::BTreeSet<String> = SandboxTools::tool_router()
+            .list_all()
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect();
+        let table: std::collections::BTreeSet<String> = PROCEDURES
+            .iter()
+            .filter_map(|p| match p.tool {
+                Tool::Named(name) => Some(name.to_owned()),
+                Tool::Without(_) => None,
+            })
+            .chain(MCP_ONLY.map(String::from))
+            .collect();
+        assert_eq!(tools, table);
     }
 }

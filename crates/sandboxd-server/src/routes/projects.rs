@@ -20,7 +20,7 @@ fn env_view(env: &Environment) -> EnvironmentView {
     EnvironmentView::from_environment(env, rfc3339)
 }
 
-fn project_view(project: &Project, envs: &[Environment]) -> ProjectView {
+pub(crate) fn project_view(project: &Project, envs: &[Environment]) -> ProjectView {
     ProjectView::from_project(project, envs.iter().map(env_view).collect(), rfc3339)
 }
 

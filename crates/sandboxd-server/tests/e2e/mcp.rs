@@ -52,7 +52,9 @@ async fn tools_over_streamable_http() {
     assert_eq!(
         names,
         [
+            "project-all",
             "sandbox-contextCreate",
+            "sandbox-contextRemove",
             "sandbox-contextRun",
             "sandbox-create",
             "sandbox-exec",
@@ -76,6 +78,16 @@ async fn tools_over_streamable_http() {
         ]
     );
 
+    // The environment to create in, as an agent finds it.
+    let (failed, projects) = call(&client, "project-all", json!({})).await;
+    assert!(!failed, "{projects}");
+    let environments = projects[0]["environments"].as_array().unwrap();
+    assert!(
+        environments
+            .iter()
+            .any(|e| e["environmentId"] == json!(server.env_id)),
+        "{projects}"
+    );
     let (failed, sandbox) = call(
         &client,
         "sandbox-create",
