@@ -6,10 +6,16 @@
 # replica tests run on, and installs the headless Chromium of the dashboard's tests
 # (scripts/browser.sh).
 # Then the Python clients: the MCP SDK, the sandboxd Python SDK, the fuzz pass.
+# The second engine and the private PostgreSQL are stopped when the suite ends, passed or
+# failed; SANDBOXD_TEST_KEEP=1 keeps them running for the next run (which then starts at
+# once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docker info >/dev/null 2>&1 || { echo "the test suite needs a running Docker engine" >&2; exit 1; }
 bash scripts/build-local-images.sh
+if [ "${SANDBOXD_TEST_KEEP:-0}" != 1 ]; then
+  trap 'bash scripts/postgres.sh stop >/dev/null 2>&1 || true; bash scripts/remote-engine.sh down >/dev/null 2>&1 || true' EXIT
+fi
 bash scripts/remote-engine.sh up >/dev/null
 eval "$(bash scripts/postgres.sh start)"
 bash scripts/browser.sh

@@ -1,4 +1,6 @@
-//! The one place where failures become HTTP statuses and stable error codes.
+//! The one place where failures become HTTP statuses and stable error codes. Nothing is
+//! logged here: a failed response carries its [`Failure`], which the request log
+//! (`request_log.rs`) writes once, at the edge, at the failure's level.
 
 use axum::Json;
 use axum::http::header::RETRY_AFTER;
@@ -6,7 +8,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sandboxd_core::api::ErrorBody;
 use sandboxd_core::error::{Issue, chain};
-use tracing::{error, warn};
+use tracing::Level;
 
 use crate::service::ServiceError;
 
@@ -140,16 +142,36 @@ impl ApiError {
     }
 }
 
+/// What the log says of a failed request: how loud, and the whole cause (which the
+/// client never sees for an internal fault).
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub level: Level,
+    pub cause: String,
+}
+
 impl ApiError {
-    /// The status and the body a client sees; internal faults are logged here, once.
+    /// How loud a failure is: a fault of sandboxd's is an error; an outage it expects
+    /// (an engine, a server, a replica, the store away: 503) and an engine's refusal,
+    /// whose reason the client never sees, are warnings; a refusal of the caller's
+    /// request is information.
+    pub fn failure(&self) -> Failure {
+        let (status, ..) = self.parts();
+        let level = match self {
+            _ if status == StatusCode::SERVICE_UNAVAILABLE => Level::WARN,
+            _ if status.is_server_error() => Level::ERROR,
+            Self::Service(ServiceError::EngineRefused(_)) => Level::WARN,
+            _ => Level::INFO,
+        };
+        Failure {
+            level,
+            cause: chain(self),
+        }
+    }
+
+    /// The status and the body a client sees.
     pub fn status_and_body(&self) -> (StatusCode, ErrorBody) {
         let (status, code, message, issues) = self.parts();
-        if status.is_server_error() {
-            error!(error = %chain(self), "request failed");
-        } else if let Self::Service(ServiceError::EngineRefused(_)) = self {
-            // The client saw what was refused; the engine's reason is logged here.
-            warn!(error = %chain(self), "the engine refused a request");
-        }
         let body = ErrorBody {
             code: code.into(),
             message,
@@ -163,6 +185,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, body) = self.status_and_body();
         let mut response = (status, Json(body)).into_response();
+        response.extensions_mut().insert(self.failure());
         if let Self::RateLimited(wait) = self {
             // Whole seconds, rounded up: a client that waits this long gets through.
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);

@@ -15,6 +15,7 @@ mod metrics;
 mod openapi;
 mod panic;
 mod rate_limit;
+mod request_log;
 mod routes;
 pub mod time;
 
@@ -460,6 +461,7 @@ pub fn app(state: AppState) -> Router {
         ))
         .route_layer(axum::middleware::from_fn(metrics::record))
         .layer(DefaultBodyLimit::max(body_limit::MAX_FILE_BODY_BYTES))
+        .layer(axum::middleware::from_fn(request_log::log))
         .with_state(state)
 }
 

@@ -1,5 +1,5 @@
-//! A request handler that panics answers 500 with the API's error body and the panic is
-//! logged once; the client gets a response, not a dropped connection.
+//! A request handler that panics answers 500 with the API's error body, and the panic's
+//! message goes to the request log; the client gets a response, not a dropped connection.
 
 use std::any::Any;
 
@@ -7,7 +7,9 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use sandboxd_core::api::ErrorBody;
-use tracing::error;
+use tracing::Level;
+
+use crate::error::Failure;
 
 /// The response for a panic caught in a handler (`CatchPanicLayer::custom`).
 pub fn respond(panic: Box<dyn Any + Send + 'static>) -> Response {
@@ -16,13 +18,17 @@ pub fn respond(panic: Box<dyn Any + Send + 'static>) -> Response {
         .map(String::as_str)
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("a panic without a message");
-    error!(panic = %message, "a request handler panicked");
     let body = ErrorBody {
         code: "INTERNAL_SERVER_ERROR".into(),
         message: "internal error".into(),
         issues: vec![],
     };
-    (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response()
+    let mut response = (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response();
+    response.extensions_mut().insert(Failure {
+        level: Level::ERROR,
+        cause: format!("a request handler panicked: {message}"),
+    });
+    response
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ const WORKDIR_MODE: u32 = 0o755;
 
 impl Service {
     /// Creates and starts a sandbox for `caller`.
+    #[tracing::instrument(skip_all, fields(environment_id = %cmd.environment_id))]
     pub async fn create(
         &self,
         caller: &Principal,

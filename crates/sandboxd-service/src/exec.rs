@@ -20,6 +20,7 @@ use sandboxd_agent_host::AgentExec;
 
 impl Service {
     /// Runs a command in a running sandbox of the caller's.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
     pub async fn exec(
         &self,
         caller: &Principal,
@@ -30,6 +31,7 @@ impl Service {
 
     /// Runs a command, sending its output to `stream` as it arrives when given. Dropping
     /// the returned future kills the command.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
     pub async fn exec_streaming(
         &self,
         caller: &Principal,

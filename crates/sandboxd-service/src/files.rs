@@ -16,6 +16,7 @@ const DEFAULT_FILE_MODE: u32 = 0o644;
 
 impl Service {
     /// Writes a file (parents created) owned by the sandbox user.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
     pub async fn write_file(
         &self,
         caller: &Principal,
@@ -52,6 +53,7 @@ impl Service {
     }
 
     /// Reads a regular file of at most 10 MiB.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
     pub async fn read_file(
         &self,
         caller: &Principal,
@@ -71,6 +73,7 @@ impl Service {
     }
 
     /// Lists a directory: GNU find with metadata, or names only where find has no `-printf`.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
     pub async fn list_files(
         &self,
         caller: &Principal,

@@ -57,6 +57,7 @@ impl Service {
     }
 
     /// Changes the idle timeout of a running sandbox and extends it from now.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn set_timeout(
         &self,
         caller: &Principal,
@@ -97,6 +98,7 @@ impl Service {
     }
 
     /// Kills a sandbox of the caller's.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn kill_for(
         &self,
         caller: &Principal,
@@ -163,6 +165,7 @@ impl Service {
     }
 
     /// Kills a sandbox if needed and deletes its row.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn remove_for(
         &self,
         caller: &Principal,

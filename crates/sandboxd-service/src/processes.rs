@@ -91,6 +91,7 @@ impl Service {
     }
 
     /// Starts a background process and returns its handle at once.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %start.command.sandbox_id))]
     pub async fn start_process(
         &self,
         caller: &Principal,
@@ -116,6 +117,7 @@ impl Service {
     }
 
     /// The background processes of a sandbox, oldest first.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn list_processes(
         &self,
         caller: &Principal,
@@ -137,6 +139,7 @@ impl Service {
     }
 
     /// Waits up to `timeout` for a process to end.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn wait_process(
         &self,
         caller: &Principal,
@@ -155,6 +158,7 @@ impl Service {
     }
 
     /// Signals a process's group.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn signal_process(
         &self,
         caller: &Principal,
@@ -171,6 +175,7 @@ impl Service {
     }
 
     /// Writes to a process's standard input.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn write_process(
         &self,
         caller: &Principal,
@@ -187,6 +192,7 @@ impl Service {
     }
 
     /// Reads a process's output from `offset`.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn read_process(
         &self,
         caller: &Principal,

@@ -10,6 +10,7 @@ use sandboxd_agent_host::{PtySession, PtySpec};
 impl Service {
     /// Opens a terminal in a running sandbox of the caller's. `cmd` runs through `sh -c`;
     /// without it, `sh` itself is the session. Needs the sandbox's agent.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn open_terminal(
         &self,
         caller: &Principal,

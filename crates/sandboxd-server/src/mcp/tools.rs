@@ -40,8 +40,12 @@ fn ok(value: &impl Serialize) -> ToolResult {
     )]))
 }
 
+/// A tool's failure: its REST error body, and a line in the request log as a REST
+/// request's failure would have (the MCP request itself answers 200).
 fn failed(error: impl Into<ApiError>) -> ToolResult {
-    let (_, body) = error.into().status_and_body();
+    let error = error.into();
+    let (status, body) = error.status_and_body();
+    crate::request_log::failed(&error.failure(), "MCP", "tool", status.as_u16(), 0);
     failed_with(&body)
 }
 

@@ -60,6 +60,7 @@ fn run_timeout(value: Option<u64>) -> Result<Duration, Invalid> {
 
 impl Service {
     /// Starts a Python context in a running sandbox of the caller's.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn create_context(
         &self,
         caller: &Principal,
@@ -97,6 +98,7 @@ impl Service {
     }
 
     /// Runs code in a context; its globals persist between runs.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn run_in_context(
         &self,
         caller: &Principal,
@@ -163,6 +165,7 @@ impl Service {
     }
 
     /// Ends a context.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn remove_context(
         &self,
         caller: &Principal,

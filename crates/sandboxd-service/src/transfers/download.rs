@@ -23,6 +23,7 @@ use std::time::Duration;
 impl Service {
     /// Streams a file's bytes (raw) or a directory's tar out of the sandbox; `None` as
     /// the format picks by what `path` is.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn download(
         &self,
         caller: &Principal,

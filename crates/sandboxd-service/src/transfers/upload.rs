@@ -27,6 +27,7 @@ use std::time::Duration;
 impl Service {
     /// Streams `body` into the sandbox (see the module's text); `length` is the body's
     /// length when the client sent it (required for a raw file).
+    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
     pub async fn upload(
         &self,
         caller: &Principal,
