@@ -60,7 +60,8 @@ pub struct CreateSandboxRequest {
     pub template: Option<String>,
     /// Custom image, run as the image's default user.
     pub image: Option<String>,
-    /// Docker host to run on; only the local engine (`null`) exists so far.
+    /// The remote server to run on (`server.all` lists them); `null`: the local engine,
+    /// or where the most room is when the server places sandboxes.
     pub server_id: Option<String>,
     /// CPUs, 0.1–64 (default 1).
     #[schema(minimum = 0.1, maximum = 64)]

@@ -1,5 +1,6 @@
-//! The API over HTTP for the client commands: one call per procedure, the server's error
-//! turned into a message a person can act on and an exit code a script can test.
+//! The API over HTTP for the client commands: a GET or a POST of any procedure by name,
+//! answered as untyped JSON, the server's error turned into a message a person can act on
+//! and an exit code a script can test.
 
 use std::process::ExitCode;
 
