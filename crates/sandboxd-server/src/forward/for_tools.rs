@@ -82,15 +82,32 @@ pub async fn through_holder<T: DeserializeOwned>(
     }
 }
 
+/// The most of a holder's answer read: the largest a procedure can answer (a 10 MiB
+/// file as JSON text, every byte escaped) with room to spare. A peer that sends more is
+/// treated as gone.
+const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+
 async fn read<T: DeserializeOwned>(answer: reqwest::Response) -> HolderAnswer<T> {
     let status = answer.status();
-    let Ok(bytes) = answer.bytes().await else {
+    let Some(bytes) = capped(answer, MAX_ANSWER_BYTES).await else {
         return Err(holder_gone());
     };
     if status.is_success() {
         return serde_json::from_slice(&bytes).map_err(|_| holder_gone());
     }
     Err(error_body(&bytes).unwrap_or_else(holder_gone))
+}
+
+/// The answer's body, or `None` when it fails or runs past `cap` bytes.
+async fn capped(mut answer: reqwest::Response, cap: usize) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = answer.chunk().await.ok()? {
+        if bytes.len() + chunk.len() > cap {
+            return None;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Some(bytes)
 }
 
 /// The holder's error body, when it wrote one.
@@ -120,5 +137,17 @@ mod tests {
         );
         assert!(error_body(b"<html>bad gateway</html>").is_none());
         assert!(error_body(br#"{"code":1}"#).is_none());
+    }
+
+    #[tokio::test]
+    async fn an_answer_past_the_cap_is_not_read_on() {
+        let answer = |body: &'static str| reqwest::Response::from(axum::http::Response::new(body));
+        assert_eq!(
+            capped(answer("0123456789"), 10).await.as_deref(),
+            Some(&b"0123456789"[..])
+        );
+        assert_eq!(capped(answer("0123456789x"), 10).await, None);
+        let read: HolderAnswer<serde_json::Value> = read(answer("[1, 2, 3]")).await;
+        assert_eq!(read.ok(), Some(serde_json::json!([1, 2, 3])));
     }
 }
