@@ -3,6 +3,7 @@
 //! agent sends is untrusted: frames are bounded, messages parsed strictly, waits timed.
 #![forbid(unsafe_code)]
 
+mod channel;
 mod conn;
 mod hub;
 mod ops;
@@ -12,6 +13,6 @@ mod transfer;
 
 pub use conn::{AgentConn, AgentError, ByteStream};
 pub use hub::AgentHub;
-pub use ops::{AgentExec, FileOpError, PtyEvent, PtySession, PtySpec};
+pub use ops::{FileOpError, PtySession};
 pub use static_elf::is_static_elf;
 pub use transfer::{AgentDownload, TransferError, Upload, UploadShape};

@@ -14,7 +14,7 @@ use sandboxd_agent_protocol::{
 };
 use sandboxd_core::exec_kill::MARKER_ENV;
 use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
-use sandboxd_ports::{ExecOutcome, OutputStream, OutputTx};
+use sandboxd_ports::{ExecOutcome, ExecSpec, OutputStream, TerminalEvent, TerminalSpec};
 
 use super::conn::{AgentConn, AgentError, Channel};
 
@@ -108,22 +108,11 @@ fn marker() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// What an exec over the agent needs.
-#[derive(Debug, Clone)]
-pub struct AgentExec {
-    pub argv: Vec<String>,
-    pub cwd: Option<String>,
-    pub env: Vec<(String, String)>,
-    pub timeout: Duration,
-    pub max_output: usize,
-    /// Every chunk is also sent here as it arrives (uncapped), when given.
-    pub stream: Option<OutputTx>,
-}
-
-/// The outcome of an exec, or `Err(KillFailed)`-like `Ok(None)` when the command timed
-/// out and did not end after the kill: the caller then restarts the container.
 impl AgentConn {
-    pub async fn exec(&self, spec: AgentExec) -> Result<(ExecOutcome, bool), AgentError> {
+    /// Runs a command as the sandbox user (`spec.user` is the engine's and ignored).
+    /// The outcome, and whether the command ended: `false` when it timed out and did
+    /// not end after the kill (the caller then restarts the container).
+    pub async fn exec(&self, spec: ExecSpec) -> Result<(ExecOutcome, bool), AgentError> {
         let request = Request::Exec {
             argv: spec.argv,
             cwd: spec.cwd,
@@ -330,23 +319,6 @@ fn slice_allowed(slice: &OutputSlice, offset: u64, max: u64) -> bool {
         && (slice.start >= offset || slice.start == slice.end)
 }
 
-/// A terminal session to open.
-#[derive(Debug, Clone)]
-pub struct PtySpec {
-    pub argv: Vec<String>,
-    pub cwd: Option<String>,
-    pub env: Vec<(String, String)>,
-    pub cols: u16,
-    pub rows: u16,
-}
-
-/// What a terminal session yields.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PtyEvent {
-    Output(Vec<u8>),
-    Exit(i64),
-}
-
 /// A running terminal session. Dropping it before the command ended kills the command.
 #[derive(Debug)]
 pub struct PtySession {
@@ -359,7 +331,7 @@ const INPUT_CHUNK: usize = 64 * 1024;
 
 impl AgentConn {
     /// Opens a terminal session running `spec.argv`.
-    pub async fn pty(&self, spec: PtySpec) -> Result<PtySession, AgentError> {
+    pub async fn pty(&self, spec: TerminalSpec) -> Result<PtySession, AgentError> {
         let request = Request::Pty {
             argv: spec.argv,
             cwd: spec.cwd,
@@ -391,16 +363,16 @@ impl PtySession {
     }
 
     /// The next output, or the exit code once the command ended.
-    pub async fn next(&mut self) -> Result<PtyEvent, AgentError> {
+    pub async fn next(&mut self) -> Result<TerminalEvent, AgentError> {
         let frame = self.channel.recv().await?;
         match frame.kind {
-            Kind::Stdout | Kind::Stderr => Ok(PtyEvent::Output(frame.payload)),
+            Kind::Stdout | Kind::Stderr => Ok(TerminalEvent::Output(frame.payload)),
             Kind::Exit => {
                 self.guard.disarm();
                 let exit: Exit = frame
                     .parse()
                     .map_err(|e| AgentError::Protocol(e.to_string()))?;
-                Ok(PtyEvent::Exit(match (exit.code, exit.signal) {
+                Ok(TerminalEvent::Exit(match (exit.code, exit.signal) {
                     (Some(code), _) => i64::from(code),
                     (None, Some(signal)) => 128 + i64::from(signal),
                     (None, None) => 1,

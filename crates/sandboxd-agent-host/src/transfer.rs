@@ -23,14 +23,7 @@ use super::ops::{Deadline, FileOpError, parse, unexpected};
 /// Content goes to the agent in frames of this size at most.
 const CHUNK: usize = 256 * 1024;
 
-/// What an upload writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UploadShape {
-    /// One file of `size` bytes with `mode`, renamed into place once whole.
-    File { size: u64, mode: u32 },
-    /// A tar unpacked under the directory.
-    Tree,
-}
+pub use sandboxd_ports::UploadShape;
 
 /// How a transfer over the agent failed.
 #[derive(Debug)]

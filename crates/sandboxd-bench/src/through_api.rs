@@ -82,10 +82,11 @@ impl Api {
             .agents()
             .connection(id)
             .context("agent not connected")?;
-        let spec = sandboxd_server::agent::AgentExec {
+        let spec = sandboxd_docker::ExecSpec {
             argv: vec!["true".into()],
             cwd: None,
             env: Vec::new(),
+            user: None,
             timeout: Duration::from_secs(10),
             max_output: 1024,
             stream: None,

@@ -92,7 +92,7 @@ impl DockerEngine {
         spec: ExecSpec,
     ) -> Result<ExecOutcome, EngineError> {
         let marker = random_marker();
-        let mut env = spec.env.clone();
+        let mut env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         env.push(exec_kill::marker_entry(&marker));
         // The container's environment holds the agent key: commands never see it.
         env.push(format!("{AGENT_KEY_VAR}="));

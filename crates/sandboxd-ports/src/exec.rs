@@ -19,9 +19,10 @@ pub struct ExecSpec {
     /// The argv; no shell unless the caller puts one there.
     pub argv: Vec<String>,
     pub cwd: Option<String>,
-    /// `NAME=value` entries added to the container's environment.
-    pub env: Vec<String>,
-    /// Run as this user instead of the container's.
+    /// Variables added to the container's environment, as name and value.
+    pub env: Vec<(String, String)>,
+    /// Run as this user instead of the container's (the engine's exec; the agent runs
+    /// everything as the sandbox user).
     pub user: Option<String>,
     pub timeout: Duration,
     /// Each stream is kept up to this many bytes; the rest is drained and dropped.

@@ -1,15 +1,23 @@
 //! The values that cross between the service and what it drives (an engine, the agent):
 //! what a command is and did, what an engine reports, and why an engine operation
-//! failed, and the [`Engine`] port itself: the service drives any engine through it.
-//! Defined here, so that neither side depends on the other's crate.
+//! failed; the [`Engine`] port (the service drives any engine through it), the
+//! [`SandboxChannel`] port (the way into one running sandbox: its agent or the engine)
+//! and the [`Connector`] port (remote servers). Defined here, so that neither side
+//! depends on the other's crate.
 #![forbid(unsafe_code)]
 
+mod channel;
 mod engine;
 mod errors;
 mod events;
 mod exec;
 mod remote;
 
+pub use channel::{
+    AgentChannels, ChannelError, Download, OutputSlice, ProcessInfo, ProcessSpec, ProcessStream,
+    Refusal, RefusalKind, SandboxChannel, Terminal, TerminalEvent, TerminalSpec, UploadShape,
+    UploadSink, Via,
+};
 pub use engine::{Chunks, Deaths, Engine, HostResources, UsageSample};
 pub use errors::{EngineError, ReadFileError};
 pub use events::ContainerDeath;

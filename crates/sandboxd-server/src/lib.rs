@@ -283,6 +283,7 @@ impl Server {
                 max_transfer_bytes: Some(config.max_transfer_bytes),
                 server_registration: config.server_registration,
                 lease_grace: Some(config.lease_grace),
+                agent_channels: None,
             },
         );
         Ok(Self {

@@ -310,14 +310,8 @@ impl Service {
     /// The `uid:gid` the container runs as, read inside it.
     async fn resolve_user(&self, engine: &Arc<dyn Engine>, container_id: &str) -> Option<String> {
         let spec = |flag: &str| internal_exec(vec!["id".into(), flag.into()], 64);
-        let uid = self
-            .engine_exec(engine, container_id, spec("-u"))
-            .await
-            .ok()?;
-        let gid = self
-            .engine_exec(engine, container_id, spec("-g"))
-            .await
-            .ok()?;
+        let uid = engine.exec(container_id, spec("-u")).await.ok()?;
+        let gid = engine.exec(container_id, spec("-g")).await.ok()?;
         if uid.exit_code != 0 || gid.exit_code != 0 {
             return None;
         }
@@ -343,7 +337,7 @@ impl Service {
         let Some((parent, name)) = paths::split_file(workdir) else {
             return Ok(());
         };
-        if let Some(agent) = self.agents().connection(sandbox_id)
+        if let Some(agent) = self.agent_channel(sandbox_id)
             && agent.make_dir(workdir, WORKDIR_MODE).await.is_ok()
         {
             return Ok(());
@@ -363,7 +357,7 @@ impl Service {
                     user: Some("0".into()),
                     ..internal_exec(argv, 4096)
                 };
-                self.engine_exec(engine, container_id, mkdir).await?;
+                engine.exec(container_id, mkdir).await?;
                 engine.put_dir(container_id, parent, name, owner).await
             }
             other => other,

@@ -32,10 +32,11 @@ pub enum ServiceError {
     /// Something the operation needs is not there (the agent, for what only it does).
     #[error("{0}")]
     Unavailable(String),
-    /// The sandbox's agent failed the operation: it went away, did not answer in time or
-    /// broke the protocol, or its consumer stalled. Retrying is safe.
-    #[error(transparent)]
-    Agent(#[from] sandboxd_agent_host::AgentError),
+    /// The sandbox's channel (its agent) failed the operation after the request left: it
+    /// went away, did not answer in time or broke the protocol, or its consumer
+    /// stalled. Retrying is safe.
+    #[error("{0}")]
+    Agent(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The engine refused what the request asked (an image it could not pull, a
     /// container it would not create). The client is told what, never the engine's own
     /// text (which can describe the operator's network); the cause goes to the log.

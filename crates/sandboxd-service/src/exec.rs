@@ -11,12 +11,11 @@ use sandboxd_core::limits::MAX_EXEC_OUTPUT_BYTES;
 use sandboxd_core::model::{Principal, SandboxStatus};
 use sandboxd_core::oom;
 use sandboxd_core::validate::ExecCommand;
-use sandboxd_ports::OutputTx;
+use sandboxd_ports::{ExecSpec, OutputTx};
 use tracing::{info, warn};
 
 use super::executor::Executor;
 use super::{Resource, Service, ServiceError, now_ms};
-use sandboxd_agent_host::AgentExec;
 
 impl Service {
     /// Runs a command in a running sandbox of the caller's.
@@ -46,10 +45,11 @@ impl Service {
         let command_hash = self
             .audits_exec()
             .then(|| self.store().secrets().command_hash(&cmd.cmd));
-        let spec = AgentExec {
+        let spec = ExecSpec {
             argv: vec!["sh".into(), "-c".into(), cmd.cmd],
             cwd: Some(cmd.cwd.unwrap_or_else(|| sandbox.workdir.clone())),
             env: self.command_env(&sandbox, cmd.env).await?,
+            user: None,
             timeout: Duration::from_millis(cmd.timeout_ms),
             max_output: MAX_EXEC_OUTPUT_BYTES,
             stream,
@@ -108,10 +108,11 @@ impl Service {
     async fn oom_killed(&self, executor: &Executor<'_>, sandbox_id: &str) -> bool {
         let mut argv = vec!["cat".to_owned()];
         argv.extend(oom::OOM_COUNTER_FILES.map(String::from));
-        let spec = AgentExec {
+        let spec = ExecSpec {
             argv,
             cwd: Some("/".into()),
             env: Vec::new(),
+            user: None,
             timeout: Duration::from_secs(10),
             max_output: 4096,
             stream: None,

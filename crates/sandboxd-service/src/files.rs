@@ -1,16 +1,14 @@
 //! `sandbox.writeFile`, `sandbox.readFile`, `sandbox.listFiles`.
 
-use sandboxd_agent_protocol::{DirEntry, EntryKind};
 use sandboxd_core::access::SandboxNeed;
-use sandboxd_core::api::{FileEntry, FileType, ListFilesResult, ReadFileResult, WriteFileResult};
+use sandboxd_core::api::{ListFilesResult, ReadFileResult, WriteFileResult};
 use sandboxd_core::limits::{MAX_FILE_BYTES, MAX_LISTING_BYTES};
 use sandboxd_core::model::Principal;
+use sandboxd_core::paths;
 use sandboxd_core::validate::{ListFiles, ReadFile, WriteFile};
-use sandboxd_core::{listing, paths};
 
-use super::executor::{Executor, Listing};
+use super::executor::Executor;
 use super::{Service, ServiceError, now_ms};
-use sandboxd_core::rfc3339::format_millis as rfc3339;
 
 const DEFAULT_FILE_MODE: u32 = 0o644;
 
@@ -40,12 +38,11 @@ impl Service {
         executor: &Executor<'_>,
         cmd: WriteFile,
     ) -> Result<WriteFileResult, ServiceError> {
-        let split = paths::split_file(&cmd.path)
-            .ok_or_else(|| ServiceError::Refused("path must point to a file".into()))?;
+        if paths::split_file(&cmd.path).is_none() {
+            return Err(ServiceError::Refused("path must point to a file".into()));
+        }
         let mode = cmd.mode.unwrap_or(DEFAULT_FILE_MODE);
-        let size = executor
-            .write_file(&cmd.path, split, &cmd.content, mode)
-            .await?;
+        let size = executor.write_file(&cmd.path, &cmd.content, mode).await?;
         Ok(WriteFileResult {
             path: cmd.path,
             size,
@@ -85,14 +82,7 @@ impl Service {
         let executor = self.executor(&sandbox).await?;
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         let target = cmd.path.unwrap_or_else(|| sandbox.workdir.clone());
-        let entries = match executor.list_dir(&target, MAX_LISTING_BYTES).await? {
-            Listing::Agent(entries) => {
-                let mut entries: Vec<FileEntry> = entries.into_iter().map(file_entry).collect();
-                listing::sort(&mut entries);
-                entries
-            }
-            Listing::Find(entries) => entries,
-        };
+        let entries = executor.list_dir(&target, MAX_LISTING_BYTES).await?;
         Ok(ListFilesResult {
             path: target,
             entries,
@@ -106,20 +96,5 @@ fn read_result(cmd: ReadFile, content: Vec<u8>) -> ReadFileResult {
         size: content.len() as u64,
         encoding: cmd.encoding,
         content: cmd.encoding.encode(&content),
-    }
-}
-
-fn file_entry(entry: DirEntry) -> FileEntry {
-    FileEntry {
-        name: entry.name,
-        kind: match entry.kind {
-            EntryKind::Directory => FileType::Directory,
-            EntryKind::File => FileType::File,
-            EntryKind::Symlink => FileType::Symlink,
-            EntryKind::Other => FileType::Other,
-        },
-        size: Some(entry.size),
-        mode: Some(format!("{:o}", entry.mode)),
-        modified_at: Some(rfc3339(entry.modified_ms)),
     }
 }

@@ -43,7 +43,7 @@ impl Service {
         let now = now_ms();
         let mut leases = Vec::new();
         for sandbox_id in self.agents().listened() {
-            let Some(conn) = self.agents().connection(&sandbox_id) else {
+            let Some(conn) = self.agent_channel(&sandbox_id) else {
                 continue;
             };
             let lease = if members.contains(&sandbox_id) {

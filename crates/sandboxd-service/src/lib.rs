@@ -3,6 +3,7 @@
 //! the server's routes, WebSockets and MCP tools call it. One file per operation group.
 
 mod access;
+mod channel;
 mod contexts;
 mod create;
 mod error;
@@ -17,6 +18,7 @@ mod members;
 mod placement;
 mod pools;
 mod processes;
+mod recovery;
 mod replicas;
 mod revive;
 mod servers;
@@ -32,7 +34,7 @@ use std::time::Duration;
 
 use sandboxd_core::model::Sandbox;
 use sandboxd_core::templates::Templates;
-use sandboxd_ports::{Engine, ExecSpec};
+use sandboxd_ports::{AgentChannels, Engine, ExecSpec, SandboxChannel, Via};
 use sandboxd_store::Store;
 
 use sandboxd_agent_host::AgentHub;
@@ -47,7 +49,7 @@ pub use replicas::HEARTBEAT_EVERY;
 pub const SERVED: &str = "sandboxd_operations_served_total";
 pub use leases::DEFAULT_LEASE_GRACE;
 pub use revive::Revival;
-pub use transfers::Download;
+pub use sandboxd_ports::Download;
 
 /// Everything the operations need, shared by every request.
 #[derive(Debug, Clone)]
@@ -60,6 +62,9 @@ struct Inner {
     store: Store,
     engine: Arc<dyn Engine>,
     agents: AgentHub,
+    /// The channels of sandboxes whose agent is connected (the hub's, unless a test
+    /// gives its own).
+    channels: Arc<dyn AgentChannels>,
     templates: Templates,
     instance_id: String,
     paths: PathCounts,
@@ -118,6 +123,8 @@ pub struct Options {
     /// How long a sandbox outlives its expiry when nothing more is heard from sandboxd
     /// (its agent's dead-man's switch); `None`: a minute.
     pub lease_grace: Option<std::time::Duration>,
+    /// Where agents' channels come from instead of the hub (a test's double).
+    pub agent_channels: Option<Arc<dyn AgentChannels>>,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive
@@ -126,22 +133,6 @@ pub struct Options {
 pub struct PathCounts {
     pub agent: AtomicU64,
     pub engine: AtomicU64,
-}
-
-/// Which path served an operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServedBy {
-    Agent,
-    Engine,
-}
-
-impl ServedBy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Agent => "agent",
-            Self::Engine => "engine",
-        }
-    }
 }
 
 impl Service {
@@ -153,11 +144,16 @@ impl Service {
         instance_id: String,
         options: Options,
     ) -> Self {
+        let channels = options
+            .agent_channels
+            .clone()
+            .unwrap_or_else(|| Arc::new(agents.clone()));
         Self {
             inner: Arc::new(Inner {
                 store,
                 engine,
                 agents,
+                channels,
                 templates,
                 instance_id,
                 paths: PathCounts::default(),
@@ -189,15 +185,20 @@ impl Service {
         &self.inner.agents
     }
 
+    /// The channel of the sandbox's agent, when it is connected.
+    pub(crate) fn agent_channel(&self, sandbox_id: &str) -> Option<Arc<dyn SandboxChannel>> {
+        self.inner.channels.channel(sandbox_id)
+    }
+
     /// Operations served by each path since start.
     pub fn path_counts(&self) -> &PathCounts {
         &self.inner.paths
     }
 
-    fn count(&self, path: ServedBy) {
+    fn count(&self, path: Via) {
         let counter = match path {
-            ServedBy::Agent => &self.inner.paths.agent,
-            ServedBy::Engine => &self.inner.paths.engine,
+            Via::Agent => &self.inner.paths.agent,
+            Via::Engine => &self.inner.paths.engine,
         };
         counter.fetch_add(1, Ordering::Relaxed);
         metrics::counter!(SERVED, "path" => path.as_str()).increment(1);

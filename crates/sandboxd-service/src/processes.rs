@@ -4,18 +4,17 @@
 use sandboxd_core::access::SandboxNeed;
 use std::time::Duration;
 
-use sandboxd_agent_protocol::{ProcessInfo, ProcessStream};
+use std::sync::Arc;
+
 use sandboxd_core::api::{Encoding, ProcessOutputResult, ProcessView, StreamName};
 use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::validate::StartProcess;
+use sandboxd_ports::{
+    ChannelError, ProcessInfo, ProcessSpec, ProcessStream, RefusalKind, SandboxChannel,
+};
 
-use super::{ServedBy, Service, ServiceError, now_ms};
-use sandboxd_agent_host::{AgentConn, AgentError, FileOpError};
+use super::{Service, ServiceError, Via, now_ms};
 use sandboxd_core::rfc3339::format_millis as rfc3339;
-
-/// Why terminals, processes and contexts fail without the sandbox's agent.
-const NEEDS_AGENT: &str =
-    "this needs the sandbox agent (terminals, processes, contexts), which is not connected";
 
 /// A read of process output returns at most this much.
 const MAX_READ: u64 = 1024 * 1024;
@@ -51,18 +50,19 @@ fn view(sandbox_id: &str, info: ProcessInfo) -> ProcessView {
     }
 }
 
-pub(super) fn process_error(error: FileOpError) -> ServiceError {
+pub(super) fn process_error(error: ChannelError) -> ServiceError {
     match error {
-        FileOpError::Refused(failure) => match failure.kind {
-            sandboxd_agent_protocol::FailureKind::NotFound => ServiceError::NotFound("process"),
-            sandboxd_agent_protocol::FailureKind::Io
-            | sandboxd_agent_protocol::FailureKind::Limit => {
-                ServiceError::Conflict(failure.message)
-            }
+        ChannelError::Refused(failure) => match failure.kind {
+            RefusalKind::NotFound => ServiceError::NotFound("process"),
+            RefusalKind::Io | RefusalKind::Limit => ServiceError::Conflict(failure.message),
             _ => ServiceError::Refused(failure.message),
         },
-        FileOpError::Agent(AgentError::NotSent) => ServiceError::Unavailable(NEEDS_AGENT.into()),
-        FileOpError::Agent(error) => ServiceError::Agent(error),
+        ChannelError::NotSent | ChannelError::NeedsAgent => {
+            ServiceError::Unavailable(crate::executor::NEEDS_AGENT.into())
+        }
+        ChannelError::Lost(cause) => ServiceError::Agent(cause),
+        ChannelError::Body(error) => ServiceError::Refused(error.to_string()),
+        ChannelError::Engine(error) => error.into(),
     }
 }
 
@@ -77,16 +77,11 @@ impl Service {
         caller: &Principal,
         sandbox_id: &str,
         need: SandboxNeed,
-    ) -> Result<(Sandbox, AgentConn), ServiceError> {
+    ) -> Result<(Sandbox, Arc<dyn SandboxChannel>), ServiceError> {
         let sandbox = self.sandbox_for(caller, sandbox_id, need).await?;
-        let agent = self
-            .executor(&sandbox)
-            .await?
-            .agent()
-            .cloned()
-            .ok_or_else(|| ServiceError::Unavailable(NEEDS_AGENT.into()))?;
+        let agent = self.executor(&sandbox).await?.agent_only()?;
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
-        self.served(&sandbox.sandbox_id, ServedBy::Agent);
+        self.served(&sandbox.sandbox_id, Via::Agent);
         Ok((sandbox, agent))
     }
 
@@ -104,13 +99,13 @@ impl Service {
         let argv = vec!["sh".into(), "-c".into(), start.command.cmd];
         let cwd = Some(start.command.cwd.unwrap_or_else(|| sandbox.workdir.clone()));
         let info = agent
-            .spawn_process(
-                &id,
+            .spawn_process(ProcessSpec {
+                id,
                 argv,
                 cwd,
-                self.command_env(&sandbox, start.command.env).await?,
-                start.stdin,
-            )
+                env: self.command_env(&sandbox, start.command.env).await?,
+                stdin: start.stdin,
+            })
             .await
             .map_err(process_error)?;
         Ok(view(&sandbox.sandbox_id, info))

@@ -99,7 +99,7 @@ impl Service {
     /// agent to: `None` to serve it here (this replica holds the agent, the sandbox is
     /// unknown, or its holder is not live).
     pub async fn agent_holder(&self, sandbox_id: &str) -> Option<String> {
-        if !self.replicated() || self.agents().connection(sandbox_id).is_some() {
+        if !self.replicated() || self.agent_channel(sandbox_id).is_some() {
             return None;
         }
         let holder = match self.store().agent_replica(sandbox_id).await {

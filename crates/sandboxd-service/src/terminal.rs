@@ -5,7 +5,7 @@ use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::Principal;
 
 use super::{Service, ServiceError, now_ms};
-use sandboxd_agent_host::{PtySession, PtySpec};
+use sandboxd_ports::{Terminal, TerminalSpec};
 
 impl Service {
     /// Opens a terminal in a running sandbox of the caller's. `cmd` runs through `sh -c`;
@@ -18,20 +18,23 @@ impl Service {
         cmd: Option<String>,
         cols: u16,
         rows: u16,
-    ) -> Result<PtySession, ServiceError> {
+    ) -> Result<Box<dyn Terminal>, ServiceError> {
         let (sandbox, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
         let argv = match cmd {
             Some(cmd) => vec!["sh".into(), "-c".into(), cmd],
             None => vec!["sh".into()],
         };
-        let spec = PtySpec {
+        let spec = TerminalSpec {
             argv,
             cwd: Some(sandbox.workdir.clone()),
             env: self.command_env(&sandbox, Vec::new()).await?,
             cols,
             rows,
         };
-        agent.pty(spec).await.map_err(ServiceError::Agent)
+        match agent.open_terminal(spec).await {
+            Ok(terminal) => Ok(terminal),
+            Err(error) => Err(self.channel_failed(&sandbox.sandbox_id, error).await),
+        }
     }
 
     /// Refreshes a sandbox's activity (a terminal in use).

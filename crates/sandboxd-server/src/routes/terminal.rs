@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::session::{self, RECHECK_EVERY, close};
 use crate::AppState;
-use crate::agent::PtyEvent;
+use sandboxd_ports::TerminalEvent as PtyEvent;
 
 /// A terminal in use refreshes its sandbox's activity at most this often.
 const TOUCH_EVERY: Duration = Duration::from_secs(10);

@@ -6,18 +6,17 @@
 use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
-use sandboxd_agent_protocol::ProcessStream;
 use sandboxd_core::api::{ContextError, ContextRunResult, ContextView};
 use sandboxd_core::error::Invalid;
 use sandboxd_core::limits::{
     DEFAULT_EXEC_TIMEOUT_MS, MAX_CMD_BYTES, MAX_EXEC_TIMEOUT_MS, MIN_EXEC_TIMEOUT_MS,
 };
 use sandboxd_core::model::Principal;
+use sandboxd_ports::{ProcessSpec, ProcessStream, SandboxChannel};
 use serde::Deserialize;
 
 use super::processes::process_error;
 use super::{Service, ServiceError};
-use sandboxd_agent_host::AgentConn;
 use sandboxd_core::rfc3339::format_millis as rfc3339;
 
 const DRIVER: &str = include_str!("driver.py");
@@ -74,13 +73,13 @@ impl Service {
         let id = format!("c_{}", &sandboxd_store::new_id()?[..12]);
         let argv = vec!["python3".into(), "-u".into(), "-c".into(), DRIVER.into()];
         let info = agent
-            .spawn_process(
-                &id,
+            .spawn_process(ProcessSpec {
+                id: id.clone(),
                 argv,
-                Some(sandbox.workdir.clone()),
-                self.command_env(&sandbox, Vec::new()).await?,
-                true,
-            )
+                cwd: Some(sandbox.workdir.clone()),
+                env: self.command_env(&sandbox, Vec::new()).await?,
+                stdin: true,
+            })
             .await
             .map_err(process_error)?;
         Ok(ContextView {
@@ -138,7 +137,7 @@ impl Service {
             .map_err(process_error)?;
         let started = Instant::now();
         let mut reader = ReplyReader {
-            agent: &agent,
+            agent: agent.as_ref(),
             id: context_id,
             offset: info.stdout_bytes,
             buf: Vec::new(),
@@ -209,7 +208,7 @@ fn result(reply: Reply, timed_out: bool) -> ContextRunResult {
 
 /// Reads a context's output from an offset, looking for one reply.
 struct ReplyReader<'a> {
-    agent: &'a AgentConn,
+    agent: &'a dyn SandboxChannel,
     id: &'a str,
     offset: u64,
     buf: Vec<u8>,

@@ -1,71 +1,57 @@
-//! How one sandbox's operations reach it. The path is chosen once per operation: the
-//! sandbox's agent when it is connected, else the engine's exec and archive API. An
-//! agent connection that went away before the request left falls back to the engine;
-//! one that fails after is the operation's failure. The policy for a timed-out command
-//! whose kill did not take, and for a container found stopped, lives here too, the
-//! same whichever path ran the command (`recovery.rs`).
+//! How one sandbox's operations reach it: through a [`SandboxChannel`], its agent's when
+//! it is connected, else the engine's ([`EngineChannel`]). The choice is made here once
+//! per operation (`through!`): a request the agent's channel did not send goes to the
+//! engine's; one that fails after it left is the operation's failure. What to do with
+//! a timed-out command whose kill did not take, or a container found stopped, is the
+//! same whichever channel ran it (`crate::recovery`).
 
 mod files;
-mod recovery;
 
-use sandboxd_agent_host::{AgentConn, AgentError, AgentExec};
-use sandboxd_agent_protocol::DirEntry;
-use sandboxd_core::model::Sandbox;
-use sandboxd_core::plan;
 use std::sync::Arc;
 
-use sandboxd_ports::{Engine, EngineError, ExecOutcome, ExecSpec};
+use sandboxd_core::model::Sandbox;
+use sandboxd_core::plan;
+use sandboxd_ports::{
+    ChannelError, EngineError, ExecOutcome, ExecSpec, Refusal, RefusalKind, SandboxChannel, Via,
+};
 
-use super::{ServedBy, Service, ServiceError};
+use crate::channel::EngineChannel;
+use crate::recovery::restart_after_failed_kill;
+use crate::{Service, ServiceError};
+
+/// Why terminals, processes and contexts fail without the sandbox's agent.
+pub(crate) const NEEDS_AGENT: &str =
+    "this needs the sandbox agent (terminals, processes, contexts), which is not connected";
+
+/// Runs `$call` on the agent's channel when there is one, else (or when the agent's did
+/// not send it) on the engine's; counts the path that served it. `$channel` names the
+/// channel in `$call`.
+macro_rules! through {
+    ($executor:expr, |$channel:ident| $call:expr) => {{
+        let executor = $executor;
+        let mut result = Err(::sandboxd_ports::ChannelError::NotSent);
+        let mut via = ::sandboxd_ports::Via::Engine;
+        if let Some($channel) = executor.agent() {
+            via = ::sandboxd_ports::Via::Agent;
+            result = $call.await;
+        }
+        if matches!(result, Err(::sandboxd_ports::ChannelError::NotSent)) {
+            via = ::sandboxd_ports::Via::Engine;
+            let $channel: &dyn ::sandboxd_ports::SandboxChannel = executor.engine_channel();
+            result = $call.await;
+        }
+        executor.served(via);
+        (via, result)
+    }};
+}
+pub(crate) use through;
 
 /// A running sandbox's way in, for one operation.
 pub(crate) struct Executor<'s> {
     service: &'s Service,
     sandbox_id: &'s str,
-    container: &'s str,
-    /// The engine of the sandbox's server.
-    engine: Arc<dyn Engine>,
-    /// The owner of files written through the engine (the agent writes as the user).
-    owner: (u32, u32),
-    agent: Option<AgentConn>,
-}
-
-/// A directory as either path lists it.
-pub(crate) enum Listing {
-    /// The agent's entries, with full metadata.
-    Agent(Vec<DirEntry>),
-    /// `find -printf` (or `ls`) output, parsed by the caller.
-    Find(Vec<sandboxd_core::api::FileEntry>),
-}
-
-impl Executor<'_> {
-    /// The engine of the sandbox's server.
-    pub(crate) fn engine(&self) -> &Arc<dyn Engine> {
-        &self.engine
-    }
-
-    pub(crate) fn container(&self) -> &str {
-        self.container
-    }
-
-    /// The `uid:gid` files written for the sandbox belong to.
-    pub(crate) fn owner(&self) -> (u32, u32) {
-        self.owner
-    }
-
-    /// The sandbox user as the engine's exec takes it: what the engine path does, it
-    /// does as this user.
-    pub(crate) fn user(&self) -> String {
-        format!("{}:{}", self.owner.0, self.owner.1)
-    }
-
-    /// `spec` run as the sandbox user.
-    pub(crate) fn as_user(&self, spec: ExecSpec) -> ExecSpec {
-        ExecSpec {
-            user: Some(self.user()),
-            ..spec
-        }
-    }
+    engine: EngineChannel,
+    agent: Option<Arc<dyn SandboxChannel>>,
 }
 
 impl Service {
@@ -76,97 +62,149 @@ impl Service {
     ) -> Result<Executor<'s>, ServiceError> {
         let container = sandbox.running_container()?;
         let engine = self.engine_of(sandbox.server_id.as_deref()).await?;
+        let owner = sandbox
+            .user
+            .as_deref()
+            .and_then(plan::parse_user)
+            .unwrap_or((0, 0));
         Ok(Executor {
             service: self,
             sandbox_id: &sandbox.sandbox_id,
-            container,
-            engine,
-            owner: sandbox
-                .user
-                .as_deref()
-                .and_then(plan::parse_user)
-                .unwrap_or((0, 0)),
-            agent: self.agents().connection(&sandbox.sandbox_id),
+            engine: EngineChannel::new(engine, container, owner),
+            agent: self.agent_channel(&sandbox.sandbox_id),
         })
     }
 }
 
 impl Executor<'_> {
-    /// Whether the agent serves this operation.
-    pub(crate) fn agent(&self) -> Option<&AgentConn> {
-        self.agent.as_ref()
+    /// The agent's channel, when it is connected.
+    pub(crate) fn agent(&self) -> Option<&dyn SandboxChannel> {
+        self.agent.as_deref()
+    }
+
+    /// The agent's channel, for what only the agent does.
+    pub(crate) fn agent_only(&self) -> Result<Arc<dyn SandboxChannel>, ServiceError> {
+        self.agent
+            .clone()
+            .ok_or_else(|| ServiceError::Unavailable(NEEDS_AGENT.into()))
+    }
+
+    /// The `uid:gid` files written for the sandbox belong to.
+    pub(crate) fn owner(&self) -> (u32, u32) {
+        self.engine.owner()
+    }
+
+    /// The engine's channel: the fallback.
+    pub(crate) fn engine_channel(&self) -> &EngineChannel {
+        &self.engine
+    }
+
+    pub(crate) fn served(&self, path: Via) {
+        self.service.served(self.sandbox_id, path);
     }
 
     /// Runs a command. A timed-out command whose kill did not take gets the container
     /// restarted; a container found stopped is started again first.
-    pub(crate) async fn exec(&self, spec: AgentExec) -> Result<ExecOutcome, ServiceError> {
-        if let Some(agent) = &self.agent {
-            match agent.exec(spec.clone()).await {
-                Ok((outcome, true)) => {
-                    self.served(ServedBy::Agent);
-                    return Ok(outcome);
-                }
-                Ok((mut outcome, false)) => {
-                    self.served(ServedBy::Agent);
-                    outcome.kill_incomplete = true;
-                    self.service
-                        .restart_after_failed_kill(&self.engine, self.container, &mut outcome)
-                        .await;
-                    return Ok(outcome);
-                }
-                Err(AgentError::NotSent) => {}
-                Err(error) => return Err(self.agent_failed(ServiceError::Agent(error)).await),
-            }
-        }
-        self.served(ServedBy::Engine);
-        let engine_spec = ExecSpec {
-            argv: spec.argv,
-            cwd: spec.cwd,
-            env: spec
-                .env
-                .into_iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect(),
-            user: None,
-            timeout: spec.timeout,
-            max_output: spec.max_output,
-            stream: spec.stream,
-        };
-        let (service, engine) = (self.service, &self.engine);
-        match service
-            .engine_exec(engine, self.container, engine_spec.clone())
-            .await
-        {
-            Err(EngineError::NotRunning) => {
-                service
-                    .restart_stopped(engine, self.sandbox_id, self.container)
+    pub(crate) async fn exec(&self, spec: ExecSpec) -> Result<ExecOutcome, ServiceError> {
+        let (via, result) = through!(self, |channel| channel.exec(spec.clone()));
+        let result = match (via, result) {
+            (Via::Engine, Err(ChannelError::Engine(EngineError::NotRunning))) => {
+                self.service
+                    .restart_stopped(
+                        self.engine.engine(),
+                        self.sandbox_id,
+                        self.engine.container(),
+                    )
                     .await?;
-                Ok(service
-                    .engine_exec(engine, self.container, engine_spec)
-                    .await?)
+                self.engine.exec(spec).await
             }
-            Err(EngineError::NotFound { what: "container" }) => {
-                Err(service.container_lost(self.sandbox_id).await)
+            (
+                Via::Engine,
+                Err(ChannelError::Engine(EngineError::NotFound { what: "container" })),
+            ) => {
+                return Err(self.service.container_lost(self.sandbox_id).await);
             }
-            outcome => Ok(outcome?),
+            (_, result) => result,
+        };
+        let mut outcome = self
+            .settled(result, |refusal| refusal_error(refusal, "file"))
+            .await?;
+        if outcome.kill_incomplete && !outcome.container_killed {
+            restart_after_failed_kill(self.engine.engine(), self.engine.container(), &mut outcome)
+                .await;
+        }
+        Ok(outcome)
+    }
+
+    /// A channel's answer as the operation's: a refusal as `refusal` says, a lost
+    /// channel explained as [`Service::unavailable`] does.
+    pub(crate) async fn settled<T>(
+        &self,
+        result: Result<T, ChannelError>,
+        refusal: impl FnOnce(Refusal) -> ServiceError,
+    ) -> Result<T, ServiceError> {
+        match result {
+            Ok(value) => Ok(value),
+            Err(error) => Err(self.failure(error, refusal).await),
         }
     }
 
-    /// The agent, when it is connected and speaks the streamed transfers.
-    pub(crate) fn transfer_agent(&self) -> Option<&AgentConn> {
-        self.agent.as_ref().filter(|agent| agent.speaks_transfers())
+    async fn failure(
+        &self,
+        error: ChannelError,
+        refusal: impl FnOnce(Refusal) -> ServiceError,
+    ) -> ServiceError {
+        channel_failure(self.service, self.sandbox_id, error, refusal).await
     }
+}
 
-    /// An agent failure explained as [`Service::unavailable`] does.
-    pub(crate) async fn agent_failure(&self, error: AgentError) -> ServiceError {
-        self.agent_failed(ServiceError::Agent(error)).await
+impl Service {
+    /// A channel's failure as the operation's, a refusal told as it is.
+    pub(crate) async fn channel_failed(
+        &self,
+        sandbox_id: &str,
+        error: ChannelError,
+    ) -> ServiceError {
+        channel_failure(self, sandbox_id, error, |refusal| {
+            ServiceError::Refused(refusal.message)
+        })
+        .await
     }
+}
 
-    pub(crate) fn served(&self, path: ServedBy) {
-        self.service.served(self.sandbox_id, path);
+/// A channel's failure as the operation's: a refusal as `refusal` says, a lost channel
+/// explained as [`Service::unavailable`] does.
+pub(crate) async fn channel_failure(
+    service: &Service,
+    sandbox_id: &str,
+    error: ChannelError,
+    refusal: impl FnOnce(Refusal) -> ServiceError,
+) -> ServiceError {
+    match error {
+        ChannelError::Refused(failure) => refusal(failure),
+        ChannelError::Lost(cause) => {
+            service
+                .unavailable(sandbox_id, ServiceError::Agent(cause))
+                .await
+        }
+        ChannelError::NotSent | ChannelError::NeedsAgent => {
+            ServiceError::Unavailable(NEEDS_AGENT.into())
+        }
+        ChannelError::Body(error) => ServiceError::Refused(format!("the upload failed: {error}")),
+        ChannelError::Engine(error) => error.into(),
     }
+}
 
-    async fn agent_failed(&self, error: ServiceError) -> ServiceError {
-        self.service.unavailable(self.sandbox_id, error).await
+/// A refusal as the caller's error, `missing` naming what was not found.
+pub(crate) fn refusal_error(failure: Refusal, missing: &'static str) -> ServiceError {
+    match failure.kind {
+        RefusalKind::NotFound => ServiceError::NotFound(missing),
+        RefusalKind::TooLarge => ServiceError::TooLarge(failure.message),
+        RefusalKind::NotAFile
+        | RefusalKind::NotADirectory
+        | RefusalKind::PermissionDenied
+        | RefusalKind::Invalid
+        | RefusalKind::Io
+        | RefusalKind::Limit => ServiceError::Refused(failure.message),
     }
 }

@@ -182,7 +182,7 @@ impl Service {
                     user,
                     engine,
                 };
-                if self.agents().connection(&warm.sandbox_id).is_some() {
+                if self.agent_channel(&warm.sandbox_id).is_some() {
                     return Ok(warm);
                 }
                 // Without its agent a member would not be warm: do not keep it.

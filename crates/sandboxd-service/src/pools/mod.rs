@@ -179,7 +179,7 @@ impl Service {
                 key.count_claim("miss");
                 return Ok(None);
             };
-            if self.agents().connection(&warm.sandbox_id).is_some() {
+            if self.agent_channel(&warm.sandbox_id).is_some() {
                 break warm;
             }
             // Its agent went away: the member is unusable.

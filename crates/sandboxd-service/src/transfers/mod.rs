@@ -1,42 +1,23 @@
 //! `sandbox.upload` and `sandbox.download`: streamed transfers of any size up to the
-//! transfer cap, with constant memory. They go through the sandbox's agent when it is
-//! connected (`through_agent.rs`), else through the engine's archive API on the
-//! sandbox's server; checked on the way (`sandboxd_core::transfer`): an upload is one
+//! transfer cap, with constant memory, through the sandbox's channel (its agent when it
+//! is connected, else the engine's archive API on the sandbox's server); checked on the way (`sandboxd_core::transfer`): an upload is one
 //! file (its length known up front) or a tar of a tree, every entry owned by the sandbox
 //! user (`upload.rs`); a download is one file's bytes or a tar of a directory
 //! (`download.rs`). A stream that stops flowing for a minute is cut.
 
 mod download;
-mod through_agent;
 mod upload;
 
 use futures_util::{StreamExt, TryStreamExt as _, stream};
-use sandboxd_core::api::TransferFormat;
 use sandboxd_core::limits::{DEFAULT_MAX_TRANSFER_BYTES, TRANSFER_IDLE_SECS};
 use sandboxd_core::transfer::TransferRefused;
-use sandboxd_ports::Chunks;
+use sandboxd_ports::{ChannelError, Chunks, EngineError, UploadShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{Service, ServiceError};
-
-/// A download under way: its shape, a file's size, and its bytes.
-pub struct Download {
-    pub format: TransferFormat,
-    /// A file's size (raw); a tar's is not known before it ends.
-    pub size: Option<u64>,
-    pub body: Chunks,
-}
-
-impl std::fmt::Debug for Download {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Download")
-            .field("format", &self.format)
-            .field("size", &self.size)
-            .finish_non_exhaustive()
-    }
-}
+use crate::executor::{Executor, refusal_error, through};
+use crate::{Service, ServiceError};
 
 fn refused(refusal: TransferRefused) -> ServiceError {
     match refusal {
@@ -71,7 +52,7 @@ impl Cut {
 }
 
 /// `stream`, cut with an error when no chunk comes for [`TRANSFER_IDLE_SECS`].
-fn with_idle_deadline(stream: Chunks) -> Chunks {
+pub(crate) fn with_idle_deadline(stream: Chunks) -> Chunks {
     let idle = Duration::from_secs(TRANSFER_IDLE_SECS);
     Box::pin(stream::unfold(stream, move |mut stream| async move {
         match tokio::time::timeout(idle, stream.next()).await {
@@ -153,7 +134,7 @@ fn overall_deadline(stream: Chunks, limit: Duration) -> Chunks {
 }
 
 /// `stream`, cut with an error past `cap` bytes.
-fn capped(stream: Chunks, cap: u64) -> Chunks {
+pub(crate) fn capped(stream: Chunks, cap: u64) -> Chunks {
     let mut seen = 0u64;
     Box::pin(stream.map(move |chunk| {
         let chunk = chunk?;
@@ -165,6 +146,37 @@ fn capped(stream: Chunks, cap: u64) -> Chunks {
         }
         Ok(chunk)
     }))
+}
+
+impl Executor<'_> {
+    /// Streams `body` into `path` through the sandbox's channel: the bytes it took. A
+    /// failure of the body (the cut, when there was one) is told from the sandbox's.
+    pub(super) async fn upload(
+        &self,
+        path: &str,
+        shape: UploadShape,
+        body: Chunks,
+        cut: &Cut,
+    ) -> Result<u64, ServiceError> {
+        let (_, opened) = through!(self, |channel| channel.open_upload(path, shape));
+        let sink = self
+            .settled(opened, |refusal| refusal_error(refusal, "directory"))
+            .await?;
+        match sink.send(body).await {
+            Ok(bytes) => Ok(bytes),
+            Err(ChannelError::Body(error)) => {
+                Err(cut.or(ServiceError::Refused(format!("the upload failed: {error}"))))
+            }
+            Err(ChannelError::Engine(EngineError::NotFound { .. })) => {
+                Err(cut.or(ServiceError::NotFound("directory")))
+            }
+            Err(ChannelError::Engine(error)) => Err(cut.or(error.into())),
+            Err(error) => {
+                self.settled(Err(error), |refusal| refusal_error(refusal, "directory"))
+                    .await
+            }
+        }
+    }
 }
 
 impl Service {

@@ -1,13 +1,12 @@
-//! Uploads. A file lands under a temporary name next to its place and is renamed into
-//! place only once whole, so a refused, failed or cut upload leaves no partial file. A
-//! tar is checked and rewritten as it flows (`CheckedTar`), unpacked under its
-//! directory as it arrives.
+//! Uploads. A file's length is checked against its body as it flows; either channel
+//! puts it in place only once whole, so a refused, failed or cut upload leaves no
+//! partial file. A tar is checked and rewritten as it flows (`CheckedTar`), unpacked
+//! under its directory as it arrives.
 
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt, stream};
-use sandboxd_agent_host::UploadShape;
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::{TransferFormat, UploadResult};
 use sandboxd_core::limits::MAX_TRANSFER_ENTRIES;
@@ -15,12 +14,11 @@ use sandboxd_core::model::Principal;
 use sandboxd_core::paths;
 use sandboxd_core::transfer::{self, TarIn, TarPolicy, TransferRefused};
 use sandboxd_core::validate::Upload;
-use sandboxd_ports::{Chunks, EngineError, ExecSpec};
+use sandboxd_ports::{Chunks, UploadShape};
 
-use super::through_agent::{self, ThroughAgent};
 use super::{Cut, overall_deadline, refused, with_idle_deadline};
 use crate::executor::Executor;
-use crate::{ServedBy, Service, ServiceError, internal_exec, now_ms};
+use crate::{Service, ServiceError};
 use sandboxd_core::limits::transfer_deadline_secs;
 use std::time::Duration;
 
@@ -60,8 +58,9 @@ impl Service {
         cut: &Cut,
     ) -> Result<UploadResult, ServiceError> {
         let cap = self.transfer_cap();
-        let (dir, name) = paths::split_file(&cmd.path)
-            .ok_or_else(|| ServiceError::Refused("path must point to a file".into()))?;
+        if paths::split_file(&cmd.path).is_none() {
+            return Err(ServiceError::Refused("path must point to a file".into()));
+        }
         let length = length.ok_or_else(|| {
             ServiceError::Refused(
                 "a file upload needs its length (Content-Length); send a tar to stream one of unknown length".into(),
@@ -83,50 +82,7 @@ impl Service {
             Ok(chunk)
         }));
         let what = UploadShape::File { size: length, mode };
-        let content = match through_agent::upload(executor, &cmd.path, what, content, cut).await? {
-            ThroughAgent::Served(_) => return Ok(uploaded(cmd.path, 1, length)),
-            ThroughAgent::Declined(content) => content,
-        };
-        executor.served(ServedBy::Engine);
-        executor.ensure_dir(dir).await?;
-        let temp = format!(
-            ".{name}.sandboxd-upload-{}",
-            &sandboxd_store::new_id()?[..12]
-        );
-        let header = transfer::raw_entry(
-            &temp,
-            length,
-            mode,
-            executor.owner(),
-            (now_ms() / 1000).max(0) as u64,
-        );
-        let trailer = vec![0u8; (transfer::padded(length) - length) as usize + 2 * transfer::BLOCK];
-        let tar: Chunks = Box::pin(
-            stream::once(async move { Ok(Bytes::from(header)) })
-                .chain(content)
-                .chain(stream::once(async move { Ok(Bytes::from(trailer)) })),
-        );
-        let temp_path = format!("{}/{temp}", dir.trim_end_matches('/'));
-        let put = executor
-            .engine()
-            .put_archive(executor.container(), dir, tar, &executor.user())
-            .await;
-        let placed = match put {
-            Ok(()) => self
-                .as_user(executor, &["mv", "-f", "--", &temp_path, &cmd.path])
-                .await
-                .map_err(|reason| {
-                    ServiceError::Refused(format!("could not move the upload into place: {reason}"))
-                }),
-            Err(error) => Err(cut.or(upload_error(error))),
-        };
-        if let Err(error) = placed {
-            // Nothing partial stays behind.
-            let _ = self
-                .as_user(executor, &["rm", "-f", "--", &temp_path])
-                .await;
-            return Err(error);
-        }
+        executor.upload(&cmd.path, what, content, cut).await?;
         Ok(uploaded(cmd.path, 1, length))
     }
 
@@ -143,20 +99,9 @@ impl Service {
             max_entries: MAX_TRANSFER_ENTRIES,
         });
         let tar = checked.clone().wrap(body);
-        let put =
-            match through_agent::upload(executor, &cmd.path, UploadShape::Tree, tar, cut).await {
-                Ok(ThroughAgent::Served(_)) => Ok(()),
-                Ok(ThroughAgent::Declined(tar)) => {
-                    executor.served(ServedBy::Engine);
-                    executor.ensure_dir(&cmd.path).await?;
-                    executor
-                        .engine()
-                        .put_archive(executor.container(), &cmd.path, tar, &executor.user())
-                        .await
-                        .map_err(|error| cut.or(upload_error(error)))
-                }
-                Err(error) => Err(error),
-            };
+        let put = executor
+            .upload(&cmd.path, UploadShape::Tree, tar, cut)
+            .await;
         // A refused entry ends the archive cleanly: the refusal is the answer.
         if let Some(refusal) = checked.refusal() {
             return Err(refused(refusal));
@@ -165,23 +110,6 @@ impl Service {
         let summary = checked.summary();
         Ok(uploaded(cmd.path, summary.entries, summary.bytes))
     }
-
-    /// Runs `argv` (a rename or a clean-up of an upload) as the sandbox user, never as
-    /// anyone else: what the user may not do, the upload may not either.
-    async fn as_user(&self, executor: &Executor<'_>, argv: &[&str]) -> Result<(), String> {
-        match self
-            .engine_exec(
-                executor.engine(),
-                executor.container(),
-                engine_command(argv, &executor.user()),
-            )
-            .await
-        {
-            Ok(out) if out.exit_code == 0 => Ok(()),
-            Ok(out) => Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
-            Err(error) => Err(error.to_string()),
-        }
-    }
 }
 
 fn uploaded(path: String, entries: u64, bytes: u64) -> UploadResult {
@@ -189,21 +117,6 @@ fn uploaded(path: String, entries: u64, bytes: u64) -> UploadResult {
         path,
         entries,
         bytes,
-    }
-}
-
-/// A command through the engine as `user`.
-fn engine_command(argv: &[&str], user: &str) -> ExecSpec {
-    let mut spec = internal_exec(argv.iter().map(|a| (*a).to_owned()).collect(), 4096);
-    spec.user = Some(user.to_owned());
-    spec
-}
-
-/// An upload the engine could not unpack.
-fn upload_error(error: EngineError) -> ServiceError {
-    match error {
-        EngineError::NotFound { .. } => ServiceError::NotFound("directory"),
-        other => other.into(),
     }
 }
 

@@ -1,10 +1,14 @@
 //! The service's decisions, driven through its ports: a recording engine stands for the
-//! engine (so each test scripts what the engine answers and reads what the service
-//! asked of it), the store is a real SQLite store in a temporary directory, and no
-//! agent is configured (every operation takes the engine's path). The real engine's
-//! behaviour is the end-to-end suite's (`sandboxd-server/tests/e2e`).
+//! engine and a recording agent for the sandboxes' agents (so each test scripts what
+//! they answer and reads what the service asked of them), the store is a real SQLite
+//! store in a temporary directory. The agent is disconnected unless a test connects it
+//! (then operations take its channel, as in production). No engine is reached: the
+//! real engine's and the real agent's behaviour is the end-to-end suite's
+//! (`sandboxd-server/tests/e2e`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent;
+mod channel_double;
 mod create;
 mod engine_double;
 mod exec;
@@ -24,6 +28,7 @@ use sandboxd_store::Store;
 use serde_json::json;
 use tempfile::TempDir;
 
+use channel_double::{RecordingAgent, RecordingAgents};
 use engine_double::RecordingEngine;
 
 const KEY: &str = "sbx_decisions_owner_key_0123456789abcdefghij";
@@ -33,6 +38,7 @@ const IMAGE: &str = "example/base:1";
 struct World {
     service: Service,
     engine: Arc<RecordingEngine>,
+    agent: Arc<RecordingAgent>,
     owner: Principal,
     environment_id: String,
     _data: TempDir,
@@ -50,17 +56,22 @@ impl World {
         let engine = Arc::new(RecordingEngine::default());
         let agents = AgentHub::new(data.path().join("agents"), None, Duration::from_secs(5));
         let templates = Templates::with_images(&BTreeMap::from([("base".into(), IMAGE.into())]));
+        let agent = Arc::new(RecordingAgent::default());
         let service = Service::new(
             store,
             engine.clone(),
             agents,
             templates,
             instance_id,
-            Options::default(),
+            Options {
+                agent_channels: Some(Arc::new(RecordingAgents(agent.clone()))),
+                ..Options::default()
+            },
         );
         Self {
             service,
             engine,
+            agent,
             owner,
             environment_id: boot.environment_id,
             _data: data,
@@ -103,6 +114,19 @@ impl World {
         .unwrap();
         let cmd = sandboxd_core::validate::exec(request).unwrap();
         self.service.exec(&self.owner, cmd).await
+    }
+
+    /// A running sandbox whose agent is connected, the calls that made it forgotten.
+    async fn running_with_agent(&self) -> Sandbox {
+        self.agent.script.lock().unwrap().connected = true;
+        let sandbox = self.running().await;
+        self.agent.clear();
+        sandbox
+    }
+
+    /// Changes what the agent answers from now on.
+    fn script_agent(&self, change: impl FnOnce(&mut channel_double::AgentScript)) {
+        change(&mut self.agent.script.lock().unwrap());
     }
 
     /// Changes what the engine answers from now on.

@@ -5,47 +5,30 @@
 use sandboxd_core::model::{NotRunning, SandboxStatus};
 use std::sync::Arc;
 
-use sandboxd_ports::{Engine, EngineError, ExecOutcome, ExecSpec, Reachability};
+use sandboxd_ports::{Engine, ExecOutcome, Reachability};
 use tracing::{debug, warn};
 
-use crate::{ServedBy, Service, ServiceError};
+use crate::{Service, ServiceError, Via};
+
+/// The one policy for a timed-out command whose kill did not take (whichever path ran
+/// it): the container is killed and started again, which ends every process and keeps
+/// the files.
+pub(crate) async fn restart_after_failed_kill(
+    engine: &Arc<dyn Engine>,
+    container: &str,
+    outcome: &mut ExecOutcome,
+) {
+    warn!(
+        container,
+        "the command's kill did not end it; restarting the container"
+    );
+    outcome.container_killed = engine.kill_container(container).await.is_ok();
+    if outcome.container_killed {
+        outcome.container_restarted = engine.start_container(container).await.is_ok();
+    }
+}
 
 impl Service {
-    /// Runs a command through the engine's exec, with the same policy as the agent path
-    /// for a kill that did not take.
-    pub(crate) async fn engine_exec(
-        &self,
-        engine: &Arc<dyn Engine>,
-        container: &str,
-        spec: ExecSpec,
-    ) -> Result<ExecOutcome, EngineError> {
-        let mut outcome = engine.exec(container, spec).await?;
-        if outcome.kill_incomplete {
-            self.restart_after_failed_kill(engine, container, &mut outcome)
-                .await;
-        }
-        Ok(outcome)
-    }
-
-    /// The one policy for a timed-out command whose kill did not take (whichever path ran
-    /// it): the container is killed and started again, which ends every process and keeps
-    /// the files.
-    pub(super) async fn restart_after_failed_kill(
-        &self,
-        engine: &Arc<dyn Engine>,
-        container: &str,
-        outcome: &mut ExecOutcome,
-    ) {
-        warn!(
-            container,
-            "the command's kill did not end it; restarting the container"
-        );
-        outcome.container_killed = engine.kill_container(container).await.is_ok();
-        if outcome.container_killed {
-            outcome.container_restarted = engine.start_container(container).await.is_ok();
-        }
-    }
-
     /// The sandbox's container stopped under it (its main process ended): it is started
     /// again, files kept, and the agent reconnects; when the engine cannot start it, the
     /// row becomes `error` and the caller gets a precondition failure naming that state,
@@ -99,7 +82,7 @@ impl Service {
                 (Some(server_id), ServiceError::Agent(cause))
                     if self.server_unreachable(server_id).await =>
                 {
-                    ServiceError::ServerUnreachable(Box::new(cause))
+                    ServiceError::ServerUnreachable(cause)
                 }
                 (_, error) => error,
             },
@@ -115,19 +98,7 @@ impl Service {
         }
     }
 
-    /// `result`, with an unavailable agent explained as [`Self::unavailable`] does.
-    pub(crate) async fn settled<T>(
-        &self,
-        sandbox_id: &str,
-        result: Result<T, ServiceError>,
-    ) -> Result<T, ServiceError> {
-        match result {
-            Err(error @ ServiceError::Agent(_)) => Err(self.unavailable(sandbox_id, error).await),
-            other => other,
-        }
-    }
-
-    pub(crate) fn served(&self, sandbox_id: &str, path: ServedBy) {
+    pub(crate) fn served(&self, sandbox_id: &str, path: Via) {
         self.count(path);
         debug!(%sandbox_id, path = path.as_str(), "served");
     }

@@ -1,0 +1,248 @@
+//! The sandbox channel port: what the service asks of one running sandbox — commands,
+//! files, streamed transfers, background processes, terminals. Two adapters implement
+//! it: the sandbox's agent (`sandboxd-agent-host`), the path production takes, and the
+//! engine's exec and archive API (`sandboxd-service`), the fallback, which does no
+//! processes or terminals. Tests implement it with a recording double.
+//!
+//! The values of processes, output slices and refusals are the agent protocol's own
+//! (`sandboxd-agent-protocol`, a crate of plain data): they are what a sandbox's
+//! processes are, whichever adapter reports them.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+pub use sandboxd_agent_protocol::{
+    Failure as Refusal, FailureKind as RefusalKind, OutputSlice, ProcessInfo, ProcessStream,
+};
+use sandboxd_core::api::{FileEntry, TransferFormat};
+
+use crate::{Chunks, EngineError, ExecOutcome, ExecSpec};
+
+/// Which adapter a channel is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Agent,
+    Engine,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Agent => "agent",
+            Self::Engine => "engine",
+        }
+    }
+}
+
+/// Why an operation over a channel failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    /// The request never reached the sandbox: another channel may safely serve it.
+    #[error("the request was not sent")]
+    NotSent,
+    /// Only the sandbox's agent does this (processes, terminals, leases).
+    #[error("this needs the sandbox agent")]
+    NeedsAgent,
+    /// The sandbox could not do it (a missing file, not a directory, too large, …).
+    #[error("{}", .0.message)]
+    Refused(Refusal),
+    /// An upload's own body failed (the client went away, or sent nothing).
+    #[error("the upload's body failed: {0}")]
+    Body(std::io::Error),
+    /// The channel failed after the request left (it went away, did not answer in time
+    /// or broke its protocol): whether the sandbox acted is unknown; the cause is kept.
+    #[error(transparent)]
+    Lost(Box<dyn std::error::Error + Send + Sync>),
+    /// The engine failed the operation.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+impl ChannelError {
+    /// A refusal of `kind` with `message`.
+    pub fn refused(kind: RefusalKind, message: impl Into<String>) -> Self {
+        Self::Refused(Refusal {
+            kind,
+            message: message.into(),
+        })
+    }
+}
+
+/// What an upload writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UploadShape {
+    /// One file of `size` bytes with `mode`, put in place once whole.
+    File { size: u64, mode: u32 },
+    /// A tar unpacked under the directory.
+    Tree,
+}
+
+/// A download under way: its shape, a file's size, and its bytes.
+pub struct Download {
+    pub format: TransferFormat,
+    /// A file's size (raw); a tar's is not known before it ends.
+    pub size: Option<u64>,
+    pub body: Chunks,
+}
+
+impl Debug for Download {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Download")
+            .field("format", &self.format)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An upload the sandbox accepted: its content is sent with [`UploadSink::send`].
+/// Dropped before the end, it is cancelled.
+#[async_trait::async_trait]
+pub trait UploadSink: Send {
+    /// Streams `body` in; the bytes written.
+    async fn send(self: Box<Self>, body: Chunks) -> Result<u64, ChannelError>;
+}
+
+/// A background process to start.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// Its handle, chosen by the caller.
+    pub id: String,
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    pub env: Vec<(String, String)>,
+    /// Its standard input is kept open for writes.
+    pub stdin: bool,
+}
+
+/// A terminal session to open.
+#[derive(Debug, Clone)]
+pub struct TerminalSpec {
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// What a terminal session yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TerminalEvent {
+    Output(Vec<u8>),
+    Exit(i64),
+}
+
+/// A running terminal session. Dropped before its command ended, the command is killed.
+#[async_trait::async_trait]
+pub trait Terminal: Send + Sync + Debug {
+    /// Types `keys` into the terminal.
+    async fn input(&self, keys: &[u8]) -> Result<(), ChannelError>;
+    async fn resize(&self, cols: u16, rows: u16) -> Result<(), ChannelError>;
+    /// The next output, or the exit code once the command ended.
+    async fn next(&mut self) -> Result<TerminalEvent, ChannelError>;
+}
+
+/// One running sandbox's way in. Every call is bounded in time by the implementation;
+/// what comes back is the sandbox's and is checked by it (sizes, counts, shapes).
+#[async_trait::async_trait]
+pub trait SandboxChannel: Send + Sync + Debug {
+    fn via(&self) -> Via;
+
+    /// Whether the channel is still open (a closed one answers [`ChannelError::NotSent`]).
+    fn is_open(&self) -> bool {
+        true
+    }
+
+    /// Runs a command. A timed-out command whose kill did not take comes back with
+    /// `kill_incomplete`: what to do about it is the caller's policy.
+    async fn exec(&self, spec: ExecSpec) -> Result<ExecOutcome, ChannelError>;
+
+    /// Writes `content` to `path` with `mode`, parents created, as the sandbox user;
+    /// the size written.
+    async fn write_file(&self, path: &str, content: &[u8], mode: u32) -> Result<u64, ChannelError>;
+
+    /// Reads a regular file of at most `max` bytes.
+    async fn read_file(&self, path: &str, max: usize) -> Result<Vec<u8>, ChannelError>;
+
+    /// Lists a directory, the answer at most `max` bytes, in no particular order.
+    async fn list_dir(&self, path: &str, max: usize) -> Result<Vec<FileEntry>, ChannelError>;
+
+    /// Creates a directory and its parents with `mode` as the sandbox user.
+    async fn make_dir(&self, path: &str, mode: u32) -> Result<(), ChannelError>;
+
+    /// Opens an upload into `path` (a file, or a directory a tree is unpacked under).
+    async fn open_upload(
+        &self,
+        path: &str,
+        shape: UploadShape,
+    ) -> Result<Box<dyn UploadSink>, ChannelError>;
+
+    /// Streams `path` out: a file's bytes (or, as `Tar`, a tar of it) or a directory's
+    /// tar; `format` `None` lets the path's kind decide. At most `cap` bytes.
+    async fn download(
+        &self,
+        path: &str,
+        format: Option<TransferFormat>,
+        cap: u64,
+    ) -> Result<Download, ChannelError>;
+
+    /// Tells the sandbox how long it may live without hearing from sandboxd again.
+    async fn lease(&self, _duration: Duration) -> Result<(), ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Starts a background process.
+    async fn spawn_process(&self, _spec: ProcessSpec) -> Result<ProcessInfo, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// The background processes, in no particular order.
+    async fn processes(&self) -> Result<Vec<ProcessInfo>, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Waits up to `timeout` for a process to end; the process as it is then.
+    async fn wait_process(
+        &self,
+        _id: &str,
+        _timeout: Duration,
+    ) -> Result<ProcessInfo, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Signals a process's group.
+    async fn signal_process(&self, _id: &str, _signal: i32) -> Result<ProcessInfo, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Reads up to `max` bytes of a process's `stream` from `offset`.
+    async fn read_process(
+        &self,
+        _id: &str,
+        _stream: ProcessStream,
+        _offset: u64,
+        _max: u64,
+    ) -> Result<(OutputSlice, Vec<u8>), ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Writes to a process's standard input, closing it after when `close`; the bytes
+    /// written.
+    async fn write_process(
+        &self,
+        _id: &str,
+        _data: &[u8],
+        _close: bool,
+    ) -> Result<u64, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Opens a terminal session.
+    async fn open_terminal(&self, _spec: TerminalSpec) -> Result<Box<dyn Terminal>, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+}
+
+/// Where the agents' channels come from: the one of a sandbox whose agent is connected.
+pub trait AgentChannels: Send + Sync + Debug {
+    fn channel(&self, sandbox_id: &str) -> Option<std::sync::Arc<dyn SandboxChannel>>;
+}
