@@ -54,6 +54,8 @@ pub struct AgentScript {
     /// Files by path, and directories (by path) they list under.
     pub files: BTreeMap<String, Vec<u8>>,
     pub processes: Vec<ProcessInfo>,
+    /// The environment each exec was given, in order.
+    pub exec_envs: Vec<Vec<(String, String)>>,
 }
 
 #[derive(Debug, Default)]
@@ -131,6 +133,7 @@ impl SandboxChannel for Channel {
         self.0.record(AgentCall::Exec(spec.argv.clone()));
         let (gate, answer) = {
             let mut script = self.0.script.lock().unwrap();
+            script.exec_envs.push(spec.env.clone());
             (script.exec_gate.clone(), script.exec.pop_front())
         };
         if let Some(gate) = gate {

@@ -9,12 +9,16 @@
 
 mod agent;
 mod channel_double;
+mod connector_double;
 mod create;
 mod engine_double;
 mod exec;
 mod kill;
+mod placement;
+mod pools;
 mod races;
 mod reconcile;
+mod revival;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,6 +50,11 @@ struct World {
 
 impl World {
     async fn new() -> Self {
+        Self::with_options(Options::default()).await
+    }
+
+    /// A world whose service runs with `options` (its agent channels are the world's).
+    async fn with_options(options: Options) -> Self {
         let data = tempfile::tempdir().unwrap();
         let store = Store::open_with_key(data.path(), Some(&[7; 32]))
             .await
@@ -65,7 +74,7 @@ impl World {
             instance_id,
             Options {
                 agent_channels: Some(Arc::new(RecordingAgents(agent.clone()))),
-                ..Options::default()
+                ..options
             },
         );
         Self {

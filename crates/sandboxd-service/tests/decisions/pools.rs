@@ -1,0 +1,94 @@
+//! Warm pools: members made ahead with their agent connected, a create of the pool's
+//! template served by one (no container made for it), refilled at the next pass; a
+//! member whose agent went away is not handed out; variables given on create reach
+//! every command of a claimed member.
+
+use std::collections::BTreeMap;
+
+use sandboxd_service::{Options, PoolKey};
+use serde_json::json;
+
+use crate::World;
+use crate::engine_double::Call;
+
+async fn pooled(size: usize) -> World {
+    let world = World::with_options(Options {
+        pools: BTreeMap::from([("base".into(), size)]),
+        ..Options::default()
+    })
+    .await;
+    world.script_agent(|s| s.connected = true);
+    world
+}
+
+fn created(world: &World) -> usize {
+    world
+        .engine
+        .calls()
+        .iter()
+        .filter(|c| matches!(c, Call::Create(_)))
+        .count()
+}
+
+fn ready(world: &World) -> usize {
+    world
+        .service
+        .pools_ready()
+        .get(&PoolKey::local("base"))
+        .copied()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_create_claims_a_warm_member_and_the_pool_is_refilled() {
+    let world = pooled(2).await;
+    assert_eq!(world.service.fill_pools_once().await, 2);
+    assert_eq!((ready(&world), created(&world)), (2, 2));
+    world.engine.clear();
+
+    let sandbox = world.create(json!({})).await.unwrap();
+    assert_eq!(created(&world), 0, "served warm: no container made");
+    assert!(!world.service.pool_members().contains(&sandbox.sandbox_id));
+    assert_eq!(ready(&world), 1);
+    assert_eq!(world.service.fill_pools_once().await, 1, "refilled");
+    assert_eq!(ready(&world), 2);
+}
+
+#[tokio::test]
+async fn a_member_whose_agent_went_away_is_not_handed_out() {
+    let world = pooled(1).await;
+    world.service.fill_pools_once().await;
+    world.engine.clear();
+    world.script_agent(|s| s.connected = false);
+
+    let sandbox = world.create(json!({})).await.unwrap();
+    assert_eq!(created(&world), 1, "made cold");
+    assert_eq!(ready(&world), 0);
+    let calls = world.engine.calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| matches!(c, Call::Destroy(_) | Call::Remove(_))),
+        "the unusable member is removed: {calls:?}"
+    );
+    assert_ne!(sandbox.container_id.as_deref(), Some("c1"));
+}
+
+#[tokio::test]
+async fn variables_given_on_create_reach_every_command_of_a_claimed_member() {
+    let world = pooled(1).await;
+    world.service.fill_pools_once().await;
+    let sandbox = world
+        .create(json!({"envVars": "GREETING=hello"}))
+        .await
+        .unwrap();
+    assert_eq!(created(&world), 1, "the member only");
+
+    world.exec(&sandbox, "echo $GREETING").await.unwrap();
+    let envs = world.agent.script.lock().unwrap().exec_envs.clone();
+    assert_eq!(
+        envs.last().unwrap(),
+        &[("GREETING".to_owned(), "hello".to_owned())],
+        "{envs:?}"
+    );
+}
