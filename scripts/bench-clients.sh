@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build-local-images.sh
 python3 -m pip install -q --disable-pip-version-check './sdk/python[bench]' 2>&1 | grep -v 'root' || true
+python3 -m pip install -q --disable-pip-version-check --force-reinstall --no-deps ./sdk/python 2>&1 | grep -v 'root' || true
 export SANDBOXD_PROFILE=release
 source scripts/lib/test-server.sh
 bench_cleanup() {

@@ -1,13 +1,17 @@
-"""Three Python clients on the same engine, same run, same image: the sandboxd SDK
-(through a sandboxd server), sandboxio's own Docker backend, and the Docker SDK for
-Python directly. Per client: create → first output (make a sandbox, run `echo`, its
-output back), an `exec true` round trip, and a 1 MiB file written then read back.
-Medians of the runs; ratios against the Docker SDK.
+"""Python clients on the same engine, same run, same image. Through one sandboxd
+server: a plain HTTP client on its REST API (the baseline: one pooled httpx client,
+`sandbox.create`, `sandbox.exec`, `sandbox.writeFile` / `readFile`), the sandboxd SDK,
+and sandboxio's API over the SDK (`SandboxdBackend`). Beside them, for scale,
+sandboxio's own Docker backend and the Docker SDK for Python on the engine directly.
+Per client: create → first output (make a sandbox, run `echo`, its output back), an
+`exec true` round trip, and a 1 MiB file written then read back. Medians of the runs;
+ratios against the plain REST client.
     python3 scripts/bench_clients.py [runs]   (SANDBOXD_URL and SANDBOXD_KEY set)"""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import os
 import statistics
@@ -17,9 +21,11 @@ import time
 from collections.abc import Awaitable, Callable
 
 import docker
+import httpx
 from sandboxio_docker import DockerBackend
 
 from sandboxd import AsyncSandbox
+from sandboxd.sandboxio_backend import SandboxdBackend
 
 IMAGE = "sandboxd-local/debian:bookworm"
 PAYLOAD = os.urandom(1024 * 1024)
@@ -56,7 +62,38 @@ async def sandboxd_client() -> dict[str, float]:
     return {"first output": made, "exec true": statistics.median(execs), "1 MiB write+read": files}
 
 
-async def sandboxio_docker_client(backend: DockerBackend) -> dict[str, float]:
+async def rest_client(http: httpx.AsyncClient, environment: str) -> dict[str, float]:
+    async def call(procedure: str, body: dict[str, object]) -> dict[str, object]:
+        answer = await http.post(f"/api/{procedure}", json=body)
+        answer.raise_for_status()
+        return answer.json()
+
+    holder: dict[str, str] = {}
+
+    async def first_output() -> None:
+        made = await call("sandbox.create", {"environmentId": environment, "image": IMAGE, "timeoutMs": 120_000})
+        holder["id"] = str(made["sandboxId"])
+        out = await call("sandbox.exec", {"sandboxId": holder["id"], "cmd": "echo hi"})
+        assert out["stdout"] == "hi\n"
+
+    made = await timed(first_output)
+    sandbox_id = holder["id"]
+    try:
+        execs = [await timed(lambda: call("sandbox.exec", {"sandboxId": sandbox_id, "cmd": "true"})) for _ in range(EXECS)]
+
+        async def write_read() -> None:
+            content = base64.b64encode(PAYLOAD).decode()
+            await call("sandbox.writeFile", {"sandboxId": sandbox_id, "path": "/tmp/blob.bin", "content": content, "encoding": "base64"})
+            answer = await http.get("/api/sandbox.readFile", params={"sandboxId": sandbox_id, "path": "/tmp/blob.bin", "encoding": "base64"})
+            assert base64.b64decode(answer.json()["content"]) == PAYLOAD
+
+        files = await timed(write_read)
+    finally:
+        await call("sandbox.kill", {"sandboxId": sandbox_id})
+    return {"first output": made, "exec true": statistics.median(execs), "1 MiB write+read": files}
+
+
+async def sandboxio_docker_client(backend: DockerBackend | SandboxdBackend) -> dict[str, float]:
     holder: dict[str, object] = {}
 
     async def first_output() -> None:
@@ -114,26 +151,37 @@ def docker_client(client: docker.DockerClient) -> dict[str, float]:
 async def main(runs: int) -> None:
     client = docker.from_env()
     backend = DockerBackend(image=IMAGE, client=client, reaper=False)
-    results: dict[str, list[dict[str, float]]] = {"sandboxd SDK": [], "sandboxio docker": [], "docker SDK": []}
+    over_sandboxd = SandboxdBackend(template=IMAGE)
+    http = httpx.AsyncClient(base_url=os.environ["SANDBOXD_URL"], headers={"x-api-key": os.environ["SANDBOXD_KEY"]}, timeout=120)
+    projects = (await http.get("/api/project.all")).json()
+    environment = str(projects[0]["environments"][0]["environmentId"])
+    clients = {
+        "REST (httpx)": lambda: rest_client(http, environment),
+        "sandboxd SDK": sandboxd_client,
+        "sandboxio/sandboxd": lambda: sandboxio_docker_client(over_sandboxd),
+        "sandboxio docker": lambda: sandboxio_docker_client(backend),
+        "docker SDK": lambda: asyncio.to_thread(docker_client, client),
+    }
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in clients}
     # One warm-up round each, not counted: image metadata, connection pools, imports.
-    await sandboxd_client()
-    await sandboxio_docker_client(backend)
-    docker_client(client)
+    for run in clients.values():
+        await run()
+    # Interleaved, so that a slow moment of the machine falls on every client alike.
     for _ in range(runs):
-        results["sandboxd SDK"].append(await sandboxd_client())
-        results["sandboxio docker"].append(await sandboxio_docker_client(backend))
-        results["docker SDK"].append(await asyncio.to_thread(docker_client, client))
+        for name, run in clients.items():
+            results[name].append(await run())
     metrics = ["first output", "exec true", "1 MiB write+read"]
     median = {
         name: {m: statistics.median(r[m] for r in rows) for m in metrics} for name, rows in results.items()
     }
     print(f"medians of {runs} runs (exec: median of {EXECS} each), image {IMAGE}")
-    print(f"{'client':18}" + "".join(f"{m:>26}" for m in metrics))
+    print(f"{'client':20}" + "".join(f"{m:>26}" for m in metrics))
     for name, row in median.items():
         cells = "".join(
-            f"{row[m] * 1000:>12.1f} ms ({row[m] / median['docker SDK'][m]:>5.2f}x)    " for m in metrics
+            f"{row[m] * 1000:>12.1f} ms ({row[m] / median['REST (httpx)'][m]:>5.2f}x)    " for m in metrics
         )
-        print(f"{name:18}{cells}")
+        print(f"{name:20}{cells}")
+    await http.aclose()
     client.close()
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +99,48 @@ async def test_env_values_the_server_cannot_carry_whole_are_refused(server):
     for env in ({"K": "two\nlines"}, {"K": "trailing "}, {"1K": "v"}):
         with pytest.raises(ConfigurationError):
             await AsyncSandbox.create("base", env=env)
+
+
+def _sockets_to(port: int) -> int:
+    """Sockets this process holds open to `port` on loopback."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    held = 0
+    for line in Path("/proc/self/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+        if remote_port == port and fields[9] in inodes:
+            held += 1
+    return held
+
+
+async def test_sandboxes_share_one_connection_and_a_killed_one_keeps_nothing_open(server):
+    port = int(server.url.rsplit(":", 1)[1])
+    a = await AsyncSandbox.create("base", timeout=60)
+    b = await AsyncSandbox.create("base", timeout=60)
+    try:
+        assert a._conn.http is b._conn.http, "one client per server and key"
+        assert (await a.commands.run("true")).exit_code == 0
+        kept = a.commands._sessions._idle
+        assert kept is not None
+        for _ in range(3):
+            assert (await a.commands.run("echo again")).stdout == "again\n"
+        assert a.commands._sessions._idle is kept, "the exec session is reused"
+        assert (await b.commands.run("true")).exit_code == 0
+        # One kept-alive HTTP connection (more only while requests overlap) and one
+        # exec session per sandbox.
+        assert _sockets_to(port) <= 4
+    finally:
+        await a.kill()
+        await b.kill()
+    assert _sockets_to(port) == 0, "a killed sandbox keeps no connection or session"
+    # A killed sandbox can still be asked about: it takes a share again.
+    assert (await a.refresh()).status == "killed"
+    await a.close()
+    assert _sockets_to(port) == 0

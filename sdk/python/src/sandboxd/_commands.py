@@ -38,6 +38,7 @@ class AsyncCommands:
 
     def __init__(self, sandbox: SandboxHandle) -> None:
         self._sandbox = sandbox
+        self._sessions = _ws.ExecSessions()
 
     @overload
     async def run(
@@ -105,7 +106,7 @@ class AsyncCommands:
         sb.commands.stream(cmd) as command: async for chunk in command: ...`. It starts
         on entering the block; leaving the block before it ended kills it."""
         cwd = self._sandbox._absolute(cwd) if cwd else None
-        return AsyncCommandStream(self._sandbox, cmd, timeout, cwd, env)
+        return AsyncCommandStream(self._sandbox, cmd, timeout, cwd, env, self._sessions)
 
     async def _stream(
         self,
@@ -116,7 +117,7 @@ class AsyncCommands:
         on_stdout: OutputCallback | None,
         on_stderr: OutputCallback | None,
     ) -> CommandResult:
-        async with AsyncCommandStream(self._sandbox, cmd, timeout, cwd, env) as command:
+        async with AsyncCommandStream(self._sandbox, cmd, timeout, cwd, env, self._sessions) as command:
             async for chunk in command:
                 await _call_back(on_stdout if chunk.stream == "stdout" else on_stderr, chunk.data)
         assert command.result is not None
@@ -185,8 +186,10 @@ class AsyncCommandStream:
         timeout: float,
         cwd: str | None,
         env: dict[str, str] | None,
+        sessions: _ws.ExecSessions | None = None,
     ) -> None:
         self._sandbox = sandbox
+        self._sessions = sessions
         self._message: dict[str, Any] = {
             "type": "exec",
             "cmd": cmd,
@@ -204,6 +207,15 @@ class AsyncCommandStream:
 
     async def __aenter__(self) -> AsyncCommandStream:
         conn = self._sandbox._conn
+        kept = self._sessions.take() if self._sessions is not None else None
+        if kept is not None:
+            try:
+                await kept.send(json.dumps(self._message))
+                self._ws = kept
+                return self
+            except websockets.exceptions.ConnectionClosed:
+                # Closed before the command left: it runs on a new session instead.
+                kept.transport.abort()
         try:
             async with asyncio.timeout(GRACE):
                 self._ws = await _ws.open_session(conn, "/sandbox-exec", {"sandboxId": self._sandbox.id})
@@ -218,6 +230,15 @@ class AsyncCommandStream:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    async def _done(self) -> None:
+        """The command ended: its session is kept for the next one."""
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            if self._sessions is not None and self._sandbox._conn.keeps_sockets:
+                await self._sessions.give_back(ws)
+            else:
+                await _ws.close(ws)
 
     async def aclose(self) -> None:
         """Ends the session; a command still running is killed."""
@@ -252,7 +273,7 @@ class AsyncCommandStream:
                         timed_out=bool(event.get("timedOut", False)),
                         truncated=any(k.truncated for k in self._kept.values()),
                     )
-                    await self.aclose()
+                    await self._done()
                     return
                 elif kind == "error":
                     raise await _refusal(self._sandbox, event.get("message", "the command failed"))

@@ -1,9 +1,12 @@
-"""One connection to a server: its procedures over HTTP (errors mapped to the SDK's
-classes) and the address of its WebSockets."""
+"""A connection to a server: its procedures over HTTP (errors mapped to the SDK's
+classes), one pooled client shared per server and key, and the address of its
+WebSockets."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import weakref
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,27 +19,140 @@ from ._config import Target
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 
 
-class Connection:
-    """A server and the key presented to it, over one pooled HTTP client."""
+class _Pool:
+    """One pooled HTTP client, shared by every handle on the same server, key (and
+    transport) in one event loop, and what is learned once for them all."""
 
-    def __init__(
-        self, target: Target, *, transport: httpx.AsyncBaseTransport | None = None
-    ) -> None:
-        self.target = target
+    def __init__(self, target: Target, transport: Transports | None) -> None:
         headers = {"x-api-key": target.key} if target.key else {}
-        self.http = httpx.AsyncClient(
+        self.client = httpx.AsyncClient(
             base_url=target.url,
             headers=headers,
             timeout=DEFAULT_TIMEOUT,
             follow_redirects=False,
-            transport=transport,
+            transport=transport() if transport is not None else None,
         )
+        self.users = 0
+        #: The environment creates go to when none is named, once asked.
+        self.environment: str | None = None
+
+
+#: Makes the transport of a new pooled client (a backend's own, a test's faulty one).
+Transports = Callable[[], httpx.AsyncBaseTransport]
+
+#: The pools in use: per event loop (a client's sockets belong to the loop that opened
+#: them), by server, key and who shares them.
+_pools: weakref.WeakKeyDictionary[object, dict[tuple[str, str, int], _Pool]] = weakref.WeakKeyDictionary()
+
+#: Where code outside any event loop keeps its pools.
+_NO_LOOP = asyncio.AbstractEventLoop()
+
+PoolKey = tuple[object, tuple[str, str, int]]
+
+
+def _acquire(target: Target, transport: Transports | None, share: int) -> tuple[PoolKey, _Pool]:
+    try:
+        loop: object = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = _NO_LOOP
+    pools = _pools.setdefault(loop, {})
+    key = (target.url, target.key, share)
+    pool = pools.get(key)
+    if pool is None or pool.client.is_closed:
+        pool = _Pool(target, transport)
+        pools[key] = pool
+    pool.users += 1
+    return (weakref.ref(loop), key), pool
+
+
+def _release(held_key: PoolKey, pool: _Pool) -> httpx.AsyncClient | None:
+    """Lets go of `pool`; the client to close when that was its last user."""
+    pool.users -= 1
+    if pool.users > 0:
+        return None
+    loop_ref, key = held_key
+    loop = loop_ref()  # type: ignore[operator]
+    pools = _pools.get(loop) if loop is not None else None
+    if pools is not None and pools.get(key) is pool:
+        del pools[key]
+    return pool.client
+
+
+def _release_unclosed(key: PoolKey, pool: _Pool, loop: asyncio.AbstractEventLoop | None) -> None:
+    """A handle collected without being closed lets go of its pool too."""
+    client = _release(key, pool)
+    if client is None or loop is None or loop.is_closed():
+        return
+    try:
+        loop.call_soon_threadsafe(lambda: loop.create_task(client.aclose()))
+    except RuntimeError:
+        pass
+
+
+class Connection:
+    """A server and the key presented to it. Handles on the same server and key share
+    one pooled HTTP client (one TLS context, kept-alive sockets); the client is closed
+    when the last handle lets go of it. A handle let go of takes a share again at its
+    next call."""
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        transport: Transports | None = None,
+        share: int = 0,
+        keeps_sockets: bool = True,
+    ) -> None:
+        """`transport` makes the transport of the shared client, which those with the
+        same `share` (and server and key) use. `keeps_sockets=False`: nothing made
+        through this handle holds a socket between requests (no exec session is kept),
+        for owners that may drop a handle without closing it."""
+        self.target = target
+        self.keeps_sockets = keeps_sockets
+        self._transport = transport
+        self._share = share
+        self._held: tuple[PoolKey, _Pool] | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def _pool(self) -> _Pool:
+        held = self._held
+        if held is None or held[1].client.is_closed:
+            held = _acquire(self.target, self._transport, self._share)
+            self._held = held
+            try:
+                loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            self._finalizer = weakref.finalize(self, _release_unclosed, held[0], held[1], loop)
+        return held[1]
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        return self._pool.client
+
+    @property
+    def environment(self) -> str | None:
+        """The default environment, once learned for this server and key."""
+        return self._pool.environment
+
+    @environment.setter
+    def environment(self, value: str) -> None:
+        self._pool.environment = value
 
     def __repr__(self) -> str:
         return f"Connection({self.target.url!r})"
 
     async def close(self) -> None:
-        await self.http.aclose()
+        """Lets go of this handle's share of the client (closed with its last share)."""
+        held, self._held = self._held, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if held is not None:
+            client = _release(*held)
+            if client is not None:
+                await client.aclose()
 
     async def call(
         self,

@@ -19,10 +19,14 @@ from .models import SandboxInfo, SandboxStats
 
 
 async def _default_environment(conn: Connection) -> str:
+    """The first environment the key can see, asked once per server and key."""
+    if conn.environment is not None:
+        return conn.environment
     projects = await conn.call("project.all", query={})
     for project in projects:
         for environment in project.get("environments", []):
-            return str(environment["environmentId"])
+            conn.environment = str(environment["environmentId"])
+            return conn.environment
     from .errors import ConfigurationError
 
     raise ConfigurationError("no environment to create in: make a project first")
@@ -274,10 +278,17 @@ class AsyncSandbox:
         """Kills the sandbox (its record stays, `killed`). Killing it again is fine."""
         await self._conn.call("sandbox.kill", {"sandboxId": self.id})
         self.info = SandboxInfo.from_json({**self.info.raw, "status": "killed"})
+        # Nothing of a killed sandbox is kept open: its sessions and its share of the
+        # connection go (a later call takes a share again).
+        await self.close()
 
     async def close(self) -> None:
-        """Lets go of the connection (the sandbox keeps running)."""
-        await self._conn.close()
+        """Lets go of the connection and of the sessions kept open (the sandbox keeps
+        running)."""
+        try:
+            await self.commands._sessions.close()
+        finally:
+            await self._conn.close()
 
     async def __aenter__(self) -> AsyncSandbox:
         return self

@@ -1,5 +1,6 @@
 """What the exec and terminal WebSocket sessions share: opening one with the
-connection's key, closing one within a bound, and their failures as the SDK's errors."""
+connection's key, closing one within a bound, keeping an exec session for the next
+command, and their failures as the SDK's errors."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
+from websockets.protocol import State
 
 from . import errors
 from ._http import Connection
@@ -37,6 +39,37 @@ async def close(ws: ClientConnection) -> None:
     except BaseException:
         ws.transport.abort()
         raise
+
+
+class ExecSessions:
+    """A sandbox's exec WebSocket kept open between commands (the server runs one
+    command at a time on a session, any number in turn): at most one idle session,
+    closed when the sandbox is killed or closed."""
+
+    def __init__(self) -> None:
+        self._idle: ClientConnection | None = None
+
+    def take(self) -> ClientConnection | None:
+        """The idle session, if it is still open."""
+        ws, self._idle = self._idle, None
+        if ws is None:
+            return None
+        if ws.state is State.OPEN:
+            return ws
+        ws.transport.abort()
+        return None
+
+    async def give_back(self, ws: ClientConnection) -> None:
+        """Keeps `ws` for the next command, or closes it when one is kept already."""
+        if self._idle is None and ws.state is State.OPEN:
+            self._idle = ws
+        else:
+            await close(ws)
+
+    async def close(self) -> None:
+        ws, self._idle = self._idle, None
+        if ws is not None:
+            await close(ws)
 
 
 def failure(error: BaseException, url: str, sandbox_id: str) -> BaseException:

@@ -84,17 +84,20 @@ class SandboxdBackend:
     # --- plumbing ---------------------------------------------------------------------
 
     def _transport(self) -> httpx.AsyncBaseTransport:
-        """The HTTP transport of new connections. It keeps no connection open between
-        requests: sandboxio has no call that lets go of a sandbox short of killing it,
-        so a handle dropped unclosed (one `connect` gave) must hold no socket."""
+        """The HTTP transport of this backend's shared client. It keeps no connection
+        open between requests: sandboxio has no call that lets go of a sandbox short of
+        killing it, so a handle dropped unclosed (one `connect` gave) must hold no
+        socket."""
         return httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
 
     def connection(self, url: str | None = None) -> Connection:
-        """A connection to the server with the key; `AuthError` when there is none."""
+        """A connection to the server with the key; `AuthError` when there is none. The
+        backend's sandboxes share one pooled client per server, closed when the last of
+        them lets go (a kill does, and so does a handle collected unclosed)."""
         target = resolve(url or self.url, self.key)
         if not target.key:
             raise AuthError(self.name, env_var=_errors.KEY_VARIABLE)
-        return Connection(target, transport=self._transport())
+        return Connection(target, transport=self._transport, share=id(self), keeps_sockets=False)
 
     async def _environment(self, conn: Connection) -> str:
         if self.environment_id is None:
