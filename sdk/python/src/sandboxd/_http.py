@@ -5,6 +5,8 @@ WebSockets."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -19,6 +21,17 @@ from ._config import Target
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The one TLS context of every client of the process (httpx's trust settings):
+    making one costs tens of milliseconds, which each client would pay again."""
+    return httpx.create_ssl_context(verify=True, trust_env=True)
+
+
+#: The default environment of each server and key, once asked (it outlives the pools).
+_environments: dict[tuple[str, str], str] = {}
+
+
 class _Pool:
     """One pooled HTTP client, shared by every handle on the same server, key (and
     transport) in one event loop, and what is learned once for them all."""
@@ -30,11 +43,10 @@ class _Pool:
             headers=headers,
             timeout=DEFAULT_TIMEOUT,
             follow_redirects=False,
+            verify=tls_context(),
             transport=transport() if transport is not None else None,
         )
         self.users = 0
-        #: The environment creates go to when none is named, once asked.
-        self.environment: str | None = None
 
 
 #: Makes the transport of a new pooled client (a backend's own, a test's faulty one).
@@ -134,11 +146,14 @@ class Connection:
     @property
     def environment(self) -> str | None:
         """The default environment, once learned for this server and key."""
-        return self._pool.environment
+        return _environments.get((self.target.url, self.target.key))
 
     @environment.setter
-    def environment(self, value: str) -> None:
-        self._pool.environment = value
+    def environment(self, value: str | None) -> None:
+        if value is None:
+            _environments.pop((self.target.url, self.target.key), None)
+        else:
+            _environments[(self.target.url, self.target.key)] = value
 
     def __repr__(self) -> str:
         return f"Connection({self.target.url!r})"

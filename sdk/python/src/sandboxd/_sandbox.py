@@ -15,6 +15,7 @@ from ._config import resolve
 from ._files import AsyncFiles
 from ._http import Connection
 from ._pty import AsyncPty
+from .errors import NotFound
 from .models import SandboxInfo, SandboxStats
 
 
@@ -172,6 +173,7 @@ class AsyncSandbox:
     ) -> AsyncSandbox:
         """`create` through a connection the caller made (the sandbox then owns it)."""
         env_vars = _env_text(env or {})
+        remembered = environment_id is None and conn.environment is not None
         environment = environment_id or await _default_environment(conn)
         body: dict[str, Any] = {
             "environmentId": environment,
@@ -188,7 +190,15 @@ class AsyncSandbox:
             "serverId": server_id,
             "labels": labels or None,
         }
-        created = await conn.call("sandbox.create", body, timeout=600)
+        try:
+            created = await conn.call("sandbox.create", body, timeout=600)
+        except NotFound:
+            if not remembered:
+                raise
+            # The environment remembered from an earlier create is gone: ask again.
+            conn.environment = None
+            body["environmentId"] = await _default_environment(conn)
+            created = await conn.call("sandbox.create", body, timeout=600)
         return cls(conn, SandboxInfo.from_json(created))
 
     @classmethod

@@ -26,7 +26,7 @@ from sandboxio.models import Capability, IsolationTier, ManagedSandbox, NetworkP
 
 from .. import errors as sdk
 from .._config import _is_loopback, resolve
-from .._http import Connection
+from .._http import Connection, tls_context
 from .._sandbox import AsyncSandbox, _default_environment, abandon_create
 from . import _errors
 from ._sandbox import SandboxdSandbox
@@ -88,7 +88,9 @@ class SandboxdBackend:
         open between requests: sandboxio has no call that lets go of a sandbox short of
         killing it, so a handle dropped unclosed (one `connect` gave) must hold no
         socket."""
-        return httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
+        return httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_keepalive_connections=0), verify=tls_context()
+        )
 
     def connection(self, url: str | None = None) -> Connection:
         """A connection to the server with the key; `AuthError` when there is none. The
