@@ -129,7 +129,7 @@ impl Executor<'_> {
         let mut outcome = self
             .settled(result, |refusal| refusal_error(refusal, "file"))
             .await?;
-        if outcome.kill_incomplete && !outcome.container_killed {
+        if outcome.kill_incomplete {
             restart_after_failed_kill(self.engine.engine(), self.engine.container(), &mut outcome)
                 .await;
         }

@@ -19,12 +19,7 @@ use crate::channel_double::{AgentCall, Answer};
 use crate::engine_double::Call;
 
 fn engine_execs(world: &World) -> usize {
-    world
-        .engine
-        .calls()
-        .iter()
-        .filter(|c| matches!(c, Call::Exec { .. }))
-        .count()
+    world.engine.count(|c| matches!(c, Call::Exec { .. }))
 }
 
 fn agent_execs(world: &World) -> usize {
@@ -113,14 +108,7 @@ async fn a_command_the_agent_did_not_send_runs_once_through_the_engine() {
 async fn a_command_through_the_agent_whose_kill_did_not_take_gets_its_container_restarted() {
     let world = World::new().await;
     let sandbox = world.running_with_agent().await;
-    world.script_agent(|s| {
-        s.exec.push_back(Answer::Ran(ExecOutcome {
-            exit_code: 124,
-            timed_out: true,
-            kill_incomplete: true,
-            ..ExecOutcome::default()
-        }))
-    });
+    world.script_agent(|s| s.exec.push_back(Answer::Ran(crate::timed_out(false))));
 
     let result = world.exec(&sandbox, "sleep 100").await.unwrap();
     assert!(result.timed_out);
@@ -136,13 +124,7 @@ async fn a_command_through_the_agent_whose_kill_did_not_take_gets_its_container_
 async fn a_command_through_the_agent_whose_kill_took_leaves_the_container_alone() {
     let world = World::new().await;
     let sandbox = world.running_with_agent().await;
-    world.script_agent(|s| {
-        s.exec.push_back(Answer::Ran(ExecOutcome {
-            exit_code: 124,
-            timed_out: true,
-            ..ExecOutcome::default()
-        }))
-    });
+    world.script_agent(|s| s.exec.push_back(Answer::Ran(crate::timed_out(true))));
 
     assert!(world.exec(&sandbox, "sleep 100").await.unwrap().timed_out);
     assert_eq!(world.engine.calls(), [], "nothing asked of the engine");

@@ -66,6 +66,16 @@ impl RecordingEngine {
         self.calls.lock().unwrap().clone()
     }
 
+    /// How many of the calls so far are `what`.
+    pub fn count(&self, what: impl Fn(&Call) -> bool) -> usize {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| what(c))
+            .count()
+    }
+
     /// Forgets the calls so far.
     pub fn clear(&self) {
         self.calls.lock().unwrap().clear();

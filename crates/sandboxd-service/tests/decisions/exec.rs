@@ -10,12 +10,7 @@ use crate::engine_double::Call;
 
 /// A command that timed out; `kill_took`: its kill ended every process.
 fn timed_out(kill_took: bool) -> Result<ExecOutcome, EngineError> {
-    Ok(ExecOutcome {
-        exit_code: 137,
-        timed_out: true,
-        kill_incomplete: !kill_took,
-        ..ExecOutcome::default()
-    })
+    Ok(crate::timed_out(kill_took))
 }
 
 fn exec_of(calls: &[Call]) -> usize {

@@ -38,6 +38,16 @@ use engine_double::RecordingEngine;
 const KEY: &str = "sbx_decisions_owner_key_0123456789abcdefghij";
 const IMAGE: &str = "example/base:1";
 
+/// What a command that timed out reports; `kill_took`: its kill ended every process.
+fn timed_out(kill_took: bool) -> sandboxd_ports::ExecOutcome {
+    sandboxd_ports::ExecOutcome {
+        exit_code: 137,
+        timed_out: true,
+        kill_incomplete: !kill_took,
+        ..Default::default()
+    }
+}
+
 /// A service on a recording engine, with its owner.
 struct World {
     service: Service,

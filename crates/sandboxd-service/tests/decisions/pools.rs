@@ -22,12 +22,7 @@ async fn pooled(size: usize) -> World {
 }
 
 fn created(world: &World) -> usize {
-    world
-        .engine
-        .calls()
-        .iter()
-        .filter(|c| matches!(c, Call::Create(_)))
-        .count()
+    world.engine.count(|c| matches!(c, Call::Create(_)))
 }
 
 fn ready(world: &World) -> usize {
