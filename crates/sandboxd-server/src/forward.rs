@@ -216,7 +216,7 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
     if request.headers().contains_key(FORWARDED) {
         return arrived(&state, request, named, next).await;
     }
-    if !state.service.replicated() {
+    if !state.service.replicas().replicated() {
         return next.run(request).await;
     }
     let me = state.service.store().replica_id().to_owned();
@@ -225,7 +225,7 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
             let Some(sandbox_id) = sandbox_in_query(request.uri()) else {
                 return next.run(request).await;
             };
-            let Some(holder) = state.service.agent_holder(&sandbox_id).await else {
+            let Some(holder) = state.service.replicas().agent_holder(&sandbox_id).await else {
                 return next.run(request).await;
             };
             let (parts, body) = request.into_parts();
@@ -265,7 +265,7 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
                 return too_large();
             };
             let holder = match sandbox_in_body(&bytes) {
-                Some(sandbox_id) => state.service.agent_holder(&sandbox_id).await,
+                Some(sandbox_id) => state.service.replicas().agent_holder(&sandbox_id).await,
                 None => None,
             };
             if let Some(holder) = holder {

@@ -337,14 +337,14 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
         // Subscribed before the first reconcile listens again for agents.
-        let holding = tokio::spawn(self.service.record_agent_connections());
+        let holding = tokio::spawn(self.service.replicas().record_agent_connections());
         let address = self
             .config
             .advertise_url
             .clone()
             .or_else(|| listener.local_addr().ok().map(advertised));
         if let Some(address) = address {
-            self.service.register_replica(address).await;
+            self.service.replicas().register(address).await;
         }
         if let Err(error) = loops::reconcile_or_restore(&self.service).await {
             warn!(%error, "startup reconcile failed; the periodic pass will retry");
@@ -376,7 +376,7 @@ impl Server {
             .with_graceful_shutdown(shutdown)
             .await;
         // Nothing is forwarded here any more.
-        self.service.leave_replicas().await;
+        self.service.replicas().leave().await;
         let _ = stop_tx.send(true);
         for task in background.into_iter().chain(metrics_task) {
             let _ = task.await;

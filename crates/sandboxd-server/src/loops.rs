@@ -82,7 +82,7 @@ fn watch_fleet(service: Service, mut stop: watch::Receiver<bool>) -> JoinHandle<
     tokio::spawn(async move {
         let mut watched: HashMap<String, (usize, JoinHandle<()>)> = HashMap::new();
         loop {
-            let engines = service.remote_engines();
+            let engines = service.fleet().remote_engines();
             // A server forgotten (removed, or reached otherwise) is no longer watched: its
             // old connection goes with the watch.
             watched.retain(|server_id, (_, task)| {
@@ -221,9 +221,11 @@ fn follow_server_changes(service: Service, mut stop: watch::Receiver<bool>) -> J
                 change = changes.recv() => change,
             };
             match change {
-                Ok(change) => service.servers_changed(&change),
+                Ok(change) => service.fleet().servers_changed(&change),
                 Err(RecvError::Lagged(_)) => {
-                    service.servers_changed(&sandboxd_store::ServerChange::All);
+                    service
+                        .fleet()
+                        .servers_changed(&sandboxd_store::ServerChange::All);
                 }
                 Err(RecvError::Closed) => return,
             }
@@ -272,7 +274,7 @@ pub fn spawn(
             move || {
                 let service = beating.clone();
                 async move {
-                    service.heartbeat_once().await;
+                    service.replicas().heartbeat_once().await;
                     Ok(())
                 }
             },

@@ -68,7 +68,7 @@ pub async fn record(request: Request, next: Next) -> Response {
 /// `GET /metrics` on the API's address: for a key holding `organization:admin` (the
 /// figures are the whole server's: counts and latencies, never ids or secrets).
 pub async fn render(State(state): State<AppState>, Caller(caller): Caller) -> Response {
-    if let Err(error) = state.service.require(
+    if let Err(error) = state.service.access().require(
         &caller,
         sandboxd_core::access::Permission::OrganizationAdmin,
     ) {
@@ -93,7 +93,7 @@ pub async fn render_open(State(service): State<crate::Service>) -> Response {
     }
     metrics::gauge!(REMOVALS_PENDING).set(service.removals_pending() as f64);
     // One series per state, 1 for the current one (servers used since start).
-    for (server, now) in service.servers_health().await {
+    for (server, now) in service.fleet().servers_health().await {
         for state in [
             Reachability::Reachable,
             Reachability::Degraded,

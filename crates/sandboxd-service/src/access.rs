@@ -4,12 +4,12 @@
 //! one); within the organization a missing permission or access-list entry is 403.
 
 use sandboxd_core::access::{self, Denied, Permission, SandboxNeed};
-use sandboxd_core::model::{Principal, Sandbox};
-use sandboxd_store::{AccessList, NewAuditEntry};
+use sandboxd_core::model::{Principal, Sandbox, Server};
+use sandboxd_store::{AccessList, NewAuditEntry, Store};
 use serde_json::Value;
 use tracing::error;
 
-use super::{Service, ServiceError};
+use super::ServiceError;
 
 impl From<Denied> for ServiceError {
     fn from(denied: Denied) -> Self {
@@ -35,7 +35,18 @@ impl<'a> Resource<'a> {
     }
 }
 
-impl Service {
+/// Who may act on what, and the audit trail actions leave. Reads the store only; every
+/// other part asks it before acting.
+#[derive(Debug, Clone)]
+pub struct Access {
+    store: Store,
+}
+
+impl Access {
+    pub(crate) fn new(store: Store) -> Self {
+        Self { store }
+    }
+
     /// A sandbox of the caller's organization that the caller may act on as `need`
     /// says. Another organization's sandbox is reported exactly like a missing one, so
     /// ids cannot be probed.
@@ -46,13 +57,13 @@ impl Service {
         need: SandboxNeed,
     ) -> Result<Sandbox, ServiceError> {
         let id = sandboxd_core::validate::sandbox_id(sandbox_id)?;
-        let sandbox = match self.store().sandbox(&id).await? {
+        let sandbox = match self.store.sandbox(&id).await? {
             Some(sandbox) if sandbox.organization_id == caller.organization_id => sandbox,
             _ => return Err(ServiceError::NotFound("sandbox")),
         };
         let listed = access::sees_everything(caller.role)
             || self
-                .store()
+                .store
                 .on_access_list(
                     AccessList::Sandboxes,
                     &caller.organization_id,
@@ -73,7 +84,7 @@ impl Service {
     ) -> Result<bool, ServiceError> {
         Ok(access::sees_everything(caller.role)
             || self
-                .store()
+                .store
                 .on_access_list(
                     AccessList::Projects,
                     &caller.organization_id,
@@ -91,6 +102,46 @@ impl Service {
     ) -> Result<(), ServiceError> {
         let listed = self.project_listed(caller, project_id).await?;
         Ok(access::check_create_in_project(caller, listed)?)
+    }
+
+    /// A server of the caller's organization the caller may use: administrators every
+    /// one, members those on their access list. Another organization's is not found.
+    pub(crate) async fn server_for(
+        &self,
+        caller: &Principal,
+        server_id: &str,
+    ) -> Result<Server, ServiceError> {
+        let id = sandboxd_core::validate::server_id(server_id)?;
+        let server = self
+            .store
+            .server(&caller.organization_id, &id)
+            .await?
+            .ok_or(ServiceError::NotFound("server"))?;
+        if !self.server_listed(caller, &id).await? {
+            return Err(ServiceError::Forbidden(
+                "you are not authorized to use this server".into(),
+            ));
+        }
+        Ok(server)
+    }
+
+    /// Whether the caller may use a server of their organization: administrators every
+    /// one, members those on their access list.
+    pub(crate) async fn server_listed(
+        &self,
+        caller: &Principal,
+        server_id: &str,
+    ) -> Result<bool, ServiceError> {
+        Ok(access::sees_everything(caller.role)
+            || self
+                .store
+                .on_access_list(
+                    AccessList::Servers,
+                    &caller.organization_id,
+                    &caller.user_id,
+                    server_id,
+                )
+                .await?)
     }
 
     pub fn require(&self, caller: &Principal, permission: Permission) -> Result<(), ServiceError> {
@@ -117,7 +168,7 @@ impl Service {
             resource_name: resource.name,
             metadata,
         };
-        if let Err(failure) = self.store().audit(entry).await {
+        if let Err(failure) = self.store.audit(entry).await {
             error!(%action, resource_id = %resource.id, error = %failure, "could not record an audit entry");
         }
     }

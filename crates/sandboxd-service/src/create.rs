@@ -50,7 +50,8 @@ impl Service {
             .environment(&caller.organization_id, &cmd.environment_id)
             .await?
             .ok_or(ServiceError::NotFound("environment"))?;
-        self.check_create_in(caller, &environment.project_id)
+        self.access()
+            .check_create_in(caller, &environment.project_id)
             .await?;
         // The server is checked first, and its engine connected before any row is
         // written: an unreachable server leaves nothing behind. Without one, placement
@@ -62,10 +63,10 @@ impl Service {
                 cpu: cmd.cpu,
                 memory_mb: cmd.memory_mb,
             };
-            cmd.server_id = self.place(caller, want).await?;
+            cmd.server_id = self.fleet().place(caller, want).await?;
         }
         let server = match &cmd.server_id {
-            Some(server_id) => Some(self.server_for(caller, server_id).await?),
+            Some(server_id) => Some(self.access().server_for(caller, server_id).await?),
             None if self.inner.options.remote_only => {
                 return Err(Invalid::one(
                     "serverId",
@@ -104,7 +105,7 @@ impl Service {
         {
             return Ok(warm);
         }
-        let engine = self.engine_of(cmd.server_id.as_deref()).await?;
+        let engine = self.fleet().engine_of(cmd.server_id.as_deref()).await?;
         let template = cmd
             .image
             .template
@@ -162,14 +163,15 @@ impl Service {
         let outcome = self
             .start_container(&engine, &row, cmd.env_vars.as_deref(), None)
             .await;
-        self.record(
-            &row.organization_id,
-            Some(caller),
-            "sandbox.create",
-            Resource::sandbox(&row),
-            created_metadata(&row, outcome.is_ok(), None),
-        )
-        .await;
+        self.access()
+            .record(
+                &row.organization_id,
+                Some(caller),
+                "sandbox.create",
+                Resource::sandbox(&row),
+                created_metadata(&row, outcome.is_ok(), None),
+            )
+            .await;
         match outcome {
             Ok((container_id, user)) => {
                 let now = self
@@ -181,7 +183,8 @@ impl Service {
                     // Killed (or given up on by reconcile) while it was made: it stays so,
                     // and the container made for it goes.
                     info!(sandbox_id = %row.sandbox_id, status = now.status.as_str(), "sandbox ended while it was created");
-                    self.release_agent(&row.sandbox_id, row.server_id.as_deref());
+                    self.fleet()
+                        .release_agent(&row.sandbox_id, row.server_id.as_deref());
                     if let Err(error) = engine.destroy_container(&container_id).await {
                         warn!(sandbox_id = %row.sandbox_id, %error, "could not remove the container of a sandbox ended while it was created; reconcile will");
                     }
@@ -220,7 +223,7 @@ impl Service {
                     None
                 }
             },
-            Some(server_id) => self.listen_remote(&row.sandbox_id, server_id).await,
+            Some(server_id) => self.fleet().listen_remote(&row.sandbox_id, server_id).await,
         };
         let mut plan = plan::plan_container(row, env_vars, self.instance_id(), agent.as_ref());
         if agent.is_some() {
@@ -243,7 +246,8 @@ impl Service {
         let container_id = match engine.create_container(&plan).await {
             Ok(id) => id,
             Err(error) => {
-                self.release_agent(&row.sandbox_id, row.server_id.as_deref());
+                self.fleet()
+                    .release_agent(&row.sandbox_id, row.server_id.as_deref());
                 return Err(error);
             }
         };
@@ -278,7 +282,8 @@ impl Service {
         match prepared.await {
             Ok(user) => Ok((container_id, user)),
             Err(error) => {
-                self.release_agent(&row.sandbox_id, row.server_id.as_deref());
+                self.fleet()
+                    .release_agent(&row.sandbox_id, row.server_id.as_deref());
                 if let Err(cleanup) = engine.remove_container(&container_id).await {
                     warn!(%container_id, error = %cleanup, "could not remove the container of a failed sandbox");
                 }

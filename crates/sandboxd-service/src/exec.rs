@@ -38,6 +38,7 @@ impl Service {
         stream: Option<OutputTx>,
     ) -> Result<ExecResult, ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
         let executor = self.executor(&sandbox).await?;
@@ -75,19 +76,20 @@ impl Service {
             self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         }
         if let Some(hash) = command_hash {
-            self.record(
-                &sandbox.organization_id,
-                Some(caller),
-                "sandbox.exec",
-                Resource::sandbox(&sandbox),
-                serde_json::json!({
-                    "commandHash": hash,
-                    "exitCode": outcome.exit_code,
-                    "timedOut": outcome.timed_out,
-                    "durationMs": started.elapsed().as_millis() as u64,
-                }),
-            )
-            .await;
+            self.access()
+                .record(
+                    &sandbox.organization_id,
+                    Some(caller),
+                    "sandbox.exec",
+                    Resource::sandbox(&sandbox),
+                    serde_json::json!({
+                        "commandHash": hash,
+                        "exitCode": outcome.exit_code,
+                        "timedOut": outcome.timed_out,
+                        "durationMs": started.elapsed().as_millis() as u64,
+                    }),
+                )
+                .await;
         }
         let oom_killed = outcome.exit_code == oom::SIGKILL_EXIT
             && !outcome.timed_out

@@ -21,6 +21,7 @@ impl Service {
         cmd: WriteFile,
     ) -> Result<WriteFileResult, ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
         let executor = self.executor(&sandbox).await?;
@@ -57,6 +58,7 @@ impl Service {
         cmd: ReadFile,
     ) -> Result<ReadFileResult, ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
             .await?;
         let executor = self.executor(&sandbox).await?;
@@ -77,6 +79,7 @@ impl Service {
         cmd: ListFiles,
     ) -> Result<ListFilesResult, ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
             .await?;
         let executor = self.executor(&sandbox).await?;

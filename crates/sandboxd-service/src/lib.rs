@@ -14,8 +14,6 @@ mod fleet;
 mod leases;
 mod lifecycle;
 mod loops;
-mod members;
-mod placement;
 mod pools;
 mod processes;
 mod recovery;
@@ -39,11 +37,13 @@ use sandboxd_store::Store;
 
 use sandboxd_agent_host::AgentHub;
 
-pub use access::Resource;
+pub use access::{Access, Resource};
 pub use error::ServiceError;
+pub use fleet::Fleet;
 pub use loops::{ReapReport, ReconcileReport};
 pub use pools::{POOL_READY, PoolKey};
-pub use replicas::HEARTBEAT_EVERY;
+pub use replicas::{HEARTBEAT_EVERY, Replicas};
+pub use tenancy::Tenancy;
 
 /// Counter of the operations each path served (`path` = `agent` | `engine`).
 pub const SERVED: &str = "sandboxd_operations_served_total";
@@ -60,7 +60,8 @@ pub struct Service {
 #[derive(Debug)]
 struct Inner {
     store: Store,
-    engine: Arc<dyn Engine>,
+    access: Access,
+    tenancy: Tenancy,
     agents: AgentHub,
     /// The channels of sandboxes whose agent is connected (the hub's, unless a test
     /// gives its own).
@@ -78,13 +79,13 @@ struct Inner {
     oom_seen: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     /// Recent restarts of stopped containers.
     restarts: std::sync::Mutex<revive::RestartBudget>,
-    /// The engines of remote servers made so far.
-    fleet: fleet::Fleet,
+    /// The engines sandboxes run on, and placement.
+    fleet: Fleet,
     /// Sandboxes this replica listens for whose row was missing at the last pass of
     /// `release_ended_agents_once`.
     agents_unrecorded: std::sync::Mutex<std::collections::HashSet<String>>,
     /// This replica's address and the others', for forwarding.
-    replicas: replicas::Replicas,
+    replicas: Replicas,
     /// The last CPU reading of each sandbox, for `sandbox.stats`.
     readings: usage::Readings,
 }
@@ -148,10 +149,28 @@ impl Service {
             .agent_channels
             .clone()
             .unwrap_or_else(|| Arc::new(agents.clone()));
+        let access = Access::new(store.clone());
+        let tenancy = Tenancy::new(store.clone(), access.clone(), options.quotas);
+        let replicas = Replicas::new(store.clone(), agents.clone(), channels.clone());
+        let removals = tokio_util::task::TaskTracker::new();
+        let fleet = Fleet::new(
+            store.clone(),
+            access.clone(),
+            engine,
+            options.remote.clone(),
+            agents.clone(),
+            removals.clone(),
+            fleet::Room {
+                remote_only: options.remote_only,
+                host_cpus: options.host_cpus,
+                host_memory_mb: options.host_memory_mb,
+            },
+        );
         Self {
             inner: Arc::new(Inner {
+                access,
+                tenancy,
                 store,
-                engine,
                 agents,
                 channels,
                 templates,
@@ -161,12 +180,12 @@ impl Service {
                 options,
                 oom_seen: Default::default(),
                 restarts: Default::default(),
-                fleet: Default::default(),
+                fleet,
                 agents_unrecorded: Default::default(),
-                replicas: Default::default(),
+                replicas,
                 readings: Default::default(),
                 exec_env: Default::default(),
-                removals: tokio_util::task::TaskTracker::new(),
+                removals,
             }),
         }
     }
@@ -298,13 +317,33 @@ impl Service {
         }
     }
 
+    /// Who may act on what, and the audit trail.
+    pub fn access(&self) -> &Access {
+        &self.inner.access
+    }
+
+    /// Organizations, members, keys, projects, environments and the audit log.
+    pub fn tenancy(&self) -> &Tenancy {
+        &self.inner.tenancy
+    }
+
+    /// This replica among the others: where a request for another's agent goes.
+    pub fn replicas(&self) -> &Replicas {
+        &self.inner.replicas
+    }
+
+    /// The engines sandboxes run on: the local one and the remote servers'.
+    pub fn fleet(&self) -> &Fleet {
+        &self.inner.fleet
+    }
+
     pub fn store(&self) -> &Store {
         &self.inner.store
     }
 
     /// The engine sandboxes run on.
     pub fn engine(&self) -> &Arc<dyn Engine> {
-        &self.inner.engine
+        self.inner.fleet.local()
     }
 
     pub fn templates(&self) -> &Templates {

@@ -38,11 +38,11 @@ impl Service {
                 (id, sandboxes)
             }
         };
-        self.require(caller, Permission::ServiceRead)?;
+        self.access().require(caller, Permission::ServiceRead)?;
         if access::sees_everything(caller.role) {
             return Ok(sandboxes);
         }
-        if !self.project_listed(caller, &project_id).await? {
+        if !self.access().project_listed(caller, &project_id).await? {
             return Err(Denied::NotListed("project").into());
         }
         // A member sees the sandboxes on their access list only.
@@ -65,6 +65,7 @@ impl Service {
         timeout_ms: i64,
     ) -> Result<Sandbox, ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
         sandbox.running_container()?;
@@ -74,19 +75,21 @@ impl Service {
             .await?
         {
             Some(updated) => {
-                self.record(
-                    &updated.organization_id,
-                    Some(caller),
-                    "sandbox.setTimeout",
-                    Resource::sandbox(&updated),
-                    json!({"timeoutMs": timeout_ms}),
-                )
-                .await;
+                self.access()
+                    .record(
+                        &updated.organization_id,
+                        Some(caller),
+                        "sandbox.setTimeout",
+                        Resource::sandbox(&updated),
+                        json!({"timeoutMs": timeout_ms}),
+                    )
+                    .await;
                 Ok(updated)
             }
             // Killed between the read and the update: report its state now.
             None => {
                 let current = self
+                    .access()
                     .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
                     .await?;
                 current.running_container()?;
@@ -105,18 +108,20 @@ impl Service {
         sandbox_id: &str,
     ) -> Result<Sandbox, ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
         let was = sandbox.status;
         let killed = self.kill(sandbox).await?;
-        self.record(
-            &killed.organization_id,
-            Some(caller),
-            "sandbox.kill",
-            Resource::sandbox(&killed),
-            json!({"previousStatus": was.as_str()}),
-        )
-        .await;
+        self.access()
+            .record(
+                &killed.organization_id,
+                Some(caller),
+                "sandbox.kill",
+                Resource::sandbox(&killed),
+                json!({"previousStatus": was.as_str()}),
+            )
+            .await;
         Ok(killed)
     }
 
@@ -141,13 +146,14 @@ impl Service {
                 .await?
                 .ok_or(ServiceError::NotFound("sandbox"));
         };
-        self.release_agent(&sandbox.sandbox_id, sandbox.server_id.as_deref());
+        self.fleet()
+            .release_agent(&sandbox.sandbox_id, sandbox.server_id.as_deref());
         self.forget(&sandbox.sandbox_id);
         info!(sandbox_id = %sandbox.sandbox_id, "sandbox killed");
         if let Some(container) = sandbox.container_id {
             // An unreachable server keeps the container until reconcile finds it there
             // (the container of a killed row is an orphan).
-            let engine = match self.engine_of(sandbox.server_id.as_deref()).await {
+            let engine = match self.fleet().engine_of(sandbox.server_id.as_deref()).await {
                 Ok(engine) => engine,
                 Err(error) => {
                     warn!(sandbox_id = %sandbox.sandbox_id, %error, "the sandbox's server is unreachable; its container is removed when it is back");
@@ -172,19 +178,21 @@ impl Service {
         sandbox_id: &str,
     ) -> Result<(), ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Delete)
             .await?;
         let id = sandbox.sandbox_id.clone();
         let killed = self.kill(sandbox).await?;
         self.store().delete_sandbox(&id).await?;
-        self.record(
-            &killed.organization_id,
-            Some(caller),
-            "sandbox.remove",
-            Resource::sandbox(&killed),
-            json!({}),
-        )
-        .await;
+        self.access()
+            .record(
+                &killed.organization_id,
+                Some(caller),
+                "sandbox.remove",
+                Resource::sandbox(&killed),
+                json!({}),
+            )
+            .await;
         Ok(())
     }
 }

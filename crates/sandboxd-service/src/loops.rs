@@ -35,14 +35,15 @@ impl Service {
             let id = sandbox.sandbox_id.clone();
             match self.kill(sandbox.clone()).await {
                 Ok(killed) => {
-                    self.record(
-                        &killed.organization_id,
-                        None,
-                        "sandbox.kill",
-                        Resource::sandbox(&killed),
-                        serde_json::json!({"reason": "expired"}),
-                    )
-                    .await;
+                    self.access()
+                        .record(
+                            &killed.organization_id,
+                            None,
+                            "sandbox.kill",
+                            Resource::sandbox(&killed),
+                            serde_json::json!({"reason": "expired"}),
+                        )
+                        .await;
                     report.killed.push(id)
                 }
                 Err(error) => {
@@ -110,7 +111,8 @@ impl Service {
             }
             match self.store().sandbox(&sandbox_id).await? {
                 Some(row) if matches!(row.status, SandboxStatus::Killed | SandboxStatus::Error) => {
-                    self.release_agent(&sandbox_id, row.server_id.as_deref());
+                    self.fleet()
+                        .release_agent(&sandbox_id, row.server_id.as_deref());
                 }
                 Some(_) => {}
                 None => {
@@ -124,7 +126,7 @@ impl Service {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for sandbox_id in missing.intersection(&before) {
-            self.release_agent(sandbox_id, None);
+            self.fleet().release_agent(sandbox_id, None);
         }
         let still: std::collections::HashSet<String> =
             missing.difference(&before).cloned().collect();
@@ -137,7 +139,7 @@ impl Service {
         &self,
         server_id: Option<&str>,
     ) -> Result<ReconcileReport, ServiceError> {
-        let engine = self.engine_of(server_id).await?;
+        let engine = self.fleet().engine_of(server_id).await?;
         let containers = engine.list_sandbox_containers(self.instance_id()).await?;
         // Rows are read after the containers: a sandbox created in between has its row
         // (creating or running) in the list, so its fresh container is never an orphan.
@@ -156,7 +158,7 @@ impl Service {
         }
         self.store().mark_error(&plan.mark_error).await?;
         for sandbox_id in &plan.mark_error {
-            self.release_agent(sandbox_id, server_id);
+            self.fleet().release_agent(sandbox_id, server_id);
         }
         for (sandbox_id, container_id) in &plan.restart {
             let death = sandboxd_ports::ContainerDeath {
@@ -179,7 +181,7 @@ impl Service {
             match server_id {
                 None => self.agents().restore(&row.sandbox_id),
                 Some(server_id) if !self.agents().is_listening(&row.sandbox_id) => {
-                    self.listen_remote(&row.sandbox_id, server_id).await;
+                    self.fleet().listen_remote(&row.sandbox_id, server_id).await;
                 }
                 Some(_) => {}
             }

@@ -78,7 +78,7 @@ impl Service {
         sandbox_id: &str,
         need: SandboxNeed,
     ) -> Result<(Sandbox, Arc<dyn SandboxChannel>), ServiceError> {
-        let sandbox = self.sandbox_for(caller, sandbox_id, need).await?;
+        let sandbox = self.access().sandbox_for(caller, sandbox_id, need).await?;
         let agent = self.executor(&sandbox).await?.agent_only()?;
         self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
         self.served(&sandbox.sandbox_id, Via::Agent);

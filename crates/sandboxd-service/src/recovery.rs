@@ -92,7 +92,7 @@ impl Service {
 
     /// Whether a remote server's connection is down now.
     async fn server_unreachable(&self, server_id: &str) -> bool {
-        match self.inner.fleet.made(server_id) {
+        match self.fleet().made().engine(server_id) {
             Some(engine) => engine.reachability().await.0 == Reachability::Unreachable,
             None => true,
         }

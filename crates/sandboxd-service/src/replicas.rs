@@ -8,10 +8,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use sandboxd_store::Backend;
+use sandboxd_agent_host::AgentHub;
+use sandboxd_ports::AgentChannels;
+use sandboxd_store::{Backend, Store};
 use tracing::{debug, warn};
 
-use super::{Service, now_ms};
+use super::now_ms;
 
 /// How often a replica records its heartbeat.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
@@ -20,9 +22,18 @@ const GONE_AFTER: Duration = Duration::from_secs(10);
 /// How long the list of live replicas is reused before it is read again.
 const LIVE_FOR: Duration = Duration::from_secs(1);
 
-/// This replica's place among the others.
+/// This replica's place among the others. Depends on the store (the registry and who
+/// holds which agent) and on the agents connected here.
+#[derive(Debug, Clone)]
+pub struct Replicas {
+    store: Store,
+    agents: AgentHub,
+    channels: Arc<dyn AgentChannels>,
+    state: Arc<State>,
+}
+
 #[derive(Debug, Default)]
-pub(crate) struct Replicas {
+struct State {
     /// Where the other replicas reach this one; unset: it is not registered.
     address: OnceLock<String>,
     /// The replicas heard from lately (id → address), and when that was read.
@@ -32,39 +43,48 @@ pub(crate) struct Replicas {
 /// The replicas heard from lately: id → address.
 type Live = Arc<HashMap<String, String>>;
 
-impl Service {
+impl Replicas {
+    pub(crate) fn new(store: Store, agents: AgentHub, channels: Arc<dyn AgentChannels>) -> Self {
+        Self {
+            store,
+            agents,
+            channels,
+            state: Arc::default(),
+        }
+    }
+
     /// Whether requests may be forwarded between replicas: on PostgreSQL, once this
     /// replica has an address.
     pub fn replicated(&self) -> bool {
-        self.store().backend() == Backend::Postgres && self.inner.replicas.address.get().is_some()
+        self.store.backend() == Backend::Postgres && self.state.address.get().is_some()
     }
 
     /// Registers the address where the other replicas reach this one (its API's base
     /// URL) and records its first heartbeat. On SQLite this does nothing.
-    pub async fn register_replica(&self, address: String) {
-        if self.store().backend() != Backend::Postgres {
+    pub async fn register(&self, address: String) {
+        if self.store.backend() != Backend::Postgres {
             return;
         }
-        let _ = self.inner.replicas.address.set(address);
+        let _ = self.state.address.set(address);
         self.heartbeat_once().await;
     }
 
     /// Records this replica's heartbeat (the loop calls it every [`HEARTBEAT_EVERY`]).
     pub async fn heartbeat_once(&self) {
-        let Some(address) = self.inner.replicas.address.get() else {
+        let Some(address) = self.state.address.get() else {
             return;
         };
-        if let Err(error) = self.store().heartbeat(address, now_ms()).await {
+        if let Err(error) = self.store.heartbeat(address, now_ms()).await {
             warn!(%error, "cannot record this replica's heartbeat");
         }
     }
 
     /// Takes this replica out of the registry: it is stopping.
-    pub async fn leave_replicas(&self) {
-        if self.inner.replicas.address.get().is_none() {
+    pub async fn leave(&self) {
+        if self.state.address.get().is_none() {
             return;
         }
-        if let Err(error) = self.store().leave().await {
+        if let Err(error) = self.store.leave().await {
             warn!(%error, "cannot take this replica out of the registry");
         }
     }
@@ -72,12 +92,12 @@ impl Service {
     /// Records, as agents connect to this replica from now on, that it holds their
     /// connections; the future runs until the hub is dropped. On SQLite it does nothing.
     pub fn record_agent_connections(&self) -> impl Future<Output = ()> + Send + 'static {
-        let service = self.clone();
+        let replicas = self.clone();
         let connected =
-            (self.store().backend() == Backend::Postgres).then(|| self.agents().connections());
+            (self.store.backend() == Backend::Postgres).then(|| self.agents.connections());
         async move {
             if let Some(connected) = connected {
-                service.hold_agents(connected).await;
+                replicas.hold_agents(connected).await;
             }
         }
     }
@@ -88,7 +108,7 @@ impl Service {
             // A sandbox reconnecting in a loop is written once per batch.
             let ids: HashSet<String> = batch.drain(..).collect();
             for sandbox_id in ids {
-                if let Err(error) = self.store().hold_agent(&sandbox_id).await {
+                if let Err(error) = self.store.hold_agent(&sandbox_id).await {
                     warn!(%sandbox_id, %error, "cannot record that this replica holds an agent");
                 }
             }
@@ -99,17 +119,17 @@ impl Service {
     /// agent to: `None` to serve it here (this replica holds the agent, the sandbox is
     /// unknown, or its holder is not live).
     pub async fn agent_holder(&self, sandbox_id: &str) -> Option<String> {
-        if !self.replicated() || self.agent_channel(sandbox_id).is_some() {
+        if !self.replicated() || self.channels.channel(sandbox_id).is_some() {
             return None;
         }
-        let holder = match self.store().agent_replica(sandbox_id).await {
+        let holder = match self.store.agent_replica(sandbox_id).await {
             Ok(holder) => holder?,
             Err(error) => {
                 debug!(%sandbox_id, %error, "cannot read which replica holds an agent");
                 return None;
             }
         };
-        if holder == self.store().replica_id() {
+        if holder == self.store.replica_id() {
             return None;
         }
         self.live_replicas().await.get(&holder).cloned()
@@ -117,8 +137,7 @@ impl Service {
 
     async fn live_replicas(&self) -> Live {
         let cached = self
-            .inner
-            .replicas
+            .state
             .live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -129,7 +148,7 @@ impl Service {
             return live;
         }
         let since = now_ms() - GONE_AFTER.as_millis() as i64;
-        let live: HashMap<String, String> = match self.store().live_replicas(since).await {
+        let live: HashMap<String, String> = match self.store.live_replicas(since).await {
             Ok(live) => live.into_iter().collect(),
             Err(error) => {
                 debug!(%error, "cannot read the live replicas");
@@ -137,12 +156,8 @@ impl Service {
             }
         };
         let live = Arc::new(live);
-        *self
-            .inner
-            .replicas
-            .live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), live.clone()));
+        *self.state.live.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((Instant::now(), live.clone()));
         live
     }
 }

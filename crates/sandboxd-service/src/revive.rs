@@ -61,7 +61,7 @@ impl Service {
         if row.status != SandboxStatus::Running || !ours {
             return Ok(Revival::Ignored);
         }
-        let engine = self.engine_of(row.server_id.as_deref()).await?;
+        let engine = self.fleet().engine_of(row.server_id.as_deref()).await?;
         // A deliberate restart (a command whose kill did not take) starts it itself.
         if engine.is_running(&death.container_id).await? {
             return Ok(Revival::Ignored);
@@ -85,17 +85,18 @@ impl Service {
         {
             Ok(()) => {
                 // Its files are kept; what ran in it is gone, and the record says so.
-                self.record(
-                    &row.organization_id,
-                    None,
-                    "sandbox.restart",
-                    crate::Resource::sandbox(&row),
-                    serde_json::json!({
-                        "reason": "its container had stopped",
-                        "processesLost": true,
-                    }),
-                )
-                .await;
+                self.access()
+                    .record(
+                        &row.organization_id,
+                        None,
+                        "sandbox.restart",
+                        crate::Resource::sandbox(&row),
+                        serde_json::json!({
+                            "reason": "its container had stopped",
+                            "processesLost": true,
+                        }),
+                    )
+                    .await;
                 Ok(Revival::Restarted)
             }
             Err(ServiceError::NotRunning(_)) => Ok(Revival::GaveUp),

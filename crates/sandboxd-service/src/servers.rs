@@ -10,7 +10,6 @@ use sandboxd_core::api::{Resources, ServerTestResult, ServerView};
 use sandboxd_core::model::{Principal, Server, ServerChanges};
 use sandboxd_core::rfc3339::format_millis as rfc3339;
 use sandboxd_core::validate::NewServerSpec;
-use sandboxd_store::AccessList;
 use serde_json::json;
 use tracing::{info, warn};
 
@@ -28,46 +27,6 @@ fn resource(server: &Server) -> Resource<'_> {
 }
 
 impl Service {
-    /// A server of the caller's organization the caller may use: administrators every
-    /// one, members those on their access list. Another organization's is not found.
-    pub(crate) async fn server_for(
-        &self,
-        caller: &Principal,
-        server_id: &str,
-    ) -> Result<Server, ServiceError> {
-        let id = sandboxd_core::validate::server_id(server_id)?;
-        let server = self
-            .store()
-            .server(&caller.organization_id, &id)
-            .await?
-            .ok_or(ServiceError::NotFound("server"))?;
-        if !self.server_listed(caller, &id).await? {
-            return Err(ServiceError::Forbidden(
-                "you are not authorized to use this server".into(),
-            ));
-        }
-        Ok(server)
-    }
-
-    /// Whether the caller may use a server of their organization: administrators every
-    /// one, members those on their access list.
-    pub(crate) async fn server_listed(
-        &self,
-        caller: &Principal,
-        server_id: &str,
-    ) -> Result<bool, ServiceError> {
-        Ok(access::sees_everything(caller.role)
-            || self
-                .store()
-                .on_access_list(
-                    AccessList::Servers,
-                    &caller.organization_id,
-                    &caller.user_id,
-                    server_id,
-                )
-                .await?)
-    }
-
     /// Whether `caller` may add a server or point one elsewhere, under the operator's
     /// `[servers] registration`.
     async fn may_register_servers(&self, caller: &Principal) -> Result<(), ServiceError> {
@@ -91,14 +50,14 @@ impl Service {
         spec: NewServerSpec,
     ) -> Result<ServerView, ServiceError> {
         self.may_register_servers(caller).await?;
-        let connector = self.connector()?;
+        let connector = self.fleet().connector()?;
         connector.check_keys(spec.host_key.as_deref(), Some(&spec.private_key))?;
         connector.check_address(&spec.address)?;
         let server = self
             .store()
             .insert_server(&caller.organization_id, &spec)
             .await?;
-        self.record(
+        self.access().record(
             &caller.organization_id,
             Some(caller),
             "server.create",
@@ -115,7 +74,11 @@ impl Service {
         let servers = self.store().servers(&caller.organization_id).await?;
         let mut views = Vec::with_capacity(servers.len());
         for server in servers {
-            if self.server_listed(caller, &server.server_id).await? {
+            if self
+                .access()
+                .server_listed(caller, &server.server_id)
+                .await?
+            {
                 views.push(self.server_view(server).await?);
             }
         }
@@ -128,7 +91,7 @@ impl Service {
         caller: &Principal,
         server_id: &str,
     ) -> Result<ServerView, ServiceError> {
-        let server = self.server_for(caller, server_id).await?;
+        let server = self.access().server_for(caller, server_id).await?;
         self.server_view(server).await
     }
 
@@ -140,17 +103,18 @@ impl Service {
         server_id: &str,
         changes: ServerChanges,
     ) -> Result<ServerView, ServiceError> {
-        self.require(caller, Permission::OrganizationAdmin)?;
+        self.access()
+            .require(caller, Permission::OrganizationAdmin)?;
         // Pointing a server somewhere else is registering it anew.
         if changes.address.is_some() || changes.port.is_some() {
             self.may_register_servers(caller).await?;
         }
-        self.connector()?.check_keys(
+        self.fleet().connector()?.check_keys(
             changes.host_key.clone().flatten().as_deref(),
             changes.private_key.as_deref(),
         )?;
         if let Some(address) = &changes.address {
-            self.connector()?.check_address(address)?;
+            self.fleet().connector()?.check_address(address)?;
         }
         let server = self
             .store()
@@ -184,14 +148,15 @@ impl Service {
         .into_iter()
         .filter_map(|(name, changed)| changed.then_some(name))
         .collect();
-        self.record(
-            &caller.organization_id,
-            Some(caller),
-            "server.update",
-            resource(&server),
-            json!({"changed": fields}),
-        )
-        .await;
+        self.access()
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "server.update",
+                resource(&server),
+                json!({"changed": fields}),
+            )
+            .await;
         self.server_view(server).await
     }
 
@@ -213,7 +178,7 @@ impl Service {
                 warn!(%server_id, %error, "could not read a changed server's sandboxes; the next reconcile gives their agents back")
             }
         }
-        self.inner.fleet.forget(server_id);
+        self.fleet().made().forget(server_id);
         let service = self.clone();
         let server_id = server_id.to_owned();
         tokio::spawn(async move {
@@ -229,7 +194,8 @@ impl Service {
         caller: &Principal,
         server_id: &str,
     ) -> Result<(), ServiceError> {
-        self.require(caller, Permission::OrganizationAdmin)?;
+        self.access()
+            .require(caller, Permission::OrganizationAdmin)?;
         let server = self
             .store()
             .server(&caller.organization_id, server_id)
@@ -243,15 +209,16 @@ impl Service {
             return Err(ServiceError::NotFound("server"));
         }
         self.drop_server_pools(server_id).await;
-        self.inner.fleet.forget(server_id);
-        self.record(
-            &caller.organization_id,
-            Some(caller),
-            "server.remove",
-            resource(&server),
-            json!({}),
-        )
-        .await;
+        self.fleet().made().forget(server_id);
+        self.access()
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "server.remove",
+                resource(&server),
+                json!({}),
+            )
+            .await;
         Ok(())
     }
 
@@ -264,9 +231,10 @@ impl Service {
         caller: &Principal,
         server_id: &str,
     ) -> Result<ServerTestResult, ServiceError> {
-        self.require(caller, Permission::OrganizationAdmin)?;
-        let server = self.server_for(caller, server_id).await?;
-        let connector = self.connector()?;
+        self.access()
+            .require(caller, Permission::OrganizationAdmin)?;
+        let server = self.access().server_for(caller, server_id).await?;
+        let connector = self.fleet().connector()?;
         let key = self.store().server_private_key(&server.server_id).await?;
         let started = Instant::now();
         let probed = connector.probe(&spec_of(&server, key)).await;
@@ -295,14 +263,14 @@ impl Service {
                 .store()
                 .pin_host_key(&server.server_id, &probe.host_key)
                 .await?;
-        self.inner.fleet.remember_capacity(
+        self.fleet().made().remember_capacity(
             &server.server_id,
             Resources {
                 cpu: probe.cpus as f64,
                 memory_mb: probe.memory_bytes / MIB,
             },
         );
-        self.record(
+        self.access().record(
             &caller.organization_id,
             Some(caller),
             "server.test",
@@ -327,7 +295,7 @@ impl Service {
     /// (never connecting for it: a listing does not wait on a server).
     async fn server_view(&self, server: Server) -> Result<ServerView, ServiceError> {
         let (cpu, memory_mb) = self.store().reserved_on(Some(&server.server_id)).await?;
-        let learned = self.inner.fleet.capacity(&server.server_id);
+        let learned = self.fleet().made().capacity(&server.server_id);
         let (capacity, capacity_source) = match (server.cpu_capacity, server.memory_mb_capacity) {
             (Some(cpu), Some(memory_mb)) => (Some(Resources { cpu, memory_mb }), "configured"),
             (cpu, memory) => match learned {
@@ -345,7 +313,7 @@ impl Service {
                 None => (None, "unknown"),
             },
         };
-        let (health, last_error) = match self.inner.fleet.made(&server.server_id) {
+        let (health, last_error) = match self.fleet().made().engine(&server.server_id) {
             Some(engine) => {
                 let (reachability, last) = engine.reachability().await;
                 (reachability.as_str().to_owned(), last)
@@ -357,7 +325,7 @@ impl Service {
             host_key_fingerprint: server
                 .host_key
                 .as_deref()
-                .and_then(|key| self.connector().ok()?.fingerprint(key)),
+                .and_then(|key| self.fleet().connector().ok()?.fingerprint(key)),
             server_id: server.server_id,
             name: server.name,
             address: server.address,

@@ -22,6 +22,7 @@ impl Service {
         sandbox_id: &str,
     ) -> Result<(String, i64), ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
         let mut bytes = [0u8; 32];

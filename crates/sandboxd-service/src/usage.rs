@@ -59,10 +59,11 @@ impl Service {
         sandbox_id: &str,
     ) -> Result<SandboxStats, ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Read)
             .await?;
         let container = sandbox.running_container()?;
-        let engine = self.engine_of(sandbox.server_id.as_deref()).await?;
+        let engine = self.fleet().engine_of(sandbox.server_id.as_deref()).await?;
         let readings = &self.inner.readings;
         let mut before = readings.last(&sandbox.sandbox_id);
         if before.is_none() {

@@ -32,7 +32,7 @@ pub async fn through_holder<T: DeserializeOwned>(
     if !procedure.forwarded {
         return None;
     }
-    let holder = service.agent_holder(sandbox_id).await?;
+    let holder = service.replicas().agent_holder(sandbox_id).await?;
     let me = service.store().replica_id().to_owned();
     let (target, body, digest) = match procedure.method {
         Method::Get => {

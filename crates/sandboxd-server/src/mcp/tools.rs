@@ -325,6 +325,7 @@ impl SandboxTools {
         let who = caller(&parts)?;
         let sandbox = attempt!(
             self.service
+                .access()
                 .sandbox_for(&who, &req.sandbox_id, SandboxNeed::Read)
                 .await
         );
@@ -531,7 +532,7 @@ impl SandboxTools {
     )]
     async fn projects(&self, Extension(parts): Extension<Parts>) -> ToolResult {
         let who = caller(&parts)?;
-        let projects = attempt!(self.service.projects(&who).await);
+        let projects = attempt!(self.service.tenancy().projects(&who).await);
         let views: Vec<ProjectView> = projects
             .iter()
             .map(|(project, envs)| crate::routes::projects::project_view(project, envs))
@@ -552,6 +553,7 @@ impl SandboxTools {
         // The same access check as reading the sandbox itself.
         let sandbox = attempt!(
             self.service
+                .access()
                 .sandbox_for(&who, &req.sandbox_id, SandboxNeed::Read)
                 .await
         );

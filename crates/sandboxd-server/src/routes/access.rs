@@ -61,7 +61,11 @@ async fn create_organization(
     ApiJson(req): ApiJson<CreateOrganizationRequest>,
 ) -> ApiResult<OrganizationCreated> {
     let name = validate::name(req.name)?;
-    let (org, key) = state.service.create_organization(&caller, &name).await?;
+    let (org, key) = state
+        .service
+        .tenancy()
+        .create_organization(&caller, &name)
+        .await?;
     Ok(Json(OrganizationCreated {
         organization: OrganizationView::from_organization(&org, rfc3339),
         api_key: created(key),
@@ -76,7 +80,7 @@ async fn all_organizations(
     State(state): State<AppState>,
     Caller(caller): Caller,
 ) -> ApiResult<Vec<OrganizationView>> {
-    let orgs = state.service.organizations(&caller).await?;
+    let orgs = state.service.tenancy().organizations(&caller).await?;
     Ok(Json(
         orgs.iter()
             .map(|o| OrganizationView::from_organization(o, rfc3339))
@@ -93,7 +97,7 @@ async fn all_members(
     State(state): State<AppState>,
     Caller(caller): Caller,
 ) -> ApiResult<Vec<MemberView>> {
-    let members = state.service.members(&caller).await?;
+    let members = state.service.tenancy().members(&caller).await?;
     Ok(Json(members.iter().map(member_view).collect()))
 }
 
@@ -111,7 +115,7 @@ async fn create_member(
 ) -> ApiResult<MemberView> {
     let new = validate::create_member(req)?;
     Ok(Json(member_view(
-        &state.service.create_member(&caller, new).await?,
+        &state.service.tenancy().create_member(&caller, new).await?,
     )))
 }
 
@@ -132,6 +136,7 @@ async fn update_member(
     Ok(Json(member_view(
         &state
             .service
+            .tenancy()
             .update_member(&caller, &user_id, changes)
             .await?,
     )))
@@ -150,7 +155,11 @@ async fn remove_member(
     ApiJson(req): ApiJson<UserIdBody>,
 ) -> ApiResult<bool> {
     let user_id = validate::user_id(req.user_id)?;
-    state.service.remove_member(&caller, &user_id).await?;
+    state
+        .service
+        .tenancy()
+        .remove_member(&caller, &user_id)
+        .await?;
     Ok(Json(true))
 }
 
@@ -167,7 +176,9 @@ async fn create_key(
     ApiJson(req): ApiJson<CreateApiKeyRequest>,
 ) -> ApiResult<ApiKeyCreated> {
     let new = validate::create_key(req)?;
-    Ok(Json(created(state.service.create_key(&caller, new).await?)))
+    Ok(Json(created(
+        state.service.tenancy().create_key(&caller, new).await?,
+    )))
 }
 
 /// The caller's API keys (every key of the organization for owners and admins),
@@ -179,7 +190,7 @@ async fn all_keys(
     State(state): State<AppState>,
     Caller(caller): Caller,
 ) -> ApiResult<Vec<ApiKeyView>> {
-    let keys = state.service.keys(&caller).await?;
+    let keys = state.service.tenancy().keys(&caller).await?;
     Ok(Json(keys.iter().map(key_view).collect()))
 }
 
@@ -192,7 +203,7 @@ async fn current_key(
     State(state): State<AppState>,
     Caller(caller): Caller,
 ) -> ApiResult<CurrentKeyView> {
-    let key = state.service.current_key(&caller).await?;
+    let key = state.service.tenancy().current_key(&caller).await?;
     Ok(Json(CurrentKeyView {
         key: key_view(&key),
         organization_id: caller.organization_id.clone(),
@@ -214,7 +225,7 @@ async fn revoke_key(
 ) -> ApiResult<ApiKeyView> {
     let key_id = validate::key_id(req.key_id)?;
     Ok(Json(key_view(
-        &state.service.revoke_key(&caller, &key_id).await?,
+        &state.service.tenancy().revoke_key(&caller, &key_id).await?,
     )))
 }
 
@@ -231,7 +242,11 @@ async fn audit_list(
     ApiQuery(req): ApiQuery<AuditQuery>,
 ) -> ApiResult<AuditPageView> {
     let selection = validate::audit_query(req, parse_rfc3339)?;
-    let (entries, next) = state.service.audit_page(&caller, selection).await?;
+    let (entries, next) = state
+        .service
+        .tenancy()
+        .audit_page(&caller, selection)
+        .await?;
     Ok(Json(AuditPageView {
         entries: entries
             .iter()

@@ -40,7 +40,7 @@ async fn all_projects(
     State(state): State<AppState>,
     Caller(caller): Caller,
 ) -> Result<Json<Vec<ProjectView>>, ApiError> {
-    let projects = state.service.projects(&caller).await?;
+    let projects = state.service.tenancy().projects(&caller).await?;
     Ok(Json(
         projects.iter().map(|(p, e)| project_view(p, e)).collect(),
     ))
@@ -59,6 +59,7 @@ async fn create_project(
     let (name, description) = validate::create_project(req)?;
     let (project, envs) = state
         .service
+        .tenancy()
         .create_project(&caller, &name, description.as_deref())
         .await?;
     Ok(Json(project_view(&project, &envs)))
@@ -78,6 +79,7 @@ async fn create_environment(
     let (project_id, name, description) = validate::create_environment(req)?;
     let env = state
         .service
+        .tenancy()
         .create_environment(&caller, &project_id, &name, description.as_deref())
         .await?;
     Ok(Json(env_view(&env)))

@@ -193,6 +193,7 @@ async fn one(
     Ok(Json(view(
         &state
             .service
+            .access()
             .sandbox_for(&caller, &req.sandbox_id, SandboxNeed::Read)
             .await?,
     )))

@@ -165,6 +165,7 @@ impl SessionAuth {
         };
         match state
             .service
+            .access()
             .sandbox_for(&caller, &self.sandbox_id, SandboxNeed::Use)
             .await
         {

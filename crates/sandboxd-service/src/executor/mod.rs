@@ -61,7 +61,7 @@ impl Service {
         sandbox: &'s Sandbox,
     ) -> Result<Executor<'s>, ServiceError> {
         let container = sandbox.running_container()?;
-        let engine = self.engine_of(sandbox.server_id.as_deref()).await?;
+        let engine = self.fleet().engine_of(sandbox.server_id.as_deref()).await?;
         let owner = sandbox
             .user
             .as_deref()

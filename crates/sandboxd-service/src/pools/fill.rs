@@ -66,7 +66,7 @@ impl Service {
         let passes = engines.into_iter().map(|(server_id, pools)| async move {
             if server_id
                 .as_deref()
-                .is_some_and(|id| self.inner.fleet.failed_recently(id))
+                .is_some_and(|id| self.fleet().made().failed_recently(id))
             {
                 return 0;
             }
@@ -141,7 +141,7 @@ impl Service {
             .templates()
             .get(&key.template)
             .ok_or(ServiceError::NotFound("template"))?;
-        let engine = self.engine_of(key.server_id.as_deref()).await?;
+        let engine = self.fleet().engine_of(key.server_id.as_deref()).await?;
         let sandbox_id = new_id()?;
         // Owned by the pool before its container exists, so reconcile keeps it.
         self.inner.pools.state().members.insert(sandbox_id.clone());
@@ -235,7 +235,8 @@ impl Service {
         };
         for warm in members {
             self.inner.pools.state().members.remove(&warm.sandbox_id);
-            self.release_agent(&warm.sandbox_id, Some(server_id));
+            self.fleet()
+                .release_agent(&warm.sandbox_id, Some(server_id));
             if let Err(error) = warm.engine.remove_container(&warm.container_id).await {
                 warn!(container_id = %warm.container_id, %error, "could not remove a warm sandbox of a server");
             }

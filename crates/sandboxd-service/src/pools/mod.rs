@@ -249,14 +249,15 @@ impl Service {
             self.discard_member(warm, key.server_id.as_deref());
             return Err(error.into());
         }
-        self.record(
-            &row.organization_id,
-            Some(caller),
-            "sandbox.create",
-            Resource::sandbox(&row),
-            super::create::created_metadata(&row, true, Some(&key.template)),
-        )
-        .await;
+        self.access()
+            .record(
+                &row.organization_id,
+                Some(caller),
+                "sandbox.create",
+                Resource::sandbox(&row),
+                super::create::created_metadata(&row, true, Some(&key.template)),
+            )
+            .await;
         info!(sandbox_id = %row.sandbox_id, pool = %key.template, server_id = key.server_label(), "sandbox claimed from a warm pool");
         Ok(Some(row))
     }
@@ -265,7 +266,7 @@ impl Service {
     /// made on.
     fn discard_member(&self, warm: Warm, server_id: Option<&str>) {
         self.inner.pools.state().members.remove(&warm.sandbox_id);
-        self.release_agent(&warm.sandbox_id, server_id);
+        self.fleet().release_agent(&warm.sandbox_id, server_id);
         self.inner.removals.spawn(async move {
             let _ = warm.engine.remove_container(&warm.container_id).await;
         });

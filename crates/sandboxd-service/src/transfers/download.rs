@@ -25,6 +25,7 @@ impl Service {
         format: Option<TransferFormat>,
     ) -> Result<Download, ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Read)
             .await?;
         let executor = self.executor(&sandbox).await?;

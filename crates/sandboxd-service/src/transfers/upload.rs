@@ -34,6 +34,7 @@ impl Service {
         body: Chunks,
     ) -> Result<UploadResult, ServiceError> {
         let sandbox = self
+            .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
         let executor = self.executor(&sandbox).await?;

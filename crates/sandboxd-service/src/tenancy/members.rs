@@ -8,7 +8,8 @@ use sandboxd_core::validate::{AuditSelection, NewKey as NewKeyCommand, NewMember
 use sandboxd_store::NewKey;
 use serde_json::json;
 
-use super::{Resource, Service, ServiceError, now_ms};
+use super::Tenancy;
+use crate::{Resource, ServiceError, now_ms};
 
 fn member_resource(member: &Member) -> Resource<'_> {
     Resource {
@@ -37,7 +38,7 @@ fn change_metadata(changes: &MemberChanges) -> serde_json::Value {
     })
 }
 
-impl Service {
+impl Tenancy {
     /// Creates an organization owned by the caller's user, with an owner key for it.
     /// Only owners create organizations.
     pub async fn create_organization(
@@ -45,7 +46,7 @@ impl Service {
         caller: &Principal,
         name: &str,
     ) -> Result<(Organization, NewKey), ServiceError> {
-        self.require(caller, Permission::OrganizationAdmin)?;
+        self.access.require(caller, Permission::OrganizationAdmin)?;
         if caller.role != Role::Owner {
             return Err(ServiceError::Forbidden(
                 "only an owner can create organizations".into(),
@@ -54,25 +55,26 @@ impl Service {
         // The new organization's owner key is bounded like any key the caller makes.
         let (scopes, expires_at) = access::bound_new_key(caller, None, None)?;
         let (org, key) = self
-            .store()
+            .store
             .create_organization(&caller.user_id, name, scopes, expires_at)
             .await?;
-        self.record(
-            &org.organization_id,
-            Some(caller),
-            "organization.create",
-            Resource {
-                kind: "organization",
-                id: &org.organization_id,
-                name: Some(&org.name),
-            },
-            json!({
-                "from": caller.organization_id,
-                "scopes": scopes.map(|s| s.names()),
-                "expiresAt": expires_at,
-            }),
-        )
-        .await;
+        self.access
+            .record(
+                &org.organization_id,
+                Some(caller),
+                "organization.create",
+                Resource {
+                    kind: "organization",
+                    id: &org.organization_id,
+                    name: Some(&org.name),
+                },
+                json!({
+                    "from": caller.organization_id,
+                    "scopes": scopes.map(|s| s.names()),
+                    "expiresAt": expires_at,
+                }),
+            )
+            .await;
         Ok((org, key))
     }
 
@@ -81,7 +83,7 @@ impl Service {
         &self,
         caller: &Principal,
     ) -> Result<Vec<Organization>, ServiceError> {
-        Ok(self.store().organizations_of(&caller.user_id).await?)
+        Ok(self.store.organizations_of(&caller.user_id).await?)
     }
 
     /// The members of the caller's organization: everyone for owners and admins, the
@@ -89,10 +91,10 @@ impl Service {
     pub async fn members(&self, caller: &Principal) -> Result<Vec<Member>, ServiceError> {
         let org = &caller.organization_id;
         if caller.permissions.contains(Permission::OrganizationAdmin) {
-            Ok(self.store().members(org).await?)
+            Ok(self.store.members(org).await?)
         } else {
             Ok(self
-                .store()
+                .store
                 .member(org, &caller.user_id)
                 .await?
                 .into_iter()
@@ -109,22 +111,23 @@ impl Service {
         access::check_add_member(caller, new.changes.role)?;
         access::check_grant(caller, new.changes.role, new.changes.permissions)?;
         let member = self
-            .store()
+            .store
             .create_member(&caller.organization_id, &new.name, &new.changes)
             .await?;
-        self.record(
-            &caller.organization_id,
-            Some(caller),
-            "member.create",
-            member_resource(&member),
-            change_metadata(&new.changes),
-        )
-        .await;
+        self.access
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "member.create",
+                member_resource(&member),
+                change_metadata(&new.changes),
+            )
+            .await;
         Ok(member)
     }
 
     async fn member_of(&self, caller: &Principal, user_id: &str) -> Result<Member, ServiceError> {
-        self.store()
+        self.store
             .member(&caller.organization_id, user_id)
             .await?
             .ok_or(ServiceError::NotFound("member"))
@@ -137,23 +140,24 @@ impl Service {
         user_id: &str,
         changes: MemberChanges,
     ) -> Result<Member, ServiceError> {
-        self.require(caller, Permission::OrganizationAdmin)?;
+        self.access.require(caller, Permission::OrganizationAdmin)?;
         let target = self.member_of(caller, user_id).await?;
         access::check_manage_member(caller, user_id, target.role, changes.role)?;
         access::check_grant(caller, changes.role, changes.permissions)?;
         let member = self
-            .store()
+            .store
             .update_member(&caller.organization_id, user_id, &changes)
             .await?
             .ok_or(ServiceError::NotFound("member"))?;
-        self.record(
-            &caller.organization_id,
-            Some(caller),
-            "member.update",
-            member_resource(&member),
-            change_metadata(&changes),
-        )
-        .await;
+        self.access
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "member.update",
+                member_resource(&member),
+                change_metadata(&changes),
+            )
+            .await;
         Ok(member)
     }
 
@@ -163,24 +167,25 @@ impl Service {
         caller: &Principal,
         user_id: &str,
     ) -> Result<(), ServiceError> {
-        self.require(caller, Permission::OrganizationAdmin)?;
+        self.access.require(caller, Permission::OrganizationAdmin)?;
         let target = self.member_of(caller, user_id).await?;
         access::check_manage_member(caller, user_id, target.role, None)?;
         if !self
-            .store()
+            .store
             .remove_member(&caller.organization_id, user_id)
             .await?
         {
             return Err(ServiceError::NotFound("member"));
         }
-        self.record(
-            &caller.organization_id,
-            Some(caller),
-            "member.remove",
-            member_resource(&target),
-            json!({"role": target.role.as_str()}),
-        )
-        .await;
+        self.access
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "member.remove",
+                member_resource(&target),
+                json!({"role": target.role.as_str()}),
+            )
+            .await;
         Ok(())
     }
 
@@ -197,35 +202,36 @@ impl Service {
         let role = if user_id == caller.user_id {
             caller.role
         } else {
-            self.require(caller, Permission::OrganizationAdmin)?;
+            self.access.require(caller, Permission::OrganizationAdmin)?;
             self.member_of(caller, &user_id).await?.role
         };
         access::check_manage_key(caller, &user_id, role)?;
         let asked_expiry = new.expires_in_ms.map(|ttl| now_ms() + ttl);
         let (scopes, expires_at) = access::bound_new_key(caller, new.scopes, asked_expiry)?;
         let key = self
-            .store()
+            .store
             .create_key(
                 &caller.organization_id,
                 &user_id,
                 &new.name,
                 scopes,
                 expires_at,
-                &self.inner.options.quotas,
+                &self.quotas,
             )
             .await?;
-        self.record(
-            &caller.organization_id,
-            Some(caller),
-            "apiKey.create",
-            key_resource(&key.record),
-            json!({
-                "userId": user_id,
-                "scopes": scopes.map(|s| s.names()),
-                "expiresAt": expires_at,
-            }),
-        )
-        .await;
+        self.access
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "apiKey.create",
+                key_resource(&key.record),
+                json!({
+                    "userId": user_id,
+                    "scopes": scopes.map(|s| s.names()),
+                    "expiresAt": expires_at,
+                }),
+            )
+            .await;
         Ok(key)
     }
 
@@ -233,12 +239,12 @@ impl Service {
     pub async fn keys(&self, caller: &Principal) -> Result<Vec<ApiKey>, ServiceError> {
         let only = (!caller.permissions.contains(Permission::OrganizationAdmin))
             .then_some(caller.user_id.as_str());
-        Ok(self.store().keys(&caller.organization_id, only).await?)
+        Ok(self.store.keys(&caller.organization_id, only).await?)
     }
 
     /// The key the caller is using.
     pub async fn current_key(&self, caller: &Principal) -> Result<ApiKey, ServiceError> {
-        self.store()
+        self.store
             .key(&caller.organization_id, &caller.key_id)
             .await?
             .ok_or(ServiceError::NotFound("key"))
@@ -251,7 +257,7 @@ impl Service {
         key_id: &str,
     ) -> Result<ApiKey, ServiceError> {
         let key = self
-            .store()
+            .store
             .key(&caller.organization_id, key_id)
             .await?
             .ok_or(ServiceError::NotFound("key"))?;
@@ -264,18 +270,19 @@ impl Service {
             access::check_manage_key(caller, &key.user_id, owner.role)?;
         }
         let revoked = self
-            .store()
+            .store
             .revoke_key(&caller.organization_id, key_id)
             .await?
             .ok_or(ServiceError::NotFound("key"))?;
-        self.record(
-            &caller.organization_id,
-            Some(caller),
-            "apiKey.revoke",
-            key_resource(&revoked),
-            json!({"userId": revoked.user_id}),
-        )
-        .await;
+        self.access
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "apiKey.revoke",
+                key_resource(&revoked),
+                json!({"userId": revoked.user_id}),
+            )
+            .await;
         Ok(revoked)
     }
 
@@ -285,9 +292,9 @@ impl Service {
         caller: &Principal,
         selection: AuditSelection,
     ) -> Result<(Vec<AuditRecord>, Option<(i64, String)>), ServiceError> {
-        self.require(caller, Permission::OrganizationAdmin)?;
+        self.access.require(caller, Permission::OrganizationAdmin)?;
         let page = self
-            .store()
+            .store
             .audit_page(&caller.organization_id, &selection)
             .await?;
         Ok((page.entries, page.next))

@@ -5,23 +5,24 @@ use sandboxd_core::model::{Environment, Principal, Project};
 use sandboxd_store::AccessList;
 use serde_json::json;
 
-use super::{Resource, Service, ServiceError};
+use super::Tenancy;
+use crate::{Resource, ServiceError};
 
-impl Service {
+impl Tenancy {
     /// The projects the caller may see, with their environments.
     pub async fn projects(
         &self,
         caller: &Principal,
     ) -> Result<Vec<(Project, Vec<Environment>)>, ServiceError> {
         let all = self
-            .store()
+            .store
             .projects_with_environments(&caller.organization_id)
             .await?;
         if access::sees_everything(caller.role) {
             return Ok(all);
         }
         let listed = self
-            .store()
+            .store
             .access_list(
                 AccessList::Projects,
                 &caller.organization_id,
@@ -42,30 +43,31 @@ impl Service {
         name: &str,
         description: Option<&str>,
     ) -> Result<(Project, Vec<Environment>), ServiceError> {
-        self.require(caller, Permission::ProjectCreate)?;
+        self.access.require(caller, Permission::ProjectCreate)?;
         let (project, environments) = self
-            .store()
+            .store
             .create_project(&caller.organization_id, name, description)
             .await?;
-        self.store()
+        self.store
             .grant_project(
                 &caller.organization_id,
                 &caller.user_id,
                 &project.project_id,
             )
             .await?;
-        self.record(
-            &caller.organization_id,
-            Some(caller),
-            "project.create",
-            Resource {
-                kind: "project",
-                id: &project.project_id,
-                name: Some(&project.name),
-            },
-            json!({}),
-        )
-        .await;
+        self.access
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "project.create",
+                Resource {
+                    kind: "project",
+                    id: &project.project_id,
+                    name: Some(&project.name),
+                },
+                json!({}),
+            )
+            .await;
         Ok((project, environments))
     }
 
@@ -77,35 +79,36 @@ impl Service {
         name: &str,
         description: Option<&str>,
     ) -> Result<Environment, ServiceError> {
-        self.require(caller, Permission::ProjectCreate)?;
+        self.access.require(caller, Permission::ProjectCreate)?;
         if self
-            .store()
+            .store
             .project(&caller.organization_id, project_id)
             .await?
             .is_none()
         {
             return Err(ServiceError::NotFound("project"));
         }
-        if !self.project_listed(caller, project_id).await? {
+        if !self.access.project_listed(caller, project_id).await? {
             return Err(Denied::NotListed("project").into());
         }
         let environment = self
-            .store()
+            .store
             .create_environment(&caller.organization_id, project_id, name, description)
             .await?
             .ok_or(ServiceError::NotFound("project"))?;
-        self.record(
-            &caller.organization_id,
-            Some(caller),
-            "environment.create",
-            Resource {
-                kind: "environment",
-                id: &environment.environment_id,
-                name: Some(&environment.name),
-            },
-            json!({"projectId": project_id}),
-        )
-        .await;
+        self.access
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "environment.create",
+                Resource {
+                    kind: "environment",
+                    id: &environment.environment_id,
+                    name: Some(&environment.name),
+                },
+                json!({"projectId": project_id}),
+            )
+            .await;
         Ok(environment)
     }
 }

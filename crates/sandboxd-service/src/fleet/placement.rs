@@ -11,12 +11,24 @@ use sandboxd_core::placement::{Candidate, choose};
 use sandboxd_ports::Reachability;
 use tracing::debug;
 
-use super::{Service, ServiceError};
+use super::Fleet;
+use crate::ServiceError;
 
 /// How long placement waits for a server not connected yet.
 const CONNECT_FOR_PLACEMENT: Duration = Duration::from_secs(5);
 
-impl Service {
+/// The local engine's room for placement.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Room {
+    /// Sandboxes run on remote servers only: the local engine is no candidate.
+    pub remote_only: bool,
+    /// CPUs of the engine's host; `None`: unknown, the local engine is no candidate.
+    pub host_cpus: Option<i64>,
+    /// Memory of the engine's host, in MiB; `None`: unknown, as above.
+    pub host_memory_mb: Option<i64>,
+}
+
+impl Fleet {
     /// Where a sandbox wanting `want` goes: `None` for the local engine.
     pub(crate) async fn place(
         &self,
@@ -24,11 +36,11 @@ impl Service {
         want: Resources,
     ) -> Result<Option<String>, ServiceError> {
         let mut candidates = Vec::new();
-        let options = &self.inner.options;
+        let options = &self.room;
         if !options.remote_only
             && let (Some(cpus), Some(memory_mb)) = (options.host_cpus, options.host_memory_mb)
         {
-            let (cpu, memory) = self.store().reserved_on(None).await?;
+            let (cpu, memory) = self.store.reserved_on(None).await?;
             candidates.push(Candidate {
                 server_id: None,
                 name: "the local engine".into(),
@@ -42,11 +54,11 @@ impl Service {
                 },
             });
         }
-        for server in self.store().servers(&caller.organization_id).await? {
-            if server.host_key.is_none() || self.inner.fleet.failed_recently(&server.server_id) {
+        for server in self.store.servers(&caller.organization_id).await? {
+            if server.host_key.is_none() || self.made.failed_recently(&server.server_id) {
                 continue;
             }
-            if !self.server_listed(caller, &server.server_id).await? {
+            if !self.access.server_listed(caller, &server.server_id).await? {
                 continue;
             }
             let connected = tokio::time::timeout(
@@ -64,7 +76,7 @@ impl Service {
             if engine.reachability().await.0 == Reachability::Unreachable {
                 continue;
             }
-            let learned = self.inner.fleet.capacity(&server.server_id);
+            let learned = self.made.capacity(&server.server_id);
             let capacity = match (server.cpu_capacity, server.memory_mb_capacity, learned) {
                 (Some(cpu), Some(memory_mb), _) => Resources { cpu, memory_mb },
                 (cpu, memory, Some(engine)) => Resources {
@@ -73,7 +85,7 @@ impl Service {
                 },
                 _ => continue,
             };
-            let (cpu, memory) = self.store().reserved_on(Some(&server.server_id)).await?;
+            let (cpu, memory) = self.store.reserved_on(Some(&server.server_id)).await?;
             candidates.push(Candidate {
                 server_id: Some(server.server_id),
                 name: server.name,

@@ -3,96 +3,39 @@
 //! whenever lost). A server's engine is made by one caller at a time; callers for other
 //! servers never wait on it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+pub(crate) mod made;
+mod placement;
 
+use std::sync::Arc;
+
+use sandboxd_agent_host::AgentHub;
 use sandboxd_core::api::Resources;
 use sandboxd_core::model::Server;
 use sandboxd_core::plan::AgentMount;
 use sandboxd_ports::{Connector, Engine, RemoteAgents, RemoteServer, RemoteSpec};
-use tokio::sync::OnceCell;
+use sandboxd_store::Store;
+use tokio_util::task::TaskTracker;
 use tracing::warn;
 
-use super::{Service, ServiceError};
+pub use placement::Room;
 
-type Slot = Arc<OnceCell<RemoteServer>>;
+use crate::{Access, ServiceError};
+use made::Made;
 
-/// The remote engines made so far, and what each server has.
-#[derive(Debug, Default)]
-pub(crate) struct Fleet {
-    remote: Mutex<HashMap<String, Slot>>,
-    capacities: Mutex<HashMap<String, Resources>>,
-    /// When connecting to each server last failed.
-    failures: Mutex<HashMap<String, std::time::Instant>>,
-}
-
-/// A server that could not be connected is not tried again by placement for this long.
-const FAILED_FOR: std::time::Duration = std::time::Duration::from_secs(15);
-
-impl Fleet {
-    /// Whether connecting to the server failed within [`FAILED_FOR`].
-    pub(crate) fn failed_recently(&self, server_id: &str) -> bool {
-        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        failures
-            .get(server_id)
-            .is_some_and(|at| at.elapsed() < FAILED_FOR)
-    }
-
-    fn record_failure(&self, server_id: &str, failed: bool) {
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        if failed {
-            failures.insert(server_id.to_owned(), std::time::Instant::now());
-        } else {
-            failures.remove(server_id);
-        }
-    }
-
-    /// What a server's engine reported it has.
-    pub(crate) fn capacity(&self, server_id: &str) -> Option<Resources> {
-        let capacities = self.capacities.lock().unwrap_or_else(|e| e.into_inner());
-        capacities.get(server_id).copied()
-    }
-
-    pub(crate) fn remember_capacity(&self, server_id: &str, resources: Resources) {
-        let mut capacities = self.capacities.lock().unwrap_or_else(|e| e.into_inner());
-        capacities.insert(server_id.to_owned(), resources);
-    }
-
-    fn slot(&self, server_id: &str) -> Slot {
-        let mut remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
-        remote.entry(server_id.to_owned()).or_default().clone()
-    }
-
-    /// The engine of a server if it was made.
-    pub(crate) fn made(&self, server_id: &str) -> Option<Arc<dyn Engine>> {
-        self.made_server(server_id).map(|server| server.engine)
-    }
-
-    /// Every server whose engine was made, with it.
-    fn made_all(&self) -> Vec<(String, RemoteServer)> {
-        let remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
-        remote
-            .iter()
-            .filter_map(|(id, slot)| Some((id.clone(), slot.get()?.clone())))
-            .collect()
-    }
-
-    fn made_server(&self, server_id: &str) -> Option<RemoteServer> {
-        let remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
-        remote.get(server_id).and_then(|slot| slot.get().cloned())
-    }
-
-    /// Forgets a server's engine (its address or keys changed, or it was removed).
-    pub(crate) fn forget(&self, server_id: &str) {
-        let mut remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
-        remote.remove(server_id);
-    }
-
-    /// Forgets every server's engine.
-    pub(crate) fn forget_all(&self) {
-        let mut remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
-        remote.clear();
-    }
+/// The engines sandboxes run on and where a new one goes. Depends on the store (server
+/// records and reservations), the access checks (which servers a caller may use), the
+/// local engine, the remote-server port and the agent hub (agents of remote sandboxes).
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    store: Store,
+    access: Access,
+    local: Arc<dyn Engine>,
+    connector: Option<Arc<dyn Connector>>,
+    agents: AgentHub,
+    /// Background work the service waits for at shutdown (agents released on servers).
+    background: TaskTracker,
+    room: Room,
+    made: Arc<Made>,
 }
 
 /// How a server is reached, from its record and its opened private key.
@@ -109,37 +52,68 @@ pub(crate) fn spec_of(server: &Server, private_key: String) -> RemoteSpec {
     }
 }
 
-impl Service {
+impl Fleet {
+    pub(crate) fn new(
+        store: Store,
+        access: Access,
+        local: Arc<dyn Engine>,
+        connector: Option<Arc<dyn Connector>>,
+        agents: AgentHub,
+        background: TaskTracker,
+        room: Room,
+    ) -> Self {
+        Self {
+            store,
+            access,
+            local,
+            connector,
+            agents,
+            background,
+            room,
+            made: Arc::default(),
+        }
+    }
+
+    /// The local engine.
+    pub fn local(&self) -> &Arc<dyn Engine> {
+        &self.local
+    }
+
+    /// The remote engines made so far.
+    pub(crate) fn made(&self) -> &Made {
+        &self.made
+    }
+
     /// The engine a sandbox on `server_id` runs on (`None`: the local engine).
     pub(crate) async fn engine_of(
         &self,
         server_id: Option<&str>,
     ) -> Result<Arc<dyn Engine>, ServiceError> {
         match server_id {
-            None => Ok(self.engine().clone()),
+            None => Ok(self.local.clone()),
             Some(server_id) => Ok(self.remote_server(server_id).await?.engine),
         }
     }
 
     /// A remote server's engine and agent sockets, connected on first use.
     async fn remote_server(&self, server_id: &str) -> Result<RemoteServer, ServiceError> {
-        let slot = self.inner.fleet.slot(server_id);
+        let slot = self.made.slot(server_id);
         let server = slot
             .get_or_try_init(|| async {
                 let connector = self.connector()?;
                 let server = self
-                    .store()
+                    .store
                     .server_by_id(server_id)
                     .await?
                     .ok_or(ServiceError::NotFound("server"))?;
                 if server.host_key.is_none() {
                     return Err(host_key_not_pinned());
                 }
-                let key = self.store().server_private_key(server_id).await?;
+                let key = self.store.server_private_key(server_id).await?;
                 let remote = connector.connect(&spec_of(&server, key)).await?;
                 let engine = &remote.engine;
                 if let Ok(host) = engine.host().await {
-                    self.inner.fleet.remember_capacity(
+                    self.made.remember_capacity(
                         server_id,
                         Resources {
                             cpu: host.cpus as f64,
@@ -150,7 +124,7 @@ impl Service {
                 Ok::<_, ServiceError>(remote)
             })
             .await;
-        self.inner.fleet.record_failure(server_id, server.is_err());
+        self.made.record_failure(server_id, server.is_err());
         Ok(server?.clone())
     }
 
@@ -161,7 +135,7 @@ impl Service {
         sandbox_id: &str,
         server_id: &str,
     ) -> Option<AgentMount> {
-        if !self.agents().enabled() {
+        if !self.agents.enabled() {
             return None;
         }
         let agents: Arc<dyn RemoteAgents> = match self.remote_server(server_id).await {
@@ -178,7 +152,7 @@ impl Service {
                 return None;
             }
         };
-        match self.agents().adopt(
+        match self.agents.adopt(
             sandbox_id,
             remote.connections,
             remote.binary,
@@ -195,15 +169,15 @@ impl Service {
 
     /// Stops taking a sandbox's agent connections, here and on its server.
     pub(crate) fn release_agent(&self, sandbox_id: &str, server_id: Option<&str>) {
-        self.agents().release(sandbox_id);
+        self.agents.release(sandbox_id);
         let Some(agents) = server_id
-            .and_then(|id| self.inner.fleet.made_server(id))
+            .and_then(|id| self.made.made_server(id))
             .and_then(|server| server.agents)
         else {
             return;
         };
         let sandbox_id = sandbox_id.to_owned();
-        self.inner.removals.spawn(async move {
+        self.background.spawn(async move {
             agents.release(&sandbox_id).await;
         });
     }
@@ -212,15 +186,14 @@ impl Service {
     /// connects again from the record as it is now.
     pub fn servers_changed(&self, change: &sandboxd_store::ServerChange) {
         match change {
-            sandboxd_store::ServerChange::One(server_id) => self.inner.fleet.forget(server_id),
-            sandboxd_store::ServerChange::All => self.inner.fleet.forget_all(),
+            sandboxd_store::ServerChange::One(server_id) => self.made.forget(server_id),
+            sandboxd_store::ServerChange::All => self.made.forget_all(),
         }
     }
 
     /// The engines of the servers connected since start.
     pub fn remote_engines(&self) -> Vec<(String, Arc<dyn Engine>)> {
-        self.inner
-            .fleet
+        self.made
             .made_all()
             .into_iter()
             .map(|(id, server)| (id, server.engine))
@@ -231,7 +204,7 @@ impl Service {
     /// used are not listed).
     pub async fn servers_health(&self) -> Vec<(String, sandboxd_ports::Reachability)> {
         let mut health = Vec::new();
-        for (server_id, server) in self.inner.fleet.made_all() {
+        for (server_id, server) in self.made.made_all() {
             health.push((server_id, server.engine.reachability().await.0));
         }
         health
@@ -239,9 +212,7 @@ impl Service {
 
     /// The remote-server port; without one, this installation runs local sandboxes only.
     pub(crate) fn connector(&self) -> Result<&Arc<dyn Connector>, ServiceError> {
-        self.inner
-            .options
-            .remote
+        self.connector
             .as_ref()
             .ok_or_else(|| ServiceError::Unavailable("remote servers are not enabled here".into()))
     }

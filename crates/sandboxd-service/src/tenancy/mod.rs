@@ -1,0 +1,31 @@
+//! Access and tenancy: organizations, their members and API keys, projects and
+//! environments, and reading the audit log. Depends on the store and the access checks
+//! only; it never touches a sandbox.
+
+mod members;
+mod projects;
+
+use sandboxd_core::quotas::Quotas;
+use sandboxd_store::Store;
+
+use crate::Access;
+
+/// The `organization.*`, `member.*`, `key.*`, `project.*`, `environment.*` and
+/// `audit.*` operations.
+#[derive(Debug, Clone)]
+pub struct Tenancy {
+    store: Store,
+    access: Access,
+    /// What each organization may hold; a new key is counted against them.
+    quotas: Quotas,
+}
+
+impl Tenancy {
+    pub(crate) fn new(store: Store, access: Access, quotas: Quotas) -> Self {
+        Self {
+            store,
+            access,
+            quotas,
+        }
+    }
+}
