@@ -184,10 +184,10 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
         (Samples::default(), Samples::default(), Samples::default());
     for _ in 0..10 {
         let started = Instant::now();
-        agent.service().reap_once().await?;
+        agent.service().duties().reap_once().await?;
         reap.push(started.elapsed());
         let started = Instant::now();
-        let report = agent.service().reconcile_once().await?;
+        let report = agent.service().duties().reconcile_once().await?;
         reconcile.push(started.elapsed());
         anyhow::ensure!(
             report.removed_containers.is_empty(),

@@ -384,7 +384,7 @@ impl Server {
         holding.abort();
         // Warm members are removed, and containers of sandboxes killed just before the
         // stop: nothing is leaked.
-        self.service.drain_pools().await;
+        self.service.pools().drain().await;
         self.service
             .finish_removals(std::time::Duration::from_secs(15))
             .await;

@@ -148,7 +148,7 @@ fn watch_deaths(
                     backoff = (backoff * 2).min(Duration::from_secs(2));
                 }
                 if holds(&service, ENGINES).await {
-                    match service.reconcile_on(server_id.as_deref()).await {
+                    match service.duties().reconcile_on(server_id.as_deref()).await {
                         Ok(report) => info!(
                             server_id = server_id.as_deref().unwrap_or("local"),
                             restarted = report.restarted.len(),
@@ -176,7 +176,7 @@ fn watch_deaths(
                             if !holds(&service, ENGINES).await {
                                 return;
                             }
-                            if let Err(error) = service.revive(&death).await {
+                            if let Err(error) = service.sandboxes().revive(&death).await {
                                 warn!(sandbox_id = %death.sandbox_id, %error, "cannot act on a stopped container");
                             }
                         });
@@ -203,11 +203,15 @@ fn watch_deaths(
 /// replica.
 pub async fn reconcile_or_restore(service: &Service) -> Result<(), ServiceError> {
     if holds(service, ENGINES).await {
-        timed(crate::metrics::RECONCILE_DURATION, service.reconcile_once()).await?;
+        timed(
+            crate::metrics::RECONCILE_DURATION,
+            service.duties().reconcile_once(),
+        )
+        .await?;
     } else {
-        service.restore_agents_once().await?;
+        service.duties().restore_agents_once().await?;
     }
-    service.release_ended_agents_once().await
+    service.duties().release_ended_agents_once().await
 }
 
 /// Drops the engines of remote servers another replica changed (on PostgreSQL).
@@ -251,7 +255,7 @@ pub fn spawn(
     let fleet = watch_fleet(service.clone(), stop.clone());
     let server_changes = follow_server_changes(service.clone(), stop.clone());
     let beating = service.clone();
-    let leasing = service.clone();
+    let leasing = service.duties();
     let reconciler = service;
     vec![
         // Every replica renews the leases of the agents it holds.
@@ -260,9 +264,9 @@ pub fn spawn(
             stop.clone(),
             "sandbox leases",
             move || {
-                let service = leasing.clone();
+                let duties = leasing.clone();
                 async move {
-                    service.lease_once().await;
+                    duties.lease_once().await;
                     Ok(())
                 }
             },
@@ -288,9 +292,12 @@ pub fn spawn(
                 if !holds(&service, REAPER).await {
                     return Ok(());
                 }
-                timed(crate::metrics::REAPER_DURATION, service.reap_once())
-                    .await
-                    .map(|_| ())
+                timed(
+                    crate::metrics::REAPER_DURATION,
+                    service.duties().reap_once(),
+                )
+                .await
+                .map(|_| ())
             }
         }),
         every(
@@ -301,7 +308,7 @@ pub fn spawn(
                 let service = filler.clone();
                 async move {
                     if holds(&service, ENGINES).await {
-                        service.fill_pools_once().await;
+                        service.pools().fill_once().await;
                     }
                     Ok(())
                 }

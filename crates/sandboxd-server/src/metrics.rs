@@ -104,7 +104,7 @@ pub async fn render_open(State(service): State<crate::Service>) -> Response {
         }
     }
     // Claims happen between refill passes: the gauge is read fresh at each scrape.
-    for (key, ready) in service.pools_ready() {
+    for (key, ready) in service.pools().ready() {
         let server = key.server_id.unwrap_or_else(|| "local".into());
         metrics::gauge!(crate::service::POOL_READY, "pool" => key.template, "server" => server)
             .set(ready as f64);

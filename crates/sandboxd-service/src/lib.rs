@@ -4,27 +4,18 @@
 
 mod access;
 mod channel;
-mod contexts;
-mod create;
+mod commands;
+mod duties;
 mod error;
-mod exec;
 mod executor;
 mod files;
 mod fleet;
-mod leases;
-mod lifecycle;
-mod loops;
 mod pools;
-mod processes;
 mod recovery;
 mod replicas;
-mod revive;
+mod sandboxes;
 mod servers;
 mod tenancy;
-mod terminal;
-mod tokens;
-mod transfers;
-mod usage;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,18 +29,20 @@ use sandboxd_store::Store;
 use sandboxd_agent_host::AgentHub;
 
 pub use access::{Access, Resource};
+pub use commands::Commands;
+pub use duties::{DEFAULT_LEASE_GRACE, Duties, ReapReport, ReconcileReport};
 pub use error::ServiceError;
+pub use files::Files;
 pub use fleet::Fleet;
-pub use loops::{ReapReport, ReconcileReport};
-pub use pools::{POOL_READY, PoolKey};
+pub use pools::{POOL_READY, PoolKey, Pools};
 pub use replicas::{HEARTBEAT_EVERY, Replicas};
+pub use servers::Servers;
 pub use tenancy::Tenancy;
 
 /// Counter of the operations each path served (`path` = `agent` | `engine`).
 pub const SERVED: &str = "sandboxd_operations_served_total";
-pub use leases::DEFAULT_LEASE_GRACE;
-pub use revive::Revival;
 pub use sandboxd_ports::Download;
+pub use sandboxes::{Revival, Sandboxes};
 
 /// Everything the operations need, shared by every request.
 #[derive(Debug, Clone)]
@@ -70,7 +63,7 @@ struct Inner {
     instance_id: String,
     paths: PathCounts,
     options: Options,
-    pools: pools::Pools,
+    pools: pools::Stock,
     /// The environment variables of pooled sandboxes, given to each of their commands.
     exec_env: std::sync::Mutex<std::collections::HashMap<String, Arc<EnvPairs>>>,
     /// Removals of killed sandboxes' containers, running in the background.
@@ -78,7 +71,7 @@ struct Inner {
     /// The OOM-kill count last read in each sandbox.
     oom_seen: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     /// Recent restarts of stopped containers.
-    restarts: std::sync::Mutex<revive::RestartBudget>,
+    restarts: std::sync::Mutex<sandboxes::revive::RestartBudget>,
     /// The engines sandboxes run on, and placement.
     fleet: Fleet,
     /// Sandboxes this replica listens for whose row was missing at the last pass of
@@ -87,7 +80,7 @@ struct Inner {
     /// This replica's address and the others', for forwarding.
     replicas: Replicas,
     /// The last CPU reading of each sandbox, for `sandbox.stats`.
-    readings: usage::Readings,
+    readings: sandboxes::usage::Readings,
 }
 
 /// Environment variables as name and value.
@@ -176,7 +169,7 @@ impl Service {
                 templates,
                 instance_id,
                 paths: PathCounts::default(),
-                pools: pools::Pools::new(options.pools.clone()),
+                pools: pools::Stock::new(options.pools.clone()),
                 options,
                 oom_seen: Default::default(),
                 restarts: Default::default(),
@@ -335,6 +328,36 @@ impl Service {
     /// The engines sandboxes run on: the local one and the remote servers'.
     pub fn fleet(&self) -> &Fleet {
         &self.inner.fleet
+    }
+
+    /// The passes sandboxd runs by itself: reaper, reconcile, leases.
+    pub fn duties(&self) -> Duties {
+        Duties::new(self.clone())
+    }
+
+    /// The warm pools.
+    pub fn pools(&self) -> Pools {
+        Pools::new(self.clone())
+    }
+
+    /// The remote servers of organizations.
+    pub fn servers(&self) -> Servers {
+        Servers::new(self.clone())
+    }
+
+    /// Commands, processes, contexts and terminals in sandboxes.
+    pub fn commands(&self) -> Commands {
+        Commands::new(self.clone())
+    }
+
+    /// Files of sandboxes and streamed transfers.
+    pub fn files(&self) -> Files {
+        Files::new(self.clone())
+    }
+
+    /// Creating, listing, extending and ending sandboxes.
+    pub fn sandboxes(&self) -> Sandboxes {
+        Sandboxes::new(self.clone())
     }
 
     pub fn store(&self) -> &Store {

@@ -26,14 +26,26 @@ fn resource(server: &Server) -> Resource<'_> {
     }
 }
 
-impl Service {
+/// The `server.*` operations. Depends on the fleet (the servers' engines), the warm
+/// pools (a server's members go when it changes) and the duties (a reconcile of a
+/// server reached again).
+#[derive(Debug, Clone)]
+pub struct Servers {
+    service: Service,
+}
+
+impl Servers {
+    pub(crate) fn new(service: Service) -> Self {
+        Self { service }
+    }
+
     /// Whether `caller` may add a server or point one elsewhere, under the operator's
     /// `[servers] registration`.
     async fn may_register_servers(&self, caller: &Principal) -> Result<(), ServiceError> {
-        let registration = self.inner.options.server_registration;
+        let registration = self.service.inner.options.server_registration;
         let operator = match registration {
             ServerRegistration::Admins => None,
-            ServerRegistration::Operator => self.store().operator_organization().await?,
+            ServerRegistration::Operator => self.service.store().operator_organization().await?,
         };
         Ok(access::check_register_server(
             caller,
@@ -44,20 +56,21 @@ impl Service {
 
     /// Adds a server (administrators only). Nothing connects until its host key is
     /// pinned: given here, or learned by `server.test`.
-    pub async fn create_server(
+    pub async fn create(
         &self,
         caller: &Principal,
         spec: NewServerSpec,
     ) -> Result<ServerView, ServiceError> {
         self.may_register_servers(caller).await?;
-        let connector = self.fleet().connector()?;
+        let connector = self.service.fleet().connector()?;
         connector.check_keys(spec.host_key.as_deref(), Some(&spec.private_key))?;
         connector.check_address(&spec.address)?;
         let server = self
+            .service
             .store()
             .insert_server(&caller.organization_id, &spec)
             .await?;
-        self.access().record(
+        self.service.access().record(
             &caller.organization_id,
             Some(caller),
             "server.create",
@@ -70,11 +83,16 @@ impl Service {
     }
 
     /// The servers the caller may use, by name.
-    pub async fn list_servers(&self, caller: &Principal) -> Result<Vec<ServerView>, ServiceError> {
-        let servers = self.store().servers(&caller.organization_id).await?;
+    pub async fn list(&self, caller: &Principal) -> Result<Vec<ServerView>, ServiceError> {
+        let servers = self
+            .service
+            .store()
+            .servers(&caller.organization_id)
+            .await?;
         let mut views = Vec::with_capacity(servers.len());
         for server in servers {
             if self
+                .service
                 .access()
                 .server_listed(caller, &server.server_id)
                 .await?
@@ -86,37 +104,39 @@ impl Service {
     }
 
     /// One server the caller may use.
-    pub async fn server_one(
+    pub async fn one(
         &self,
         caller: &Principal,
         server_id: &str,
     ) -> Result<ServerView, ServiceError> {
-        let server = self.access().server_for(caller, server_id).await?;
+        let server = self.service.access().server_for(caller, server_id).await?;
         self.server_view(server).await
     }
 
     /// Changes a server (administrators only); its connection is made again with the new
     /// settings at its next use.
-    pub async fn update_server(
+    pub async fn update(
         &self,
         caller: &Principal,
         server_id: &str,
         changes: ServerChanges,
     ) -> Result<ServerView, ServiceError> {
-        self.access()
+        self.service
+            .access()
             .require(caller, Permission::OrganizationAdmin)?;
         // Pointing a server somewhere else is registering it anew.
         if changes.address.is_some() || changes.port.is_some() {
             self.may_register_servers(caller).await?;
         }
-        self.fleet().connector()?.check_keys(
+        self.service.fleet().connector()?.check_keys(
             changes.host_key.clone().flatten().as_deref(),
             changes.private_key.as_deref(),
         )?;
         if let Some(address) = &changes.address {
-            self.fleet().connector()?.check_address(address)?;
+            self.service.fleet().connector()?.check_address(address)?;
         }
         let server = self
+            .service
             .store()
             .update_server(&caller.organization_id, server_id, &changes)
             .await?
@@ -148,7 +168,8 @@ impl Service {
         .into_iter()
         .filter_map(|(name, changed)| changed.then_some(name))
         .collect();
-        self.access()
+        self.service
+            .access()
             .record(
                 &caller.organization_id,
                 Some(caller),
@@ -166,51 +187,51 @@ impl Service {
     /// again (a reconcile pass of that server). Until an agent is back, its sandbox's
     /// commands take the engine path.
     async fn reach_again(&self, server_id: &str) {
-        self.drop_server_pools(server_id).await;
-        match self.store().live_rows_on(Some(server_id)).await {
+        self.service.pools().drop_server(server_id).await;
+        match self.service.store().live_rows_on(Some(server_id)).await {
             Ok(rows) => {
                 for row in rows {
                     // Its key and its socket on the server stay for the new connection.
-                    self.agents().stop_listening(&row.sandbox_id);
+                    self.service.agents().stop_listening(&row.sandbox_id);
                 }
             }
             Err(error) => {
                 warn!(%server_id, %error, "could not read a changed server's sandboxes; the next reconcile gives their agents back")
             }
         }
-        self.fleet().made().forget(server_id);
-        let service = self.clone();
+        self.service.fleet().made().forget(server_id);
+        let service = self.service.clone();
         let server_id = server_id.to_owned();
         tokio::spawn(async move {
-            if let Err(error) = service.reconcile_on(Some(&server_id)).await {
+            if let Err(error) = service.duties().reconcile_on(Some(&server_id)).await {
                 warn!(%server_id, %error, "a changed server could not be reached; the next reconcile tries again");
             }
         });
     }
 
     /// Removes a server (administrators only); refused while sandboxes run on it.
-    pub async fn remove_server(
-        &self,
-        caller: &Principal,
-        server_id: &str,
-    ) -> Result<(), ServiceError> {
-        self.access()
+    pub async fn remove(&self, caller: &Principal, server_id: &str) -> Result<(), ServiceError> {
+        self.service
+            .access()
             .require(caller, Permission::OrganizationAdmin)?;
         let server = self
+            .service
             .store()
             .server(&caller.organization_id, server_id)
             .await?
             .ok_or(ServiceError::NotFound("server"))?;
         if !self
+            .service
             .store()
             .remove_server(&caller.organization_id, server_id)
             .await?
         {
             return Err(ServiceError::NotFound("server"));
         }
-        self.drop_server_pools(server_id).await;
-        self.fleet().made().forget(server_id);
-        self.access()
+        self.service.pools().drop_server(server_id).await;
+        self.service.fleet().made().forget(server_id);
+        self.service
+            .access()
             .record(
                 &caller.organization_id,
                 Some(caller),
@@ -226,16 +247,21 @@ impl Service {
     /// only). With no host key pinned, the key the server presents is learned and
     /// pinned; a pinned one is enforced. A server that cannot be reached is an answer
     /// (`reachable: false` and why), not an error.
-    pub async fn test_server(
+    pub async fn test(
         &self,
         caller: &Principal,
         server_id: &str,
     ) -> Result<ServerTestResult, ServiceError> {
-        self.access()
+        self.service
+            .access()
             .require(caller, Permission::OrganizationAdmin)?;
-        let server = self.access().server_for(caller, server_id).await?;
-        let connector = self.fleet().connector()?;
-        let key = self.store().server_private_key(&server.server_id).await?;
+        let server = self.service.access().server_for(caller, server_id).await?;
+        let connector = self.service.fleet().connector()?;
+        let key = self
+            .service
+            .store()
+            .server_private_key(&server.server_id)
+            .await?;
         let started = Instant::now();
         let probed = connector.probe(&spec_of(&server, key)).await;
         let duration_ms = started.elapsed().as_millis() as u64;
@@ -260,17 +286,18 @@ impl Service {
         };
         let learned = server.host_key.is_none()
             && self
+                .service
                 .store()
                 .pin_host_key(&server.server_id, &probe.host_key)
                 .await?;
-        self.fleet().made().remember_capacity(
+        self.service.fleet().made().remember_capacity(
             &server.server_id,
             Resources {
                 cpu: probe.cpus as f64,
                 memory_mb: probe.memory_bytes / MIB,
             },
         );
-        self.access().record(
+        self.service.access().record(
             &caller.organization_id,
             Some(caller),
             "server.test",
@@ -294,8 +321,12 @@ impl Service {
     /// What a server is, with its capacity, what is reserved on it and its health
     /// (never connecting for it: a listing does not wait on a server).
     async fn server_view(&self, server: Server) -> Result<ServerView, ServiceError> {
-        let (cpu, memory_mb) = self.store().reserved_on(Some(&server.server_id)).await?;
-        let learned = self.fleet().made().capacity(&server.server_id);
+        let (cpu, memory_mb) = self
+            .service
+            .store()
+            .reserved_on(Some(&server.server_id))
+            .await?;
+        let learned = self.service.fleet().made().capacity(&server.server_id);
         let (capacity, capacity_source) = match (server.cpu_capacity, server.memory_mb_capacity) {
             (Some(cpu), Some(memory_mb)) => (Some(Resources { cpu, memory_mb }), "configured"),
             (cpu, memory) => match learned {
@@ -313,19 +344,19 @@ impl Service {
                 None => (None, "unknown"),
             },
         };
-        let (health, last_error) = match self.fleet().made().engine(&server.server_id) {
+        let (health, last_error) = match self.service.fleet().made().engine(&server.server_id) {
             Some(engine) => {
                 let (reachability, last) = engine.reachability().await;
                 (reachability.as_str().to_owned(), last)
             }
             None => ("idle".to_owned(), None),
         };
-        let warm_ready = self.warm_ready_on(&server.server_id);
+        let warm_ready = self.service.pools().ready_on(&server.server_id);
         Ok(ServerView {
             host_key_fingerprint: server
                 .host_key
                 .as_deref()
-                .and_then(|key| self.fleet().connector().ok()?.fingerprint(key)),
+                .and_then(|key| self.service.fleet().connector().ok()?.fingerprint(key)),
             server_id: server.server_id,
             name: server.name,
             address: server.address,

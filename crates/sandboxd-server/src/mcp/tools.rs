@@ -153,7 +153,7 @@ impl SandboxTools {
     ) -> ToolResult {
         let who = caller(&parts)?;
         let command = attempt!(validate::create_sandbox(req));
-        let sandbox = attempt!(self.service.create(&who, command).await);
+        let sandbox = attempt!(self.service.sandboxes().create(&who, command).await);
         ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
     }
 
@@ -175,7 +175,7 @@ impl SandboxTools {
             Some(answer) => relay!(answer),
             None => {
                 let command = attempt!(validate::exec(req));
-                attempt!(self.service.exec(&who, command).await)
+                attempt!(self.service.commands().exec(&who, command).await)
             }
         };
         let more = attempt!(
@@ -204,7 +204,9 @@ impl SandboxTools {
         let who = caller(&parts)?;
         held_elsewhere!(self, parts, "sandbox-writeFile", req);
         let command = attempt!(validate::write_file(req));
-        ok(&attempt!(self.service.write_file(&who, command).await))
+        ok(&attempt!(
+            self.service.files().write_file(&who, command).await
+        ))
     }
 
     #[tool(
@@ -225,7 +227,7 @@ impl SandboxTools {
             Some(answer) => relay!(answer),
             None => {
                 let command = attempt!(validate::read_file(req));
-                attempt!(self.service.read_file(&who, command).await)
+                attempt!(self.service.files().read_file(&who, command).await)
             }
         };
         let more = attempt!(
@@ -248,7 +250,9 @@ impl SandboxTools {
         let who = caller(&parts)?;
         held_elsewhere!(self, parts, "sandbox-listFiles", req);
         let command = attempt!(validate::list_files(req));
-        ok(&attempt!(self.service.list_files(&who, command).await))
+        ok(&attempt!(
+            self.service.files().list_files(&who, command).await
+        ))
     }
 
     #[tool(
@@ -262,7 +266,12 @@ impl SandboxTools {
     ) -> ToolResult {
         let who = caller(&parts)?;
         let (id, timeout) = attempt!(validate::set_timeout(req));
-        let sandbox = attempt!(self.service.set_timeout(&who, &id, timeout).await);
+        let sandbox = attempt!(
+            self.service
+                .sandboxes()
+                .set_timeout(&who, &id, timeout)
+                .await
+        );
         ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
     }
 
@@ -276,7 +285,12 @@ impl SandboxTools {
         Parameters(req): Parameters<SandboxIdBody>,
     ) -> ToolResult {
         let who = caller(&parts)?;
-        let sandbox = attempt!(self.service.kill_for(&who, &req.sandbox_id).await);
+        let sandbox = attempt!(
+            self.service
+                .sandboxes()
+                .kill_for(&who, &req.sandbox_id)
+                .await
+        );
         ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
     }
 
@@ -290,7 +304,12 @@ impl SandboxTools {
         Parameters(req): Parameters<SandboxIdBody>,
     ) -> ToolResult {
         let who = caller(&parts)?;
-        attempt!(self.service.remove_for(&who, &req.sandbox_id).await);
+        attempt!(
+            self.service
+                .sandboxes()
+                .remove_for(&who, &req.sandbox_id)
+                .await
+        );
         ok(&true)
     }
 
@@ -305,7 +324,7 @@ impl SandboxTools {
     ) -> ToolResult {
         let who = caller(&parts)?;
         let scope = attempt!(validate::list_scope(req));
-        let sandboxes = attempt!(self.service.list(&who, scope).await);
+        let sandboxes = attempt!(self.service.sandboxes().list(&who, scope).await);
         let views: Vec<SandboxView> = sandboxes
             .iter()
             .map(|s| SandboxView::from_sandbox(s, rfc3339))
@@ -342,7 +361,12 @@ impl SandboxTools {
         Parameters(req): Parameters<SandboxIdQuery>,
     ) -> ToolResult {
         let who = caller(&parts)?;
-        let stats = attempt!(self.service.sandbox_stats(&who, &req.sandbox_id).await);
+        let stats = attempt!(
+            self.service
+                .sandboxes()
+                .sandbox_stats(&who, &req.sandbox_id)
+                .await
+        );
         ok(&stats)
     }
 
@@ -358,7 +382,9 @@ impl SandboxTools {
         let who = caller(&parts)?;
         held_elsewhere!(self, parts, "sandbox-processStart", req);
         let start = attempt!(validate::process_start(req));
-        ok(&attempt!(self.service.start_process(&who, start).await))
+        ok(&attempt!(
+            self.service.commands().start_process(&who, start).await
+        ))
     }
 
     #[tool(
@@ -373,7 +399,10 @@ impl SandboxTools {
         let who = caller(&parts)?;
         held_elsewhere!(self, parts, "sandbox-processList", req);
         ok(&attempt!(
-            self.service.list_processes(&who, &req.sandbox_id).await
+            self.service
+                .commands()
+                .list_processes(&who, &req.sandbox_id)
+                .await
         ))
     }
 
@@ -391,6 +420,7 @@ impl SandboxTools {
         let id = attempt!(validate::process_id(&req.process_id));
         ok(&attempt!(
             self.service
+                .commands()
                 .read_process(
                     &who,
                     &req.sandbox_id,
@@ -419,6 +449,7 @@ impl SandboxTools {
             std::time::Duration::from_millis(attempt!(validate::process_wait_ms(req.timeout_ms)));
         ok(&attempt!(
             self.service
+                .commands()
                 .wait_process(&who, &req.sandbox_id, &id, wait)
                 .await
         ))
@@ -439,6 +470,7 @@ impl SandboxTools {
         let signal = attempt!(validate::signal_number(req.signal.as_deref()));
         ok(&attempt!(
             self.service
+                .commands()
                 .signal_process(&who, &req.sandbox_id, &id, signal)
                 .await
         ))
@@ -459,6 +491,7 @@ impl SandboxTools {
         let data = attempt!(validate::process_data(req.data, req.encoding));
         let written = attempt!(
             self.service
+                .commands()
                 .write_process(&who, &req.sandbox_id, &id, &data, req.close)
                 .await
         );
@@ -478,6 +511,7 @@ impl SandboxTools {
         held_elsewhere!(self, parts, "sandbox-contextCreate", req);
         ok(&attempt!(
             self.service
+                .commands()
                 .create_context(&who, &req.sandbox_id, req.language.as_deref())
                 .await
         ))
@@ -496,6 +530,7 @@ impl SandboxTools {
         held_elsewhere!(self, parts, "sandbox-contextRun", req);
         ok(&attempt!(
             self.service
+                .commands()
                 .run_in_context(
                     &who,
                     &req.sandbox_id,
@@ -520,6 +555,7 @@ impl SandboxTools {
         held_elsewhere!(self, parts, "sandbox-contextRemove", req);
         attempt!(
             self.service
+                .commands()
                 .remove_context(&who, &req.sandbox_id, &req.context_id)
                 .await
         );

@@ -36,6 +36,7 @@ async fn context_create(
     Ok(Json(
         state
             .service
+            .commands()
             .create_context(&caller, &req.sandbox_id, req.language.as_deref())
             .await?,
     ))
@@ -56,6 +57,7 @@ async fn context_run(
 ) -> ApiResult<ContextRunResult> {
     let result = state
         .service
+        .commands()
         .run_in_context(
             &caller,
             &req.sandbox_id,
@@ -80,6 +82,7 @@ async fn context_remove(
 ) -> ApiResult<bool> {
     state
         .service
+        .commands()
         .remove_context(&caller, &req.sandbox_id, &req.context_id)
         .await?;
     Ok(Json(true))

@@ -143,7 +143,7 @@ async fn session(
                 };
                 let (tx, rx) = mpsc::channel(64);
                 let service = state.service.clone();
-                let task = tokio::spawn(async move { service.exec_streaming(&who, command, Some(tx)).await });
+                let task = tokio::spawn(async move { service.commands().exec_streaming(&who, command, Some(tx)).await });
                 running = Some(Running(task));
                 output = Some(rx);
                 decoders = [Utf8Stream::default(), Utf8Stream::default()];

@@ -41,7 +41,13 @@ async fn process_start(
     ApiJson(req): ApiJson<ProcessStartRequest>,
 ) -> ApiResult<ProcessView> {
     let start = validate::process_start(req)?;
-    Ok(Json(state.service.start_process(&caller, start).await?))
+    Ok(Json(
+        state
+            .service
+            .commands()
+            .start_process(&caller, start)
+            .await?,
+    ))
 }
 
 /// The background processes of a sandbox, oldest first.
@@ -58,6 +64,7 @@ async fn process_list(
     Ok(Json(
         state
             .service
+            .commands()
             .list_processes(&caller, &req.sandbox_id)
             .await?,
     ))
@@ -80,6 +87,7 @@ async fn process_wait(
     Ok(Json(
         state
             .service
+            .commands()
             .wait_process(&caller, &req.sandbox_id, &process_id, wait)
             .await?,
     ))
@@ -101,6 +109,7 @@ async fn process_signal(
     Ok(Json(
         state
             .service
+            .commands()
             .signal_process(&caller, &req.sandbox_id, &process_id, signal)
             .await?,
     ))
@@ -123,6 +132,7 @@ async fn process_write(
     let data = validate::process_data(req.data, req.encoding)?;
     let written = state
         .service
+        .commands()
         .write_process(&caller, &req.sandbox_id, &process_id, &data, req.close)
         .await?;
     Ok(Json(ProcessWriteResult { written }))
@@ -144,6 +154,7 @@ async fn process_output(
     let process_id = validate::process_id(&req.process_id)?;
     let result = state
         .service
+        .commands()
         .read_process(
             &caller,
             &req.sandbox_id,

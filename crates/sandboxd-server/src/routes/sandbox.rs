@@ -53,7 +53,11 @@ async fn exec_token(
     Caller(caller): Caller,
     ApiJson(req): ApiJson<SandboxIdBody>,
 ) -> ApiResult<stream::ExecTokenView> {
-    let (token, expires) = state.service.exec_token(&caller, &req.sandbox_id).await?;
+    let (token, expires) = state
+        .service
+        .commands()
+        .exec_token(&caller, &req.sandbox_id)
+        .await?;
     Ok(Json(stream::ExecTokenView {
         token,
         sandbox_id: req.sandbox_id,
@@ -74,7 +78,9 @@ async fn create(
     ApiJson(req): ApiJson<CreateSandboxRequest>,
 ) -> ApiResult<SandboxView> {
     let cmd = validate::create_sandbox(req)?;
-    Ok(Json(view(&state.service.create(&caller, cmd).await?)))
+    Ok(Json(view(
+        &state.service.sandboxes().create(&caller, cmd).await?,
+    )))
 }
 
 /// Run a command through `sh -c`; output is capped at 1 MiB per stream and the whole
@@ -90,7 +96,7 @@ async fn exec(
     ApiJson(req): ApiJson<ExecRequest>,
 ) -> ApiResult<ExecResult> {
     let cmd = validate::exec(req)?;
-    Ok(Json(state.service.exec(&caller, cmd).await?))
+    Ok(Json(state.service.commands().exec(&caller, cmd).await?))
 }
 
 /// Write a file (utf8 or base64, ≤ 10 MiB); parent directories are created and the
@@ -107,7 +113,7 @@ async fn write_file(
     ApiJson(req): ApiJson<WriteFileRequest>,
 ) -> ApiResult<WriteFileResult> {
     let cmd = validate::write_file(req)?;
-    Ok(Json(state.service.write_file(&caller, cmd).await?))
+    Ok(Json(state.service.files().write_file(&caller, cmd).await?))
 }
 
 /// Read a regular file (≤ 10 MiB).
@@ -123,7 +129,7 @@ async fn read_file(
     ApiQuery(req): ApiQuery<ReadFileQuery>,
 ) -> Result<Response, ApiError> {
     let cmd = validate::read_file(req)?;
-    let result = state.service.read_file(&caller, cmd).await?;
+    let result = state.service.files().read_file(&caller, cmd).await?;
     Ok((
         [(header::CONTENT_TYPE, "application/json")],
         result.to_json(),
@@ -143,7 +149,7 @@ async fn list_files(
     ApiQuery(req): ApiQuery<ListFilesQuery>,
 ) -> ApiResult<ListFilesResult> {
     let cmd = validate::list_files(req)?;
-    Ok(Json(state.service.list_files(&caller, cmd).await?))
+    Ok(Json(state.service.files().list_files(&caller, cmd).await?))
 }
 
 /// Change the idle timeout of a running sandbox; it then expires that long from now.
@@ -159,7 +165,11 @@ async fn set_timeout(
 ) -> ApiResult<SandboxView> {
     let (id, timeout) = validate::set_timeout(req)?;
     Ok(Json(view(
-        &state.service.set_timeout(&caller, &id, timeout).await?,
+        &state
+            .service
+            .sandboxes()
+            .set_timeout(&caller, &id, timeout)
+            .await?,
     )))
 }
 
@@ -175,7 +185,7 @@ async fn list(
     ApiQuery(req): ApiQuery<ListSandboxesQuery>,
 ) -> ApiResult<Vec<SandboxView>> {
     let scope = validate::list_scope(req)?;
-    let sandboxes = state.service.list(&caller, scope).await?;
+    let sandboxes = state.service.sandboxes().list(&caller, scope).await?;
     Ok(Json(sandboxes.iter().map(view).collect()))
 }
 
@@ -216,6 +226,7 @@ async fn stats(
     Ok(Json(
         state
             .service
+            .sandboxes()
             .sandbox_stats(&caller, &req.sandbox_id)
             .await?,
     ))
@@ -234,7 +245,11 @@ async fn kill(
     ApiJson(req): ApiJson<SandboxIdBody>,
 ) -> ApiResult<SandboxView> {
     Ok(Json(view(
-        &state.service.kill_for(&caller, &req.sandbox_id).await?,
+        &state
+            .service
+            .sandboxes()
+            .kill_for(&caller, &req.sandbox_id)
+            .await?,
     )))
 }
 
@@ -249,7 +264,11 @@ async fn remove(
     Caller(caller): Caller,
     ApiJson(req): ApiJson<SandboxIdBody>,
 ) -> ApiResult<bool> {
-    state.service.remove_for(&caller, &req.sandbox_id).await?;
+    state
+        .service
+        .sandboxes()
+        .remove_for(&caller, &req.sandbox_id)
+        .await?;
     Ok(Json(true))
 }
 

@@ -41,7 +41,7 @@ async fn create_server(
     ApiJson(req): ApiJson<CreateServerRequest>,
 ) -> ApiResult<ServerView> {
     let spec = validate::create_server(req)?;
-    Ok(Json(state.service.create_server(&caller, spec).await?))
+    Ok(Json(state.service.servers().create(&caller, spec).await?))
 }
 
 /// The servers the caller may use, with their capacity and health.
@@ -52,7 +52,7 @@ async fn all_servers(
     State(state): State<AppState>,
     Caller(caller): Caller,
 ) -> ApiResult<Vec<ServerView>> {
-    Ok(Json(state.service.list_servers(&caller).await?))
+    Ok(Json(state.service.servers().list(&caller).await?))
 }
 
 /// One server.
@@ -67,7 +67,7 @@ async fn one_server(
     ApiQuery(req): ApiQuery<ServerIdBody>,
 ) -> ApiResult<ServerView> {
     Ok(Json(
-        state.service.server_one(&caller, &req.server_id).await?,
+        state.service.servers().one(&caller, &req.server_id).await?,
     ))
 }
 
@@ -87,7 +87,8 @@ async fn update_server(
     Ok(Json(
         state
             .service
-            .update_server(&caller, &server_id, changes)
+            .servers()
+            .update(&caller, &server_id, changes)
             .await?,
     ))
 }
@@ -105,7 +106,7 @@ async fn remove_server(
     ApiJson(req): ApiJson<ServerIdBody>,
 ) -> ApiResult<bool> {
     let server_id = validate::server_id(&req.server_id)?;
-    state.service.remove_server(&caller, &server_id).await?;
+    state.service.servers().remove(&caller, &server_id).await?;
     Ok(Json(true))
 }
 
@@ -123,5 +124,7 @@ async fn test_server(
     ApiJson(req): ApiJson<ServerIdBody>,
 ) -> ApiResult<ServerTestResult> {
     let server_id = validate::server_id(&req.server_id)?;
-    Ok(Json(state.service.test_server(&caller, &server_id).await?))
+    Ok(Json(
+        state.service.servers().test(&caller, &server_id).await?,
+    ))
 }

@@ -103,6 +103,7 @@ impl SessionAuth {
             (None, Some(token)) => {
                 let issued = state
                     .service
+                    .commands()
                     .redeem_exec_token(token, sandbox_id)
                     .await
                     .ok_or(unauthorized)?;

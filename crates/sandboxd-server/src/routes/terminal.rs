@@ -83,6 +83,7 @@ async fn session(
     let (cols, rows) = (dimension(query.cols, 80), dimension(query.rows, 24));
     let mut terminal = match state
         .service
+        .commands()
         .open_terminal(&caller, &sandbox_id, query.cmd, cols, rows)
         .await
     {
@@ -152,7 +153,7 @@ async fn session(
                 }
                 if touched.elapsed() > TOUCH_EVERY {
                     touched = Instant::now();
-                    let _ = state.service.touch(&sandbox_id).await;
+                    let _ = state.service.commands().touch(&sandbox_id).await;
                 }
             }
         }

@@ -56,7 +56,13 @@ async fn upload(
             .get(header::CONTENT_LENGTH)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.parse::<u64>().ok());
-        Ok::<_, ApiError>(state.service.upload(&caller, cmd, length, body).await?)
+        Ok::<_, ApiError>(
+            state
+                .service
+                .files()
+                .upload(&caller, cmd, length, body)
+                .await?,
+        )
     }
     .await;
     // Answered once what the service did not read was read: a connection closed with
@@ -115,6 +121,7 @@ async fn download(
     let (sandbox_id, path) = validate::download(&req)?;
     let download = state
         .service
+        .files()
         .download(&caller, &sandbox_id, &path, req.format)
         .await?;
     let (content_type, format) = match download.format {

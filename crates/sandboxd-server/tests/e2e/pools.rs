@@ -45,7 +45,7 @@ async fn pool_containers(server: &TestServer, instance: &str) -> HashMap<String,
 async fn wait_ready(server: &TestServer, pool: &str, size: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let key = PoolKey::local(pool);
-    while server.service.pools_ready().get(&key).copied() != Some(size) {
+    while server.service.pools().ready().get(&key).copied() != Some(size) {
         assert!(
             Instant::now() < deadline,
             "pool {pool} never reached {size}"
@@ -73,7 +73,7 @@ async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
         let (status, _) = server.get("sandbox.one", &[("sandboxId", member)]).await;
         assert_eq!(status, StatusCode::NOT_FOUND);
     }
-    server.service.reconcile_once().await.unwrap();
+    server.service.duties().reconcile_once().await.unwrap();
     assert_eq!(pool_containers(&server, &instance).await.len(), 2);
 
     // A matching create claims a member: same container, variables in every command.
@@ -187,7 +187,7 @@ async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
         .output()
         .unwrap();
     assert!(stranger.status.success());
-    server.service.reconcile_once().await.unwrap();
+    server.service.duties().reconcile_once().await.unwrap();
     let left = pool_containers(&server, &instance).await;
     assert!(!left.contains_key("strangerAAAA"), "{left:?}");
     assert_eq!(left.len(), 4, "two members and the two claimed sandboxes");

@@ -57,7 +57,7 @@ async fn reconcile_removes_orphans_and_marks_lost_sandboxes() {
         .output()
         .unwrap();
 
-    let report = server.service.reconcile_once().await.unwrap();
+    let report = server.service.duties().reconcile_once().await.unwrap();
     let foreign_left = server
         .docker()
         .inspect_container(&foreign_id, None)
@@ -79,7 +79,7 @@ async fn reconcile_removes_orphans_and_marks_lost_sandboxes() {
     let (_, kept_now) = server.get("sandbox.one", &[("sandboxId", id(&kept))]).await;
     assert_eq!(kept_now["status"], "running");
     // A second pass finds nothing to do: startup and periodic reconcile are one pass.
-    let again = server.service.reconcile_once().await.unwrap();
+    let again = server.service.duties().reconcile_once().await.unwrap();
     assert!(again.removed_containers.is_empty() && again.marked_error.is_empty());
 }
 

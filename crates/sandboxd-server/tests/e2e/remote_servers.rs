@@ -421,7 +421,7 @@ async fn an_unreachable_server_fails_its_own_requests_fast_and_comes_back() {
     );
 
     // Reconcile skips it: its sandbox is reported, not killed blindly.
-    let report = server.service.reconcile_once().await.unwrap();
+    let report = server.service.duties().reconcile_once().await.unwrap();
     assert_eq!(report.unreachable_servers, std::slice::from_ref(&server_id));
     let (_, row) = server
         .get("sandbox.one", &[("sandboxId", id(&remote))])
@@ -460,7 +460,7 @@ async fn an_unreachable_server_fails_its_own_requests_fast_and_comes_back() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "the agent serves again");
-    let report = server.service.reconcile_once().await.unwrap();
+    let report = server.service.duties().reconcile_once().await.unwrap();
     assert!(report.unreachable_servers.is_empty(), "{report:?}");
     assert!(report.marked_error.is_empty(), "{report:?}");
 }

@@ -17,8 +17,8 @@ use sandboxd_ports::UploadSink;
 use sandboxd_ports::{ChannelError, Chunks, Download, EngineError, RefusalKind, UploadShape};
 
 use super::engine::EngineChannel;
+use crate::files::transfers::{capped, with_idle_deadline};
 use crate::now_ms;
-use crate::transfers::{capped, with_idle_deadline};
 
 /// An upload into one path of the container.
 pub(super) struct EngineUpload {

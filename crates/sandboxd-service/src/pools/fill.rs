@@ -12,14 +12,14 @@ use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
 use sandboxd_store::new_id;
 use tracing::warn;
 
-use super::{POOL_READY, POOL_REFILLS, PoolKey, Warm};
-use crate::{Service, ServiceError, now_ms};
+use super::{POOL_READY, POOL_REFILLS, PoolKey, Pools, Warm};
+use crate::{ServiceError, now_ms};
 
-impl Service {
+impl Pools {
     /// The sizes of every pool: the local ones and those of each server whose host key
     /// is pinned. `None` when the servers could not be read (nothing is trimmed then).
     async fn pool_sizes(&self) -> Option<BTreeMap<PoolKey, usize>> {
-        let servers = match self.store().all_servers().await {
+        let servers = match self.service.store().all_servers().await {
             Ok(servers) => servers,
             Err(error) => {
                 warn!(%error, "could not read the servers' warm pools; keeping them as they are");
@@ -27,6 +27,7 @@ impl Service {
             }
         };
         let local = self
+            .service
             .inner
             .pools
             .local
@@ -48,7 +49,7 @@ impl Service {
     /// Makes members until every pool is full again; returns how many were made. Pools
     /// of one engine are filled one member at a time, engines side by side. A failure
     /// is logged and retried at the next pass.
-    pub async fn fill_pools_once(&self) -> usize {
+    pub async fn fill_once(&self) -> usize {
         let Some(sizes) = self.pool_sizes().await else {
             return 0;
         };
@@ -66,7 +67,7 @@ impl Service {
         let passes = engines.into_iter().map(|(server_id, pools)| async move {
             if server_id
                 .as_deref()
-                .is_some_and(|id| self.fleet().made().failed_recently(id))
+                .is_some_and(|id| self.service.fleet().made().failed_recently(id))
             {
                 return 0;
             }
@@ -82,7 +83,7 @@ impl Service {
     /// Puts `sizes` in force; returns the ready members beyond them (pools that shrank
     /// or are gone), taken out of the pools.
     fn set_pool_sizes(&self, sizes: BTreeMap<PoolKey, usize>) -> Vec<(PoolKey, Warm)> {
-        let mut state = self.inner.pools.state();
+        let mut state = self.service.inner.pools.state();
         let mut extra = Vec::new();
         for (key, members) in state.ready.iter_mut() {
             let keep = sizes.get(key).copied().unwrap_or(0);
@@ -98,7 +99,7 @@ impl Service {
     }
 
     async fn fill_pool(&self, key: &PoolKey, size: usize) -> usize {
-        let pools = &self.inner.pools;
+        let pools = &self.service.inner.pools;
         let labels = || {
             [
                 ("pool", key.template.clone()),
@@ -138,13 +139,23 @@ impl Service {
 
     async fn make_member(&self, key: &PoolKey) -> Result<Warm, ServiceError> {
         let template = self
+            .service
             .templates()
             .get(&key.template)
             .ok_or(ServiceError::NotFound("template"))?;
-        let engine = self.fleet().engine_of(key.server_id.as_deref()).await?;
+        let engine = self
+            .service
+            .fleet()
+            .engine_of(key.server_id.as_deref())
+            .await?;
         let sandbox_id = new_id()?;
         // Owned by the pool before its container exists, so reconcile keeps it.
-        self.inner.pools.state().members.insert(sandbox_id.clone());
+        self.service
+            .inner
+            .pools
+            .state()
+            .members
+            .insert(sandbox_id.clone());
         let row = Sandbox {
             sandbox_id: sandbox_id.clone(),
             name: String::new(),
@@ -163,7 +174,7 @@ impl Service {
             network_mode: NetworkMode::Isolated,
             workdir: template.workdir.clone(),
             user: template.user.clone(),
-            runtime: self.runtime().map(str::to_owned),
+            runtime: self.service.runtime().map(str::to_owned),
             created_at: now_ms(),
             expires_at: None,
             last_activity_at: None,
@@ -172,6 +183,8 @@ impl Service {
             labels: Default::default(),
         };
         match self
+            .service
+            .sandboxes()
             .start_container(&engine, &row, None, Some(&key.template))
             .await
         {
@@ -182,7 +195,7 @@ impl Service {
                     user,
                     engine,
                 };
-                if self.agent_channel(&warm.sandbox_id).is_some() {
+                if self.service.agent_channel(&warm.sandbox_id).is_some() {
                     return Ok(warm);
                 }
                 // Without its agent a member would not be warm: do not keep it.
@@ -192,16 +205,16 @@ impl Service {
                 ))
             }
             Err(error) => {
-                self.inner.pools.state().members.remove(&sandbox_id);
+                self.service.inner.pools.state().members.remove(&sandbox_id);
                 Err(error.into())
             }
         }
     }
 
     /// Removes every ready member (a server stop).
-    pub async fn drain_pools(&self) {
+    pub async fn drain(&self) {
         let ready: Vec<(PoolKey, Warm)> = {
-            let mut state = self.inner.pools.state();
+            let mut state = self.service.inner.pools.state();
             state
                 .ready
                 .drain()
@@ -216,9 +229,9 @@ impl Service {
     /// Drops a server's pools (it is removed, or reached otherwise from now on) and
     /// removes their members, waiting for the removals; the next fill pass makes them
     /// again when the server still has pools.
-    pub(crate) async fn drop_server_pools(&self, server_id: &str) {
+    pub(crate) async fn drop_server(&self, server_id: &str) {
         let members: Vec<Warm> = {
-            let mut state = self.inner.pools.state();
+            let mut state = self.service.inner.pools.state();
             state
                 .sizes
                 .retain(|key, _| key.server_id.as_deref() != Some(server_id));
@@ -234,8 +247,14 @@ impl Service {
                 .collect()
         };
         for warm in members {
-            self.inner.pools.state().members.remove(&warm.sandbox_id);
-            self.fleet()
+            self.service
+                .inner
+                .pools
+                .state()
+                .members
+                .remove(&warm.sandbox_id);
+            self.service
+                .fleet()
                 .release_agent(&warm.sandbox_id, Some(server_id));
             if let Err(error) = warm.engine.remove_container(&warm.container_id).await {
                 warn!(container_id = %warm.container_id, %error, "could not remove a warm sandbox of a server");

@@ -73,7 +73,7 @@ struct Warm {
 
 /// The pools of a sandboxd: their target sizes and their members.
 #[derive(Debug, Default)]
-pub struct Pools {
+pub(crate) struct Stock {
     /// The local engine's pools, as configured.
     local: BTreeMap<String, usize>,
     state: Mutex<PoolState>,
@@ -96,10 +96,10 @@ impl PoolState {
     }
 }
 
-impl Pools {
+impl Stock {
     /// The local engine's pools of `sizes` (template name → members to keep ready; 0
     /// means no pool).
-    pub fn new(sizes: BTreeMap<String, usize>) -> Self {
+    pub(crate) fn new(sizes: BTreeMap<String, usize>) -> Self {
         let local: BTreeMap<String, usize> =
             sizes.into_iter().filter(|(_, size)| *size > 0).collect();
         let state = PoolState {
@@ -146,23 +146,37 @@ impl Pools {
     }
 }
 
-impl Service {
+/// The warm pools' operations: claims, fills, drains. A part of the sandbox service (a
+/// member is made as a sandbox is), kept apart from it.
+#[derive(Debug, Clone)]
+pub struct Pools {
+    service: Service,
+}
+
+impl Pools {
+    pub(crate) fn new(service: Service) -> Self {
+        Self { service }
+    }
+
     /// Serves `cmd` from a warm pool of the engine it goes to (`server`: a remote one)
     /// when one matches and has a member ready.
-    pub(super) async fn claim_warm(
+    pub(super) async fn claim(
         &self,
         caller: &Principal,
         cmd: &CreateSandbox,
         environment: &Environment,
         server: Option<&Server>,
     ) -> Result<Option<Sandbox>, ServiceError> {
-        let pools = &self.inner.pools;
+        let pools = &self.service.inner.pools;
         let pooled = match server {
             None => &pools.local,
             Some(server) => &server.warm_pools,
         };
-        let Some(matched) = pool_for(cmd, self.templates(), pooled.keys().map(String::as_str))
-        else {
+        let Some(matched) = pool_for(
+            cmd,
+            self.service.templates(),
+            pooled.keys().map(String::as_str),
+        ) else {
             return Ok(None);
         };
         let key = PoolKey {
@@ -179,7 +193,7 @@ impl Service {
                 key.count_claim("miss");
                 return Ok(None);
             };
-            if self.agent_channel(&warm.sandbox_id).is_some() {
+            if self.service.agent_channel(&warm.sandbox_id).is_some() {
                 break warm;
             }
             // Its agent went away: the member is unusable.
@@ -204,7 +218,7 @@ impl Service {
             }
         }
         key.count_claim("hit");
-        let template = self.templates().get(&key.template);
+        let template = self.service.templates().get(&key.template);
         let now = now_ms();
         let row = Sandbox {
             name: cmd
@@ -227,7 +241,7 @@ impl Service {
             network_mode: cmd.network_mode,
             workdir: template.map(|t| t.workdir.clone()).unwrap_or_default(),
             user: warm.user.clone(),
-            runtime: self.runtime().map(str::to_owned),
+            runtime: self.service.runtime().map(str::to_owned),
             created_at: now,
             expires_at: Some(now + cmd.timeout_ms),
             last_activity_at: Some(now),
@@ -236,12 +250,13 @@ impl Service {
             labels: cmd.labels.clone(),
         };
         let inserted = self
+            .service
             .store()
             .insert_sandbox(
                 &row,
                 cmd.env_vars.as_deref(),
                 &caller.user_id,
-                &self.inner.options.quotas,
+                &self.service.inner.options.quotas,
             )
             .await;
         pools.state().members.remove(&warm.sandbox_id);
@@ -249,13 +264,14 @@ impl Service {
             self.discard_member(warm, key.server_id.as_deref());
             return Err(error.into());
         }
-        self.access()
+        self.service
+            .access()
             .record(
                 &row.organization_id,
                 Some(caller),
                 "sandbox.create",
                 Resource::sandbox(&row),
-                super::create::created_metadata(&row, true, Some(&key.template)),
+                crate::sandboxes::created_metadata(&row, true, Some(&key.template)),
             )
             .await;
         info!(sandbox_id = %row.sandbox_id, pool = %key.template, server_id = key.server_label(), "sandbox claimed from a warm pool");
@@ -265,25 +281,32 @@ impl Service {
     /// Removes a member that will not be used, in the background, on the engine it was
     /// made on.
     fn discard_member(&self, warm: Warm, server_id: Option<&str>) {
-        self.inner.pools.state().members.remove(&warm.sandbox_id);
-        self.fleet().release_agent(&warm.sandbox_id, server_id);
-        self.inner.removals.spawn(async move {
+        self.service
+            .inner
+            .pools
+            .state()
+            .members
+            .remove(&warm.sandbox_id);
+        self.service
+            .fleet()
+            .release_agent(&warm.sandbox_id, server_id);
+        self.service.inner.removals.spawn(async move {
             let _ = warm.engine.remove_container(&warm.container_id).await;
         });
     }
 
     /// The sandbox ids the pools own (kept by reconcile).
-    pub fn pool_members(&self) -> HashSet<String> {
-        self.inner.pools.members()
+    pub fn members(&self) -> HashSet<String> {
+        self.service.inner.pools.members()
     }
 
     /// Ready members per pool in force.
-    pub fn pools_ready(&self) -> BTreeMap<PoolKey, usize> {
-        self.inner.pools.ready()
+    pub fn ready(&self) -> BTreeMap<PoolKey, usize> {
+        self.service.inner.pools.ready()
     }
 
     /// Ready members of a server's pools, per template.
-    pub(crate) fn warm_ready_on(&self, server_id: &str) -> BTreeMap<String, usize> {
-        self.inner.pools.ready_on(server_id)
+    pub(crate) fn ready_on(&self, server_id: &str) -> BTreeMap<String, usize> {
+        self.service.inner.pools.ready_on(server_id)
     }
 }

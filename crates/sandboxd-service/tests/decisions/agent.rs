@@ -43,7 +43,12 @@ async fn write(world: &World, sandbox: &Sandbox, path: &str, content: &str) {
     }))
     .unwrap();
     let cmd = sandboxd_core::validate::write_file(request).unwrap();
-    world.service.write_file(&world.owner, cmd).await.unwrap();
+    world
+        .service
+        .files()
+        .write_file(&world.owner, cmd)
+        .await
+        .unwrap();
 }
 
 async fn read(world: &World, sandbox: &Sandbox, path: &str) -> Result<String, ServiceError> {
@@ -52,7 +57,12 @@ async fn read(world: &World, sandbox: &Sandbox, path: &str) -> Result<String, Se
     }))
     .unwrap();
     let cmd = sandboxd_core::validate::read_file(request).unwrap();
-    Ok(world.service.read_file(&world.owner, cmd).await?.content)
+    Ok(world
+        .service
+        .files()
+        .read_file(&world.owner, cmd)
+        .await?
+        .content)
 }
 
 #[tokio::test]
@@ -191,7 +201,12 @@ async fn files_go_through_the_agent_and_a_listing_comes_back_in_order() {
     }))
     .unwrap();
     let cmd = sandboxd_core::validate::list_files(request).unwrap();
-    let listing = world.service.list_files(&world.owner, cmd).await.unwrap();
+    let listing = world
+        .service
+        .files()
+        .list_files(&world.owner, cmd)
+        .await
+        .unwrap();
     let names: Vec<_> = listing
         .entries
         .iter()
@@ -239,6 +254,7 @@ async fn the_agents_refusals_are_the_callers_errors() {
     let cmd = sandboxd_core::validate::list_files(request).unwrap();
     let error = world
         .service
+        .files()
         .list_files(&world.owner, cmd)
         .await
         .unwrap_err();
@@ -262,6 +278,7 @@ async fn a_transfer_streams_through_the_agent_and_an_older_agent_leaves_it_to_th
 
     let done = world
         .service
+        .files()
         .upload(
             &world.owner,
             upload("/work/up.bin"),
@@ -273,6 +290,7 @@ async fn a_transfer_streams_through_the_agent_and_an_older_agent_leaves_it_to_th
     assert_eq!((done.entries, done.bytes), (1, 5));
     let download = world
         .service
+        .files()
         .download(&world.owner, &sandbox.sandbox_id, "/work/up.bin", None)
         .await
         .unwrap();
@@ -287,6 +305,7 @@ async fn a_transfer_streams_through_the_agent_and_an_older_agent_leaves_it_to_th
     // A body longer than its length is refused, whichever channel takes it.
     let error = world
         .service
+        .files()
         .upload(
             &world.owner,
             upload("/work/long.bin"),
@@ -300,6 +319,7 @@ async fn a_transfer_streams_through_the_agent_and_an_older_agent_leaves_it_to_th
     world.script_agent(|s| s.no_transfers = true);
     world
         .service
+        .files()
         .upload(
             &world.owner,
             upload("/work/old.bin"),
@@ -329,6 +349,7 @@ async fn processes_need_the_agent_and_run_through_it() {
 
     let error = world
         .service
+        .commands()
         .start_process(&world.owner, start())
         .await
         .unwrap_err();
@@ -340,6 +361,7 @@ async fn processes_need_the_agent_and_run_through_it() {
     world.script_agent(|s| s.connected = true);
     let view = world
         .service
+        .commands()
         .start_process(&world.owner, start())
         .await
         .unwrap();
@@ -349,12 +371,14 @@ async fn processes_need_the_agent_and_run_through_it() {
     );
     let listed = world
         .service
+        .commands()
         .list_processes(&world.owner, &sandbox.sandbox_id)
         .await
         .unwrap();
     assert_eq!(listed.len(), 1);
     let missing = world
         .service
+        .commands()
         .signal_process(&world.owner, &sandbox.sandbox_id, "p_nothere", 15)
         .await
         .unwrap_err();

@@ -23,7 +23,7 @@ async fn a_kill_the_engine_refuses_still_kills_the_sandbox_and_reconcile_removes
     world.script(|s| s.destroy_fails = true);
 
     assert_eq!(world.kill(&sandbox).await.status, SandboxStatus::Killed);
-    let report = world.service.reconcile_once().await.unwrap();
+    let report = world.service.duties().reconcile_once().await.unwrap();
     assert_eq!(report.removed_containers, ["c1"]);
     assert!(world.engine.calls().contains(&Call::Remove("c1".into())));
 }

@@ -116,7 +116,7 @@ impl World {
             .extend(extra.as_object().unwrap().clone());
         let request = serde_json::from_value(request).unwrap();
         let cmd = sandboxd_core::validate::create_sandbox(request).unwrap();
-        self.service.create(&self.owner, cmd).await
+        self.service.sandboxes().create(&self.owner, cmd).await
     }
 
     /// `sandbox.exec` of `cmd` with a timeout.
@@ -132,7 +132,7 @@ impl World {
         }))
         .unwrap();
         let cmd = sandboxd_core::validate::exec(request).unwrap();
-        self.service.exec(&self.owner, cmd).await
+        self.service.commands().exec(&self.owner, cmd).await
     }
 
     /// A running sandbox whose agent is connected, the calls that made it forgotten.
@@ -157,6 +157,7 @@ impl World {
     async fn kill(&self, sandbox: &Sandbox) -> Sandbox {
         let killed = self
             .service
+            .sandboxes()
             .kill_for(&self.owner, &sandbox.sandbox_id)
             .await
             .unwrap();

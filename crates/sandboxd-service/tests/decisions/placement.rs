@@ -42,7 +42,8 @@ async fn server(world: &World, address: &str, cpu: f64, memory_mb: i64) -> Serve
     let spec = sandboxd_core::validate::create_server(request).unwrap();
     world
         .service
-        .create_server(&world.owner, spec)
+        .servers()
+        .create(&world.owner, spec)
         .await
         .unwrap()
 }

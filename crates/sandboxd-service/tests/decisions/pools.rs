@@ -28,7 +28,8 @@ fn created(world: &World) -> usize {
 fn ready(world: &World) -> usize {
     world
         .service
-        .pools_ready()
+        .pools()
+        .ready()
         .get(&PoolKey::local("base"))
         .copied()
         .unwrap_or(0)
@@ -37,22 +38,28 @@ fn ready(world: &World) -> usize {
 #[tokio::test]
 async fn a_create_claims_a_warm_member_and_the_pool_is_refilled() {
     let world = pooled(2).await;
-    assert_eq!(world.service.fill_pools_once().await, 2);
+    assert_eq!(world.service.pools().fill_once().await, 2);
     assert_eq!((ready(&world), created(&world)), (2, 2));
     world.engine.clear();
 
     let sandbox = world.create(json!({})).await.unwrap();
     assert_eq!(created(&world), 0, "served warm: no container made");
-    assert!(!world.service.pool_members().contains(&sandbox.sandbox_id));
+    assert!(
+        !world
+            .service
+            .pools()
+            .members()
+            .contains(&sandbox.sandbox_id)
+    );
     assert_eq!(ready(&world), 1);
-    assert_eq!(world.service.fill_pools_once().await, 1, "refilled");
+    assert_eq!(world.service.pools().fill_once().await, 1, "refilled");
     assert_eq!(ready(&world), 2);
 }
 
 #[tokio::test]
 async fn a_member_whose_agent_went_away_is_not_handed_out() {
     let world = pooled(1).await;
-    world.service.fill_pools_once().await;
+    world.service.pools().fill_once().await;
     world.engine.clear();
     world.script_agent(|s| s.connected = false);
 
@@ -72,7 +79,7 @@ async fn a_member_whose_agent_went_away_is_not_handed_out() {
 #[tokio::test]
 async fn variables_given_on_create_reach_every_command_of_a_claimed_member() {
     let world = pooled(1).await;
-    world.service.fill_pools_once().await;
+    world.service.pools().fill_once().await;
     let sandbox = world
         .create(json!({"envVars": "GREETING=hello"}))
         .await

@@ -107,7 +107,8 @@ async fn a_kill_during_a_revival_that_fails_ends_killed() {
         container_id: sandbox.container_id.clone().unwrap(),
         sandbox_id: sandbox.sandbox_id.clone(),
     };
-    let (_, killed) = tokio::join!(world.service.revive(&death), async {
+    let sandboxes = world.service.sandboxes();
+    let (_, killed) = tokio::join!(sandboxes.revive(&death), async {
         reached(&world, |c| matches!(c, Call::Start(_))).await;
         let killed = world.kill(&sandbox).await;
         gate.add_permits(1);

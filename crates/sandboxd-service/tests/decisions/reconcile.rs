@@ -22,7 +22,7 @@ async fn orphan_containers_are_removed_and_rows_without_a_container_are_in_error
     });
     world.engine.clear();
 
-    let report = world.service.reconcile_once().await.unwrap();
+    let report = world.service.duties().reconcile_once().await.unwrap();
     assert_eq!(report.removed_containers, ["stray"]);
     assert_eq!(report.marked_error, std::slice::from_ref(&lost.sandbox_id));
     assert_eq!(
@@ -48,10 +48,10 @@ async fn a_second_pass_finds_nothing_to_do() {
             sandbox_id: None,
             running: false,
         });
-    world.service.reconcile_once().await.unwrap();
+    world.service.duties().reconcile_once().await.unwrap();
     world.engine.script.lock().unwrap().foreign.clear();
 
-    let again = world.service.reconcile_once().await.unwrap();
+    let again = world.service.duties().reconcile_once().await.unwrap();
     assert!(again.removed_containers.is_empty(), "{again:?}");
     assert!(again.marked_error.is_empty(), "{again:?}");
 }

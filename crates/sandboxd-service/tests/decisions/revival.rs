@@ -26,7 +26,7 @@ async fn a_dead_container_is_started_again_and_recorded() {
     let death = died(&world, &sandbox);
 
     assert_eq!(
-        world.service.revive(&death).await.unwrap(),
+        world.service.sandboxes().revive(&death).await.unwrap(),
         Revival::Restarted
     );
     assert_eq!(world.engine.calls(), [Call::Start("c1".into())]);
@@ -57,11 +57,14 @@ async fn a_container_that_keeps_dying_is_given_up_on() {
     let death = died(&world, &sandbox);
     for _ in 0..3 {
         assert_eq!(
-            world.service.revive(&death).await.unwrap(),
+            world.service.sandboxes().revive(&death).await.unwrap(),
             Revival::Restarted
         );
     }
-    assert_eq!(world.service.revive(&death).await.unwrap(), Revival::GaveUp);
+    assert_eq!(
+        world.service.sandboxes().revive(&death).await.unwrap(),
+        Revival::GaveUp
+    );
     assert_eq!(world.row(&sandbox).await.status, SandboxStatus::Error);
 }
 
@@ -72,7 +75,10 @@ async fn a_container_the_engine_cannot_start_leaves_the_sandbox_in_error() {
     let death = died(&world, &sandbox);
     world.script(|s| s.start_fails = true);
 
-    assert_eq!(world.service.revive(&death).await.unwrap(), Revival::GaveUp);
+    assert_eq!(
+        world.service.sandboxes().revive(&death).await.unwrap(),
+        Revival::GaveUp
+    );
     assert_eq!(world.row(&sandbox).await.status, SandboxStatus::Error);
 }
 
@@ -85,7 +91,7 @@ async fn the_death_of_a_killed_sandbox_or_of_another_container_is_ignored() {
         sandbox_id: sandbox.sandbox_id.clone(),
     };
     assert_eq!(
-        world.service.revive(&stranger).await.unwrap(),
+        world.service.sandboxes().revive(&stranger).await.unwrap(),
         Revival::Ignored
     );
 
@@ -93,7 +99,7 @@ async fn the_death_of_a_killed_sandbox_or_of_another_container_is_ignored() {
     world.kill(&sandbox).await;
     world.engine.clear();
     assert_eq!(
-        world.service.revive(&death).await.unwrap(),
+        world.service.sandboxes().revive(&death).await.unwrap(),
         Revival::Ignored
     );
     assert_eq!(world.engine.calls(), [], "nothing started");

@@ -13,7 +13,8 @@ use sandboxd_ports::{
     ChannelError, ProcessInfo, ProcessSpec, ProcessStream, RefusalKind, SandboxChannel,
 };
 
-use super::{Service, ServiceError, Via, now_ms};
+use super::Commands;
+use crate::{ServiceError, Via, now_ms};
 use sandboxd_core::rfc3339::format_millis as rfc3339;
 
 /// A read of process output returns at most this much.
@@ -70,7 +71,7 @@ fn new_process_id() -> Result<String, ServiceError> {
     Ok(format!("p_{}", &sandboxd_store::new_id()?[..12]))
 }
 
-impl Service {
+impl Commands {
     /// A running sandbox of the caller's and its connected agent.
     pub(super) async fn agent_for(
         &self,
@@ -78,10 +79,17 @@ impl Service {
         sandbox_id: &str,
         need: SandboxNeed,
     ) -> Result<(Sandbox, Arc<dyn SandboxChannel>), ServiceError> {
-        let sandbox = self.access().sandbox_for(caller, sandbox_id, need).await?;
-        let agent = self.executor(&sandbox).await?.agent_only()?;
-        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
-        self.served(&sandbox.sandbox_id, Via::Agent);
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, sandbox_id, need)
+            .await?;
+        let agent = self.service.executor(&sandbox).await?.agent_only()?;
+        self.service
+            .store()
+            .touch(&sandbox.sandbox_id, now_ms())
+            .await?;
+        self.service.served(&sandbox.sandbox_id, Via::Agent);
         Ok((sandbox, agent))
     }
 
@@ -103,7 +111,10 @@ impl Service {
                 id,
                 argv,
                 cwd,
-                env: self.command_env(&sandbox, start.command.env).await?,
+                env: self
+                    .service
+                    .command_env(&sandbox, start.command.env)
+                    .await?,
                 stdin: start.stdin,
             })
             .await

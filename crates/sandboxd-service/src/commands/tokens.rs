@@ -8,12 +8,13 @@ use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::Principal;
 use tracing::warn;
 
-use super::{Service, ServiceError, now_ms};
+use super::Commands;
+use crate::{ServiceError, now_ms};
 
 /// How long a token is good for.
-pub const TOKEN_TTL: Duration = Duration::from_secs(60);
+pub(crate) const TOKEN_TTL: Duration = Duration::from_secs(60);
 
-impl Service {
+impl Commands {
     /// Issues a single-use token for the WebSockets of a sandbox of the caller's;
     /// returns it with its expiry (epoch ms).
     pub async fn exec_token(
@@ -22,6 +23,7 @@ impl Service {
         sandbox_id: &str,
     ) -> Result<(String, i64), ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
@@ -31,7 +33,8 @@ impl Service {
         let token = base64_simd::URL_SAFE_NO_PAD.encode_to_string(bytes);
         let now = now_ms();
         let expires_at = now + TOKEN_TTL.as_millis() as i64;
-        self.store()
+        self.service
+            .store()
             .issue_session_token(
                 &token,
                 &caller.organization_id,
@@ -48,6 +51,7 @@ impl Service {
     /// token up.
     pub async fn redeem_exec_token(&self, token: &str, sandbox_id: &str) -> Option<Principal> {
         let redeemed = self
+            .service
             .store()
             .redeem_session_token(token, sandbox_id, now_ms())
             .await;
@@ -58,7 +62,7 @@ impl Service {
                 return None;
             }
         };
-        match self.store().principal_of_key(&key_id).await {
+        match self.service.store().principal_of_key(&key_id).await {
             Ok(principal) => principal,
             Err(error) => {
                 warn!(%error, "cannot read the key of a WebSocket token");

@@ -17,12 +17,13 @@ use sandboxd_core::validate::Upload;
 use sandboxd_ports::{Chunks, UploadShape};
 
 use super::{Cut, overall_deadline, refused, with_idle_deadline};
+use crate::ServiceError;
 use crate::executor::Executor;
-use crate::{Service, ServiceError};
+use crate::files::Files;
 use sandboxd_core::limits::transfer_deadline_secs;
 use std::time::Duration;
 
-impl Service {
+impl Files {
     /// Streams `body` into the sandbox (see the module's text); `length` is the body's
     /// length when the client sent it (required for a raw file).
     #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
@@ -34,10 +35,11 @@ impl Service {
         body: Chunks,
     ) -> Result<UploadResult, ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
-        let executor = self.executor(&sandbox).await?;
+        let executor = self.service.executor(&sandbox).await?;
         let cut = Cut::default();
         let limit = Duration::from_secs(transfer_deadline_secs(self.transfer_cap()));
         let body = cut.watch(with_idle_deadline(overall_deadline(body, limit)));
@@ -45,7 +47,8 @@ impl Service {
             TransferFormat::Raw => self.upload_file(&executor, cmd, length, body, &cut).await?,
             TransferFormat::Tar => self.upload_tree(&executor, cmd, body, &cut).await?,
         };
-        self.while_touching(&sandbox.sandbox_id, std::future::ready(()))
+        self.service
+            .while_touching(&sandbox.sandbox_id, std::future::ready(()))
             .await;
         Ok(uploaded)
     }

@@ -4,10 +4,11 @@
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::Principal;
 
-use super::{Service, ServiceError, now_ms};
+use super::Commands;
+use crate::{ServiceError, now_ms};
 use sandboxd_ports::{Terminal, TerminalSpec};
 
-impl Service {
+impl Commands {
     /// Opens a terminal in a running sandbox of the caller's. `cmd` runs through `sh -c`;
     /// without it, `sh` itself is the session. Needs the sandbox's agent.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
@@ -27,18 +28,21 @@ impl Service {
         let spec = TerminalSpec {
             argv,
             cwd: Some(sandbox.workdir.clone()),
-            env: self.command_env(&sandbox, Vec::new()).await?,
+            env: self.service.command_env(&sandbox, Vec::new()).await?,
             cols,
             rows,
         };
         match agent.open_terminal(spec).await {
             Ok(terminal) => Ok(terminal),
-            Err(error) => Err(self.channel_failed(&sandbox.sandbox_id, error).await),
+            Err(error) => Err(self
+                .service
+                .channel_failed(&sandbox.sandbox_id, error)
+                .await),
         }
     }
 
     /// Refreshes a sandbox's activity (a terminal in use).
     pub async fn touch(&self, sandbox_id: &str) -> Result<(), ServiceError> {
-        Ok(self.store().touch(sandbox_id, now_ms()).await?)
+        Ok(self.service.store().touch(sandbox_id, now_ms()).await?)
     }
 }

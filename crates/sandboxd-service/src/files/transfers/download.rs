@@ -8,12 +8,13 @@ use sandboxd_core::model::Principal;
 use sandboxd_ports::Download;
 
 use super::{consumer_deadline, overall_deadline};
+use crate::ServiceError;
 use crate::executor::{refusal_error, through};
-use crate::{Service, ServiceError};
+use crate::files::Files;
 use sandboxd_core::limits::transfer_deadline_secs;
 use std::time::Duration;
 
-impl Service {
+impl Files {
     /// Streams a file's bytes (raw) or a directory's tar out of the sandbox; `None` as
     /// the format picks by what `path` is.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
@@ -25,16 +26,18 @@ impl Service {
         format: Option<TransferFormat>,
     ) -> Result<Download, ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Read)
             .await?;
-        let executor = self.executor(&sandbox).await?;
+        let executor = self.service.executor(&sandbox).await?;
         let cap = self.transfer_cap();
         let (_, result) = through!(&executor, |channel| channel.download(path, format, cap));
         let download = executor
             .settled(result, |refusal| refusal_error(refusal, "path"))
             .await?;
-        self.while_touching(&sandbox.sandbox_id, std::future::ready(()))
+        self.service
+            .while_touching(&sandbox.sandbox_id, std::future::ready(()))
             .await;
         Ok(Download {
             body: consumer_deadline(overall_deadline(

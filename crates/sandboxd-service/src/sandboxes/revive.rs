@@ -10,7 +10,8 @@ use sandboxd_core::model::SandboxStatus;
 use sandboxd_ports::ContainerDeath;
 use tracing::warn;
 
-use super::{Service, ServiceError};
+use super::Sandboxes;
+use crate::ServiceError;
 
 /// At most this many restarts of one sandbox within [`RESTART_WINDOW`].
 const MAX_RESTARTS: usize = 3;
@@ -51,22 +52,27 @@ impl RestartBudget {
     }
 }
 
-impl Service {
+impl Sandboxes {
     /// Acts on a container's death reported by the engine.
     pub async fn revive(&self, death: &ContainerDeath) -> Result<Revival, ServiceError> {
-        let Some(row) = self.store().sandbox(&death.sandbox_id).await? else {
+        let Some(row) = self.service.store().sandbox(&death.sandbox_id).await? else {
             return Ok(Revival::Ignored);
         };
         let ours = row.container_id.as_deref() == Some(death.container_id.as_str());
         if row.status != SandboxStatus::Running || !ours {
             return Ok(Revival::Ignored);
         }
-        let engine = self.fleet().engine_of(row.server_id.as_deref()).await?;
+        let engine = self
+            .service
+            .fleet()
+            .engine_of(row.server_id.as_deref())
+            .await?;
         // A deliberate restart (a command whose kill did not take) starts it itself.
         if engine.is_running(&death.container_id).await? {
             return Ok(Revival::Ignored);
         }
         let allowed = self
+            .service
             .inner
             .restarts
             .lock()
@@ -74,18 +80,21 @@ impl Service {
             .take(&death.sandbox_id, Instant::now());
         if !allowed {
             warn!(sandbox_id = %death.sandbox_id, "the sandbox's container keeps stopping; the sandbox is in error");
-            self.store()
+            self.service
+                .store()
                 .set_status(&death.sandbox_id, SandboxStatus::Error)
                 .await?;
             return Ok(Revival::GaveUp);
         }
         match self
+            .service
             .restart_stopped(&engine, &death.sandbox_id, &death.container_id)
             .await
         {
             Ok(()) => {
                 // Its files are kept; what ran in it is gone, and the record says so.
-                self.access()
+                self.service
+                    .access()
                     .record(
                         &row.organization_id,
                         None,

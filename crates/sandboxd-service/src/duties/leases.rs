@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use sandboxd_core::model::SandboxStatus;
 
-use crate::{Service, now_ms};
+use super::Duties;
+use crate::now_ms;
 
 /// The grace when the operator sets none.
 pub const DEFAULT_LEASE_GRACE: Duration = Duration::from_secs(60);
@@ -20,10 +21,11 @@ fn lease_of(expires_at: Option<i64>, now: i64, grace: Duration) -> Duration {
     Duration::from_millis(left as u64) + grace
 }
 
-impl Service {
+impl Duties {
     /// How long a sandbox outlives its expiry when sandboxd is gone.
     pub fn lease_grace(&self) -> Duration {
-        self.inner
+        self.service
+            .inner
             .options
             .lease_grace
             .unwrap_or(DEFAULT_LEASE_GRACE)
@@ -39,17 +41,17 @@ impl Service {
     /// pool member, which has no expiry yet: the grace). How many were told.
     pub async fn lease_once(&self) -> usize {
         let grace = self.lease_grace();
-        let members = self.pool_members();
+        let members = self.service.pools().members();
         let now = now_ms();
         let mut leases = Vec::new();
-        for sandbox_id in self.agents().listened() {
-            let Some(conn) = self.agent_channel(&sandbox_id) else {
+        for sandbox_id in self.service.agents().listened() {
+            let Some(conn) = self.service.agent_channel(&sandbox_id) else {
                 continue;
             };
             let lease = if members.contains(&sandbox_id) {
                 grace
             } else {
-                match self.store().sandbox(&sandbox_id).await {
+                match self.service.store().sandbox(&sandbox_id).await {
                     Ok(Some(row)) if row.status == SandboxStatus::Running => {
                         lease_of(row.expires_at, now, grace)
                     }

@@ -13,7 +13,8 @@ use sandboxd_core::model::Principal;
 use sandboxd_core::rfc3339::format_millis;
 use sandboxd_core::usage::cpu_percent;
 
-use super::{Service, ServiceError, now_ms};
+use super::Sandboxes;
+use crate::{ServiceError, now_ms};
 
 /// A previous reading older than this is not used: the figure would be an average over
 /// too long a time.
@@ -51,7 +52,7 @@ impl Readings {
     }
 }
 
-impl Service {
+impl Sandboxes {
     /// What the running sandbox uses now, against its limits.
     pub async fn sandbox_stats(
         &self,
@@ -59,12 +60,17 @@ impl Service {
         sandbox_id: &str,
     ) -> Result<SandboxStats, ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Read)
             .await?;
         let container = sandbox.running_container()?;
-        let engine = self.fleet().engine_of(sandbox.server_id.as_deref()).await?;
-        let readings = &self.inner.readings;
+        let engine = self
+            .service
+            .fleet()
+            .engine_of(sandbox.server_id.as_deref())
+            .await?;
+        let readings = &self.service.inner.readings;
         let mut before = readings.last(&sandbox.sandbox_id);
         if before.is_none() {
             let first = engine.usage(container).await?;

@@ -7,9 +7,10 @@ use sandboxd_store::AccessList;
 use serde_json::json;
 use tracing::{info, warn};
 
-use super::{Resource, Service, ServiceError, now_ms};
+use super::Sandboxes;
+use crate::{Resource, ServiceError, now_ms};
 
-impl Service {
+impl Sandboxes {
     /// The sandboxes of an environment or project of the caller's organization.
     pub async fn list(
         &self,
@@ -20,33 +21,43 @@ impl Service {
         let (project_id, sandboxes) = match scope {
             ListScope::Environment(id) => {
                 let environment = self
+                    .service
                     .store()
                     .environment(org, &id)
                     .await?
                     .ok_or(ServiceError::NotFound("environment"))?;
                 (
                     environment.project_id,
-                    self.store().sandboxes_in_environment(&id).await?,
+                    self.service.store().sandboxes_in_environment(&id).await?,
                 )
             }
             ListScope::Project(id) => {
-                self.store()
+                self.service
+                    .store()
                     .project(org, &id)
                     .await?
                     .ok_or(ServiceError::NotFound("project"))?;
-                let sandboxes = self.store().sandboxes_in_project(&id).await?;
+                let sandboxes = self.service.store().sandboxes_in_project(&id).await?;
                 (id, sandboxes)
             }
         };
-        self.access().require(caller, Permission::ServiceRead)?;
+        self.service
+            .access()
+            .require(caller, Permission::ServiceRead)?;
         if access::sees_everything(caller.role) {
             return Ok(sandboxes);
         }
-        if !self.access().project_listed(caller, &project_id).await? {
+        if !self
+            .service
+            .access()
+            .project_listed(caller, &project_id)
+            .await?
+        {
             return Err(Denied::NotListed("project").into());
         }
         // A member sees the sandboxes on their access list only.
         let listed = self
+            .service
             .store()
             .access_list(AccessList::Sandboxes, org, &caller.user_id)
             .await?;
@@ -65,17 +76,20 @@ impl Service {
         timeout_ms: i64,
     ) -> Result<Sandbox, ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
         sandbox.running_container()?;
         match self
+            .service
             .store()
             .set_timeout(&sandbox.sandbox_id, timeout_ms, now_ms())
             .await?
         {
             Some(updated) => {
-                self.access()
+                self.service
+                    .access()
                     .record(
                         &updated.organization_id,
                         Some(caller),
@@ -89,6 +103,7 @@ impl Service {
             // Killed between the read and the update: report its state now.
             None => {
                 let current = self
+                    .service
                     .access()
                     .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
                     .await?;
@@ -108,12 +123,14 @@ impl Service {
         sandbox_id: &str,
     ) -> Result<Sandbox, ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
         let was = sandbox.status;
         let killed = self.kill(sandbox).await?;
-        self.access()
+        self.service
+            .access()
             .record(
                 &killed.organization_id,
                 Some(caller),
@@ -134,6 +151,7 @@ impl Service {
             return Ok(sandbox);
         }
         let Some(killed) = self
+            .service
             .store()
             .mark_killed(&sandbox.sandbox_id, now_ms())
             .await?
@@ -141,19 +159,26 @@ impl Service {
             // Killed meanwhile by another call (or removed): the row as it is now, and
             // its container is that call's to remove.
             return self
+                .service
                 .store()
                 .sandbox(&sandbox.sandbox_id)
                 .await?
                 .ok_or(ServiceError::NotFound("sandbox"));
         };
-        self.fleet()
+        self.service
+            .fleet()
             .release_agent(&sandbox.sandbox_id, sandbox.server_id.as_deref());
-        self.forget(&sandbox.sandbox_id);
+        self.service.forget(&sandbox.sandbox_id);
         info!(sandbox_id = %sandbox.sandbox_id, "sandbox killed");
         if let Some(container) = sandbox.container_id {
             // An unreachable server keeps the container until reconcile finds it there
             // (the container of a killed row is an orphan).
-            let engine = match self.fleet().engine_of(sandbox.server_id.as_deref()).await {
+            let engine = match self
+                .service
+                .fleet()
+                .engine_of(sandbox.server_id.as_deref())
+                .await
+            {
                 Ok(engine) => engine,
                 Err(error) => {
                     warn!(sandbox_id = %sandbox.sandbox_id, %error, "the sandbox's server is unreachable; its container is removed when it is back");
@@ -161,7 +186,7 @@ impl Service {
                 }
             };
             let id = sandbox.sandbox_id;
-            self.inner.removals.spawn(async move {
+            self.service.inner.removals.spawn(async move {
                 if let Err(error) = engine.destroy_container(&container).await {
                     warn!(sandbox_id = %id, %error, "could not remove the container of a killed sandbox; reconcile will");
                 }
@@ -178,13 +203,15 @@ impl Service {
         sandbox_id: &str,
     ) -> Result<(), ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Delete)
             .await?;
         let id = sandbox.sandbox_id.clone();
         let killed = self.kill(sandbox).await?;
-        self.store().delete_sandbox(&id).await?;
-        self.access()
+        self.service.store().delete_sandbox(&id).await?;
+        self.service
+            .access()
             .record(
                 &killed.organization_id,
                 Some(caller),

@@ -1,11 +1,12 @@
-//! One pass of each background loop. The schedulers around them are trivial; startup
-//! reconcile and periodic reconcile are the same pass.
+//! One pass of the reaper, of reconcile and of the agents' bookkeeping. Startup reconcile
+//! and periodic reconcile are the same pass.
 
 use sandboxd_core::model::SandboxStatus;
 use sandboxd_core::reconcile::{expired, plan_reconcile};
 use tracing::{info, warn};
 
-use super::{Resource, Service, ServiceError, now_ms};
+use super::Duties;
+use crate::{Resource, ServiceError, now_ms};
 
 /// What a reaper pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,17 +26,18 @@ pub struct ReconcileReport {
     pub unreachable_servers: Vec<String>,
 }
 
-impl Service {
+impl Duties {
     /// Kills every running sandbox whose `expiresAt` has passed, carrying on past failures.
     pub async fn reap_once(&self) -> Result<ReapReport, ServiceError> {
         let now = now_ms();
-        let rows = self.store().expired_sandboxes(now).await?;
+        let rows = self.service.store().expired_sandboxes(now).await?;
         let mut report = ReapReport::default();
         for sandbox in expired(&rows, now) {
             let id = sandbox.sandbox_id.clone();
-            match self.kill(sandbox.clone()).await {
+            match self.service.sandboxes().kill(sandbox.clone()).await {
                 Ok(killed) => {
-                    self.access()
+                    self.service
+                        .access()
                         .record(
                             &killed.organization_id,
                             None,
@@ -67,7 +69,7 @@ impl Service {
     /// (its sandboxes are not touched) and reported; the next pass catches up.
     pub async fn reconcile_once(&self) -> Result<ReconcileReport, ServiceError> {
         let mut report = self.reconcile_on(None).await?;
-        for server in self.store().all_servers().await? {
+        for server in self.service.store().all_servers().await? {
             if server.host_key.is_none() {
                 continue;
             }
@@ -89,9 +91,9 @@ impl Service {
     /// On a replica that does not reconcile: listens again for the agents of the local
     /// engine's running sandboxes whose sockets this replica made (after its restart).
     pub async fn restore_agents_once(&self) -> Result<(), ServiceError> {
-        for row in self.store().live_rows_on(None).await? {
+        for row in self.service.store().live_rows_on(None).await? {
             if row.status == SandboxStatus::Running {
-                self.agents().restore(&row.sandbox_id);
+                self.service.agents().restore(&row.sandbox_id);
             }
         }
         Ok(())
@@ -103,15 +105,16 @@ impl Service {
     /// that no warm pool owns) only when it was missing at the previous pass too, since a
     /// claimed pool member has its agent before its row.
     pub async fn release_ended_agents_once(&self) -> Result<(), ServiceError> {
-        let members = self.pool_members();
+        let members = self.service.pools().members();
         let mut missing = std::collections::HashSet::new();
-        for sandbox_id in self.agents().listened() {
+        for sandbox_id in self.service.agents().listened() {
             if members.contains(&sandbox_id) {
                 continue;
             }
-            match self.store().sandbox(&sandbox_id).await? {
+            match self.service.store().sandbox(&sandbox_id).await? {
                 Some(row) if matches!(row.status, SandboxStatus::Killed | SandboxStatus::Error) => {
-                    self.fleet()
+                    self.service
+                        .fleet()
                         .release_agent(&sandbox_id, row.server_id.as_deref());
                 }
                 Some(_) => {}
@@ -121,12 +124,13 @@ impl Service {
             }
         }
         let mut before = self
+            .service
             .inner
             .agents_unrecorded
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for sandbox_id in missing.intersection(&before) {
-            self.fleet().release_agent(sandbox_id, None);
+            self.service.fleet().release_agent(sandbox_id, None);
         }
         let still: std::collections::HashSet<String> =
             missing.difference(&before).cloned().collect();
@@ -139,13 +143,15 @@ impl Service {
         &self,
         server_id: Option<&str>,
     ) -> Result<ReconcileReport, ServiceError> {
-        let engine = self.fleet().engine_of(server_id).await?;
-        let containers = engine.list_sandbox_containers(self.instance_id()).await?;
+        let engine = self.service.fleet().engine_of(server_id).await?;
+        let containers = engine
+            .list_sandbox_containers(self.service.instance_id())
+            .await?;
         // Rows are read after the containers: a sandbox created in between has its row
         // (creating or running) in the list, so its fresh container is never an orphan.
-        let rows = self.store().live_rows_on(server_id).await?;
+        let rows = self.service.store().live_rows_on(server_id).await?;
         // Read after the containers too: a member made in between is already known.
-        let members = self.pool_members();
+        let members = self.service.pools().members();
         let plan = plan_reconcile(&rows, &containers, &members, now_ms());
         let mut report = ReconcileReport::default();
         for container in &plan.remove_containers {
@@ -156,16 +162,16 @@ impl Service {
                 }
             }
         }
-        self.store().mark_error(&plan.mark_error).await?;
+        self.service.store().mark_error(&plan.mark_error).await?;
         for sandbox_id in &plan.mark_error {
-            self.fleet().release_agent(sandbox_id, server_id);
+            self.service.fleet().release_agent(sandbox_id, server_id);
         }
         for (sandbox_id, container_id) in &plan.restart {
             let death = sandboxd_ports::ContainerDeath {
                 container_id: container_id.clone(),
                 sandbox_id: sandbox_id.clone(),
             };
-            match self.revive(&death).await {
+            match self.service.sandboxes().revive(&death).await {
                 Ok(crate::Revival::Restarted) => report.restarted.push(sandbox_id.clone()),
                 Ok(_) => {}
                 Err(error) => {
@@ -179,9 +185,12 @@ impl Service {
                 continue;
             }
             match server_id {
-                None => self.agents().restore(&row.sandbox_id),
-                Some(server_id) if !self.agents().is_listening(&row.sandbox_id) => {
-                    self.fleet().listen_remote(&row.sandbox_id, server_id).await;
+                None => self.service.agents().restore(&row.sandbox_id),
+                Some(server_id) if !self.service.agents().is_listening(&row.sandbox_id) => {
+                    self.service
+                        .fleet()
+                        .listen_remote(&row.sandbox_id, server_id)
+                        .await;
                 }
                 Some(_) => {}
             }

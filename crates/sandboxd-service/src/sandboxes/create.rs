@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
 
-use super::{Resource, Service, ServiceError, internal_exec, now_ms};
+use super::Sandboxes;
+use crate::{Resource, ServiceError, internal_exec, now_ms};
 use serde_json::{Value, json};
 
 /// What the audit log records of a create (never `envVars`).
-pub(super) fn created_metadata(row: &Sandbox, started: bool, pool: Option<&str>) -> Value {
+pub(crate) fn created_metadata(row: &Sandbox, started: bool, pool: Option<&str>) -> Value {
     json!({
         "image": row.image,
         "template": row.template,
@@ -37,7 +38,7 @@ const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Permission bits of a workdir made for a sandbox (as the engine's archive path makes it).
 const WORKDIR_MODE: u32 = 0o755;
 
-impl Service {
+impl Sandboxes {
     /// Creates and starts a sandbox for `caller`.
     #[tracing::instrument(skip_all, fields(environment_id = %cmd.environment_id))]
     pub async fn create(
@@ -46,11 +47,13 @@ impl Service {
         cmd: CreateSandbox,
     ) -> Result<Sandbox, ServiceError> {
         let environment = self
+            .service
             .store()
             .environment(&caller.organization_id, &cmd.environment_id)
             .await?
             .ok_or(ServiceError::NotFound("environment"))?;
-        self.access()
+        self.service
+            .access()
             .check_create_in(caller, &environment.project_id)
             .await?;
         // The server is checked first, and its engine connected before any row is
@@ -58,16 +61,16 @@ impl Service {
         // (when on) picks where the most room is. A warm pool of that engine serves the
         // create when it can.
         let mut cmd = cmd;
-        if cmd.server_id.is_none() && self.inner.options.placement {
+        if cmd.server_id.is_none() && self.service.inner.options.placement {
             let want = Resources {
                 cpu: cmd.cpu,
                 memory_mb: cmd.memory_mb,
             };
-            cmd.server_id = self.fleet().place(caller, want).await?;
+            cmd.server_id = self.service.fleet().place(caller, want).await?;
         }
         let server = match &cmd.server_id {
-            Some(server_id) => Some(self.access().server_for(caller, server_id).await?),
-            None if self.inner.options.remote_only => {
+            Some(server_id) => Some(self.service.access().server_for(caller, server_id).await?),
+            None if self.service.inner.options.remote_only => {
                 return Err(Invalid::one(
                     "serverId",
                     "is required: sandboxes run on remote servers only here",
@@ -76,7 +79,7 @@ impl Service {
             }
             None => None,
         };
-        if let Some(host) = self.inner.options.host_cpus
+        if let Some(host) = self.service.inner.options.host_cpus
             && cmd.server_id.is_none()
             && cmd.cpu > host as f64
         {
@@ -87,30 +90,36 @@ impl Service {
             .into());
         }
         if let Some(image) = &cmd.image.image
-            && !images::allowed(&self.inner.options.allowed_images, image)
+            && !images::allowed(&self.service.inner.options.allowed_images, image)
         {
             return Err(Invalid::one(
                 "image",
                 format!(
                     "{} is not among the images this server allows ({})",
                     images::normalize(image),
-                    self.inner.options.allowed_images.join(", ")
+                    self.service.inner.options.allowed_images.join(", ")
                 ),
             )
             .into());
         }
         if let Some(warm) = self
-            .claim_warm(caller, &cmd, &environment, server.as_ref())
+            .service
+            .pools()
+            .claim(caller, &cmd, &environment, server.as_ref())
             .await?
         {
             return Ok(warm);
         }
-        let engine = self.fleet().engine_of(cmd.server_id.as_deref()).await?;
+        let engine = self
+            .service
+            .fleet()
+            .engine_of(cmd.server_id.as_deref())
+            .await?;
         let template = cmd
             .image
             .template
             .as_deref()
-            .and_then(|name| self.templates().get(name));
+            .and_then(|name| self.service.templates().get(name));
         let image = cmd
             .image
             .image
@@ -144,7 +153,7 @@ impl Service {
                 .or_else(|| template.map(|t| t.workdir.clone()))
                 .unwrap_or_else(|| DEFAULT_WORKDIR.into()),
             user: template.and_then(|t| t.user.clone()),
-            runtime: self.runtime().map(str::to_owned),
+            runtime: self.service.runtime().map(str::to_owned),
             created_at: now,
             expires_at: None,
             last_activity_at: None,
@@ -152,18 +161,20 @@ impl Service {
             env_per_exec: false,
             labels: cmd.labels.clone(),
         };
-        self.store()
+        self.service
+            .store()
             .insert_sandbox(
                 &row,
                 cmd.env_vars.as_deref(),
                 &caller.user_id,
-                &self.inner.options.quotas,
+                &self.service.inner.options.quotas,
             )
             .await?;
         let outcome = self
             .start_container(&engine, &row, cmd.env_vars.as_deref(), None)
             .await;
-        self.access()
+        self.service
+            .access()
             .record(
                 &row.organization_id,
                 Some(caller),
@@ -175,6 +186,7 @@ impl Service {
         match outcome {
             Ok((container_id, user)) => {
                 let now = self
+                    .service
                     .store()
                     .mark_running(&row.sandbox_id, &container_id, user.as_deref(), now_ms())
                     .await?
@@ -183,7 +195,8 @@ impl Service {
                     // Killed (or given up on by reconcile) while it was made: it stays so,
                     // and the container made for it goes.
                     info!(sandbox_id = %row.sandbox_id, status = now.status.as_str(), "sandbox ended while it was created");
-                    self.fleet()
+                    self.service
+                        .fleet()
                         .release_agent(&row.sandbox_id, row.server_id.as_deref());
                     if let Err(error) = engine.destroy_container(&container_id).await {
                         warn!(sandbox_id = %row.sandbox_id, %error, "could not remove the container of a sandbox ended while it was created; reconcile will");
@@ -195,7 +208,8 @@ impl Service {
             }
             Err(error) => {
                 warn!(sandbox_id = %row.sandbox_id, %error, "sandbox creation failed");
-                self.store()
+                self.service
+                    .store()
                     .set_status(&row.sandbox_id, SandboxStatus::Error)
                     .await?;
                 Err(error.into())
@@ -205,7 +219,7 @@ impl Service {
 
     /// Image, network, container; on any failure after the container exists, the
     /// container is removed. Returns the container id and the resolved `uid:gid`.
-    pub(super) async fn start_container(
+    pub(crate) async fn start_container(
         &self,
         engine: &Arc<dyn Engine>,
         row: &Sandbox,
@@ -216,20 +230,27 @@ impl Service {
         // The agent's socket is a local one: sandboxes of remote servers are served
         // through their engine.
         let agent = match &row.server_id {
-            None => match self.agents().listen(&row.sandbox_id) {
+            None => match self.service.agents().listen(&row.sandbox_id) {
                 Ok(agent) => agent,
                 Err(error) => {
                     warn!(sandbox_id = %row.sandbox_id, %error, "sandbox runs without its agent");
                     None
                 }
             },
-            Some(server_id) => self.fleet().listen_remote(&row.sandbox_id, server_id).await,
+            Some(server_id) => {
+                self.service
+                    .fleet()
+                    .listen_remote(&row.sandbox_id, server_id)
+                    .await
+            }
         };
-        let mut plan = plan::plan_container(row, env_vars, self.instance_id(), agent.as_ref());
+        let mut plan =
+            plan::plan_container(row, env_vars, self.service.instance_id(), agent.as_ref());
         if agent.is_some() {
             // The first lease of its dead-man's switch: its timeout and the grace, until
             // the lease pass renews it.
-            let first = Duration::from_millis(row.timeout_ms.max(0) as u64) + self.lease_grace();
+            let first = Duration::from_millis(row.timeout_ms.max(0) as u64)
+                + self.service.duties().lease_grace();
             plan.env.push(format!(
                 "{}={}",
                 sandboxd_agent_protocol::LEASE_VAR,
@@ -246,7 +267,8 @@ impl Service {
         let container_id = match engine.create_container(&plan).await {
             Ok(id) => id,
             Err(error) => {
-                self.fleet()
+                self.service
+                    .fleet()
                     .release_agent(&row.sandbox_id, row.server_id.as_deref());
                 return Err(error);
             }
@@ -255,7 +277,8 @@ impl Service {
             engine.start_container(&container_id).await?;
             let hello = match agent {
                 Some(_) => {
-                    self.agents()
+                    self.service
+                        .agents()
                         .wait_connected(&row.sandbox_id, AGENT_CONNECT_TIMEOUT)
                         .await
                 }
@@ -282,7 +305,8 @@ impl Service {
         match prepared.await {
             Ok(user) => Ok((container_id, user)),
             Err(error) => {
-                self.fleet()
+                self.service
+                    .fleet()
                     .release_agent(&row.sandbox_id, row.server_id.as_deref());
                 if let Err(cleanup) = engine.remove_container(&container_id).await {
                     warn!(%container_id, error = %cleanup, "could not remove the container of a failed sandbox");
@@ -342,7 +366,7 @@ impl Service {
         let Some((parent, name)) = paths::split_file(workdir) else {
             return Ok(());
         };
-        if let Some(agent) = self.agent_channel(sandbox_id)
+        if let Some(agent) = self.service.agent_channel(sandbox_id)
             && agent.make_dir(workdir, WORKDIR_MODE).await.is_ok()
         {
             return Ok(());

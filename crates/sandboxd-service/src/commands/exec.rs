@@ -14,10 +14,11 @@ use sandboxd_core::validate::ExecCommand;
 use sandboxd_ports::{ExecSpec, OutputTx};
 use tracing::{info, warn};
 
-use super::executor::Executor;
-use super::{Resource, Service, ServiceError, now_ms};
+use super::Commands;
+use crate::executor::Executor;
+use crate::{Resource, ServiceError, now_ms};
 
-impl Service {
+impl Commands {
     /// Runs a command in a running sandbox of the caller's.
     #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
     pub async fn exec(
@@ -38,24 +39,27 @@ impl Service {
         stream: Option<OutputTx>,
     ) -> Result<ExecResult, ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
-        let executor = self.executor(&sandbox).await?;
+        let executor = self.service.executor(&sandbox).await?;
         let started = Instant::now();
         let command_hash = self
+            .service
             .audits_exec()
-            .then(|| self.store().secrets().command_hash(&cmd.cmd));
+            .then(|| self.service.store().secrets().command_hash(&cmd.cmd));
         let spec = ExecSpec {
             argv: vec!["sh".into(), "-c".into(), cmd.cmd],
             cwd: Some(cmd.cwd.unwrap_or_else(|| sandbox.workdir.clone())),
-            env: self.command_env(&sandbox, cmd.env).await?,
+            env: self.service.command_env(&sandbox, cmd.env).await?,
             user: None,
             timeout: Duration::from_millis(cmd.timeout_ms),
             max_output: MAX_EXEC_OUTPUT_BYTES,
             stream,
         };
         let outcome = self
+            .service
             .while_touching(&sandbox.sandbox_id, executor.exec(spec))
             .await?;
         if outcome.timed_out {
@@ -67,16 +71,21 @@ impl Service {
         }
         if outcome.container_killed && !outcome.container_restarted {
             warn!(sandbox_id = %sandbox.sandbox_id, "container could not be restarted after a timeout kill");
-            self.store()
+            self.service
+                .store()
                 .set_status(&sandbox.sandbox_id, SandboxStatus::Error)
                 .await?;
         }
         // A long command is activity too: the sandbox expires counting from its end.
         if started.elapsed() > LONG_COMMAND {
-            self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+            self.service
+                .store()
+                .touch(&sandbox.sandbox_id, now_ms())
+                .await?;
         }
         if let Some(hash) = command_hash {
-            self.access()
+            self.service
+                .access()
                 .record(
                     &sandbox.organization_id,
                     Some(caller),
@@ -105,7 +114,7 @@ impl Service {
     }
 }
 
-impl Service {
+impl Commands {
     /// Whether the sandbox's cgroup counted an OOM kill since the last look.
     async fn oom_killed(&self, executor: &Executor<'_>, sandbox_id: &str) -> bool {
         let mut argv = vec!["cat".to_owned()];
@@ -126,6 +135,7 @@ impl Service {
             return false;
         };
         let mut seen = self
+            .service
             .inner
             .oom_seen
             .lock()

@@ -7,12 +7,13 @@ use sandboxd_core::model::Principal;
 use sandboxd_core::paths;
 use sandboxd_core::validate::{ListFiles, ReadFile, WriteFile};
 
-use super::executor::Executor;
-use super::{Service, ServiceError, now_ms};
+use super::Files;
+use crate::executor::Executor;
+use crate::{ServiceError, now_ms};
 
 const DEFAULT_FILE_MODE: u32 = 0o644;
 
-impl Service {
+impl Files {
     /// Writes a file (parents created) owned by the sandbox user.
     #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
     pub async fn write_file(
@@ -21,16 +22,18 @@ impl Service {
         cmd: WriteFile,
     ) -> Result<WriteFileResult, ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
-        let executor = self.executor(&sandbox).await?;
+        let executor = self.service.executor(&sandbox).await?;
         if cmd.content.len() > MAX_FILE_BYTES {
             return Err(ServiceError::TooLarge(format!(
                 "file exceeds the {MAX_FILE_BYTES} byte limit"
             )));
         }
-        self.while_touching(&sandbox.sandbox_id, self.write_content(&executor, cmd))
+        self.service
+            .while_touching(&sandbox.sandbox_id, self.write_content(&executor, cmd))
             .await
     }
 
@@ -58,11 +61,13 @@ impl Service {
         cmd: ReadFile,
     ) -> Result<ReadFileResult, ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
             .await?;
-        let executor = self.executor(&sandbox).await?;
+        let executor = self.service.executor(&sandbox).await?;
         let content = self
+            .service
             .while_touching(
                 &sandbox.sandbox_id,
                 executor.read_file(&cmd.path, MAX_FILE_BYTES),
@@ -79,11 +84,15 @@ impl Service {
         cmd: ListFiles,
     ) -> Result<ListFilesResult, ServiceError> {
         let sandbox = self
+            .service
             .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Read)
             .await?;
-        let executor = self.executor(&sandbox).await?;
-        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        let executor = self.service.executor(&sandbox).await?;
+        self.service
+            .store()
+            .touch(&sandbox.sandbox_id, now_ms())
+            .await?;
         let target = cmd.path.unwrap_or_else(|| sandbox.workdir.clone());
         let entries = executor.list_dir(&target, MAX_LISTING_BYTES).await?;
         Ok(ListFilesResult {

@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::ServiceError;
 use crate::executor::{Executor, refusal_error, through};
-use crate::{Service, ServiceError};
+use crate::files::Files;
 
 fn refused(refusal: TransferRefused) -> ServiceError {
     match refusal {
@@ -179,10 +180,11 @@ impl Executor<'_> {
     }
 }
 
-impl Service {
+impl Files {
     /// The transfer cap in force.
     fn transfer_cap(&self) -> u64 {
-        self.inner
+        self.service
+            .inner
             .options
             .max_transfer_bytes
             .unwrap_or(DEFAULT_MAX_TRANSFER_BYTES)

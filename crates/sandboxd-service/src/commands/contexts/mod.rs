@@ -16,7 +16,8 @@ use sandboxd_ports::{ProcessSpec, ProcessStream, SandboxChannel};
 use serde::Deserialize;
 
 use super::processes::process_error;
-use super::{Service, ServiceError};
+use crate::ServiceError;
+use crate::commands::Commands;
 use sandboxd_core::rfc3339::format_millis as rfc3339;
 
 const DRIVER: &str = include_str!("driver.py");
@@ -57,7 +58,7 @@ fn run_timeout(value: Option<u64>) -> Result<Duration, Invalid> {
     Ok(Duration::from_millis(ms))
 }
 
-impl Service {
+impl Commands {
     /// Starts a Python context in a running sandbox of the caller's.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn create_context(
@@ -77,7 +78,7 @@ impl Service {
                 id: id.clone(),
                 argv,
                 cwd: Some(sandbox.workdir.clone()),
-                env: self.command_env(&sandbox, Vec::new()).await?,
+                env: self.service.command_env(&sandbox, Vec::new()).await?,
                 stdin: true,
             })
             .await

@@ -1,0 +1,24 @@
+//! Commands in a sandbox: one-shot and streamed exec, background processes, code
+//! contexts, terminals, and the short-lived tokens of exec WebSockets. A part of the
+//! sandbox service: it resolves the sandbox and its channel through the service and
+//! runs everything over that channel.
+
+mod contexts;
+mod exec;
+mod processes;
+mod terminal;
+mod tokens;
+
+use crate::Service;
+
+/// The `sandbox.exec`, `sandbox.process*`, `sandbox.context*` and terminal operations.
+#[derive(Debug, Clone)]
+pub struct Commands {
+    service: Service,
+}
+
+impl Commands {
+    pub(crate) fn new(service: Service) -> Self {
+        Self { service }
+    }
+}

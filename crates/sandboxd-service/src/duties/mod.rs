@@ -1,0 +1,24 @@
+//! Replicas and duties: what sandboxd does by itself, one pass at a time (the server's
+//! loops schedule them). Each pass depends on the sandbox operations (a kill, a revival,
+//! the agents' sockets) and on nothing a request brings.
+
+mod leases;
+mod passes;
+
+pub use leases::DEFAULT_LEASE_GRACE;
+pub use passes::{ReapReport, ReconcileReport};
+
+use crate::Service;
+
+/// The reaper, reconcile, the agents' bookkeeping and the leases of the dead-man's
+/// switch.
+#[derive(Debug, Clone)]
+pub struct Duties {
+    service: Service,
+}
+
+impl Duties {
+    pub(crate) fn new(service: Service) -> Self {
+        Self { service }
+    }
+}
