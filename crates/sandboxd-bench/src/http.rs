@@ -1,9 +1,11 @@
 //! A sandboxd server as its clients see it: a URL, the bootstrap key and environment,
-//! and the REST and WebSocket calls of the scenarios.
+//! and the REST calls of the scenarios (through the typed client, `sandboxd-client`)
+//! and their WebSocket ones.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use sandboxd_core::api::{Encoding, ReadFileQuery, SandboxView, WriteFileRequest};
 use serde_json::{Value, json};
 
 /// The bootstrap key of every server the benchmark starts.
@@ -12,7 +14,7 @@ pub const KEY: &str = "sbx_benchmark_key_0123456789abcdefghijklmnopqrstuv";
 pub struct Http {
     pub url: String,
     pub env_id: String,
-    pub client: reqwest::Client,
+    pub api: sandboxd_client::Client,
 }
 
 type Socket =
@@ -21,55 +23,41 @@ type Socket =
 impl Http {
     /// Waits until the server at `url` answers, and finds its bootstrap environment.
     pub async fn connect(url: String) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
+        let http = reqwest::Client::builder()
             .pool_max_idle_per_host(256)
             .build()?;
+        let api = sandboxd_client::Client::with_http(http, &url, KEY);
         let deadline = Instant::now() + Duration::from_secs(30);
-        let projects: Value = loop {
-            if let Ok(response) = client
-                .get(format!("{url}/api/project.all"))
-                .header("x-api-key", KEY)
-                .send()
-                .await
-            {
-                break response.json().await?;
+        let projects = loop {
+            match api.projects().await {
+                Ok(projects) => break projects,
+                Err(sandboxd_client::Error::Unreachable(_)) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(error) => bail!("the server at {url} did not start: {error}"),
             }
-            if Instant::now() > deadline {
-                bail!("the server at {url} did not start");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        let env_id = projects[0]["environments"][0]["environmentId"]
-            .as_str()
+        let env_id = projects
+            .first()
+            .and_then(|project| project.environments.first())
             .context("environment")?
-            .to_owned();
-        Ok(Self {
-            url,
-            env_id,
-            client,
-        })
+            .environment_id
+            .clone();
+        Ok(Self { url, env_id, api })
     }
 
     pub async fn post(&self, procedure: &str, body: Value) -> anyhow::Result<Value> {
-        let response = self
-            .client
-            .post(format!("{}/api/{procedure}", self.url))
-            .header("x-api-key", KEY)
-            .json(&body)
-            .send()
-            .await?;
-        answer(procedure, response).await
+        self.api
+            .call(procedure, &body)
+            .await
+            .with_context(|| procedure.to_owned())
     }
 
     pub async fn get(&self, procedure: &str, query: &[(&str, &str)]) -> anyhow::Result<Value> {
-        let response = self
-            .client
-            .get(format!("{}/api/{procedure}", self.url))
-            .query(query)
-            .header("x-api-key", KEY)
-            .send()
-            .await?;
-        answer(procedure, response).await
+        self.api
+            .call(procedure, query)
+            .await
+            .with_context(|| procedure.to_owned())
     }
 
     /// Creates a sandbox and runs `echo hi`; the time until the output is back.
@@ -84,29 +72,21 @@ impl Http {
             body.extend(extra);
         }
         let started = Instant::now();
-        let sandbox = self.post("sandbox.create", body).await?;
-        let id = sandbox["sandboxId"]
-            .as_str()
-            .context("sandboxId")?
-            .to_owned();
-        let out = self
-            .post("sandbox.exec", json!({"sandboxId": id, "cmd": "echo hi"}))
-            .await?;
+        let sandbox: SandboxView = self.api.call("sandbox.create", &body).await?;
+        let out = self.api.run(&sandbox.sandbox_id, "echo hi").await?;
         let took = started.elapsed();
-        if out["stdout"] != "hi\n" {
-            bail!("unexpected output {out}");
+        if out.stdout != "hi\n" {
+            bail!("unexpected output {out:?}");
         }
-        Ok((id, took))
+        Ok((sandbox.sandbox_id, took))
     }
 
     /// `sandbox.one`: the cost of HTTP, authentication and one read of the store.
     pub async fn one(&self, id: &str) -> anyhow::Result<Duration> {
         let started = Instant::now();
         let response = self
-            .client
-            .get(format!("{}/api/sandbox.one", self.url))
-            .query(&[("sandboxId", id)])
-            .header("x-api-key", KEY)
+            .api
+            .request_with("sandbox.one", &[("sandboxId", id)])?
             .send()
             .await?;
         let ok = response.status().is_success();
@@ -120,12 +100,10 @@ impl Http {
 
     pub async fn exec_true(&self, id: &str) -> anyhow::Result<Duration> {
         let started = Instant::now();
-        let out = self
-            .post("sandbox.exec", json!({"sandboxId": id, "cmd": "true"}))
-            .await?;
+        let out = self.api.run(id, "true").await?;
         let took = started.elapsed();
-        if out["exitCode"] != 0 {
-            bail!("true failed: {out}");
+        if out.exit_code != 0 {
+            bail!("true failed: {out:?}");
         }
         Ok(took)
     }
@@ -133,34 +111,34 @@ impl Http {
     pub async fn write_read(&self, id: &str, payload: &[u8]) -> anyhow::Result<Duration> {
         let encoded = base64_simd::STANDARD.encode_to_string(payload);
         let started = Instant::now();
-        self.post(
-            "sandbox.writeFile",
-            json!({"sandboxId": id, "path": "/tmp/bench.bin", "encoding": "base64", "content": encoded}),
-        )
-        .await?;
-        let response = self
-            .client
-            .get(format!("{}/api/sandbox.readFile", self.url))
-            .query(&[
-                ("sandboxId", id),
-                ("path", "/tmp/bench.bin"),
-                ("encoding", "base64"),
-            ])
-            .header("x-api-key", KEY)
-            .send()
+        let path = "/tmp/bench.bin".to_owned();
+        self.api
+            .write_file(&WriteFileRequest {
+                sandbox_id: id.to_owned(),
+                path: path.clone(),
+                encoding: Encoding::Base64,
+                content: encoded,
+                ..WriteFileRequest::default()
+            })
             .await?;
-        let value: Value = response.json().await?;
+        let read = self
+            .api
+            .read_file(&ReadFileQuery {
+                sandbox_id: id.to_owned(),
+                path,
+                encoding: Encoding::Base64,
+            })
+            .await?;
         let took = started.elapsed();
-        if value["size"] != payload.len() {
-            bail!("read back {value}");
+        if read.size != payload.len() as u64 {
+            bail!("read back {} bytes", read.size);
         }
         Ok(took)
     }
 
     pub async fn remove(&self, id: &str) -> anyhow::Result<Duration> {
         let started = Instant::now();
-        self.post("sandbox.remove", json!({"sandboxId": id}))
-            .await?;
+        self.api.remove(id).await?;
         Ok(started.elapsed())
     }
 
@@ -172,7 +150,8 @@ impl Http {
             let mut done = 0u64;
             while Instant::now() < deadline {
                 let ok = self
-                    .client
+                    .api
+                    .http()
                     .get(format!("{}{path}", self.url))
                     .header("x-api-key", KEY)
                     .send()
@@ -191,7 +170,8 @@ impl Http {
     /// The value of a metric series, as `/metrics` renders it (`name{labels}`).
     pub async fn metric(&self, series: &str) -> anyhow::Result<Option<f64>> {
         let text = self
-            .client
+            .api
+            .http()
             .get(format!("{}/metrics", self.url))
             .header("x-api-key", KEY)
             .send()
@@ -244,14 +224,4 @@ impl Http {
         }
         first.context("no output")
     }
-}
-
-/// The JSON body of a successful answer; a failure names the procedure and the body.
-async fn answer(procedure: &str, response: reqwest::Response) -> anyhow::Result<Value> {
-    let status = response.status();
-    let value: Value = response.json().await?;
-    if !status.is_success() {
-        bail!("{procedure} failed with {status}: {value}");
-    }
-    Ok(value)
 }

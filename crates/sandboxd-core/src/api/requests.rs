@@ -48,7 +48,7 @@ impl Encoding {
 }
 
 /// Body of `sandbox.create`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateSandboxRequest {
     /// Environment the sandbox belongs to.
@@ -197,7 +197,7 @@ pub struct ListFilesQuery {
 }
 
 /// Body of `sandbox.setTimeout`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SetTimeoutRequest {
     pub sandbox_id: String,
@@ -207,14 +207,16 @@ pub struct SetTimeoutRequest {
 }
 
 /// Body of `sandbox.kill` and `sandbox.remove`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxIdBody {
     pub sandbox_id: String,
 }
 
 /// Query of `sandbox.one`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema, serde::Serialize,
+)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct SandboxIdQuery {
@@ -222,7 +224,9 @@ pub struct SandboxIdQuery {
 }
 
 /// Query of `sandbox.list`: one of the two ids is required.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema, serde::Serialize,
+)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ListSandboxesQuery {

@@ -10,7 +10,7 @@ use crate::error::Issue;
 use crate::model::{Environment, NetworkMode, Project, Sandbox, SandboxStatus};
 
 /// A sandbox as the API shows it. Environment variables are never part of it.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxView {
     pub sandbox_id: String,
@@ -94,7 +94,7 @@ pub struct ExecResult {
 }
 
 /// Result of `sandbox.writeFile`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WriteFileResult {
     pub path: String,
@@ -114,7 +114,9 @@ pub struct ReadFileResult {
 }
 
 /// Kind of a directory entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum FileType {
     Directory,
@@ -124,7 +126,7 @@ pub enum FileType {
 }
 
 /// One entry of `sandbox.listFiles`; metadata is `null` on images without GNU find.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileEntry {
     pub name: String,
@@ -138,7 +140,7 @@ pub struct FileEntry {
 }
 
 /// Result of `sandbox.listFiles`: directories first, then by name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListFilesResult {
     pub path: String,
@@ -146,7 +148,7 @@ pub struct ListFilesResult {
 }
 
 /// A built-in template.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TemplateView {
     pub name: String,
@@ -157,7 +159,7 @@ pub struct TemplateView {
 }
 
 /// An environment as the API shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EnvironmentView {
     pub environment_id: String,
@@ -180,7 +182,7 @@ impl EnvironmentView {
 }
 
 /// A project with its environments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectView {
     pub project_id: String,

@@ -1,5 +1,7 @@
-//! A real server on a loopback port with its own data dir, driven over HTTP. Every
-//! container it created is removed when the harness is dropped, even after a failure.
+//! A real server on a loopback port with its own data dir, driven over HTTP through the
+//! typed client (`sandboxd-client`; its raw calls, since tests send what a client never
+//! would). Every container it created is removed when the harness is dropped, even
+//! after a failure.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +22,8 @@ pub struct TestServer {
     pub project_id: String,
     pub service: Service,
     pub client: reqwest::Client,
+    /// The API with the owner key.
+    pub api: sandboxd_client::Client,
     /// The engine the server runs on, for tests that look at what it created.
     pub engine: DockerEngine,
     instance: String,
@@ -137,12 +141,14 @@ impl TestServer {
                 .await;
         });
         let client = reqwest::Client::new();
+        let api = sandboxd_client::Client::with_http(client.clone(), &url, KEY);
         let mut harness = Self {
             url,
             env_id: String::new(),
             project_id: String::new(),
             service,
             client,
+            api,
             engine,
             instance,
             shutdown: Some(tx),
@@ -208,17 +214,11 @@ impl TestServer {
         key: Option<&str>,
         body: Value,
     ) -> (StatusCode, Value) {
-        let mut request = self
-            .client
-            .post(format!("{}/api/{procedure}", self.url))
-            .json(&body);
-        if let Some(key) = key {
-            request = request.header("x-api-key", key);
-        }
-        let response = request.send().await.expect("request");
-        let status = response.status();
-        let value = response.json().await.unwrap_or(Value::Null);
-        (status, value)
+        self.api
+            .with_key(key.unwrap_or_default())
+            .raw_post(procedure, &body)
+            .await
+            .expect("request")
     }
 
     pub async fn post(&self, procedure: &str, body: Value) -> (StatusCode, Value) {
@@ -235,16 +235,11 @@ impl TestServer {
         key: &str,
         query: &[(&str, &str)],
     ) -> (StatusCode, Value) {
-        let response = self
-            .client
-            .get(format!("{}/api/{procedure}", self.url))
-            .query(query)
-            .header("x-api-key", key)
-            .send()
+        self.api
+            .with_key(key)
+            .raw_get(procedure, query)
             .await
-            .expect("request");
-        let status = response.status();
-        (status, response.json().await.unwrap_or(Value::Null))
+            .expect("request")
     }
 
     /// Creates a sandbox from `body` (environment filled in) and returns its record.

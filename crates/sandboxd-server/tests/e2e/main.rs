@@ -35,6 +35,7 @@ mod stream;
 mod tenancy;
 mod terminal;
 mod transfers;
+mod typed_client;
 mod usage;
 mod volumes;
 mod widening;

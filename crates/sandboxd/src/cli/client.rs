@@ -1,10 +1,12 @@
-//! The API over HTTP for the client commands: a GET or a POST of any procedure by name,
-//! answered as untyped JSON, the server's error turned into a message a person can act on
-//! and an exit code a script can test.
+//! The API for the client commands, over the typed client (`sandboxd-client`): every
+//! call by the procedure table, the server's refusal turned into a message a person can
+//! act on and an exit code a script can test.
 
 use std::process::ExitCode;
 
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
+use sandboxd_client::Error;
+use serde::Serialize;
 use serde_json::Value;
 
 use super::target::Target;
@@ -62,41 +64,62 @@ impl std::error::Error for Failure {}
 /// The client of one server.
 #[derive(Debug, Clone)]
 pub struct Client {
-    http: reqwest::Client,
+    api: sandboxd_client::Client,
     pub target: Target,
 }
 
 impl Client {
     pub fn new(target: Target) -> anyhow::Result<Self> {
+        let http = super::tls::http(&target.tls)?;
         Ok(Self {
-            http: super::tls::http(&target.tls)?,
+            api: sandboxd_client::Client::with_http(http, &target.url, &target.key),
             target,
         })
     }
 
-    /// A request to `/api/<procedure>` with the key.
-    pub fn request(&self, method: Method, procedure: &str) -> reqwest::RequestBuilder {
-        self.http
-            .request(method, format!("{}/api/{procedure}", self.target.url))
-            .header("x-api-key", &self.target.key)
+    /// A request for the procedure named `name` with the key, arguments not added.
+    pub fn request(&self, name: &str) -> Result<reqwest::RequestBuilder, Failure> {
+        let procedure = sandboxd_core::api::procedures::named(name)
+            .ok_or_else(|| Failure::Unavailable(format!("no procedure {name}")))?;
+        Ok(self.api.request(procedure))
     }
 
     /// `GET /health` (no key needed).
     pub async fn health(&self) -> Result<Value, Failure> {
-        self.send(self.http.get(format!("{}/health", self.target.url)))
-            .await
+        self.call("health", &()).await
     }
 
-    /// `GET /api/<procedure>?query`.
+    /// A GET procedure with its query.
     pub async fn get(&self, procedure: &str, query: &[(&str, &str)]) -> Result<Value, Failure> {
-        self.send(self.request(Method::GET, procedure).query(query))
-            .await
+        self.call(procedure, query).await
     }
 
-    /// `POST /api/<procedure>` with a JSON body.
+    /// A POST procedure with its JSON body.
     pub async fn post(&self, procedure: &str, body: &Value) -> Result<Value, Failure> {
-        self.send(self.request(Method::POST, procedure).json(body))
+        self.call(procedure, body).await
+    }
+
+    /// Calls `procedure` with `args`; the answer's JSON (`null` for none), or why not.
+    pub async fn call<A: Serialize + ?Sized>(
+        &self,
+        procedure: &str,
+        args: &A,
+    ) -> Result<Value, Failure> {
+        self.api
+            .call::<A, Value>(procedure, args)
             .await
+            .map_err(|error| self.failure(error))
+    }
+
+    /// Sends `request`; the response when it succeeded, else why not.
+    pub async fn answer(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, Failure> {
+        self.api
+            .send(request)
+            .await
+            .map_err(|error| self.failure(error))
     }
 
     /// Sends `request`; the answer's JSON, or why it failed.
@@ -111,112 +134,40 @@ impl Client {
             .map_err(|e| Failure::Unavailable(format!("the server's answer was not JSON: {e}")))
     }
 
-    /// Sends `request`; the response when it succeeded, else why not.
-    pub async fn answer(
-        &self,
-        request: reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, Failure> {
-        let response = request.send().await.map_err(|e| self.unreachable(&e))?;
-        if response.status().is_success() {
-            return Ok(response);
-        }
-        let status = response.status();
-        if status.is_redirection() {
-            let location = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|l| l.to_str().ok())
-                .map(super::table::printable)
-                .unwrap_or_else(|| "elsewhere".into());
-            return Err(Failure::Unavailable(format!(
-                "{} redirects ({status}) to {location}: point --url at the address the server \
-                 is served on (the key is not sent on to another address)",
-                self.target.url
-            )));
-        }
-        let body: Value = response.json().await.unwrap_or(Value::Null);
-        Err(self.failure(status, &body))
-    }
-
-    fn unreachable(&self, error: &reqwest::Error) -> Failure {
+    fn failure(&self, error: Error) -> Failure {
         let url = &self.target.url;
-        if super::tls::untrusted(error) {
-            Failure::Unavailable(super::tls::untrusted_hint(url))
-        } else if error.is_connect() {
-            Failure::Unavailable(format!(
+        match error {
+            Error::Unreachable(error) if super::tls::untrusted(&error) => {
+                Failure::Unavailable(super::tls::untrusted_hint(url))
+            }
+            Error::Unreachable(error) if error.is_connect() => Failure::Unavailable(format!(
                 "no sandboxd answers at {url}: start one with `sandboxd serve`, or point \
                  --url / SANDBOXD_URL at yours"
-            ))
-        } else {
-            Failure::Unavailable(format!("the request to {url} failed: {error}"))
-        }
-    }
-
-    fn failure(&self, status: StatusCode, body: &Value) -> Failure {
-        let message = body["message"]
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| status.to_string());
-        let issues: Vec<String> = body["issues"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|issue| {
-                Some(format!(
-                    "{}: {}",
-                    issue["path"].as_str()?,
-                    issue["message"].as_str()?
-                ))
-            })
-            // The message often is the first issue already.
-            .filter(|issue| !message.contains(issue.as_str()))
-            .collect();
-        let message = if issues.is_empty() {
-            message
-        } else {
-            format!("{message} ({})", issues.join("; "))
-        };
-        match status {
-            StatusCode::UNAUTHORIZED => Failure::Denied(format!(
-                "{} refused the key: {message}. Check --key / SANDBOXD_KEY, or run `sandboxd login`",
-                self.target.url
             )),
-            StatusCode::FORBIDDEN => Failure::Denied(message),
-            StatusCode::NOT_FOUND => Failure::NotFound(message),
-            status if status.is_server_error() => Failure::Unavailable(message),
-            _ => Failure::Refused(message),
+            Error::Unreachable(error) => {
+                Failure::Unavailable(format!("the request to {url} failed: {error}"))
+            }
+            Error::Redirected { status, location } => Failure::Unavailable(format!(
+                "{url} redirects ({status}) to {}: point --url at the address the server \
+                 is served on (the key is not sent on to another address)",
+                super::table::printable(&location)
+            )),
+            Error::Refused(refusal) => {
+                let message = refusal.explained();
+                match refusal.status {
+                    401 => Failure::Denied(format!(
+                        "{url} refused the key: {message}. Check --key / SANDBOXD_KEY, or run `sandboxd login`"
+                    )),
+                    403 => Failure::Denied(message),
+                    404 => Failure::NotFound(message),
+                    500.. => Failure::Unavailable(message),
+                    _ => Failure::Refused(message),
+                }
+            }
+            Error::Undecodable(why) => {
+                Failure::Unavailable(format!("the server's answer was not JSON: {why}"))
+            }
+            Error::UnknownProcedure(name) => Failure::Unavailable(format!("no procedure {name}")),
         }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn an_issue_already_in_the_message_is_not_said_twice() {
-        let client = Client::new(Target {
-            url: "http://127.0.0.1:3000".into(),
-            key: "sbx_k".into(),
-            ca_cert: None,
-            tls: crate::cli::tls::config(None).unwrap(),
-        })
-        .unwrap();
-        let body = json!({
-            "message": "timeoutMs: must be at least 10 s",
-            "issues": [
-                {"path": "timeoutMs", "message": "must be at least 10 s"},
-                {"path": "cpu", "message": "must be at most 64"},
-            ],
-        });
-        let failure = client.failure(StatusCode::BAD_REQUEST, &body);
-        assert_eq!(
-            failure.message(),
-            "timeoutMs: must be at least 10 s (cpu: must be at most 64)"
-        );
-        assert_eq!(failure.exit_code(), ExitCode::from(1));
     }
 }

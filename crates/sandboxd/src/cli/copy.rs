@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -105,7 +104,7 @@ fn local_error(what: &str, path: &Path, error: impl std::fmt::Display) -> Failur
 
 async fn upload(client: &Client, local: &Path, id: &str, path: &str) -> Result<Value, Failure> {
     let meta = std::fs::metadata(local).map_err(|e| local_error("cannot read", local, e))?;
-    let request = client.request(Method::POST, "sandbox.upload");
+    let request = client.request("sandbox.upload")?;
     if meta.is_dir() {
         let (stream, progress) = tar_stream(local.to_path_buf());
         let body = reqwest::Body::wrap_stream(stream);
@@ -253,7 +252,7 @@ async fn download(client: &Client, id: &str, path: &str, local: &Path) -> Result
     let response = client
         .answer(
             client
-                .request(Method::GET, "sandbox.download")
+                .request("sandbox.download")?
                 .query(&[("sandboxId", id), ("path", path)]),
         )
         .await?;

@@ -193,27 +193,19 @@ impl RunningServer {
         procedure: &str,
         body: serde_json::Value,
     ) -> (u16, serde_json::Value) {
-        let response = reqwest::Client::new()
-            .post(format!("{}/api/{procedure}", self.url))
-            .header("x-api-key", key)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or_default())
+        let (status, body) = self.api(key).raw_post(procedure, &body).await.unwrap();
+        (status.as_u16(), body)
     }
 
     /// `GET /api/<path>` (with its query) with `key`, as [`RunningServer::post`].
     pub async fn get(&self, key: &str, path: &str) -> (u16, serde_json::Value) {
-        let response = reqwest::Client::new()
-            .get(format!("{}/api/{path}", self.url))
-            .header("x-api-key", key)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or_default())
+        let (status, body) = self.api(key).raw_get(path, &()).await.unwrap();
+        (status.as_u16(), body)
+    }
+
+    /// The typed client of this server with `key`.
+    pub fn api(&self, key: &str) -> sandboxd_client::Client {
+        sandboxd_client::Client::new(&self.url, key).unwrap()
     }
 
     /// The server's process id.
@@ -256,17 +248,12 @@ impl RunningServer {
 
     /// Creates a sandbox from the `base` template; returns its id.
     pub async fn create(&self) -> String {
-        let sandbox: serde_json::Value = reqwest::Client::new()
-            .post(format!("{}/api/sandbox.create", self.url))
-            .header("x-api-key", KEY)
-            .json(&serde_json::json!({"environmentId": self.env_id, "template": "base"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        sandbox["sandboxId"].as_str().expect("created").to_owned()
+        let request = sandboxd_core::api::CreateSandboxRequest {
+            environment_id: self.env_id.clone(),
+            template: Some("base".into()),
+            ..Default::default()
+        };
+        self.api(KEY).create(&request).await.unwrap().sandbox_id
     }
 }
 

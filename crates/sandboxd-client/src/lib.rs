@@ -1,0 +1,13 @@
+//! A client of sandboxd's REST API. Every call goes by the procedure table
+//! (`sandboxd_core::api::procedures`: its method and path), with the key in
+//! `x-api-key`; requests and answers are `sandboxd_core::api`'s types, and a refusal is
+//! a typed [`Error`] keeping the status, the message, the issues and the body. The CLI,
+//! the benchmark and the test suites use it; [`Client::raw`] is there for tests that
+//! send what a client never would.
+
+mod client;
+mod error;
+mod sandboxes;
+
+pub use client::Client;
+pub use error::{Error, Refusal};
