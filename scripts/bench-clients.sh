@@ -18,4 +18,4 @@ bench_cleanup() {
   cleanup
 }
 trap bench_cleanup EXIT
-SANDBOXD_URL=$url SANDBOXD_KEY=$key python3 scripts/bench_clients.py "${1:-5}"
+SANDBOXD_URL=$url SANDBOXD_KEY=$key BENCH_INSTANCE=$instance python3 scripts/bench_clients.py "${1:-5}"

@@ -5,8 +5,10 @@ and sandboxio's API over the SDK (`SandboxdBackend`). Beside them, for scale,
 sandboxio's own Docker backend and the Docker SDK for Python on the engine directly.
 Per client: create → first output (make a sandbox, run `echo`, its output back), an
 `exec true` round trip, and a 1 MiB file written then read back. Medians of the runs;
-ratios against the plain REST client.
-    python3 scripts/bench_clients.py [runs]   (SANDBOXD_URL and SANDBOXD_KEY set)"""
+ratios against the plain REST client. sandboxd removes a killed sandbox's container in the
+background: each client starts once the engine holds no container of the one before.
+    python3 scripts/bench_clients.py [runs]   (SANDBOXD_URL and SANDBOXD_KEY set; BENCH_INSTANCE:
+    the server's installation id, whose containers are waited for)"""
 
 from __future__ import annotations
 
@@ -148,6 +150,18 @@ def docker_client(client: docker.DockerClient) -> dict[str, float]:
     return {"first output": made, "exec true": statistics.median(execs), "1 MiB write+read": files}
 
 
+def settle(client: docker.DockerClient) -> None:
+    """Waits (up to 30 s) until the engine holds no sandbox container of any client."""
+    deadline = time.monotonic() + 30
+    instance = os.environ.get("BENCH_INSTANCE")
+    ours = f"sandboxd.instance={instance}" if instance else "sandboxd.sandbox"
+    labels = (ours, "io.sandboxio.managed=true", "sandboxd.bench=clients")
+    while time.monotonic() < deadline:
+        if not any(client.containers.list(all=True, filters={"label": label}) for label in labels):
+            return
+        time.sleep(0.05)
+
+
 async def main(runs: int) -> None:
     client = docker.from_env()
     backend = DockerBackend(image=IMAGE, client=client, reaper=False)
@@ -166,10 +180,12 @@ async def main(runs: int) -> None:
     # One warm-up round each, not counted: image metadata, connection pools, imports.
     for run in clients.values():
         await run()
+        await asyncio.to_thread(settle, client)
     # Interleaved, so that a slow moment of the machine falls on every client alike.
     for _ in range(runs):
         for name, run in clients.items():
             results[name].append(await run())
+            await asyncio.to_thread(settle, client)
     metrics = ["first output", "exec true", "1 MiB write+read"]
     median = {
         name: {m: statistics.median(r[m] for r in rows) for m in metrics} for name, rows in results.items()

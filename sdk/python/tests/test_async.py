@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import os
-from pathlib import Path
 
 import pytest
+
+from held_sockets import sockets_to
 
 from sandboxd import AsyncSandbox, SandboxNotRunning
 
@@ -101,25 +101,6 @@ async def test_env_values_the_server_cannot_carry_whole_are_refused(server):
             await AsyncSandbox.create("base", env=env)
 
 
-def _sockets_to(port: int) -> int:
-    """Sockets this process holds open to `port` on loopback."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    held = 0
-    for line in Path("/proc/self/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        remote_port = int(fields[2].rsplit(":", 1)[1], 16)
-        if remote_port == port and fields[9] in inodes:
-            held += 1
-    return held
-
-
 async def test_sandboxes_share_one_connection_and_a_killed_one_keeps_nothing_open(server):
     port = int(server.url.rsplit(":", 1)[1])
     a = await AsyncSandbox.create("base", timeout=60)
@@ -135,12 +116,12 @@ async def test_sandboxes_share_one_connection_and_a_killed_one_keeps_nothing_ope
         assert (await b.commands.run("true")).exit_code == 0
         # One kept-alive HTTP connection (more only while requests overlap) and one
         # exec session per sandbox.
-        assert _sockets_to(port) <= 4
+        assert sockets_to(port) <= 4
     finally:
         await a.kill()
         await b.kill()
-    assert _sockets_to(port) == 0, "a killed sandbox keeps no connection or session"
+    assert sockets_to(port) == 0, "a killed sandbox keeps no connection or session"
     # A killed sandbox can still be asked about: it takes a share again.
     assert (await a.refresh()).status == "killed"
     await a.close()
-    assert _sockets_to(port) == 0
+    assert sockets_to(port) == 0

@@ -7,6 +7,7 @@ removed behind the server's back."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ from sandboxio.audit import AuditConfig
 from sandboxio.errors import SandboxGone
 from sandboxio.models import Resources
 from sandboxio.protocols import AsyncSandbox, Backend
+from held_sockets import sockets_to
 from sandboxio.testing.suite import BackendContractSuite, RecordingSink
 
 from sandboxd import AsyncSandbox as SdkSandbox
@@ -67,8 +69,8 @@ class FaultyBackend(SandboxdBackend):
         super().__init__(**options)
         self.faults = Faults()
 
-    def _transport(self) -> httpx.AsyncBaseTransport:
-        return FaultyTransport(self.faults, super()._transport())
+    def _transport(self, *, keep_alive: bool = True) -> httpx.AsyncBaseTransport:
+        return FaultyTransport(self.faults, super()._transport(keep_alive=keep_alive))
 
 
 _sink = RecordingSink()
@@ -302,3 +304,36 @@ async def test_the_lifetime_is_kept_below_the_servers_minimum(server: Any) -> No
         with pytest.raises(SandboxGone, match="lifetime"):
             await sb.run("echo late")
         assert (await _info(sb.id)).status == "killed"
+
+
+@pytest.mark.anyio
+async def test_commands_keep_their_session_and_a_dropped_handle_keeps_nothing_open(server: Any) -> None:
+    port = int(server.url.rsplit(":", 1)[1])
+    backend = SandboxdBackend(name_prefix=f"sockets-{uuid.uuid4().hex[:6]}")
+    sb = await backend.create(timeout=60)
+    try:
+        assert (await sb.run("true")).exit_code == 0
+        kept = sb.native.commands._sessions._idle
+        assert kept is not None, "the exec session is kept after a command"
+        for _ in range(3):
+            assert (await sb.run("echo again")).stdout == "again\n"
+        assert sb.native.commands._sessions._idle is kept, "and reused by the next"
+        held = sockets_to(port)
+        assert 1 <= held <= 3
+
+        # A handle `connect` gave holds no socket between calls: it may be dropped
+        # without a kill or a close.
+        again = await backend.connect(sb.id)
+        assert (await again.run("echo from-another-handle")).stdout == "from-another-handle\n"
+        assert again.native.commands._sessions._idle is None
+        assert sockets_to(port) == held
+        del again
+        gc.collect()
+        assert sockets_to(port) == held
+    finally:
+        await sb.kill()
+    for _ in range(50):
+        if sockets_to(port) == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert sockets_to(port) == 0, "a killed sandbox keeps no connection or session"

@@ -35,6 +35,9 @@ pub(crate) fn created_metadata(row: &Sandbox, started: bool, pool: Option<&str>)
 
 /// How long a create waits for the new sandbox's agent to connect.
 const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How much of a workdir's listing the agent may send to show it is not empty.
+const WORKDIR_LISTING_BYTES: usize = 64 * 1024;
+
 /// Permission bits of a workdir made for a sandbox (as the engine's archive path makes it).
 const WORKDIR_MODE: u32 = 0o755;
 
@@ -350,11 +353,13 @@ impl Sandboxes {
     }
 
     /// Creates the workdir owned by the sandbox user. The agent does it when it can (a
-    /// round trip on its connection); otherwise, or when the path is not the user's to
-    /// create, the engine unpacks a directory entry (the engine's archive extraction
-    /// starts a process of its own: tens of milliseconds), so no capability is needed
-    /// inside the container; the parent is created (as root) only when the engine
-    /// reports it missing.
+    /// round trip on its connection). A directory with something in it is the image's
+    /// and is left as it is (`workdir: "/etc"`, or a home the image gave another user):
+    /// the agent's listing says so when the agent could not make the directory its
+    /// user's. Otherwise the engine unpacks a directory entry (the engine's archive
+    /// extraction starts a process of its own: tens of milliseconds), so no capability
+    /// is needed inside the container; the parent is created (as root) only when the
+    /// engine reports it missing.
     async fn prepare_workdir(
         &self,
         engine: &Arc<dyn Engine>,
@@ -366,15 +371,20 @@ impl Sandboxes {
         let Some((parent, name)) = paths::split_file(workdir) else {
             return Ok(());
         };
-        if let Some(agent) = self.service.agent_channel(sandbox_id)
-            && agent.make_dir(workdir, WORKDIR_MODE).await.is_ok()
-        {
-            return Ok(());
+        if let Some(agent) = self.service.agent_channel(sandbox_id) {
+            if agent.make_dir(workdir, WORKDIR_MODE).await.is_ok() {
+                return Ok(());
+            }
+            // What the agent lists is only its own sandbox's business: at worst the
+            // workdir stays as the image made it.
+            let listed = agent.list_dir(workdir, WORKDIR_LISTING_BYTES).await;
+            if listed.is_ok_and(|entries| !entries.is_empty()) {
+                return Ok(());
+            }
         }
-        // A directory with something in it is the image's: it is left as it is, since a
-        // directory entry extracted over it would make it the sandbox user's
-        // (`workdir: "/etc"`). An empty one is the one the engine made for the
-        // container's working directory (as root), or made nothing of.
+        // A directory entry extracted over a filled directory would make it the sandbox
+        // user's, so only an empty one is made: the one the engine made for the
+        // container's working directory (as root), or none.
         if engine.is_empty_dir(container_id, workdir).await? == Some(false) {
             return Ok(());
         }

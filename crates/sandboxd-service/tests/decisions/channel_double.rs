@@ -51,6 +51,8 @@ pub struct AgentScript {
     pub exec_gate: Option<Arc<tokio::sync::Semaphore>>,
     /// The agent takes no streamed transfers (an older agent).
     pub no_transfers: bool,
+    /// Directories that exist and are not the sandbox user's: making one is refused.
+    pub foreign_dirs: Vec<String>,
     /// Files by path, and directories (by path) they list under.
     pub files: BTreeMap<String, Vec<u8>>,
     pub processes: Vec<ProcessInfo>,
@@ -207,6 +209,20 @@ impl SandboxChannel for Channel {
 
     async fn make_dir(&self, path: &str, _mode: u32) -> Result<(), ChannelError> {
         self.0.record(AgentCall::MakeDir(path.into()));
+        if self
+            .0
+            .script
+            .lock()
+            .unwrap()
+            .foreign_dirs
+            .iter()
+            .any(|d| d == path)
+        {
+            return Err(ChannelError::refused(
+                RefusalKind::PermissionDenied,
+                "operation not permitted",
+            ));
+        }
         Ok(())
     }
 

@@ -6,6 +6,7 @@ use sandboxd_core::plan::{LABEL_INSTANCE, LABEL_SANDBOX_ID};
 use serde_json::json;
 
 use crate::World;
+use crate::channel_double::AgentCall;
 use crate::engine_double::Call;
 
 #[tokio::test]
@@ -31,6 +32,68 @@ async fn a_sandbox_is_pulled_created_started_and_given_its_workdir() {
     assert_eq!(plan.memory_bytes, 256 << 20);
     assert_eq!(plan.labels[LABEL_SANDBOX_ID], sandbox.sandbox_id);
     assert_eq!(plan.labels[LABEL_INSTANCE], world.service.instance_id());
+}
+
+/// The engine's calls after the container started.
+fn after_start(world: &World) -> Vec<Call> {
+    let calls = world.engine.calls();
+    let start = calls
+        .iter()
+        .position(|c| matches!(c, Call::Start(_)))
+        .expect("the container is started");
+    calls[start + 1..].to_vec()
+}
+
+#[tokio::test]
+async fn the_agent_makes_the_workdir_and_the_engine_is_not_asked() {
+    let world = World::new().await;
+    world.script_agent(|s| s.connected = true);
+    let sandbox = world.create(json!({})).await.unwrap();
+
+    assert_eq!(world.agent.calls(), [AgentCall::MakeDir(sandbox.workdir)]);
+    assert_eq!(after_start(&world), []);
+}
+
+#[tokio::test]
+async fn a_workdir_the_image_filled_for_another_user_is_left_as_it_is_without_the_engine() {
+    let world = World::new().await;
+    world.script_agent(|s| {
+        s.connected = true;
+        s.foreign_dirs.push("/home/user".into());
+        s.files.insert("/home/user/.profile".into(), b"".to_vec());
+    });
+    let sandbox = world
+        .create(json!({"workdir": "/home/user"}))
+        .await
+        .unwrap();
+
+    assert_eq!(sandbox.status, SandboxStatus::Running);
+    assert_eq!(
+        world.agent.calls(),
+        [
+            AgentCall::MakeDir("/home/user".into()),
+            AgentCall::ListDir("/home/user".into())
+        ]
+    );
+    assert_eq!(after_start(&world), [], "no engine round trip");
+}
+
+#[tokio::test]
+async fn an_empty_workdir_the_agent_cannot_make_its_users_is_made_by_the_engine() {
+    let world = World::new().await;
+    world.script_agent(|s| {
+        s.connected = true;
+        s.foreign_dirs.push("/srv/app".into());
+    });
+    world.create(json!({"workdir": "/srv/app"})).await.unwrap();
+
+    assert_eq!(
+        after_start(&world),
+        [
+            Call::IsEmptyDir("c1:/srv/app".into()),
+            Call::PutDir("c1:/srv/app".into()),
+        ]
+    );
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ import asyncio
 import functools
 import ssl
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -54,15 +54,15 @@ Transports = Callable[[], httpx.AsyncBaseTransport]
 
 #: The pools in use: per event loop (a client's sockets belong to the loop that opened
 #: them), by server, key and who shares them.
-_pools: weakref.WeakKeyDictionary[object, dict[tuple[str, str, int], _Pool]] = weakref.WeakKeyDictionary()
+_pools: weakref.WeakKeyDictionary[object, dict[tuple[str, str, Hashable], _Pool]] = weakref.WeakKeyDictionary()
 
 #: Where code outside any event loop keeps its pools.
 _NO_LOOP = asyncio.AbstractEventLoop()
 
-PoolKey = tuple[object, tuple[str, str, int]]
+PoolKey = tuple[object, tuple[str, str, Hashable]]
 
 
-def _acquire(target: Target, transport: Transports | None, share: int) -> tuple[PoolKey, _Pool]:
+def _acquire(target: Target, transport: Transports | None, share: Hashable) -> tuple[PoolKey, _Pool]:
     try:
         loop: object = asyncio.get_running_loop()
     except RuntimeError:
@@ -112,13 +112,13 @@ class Connection:
         target: Target,
         *,
         transport: Transports | None = None,
-        share: int = 0,
+        share: Hashable = 0,
         keeps_sockets: bool = True,
     ) -> None:
         """`transport` makes the transport of the shared client, which those with the
-        same `share` (and server and key) use. `keeps_sockets=False`: nothing made
-        through this handle holds a socket between requests (no exec session is kept),
-        for owners that may drop a handle without closing it."""
+        same `share` (and server and key) use. `keeps_sockets=False`: no exec session
+        is kept between commands, for owners that may drop a handle without closing
+        it (give them a transport that keeps no connection alive either)."""
         self.target = target
         self.keeps_sockets = keeps_sockets
         self._transport = transport

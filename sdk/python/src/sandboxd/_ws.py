@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from typing import Any
 
 import websockets
@@ -44,16 +45,24 @@ async def close(ws: ClientConnection) -> None:
 class ExecSessions:
     """A sandbox's exec WebSocket kept open between commands (the server runs one
     command at a time on a session, any number in turn): at most one idle session,
-    closed when the sandbox is killed or closed."""
+    closed when the sandbox is killed or closed, and its socket dropped when the
+    handle is collected without either."""
 
     def __init__(self) -> None:
-        self._idle: ClientConnection | None = None
+        # The idle session and its event loop, in a list the finalizer shares (so that
+        # it holds no reference to `self`).
+        self._kept: list[tuple[ClientConnection, asyncio.AbstractEventLoop]] = []
+        weakref.finalize(self, _drop, self._kept)
+
+    @property
+    def _idle(self) -> ClientConnection | None:
+        return self._kept[0][0] if self._kept else None
 
     def take(self) -> ClientConnection | None:
         """The idle session, if it is still open."""
-        ws, self._idle = self._idle, None
-        if ws is None:
+        if not self._kept:
             return None
+        ws, _ = self._kept.pop()
         if ws.state is State.OPEN:
             return ws
         ws.transport.abort()
@@ -61,15 +70,28 @@ class ExecSessions:
 
     async def give_back(self, ws: ClientConnection) -> None:
         """Keeps `ws` for the next command, or closes it when one is kept already."""
-        if self._idle is None and ws.state is State.OPEN:
-            self._idle = ws
+        if not self._kept and ws.state is State.OPEN:
+            self._kept.append((ws, asyncio.get_running_loop()))
         else:
             await close(ws)
 
     async def close(self) -> None:
-        ws, self._idle = self._idle, None
-        if ws is not None:
-            await close(ws)
+        if self._kept:
+            await close(self._kept.pop()[0])
+
+
+def _drop(kept: list[tuple[ClientConnection, asyncio.AbstractEventLoop]]) -> None:
+    """The idle session of a handle collected unclosed: its socket is dropped in the
+    loop that owns it (the server ends the session when the socket goes). Once that
+    loop is closed, the socket goes with the objects."""
+    while kept:
+        ws, loop = kept.pop()
+        if loop.is_closed():
+            continue
+        try:
+            loop.call_soon_threadsafe(ws.transport.abort)
+        except RuntimeError:
+            pass
 
 
 def failure(error: BaseException, url: str, sandbox_id: str) -> BaseException:

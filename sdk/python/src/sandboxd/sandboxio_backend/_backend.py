@@ -83,23 +83,31 @@ class SandboxdBackend:
 
     # --- plumbing ---------------------------------------------------------------------
 
-    def _transport(self) -> httpx.AsyncBaseTransport:
-        """The HTTP transport of this backend's shared client. It keeps no connection
-        open between requests: sandboxio has no call that lets go of a sandbox short of
-        killing it, so a handle dropped unclosed (one `connect` gave) must hold no
-        socket."""
-        return httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_keepalive_connections=0), verify=tls_context()
-        )
+    def _transport(self, *, keep_alive: bool = True) -> httpx.AsyncBaseTransport:
+        """The HTTP transport of one of this backend's shared clients (a test's faulty
+        one wraps it)."""
+        limits = httpx.Limits() if keep_alive else httpx.Limits(max_keepalive_connections=0)
+        return httpx.AsyncHTTPTransport(limits=limits, verify=tls_context())
 
-    def connection(self, url: str | None = None) -> Connection:
-        """A connection to the server with the key; `AuthError` when there is none. The
-        backend's sandboxes share one pooled client per server, closed when the last of
-        them lets go (a kill does, and so does a handle collected unclosed)."""
+    def connection(self, url: str | None = None, *, borrowed: bool = False) -> Connection:
+        """A connection to the server with the key; `AuthError` when there is none.
+
+        The sandboxes this backend made share one pooled client per server, and each
+        keeps its exec session between commands; both are let go of when the sandbox
+        is killed. A `borrowed` one (what `connect` gives: sandboxio has no call that
+        lets go of a sandbox short of killing it, so such a handle may just be dropped)
+        holds no socket between calls."""
         target = resolve(url or self.url, self.key)
         if not target.key:
             raise AuthError(self.name, env_var=_errors.KEY_VARIABLE)
-        return Connection(target, transport=self._transport, share=id(self), keeps_sockets=False)
+        if borrowed:
+            return Connection(
+                target,
+                transport=lambda: self._transport(keep_alive=False),
+                share=(id(self), "borrowed"),
+                keeps_sockets=False,
+            )
+        return Connection(target, transport=self._transport, share=id(self))
 
     async def _environment(self, conn: Connection) -> str:
         if self.environment_id is None:
@@ -217,7 +225,7 @@ class SandboxdBackend:
                 await abandon_create(request, conn, wait=teardown_grace())
 
     async def connect(self, sandbox_id: str) -> SandboxdSandbox:
-        conn = self.connection()
+        conn = self.connection(borrowed=True)
         try:
             made = await AsyncSandbox.connect_on(conn, sandbox_id)
         except sdk.SandboxdError as error:
