@@ -15,7 +15,7 @@ use sandboxd_ports::{
 };
 
 use crate::transfer::{TransferError, Upload};
-use crate::{AgentConn, AgentError, AgentHub, FileOpError, PtySession};
+use crate::{AgentConn, AgentError, AgentHub, FileOpError, PortError, PtySession};
 
 impl From<AgentError> for ChannelError {
     fn from(error: AgentError) -> Self {
@@ -41,6 +41,22 @@ impl From<TransferError> for ChannelError {
             TransferError::Refused(failure) => Self::Refused(failure),
             TransferError::Agent(error) => error.into(),
             TransferError::Body(error) => Self::Body(error),
+        }
+    }
+}
+
+impl From<PortError> for ChannelError {
+    fn from(error: PortError) -> Self {
+        match error {
+            PortError::Refused(failure) => Self::Refused(failure),
+            PortError::Busy => Self::refused(
+                sandboxd_ports::RefusalKind::Limit,
+                format!(
+                    "the sandbox has {} connections to its ports open, the most it may",
+                    crate::port::PORTS
+                ),
+            ),
+            PortError::Agent(error) => error.into(),
         }
     }
 }
@@ -114,6 +130,13 @@ impl SandboxChannel for AgentConn {
 
     async fn write_file(&self, path: &str, content: &[u8], mode: u32) -> Result<u64, ChannelError> {
         Ok(AgentConn::write_file(self, path, content, mode).await?)
+    }
+
+    async fn open_port(
+        &self,
+        port: u16,
+    ) -> Result<Box<dyn sandboxd_ports::ByteStream>, ChannelError> {
+        Ok(Box::new(AgentConn::open_port(self, port).await?))
     }
 
     async fn read_file(&self, path: &str, max: usize) -> Result<Vec<u8>, ChannelError> {

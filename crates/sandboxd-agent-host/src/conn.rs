@@ -59,7 +59,15 @@ pub struct AgentConn {
     /// Downloads under way at most at once (`transfer.rs`): each may hold its window of
     /// the connection's budget for as long as its consumer is slow.
     pub(crate) downloads: Arc<tokio::sync::Semaphore>,
+    /// Connections to the sandbox's ports open at once, at most (`port.rs`).
+    pub(crate) ports: Arc<tokio::sync::Semaphore>,
 }
+
+/// Connections to the sandbox's ports one agent connection carries at once, at most
+/// (`port.rs`): each holds at most its window of the connection's budget.
+pub const PORTS: usize = 128;
+const _: () =
+    assert!(PORTS as u64 * sandboxd_agent_protocol::PORT_WINDOW_OUT <= BUFFERED_BYTES as u64 / 2);
 
 /// Downloads through one connection at once, at most: their windows together hold no
 /// more than half of [`BUFFERED_BYTES`].
@@ -342,6 +350,7 @@ where
         routes: routes.clone(),
         next_channel: Arc::new(AtomicU32::new(1)),
         downloads: Arc::new(tokio::sync::Semaphore::new(DOWNLOADS)),
+        ports: Arc::new(tokio::sync::Semaphore::new(PORTS)),
     };
     if !on_ready(conn) {
         return Ok(());

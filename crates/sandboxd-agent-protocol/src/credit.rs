@@ -9,6 +9,11 @@ pub const UPLOAD_WINDOW: u64 = 4 * 1024 * 1024;
 /// What the host grants the agent for a download: within the 4 MiB the host queues per
 /// channel, with room left for the channel's control frames.
 pub const DOWNLOAD_WINDOW: u64 = 2 * 1024 * 1024;
+/// What the agent grants the host for what goes to a port inside the sandbox.
+pub const PORT_WINDOW_IN: u64 = 256 * 1024;
+/// What the host grants the agent for what a port sends back: small, since one
+/// connection to the agent carries many of them (a page's requests, WebSockets).
+pub const PORT_WINDOW_OUT: u64 = 64 * 1024;
 
 /// The sender sent more than it was granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

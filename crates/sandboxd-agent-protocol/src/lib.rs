@@ -8,16 +8,21 @@ mod credit;
 mod frame;
 mod messages;
 
-pub use credit::{DOWNLOAD_WINDOW, Inflow, Outflow, Overdrawn, UPLOAD_WINDOW};
+pub use credit::{
+    DOWNLOAD_WINDOW, Inflow, Outflow, Overdrawn, PORT_WINDOW_IN, PORT_WINDOW_OUT, UPLOAD_WINDOW,
+};
 pub use frame::{Decoder, Frame, FrameError, HEADER_LEN, Kind, MAX_PAYLOAD, header};
 pub use messages::*;
 
 /// Version spoken by this build; the agent announces its own in [`Hello`]. Version 2
 /// adds the streamed transfers (`upload`, `download`) and their flow control (Credit,
-/// Cancel); the host sends neither to an agent that announced less.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Cancel); version 3 the connections to the sandbox's ports (`openPort`). The host
+/// sends none of them to an agent that announced less.
+pub const PROTOCOL_VERSION: u32 = 3;
 /// The first version that speaks the streamed transfers.
 pub const TRANSFERS_VERSION: u32 = 2;
+/// The first version that opens connections to the sandbox's ports.
+pub const PORTS_VERSION: u32 = 3;
 
 /// The environment variable through which the container hands the agent its sandbox's
 /// key. Only the agent's own processes hold it: they are not dumpable, so the sandbox's

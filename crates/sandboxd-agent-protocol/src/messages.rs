@@ -117,6 +117,14 @@ pub enum Request {
     /// and nothing else would. Done.
     #[serde(rename_all = "camelCase")]
     Lease { for_ms: u64 },
+    /// A TCP connection to `127.0.0.1:port` inside the sandbox, made by the agent. Once
+    /// it is made the agent grants Credit: what the host sends toward the port goes as
+    /// Data within it. The host grants Credit for what the port sends back, which comes
+    /// as Data within it. End from either side ends that direction (a half-close); the
+    /// agent answers Done once both are ended, Error when the connection cannot be
+    /// made. Cancel from the host drops the connection.
+    #[serde(rename_all = "camelCase")]
+    OpenPort { port: u16 },
     /// A streamed download of `path`: a file's bytes (`raw`) or a tar of it (`tar`);
     /// without `shape`, raw for a file and tar for a directory. At most `max` bytes. The
     /// host grants Credit; the agent replies Data([`DownloadStart`]), then Data frames of
@@ -228,6 +236,8 @@ pub enum FailureKind {
     Io,
     /// A bound of the sandbox is reached (running background processes).
     Limit,
+    /// Nothing accepts connections there (a port nobody listens on).
+    Unreachable,
 }
 
 /// A failed request.

@@ -194,6 +194,9 @@ fn dispatch(
                         inputs.close(channel);
                     });
                 }
+                Request::OpenPort { port } => {
+                    crate::port::serve(outbox, channel, port, inputs, workers);
+                }
                 Request::Download { path, shape, max } => {
                     let input = inputs.open(channel);
                     workers.run(move || {

@@ -13,10 +13,14 @@ use sandboxd_agent_protocol::Frame;
 /// Queued input per channel at most; beyond it, input is dropped (and reported once).
 const MAX_QUEUED: usize = 16 * 1024 * 1024;
 
+/// Takes a channel's Credit frames as they arrive, on the connection's reader.
+pub type CreditHook = Arc<dyn Fn(&Frame) + Send + Sync>;
+
 #[derive(Clone)]
 struct Route {
     tx: Sender<Frame>,
     queued: Arc<AtomicUsize>,
+    credit: Option<CreditHook>,
 }
 
 /// The input routes of a connection, by channel.
@@ -49,6 +53,17 @@ impl Input {
 impl Inputs {
     /// Opens the input of a channel.
     pub fn open(&self, channel: u32) -> Input {
+        self.open_route(channel, None)
+    }
+
+    /// Opens the input of a channel whose Credit frames go to `credit` as they arrive
+    /// instead of waiting behind its other input (a thread that blocks writing what
+    /// came must not hold back the credit of the other direction).
+    pub fn open_with_credit(&self, channel: u32, credit: CreditHook) -> Input {
+        self.open_route(channel, Some(credit))
+    }
+
+    fn open_route(&self, channel: u32, credit: Option<CreditHook>) -> Input {
         let (tx, rx) = channel_pair();
         let queued = Arc::new(AtomicUsize::new(0));
         if let Ok(mut routes) = self.0.lock() {
@@ -57,6 +72,7 @@ impl Inputs {
                 Route {
                     tx,
                     queued: queued.clone(),
+                    credit,
                 },
             );
         }
@@ -88,6 +104,11 @@ impl Inputs {
         else {
             return;
         };
+        if frame.kind == sandboxd_agent_protocol::Kind::Credit
+            && let Some(credit) = &route.credit
+        {
+            return credit(&frame);
+        }
         let size = frame.payload.len();
         if route.queued.fetch_add(size, Ordering::AcqRel) + size > MAX_QUEUED {
             route.queued.fetch_sub(size, Ordering::AcqRel);

@@ -13,6 +13,7 @@ mod input;
 mod lookup;
 mod outbox;
 mod output;
+mod port;
 mod procs;
 mod pty;
 mod pump;

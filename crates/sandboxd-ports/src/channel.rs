@@ -1,5 +1,6 @@
 //! The sandbox channel port: what the service asks of one running sandbox — commands,
-//! files, streamed transfers, background processes, terminals. Two adapters implement
+//! files, streamed transfers, background processes, terminals, connections to its
+//! ports. Two adapters implement
 //! it: the sandbox's agent (`sandboxd-agent-host`), the path production takes, and the
 //! engine's exec and archive API (`sandboxd-service`), the fallback, which does no
 //! processes or terminals. Tests implement it with a recording double.
@@ -16,7 +17,7 @@ pub use sandboxd_agent_protocol::{
 };
 use sandboxd_core::api::{FileEntry, TransferFormat};
 
-use crate::{Chunks, EngineError, ExecOutcome, ExecSpec};
+use crate::{ByteStream, Chunks, EngineError, ExecOutcome, ExecSpec};
 
 /// Which adapter a channel is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,6 +188,12 @@ pub trait SandboxChannel: Send + Sync + Debug {
 
     /// Tells the sandbox how long it may live without hearing from sandboxd again.
     async fn lease(&self, _duration: Duration) -> Result<(), ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// A connection to `127.0.0.1:<port>` inside the sandbox, as a byte stream both
+    /// ways; dropping it drops the connection.
+    async fn open_port(&self, _port: u16) -> Result<Box<dyn ByteStream>, ChannelError> {
         Err(ChannelError::NeedsAgent)
     }
 

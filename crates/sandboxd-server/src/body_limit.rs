@@ -16,8 +16,12 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 pub const MAX_FILE_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// The body limit of a path; `None` for a streamed upload, which the service caps
-/// itself as the bytes flow (the transfer limit).
+/// itself as the bytes flow (the transfer limit), and for a preview, whose body streams
+/// to the app in the sandbox within the credit its agent grants.
 pub fn limit_for(path: &str) -> Option<usize> {
+    if path.starts_with(crate::routes::preview::PREFIX) {
+        return None;
+    }
     match path {
         "/api/sandbox.upload" => None,
         "/api/sandbox.writeFile" | "/mcp" => Some(MAX_FILE_BODY_BYTES),

@@ -117,6 +117,12 @@ impl ApiError {
                     message.clone(),
                     vec![],
                 ),
+                S::PortUnreachable(message) => (
+                    StatusCode::BAD_GATEWAY,
+                    "BAD_GATEWAY",
+                    message.clone(),
+                    vec![],
+                ),
                 S::Agent(_) | S::ServerUnreachable(_) => (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "SERVICE_UNAVAILABLE",

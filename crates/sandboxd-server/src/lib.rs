@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::serve::ListenerExt as _;
 use sandboxd_core::limits::{REAPER_INTERVAL_MS, RECONCILE_INTERVAL_MS};
 use sandboxd_core::templates::Templates;
@@ -436,6 +436,15 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(metrics::render))
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
+        .route("/preview/{sandbox_id}/{port}", any(routes::preview::root))
+        .route(
+            "/preview/{sandbox_id}/{port}/",
+            any(routes::preview::preview_root),
+        )
+        .route(
+            "/preview/{sandbox_id}/{port}/{*path}",
+            any(routes::preview::preview),
+        )
         .route("/", get(dashboard::index))
         .route("/ui/assets/{*name}", get(dashboard::asset))
         .route(

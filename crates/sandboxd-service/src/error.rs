@@ -32,6 +32,9 @@ pub enum ServiceError {
     /// Something the operation needs is not there (the agent, for what only it does).
     #[error("{0}")]
     Unavailable(String),
+    /// Nothing in the sandbox accepts connections on the port asked for.
+    #[error("{0}")]
+    PortUnreachable(String),
     /// The sandbox's channel (its agent) failed the operation after the request left: it
     /// went away, did not answer in time or broke the protocol, or its consumer
     /// stalled. Retrying is safe.

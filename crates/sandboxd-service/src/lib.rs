@@ -11,6 +11,7 @@ mod executor;
 mod files;
 mod fleet;
 mod pools;
+mod ports;
 mod recovery;
 mod replicas;
 mod sandboxes;
@@ -35,6 +36,7 @@ pub use error::ServiceError;
 pub use files::Files;
 pub use fleet::Fleet;
 pub use pools::{POOL_READY, PoolKey, Pools};
+pub use ports::Ports;
 pub use replicas::{HEARTBEAT_EVERY, Replicas};
 pub use servers::Servers;
 pub use tenancy::Tenancy;
@@ -353,6 +355,11 @@ impl Service {
     /// Files of sandboxes and streamed transfers.
     pub fn files(&self) -> Files {
         Files::new(self.clone())
+    }
+
+    /// Connections to the ports of sandboxes.
+    pub fn ports(&self) -> Ports {
+        Ports::new(self.clone())
     }
 
     /// Creating, listing, extending and ending sandboxes.

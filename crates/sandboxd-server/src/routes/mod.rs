@@ -4,6 +4,7 @@ pub mod access;
 pub mod contexts;
 pub mod exec_stream;
 pub mod health;
+pub mod preview;
 pub mod processes;
 pub mod projects;
 pub mod sandbox;

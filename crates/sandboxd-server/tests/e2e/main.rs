@@ -24,6 +24,8 @@ mod lifecycle;
 mod main_process;
 mod mcp;
 mod pools;
+mod ports;
+mod preview;
 mod processes;
 mod quotas;
 mod reconcile;

@@ -631,6 +631,54 @@ async fn streaming_exec_a_terminal_and_a_context_work_on_a_remote_server() {
 }
 
 #[tokio::test]
+async fn a_preview_reaches_an_app_on_a_remote_server_over_its_agents_connection() {
+    use crate::harness::KEY;
+
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "previews").await;
+    let sandbox = server
+        .create(json!({"template": "base", "serverId": server_id}))
+        .await;
+    assert_eq!(sandbox["networkMode"], "isolated");
+    server
+        .exec(
+            &sandbox,
+            "mkdir -p /tmp/site && echo 'served remotely' > /tmp/site/index.html",
+        )
+        .await;
+    let (status, started) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&sandbox), "cmd": "cd /tmp/site && exec python3 -m http.server 8000 --bind 127.0.0.1"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let url = format!("{}/preview/{}/8000/", server.url, id(&sandbox));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let page = loop {
+        let answer = server
+            .client
+            .get(&url)
+            .header("x-api-key", KEY)
+            .send()
+            .await
+            .unwrap();
+        if answer.status() == StatusCode::OK {
+            break answer.text().await.unwrap();
+        }
+        assert_eq!(
+            answer.status(),
+            StatusCode::BAD_GATEWAY,
+            "while the app starts"
+        );
+        assert!(Instant::now() < deadline, "the app did not come up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(page, "served remotely\n");
+}
+
+#[tokio::test]
 async fn a_container_stopped_on_a_remote_server_is_started_again_before_any_request() {
     let server = TestServer::start().await;
     let host = RemoteHost::start();

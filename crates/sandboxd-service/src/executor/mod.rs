@@ -206,5 +206,6 @@ pub(crate) fn refusal_error(failure: Refusal, missing: &'static str) -> ServiceE
         | RefusalKind::Invalid
         | RefusalKind::Io
         | RefusalKind::Limit => ServiceError::Refused(failure.message),
+        RefusalKind::Unreachable => ServiceError::PortUnreachable(failure.message),
     }
 }

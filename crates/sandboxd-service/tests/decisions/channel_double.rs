@@ -26,6 +26,7 @@ pub enum AgentCall {
     Upload(String),
     Download(String),
     Spawn(String),
+    OpenPort(u16),
     Processes,
     Signal(String, i32),
 }
@@ -269,6 +270,26 @@ impl SandboxChannel for Channel {
                 Ok(Bytes::from(content))
             })),
         })
+    }
+
+    /// An echo server on every port but 9, where nothing listens.
+    async fn open_port(
+        &self,
+        port: u16,
+    ) -> Result<Box<dyn sandboxd_ports::ByteStream>, ChannelError> {
+        self.0.record(AgentCall::OpenPort(port));
+        if port == 9 {
+            return Err(ChannelError::refused(
+                RefusalKind::Unreachable,
+                "nothing accepts connections on port 9",
+            ));
+        }
+        let (ours, mut theirs) = tokio::io::duplex(1024);
+        tokio::spawn(async move {
+            let (mut read, mut write) = tokio::io::split(&mut theirs);
+            let _ = tokio::io::copy(&mut read, &mut write).await;
+        });
+        Ok(Box::new(ours))
     }
 
     async fn spawn_process(&self, spec: ProcessSpec) -> Result<ProcessInfo, ChannelError> {

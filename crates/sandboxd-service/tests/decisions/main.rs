@@ -16,6 +16,7 @@ mod exec;
 mod kill;
 mod placement;
 mod pools;
+mod ports;
 mod races;
 mod reconcile;
 mod revival;

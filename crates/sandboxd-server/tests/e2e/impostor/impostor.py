@@ -7,7 +7,8 @@
 # endless 1 MiB frames, `deaf` never reads what the server sends, `drip` answers with a
 # frame every half second and never finishes, `greedy` answers a download with a file it
 # says is 1 GiB and sends it without waiting for credit, `stingy` takes an upload and
-# never grants it credit. `pose` has no key: it tries 20 times,
+# never grants it credit, `portflood` answers a connection to a port as made and sends
+# endless 1 MiB frames without waiting for credit. `pose` has no key: it tries 20 times,
 # prints how many of its connections the server closed, and ends.
 import json
 import os
@@ -61,7 +62,7 @@ def pose():
     try:
         sock.connect("/.sandboxd/run/agent.sock")
         # The pid it announces tells the test that the impostor holds the connection.
-        hello = {"version": 2, "pid": IMPOSTOR_PID, "uid": os.getuid(), "gid": os.getgid()}
+        hello = {"version": 3, "pid": IMPOSTOR_PID, "uid": os.getuid(), "gid": os.getgid()}
         if key:
             hello["key"] = key
         sock.sendall(frame(0, 0, json.dumps(hello).encode()))
@@ -134,6 +135,10 @@ while True:
                 sock.sendall(frame(channel, 6, megabyte))
         elif mode == "stingy":
             continue
+        elif mode == "portflood":
+            sock.sendall(frame(channel, 11, json.dumps({"bytes": 1 << 30}).encode()))
+            while True:
+                sock.sendall(frame(channel, 6, megabyte))
         elif mode == "flood":
             unbounded = {"start": 0, "end": 2**64 - 1}
             sock.sendall(frame(channel, 6, json.dumps(unbounded).encode()))

@@ -2,14 +2,15 @@
 //! its socket, but cannot pose as the agent: it never sees the sandbox's agent key
 //! (`pose`). And should the agent itself be compromised (`impostor.py` given the key
 //! read on the host), whatever it sends or withholds — an unbounded answer, no reading
-//! at all, frames dripped forever — the request fails within its deadline with a clear
-//! 503, the server's memory stays bounded, and other sandboxes are served as fast as
+//! at all, frames dripped forever, a port's bytes past their credit — the request
+//! fails within its deadline with a clear 503 (a 502 for a port), the server's memory stays bounded, and other sandboxes are served as fast as
 //! before.
 
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use tokio::io::AsyncReadExt as _;
 
 use crate::harness::{TestServer, id};
 
@@ -215,6 +216,68 @@ async fn a_download_sent_past_its_credit_is_cut_off() {
     // (7 MiB here), far from the gigabyte the agent claimed.
     assert!(received < 16 << 20, "{received} bytes reached the client");
     // Cut as the bytes past the credit arrived, not 3 s later as a stalled consumer.
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        started.elapsed()
+    );
+    still_fast(&server, &other).await;
+    let grown = rss().saturating_sub(before);
+    assert!(grown < 64 << 20, "grew by {} MiB", grown >> 20);
+}
+
+#[tokio::test]
+async fn a_port_that_sends_past_its_credit_is_cut_off() {
+    let server = server().await;
+    // The impostor floods the first connection asked of it and answers nothing else:
+    // one sandbox for the connection itself, one for a preview.
+    let victim = server.create(json!({"template": "base"})).await;
+    let previewed = server.create(json!({"template": "base"})).await;
+    let other = server.create(json!({"template": "base"})).await;
+    start_impostor(&server, &victim, "portflood").await;
+    start_impostor(&server, &previewed, "portflood").await;
+    let before = rss();
+
+    // Not read for a second: what reaches the caller is within the credit granted (and
+    // the stream's buffer), then the connection ends.
+    let owner = server
+        .service
+        .store()
+        .authenticate(crate::harness::KEY)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut stream = server
+        .service
+        .ports()
+        .connect(&owner, id(&victim), 8000)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut received = 0usize;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => break,
+            Ok(Ok(n)) => received += n,
+            Err(_) => panic!("the connection was not cut after {received} bytes"),
+        }
+    }
+    assert!(
+        received <= 128 * 1024,
+        "{received} bytes reached the caller"
+    );
+
+    // Through a preview: no HTTP answer came, in time.
+    let started = Instant::now();
+    let response = server
+        .client
+        .get(format!("{}/preview/{}/8000/", server.url, id(&previewed)))
+        .header("x-api-key", crate::harness::KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert!(
         started.elapsed() < Duration::from_millis(2500),
         "{:?}",

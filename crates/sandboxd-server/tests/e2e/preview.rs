@@ -1,0 +1,247 @@
+//! Previews: an app inside an `isolated` sandbox (`preview/app.py`) reached over HTTP at
+//! `/preview/<sandboxId>/<port>/` on sandboxd's own listener, with a key; refused without
+//! one and to another organization; bodies, server-sent events and WebSockets carried;
+//! sandboxd's credentials never reach the app and its cookies stay under its prefix.
+
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt as _, StreamExt as _};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+
+use crate::harness::{KEY, TestServer, id};
+
+const APP: &str = include_str!("preview/app.py");
+
+/// A server with a sandbox running the app, once the app answers through its preview.
+async fn serving() -> (TestServer, Value, String) {
+    let server = TestServer::start().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    assert_eq!(sandbox["networkMode"], "isolated");
+    let (status, written) = server
+        .post(
+            "sandbox.writeFile",
+            json!({"sandboxId": id(&sandbox), "path": "/tmp/app.py", "content": APP}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{written}");
+    let (status, started) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&sandbox), "cmd": "exec python3 /tmp/app.py"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let base = format!("{}/preview/{}/8000", server.url, id(&sandbox));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let answer = server
+            .client
+            .get(format!("{base}/"))
+            .header("x-api-key", KEY)
+            .send()
+            .await
+            .unwrap();
+        if answer.status() == StatusCode::OK {
+            break;
+        }
+        assert_eq!(
+            answer.status(),
+            StatusCode::BAD_GATEWAY,
+            "while the app starts"
+        );
+        assert!(Instant::now() < deadline, "the app did not come up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (server, sandbox, base)
+}
+
+#[tokio::test]
+async fn an_isolated_sandboxs_app_is_served_with_a_key_and_to_nobody_else() {
+    let (server, _sandbox, base) = serving().await;
+
+    let page = server
+        .client
+        .get(format!("{base}/"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let policy = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        policy.starts_with("sandbox ") && !policy.contains("allow-same-origin"),
+        "the app's pages run in an origin of their own: {policy}"
+    );
+    assert_eq!(page.text().await.unwrap(), "hello from inside\n");
+
+    // Without a key; with another organization's.
+    let bare = server.client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(bare.status(), StatusCode::UNAUTHORIZED);
+    let (status, other) = server
+        .post("organization.create", json!({"name": "other"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{other}");
+    let stranger = server
+        .client
+        .get(format!("{base}/"))
+        .header("x-api-key", other["apiKey"]["secret"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stranger.status(), StatusCode::NOT_FOUND);
+
+    // The bare prefix is the app's root; a port with nothing on it is a bad gateway.
+    let redirect = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&base)
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect.status(), StatusCode::PERMANENT_REDIRECT);
+    assert!(
+        redirect.headers()["location"]
+            .to_str()
+            .unwrap()
+            .ends_with("/8000/")
+    );
+    let closed = server
+        .client
+        .get(base.replace("/8000", "/8001") + "/")
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), StatusCode::BAD_GATEWAY);
+}
+
+#[tokio::test]
+async fn the_app_sees_its_own_path_and_never_sandboxds_credentials() {
+    let (server, _sandbox, base) = serving().await;
+    let seen: Value = server
+        .client
+        .get(format!("{base}/headers?x=1"))
+        .header("x-api-key", KEY)
+        .header("cookie", "theme=dark; sandboxd_session=not-for-the-app")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(seen["path"], "/headers?x=1");
+    let headers = &seen["headers"];
+    assert!(headers.get("x-api-key").is_none(), "{headers}");
+    assert_eq!(headers["cookie"], "theme=dark");
+    assert_eq!(
+        headers["x-forwarded-prefix"],
+        base.strip_prefix(&server.url).unwrap()
+    );
+
+    let cookie = server
+        .client
+        .get(format!("{base}/cookie"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    let set = cookie.headers()["set-cookie"].to_str().unwrap();
+    let prefix = base.strip_prefix(&server.url).unwrap();
+    assert_eq!(set, format!("app=1; HttpOnly; Path={prefix}/"));
+}
+
+#[tokio::test]
+async fn bodies_and_events_stream_through() {
+    let (server, _sandbox, base) = serving().await;
+
+    let body: Vec<u8> = (0..3 * 1024 * 1024u32).map(|i| (i % 253) as u8).collect();
+    let echoed = server
+        .client
+        .post(format!("{base}/echo"))
+        .header("x-api-key", KEY)
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(echoed.status(), StatusCode::OK);
+    assert_eq!(echoed.bytes().await.unwrap().as_ref(), body.as_slice());
+
+    // The first event arrives while the app still waits to send the second.
+    let started = Instant::now();
+    let mut events = server
+        .client
+        .get(format!("{base}/events"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    let mut first = Vec::new();
+    while !first.ends_with(b"\n\n") {
+        first.extend_from_slice(&events.chunk().await.unwrap().expect("the first event"));
+    }
+    assert_eq!(first, b"data: 1\n\n");
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "the first event came after {:?}",
+        started.elapsed()
+    );
+    let mut rest = Vec::new();
+    while let Some(chunk) = events.chunk().await.unwrap() {
+        rest.extend_from_slice(&chunk);
+    }
+    assert_eq!(rest, b"data: 2\n\n");
+
+    let mut big = server
+        .client
+        .get(format!("{base}/big?mib=32"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), StatusCode::OK);
+    let mut total = 0usize;
+    while let Some(chunk) = big.chunk().await.unwrap() {
+        assert!(
+            chunk
+                .iter()
+                .enumerate()
+                .all(|(i, b)| *b == ((total + i) % 256) as u8),
+            "the bytes at {total} are the app's"
+        );
+        total += chunk.len();
+    }
+    assert_eq!(total, 32 << 20);
+}
+
+#[tokio::test]
+async fn a_websocket_is_carried_end_to_end() {
+    let (_server, _sandbox, base) = serving().await;
+    let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("x-api-key", KEY.parse().unwrap());
+    let (mut socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SWITCHING_PROTOCOLS);
+    for n in 0..20 {
+        socket
+            .send(Message::text(format!("message {n}")))
+            .await
+            .unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(5), socket.next())
+            .await
+            .expect("an answer")
+            .unwrap()
+            .unwrap();
+        assert_eq!(answer, Message::text(format!("echo: message {n}")));
+    }
+    socket.close(None).await.unwrap();
+}
