@@ -17,6 +17,7 @@ EXPECTED = sorted([
     "sandbox-processStart", "sandbox-processList", "sandbox-processOutput", "sandbox-processWait",
     "sandbox-processSignal", "sandbox-processWrite", "sandbox-contextCreate", "sandbox-contextRun",
     "sandbox-contextRemove", "sandbox-outputPage", "sandbox-stats", "project-all",
+    "sandbox-exposePort", "sandbox-ports", "sandbox-unexposePort",
 ])
 
 
@@ -41,6 +42,8 @@ async def session_story(url, key, env_id):
                 assert not failed
                 failed, read_back = await call(session, "sandbox-readFile", {"sandboxId": sid, "path": "/tmp/py.txt"})
                 assert not failed and read_back["content"] == "from python", read_back
+                failed, exposed = await call(session, "sandbox-exposePort", {"sandboxId": sid, "port": 8000})
+                assert not failed and "sandboxd_link=" in exposed["url"], exposed
             finally:
                 failed, killed = await call(session, "sandbox-kill", {"sandboxId": sid})
             assert not failed and killed["status"] == "killed", killed

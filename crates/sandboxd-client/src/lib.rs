@@ -7,6 +7,7 @@
 
 mod client;
 mod error;
+mod ports;
 mod sandboxes;
 
 pub use client::Client;

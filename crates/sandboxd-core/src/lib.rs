@@ -19,6 +19,7 @@ pub mod permissions;
 pub mod placement;
 pub mod plan;
 pub mod pools;
+pub mod ports;
 pub mod quotas;
 pub mod reap;
 pub mod reconcile;

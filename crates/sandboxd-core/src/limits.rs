@@ -72,6 +72,11 @@ pub const MAX_LIST_IDS: usize = 1000;
 /// Shortest and longest lifetime of an API key.
 pub const MIN_KEY_TTL_MS: i64 = 1_000;
 pub const MAX_KEY_TTL_MS: i64 = 10 * 365 * 24 * 60 * 60 * 1000;
+/// How long an exposed port stays reachable without a key, by default, at least and at
+/// most (`sandbox.exposePort`'s `ttlSeconds`).
+pub const DEFAULT_EXPOSE_TTL_SECONDS: u64 = 60 * 60;
+pub const MIN_EXPOSE_TTL_SECONDS: u64 = 1;
+pub const MAX_EXPOSE_TTL_SECONDS: u64 = 7 * 24 * 60 * 60;
 /// Entries of one audit page, by default and at most.
 pub const DEFAULT_AUDIT_PAGE: u32 = 100;
 pub const MAX_AUDIT_PAGE: u32 = 500;

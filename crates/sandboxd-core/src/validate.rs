@@ -16,8 +16,10 @@ use crate::paths;
 use crate::templates::TEMPLATE_NAMES;
 
 mod access;
+mod ports;
 mod servers;
 pub use access::*;
+pub use ports::*;
 pub use servers::*;
 
 /// Where the image of a new sandbox comes from.

@@ -4,6 +4,7 @@
 import * as api from "./api.js";
 import { h, show, notice, relative, when, confirmAction } from "./dom.js";
 import { filesPanel } from "./files.js";
+import { portsPanel } from "./ports.js";
 import { processesPanel } from "./processes.js";
 import { terminalPanel } from "./terminal.js";
 import { usagePanel } from "./usage.js";
@@ -154,7 +155,7 @@ export async function sandboxPage(sandboxId) {
   const timer = setInterval(refresh, REFRESH_MS);
   show(h("h1", {}, sandbox.name || sandbox.sandboxId), actions, message,
     h("section", { class: "panel" }, factsSlot), usage.element, consoleView.element, terminal.element,
-    processes.element, filesPanel(sandbox));
+    processes.element, portsPanel(sandbox), filesPanel(sandbox));
   return () => {
     stopped = true;
     clearInterval(timer);

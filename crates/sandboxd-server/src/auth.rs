@@ -60,7 +60,7 @@ pub async fn principal(state: &AppState, key: &str) -> Result<Principal, ApiErro
 }
 
 /// Per user, not per key: more keys do not buy more requests.
-fn limited(state: &AppState, principal: Principal) -> Result<Principal, ApiError> {
+pub(crate) fn limited(state: &AppState, principal: Principal) -> Result<Principal, ApiError> {
     state.limits.check(&principal.user_id).map_err(|wait| {
         metrics::counter!(crate::rate_limit::RATE_LIMITED).increment(1);
         ApiError::RateLimited(wait)

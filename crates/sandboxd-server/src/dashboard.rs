@@ -38,6 +38,7 @@ const ASSETS: &[Asset] = &[
     asset!("api.js", JS),
     asset!("dom.js", JS),
     asset!("projects.js", JS),
+    asset!("ports.js", JS),
     asset!("sandboxes.js", JS),
     asset!("sandbox.js", JS),
     asset!("terminal.js", JS),

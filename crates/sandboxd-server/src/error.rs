@@ -117,6 +117,12 @@ impl ApiError {
                     message.clone(),
                     vec![],
                 ),
+                S::Unauthenticated(message) => (
+                    StatusCode::UNAUTHORIZED,
+                    "UNAUTHORIZED",
+                    message.clone(),
+                    vec![],
+                ),
                 S::PortUnreachable(message) => (
                     StatusCode::BAD_GATEWAY,
                     "BAD_GATEWAY",

@@ -53,9 +53,9 @@ enum Named {
 }
 
 /// Whether requests on `path` are forwarded, and where they name the sandbox: the
-/// procedure table says, and the two WebSockets.
+/// procedure table says, and the WebSockets.
 fn named(path: &str) -> Option<Named> {
-    if matches!(path, "/sandbox-pty" | "/sandbox-exec") {
+    if matches!(path, "/sandbox-pty" | "/sandbox-exec" | "/sandbox-port") {
         return Some(Named::Socket);
     }
     let procedure = procedures::at_path(path).filter(|p| p.forwarded)?;
@@ -295,6 +295,60 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
                 .await
         }
     }
+}
+
+/// A preview's request, forwarded as it is (its body streamed on, its upgrade joined)
+/// by the preview itself, which serves hosts this middleware does not see.
+pub(crate) mod previews {
+    use super::*;
+
+    /// The mark for a preview's request that this replica sends to the holder.
+    pub(crate) fn mark(service: &Service, method: &str, target: &str) -> HeaderValue {
+        let mark = mark_for(
+            service,
+            service.store().replica_id(),
+            method,
+            target,
+            signed::STREAMED,
+        );
+        HeaderValue::try_from(mark).unwrap_or_else(|_| HeaderValue::from_static("v1"))
+    }
+
+    /// Whether a request that says another replica forwarded it carries a mark that
+    /// holds; `None` for a request that does not say so.
+    pub(crate) fn holds(state: &AppState, request: &Request) -> Option<bool> {
+        let mark = request.headers().get(FORWARDED)?;
+        let held = signed::verify(
+            state.service.store().secrets(),
+            mark.to_str().unwrap_or_default(),
+            sandboxd_store::now_ms(),
+            request.method().as_str(),
+            target_of(request.uri()),
+            signed::STREAMED,
+        );
+        if let Err(refused) = held {
+            warn!(?refused, target = %target_of(request.uri()), "refused a preview request with a forged forwarding mark");
+        }
+        Some(held.is_ok())
+    }
+
+    /// What answers a forwarded request whose holder cannot be reached, and one whose
+    /// mark does not hold.
+    pub(crate) fn gone() -> Response {
+        counted("unreachable");
+        holder_gone()
+    }
+
+    pub(crate) fn refused() -> Response {
+        forged()
+    }
+
+    pub(crate) fn sent() {
+        counted("forwarded");
+    }
+
+    pub(crate) const CONNECT: Duration = CONNECT_TIMEOUT;
+    pub(crate) const HEADER: &str = FORWARDED;
 }
 
 /// The mark this replica puts on a request it forwards.

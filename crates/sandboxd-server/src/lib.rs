@@ -14,6 +14,7 @@ mod mcp;
 mod metrics;
 mod openapi;
 mod panic;
+pub mod previews;
 mod rate_limit;
 mod request_log;
 mod routes;
@@ -110,6 +111,12 @@ pub struct ServerConfig {
     pub advertise_url: Option<String>,
     /// Whether the dashboard's session cookie is marked `Secure`.
     pub cookie_secure: CookieSecure,
+    /// The address users reach sandboxd at, for the URLs of previews; the address each
+    /// request was sent to when unset.
+    pub public_url: Option<String>,
+    /// The domain whose hosts serve previews (`<port>-<handle>.<domain>`); path-based
+    /// previews when unset.
+    pub preview_domain: Option<String>,
     /// Which organizations may register remote servers (the networks they may be at
     /// are the remote-server port's, set where it is made).
     pub server_registration: sandboxd_core::access::ServerRegistration,
@@ -147,6 +154,8 @@ impl ServerConfig {
             placement: false,
             advertise_url: None,
             cookie_secure: CookieSecure::Auto,
+            public_url: None,
+            preview_domain: None,
             server_registration: sandboxd_core::access::ServerRegistration::Operator,
             lease_grace: sandboxd_service::DEFAULT_LEASE_GRACE,
         }
@@ -160,6 +169,7 @@ pub struct AppState {
     pub mcp: mcp::McpSettings,
     pub limits: Arc<rate_limit::UserLimiter>,
     pub sessions: routes::session::SessionSettings,
+    pub previews: previews::PreviewSettings,
 }
 
 /// A server that is ready to serve: store open, engine connected, first start done.
@@ -311,6 +321,10 @@ impl Server {
                 hosts.push(ip.to_string());
             }
         }
+        let previews = previews::PreviewSettings {
+            public_url: self.config.public_url.clone(),
+            domain: self.config.preview_domain.clone(),
+        };
         app(AppState {
             limits: Arc::new(rate_limit::UserLimiter::new(
                 self.config.rate_limit_per_second,
@@ -321,11 +335,13 @@ impl Server {
                 allowed_hosts: hosts,
                 allowed_origins: self.config.mcp_allowed_origins.clone(),
                 sessions: Default::default(),
+                previews: previews.clone(),
             },
             sessions: routes::session::SessionSettings {
                 max_lifetime: self.config.session_max_lifetime,
                 cookie_secure: self.config.cookie_secure,
             },
+            previews,
         })
     }
 
@@ -409,6 +425,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(routes::sandbox::router())
         .merge(routes::transfers::router())
+        .merge(routes::ports::router())
         .merge(routes::processes::router())
         .merge(routes::contexts::router())
         .merge(routes::projects::router())
@@ -436,13 +453,14 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(metrics::render))
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
-        .route("/preview/{sandbox_id}/{port}", any(routes::preview::root))
+        .route("/sandbox-port", get(routes::port_socket::sandbox_port))
+        .route("/preview/{handle}/{port}", any(routes::preview::root))
         .route(
-            "/preview/{sandbox_id}/{port}/",
+            "/preview/{handle}/{port}/",
             any(routes::preview::preview_root),
         )
         .route(
-            "/preview/{sandbox_id}/{port}/{*path}",
+            "/preview/{handle}/{port}/{*path}",
             any(routes::preview::preview),
         )
         .route("/", get(dashboard::index))
@@ -466,6 +484,12 @@ pub fn app(state: AppState) -> Router {
             forward::forward,
         ))
         .layer(axum::middleware::from_fn(body_limit::enforce))
+        // A request to a preview host goes to its preview whatever its path: nothing of
+        // sandboxd's own is served on those hosts.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            routes::preview::by_host,
+        ))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic::respond,
         ))

@@ -32,6 +32,10 @@ pub enum ServiceError {
     /// Something the operation needs is not there (the agent, for what only it does).
     #[error("{0}")]
     Unavailable(String),
+    /// The request brings no credential that lets it in (a preview without a key, a
+    /// session or a valid link).
+    #[error("{0}")]
+    Unauthenticated(String),
     /// Nothing in the sandbox accepts connections on the port asked for.
     #[error("{0}")]
     PortUnreachable(String),

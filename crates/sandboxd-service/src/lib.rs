@@ -36,7 +36,7 @@ pub use error::ServiceError;
 pub use files::Files;
 pub use fleet::Fleet;
 pub use pools::{POOL_READY, PoolKey, Pools};
-pub use ports::Ports;
+pub use ports::{Admitted, Exposed, Link, Ports};
 pub use replicas::{HEARTBEAT_EVERY, Replicas};
 pub use servers::Servers;
 pub use tenancy::Tenancy;

@@ -1,19 +1,52 @@
-//! Connections to the ports of a running sandbox: a byte stream to `127.0.0.1:<port>`
-//! inside it, carried by its agent (so it works for `isolated` sandboxes, which have no
-//! interface, and on remote servers, over the agent's connection). A part of the sandbox
-//! service; what reaches a port (previews, forwarding) is built on it.
+//! The ports of a running sandbox: connections to `127.0.0.1:<port>` inside it, carried
+//! by its agent (so they work for `isolated` sandboxes, which have no interface, and on
+//! remote servers, over the agent's connection), and exposures, which let a port be
+//! reached without a key (by anyone, or with a signed link) for a while. A part of the
+//! sandbox service; what reaches a port (previews, forwarding) is built on it.
 
 use sandboxd_core::access::SandboxNeed;
-use sandboxd_core::model::Principal;
+use sandboxd_core::model::{NotRunning, Principal, SandboxStatus};
+use sandboxd_core::ports::{self as rules, Credential, Entry, Exposure};
+use sandboxd_core::validate::ExposePort;
 use sandboxd_ports::{ByteStream, ChannelError, RefusalKind};
+use serde_json::json;
 
+use crate::access::Resource;
 use crate::executor::NEEDS_AGENT;
 use crate::{Service, ServiceError, now_ms};
 
-/// Connections to the ports of sandboxes.
+/// Connections to the ports of sandboxes, and their exposures.
 #[derive(Debug, Clone)]
 pub struct Ports {
     service: Service,
+}
+
+/// An exposure with its signed link's token (`None` for a public port, which needs none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exposed {
+    pub exposure: Exposure,
+    pub link: Option<String>,
+}
+
+/// A signed link's token as a request brings it.
+#[derive(Debug, Clone, Copy)]
+pub struct Link<'a> {
+    pub token: &'a str,
+    /// In the address (a link being opened), not in the cookie a link left: a stale
+    /// one is refused, where a stale cookie is only ignored.
+    pub opened: bool,
+}
+
+/// Who a request to a port acts as.
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    pub principal: Principal,
+    /// It acts for the key that exposed the port (a public port or a link), not for
+    /// its own key.
+    pub as_exposer: bool,
+    /// A link opened with this request, valid until then (epoch ms): the browser keeps
+    /// it as a cookie.
+    pub link_until: Option<i64>,
 }
 
 impl Ports {
@@ -47,6 +80,162 @@ impl Ports {
             tracing::warn!(%sandbox_id, %error, "could not record the sandbox's activity");
         }
         opened.map_err(port_error)
+    }
+
+    /// Who a request to a port of a sandbox acts as: anyone on a public port and the
+    /// holder of a valid link act as the key that exposed it (as that key stands now);
+    /// otherwise the request's own caller. Refused (401) without any of these, or with
+    /// an opened link that is stale.
+    pub async fn admit(
+        &self,
+        sandbox_id: &str,
+        port: u16,
+        caller: Option<&Principal>,
+        link: Option<Link<'_>>,
+    ) -> Result<Admitted, ServiceError> {
+        let store = self.service.store();
+        let exposure = store.exposure(sandbox_id, port, now_ms()).await?;
+        let valid = |link: &Link<'_>| {
+            exposure
+                .as_ref()
+                .is_some_and(|e| store.link_valid(e, link.token))
+        };
+        let credential = match link {
+            Some(link) if valid(&link) => Credential::Link { valid: true },
+            Some(link) if link.opened => Credential::Link { valid: false },
+            _ if caller.is_some() => Credential::Caller,
+            _ => Credential::Nothing,
+        };
+        let live_public = exposure.as_ref().is_some_and(|e| e.public);
+        let entry = rules::admit(live_public, &credential)
+            .map_err(|kept| ServiceError::Unauthenticated(kept.to_string()))?;
+        match (entry, caller, exposure) {
+            (Entry::AsCaller, Some(caller), _) => Ok(Admitted {
+                principal: caller.clone(),
+                as_exposer: false,
+                link_until: None,
+            }),
+            (Entry::AsExposer, _, Some(exposure)) => {
+                let principal =
+                    store
+                        .principal_of_key(&exposure.key_id)
+                        .await?
+                        .ok_or_else(|| {
+                            ServiceError::Unauthenticated(
+                                "the key that exposed this port is no longer valid".into(),
+                            )
+                        })?;
+                let opened = link.is_some_and(|l| l.opened);
+                Ok(Admitted {
+                    principal,
+                    as_exposer: true,
+                    link_until: (opened && credential == Credential::Link { valid: true })
+                        .then_some(exposure.expires_at),
+                })
+            }
+            _ => Err(ServiceError::Unauthenticated(
+                rules::Kept::NoCredential.to_string(),
+            )),
+        }
+    }
+
+    /// Exposes a port of a running sandbox for `ttl` (never past the caller's key),
+    /// publicly or behind a signed link; exposing it again replaces the earlier
+    /// exposure and ends its links. Recorded in the audit log.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id, port = cmd.port))]
+    pub async fn expose(
+        &self,
+        caller: &Principal,
+        cmd: ExposePort,
+    ) -> Result<Exposed, ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
+            .await?;
+        sandbox.running_container()?;
+        let now = now_ms();
+        let exposure = Exposure {
+            sandbox_id: sandbox.sandbox_id.clone(),
+            port: cmd.port,
+            public: cmd.public,
+            nonce: sandboxd_store::new_id()?,
+            key_id: caller.key_id.clone(),
+            created_at: now,
+            expires_at: rules::expires_at(now, cmd.ttl_ms, caller.key_expires_at),
+        };
+        let store = self.service.store();
+        if !store.expose_port(&exposure, now).await? {
+            return Err(NotRunning(SandboxStatus::Killed).into());
+        }
+        self.service
+            .access()
+            .record(
+                &sandbox.organization_id,
+                Some(caller),
+                "sandbox.exposePort",
+                Resource::sandbox(&sandbox),
+                json!({"port": cmd.port, "public": cmd.public, "expiresAt": exposure.expires_at}),
+            )
+            .await;
+        Ok(self.exposed(exposure))
+    }
+
+    /// The live exposures of a sandbox, with their links.
+    pub async fn exposed_ports(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<Vec<Exposed>, ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        let exposures = self
+            .service
+            .store()
+            .exposures(&sandbox.sandbox_id, now_ms())
+            .await?;
+        Ok(exposures.into_iter().map(|e| self.exposed(e)).collect())
+    }
+
+    /// Ends a port's exposure: its links and public access are gone at once (a key
+    /// still reaches the port). Whether it was exposed; recorded when it was.
+    pub async fn unexpose(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        port: u16,
+    ) -> Result<bool, ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        let removed = self
+            .service
+            .store()
+            .unexpose_port(&sandbox.sandbox_id, port)
+            .await?;
+        if removed {
+            self.service
+                .access()
+                .record(
+                    &sandbox.organization_id,
+                    Some(caller),
+                    "sandbox.unexposePort",
+                    Resource::sandbox(&sandbox),
+                    json!({"port": port}),
+                )
+                .await;
+        }
+        Ok(removed)
+    }
+
+    fn exposed(&self, exposure: Exposure) -> Exposed {
+        let link = (!exposure.public).then(|| self.service.store().link_token(&exposure));
+        Exposed { exposure, link }
     }
 }
 

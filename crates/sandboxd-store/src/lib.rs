@@ -15,6 +15,7 @@ mod keys;
 mod leases;
 mod members;
 mod migrations;
+mod ports;
 mod postgres;
 mod replicas;
 mod row_cache;

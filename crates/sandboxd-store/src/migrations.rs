@@ -55,6 +55,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "dashboard sessions",
         include_str!("../migrations/sqlite/0009_dashboard_sessions.sql"),
     ),
+    (
+        10,
+        "exposed ports",
+        include_str!("../migrations/sqlite/0010_exposed_ports.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -102,6 +107,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         9,
         "dashboard sessions",
         include_str!("../migrations/postgres/0009_dashboard_sessions.sql"),
+    ),
+    (
+        10,
+        "exposed ports",
+        include_str!("../migrations/postgres/0010_exposed_ports.sql"),
     ),
 ];
 

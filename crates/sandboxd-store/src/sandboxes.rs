@@ -218,7 +218,11 @@ impl Store {
             .execute(&self.pool)
             .await?;
         self.rows.changed(sandbox_id);
-        Ok(updated.rows_affected() > 0)
+        let moved = updated.rows_affected() > 0;
+        if moved && status != SandboxStatus::Running {
+            self.forget_ports(sandbox_id).await?;
+        }
+        Ok(moved)
     }
 
     /// Refreshes the activity of a running sandbox: `expiresAt` becomes now + its timeout.
@@ -277,6 +281,7 @@ impl Store {
         if updated.rows_affected() == 0 {
             return Ok(None);
         }
+        self.forget_ports(sandbox_id).await?;
         self.sandbox(sandbox_id).await
     }
 
@@ -300,7 +305,7 @@ impl Store {
             .execute(&self.pool)
             .await?;
         self.rows.changed(sandbox_id);
-        Ok(())
+        self.forget_ports(sandbox_id).await
     }
 
     /// Running sandboxes whose `expiresAt` has passed.
@@ -353,6 +358,7 @@ impl Store {
         tx.commit().await?;
         for id in sandbox_ids {
             self.rows.changed(id);
+            self.forget_ports(id).await?;
         }
         Ok(())
     }

@@ -22,6 +22,7 @@ on_every_backend!(
     another_master_key_is_refused,
     websocket_tokens_are_single_use_bound_and_shared,
     dashboard_sessions_follow_their_key_expire_and_close,
+    exposures_live_with_their_sandbox_and_links_with_their_exposure,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -582,6 +583,95 @@ async fn dashboard_sessions_follow_their_key_expire_and_close(db: &TestDb) {
     }
     let newest = a.dashboard_session(&format!("many-{}", cap + 2), now).await;
     assert_eq!(newest.unwrap().as_deref(), Some("busy"));
+}
+
+/// An exposure written through one handle is read through another while it lives and
+/// its sandbox runs; exposing again replaces it (and its link); a sandbox's exposures go
+/// when it is killed.
+async fn exposures_live_with_their_sandbox_and_links_with_their_exposure(db: &TestDb) {
+    use sandboxd_core::ports::{Exposure, MAX_EXPOSED_PORTS};
+    let (a, b) = (db.open().await, db.open().await);
+    let boot = a.bootstrap(None).await.unwrap().unwrap();
+    let principal = a
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let row = sandbox(
+        &boot.organization_id,
+        &boot.project_id,
+        &boot.environment_id,
+        1_000,
+    );
+    a.insert_sandbox(&row, None, &principal.user_id, &Quotas::default())
+        .await
+        .unwrap();
+    let id = row.sandbox_id.clone();
+    let exposure = |port: u16, nonce: &str, expires_at: i64| Exposure {
+        sandbox_id: id.clone(),
+        port,
+        public: false,
+        nonce: nonce.into(),
+        key_id: principal.key_id.clone(),
+        created_at: 1_000,
+        expires_at,
+    };
+    assert!(
+        !a.expose_port(&exposure(80, "n1", 10_000), 1_000)
+            .await
+            .unwrap(),
+        "a sandbox still creating has no ports to expose"
+    );
+    a.mark_running(&id, "cid", None, 1_000).await.unwrap();
+    let first = exposure(80, "n1", 10_000);
+    assert!(a.expose_port(&first, 1_000).await.unwrap());
+    assert_eq!(
+        b.exposure(&id, 80, 2_000).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(b.exposure(&id, 80, 10_000).await.unwrap(), None, "expired");
+    let token = a.link_token(&first);
+    assert!(
+        b.link_valid(&first, &token),
+        "derived alike by every handle"
+    );
+
+    let second = Exposure {
+        public: true,
+        ..exposure(80, "n2", 20_000)
+    };
+    assert!(b.expose_port(&second, 2_000).await.unwrap());
+    let now = a.exposure(&id, 80, 2_000).await.unwrap().unwrap();
+    assert_eq!(now, second);
+    assert!(
+        !a.link_valid(&now, &token),
+        "the first link ended with its exposure"
+    );
+
+    for port in 1..u16::try_from(MAX_EXPOSED_PORTS).unwrap() {
+        a.expose_port(&exposure(1000 + port, "n", 20_000), 2_000)
+            .await
+            .unwrap();
+    }
+    assert!(matches!(
+        a.expose_port(&exposure(9999, "n", 20_000), 2_000).await,
+        Err(sandboxd_store::StoreError::Conflict(_))
+    ));
+    assert!(
+        a.expose_port(&exposure(9999, "n", 40_000), 30_000)
+            .await
+            .unwrap(),
+        "expired exposures do not count"
+    );
+    assert_eq!(b.exposures(&id, 30_000).await.unwrap().len(), 1);
+    assert!(a.unexpose_port(&id, 9999).await.unwrap());
+    assert!(!a.unexpose_port(&id, 9999).await.unwrap());
+
+    a.expose_port(&exposure(80, "n3", 50_000), 30_000)
+        .await
+        .unwrap();
+    a.mark_killed(&id, 31_000).await.unwrap();
+    assert_eq!(b.exposures(&id, 31_000).await.unwrap(), vec![]);
 }
 
 async fn futures_join<T: Send + 'static>(

@@ -75,6 +75,14 @@ pub struct Config {
     /// Where the other replicas reach this one (`http://10.0.0.5:3000`), to forward
     /// requests on the sandboxes whose agent it holds; the listen address when unset.
     pub advertise_url: Option<String>,
+    /// The address users reach sandboxd at (`https://sandboxd.example.com`), which the
+    /// URLs of previews are built on; the address each request was sent to when unset.
+    pub public_url: Option<String>,
+    /// The domain whose hosts serve previews, one per port (`<port>-<handle>.<domain>`:
+    /// a wildcard DNS name such as `preview.example.com`, or `localhost` for a server
+    /// used from the same machine); previews are paths on sandboxd's own address
+    /// (`/preview/<handle>/<port>/`) when unset.
+    pub preview_domain: Option<String>,
     /// Whether the dashboard's session cookie is marked `Secure`: `true` (a server
     /// reached over HTTPS only), `false`, or `"auto"` (when the request says it came
     /// over HTTPS through `X-Forwarded-Proto`, which a client can also send).
@@ -243,6 +251,8 @@ impl std::fmt::Debug for Config {
             .field("reaper_interval_secs", &self.reaper_interval_secs)
             .field("reconcile_interval_secs", &self.reconcile_interval_secs)
             .field("advertise_url", &self.advertise_url)
+            .field("public_url", &self.public_url)
+            .field("preview_domain", &self.preview_domain)
             .field("cookie_secure", &self.cookie_secure)
             .field("servers", &self.servers)
             .field("lease_grace_secs", &self.lease_grace_secs)
@@ -279,6 +289,8 @@ impl Default for Config {
             reaper_interval_secs: sandboxd_core::limits::REAPER_INTERVAL_MS / 1000,
             reconcile_interval_secs: sandboxd_core::limits::RECONCILE_INTERVAL_MS / 1000,
             advertise_url: None,
+            public_url: None,
+            preview_domain: None,
             cookie_secure: CookieSecureSetting::Word("auto".into()),
             servers: ServersConfig::default(),
             lease_grace_secs: sandboxd_server::service::DEFAULT_LEASE_GRACE.as_secs(),

@@ -83,6 +83,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "advertise_url must be an http:// URL (replicas forward to each other in plain HTTP), not {url:?}"
         );
     }
+    if let Some(url) = &config.public_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        anyhow::bail!("public_url must be an http:// or https:// URL, not {url:?}");
+    }
+    if let Some(domain) = &config.preview_domain
+        && !sandboxd_core::ports::valid_preview_domain(domain)
+    {
+        anyhow::bail!(
+            "preview_domain must be a lower-case host name such as preview.example.com or localhost, not {domain:?}"
+        );
+    }
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&config.log))
         .with_writer(std::io::stderr)
@@ -174,6 +186,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .advertise_url
         .as_deref()
         .map(|url| url.trim_end_matches('/').to_owned());
+    server_config.public_url = config
+        .public_url
+        .as_deref()
+        .map(|url| url.trim_end_matches('/').to_owned());
+    server_config.preview_domain = config.preview_domain.clone();
     let server = Server::start(server_config, std::sync::Arc::new(engine))
         .await
         .context("sandboxd could not start")?;

@@ -548,6 +548,92 @@ async fn a_background_process_is_listed_and_its_output_followed() {
     assert_eq!(listed[0]["exitCode"], 0);
 }
 
+#[tokio::test]
+async fn a_port_is_exposed_listed_unexposed_and_forwarded_from_a_terminal() {
+    use std::io::BufRead as _;
+
+    let server = RunningServer::start().await;
+    let id = server.create().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+    let started = run(&[
+        "exec",
+        "-d",
+        &id,
+        "--",
+        "mkdir -p /tmp/www && echo from the sandbox > /tmp/www/index.html && \
+         exec python3 -m http.server 8000 --bind 127.0.0.1 -d /tmp/www",
+    ]);
+    assert_eq!(started.code, 0, "{}", started.stderr);
+
+    let exposed = run(&["port", "expose", &id, "8000", "--ttl", "10m"]);
+    assert_eq!(exposed.code, 0, "{}", exposed.stderr);
+    let url = exposed.stdout.trim().to_owned();
+    assert!(url.contains("sandboxd_link="), "only the URL: {url}");
+    let http = reqwest::Client::new();
+    let mut page = String::new();
+    for _ in 0..100 {
+        let answer = http.get(&url).send().await.unwrap();
+        if answer.status() == 200 {
+            page = answer.text().await.unwrap();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        page, "from the sandbox\n",
+        "the link opens the app without a key"
+    );
+    let listed = run(&["port", "ls", &id]);
+    assert!(listed.stdout.starts_with("PORT"), "{}", listed.stdout);
+    assert!(
+        listed.stdout.contains("8000") && listed.stdout.contains("link"),
+        "{}",
+        listed.stdout
+    );
+    let removed = run(&["port", "rm", &id, "8000"]);
+    assert_eq!(
+        removed.stdout, "port 8000 unexposed\n",
+        "{}",
+        removed.stderr
+    );
+    assert_eq!(http.get(&url).send().await.unwrap().status(), 401);
+
+    // A local port reaching the sandbox's: any free one, two connections in turn.
+    let mut forwarding = std::process::Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+        .args(["port-forward", &id, "8000:0"])
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .envs(env.iter().copied())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(forwarding.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let local = first
+        .strip_prefix("Forwarding from ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    for _ in 0..2 {
+        let page = http
+            .get(format!("http://{local}/index.html"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+        assert_eq!(page.text().await.unwrap(), "from the sandbox\n");
+    }
+    let _ = forwarding.kill();
+    let _ = forwarding.wait();
+
+    let missing = run(&["port-forward", "no-such-sandbox", "8000"]);
+    assert_eq!(missing.code, 4, "{}", missing.stderr);
+}
+
 #[test]
 fn every_command_has_help_with_an_example() {
     let home = tempfile::tempdir().unwrap();
@@ -577,6 +663,11 @@ fn every_command_has_help_with_an_example() {
         &["members", "update"],
         &["members", "rm"],
         &["cp"],
+        &["port"],
+        &["port", "expose"],
+        &["port", "ls"],
+        &["port", "rm"],
+        &["port-forward"],
         &["doctor"],
         &["reap"],
         &["completions"],

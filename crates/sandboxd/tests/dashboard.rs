@@ -2,7 +2,8 @@
 //! engine: sign in (a wrong key first), create a sandbox through the form (a bad value
 //! first), see it running in the list, run a command in the console, see the CPU chart
 //! move while a command burns CPU, compute in the terminal, see the background process,
-//! upload a file and download it back, extend its timeout, kill it and delete it; then
+//! expose a port and open its preview through the signed link (the app's own script
+//! running), upload a file and download it back, extend its timeout, kill it and delete it; then
 //! the audit log lists those actions and filters them; on the members and keys page, a
 //! key made works until it is revoked, and a member added, given a key and made an
 //! administrator loses that key when removed. Each page is saved as a screenshot.
@@ -16,7 +17,9 @@ use sha2::Digest as _;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_drives_a_sandbox_through_the_dashboard() {
-    let server = RunningServer::start().await;
+    // Previews on hosts of their own: *.localhost is loopback to browsers.
+    let server =
+        RunningServer::start_logged_with(&[("SANDBOXD_PREVIEW_DOMAIN", "localhost")]).await;
     let browser = Browser::start().await;
     let page = &browser.client;
     let started = std::time::Instant::now();
@@ -144,6 +147,59 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     browser
         .text_in("[data-process] code", "while :; do :; done")
         .await;
+
+    // A port exposed from the ports panel opens in the browser through its signed link,
+    // on a host of its own: the page's own script (a request the link's cookie must
+    // carry) runs, and the link's token is gone from the address.
+    let app = "mkdir -p /tmp/www && cd /tmp/www && \
+        printf '<!doctype html><h1 id=title>served</h1><script src=app.js></script>' > index.html && \
+        printf 'document.getElementById(\"title\").textContent = \"script ran\";' > app.js && \
+        exec python3 -m http.server 8000 --bind 127.0.0.1";
+    let (status, started) = server
+        .post(
+            KEY,
+            "sandbox.processStart",
+            serde_json::json!({"sandboxId": sandbox_id, "cmd": app}),
+        )
+        .await;
+    assert_eq!(status, 200, "{started}");
+    browser.fill("#expose input[name=port]", "8000").await;
+    browser.click("#expose button[type=submit]").await;
+    let link = browser
+        .element("[data-port='8000'] a.open-preview")
+        .await
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(link.contains("sandboxd_link="), "{link}");
+    browser.text_in("[data-port='8000']", "signed link").await;
+    browser.screenshot("ports").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        page.goto(&link).await.unwrap();
+        if let Ok(title) = page.find(fantoccini::Locator::Id("title")).await
+            && title.text().await.unwrap_or_default() == "script ran"
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the preview did not run its script: {}\n{}",
+            page.source().await.unwrap_or_default(),
+            server
+                .log()
+                .lines()
+                .filter(|l| l.contains("preview"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    let opened = page.current_url().await.unwrap().to_string();
+    assert!(!opened.contains("sandboxd_link"), "{opened}");
+    browser.screenshot("preview").await;
+    page.goto(&sandbox_url).await.unwrap();
 
     // Upload a file larger than a JSON body may carry (10 MiB), so it can only go
     // through the streamed path; see it listed, download it back.

@@ -880,3 +880,82 @@ async fn a_dashboard_session_works_through_every_replica() {
         .unwrap();
     read_until(&mut socket, "page5").await;
 }
+
+/// A preview reached through the replica that does not hold the sandbox's agent is
+/// passed on to the one that does, as it came: with a key under a path, with a signed
+/// link, and on a preview host; a forged mark on a preview is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_is_served_through_the_replica_without_the_agent() {
+    let db = TestDatabase::create().await;
+    let mut env = FAST.to_vec();
+    env.push(("SANDBOXD_PREVIEW_DOMAIN", "localhost"));
+    let a = RunningServer::replica(&db, &env).await;
+    let b = RunningServer::replica(&db, &env).await;
+    let id = create(&a, json!({"image": "sandboxd-local/debian:bookworm"})).await;
+    ok(
+        &a,
+        "sandbox.processStart",
+        json!({"sandboxId": id, "cmd": "mkdir -p /tmp/www && echo held by a > /tmp/www/index.html \
+               && exec python3 -m http.server 8000 --bind 127.0.0.1 -d /tmp/www"}),
+    )
+    .await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let path = sandboxd_core::ports::preview_path(&id, 8000);
+    let keyed = format!("{}{path}", b.url);
+    let mut page = String::new();
+    for _ in 0..100 {
+        let answer = http
+            .get(&keyed)
+            .header("x-api-key", KEY)
+            .send()
+            .await
+            .unwrap();
+        if answer.status() == 200 {
+            page = answer.text().await.unwrap();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(page, "held by a\n", "through b, with a key");
+    let forwarded = b.metric(FORWARDED).await;
+    assert!(forwarded >= 1, "b passed it on");
+
+    // A link made through b, opened through b; and the preview's own host.
+    let exposed = ok(
+        &b,
+        "sandbox.exposePort",
+        json!({"sandboxId": id, "port": 8000}),
+    )
+    .await;
+    let link = exposed["url"].as_str().unwrap().to_owned();
+    let listening = b.url.rsplit(':').next().unwrap().to_owned();
+    let host = sandboxd_core::ports::preview_host(&id, 8000, "localhost");
+    assert!(
+        link.starts_with(&format!("http://{host}:{listening}/")),
+        "{link}"
+    );
+    let address: std::net::SocketAddr = format!("127.0.0.1:{listening}").parse().unwrap();
+    let on_host = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .resolve(&host, address)
+        .build()
+        .unwrap();
+    let opened = on_host.get(&link).send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+    assert_eq!(opened.text().await.unwrap(), "held by a\n");
+    assert!(b.metric(FORWARDED).await > forwarded);
+
+    // Only a replica marks a request as forwarded.
+    let forged = http
+        .get(&keyed)
+        .header("x-api-key", KEY)
+        .header("x-sandboxd-forwarded", "v1 someone 0 0000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    ok(&a, "sandbox.kill", json!({"sandboxId": id})).await;
+}

@@ -125,3 +125,37 @@ async def test_sandboxes_share_one_connection_and_a_killed_one_keeps_nothing_ope
     assert (await a.refresh()).status == "killed"
     await a.close()
     assert sockets_to(port) == 0
+
+
+async def test_a_port_is_exposed_as_a_link_then_publicly_then_not_at_all(server):
+    import httpx
+
+    async with await AsyncSandbox.create("python") as sb:
+        await sb.files.write("/tmp/www/index.html", "served from inside\n")
+        await sb.commands.run(
+            "exec python3 -m http.server 8000 --bind 127.0.0.1 -d /tmp/www", background=True
+        )
+        async with httpx.AsyncClient() as anyone:
+            keyed = sb.get_host(8000)
+            for _ in range(100):
+                page = await anyone.get(keyed, headers={"x-api-key": server.key})
+                if page.status_code == 200:
+                    break
+                await asyncio.sleep(0.1)
+            assert page.text == "served from inside\n"
+            assert (await anyone.get(keyed)).status_code == 401, "private without a key"
+
+            link = await sb.ports.expose(8000, ttl=600)
+            assert not link.public and "sandboxd_link=" in link.url
+            page = await anyone.get(link.url)
+            assert page.status_code == 200 and page.text == "served from inside\n"
+
+            public = await sb.ports.expose(8000, public=True)
+            assert public.url == keyed
+            assert (await anyone.get(keyed)).status_code == 200
+            assert [p.port for p in await sb.ports.list()] == [8000]
+
+            assert await sb.ports.unexpose(8000)
+            assert (await anyone.get(keyed)).status_code == 401
+            assert (await anyone.get(link.url)).status_code == 401
+            assert await sb.ports.list() == []

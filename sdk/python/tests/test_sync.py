@@ -334,3 +334,13 @@ def test_an_archive_is_held_to_the_named_tree(tmp_path):
         with pytest.raises(tarfile.TarError):
             _unpack(archive(*members), tmp_path / "four", "out")
         assert not (tmp_path / "four").exists()
+
+
+def test_ports_are_exposed_listed_and_unexposed(server):
+    with Sandbox.create("base") as sb:
+        exposed = sb.ports.expose(8000, ttl=60)
+        assert exposed.port == 8000 and "sandboxd_link=" in exposed.url
+        assert exposed.url.startswith(sb.get_host(8000))
+        assert [p.port for p in sb.ports.list()] == [8000]
+        assert sb.ports.unexpose(8000) is True
+        assert sb.ports.list() == []

@@ -101,6 +101,10 @@ pub const PROCEDURES: &[Procedure] = &[
     procedure("sandbox.remove", "/api/sandbox.remove", Post, InBody, false, Named("sandbox-remove")),
     procedure("sandbox.templates", "/api/sandbox.templates", Get, Nothing, false, Named("sandbox-templates")),
     procedure("sandbox.execToken", "/api/sandbox.execToken", Post, InBody, false, Without(BROWSER_TOKEN)),
+    // Ports exposed as preview URLs.
+    procedure("sandbox.exposePort", "/api/sandbox.exposePort", Post, InBody, false, Named("sandbox-exposePort")),
+    procedure("sandbox.ports", "/api/sandbox.ports", Get, InQuery, false, Named("sandbox-ports")),
+    procedure("sandbox.unexposePort", "/api/sandbox.unexposePort", Post, InBody, false, Named("sandbox-unexposePort")),
     // Background processes and interpreter contexts (the agent's).
     procedure("sandbox.processStart", "/api/sandbox.processStart", Post, InBody, true, Named("sandbox-processStart")),
     procedure("sandbox.processList", "/api/sandbox.processList", Get, InQuery, true, Named("sandbox-processList")),

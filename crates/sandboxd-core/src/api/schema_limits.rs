@@ -83,6 +83,13 @@ fn the_documented_bounds_are_the_enforced_ones() {
         range(&schema::<CreateApiKeyRequest>(), "expiresInMs"),
         (f(MIN_KEY_TTL_MS), f(MAX_KEY_TTL_MS))
     );
+    let expose = schema::<ExposePortRequest>();
+    assert_eq!(range(&expose, "port"), (1.0, 65535.0));
+    assert_eq!(
+        range(&expose, "ttlSeconds"),
+        (f(MIN_EXPOSE_TTL_SECONDS), f(MAX_EXPOSE_TTL_SECONDS))
+    );
+    assert_eq!(range(&schema::<PortRequest>(), "port"), (1.0, 65535.0));
 
     let name = (1.0, f(MAX_NAME_CHARS as u64));
     assert_eq!(length(&create, "name"), name);

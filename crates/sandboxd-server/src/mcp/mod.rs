@@ -29,6 +29,8 @@ pub struct McpSettings {
     pub allowed_origins: Vec<String>,
     /// Which key opened each MCP session.
     pub sessions: Arc<sessions::SessionKeys>,
+    /// How the preview URLs the tools answer with are addressed.
+    pub previews: crate::previews::PreviewSettings,
 }
 
 /// The MCP endpoint, as a tower service to nest at `/mcp`.
@@ -42,8 +44,15 @@ pub fn service(
         config = config.with_allowed_origins(settings.allowed_origins.clone());
     }
     let held = Arc::new(HeldOutputs::default());
+    let previews = settings.previews.clone();
     StreamableHttpService::new(
-        move || Ok(SandboxTools::new(service.clone(), held.clone())),
+        move || {
+            Ok(SandboxTools::new(
+                service.clone(),
+                held.clone(),
+                previews.clone(),
+            ))
+        },
         Default::default(),
         config,
     )

@@ -29,6 +29,7 @@ use crate::time::rfc3339;
 pub struct SandboxTools {
     service: Service,
     held: Arc<HeldOutputs>,
+    previews: crate::previews::PreviewSettings,
     tool_router: ToolRouter<Self>,
 }
 
@@ -134,10 +135,15 @@ impl SandboxTools {
 
 #[tool_router]
 impl SandboxTools {
-    pub fn new(service: Service, held: Arc<HeldOutputs>) -> Self {
+    pub fn new(
+        service: Service,
+        held: Arc<HeldOutputs>,
+        previews: crate::previews::PreviewSettings,
+    ) -> Self {
         Self {
             service,
             held,
+            previews,
             tool_router: Self::tool_router(),
         }
     }
@@ -349,6 +355,59 @@ impl SandboxTools {
                 .await
         );
         ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
+    }
+
+    #[tool(
+        name = "sandbox-exposePort",
+        description = "Make a port of a running sandbox reachable in a browser: an app listening on 127.0.0.1:<port> inside it gets a preview URL. Private by default (the URL carries a signed link that expires after ttlSeconds, default 1 h); public: true lets anyone with the URL in. Returns the url to hand to a person."
+    )]
+    async fn expose_port(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ExposePortRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let cmd = attempt!(validate::expose_port(req));
+        let exposed = attempt!(self.service.ports().expose(&who, cmd).await);
+        ok(&self.previews.view(&parts.headers, &exposed))
+    }
+
+    #[tool(
+        name = "sandbox-ports",
+        description = "The exposed ports of a sandbox, with their preview URLs and expiry."
+    )]
+    async fn ports(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<SandboxIdQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let exposed = attempt!(
+            self.service
+                .ports()
+                .exposed_ports(&who, &req.sandbox_id)
+                .await
+        );
+        let views: Vec<_> = exposed
+            .iter()
+            .map(|e| self.previews.view(&parts.headers, e))
+            .collect();
+        ok(&views)
+    }
+
+    #[tool(
+        name = "sandbox-unexposePort",
+        description = "End a port's exposure: its preview links and public access stop at once."
+    )]
+    async fn unexpose_port(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<PortRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let (id, port) = attempt!(validate::unexpose_port(req));
+        let removed = attempt!(self.service.ports().unexpose(&who, &id, port).await);
+        ok(&UnexposedView { port, removed })
     }
 
     #[tool(

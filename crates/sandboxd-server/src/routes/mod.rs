@@ -4,6 +4,8 @@ pub mod access;
 pub mod contexts;
 pub mod exec_stream;
 pub mod health;
+pub mod port_socket;
+pub mod ports;
 pub mod preview;
 pub mod processes;
 pub mod projects;

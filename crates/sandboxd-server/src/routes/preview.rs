@@ -1,124 +1,384 @@
-//! Previews: HTTP to a port inside a sandbox at `/preview/<sandboxId>/<port>/<path>` on
-//! sandboxd's own listener, carried by the sandbox's agent (`Ports::connect`): bodies
-//! streamed both ways, server-sent events as they come, WebSocket upgrades joined end to
-//! end. The caller needs an API key (or a dashboard session) that may use the sandbox;
-//! another organization's gets 404.
+//! Previews: HTTP to a port inside a sandbox, on a host of its own under the operator's
+//! preview domain (`<port>-<handle>.<domain>`, any path: `by_host`) or at
+//! `/preview/<handle>/<port>/<path>` on sandboxd's own address (the handle is the
+//! sandbox id in lower-case base32, `sandboxd_core::ports::handle_of`), carried by the
+//! sandbox's agent (`Ports::connect`): bodies streamed both ways, server-sent events as
+//! they come, WebSocket upgrades joined end to end. Who may enter is `Ports::admit`'s: a
+//! key or a dashboard session that may use the sandbox (another organization's gets
+//! 404), a signed link of the port's exposure (in the address once, then a cookie for
+//! that preview only), or anyone when the port is exposed publicly.
 //!
-//! The app's pages are served on sandboxd's own origin, so they are made harmless to it:
-//! every response carries `Content-Security-Policy: sandbox` without `allow-same-origin`
-//! (the page runs in an opaque origin: it cannot read sandboxd's pages or call its API
-//! with the user's session), sandboxd's credentials are taken off the request (its key,
-//! its session cookie) and the app's cookies are kept to its own prefix (a cookie set
-//! for `/` would reach every other sandbox's previews).
+//! Under a path, the app's pages are served on sandboxd's own origin, so they are made
+//! harmless to it: every response carries `Content-Security-Policy: sandbox` without
+//! `allow-same-origin` (the page runs in an opaque origin: it cannot read sandboxd's
+//! pages or call its API with the user's session) and the app's cookies are kept to its
+//! own prefix (a cookie set for `/` would reach every other sandbox's previews). On
+//! either, sandboxd's credentials are taken off the request (its key, its session and
+//! link cookies, the link's token) and the app's cookies lose any `Domain`.
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
+use sandboxd_core::model::Principal;
+use sandboxd_core::ports::{
+    LINK_COOKIE, LINK_PARAM, PREVIEW_PREFIX, parse_preview_host, sandbox_of,
+};
 
 use crate::AppState;
-use crate::auth::{self, API_KEY_HEADER, Caller, SESSION_COOKIE};
+use crate::auth::{self, API_KEY_HEADER, SESSION_COOKIE};
 use crate::error::ApiError;
+use crate::forward;
+use crate::service::{Admitted, Link, ServiceError};
 
 /// Where previews are served.
-pub const PREFIX: &str = "/preview/";
+pub const PREFIX: &str = PREVIEW_PREFIX;
 
 /// The policy every preview response carries: scripts and forms work, in an opaque
 /// origin of their own.
 const SANDBOX_POLICY: &str =
     "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
 
-/// `/preview/{sandboxId}/{port}` without a path: the app's root, with the slash that
-/// makes its relative links resolve under the prefix.
-pub async fn root(Path((sandbox_id, port)): Path<(String, String)>) -> Response {
-    let location = format!("{PREFIX}{sandbox_id}/{port}/");
+/// `/preview/{handle}/{port}` without a path: the app's root, with the slash that
+/// makes its relative links resolve under the prefix (the query kept).
+pub async fn root(Path((handle, port)): Path<(String, String)>, uri: Uri) -> Response {
+    let mut location = format!("{PREFIX}{handle}/{port}/");
+    if let Some(query) = uri.query() {
+        location.push('?');
+        location.push_str(query);
+    }
     match HeaderValue::try_from(location) {
         Ok(location) => (
             StatusCode::PERMANENT_REDIRECT,
             [(header::LOCATION, location)],
         )
             .into_response(),
-        Err(_) => ApiError::BadRequest("invalid sandbox id".into()).into_response(),
+        Err(_) => ApiError::BadRequest("invalid preview address".into()).into_response(),
     }
 }
 
-/// `/preview/{sandboxId}/{port}/{*path}`.
+/// `/preview/{handle}/{port}/{*path}`.
 pub async fn preview(
     State(state): State<AppState>,
-    Caller(caller): Caller,
-    Path((sandbox_id, port, _)): Path<(String, String, String)>,
+    Path((handle, port, _)): Path<(String, String, String)>,
     request: Request,
 ) -> Response {
     let Ok(port) = port.parse::<u16>() else {
         return ApiError::BadRequest("port must be a number between 1 and 65535".into())
             .into_response();
     };
-    match forward(&state, &caller, &sandbox_id, port, request).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
+    // Not a handle: no sandbox, answered as one that is not there.
+    let Some(sandbox_id) = sandbox_of(&handle) else {
+        return ApiError::Service(ServiceError::NotFound("sandbox")).into_response();
+    };
+    let place = Place::Path(format!("{PREFIX}{handle}/{port}"));
+    enter(&state, &sandbox_id, port, &place, request)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `/preview/{handle}/{port}/` with nothing after the slash.
+pub async fn preview_root(
+    state: State<AppState>,
+    Path((handle, port)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    preview(state, Path((handle, port, String::new())), request).await
+}
+
+/// Requests to a host under the preview domain (`<port>-<handle>.<domain>`) go to that
+/// port's preview, whatever their path; a host there that names no preview is 404.
+/// Every other request goes on to sandboxd's own routes.
+pub async fn by_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(domain) = state.previews.domain.as_deref() else {
+        return next.run(request).await;
+    };
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().host())
+        .unwrap_or_default()
+        .to_owned();
+    let name = host
+        .rsplit_once(':')
+        .map_or(host.as_str(), |(name, _)| name);
+    let under = name.len() > domain.len() + 1
+        && name.is_char_boundary(name.len() - domain.len() - 1)
+        && name[name.len() - domain.len() - 1..].eq_ignore_ascii_case(&format!(".{domain}"));
+    if !under {
+        return next.run(request).await;
+    }
+    let Some((sandbox_id, port)) = parse_preview_host(&host, domain) else {
+        return ApiError::Service(ServiceError::NotFound("preview")).into_response();
+    };
+    enter(&state, &sandbox_id, port, &Place::Host, request)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Where a preview is served.
+enum Place {
+    /// Under a path of sandboxd's own address (no final slash): the app's pages share
+    /// sandboxd's origin, so they run sandboxed and its cookies are kept to the prefix.
+    Path(String),
+    /// On a host of its own: an origin of its own.
+    Host,
+}
+
+impl Place {
+    fn prefix(&self) -> &str {
+        match self {
+            Self::Path(prefix) => prefix,
+            Self::Host => "",
+        }
+    }
+
+    fn cookie_path(&self) -> String {
+        format!("{}/", self.prefix())
     }
 }
 
-/// `/preview/{sandboxId}/{port}/` with nothing after the slash.
-pub async fn preview_root(
-    state: State<AppState>,
-    caller: Caller,
-    Path((sandbox_id, port)): Path<(String, String)>,
-    request: Request,
-) -> Response {
-    preview(
-        state,
-        caller,
-        Path((sandbox_id, port, String::new())),
-        request,
-    )
-    .await
-}
-
-async fn forward(
+async fn enter(
     state: &AppState,
-    caller: &sandboxd_core::model::Principal,
     sandbox_id: &str,
     port: u16,
+    place: &Place,
+    request: Request,
+) -> Result<Response, ApiError> {
+    // The replica holding the sandbox's agent serves it; a request another replica
+    // passed on is served here once its mark holds.
+    match forward::previews::holds(state, &request) {
+        Some(false) => return Ok(forward::previews::refused()),
+        Some(true) => {}
+        None => {
+            if let Some(holder) = state.service.replicas().agent_holder(sandbox_id).await {
+                return Ok(to_holder(state, &holder, request).await);
+            }
+        }
+    }
+    let caller = caller_of(state, request.headers(), request.method()).await?;
+    let (opened, rest_of_query) = link_in_query(request.uri().query());
+    let link = match &opened {
+        Some(token) => Some(Link {
+            token,
+            opened: true,
+        }),
+        None => cookie(request.headers(), LINK_COOKIE).map(|token| Link {
+            token,
+            opened: false,
+        }),
+    };
+    let admitted = state
+        .service
+        .ports()
+        .admit(sandbox_id, port, caller.as_ref(), link)
+        .await?;
+    if admitted.as_exposer {
+        // Traffic through a link or a public port counts against its exposer's limit.
+        auth::limited(state, admitted.principal.clone())?;
+    }
+    let set_link = admitted
+        .link_until
+        .zip(opened.as_deref())
+        .and_then(|(until, token)| {
+            link_cookie(token, place, over_tls(state, request.headers()), until)
+        });
+    if let Some(set_link) = &set_link
+        && navigates(request.headers())
+    {
+        // A link opened in a browser: its token goes into a cookie and out of the
+        // address (so the app's pages never see it in their location or referrers).
+        // Other clients (curl, scripts, WebSockets) are served at once, the token
+        // taken out of what the app sees: they may keep no cookies.
+        let mut location = request.uri().path().to_owned();
+        if let Some(rest) = &rest_of_query {
+            location.push('?');
+            location.push_str(rest);
+        }
+        let location = HeaderValue::try_from(location)
+            .map_err(|_| ApiError::BadRequest("invalid preview address".into()))?;
+        return Ok((
+            StatusCode::SEE_OTHER,
+            [
+                (header::LOCATION, location),
+                (header::SET_COOKIE, set_link.clone()),
+            ],
+        )
+            .into_response());
+    }
+    let mut response = to_app(
+        state,
+        &admitted,
+        (sandbox_id, port),
+        place,
+        rest_of_query,
+        request,
+    )
+    .await?;
+    if let Some(set_link) = set_link {
+        response.headers_mut().append(header::SET_COOKIE, set_link);
+    }
+    Ok(response)
+}
+
+/// Whether the request came over TLS: the operator's address is `https://`, or a proxy
+/// in front says so.
+fn over_tls(state: &AppState, headers: &HeaderMap) -> bool {
+    state
+        .previews
+        .public_url
+        .as_deref()
+        .is_some_and(|url| url.starts_with("https://"))
+        || headers
+            .get("x-forwarded-proto")
+            .is_some_and(|proto| proto.as_bytes().eq_ignore_ascii_case(b"https"))
+}
+
+/// Whether a request is a browser's navigation (`Sec-Fetch-Mode: navigate`, which
+/// browsers send and scripts cannot set from a page).
+fn navigates(headers: &HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-mode")
+        .is_some_and(|mode| mode.as_bytes().eq_ignore_ascii_case(b"navigate"))
+}
+
+/// The caller a request names with a key (a wrong key: 401) or a dashboard session
+/// (one that does not hold, such as a request from the app's own pages, names none).
+async fn caller_of(
+    state: &AppState,
+    headers: &HeaderMap,
+    method: &Method,
+) -> Result<Option<Principal>, ApiError> {
+    if let Some(key) = auth::token_from(headers) {
+        return auth::principal(state, key).await.map(Some);
+    }
+    if auth::session_from(headers).is_some() {
+        return Ok(auth::session_principal(state, headers, method).await.ok());
+    }
+    Ok(None)
+}
+
+/// The link's token in a query, and the rest of the query without it.
+fn link_in_query(query: Option<&str>) -> (Option<String>, Option<String>) {
+    let Some(query) = query else {
+        return (None, None);
+    };
+    let mut token = None;
+    let rest: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            if name == LINK_PARAM {
+                token.get_or_insert_with(|| value.to_owned());
+                false
+            } else {
+                true
+            }
+        })
+        .collect();
+    let rest = (!rest.is_empty()).then(|| rest.join("&"));
+    (token, rest)
+}
+
+/// A cookie's value in the request.
+fn cookie<'a>(headers: &'a HeaderMap, wanted: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|cookies| cookies.split(';'))
+        .find_map(|cookie| {
+            let (name, value) = cookie.trim().split_once('=')?;
+            (name == wanted && !value.is_empty()).then_some(value)
+        })
+}
+
+/// The cookie a link leaves, for this preview only, until the link expires. On a host
+/// of its own it is that host's (`SameSite=Lax`, `Secure` over TLS). Under a path it is
+/// sent on the app's own requests too: its pages run in an opaque origin, to which
+/// every request is cross-site, hence `SameSite=None`, which browsers take only with
+/// `Secure` (kept over plain HTTP from `localhost` alone), and which browsers that
+/// block third-party cookies do not send for a page's scripts and styles: previews of
+/// whole apps in a browser want a preview domain.
+fn link_cookie(token: &str, place: &Place, tls: bool, until: i64) -> Option<HeaderValue> {
+    let left = (until - crate::service::now_ms()).max(0) / 1000;
+    let path = place.cookie_path();
+    let attributes = match place {
+        Place::Path(_) => "Secure; SameSite=None",
+        Place::Host if tls => "Secure; SameSite=Lax",
+        Place::Host => "SameSite=Lax",
+    };
+    HeaderValue::try_from(format!(
+        "{LINK_COOKIE}={token}; Path={path}; Max-Age={left}; HttpOnly; {attributes}"
+    ))
+    .ok()
+}
+
+async fn to_app(
+    state: &AppState,
+    admitted: &Admitted,
+    (sandbox_id, port): (&str, u16),
+    place: &Place,
+    query: Option<String>,
     mut request: Request,
 ) -> Result<Response, ApiError> {
-    let prefix = format!("{PREFIX}{sandbox_id}/{port}");
-    let target = app_uri(request.uri(), &prefix)?;
+    let prefix = place.prefix();
+    let target = app_uri(request.uri().path(), query.as_deref(), prefix)?;
     let stream = state
         .service
         .ports()
-        .connect(caller, sandbox_id, port)
+        .connect(&admitted.principal, sandbox_id, port)
         .await?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(unreachable)?;
-    tokio::spawn(async move {
-        let _ = connection.with_upgrades().await;
-    });
-    let upgrade = wants_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
     *request.uri_mut() = target;
     strip_credentials(request.headers_mut());
-    if let Ok(value) = HeaderValue::try_from(prefix.as_str()) {
+    if let Place::Path(prefix) = place
+        && let Ok(value) = HeaderValue::try_from(prefix.as_str())
+    {
         request
             .headers_mut()
             .insert(HeaderName::from_static("x-forwarded-prefix"), value);
     }
-    let mut response = sender.send_request(request).await.map_err(unreachable)?;
-    keep_cookies_under(response.headers_mut(), &format!("{prefix}/"));
-    response.headers_mut().insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(SANDBOX_POLICY),
-    );
+    let mut response = exchange(TokioIo::new(stream), request)
+        .await
+        .map_err(unreachable)?;
+    match place {
+        Place::Path(prefix) => {
+            keep_cookies(response.headers_mut(), Some(&format!("{prefix}/")));
+            response.headers_mut().append(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(SANDBOX_POLICY),
+            );
+        }
+        Place::Host => keep_cookies(response.headers_mut(), None),
+    }
+    Ok(response)
+}
+
+/// One request over `io` (a connection to the app, or to the replica holding its
+/// agent) and its answer; an upgrade (a WebSocket) the answer accepts is joined end to
+/// end on a task of its own.
+async fn exchange<T>(io: T, mut request: Request) -> Result<Response, hyper::Error>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;
+    tokio::spawn(async move {
+        let _ = connection.with_upgrades().await;
+    });
+    let upgrade = wants_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
+    let mut response = sender.send_request(request).await?;
     if response.status() == StatusCode::SWITCHING_PROTOCOLS
         && let Some(client) = upgrade
     {
-        let app = hyper::upgrade::on(&mut response);
+        let far = hyper::upgrade::on(&mut response);
         tokio::spawn(async move {
-            if let (Ok(client), Ok(app)) = tokio::join!(client, app) {
+            if let (Ok(client), Ok(far)) = tokio::join!(client, far) {
                 let _ = tokio::io::copy_bidirectional(
                     &mut TokioIo::new(client),
-                    &mut TokioIo::new(app),
+                    &mut TokioIo::new(far),
                 )
                 .await;
             }
@@ -127,11 +387,50 @@ async fn forward(
     Ok(response.map(Body::new))
 }
 
-/// The request's path as the app sees it: the part after the prefix, with its query.
-fn app_uri(uri: &Uri, prefix: &str) -> Result<Uri, ApiError> {
-    let rest = uri.path().strip_prefix(prefix).unwrap_or("/");
+/// A preview's request passed on as it came (credentials, `Host`, body streamed,
+/// upgrade joined) to the replica holding the sandbox's agent, with this replica's
+/// mark; 503 when that replica cannot be reached.
+async fn to_holder(state: &AppState, holder: &str, mut request: Request) -> Response {
+    let Some(address) = holder.strip_prefix("http://") else {
+        return forward::previews::gone();
+    };
+    let address = address.trim_end_matches('/').to_owned();
+    let connected = tokio::time::timeout(
+        forward::previews::CONNECT,
+        tokio::net::TcpStream::connect(address),
+    )
+    .await;
+    let Ok(Ok(stream)) = connected else {
+        return forward::previews::gone();
+    };
+    let _ = stream.set_nodelay(true);
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let mark = forward::previews::mark(&state.service, request.method().as_str(), &target);
+    request
+        .headers_mut()
+        .insert(forward::previews::HEADER, mark);
+    if let Ok(origin_form) = target.parse() {
+        *request.uri_mut() = origin_form;
+    }
+    match exchange(TokioIo::new(stream), request).await {
+        Ok(response) => {
+            forward::previews::sent();
+            response
+        }
+        Err(_) => forward::previews::gone(),
+    }
+}
+
+/// The request's path as the app sees it: the part after the prefix, with the query
+/// (the link's token taken out).
+fn app_uri(path: &str, query: Option<&str>, prefix: &str) -> Result<Uri, ApiError> {
+    let rest = path.strip_prefix(prefix).unwrap_or("/");
     let rest = if rest.is_empty() { "/" } else { rest };
-    let target = match uri.query() {
+    let target = match query {
         Some(query) => format!("{rest}?{query}"),
         None => rest.to_owned(),
     };
@@ -152,12 +451,13 @@ fn wants_upgrade(headers: &HeaderMap) -> bool {
             })
 }
 
-/// Takes sandboxd's credentials off a request for the app: its key headers and its
-/// session cookie (the app's own cookies stay).
+/// Takes sandboxd's credentials off a request for the app: its key headers, a
+/// replica's forwarding mark, its session and link cookies (the app's own cookies stay).
 fn strip_credentials(headers: &mut HeaderMap) {
     let bearer_was_ours =
         headers.get(API_KEY_HEADER).is_none() && auth::token_from(headers).is_some();
     headers.remove(API_KEY_HEADER);
+    headers.remove(forward::previews::HEADER);
     if bearer_was_ours {
         headers.remove(header::AUTHORIZATION);
     }
@@ -169,7 +469,7 @@ fn strip_credentials(headers: &mut HeaderMap) {
         .map(str::trim)
         .filter(|cookie| {
             let name = cookie.split_once('=').map_or(*cookie, |(name, _)| name);
-            !cookie.is_empty() && name != SESSION_COOKIE
+            !cookie.is_empty() && name != SESSION_COOKIE && name != LINK_COOKIE
         })
         .map(str::to_owned)
         .collect();
@@ -181,9 +481,10 @@ fn strip_credentials(headers: &mut HeaderMap) {
     }
 }
 
-/// Every cookie the app sets is kept to its own prefix: `Path` is set to it and
-/// `Domain` dropped; one named like sandboxd's session is dropped.
-fn keep_cookies_under(headers: &mut HeaderMap, path: &str) {
+/// Every cookie the app sets is kept to its own host (`Domain` dropped) and, under a
+/// path, to its prefix (`Path` set to it); one named like sandboxd's session or link
+/// cookie is dropped.
+fn keep_cookies(headers: &mut HeaderMap, path: Option<&str>) {
     let set: Vec<HeaderValue> = headers
         .get_all(header::SET_COOKIE)
         .iter()
@@ -192,7 +493,10 @@ fn keep_cookies_under(headers: &mut HeaderMap, path: &str) {
             let mut parts = cookie.split(';').map(str::trim);
             let pair = parts.next()?;
             let name = pair.split_once('=').map_or(pair, |(name, _)| name).trim();
-            if name.is_empty() || name.eq_ignore_ascii_case(SESSION_COOKIE) {
+            if name.is_empty()
+                || name.eq_ignore_ascii_case(SESSION_COOKIE)
+                || name.eq_ignore_ascii_case(LINK_COOKIE)
+            {
                 return None;
             }
             let mut rewritten = vec![pair.to_owned()];
@@ -200,11 +504,14 @@ fn keep_cookies_under(headers: &mut HeaderMap, path: &str) {
                 parts
                     .filter(|attr| {
                         let key = attr.split_once('=').map_or(*attr, |(key, _)| key).trim();
-                        !key.eq_ignore_ascii_case("path") && !key.eq_ignore_ascii_case("domain")
+                        let path_of_its_own = path.is_some() && key.eq_ignore_ascii_case("path");
+                        !path_of_its_own && !key.eq_ignore_ascii_case("domain")
                     })
                     .map(str::to_owned),
             );
-            rewritten.push(format!("Path={path}"));
+            if let Some(path) = path {
+                rewritten.push(format!("Path={path}"));
+            }
             HeaderValue::try_from(rewritten.join("; ")).ok()
         })
         .collect();
@@ -215,7 +522,7 @@ fn keep_cookies_under(headers: &mut HeaderMap, path: &str) {
 }
 
 fn unreachable(error: hyper::Error) -> ApiError {
-    ApiError::Service(crate::service::ServiceError::PortUnreachable(format!(
+    ApiError::Service(ServiceError::PortUnreachable(format!(
         "the app in the sandbox did not answer over HTTP: {error}"
     )))
 }
@@ -226,13 +533,36 @@ mod tests {
 
     #[test]
     fn the_app_sees_its_own_path_and_query() {
-        let uri: Uri = "/preview/abc/8000/static/app.js?v=2".parse().unwrap();
         assert_eq!(
-            app_uri(&uri, "/preview/abc/8000").unwrap(),
+            app_uri(
+                "/preview/abc/8000/static/app.js",
+                Some("v=2"),
+                "/preview/abc/8000"
+            )
+            .unwrap(),
             "/static/app.js?v=2"
         );
-        let uri: Uri = "/preview/abc/8000/".parse().unwrap();
-        assert_eq!(app_uri(&uri, "/preview/abc/8000").unwrap(), "/");
+        assert_eq!(
+            app_uri("/preview/abc/8000/", None, "/preview/abc/8000").unwrap(),
+            "/"
+        );
+    }
+
+    #[test]
+    fn the_links_token_is_taken_out_of_the_query() {
+        assert_eq!(link_in_query(None), (None, None));
+        assert_eq!(
+            link_in_query(Some("a=1&sandboxd_link=t0k&b=2")),
+            (Some("t0k".into()), Some("a=1&b=2".into()))
+        );
+        assert_eq!(
+            link_in_query(Some("sandboxd_link=t0k")),
+            (Some("t0k".into()), None)
+        );
+        assert_eq!(
+            link_in_query(Some("x=sandboxd_link")),
+            (None, Some("x=sandboxd_link".into()))
+        );
     }
 
     #[test]
@@ -241,7 +571,9 @@ mod tests {
         headers.insert(API_KEY_HEADER, HeaderValue::from_static("sbx_secret"));
         headers.insert(
             header::COOKIE,
-            HeaderValue::from_static("theme=dark; sandboxd_session=s3cret; cart=2"),
+            HeaderValue::from_static(
+                "theme=dark; sandboxd_session=s3cret; cart=2; sandboxd_link=t",
+            ),
         );
         strip_credentials(&mut headers);
         assert!(headers.get(API_KEY_HEADER).is_none());
@@ -270,8 +602,16 @@ mod tests {
             header::SET_COOKIE,
             HeaderValue::from_static("sandboxd_session=x; Path=/"),
         );
-        keep_cookies_under(&mut headers, "/preview/abc/8000/");
+        let mut on_host = headers.clone();
+        keep_cookies(&mut headers, Some("/preview/abc/8000/"));
         let set: Vec<_> = headers.get_all(header::SET_COOKIE).iter().collect();
         assert_eq!(set, ["id=1; HttpOnly; Path=/preview/abc/8000/"]);
+        keep_cookies(&mut on_host, None);
+        let set: Vec<_> = on_host.get_all(header::SET_COOKIE).iter().collect();
+        assert_eq!(
+            set,
+            ["id=1; Path=/; HttpOnly"],
+            "a host's own, its path kept"
+        );
     }
 }

@@ -192,6 +192,14 @@ pub async fn close(mut socket: WebSocket, code: u16, reason: &str) {
     let _ = socket.send(Message::Close(Some(frame))).await;
 }
 
+/// Sends `value` as a text message; whether it went.
+pub async fn send_json(socket: &mut WebSocket, value: serde_json::Value) -> bool {
+    socket
+        .send(Message::Text(value.to_string().into()))
+        .await
+        .is_ok()
+}
+
 /// Authorizes a WebSocket for the sandbox its query names: the socket, the sandbox id
 /// and the session; `None` once the socket was closed with the code that says why.
 pub async fn accept(

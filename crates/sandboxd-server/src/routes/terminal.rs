@@ -13,7 +13,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::session::{self, RECHECK_EVERY, close};
+use super::session::{self, RECHECK_EVERY, close, send_json as text};
 use crate::AppState;
 use sandboxd_ports::TerminalEvent as PtyEvent;
 
@@ -49,13 +49,6 @@ pub async fn sandbox_pty(
 ) -> Response {
     let credentials = session::Credentials::of(&headers);
     ws.on_upgrade(move |socket| session(socket, state, query, credentials))
-}
-
-async fn text(socket: &mut WebSocket, value: serde_json::Value) -> bool {
-    socket
-        .send(Message::Text(value.to_string().into()))
-        .await
-        .is_ok()
 }
 
 fn dimension(value: Option<u16>, default: u16) -> u16 {

@@ -15,6 +15,7 @@ mod contexts;
 mod dashboard_sessions;
 mod engine_restart;
 mod exec;
+mod exposed_ports;
 mod files;
 mod hostile_engine;
 mod hygiene;

@@ -58,11 +58,13 @@ async fn tools_over_streamable_http() {
             "sandbox-contextRun",
             "sandbox-create",
             "sandbox-exec",
+            "sandbox-exposePort",
             "sandbox-kill",
             "sandbox-list",
             "sandbox-listFiles",
             "sandbox-one",
             "sandbox-outputPage",
+            "sandbox-ports",
             "sandbox-processList",
             "sandbox-processOutput",
             "sandbox-processSignal",
@@ -74,6 +76,7 @@ async fn tools_over_streamable_http() {
             "sandbox-setTimeout",
             "sandbox-stats",
             "sandbox-templates",
+            "sandbox-unexposePort",
             "sandbox-writeFile",
         ]
     );
@@ -148,6 +151,34 @@ async fn tools_over_streamable_http() {
         (Some("bg\n"), Some(3))
     );
     read_long_output_page_by_page(&client, &sid).await;
+    // A port's preview URL, to hand to a person.
+    let (failed, exposed) = call(
+        &client,
+        "sandbox-exposePort",
+        json!({"sandboxId": sid, "port": 8000}),
+    )
+    .await;
+    assert!(!failed, "{exposed}");
+    let path = sandboxd_core::ports::preview_path(sid.as_str().unwrap(), 8000);
+    let url = exposed["url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("{}{path}?sandboxd_link=", server.url)),
+        "{url}"
+    );
+    let (failed, listed) = call(&client, "sandbox-ports", json!({"sandboxId": sid})).await;
+    assert!(!failed);
+    assert_eq!(
+        listed[0]["url"], exposed["url"],
+        "the same link, derived again"
+    );
+    let (failed, removed) = call(
+        &client,
+        "sandbox-unexposePort",
+        json!({"sandboxId": sid, "port": 8000}),
+    )
+    .await;
+    assert!(!failed);
+    assert_eq!(removed["removed"], true);
     let (failed, killed) = call(&client, "sandbox-kill", json!({"sandboxId": sid})).await;
     assert!(!failed);
     assert_eq!(killed["status"], "killed");

@@ -1,5 +1,5 @@
 //! Previews: an app inside an `isolated` sandbox (`preview/app.py`) reached over HTTP at
-//! `/preview/<sandboxId>/<port>/` on sandboxd's own listener, with a key; refused without
+//! `/preview/<handle>/<port>/` on sandboxd's own listener, with a key; refused without
 //! one and to another organization; bodies, server-sent events and WebSockets carried;
 //! sandboxd's credentials never reach the app and its cookies stay under its prefix.
 
@@ -15,9 +15,14 @@ use crate::harness::{KEY, TestServer, id};
 
 const APP: &str = include_str!("preview/app.py");
 
-/// A server with a sandbox running the app, once the app answers through its preview.
-async fn serving() -> (TestServer, Value, String) {
-    let server = TestServer::start().await;
+/// A server with a sandbox running the app, once the app answers through its preview
+/// (at the base address returned, without its final slash).
+pub async fn serving() -> (TestServer, Value, String) {
+    serving_on(TestServer::start().await).await
+}
+
+/// [`serving`] on a server of the caller's.
+pub async fn serving_on(server: TestServer) -> (TestServer, Value, String) {
     let sandbox = server.create(json!({"template": "base"})).await;
     assert_eq!(sandbox["networkMode"], "isolated");
     let (status, written) = server
@@ -34,7 +39,8 @@ async fn serving() -> (TestServer, Value, String) {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{started}");
-    let base = format!("{}/preview/{}/8000", server.url, id(&sandbox));
+    let path = sandboxd_core::ports::preview_path(id(&sandbox), 8000);
+    let base = format!("{}{}", server.url, path.trim_end_matches('/'));
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let answer = server

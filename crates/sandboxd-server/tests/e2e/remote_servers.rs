@@ -654,7 +654,11 @@ async fn a_preview_reaches_an_app_on_a_remote_server_over_its_agents_connection(
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{started}");
-    let url = format!("{}/preview/{}/8000/", server.url, id(&sandbox));
+    let url = format!(
+        "{}{}",
+        server.url,
+        sandboxd_core::ports::preview_path(id(&sandbox), 8000)
+    );
     let deadline = Instant::now() + Duration::from_secs(15);
     let page = loop {
         let answer = server

@@ -85,6 +85,30 @@ impl Client {
     }
 
     /// `GET /health` (no key needed).
+    /// A WebSocket to `path_and_query` on the server, with the key.
+    pub async fn websocket(&self, path_and_query: &str) -> Result<super::tls::Socket, Failure> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+        let base = self.target.url.replacen("http", "ws", 1);
+        let mut request = format!("{base}{path_and_query}")
+            .into_client_request()
+            .map_err(|e| Failure::Refused(format!("bad server address {base}: {e}")))?;
+        let key = self
+            .target
+            .key
+            .parse()
+            .map_err(|_| Failure::Refused("the key is not a valid header value".into()))?;
+        request.headers_mut().insert("x-api-key", key);
+        super::tls::websocket(request, &self.target.tls)
+            .await
+            .map_err(|e| {
+                if super::tls::untrusted(&e) {
+                    Failure::Unavailable(super::tls::untrusted_hint(&self.target.url))
+                } else {
+                    Failure::Unavailable(format!("cannot reach {}: {e}", self.target.url))
+                }
+            })
+    }
+
     pub async fn health(&self) -> Result<Value, Failure> {
         self.call("health", &()).await
     }

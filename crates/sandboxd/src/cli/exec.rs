@@ -10,7 +10,6 @@ use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt as _;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 use super::client::{Client, Failure, percent_encode};
 
@@ -82,26 +81,12 @@ pub async fn run(client: &Client, args: &ExecArgs, collect: bool) -> Result<Outc
     if !args.env.is_empty() {
         message["env"] = json!(environment(&args.env)?);
     }
-    let base = client.target.url.replacen("http", "ws", 1);
-    let url = format!("{base}/sandbox-exec?sandboxId={}", percent_encode(&args.id));
-    let mut request = url
-        .into_client_request()
-        .map_err(|e| Failure::Refused(format!("bad server address {base}: {e}")))?;
-    let key = client
-        .target
-        .key
-        .parse()
-        .map_err(|_| Failure::Refused("the key is not a valid header value".into()))?;
-    request.headers_mut().insert("x-api-key", key);
-    let socket = super::tls::websocket(request, &client.target.tls)
-        .await
-        .map_err(|e| {
-            if super::tls::untrusted(&e) {
-                Failure::Unavailable(super::tls::untrusted_hint(&client.target.url))
-            } else {
-                Failure::Unavailable(format!("cannot reach {}: {e}", client.target.url))
-            }
-        })?;
+    let socket = client
+        .websocket(&format!(
+            "/sandbox-exec?sandboxId={}",
+            percent_encode(&args.id)
+        ))
+        .await?;
     let (mut sink, mut stream) = socket.split();
     let mut outcome = Outcome::default();
     let mut stdout = tokio::io::stdout();
@@ -165,7 +150,7 @@ pub async fn run(client: &Client, args: &ExecArgs, collect: bool) -> Result<Outc
 }
 
 /// Why the server closed the socket, by its close code.
-fn closed(close: Option<(u16, String)>) -> Failure {
+pub(super) fn closed(close: Option<(u16, String)>) -> Failure {
     match close {
         Some((4001, reason)) => Failure::Denied(format!(
             "the key was refused ({reason}): check --key / SANDBOXD_KEY, or run `sandboxd login`"

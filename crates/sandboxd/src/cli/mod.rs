@@ -9,6 +9,8 @@ mod client;
 mod copy;
 mod exec;
 mod exec_stdin;
+mod port_forward;
+mod ports;
 mod processes;
 mod sandboxes;
 pub mod table;
@@ -170,6 +172,31 @@ pub enum ClientCommand {
         common: Common,
         #[command(subcommand)]
         command: access::MembersCommand,
+    },
+    /// A sandbox's ports as preview URLs: expose, list, unexpose.
+    #[command(
+        after_help = "Examples:\n  sandboxd port expose $ID 8000\n  sandboxd port ls $ID\n  sandboxd port rm $ID 8000"
+    )]
+    Port {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: ports::PortCommand,
+    },
+    /// Reach a port inside a sandbox from a local one (PORT[:LOCAL]: the sandbox's port,
+    /// then the local one, by default the same; 0 picks a free one), until interrupted.
+    #[command(
+        name = "port-forward",
+        after_help = "Examples:\n  sandboxd port-forward $ID 8000          (127.0.0.1:8000 here reaches 8000 there)\n  \
+        sandboxd port-forward $ID 5432:15432     (127.0.0.1:15432 here reaches 5432 there)"
+    )]
+    PortForward {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        /// PORT[:LOCAL].
+        #[arg(value_parser = port_forward::parse_ports)]
+        ports: (u16, u16),
     },
     /// Copy files and trees between here and a sandbox, streamed.
     #[command(
@@ -349,6 +376,13 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
         ClientCommand::Members { common, command } => {
             let answer = access::members(&client(&common)?, command).await?;
             print(&common, &answer, access::members_text);
+        }
+        ClientCommand::Port { common, command } => {
+            let answer = ports::port(&client(&common)?, command).await?;
+            print(&common, &answer, ports::port_text);
+        }
+        ClientCommand::PortForward { common, id, ports } => {
+            port_forward::forward(&client(&common)?, &id, ports.0, ports.1).await?;
         }
         ClientCommand::Cp { common, from, to } => {
             let copied = copy::copy(&client(&common)?, &from, &to).await?;

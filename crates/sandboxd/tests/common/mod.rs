@@ -86,6 +86,13 @@ impl RunningServer {
         Self::start_in(workdir, Some(cwd), relative.to_owned(), true, &[]).await
     }
 
+    /// A server logging to `server.log` in its data dir, with `env` set.
+    pub async fn start_logged_with(env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_owned();
+        Self::start_in(dir, None, data_dir, true, env).await
+    }
+
     /// A server logging everything (`debug`) to `server.log` in its data dir.
     pub async fn start_logged() -> Self {
         let dir = tempfile::tempdir().unwrap();

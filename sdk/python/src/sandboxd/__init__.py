@@ -13,9 +13,10 @@ defaults. `AsyncSandbox` is the same API for asyncio.
 from ._code import Context, Execution, RunError
 from ._commands import AsyncCommands, AsyncCommandStream, AsyncProcess, OutputChunk
 from ._files import AsyncFiles
+from ._ports import AsyncPorts
 from ._pty import AsyncPty, AsyncTerminal
 from ._sandbox import AsyncSandbox
-from ._sync import CommandStream, Commands, Files, Process, Pty, Sandbox, Terminal
+from ._sync import CommandStream, Commands, Files, Ports, Process, Pty, Sandbox, Terminal
 from .errors import (
     AuthenticationError,
     CommandError,
@@ -36,6 +37,7 @@ from .errors import (
 from .models import (
     CommandResult,
     EntryInfo,
+    ExposedPort,
     OutputSlice,
     ProcessInfo,
     SandboxInfo,
@@ -46,6 +48,7 @@ __all__ = [
     "AsyncCommandStream",
     "AsyncCommands",
     "AsyncFiles",
+    "AsyncPorts",
     "AsyncProcess",
     "AsyncPty",
     "AsyncSandbox",
@@ -61,6 +64,7 @@ __all__ = [
     "ConnectionFailed",
     "Context",
     "EntryInfo",
+    "ExposedPort",
     "Execution",
     "Files",
     "InvalidRequest",
@@ -68,6 +72,7 @@ __all__ = [
     "OutputChunk",
     "OutputSlice",
     "PermissionDenied",
+    "Ports",
     "Process",
     "ProcessInfo",
     "Pty",

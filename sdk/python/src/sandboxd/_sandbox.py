@@ -14,6 +14,7 @@ from ._commands import AsyncCommands
 from ._config import resolve
 from ._files import AsyncFiles
 from ._http import Connection
+from ._ports import AsyncPorts
 from ._pty import AsyncPty
 from .errors import NotFound
 from .models import SandboxInfo, SandboxStats
@@ -84,6 +85,7 @@ class AsyncSandbox:
         self.commands = AsyncCommands(self)
         self.files = AsyncFiles(self)
         self.pty = AsyncPty(self)
+        self.ports = AsyncPorts(self)
         self._code = AsyncCode(self)
 
     def __repr__(self) -> str:
@@ -246,6 +248,12 @@ class AsyncSandbox:
         if path.startswith("/"):
             return posixpath.normpath(path)
         return posixpath.normpath(posixpath.join(self.info.workdir, path))
+
+    def get_host(self, port: int) -> str:
+        """The address of `port`'s preview (what listens on `127.0.0.1:<port>` inside
+        the sandbox): reached with this key, or by anyone once `ports.expose(port,
+        public=True)`; `ports.expose(port)` gives a signed link to hand to a person."""
+        return self.ports.url(port)
 
     async def refresh(self) -> SandboxInfo:
         """The sandbox's record as it is now."""

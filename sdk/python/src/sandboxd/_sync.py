@@ -14,7 +14,7 @@ from ._code import Context, Execution
 from ._commands import AsyncCommandStream, AsyncProcess, OutputCallback, OutputChunk
 from ._pty import AsyncTerminal
 from ._sandbox import AsyncSandbox
-from .models import CommandResult, EntryInfo, OutputSlice, ProcessInfo, SandboxInfo, SandboxStats
+from .models import CommandResult, EntryInfo, ExposedPort, OutputSlice, ProcessInfo, SandboxInfo, SandboxStats
 
 
 class Process:
@@ -221,6 +221,26 @@ class Files:
         return _portal.run(self._files.download(remote, local))
 
 
+class Ports:
+    """`sb.ports`: a sandbox's ports as preview URLs."""
+
+    def __init__(self, inner: AsyncSandbox) -> None:
+        self._inner = inner.ports
+
+    def expose(self, port: int, *, public: bool = False, ttl: float | None = None) -> ExposedPort:
+        """See `AsyncPorts.expose`."""
+        return _portal.run(self._inner.expose(port, public=public, ttl=ttl))
+
+    def list(self) -> list[ExposedPort]:
+        return _portal.run(self._inner.list())
+
+    def unexpose(self, port: int) -> bool:
+        return _portal.run(self._inner.unexpose(port))
+
+    def url(self, port: int) -> str:
+        return self._inner.url(port)
+
+
 class Sandbox:
     """A sandbox. `with Sandbox.create(...) as sb:` kills it at the end of the block,
     however the block ends."""
@@ -230,6 +250,7 @@ class Sandbox:
         self.commands = Commands(inner)
         self.files = Files(inner)
         self.pty = Pty(inner)
+        self.ports = Ports(inner)
 
     def __repr__(self) -> str:
         return f"Sandbox({self.id!r}, status={self.info.status!r})"
@@ -254,6 +275,10 @@ class Sandbox:
     @staticmethod
     def list(**options: Any) -> list[SandboxInfo]:
         return _portal.run(AsyncSandbox.list(**options))
+
+    def get_host(self, port: int) -> str:
+        """See `AsyncSandbox.get_host`."""
+        return self._inner.get_host(port)
 
     def refresh(self) -> SandboxInfo:
         return _portal.run(self._inner.refresh())

@@ -91,6 +91,28 @@ class SandboxStats:
 
 
 @dataclass(frozen=True)
+class ExposedPort:
+    """A port of a sandbox reachable as a preview URL."""
+
+    port: int
+    public: bool
+    #: The preview's address; a private port's carries its signed link.
+    url: str
+    expires_at: str
+    created_at: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExposedPort:
+        return cls(
+            port=int(data["port"]),
+            public=bool(data.get("public", False)),
+            url=str(data["url"]),
+            expires_at=data.get("expiresAt", ""),
+            created_at=data.get("createdAt", ""),
+        )
+
+
+@dataclass(frozen=True)
 class CommandResult:
     """How a command ended, with its output."""
 

@@ -272,7 +272,11 @@ async fn a_port_that_sends_past_its_credit_is_cut_off() {
     let started = Instant::now();
     let response = server
         .client
-        .get(format!("{}/preview/{}/8000/", server.url, id(&previewed)))
+        .get(format!(
+            "{}{}",
+            server.url,
+            sandboxd_core::ports::preview_path(id(&previewed), 8000)
+        ))
         .header("x-api-key", crate::harness::KEY)
         .send()
         .await
