@@ -75,8 +75,12 @@ impl Ports {
             .await?;
         let executor = self.service.executor(&sandbox).await?;
         let agent = executor.agent_only()?;
-        let opened = agent.open_port(port).await;
-        if let Err(error) = self.service.store().touch(sandbox_id, now_ms()).await {
+        // The activity is recorded while the agent dials, not after.
+        let (touched, opened) = tokio::join!(
+            self.service.store().touch(sandbox_id, now_ms()),
+            agent.open_port(port)
+        );
+        if let Err(error) = touched {
             tracing::warn!(%sandbox_id, %error, "could not record the sandbox's activity");
         }
         opened.map_err(port_error)
