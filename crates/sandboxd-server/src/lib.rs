@@ -117,6 +117,9 @@ pub struct ServerConfig {
     /// The domain whose hosts serve previews (`<port>-<handle>.<domain>`); path-based
     /// previews when unset.
     pub preview_domain: Option<String>,
+    /// Whether connections to a sandbox's ports (previews, `port-forward`) and their
+    /// traffic count as its activity for the idle timeout.
+    pub port_traffic_is_activity: bool,
     /// Which organizations may register remote servers (the networks they may be at
     /// are the remote-server port's, set where it is made).
     pub server_registration: sandboxd_core::access::ServerRegistration,
@@ -156,6 +159,7 @@ impl ServerConfig {
             cookie_secure: CookieSecure::Auto,
             public_url: None,
             preview_domain: None,
+            port_traffic_is_activity: true,
             server_registration: sandboxd_core::access::ServerRegistration::Operator,
             lease_grace: sandboxd_service::DEFAULT_LEASE_GRACE,
         }
@@ -294,6 +298,7 @@ impl Server {
                 server_registration: config.server_registration,
                 lease_grace: Some(config.lease_grace),
                 agent_channels: None,
+                port_traffic_ignored: !config.port_traffic_is_activity,
             },
         );
         Ok(Self {

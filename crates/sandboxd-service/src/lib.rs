@@ -17,6 +17,7 @@ mod replicas;
 mod sandboxes;
 mod servers;
 mod tenancy;
+mod traffic;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -121,6 +122,9 @@ pub struct Options {
     pub lease_grace: Option<std::time::Duration>,
     /// Where agents' channels come from instead of the hub (a test's double).
     pub agent_channels: Option<Arc<dyn AgentChannels>>,
+    /// Connections to a sandbox's ports and their traffic do not count as its activity
+    /// (a public page polled from outside does not keep a sandbox alive).
+    pub port_traffic_ignored: bool,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive

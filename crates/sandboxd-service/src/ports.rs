@@ -55,7 +55,8 @@ impl Ports {
     }
 
     /// A connection to `port` inside the sandbox, for `caller` (who must be able to use
-    /// it). Opening one counts as activity for the sandbox's idle timeout.
+    /// it). Opening one and the bytes it carries count as activity for the sandbox's
+    /// idle timeout, unless the operator says they do not.
     #[tracing::instrument(skip_all, fields(%sandbox_id, port))]
     pub async fn connect(
         &self,
@@ -75,15 +76,24 @@ impl Ports {
             .await?;
         let executor = self.service.executor(&sandbox).await?;
         let agent = executor.agent_only()?;
+        if self.service.inner.options.port_traffic_ignored {
+            return agent.open_port(port).await.map_err(port_error);
+        }
         // The activity is recorded while the agent dials, not after.
-        let (touched, opened) = tokio::join!(
-            self.service.store().touch(sandbox_id, now_ms()),
-            agent.open_port(port)
-        );
+        let store = self.service.store();
+        let (touched, opened) =
+            tokio::join!(store.touch(sandbox_id, now_ms()), agent.open_port(port));
         if let Err(error) = touched {
             tracing::warn!(%sandbox_id, %error, "could not record the sandbox's activity");
         }
-        opened.map_err(port_error)
+        let stream = opened.map_err(port_error)?;
+        let every = crate::traffic::every(sandbox.timeout_ms);
+        Ok(Box::new(crate::traffic::Traffic::new(
+            stream,
+            store.clone(),
+            sandbox_id,
+            every,
+        )))
     }
 
     /// Who a request to a port of a sandbox acts as: anyone on a public port and the

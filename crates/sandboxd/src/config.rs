@@ -83,6 +83,9 @@ pub struct Config {
     /// used from the same machine); previews are paths on sandboxd's own address
     /// (`/preview/<handle>/<port>/`) when unset.
     pub preview_domain: Option<String>,
+    /// Whether connections to a sandbox's ports (previews, `port-forward`) and their
+    /// traffic keep it alive: count as activity for its idle timeout.
+    pub port_traffic_is_activity: bool,
     /// Whether the dashboard's session cookie is marked `Secure`: `true` (a server
     /// reached over HTTPS only), `false`, or `"auto"` (when the request says it came
     /// over HTTPS through `X-Forwarded-Proto`, which a client can also send).
@@ -253,6 +256,7 @@ impl std::fmt::Debug for Config {
             .field("advertise_url", &self.advertise_url)
             .field("public_url", &self.public_url)
             .field("preview_domain", &self.preview_domain)
+            .field("port_traffic_is_activity", &self.port_traffic_is_activity)
             .field("cookie_secure", &self.cookie_secure)
             .field("servers", &self.servers)
             .field("lease_grace_secs", &self.lease_grace_secs)
@@ -291,6 +295,7 @@ impl Default for Config {
             advertise_url: None,
             public_url: None,
             preview_domain: None,
+            port_traffic_is_activity: true,
             cookie_secure: CookieSecureSetting::Word("auto".into()),
             servers: ServersConfig::default(),
             lease_grace_secs: sandboxd_server::service::DEFAULT_LEASE_GRACE.as_secs(),

@@ -191,6 +191,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(|url| url.trim_end_matches('/').to_owned());
     server_config.preview_domain = config.preview_domain.clone();
+    server_config.port_traffic_is_activity = config.port_traffic_is_activity;
     let server = Server::start(server_config, std::sync::Arc::new(engine))
         .await
         .context("sandboxd could not start")?;

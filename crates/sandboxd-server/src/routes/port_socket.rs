@@ -3,9 +3,8 @@
 //! connection). Binary messages carry the bytes each way; either side closing ends it.
 //! Authorized like `/sandbox-exec` (same close codes), its caller proven again every
 //! second; the server sends `{"type":"ready"}` once the port accepted, or
-//! `{"type":"error","message":…}` and closes with 1011.
-
-use std::time::{Duration, Instant};
+//! `{"type":"error","message":…}` and closes with 1011. Its traffic is the sandbox's
+//! activity as any port connection's is (`Ports::connect`).
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
@@ -18,8 +17,6 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use super::session::{self, RECHECK_EVERY, close, send_json as text};
 use crate::AppState;
 
-/// A connection in use refreshes its sandbox's activity at most this often.
-const TOUCH_EVERY: Duration = Duration::from_secs(10);
 /// The most one message carries from the port (the agent's window is 64 KiB).
 const CHUNK: usize = 64 * 1024;
 
@@ -93,16 +90,14 @@ async fn carry(
     }
     let (mut from_port, mut to_port) = tokio::io::split(stream);
     let mut buffer = vec![0u8; CHUNK];
-    let mut touched = Instant::now();
     let mut recheck = tokio::time::interval(RECHECK_EVERY);
     recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let moved = tokio::select! {
+        tokio::select! {
             _ = recheck.tick() => {
                 if let Err(ended) = auth.check(&state).await {
                     return close(socket, ended.code, ended.reason).await;
                 }
-                false
             }
             read = from_port.read(&mut buffer) => match read {
                 Ok(0) | Err(_) => return close(socket, 1000, "the port closed").await,
@@ -111,7 +106,6 @@ async fn carry(
                     if socket.send(Message::Binary(chunk)).await.is_err() {
                         return;
                     }
-                    true
                 }
             },
             incoming = socket.recv() => match incoming {
@@ -119,22 +113,16 @@ async fn carry(
                     if to_port.write_all(&bytes).await.is_err() {
                         return close(socket, 1011, "the port closed").await;
                     }
-                    true
                 }
                 Some(Ok(Message::Text(_))) => {
                     text(&mut socket, json!({"type": "error", "message": "send the port's bytes as binary messages"})).await;
-                    false
                 }
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => false,
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                 Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
                     let _ = to_port.shutdown().await;
                     return;
                 }
             },
-        };
-        if moved && touched.elapsed() > TOUCH_EVERY {
-            touched = Instant::now();
-            let _ = state.service.commands().touch(&sandbox_id).await;
         }
     }
 }

@@ -233,3 +233,72 @@ async fn a_closed_port_is_unreachable_and_another_organization_finds_no_sandbox(
         foreign.err()
     );
 }
+
+async fn serve_echo(server: &TestServer, sandbox: &Value) {
+    let (status, written) = server
+        .post(
+            "sandbox.writeFile",
+            json!({"sandboxId": id(sandbox), "path": "/tmp/echo.py", "content": ECHO}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{written}");
+    start(server, sandbox, "exec python3 /tmp/echo.py").await;
+}
+
+/// Bytes through a connection every second for `seconds`, then the sandbox's record.
+async fn talk_for(server: &TestServer, sandbox: &Value, seconds: u64) -> Value {
+    let caller = owner(server).await;
+    let mut stream = connect(server, &caller, sandbox, 7000).await;
+    let mut echoed = [0u8; 4];
+    for _ in 0..seconds {
+        stream.write_all(b"ping").await.unwrap();
+        stream.read_exact(&mut echoed).await.unwrap();
+        assert_eq!(&echoed, b"ping");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let (_, now) = server
+        .get("sandbox.one", &[("sandboxId", id(sandbox))])
+        .await;
+    now
+}
+
+#[tokio::test]
+async fn traffic_through_a_port_keeps_its_sandbox_alive_unless_the_operator_says_not() {
+    let fast = |config: &mut sandboxd_server::ServerConfig| {
+        config.reaper_interval = Duration::from_millis(500);
+    };
+    let server = TestServer::start_with(fast).await;
+    let sandbox = server
+        .create(json!({"template": "base", "timeoutMs": 10_000}))
+        .await;
+    serve_echo(&server, &sandbox).await;
+    let after = talk_for(&server, &sandbox, 14).await;
+    assert_eq!(
+        after["status"], "running",
+        "14 s of traffic past a 10 s timeout: {after}"
+    );
+
+    let ignored = TestServer::start_with(|config| {
+        fast(config);
+        config.port_traffic_is_activity = false;
+    })
+    .await;
+    let sandbox = ignored
+        .create(json!({"template": "base", "timeoutMs": 10_000}))
+        .await;
+    serve_echo(&ignored, &sandbox).await;
+    let caller = owner(&ignored).await;
+    let mut stream = connect(&ignored, &caller, &sandbox, 7000).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let _ = stream.write_all(b"ping").await;
+        let (_, now) = ignored
+            .get("sandbox.one", &[("sandboxId", id(&sandbox))])
+            .await;
+        if now["status"] == "killed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {now}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
