@@ -44,18 +44,33 @@ pub fn preview_host(sandbox_id: &str, port: u16, domain: &str) -> String {
     format!("{port}-{}.{domain}", handle_of(sandbox_id))
 }
 
+/// A `Host` without its port, if it names one.
+fn host_name(host: &str) -> &str {
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+/// What a host names before `.<domain>` (compared without regard to case), if it lies
+/// under the domain.
+fn below<'a>(host: &'a str, domain: &str) -> Option<&'a str> {
+    let name = host_name(host);
+    let cut = name.len().checked_sub(domain.len() + 1)?;
+    let (label, rest) = (name.get(..cut)?, name.get(cut..)?);
+    (!label.is_empty() && rest.starts_with('.') && rest[1..].eq_ignore_ascii_case(domain))
+        .then_some(label)
+}
+
+/// Whether a `Host` lies under the preview domain (the domain itself does not).
+pub fn under_domain(host: &str, domain: &str) -> bool {
+    below(host, domain).is_some()
+}
+
 /// The sandbox and port a `Host` names on the preview domain (its port, if any, left
 /// out; compared without regard to case), or `None` for any other host.
 pub fn parse_preview_host(host: &str, domain: &str) -> Option<(String, u16)> {
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    };
-    let cut = name.len().checked_sub(domain.len() + 1)?;
-    let (label, rest) = (name.get(..cut)?, name.get(cut..)?);
-    if !rest.starts_with('.') || !rest[1..].eq_ignore_ascii_case(domain) || label.contains('.') {
-        return None;
-    }
+    let label = below(host, domain).filter(|label| !label.contains('.'))?;
     let (port, handle) = label.split_once('-')?;
     let port = port.parse::<u16>().ok().filter(|p| *p > 0)?;
     Some((sandbox_of(handle)?, port))
@@ -204,6 +219,15 @@ mod tests {
                 "{other}"
             );
         }
+        assert!(under_domain(
+            "a.b.preview.example.com:80",
+            "preview.example.com"
+        ));
+        assert!(!under_domain(
+            "preview.example.com:80",
+            "preview.example.com"
+        ));
+        assert!(!under_domain("xpreview.example.com", "preview.example.com"));
         assert!(valid_preview_domain("localhost") && valid_preview_domain("p.example.com"));
         for bad in [
             "",

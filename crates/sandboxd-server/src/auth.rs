@@ -75,6 +75,11 @@ pub const CSRF_HEADER: &str = "x-sandboxd-csrf";
 
 /// The dashboard session secret in the request's cookies.
 pub fn session_from(headers: &HeaderMap) -> Option<&str> {
+    cookie(headers, SESSION_COOKIE)
+}
+
+/// The value of the cookie `wanted` in the request, when it has one.
+pub fn cookie<'a>(headers: &'a HeaderMap, wanted: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -82,7 +87,7 @@ pub fn session_from(headers: &HeaderMap) -> Option<&str> {
         .flat_map(|cookies| cookies.split(';'))
         .find_map(|cookie| {
             let (name, value) = cookie.trim().split_once('=')?;
-            (name == SESSION_COOKIE && !value.is_empty()).then_some(value)
+            (name == wanted && !value.is_empty()).then_some(value)
         })
 }
 

@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
 use sandboxd_core::model::Principal;
 use sandboxd_core::ports::{
-    LINK_COOKIE, LINK_PARAM, PREVIEW_PREFIX, parse_preview_host, sandbox_of,
+    LINK_COOKIE, LINK_PARAM, PREVIEW_PREFIX, parse_preview_host, sandbox_of, under_domain,
 };
 
 use crate::AppState;
@@ -102,13 +102,7 @@ pub async fn by_host(State(state): State<AppState>, request: Request, next: Next
         .or_else(|| request.uri().host())
         .unwrap_or_default()
         .to_owned();
-    let name = host
-        .rsplit_once(':')
-        .map_or(host.as_str(), |(name, _)| name);
-    let under = name.len() > domain.len() + 1
-        && name.is_char_boundary(name.len() - domain.len() - 1)
-        && name[name.len() - domain.len() - 1..].eq_ignore_ascii_case(&format!(".{domain}"));
-    if !under {
+    if !under_domain(&host, domain) {
         return next.run(request).await;
     }
     let Some((sandbox_id, port)) = parse_preview_host(&host, domain) else {
@@ -166,7 +160,7 @@ async fn enter(
             token,
             opened: true,
         }),
-        None => cookie(request.headers(), LINK_COOKIE).map(|token| Link {
+        None => auth::cookie(request.headers(), LINK_COOKIE).map(|token| Link {
             token,
             opened: false,
         }),
@@ -281,19 +275,6 @@ fn link_in_query(query: Option<&str>) -> (Option<String>, Option<String>) {
         .collect();
     let rest = (!rest.is_empty()).then(|| rest.join("&"));
     (token, rest)
-}
-
-/// A cookie's value in the request.
-fn cookie<'a>(headers: &'a HeaderMap, wanted: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|cookies| cookies.split(';'))
-        .find_map(|cookie| {
-            let (name, value) = cookie.trim().split_once('=')?;
-            (name == wanted && !value.is_empty()).then_some(value)
-        })
 }
 
 /// The cookie a link leaves, for this preview only, until the link expires. On a host
