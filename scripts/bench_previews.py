@@ -4,7 +4,7 @@ listening on all its addresses), reached once through sandboxd's preview
 (`/preview/<handle>/8000/`, carried by the agent) and once directly at the sandbox's
 address on the engine's bridge (the baseline). Measured: small GETs (p50 and p90,
 interleaved in blocks), a 100 MiB download (MiB/s, the server's RSS sampled while it
-streams), and 100 WebSockets at once, each echoing messages (errors counted).
+streams; curl as the client, seven per side, interleaved, the median kept), and 100 WebSockets at once, each echoing messages (errors counted).
     python3 scripts/bench_previews.py [small GETs per side]   (SANDBOXD_URL, SANDBOXD_KEY,
     BENCH_SERVER_PID set)"""
 
@@ -31,6 +31,8 @@ SERVER_PID = int(os.environ["BENCH_SERVER_PID"])
 HEADERS = {"x-api-key": KEY}
 BLOCK = 50
 MIB = 100
+# Downloads per side, interleaved; the median is reported.
+DOWNLOADS = 7
 SOCKETS = 100
 MESSAGES = 10
 
@@ -68,19 +70,24 @@ async def small_gets(http: httpx.AsyncClient, preview: str, direct: str, count: 
     return row
 
 
-async def download(http: httpx.AsyncClient, base: str, headers: dict) -> tuple[float, float]:
+async def download(base: str, headers: dict) -> tuple[float, float]:
+    """One 100 MiB download with curl (a client that is not the bottleneck), the
+    server's RSS sampled while it runs."""
+    args = ["curl", "-sf", "-o", "/dev/null", "-w", "%{size_download} %{time_total}"]
+    for name, value in headers.items():
+        args += ["-H", f"{name}: {value}"]
+    curl = await asyncio.create_subprocess_exec(
+        *args, f"{base}/big?mib={MIB}", stdout=asyncio.subprocess.PIPE)
     peak = rss_mib(SERVER_PID)
-    got = 0
-    start = time.perf_counter()
-    async with http.stream("GET", f"{base}/big?mib={MIB}", headers=headers) as answer:
-        assert answer.status_code == 200
-        async for chunk in answer.aiter_raw():
-            got += len(chunk)
-            if got % (8 << 20) < len(chunk):
-                peak = max(peak, rss_mib(SERVER_PID))
-    elapsed = time.perf_counter() - start
-    assert got == MIB << 20, got
-    return MIB / elapsed, peak
+    while curl.returncode is None:
+        try:
+            await asyncio.wait_for(curl.wait(), 0.05)
+        except asyncio.TimeoutError:
+            pass
+        peak = max(peak, rss_mib(SERVER_PID))
+    out = (await curl.stdout.read()).decode().split()
+    assert curl.returncode == 0 and int(out[0]) == MIB << 20, out
+    return MIB / float(out[1]), peak
 
 
 async def echoes(base: str, headers: dict) -> tuple[int, float]:
@@ -136,9 +143,9 @@ async def main(count: int) -> None:
             rss_before = rss_mib(SERVER_PID)
             speeds: dict[str, list[float]] = {"preview": [], "direct": []}
             peaks: list[float] = []
-            for _ in range(3):
+            for _ in range(DOWNLOADS):
                 for side, base, headers in (("direct", direct, {}), ("preview", preview, HEADERS)):
-                    speed, peak = await download(http, base, headers)
+                    speed, peak = await download(base, headers)
                     speeds[side].append(speed)
                     if side == "preview":
                         peaks.append(peak)

@@ -21,7 +21,7 @@ const OUTGOING_DEPTH: usize = 64;
 /// past it, the connection's reader waits. Whatever the agent sends, one connection
 /// holds no more than this in the server's memory (each consumer keeps only what its
 /// operation allows: capped output, a file no larger than asked).
-const BUFFERED_BYTES: usize = 16 * 1024 * 1024;
+const BUFFERED_BYTES: usize = 24 * 1024 * 1024;
 
 /// Why an operation over the agent failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,19 +61,26 @@ pub struct AgentConn {
     pub(crate) downloads: Arc<tokio::sync::Semaphore>,
     /// Connections to the sandbox's ports open at once, at most (`port.rs`).
     pub(crate) ports: Arc<tokio::sync::Semaphore>,
+    /// Bytes the ports' windows may still be widened by, together (`port.rs`).
+    pub(crate) port_growth: Arc<tokio::sync::Semaphore>,
 }
 
 /// Connections to the sandbox's ports one agent connection carries at once, at most
-/// (`port.rs`): each holds at most its window of the connection's budget.
+/// (`port.rs`): each holds its first window of the connection's budget, and what it was
+/// widened by from [`PORT_GROWTH`].
 pub const PORTS: usize = 128;
-const _: () =
-    assert!(PORTS as u64 * sandboxd_agent_protocol::PORT_WINDOW_OUT <= BUFFERED_BYTES as u64 / 2);
+/// What the windows of one agent connection's ports may be widened by, together.
+pub(crate) const PORT_GROWTH: u64 = 8 * 1024 * 1024;
 
-/// Downloads through one connection at once, at most: their windows together hold no
-/// more than half of [`BUFFERED_BYTES`].
+/// Downloads through one connection at once, at most.
 const DOWNLOADS: usize = 4;
+// The ports' windows (first and widened) and the downloads' together fit in the
+// connection's budget: a third each.
 const _: () = assert!(
-    DOWNLOADS as u64 * sandboxd_agent_protocol::DOWNLOAD_WINDOW <= BUFFERED_BYTES as u64 / 2
+    PORTS as u64 * sandboxd_agent_protocol::PORT_WINDOW_OUT
+        + PORT_GROWTH
+        + DOWNLOADS as u64 * sandboxd_agent_protocol::DOWNLOAD_WINDOW
+        <= BUFFERED_BYTES as u64
 );
 
 /// A request in flight: frames for it arrive on `rx`.
@@ -351,6 +358,7 @@ where
         next_channel: Arc::new(AtomicU32::new(1)),
         downloads: Arc::new(tokio::sync::Semaphore::new(DOWNLOADS)),
         ports: Arc::new(tokio::sync::Semaphore::new(PORTS)),
+        port_growth: Arc::new(tokio::sync::Semaphore::new(PORT_GROWTH as usize)),
     };
     if !on_ready(conn) {
         return Ok(());

@@ -4,7 +4,9 @@
 //! moves the bytes. The agent is untrusted: it may send only within the credit the host
 //! granted (the connection's reader cuts a channel past it), and at most [`PORTS`]
 //! connections share one agent connection, so together they hold at most
-//! `PORTS × PORT_WINDOW_OUT` of the server's memory, however slowly their clients read.
+//! `PORTS × PORT_WINDOW_OUT` of the server's memory, plus what their windows were
+//! widened by (a window doubles while its agent waits for credit, up to [`WIDEST`],
+//! out of one pool per agent connection), however slowly their clients read.
 
 use std::time::Duration;
 
@@ -71,8 +73,44 @@ impl AgentConn {
             _ => return Err(unexpected(&first).into()),
         };
         let (caller, ours) = tokio::io::duplex(STREAM_BUFFER);
-        tokio::spawn(carry(channel, cancel, ours, credit, slot));
+        let growth = Growth {
+            pool: self.port_growth.clone(),
+            held: None,
+        };
+        tokio::spawn(carry(channel, cancel, ours, credit, (slot, growth)));
         Ok(caller)
+    }
+}
+
+/// What a connection's window toward the host may grow to: a fast download moves a
+/// few windows per wake-up of the agent instead of one small one.
+const WIDEST: u64 = 1024 * 1024;
+
+/// The part of the agent connection's growth pool a port's window holds.
+struct Growth {
+    pool: std::sync::Arc<tokio::sync::Semaphore>,
+    held: Option<OwnedSemaphorePermit>,
+}
+
+impl Growth {
+    /// Doubles the window of a connection whose agent waited for credit while its
+    /// consumer kept up, as far as [`WIDEST`] and the pool allow; the bytes added.
+    fn widen(&mut self, inflow: &mut Inflow) -> u64 {
+        let step = inflow.window().min(WIDEST.saturating_sub(inflow.window()));
+        let Ok(permits) = u32::try_from(step) else {
+            return 0;
+        };
+        if permits == 0 {
+            return 0;
+        }
+        let Ok(taken) = self.pool.clone().try_acquire_many_owned(permits) else {
+            return 0;
+        };
+        match &mut self.held {
+            Some(held) => held.merge(taken),
+            None => self.held = Some(taken),
+        }
+        inflow.widen(step)
     }
 }
 
@@ -83,7 +121,7 @@ async fn carry(
     mut cancel: SendOnDrop,
     stream: DuplexStream,
     credit: u64,
-    _slot: OwnedSemaphorePermit,
+    (_slot, mut growth): (OwnedSemaphorePermit, Growth),
 ) {
     let (mut from_caller, mut to_caller) = tokio::io::split(stream);
     let mut outflow = Outflow::default();
@@ -112,10 +150,12 @@ async fn carry(
                         {
                             return;
                         }
-                        if let Some(more) = inflow.consumed(len)
-                            && channel.grant(more).await.is_err()
-                        {
-                            return;
+                        let starved = inflow.drained();
+                        if let Some(more) = inflow.consumed(len) {
+                            let wider = if starved { growth.widen(&mut inflow) } else { 0 };
+                            if channel.grant(more + wider).await.is_err() {
+                                return;
+                            }
                         }
                         if caller_ended {
                             linger.as_mut().reset(tokio::time::Instant::now() + LINGER);

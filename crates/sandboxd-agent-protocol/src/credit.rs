@@ -11,8 +11,9 @@ pub const UPLOAD_WINDOW: u64 = 4 * 1024 * 1024;
 pub const DOWNLOAD_WINDOW: u64 = 2 * 1024 * 1024;
 /// What the agent grants the host for what goes to a port inside the sandbox.
 pub const PORT_WINDOW_IN: u64 = 256 * 1024;
-/// What the host grants the agent for what a port sends back: small, since one
-/// connection to the agent carries many of them (a page's requests, WebSockets).
+/// What the host grants the agent at first for what a port sends back: small, since one
+/// connection to the agent carries many of them (a page's requests, WebSockets); the
+/// host widens it for a connection whose consumer keeps up (see the host's `port.rs`).
 pub const PORT_WINDOW_OUT: u64 = 64 * 1024;
 
 /// The sender sent more than it was granted.
@@ -78,6 +79,23 @@ impl Inflow {
         }
     }
 
+    /// Whether everything granted has arrived: the sender is waiting for more.
+    pub fn drained(&self) -> bool {
+        self.outstanding == 0
+    }
+
+    /// The window now.
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// Widens the window by `bytes`: the grant to send for it, at once.
+    pub fn widen(&mut self, bytes: u64) -> u64 {
+        self.window = self.window.saturating_add(bytes);
+        self.outstanding = self.outstanding.saturating_add(bytes);
+        bytes
+    }
+
     /// The consumer took `bytes`; the grant to send when enough was taken to be worth a
     /// frame (half the window), so that grants never add up past the window.
     pub fn consumed(&mut self, bytes: u64) -> Option<u64> {
@@ -119,6 +137,21 @@ mod tests {
             }
         }
         assert!(granted > 5000, "the transfer kept moving: {granted}");
+    }
+
+    #[test]
+    fn a_widened_window_lets_that_much_more_in_flight() {
+        let (mut inflow, first) = Inflow::new(100);
+        inflow.received(first).unwrap();
+        assert!(inflow.drained());
+        assert_eq!(inflow.widen(100), 100);
+        assert_eq!(inflow.window(), 200);
+        assert!(!inflow.drained());
+        inflow.received(100).unwrap();
+        assert!(inflow.received(1).is_err(), "no more than was granted");
+        // Grants now wait for half the wider window.
+        assert_eq!(inflow.consumed(99), None);
+        assert_eq!(inflow.consumed(1), Some(100));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod api;
+pub mod egress;
 pub mod env_vars;
 pub mod error;
 pub mod exec_kill;

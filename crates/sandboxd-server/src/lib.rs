@@ -2,6 +2,7 @@
 //! and the background loops (reaper, reconcile).
 #![forbid(unsafe_code)]
 
+mod app_connections;
 mod auth;
 mod body_limit;
 mod dashboard;
@@ -174,6 +175,8 @@ pub struct AppState {
     pub limits: Arc<rate_limit::UserLimiter>,
     pub sessions: routes::session::SessionSettings,
     pub previews: previews::PreviewSettings,
+    /// Connections to apps in sandboxes kept open between preview requests.
+    pub app_connections: Arc<app_connections::AppConnections>,
 }
 
 /// A server that is ready to serve: store open, engine connected, first start done.
@@ -347,6 +350,7 @@ impl Server {
                 cookie_secure: self.config.cookie_secure,
             },
             previews,
+            app_connections: app_connections::AppConnections::new(),
         })
     }
 

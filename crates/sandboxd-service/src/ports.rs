@@ -4,6 +4,8 @@
 //! reached without a key (by anyone, or with a signed link) for a while. A part of the
 //! sandbox service; what reaches a port (previews, forwarding) is built on it.
 
+use std::time::Duration;
+
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::{NotRunning, Principal, SandboxStatus};
 use sandboxd_core::ports::{self as rules, Credential, Entry, Exposure};
@@ -47,7 +49,12 @@ pub struct Admitted {
     /// A link opened with this request, valid until then (epoch ms): the browser keeps
     /// it as a cookie.
     pub link_until: Option<i64>,
+    /// The exposure it entered by (its nonce), when it acts as the exposer.
+    exposure: Option<String>,
 }
+
+/// How often a connection that entered by an exposure checks that it still holds.
+const RECHECK: Duration = Duration::from_secs(1);
 
 impl Ports {
     pub(crate) fn new(service: Service) -> Self {
@@ -96,6 +103,23 @@ impl Ports {
         )))
     }
 
+    /// Whether `caller` may reach the sandbox's ports now (it may use the sandbox, which
+    /// runs): what a request needs before it goes over a connection to a port that an
+    /// earlier request opened.
+    pub async fn may_reach(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<(), ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        sandbox.running_container()?;
+        Ok(())
+    }
+
     /// Who a request to a port of a sandbox acts as: anyone on a public port and the
     /// holder of a valid link act as the key that exposed it (as that key stands now);
     /// otherwise the request's own caller. Refused (401) without any of these, or with
@@ -128,6 +152,7 @@ impl Ports {
                 principal: caller.clone(),
                 as_exposer: false,
                 link_until: None,
+                exposure: None,
             }),
             (Entry::AsExposer, _, Some(exposure)) => {
                 let principal =
@@ -145,11 +170,48 @@ impl Ports {
                     as_exposer: true,
                     link_until: (opened && credential == Credential::Link { valid: true })
                         .then_some(exposure.expires_at),
+                    exposure: Some(exposure.nonce),
                 })
             }
             _ => Err(ServiceError::Unauthenticated(
                 rules::Kept::NoCredential.to_string(),
             )),
+        }
+    }
+
+    /// Resolves once what let `admitted` in no longer holds, checked every second: for a
+    /// request that acts as the port's exposer, the exposure ended, was replaced or
+    /// expired, or the key that made it is no longer valid. Never for a caller's own
+    /// key. What a connection that outlives its request (a WebSocket) is closed by.
+    pub fn withdrawn(
+        &self,
+        sandbox_id: &str,
+        port: u16,
+        admitted: &Admitted,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let store = self.service.store().clone();
+        let sandbox_id = sandbox_id.to_owned();
+        let key_id = admitted.principal.key_id.clone();
+        let nonce = admitted.exposure.clone();
+        async move {
+            let Some(nonce) = nonce else {
+                return std::future::pending().await;
+            };
+            loop {
+                tokio::time::sleep(RECHECK).await;
+                let exposure = store.exposure(&sandbox_id, port, now_ms()).await;
+                let held = match exposure {
+                    Ok(Some(exposure)) if exposure.nonce == nonce => {
+                        // A store that does not answer ends nothing.
+                        !matches!(store.principal_of_key(&key_id).await, Ok(None))
+                    }
+                    Ok(_) => false,
+                    Err(_) => true,
+                };
+                if !held {
+                    return;
+                }
+            }
         }
     }
 

@@ -21,6 +21,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use sandboxd_core::model::Principal;
 use sandboxd_core::ports::{
@@ -308,11 +309,6 @@ async fn to_app(
 ) -> Result<Response, ApiError> {
     let prefix = place.prefix();
     let target = app_uri(request.uri().path(), query.as_deref(), prefix)?;
-    let stream = state
-        .service
-        .ports()
-        .connect(&admitted.principal, sandbox_id, port)
-        .await?;
     *request.uri_mut() = target;
     strip_credentials(request.headers_mut());
     if let Place::Path(prefix) = place
@@ -322,9 +318,7 @@ async fn to_app(
             .headers_mut()
             .insert(HeaderName::from_static("x-forwarded-prefix"), value);
     }
-    let mut response = exchange(TokioIo::new(stream), request)
-        .await
-        .map_err(unreachable)?;
+    let mut response = over_kept(state, admitted, (sandbox_id, port), request).await?;
     match place {
         Place::Path(prefix) => {
             keep_cookies(response.headers_mut(), Some(&format!("{prefix}/")));
@@ -338,17 +332,73 @@ async fn to_app(
     Ok(response)
 }
 
-/// One request over `io` (a connection to the app, or to the replica holding its
-/// agent) and its answer; an upgrade (a WebSocket) the answer accepts is joined end to
-/// end on a task of its own.
-async fn exchange<T>(io: T, mut request: Request) -> Result<Response, hyper::Error>
+/// A request to the app over a connection an earlier request left open when there is
+/// one, else over a new one (kept for later requests once its answer is read; an
+/// upgrade's is the upgrade's alone).
+async fn over_kept(
+    state: &AppState,
+    admitted: &Admitted,
+    (sandbox_id, port): (&str, u16),
+    mut request: Request,
+) -> Result<Response, ApiError> {
+    let ports = state.service.ports();
+    let upgrade = wants_upgrade(request.headers());
+    if !upgrade && let Some(mut sender) = state.app_connections.take(sandbox_id, port) {
+        if let Err(error) = ports.may_reach(&admitted.principal, sandbox_id).await {
+            state.app_connections.keep(sandbox_id, port, sender);
+            return Err(error.into());
+        }
+        match sender.try_send_request(request).await {
+            Ok(response) => {
+                state.app_connections.keep(sandbox_id, port, sender);
+                return Ok(response.map(Body::new));
+            }
+            // Closed before the request went out: it goes over a new connection.
+            Err(mut error) => match error.take_message() {
+                Some(unsent) => request = unsent,
+                None => return Err(unreachable(error.into_error())),
+            },
+        }
+    }
+    let stream = ports.connect(&admitted.principal, sandbox_id, port).await?;
+    let mut sender = open(TokioIo::new(stream)).await.map_err(unreachable)?;
+    // A WebSocket that entered by an exposure ends with it.
+    let ends = admitted
+        .as_exposer
+        .then(|| Box::pin(ports.withdrawn(sandbox_id, port, admitted)) as Ends);
+    let response = send(&mut sender, request, ends)
+        .await
+        .map_err(unreachable)?;
+    if !upgrade {
+        state.app_connections.keep(sandbox_id, port, sender);
+    }
+    Ok(response)
+}
+
+/// An HTTP/1.1 connection over `io` (to the app, or to the replica holding its agent),
+/// driven on a task of its own until it ends.
+async fn open<T>(io: T) -> Result<SendRequest<Body>, hyper::Error>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(io).await?;
     tokio::spawn(async move {
         let _ = connection.with_upgrades().await;
     });
+    Ok(sender)
+}
+
+/// What ends an upgraded connection before either side does.
+type Ends = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One request over a connection and its answer; an upgrade (a WebSocket) the answer
+/// accepts is joined end to end on a task of its own, until either side ends it or
+/// `ends` resolves.
+async fn send(
+    sender: &mut SendRequest<Body>,
+    mut request: Request,
+    ends: Option<Ends>,
+) -> Result<Response, hyper::Error> {
     let upgrade = wants_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
     let mut response = sender.send_request(request).await?;
     if response.status() == StatusCode::SWITCHING_PROTOCOLS
@@ -356,12 +406,15 @@ where
     {
         let far = hyper::upgrade::on(&mut response);
         tokio::spawn(async move {
-            if let (Ok(client), Ok(far)) = tokio::join!(client, far) {
-                let _ = tokio::io::copy_bidirectional(
-                    &mut TokioIo::new(client),
-                    &mut TokioIo::new(far),
-                )
-                .await;
+            let (Ok(client), Ok(far)) = tokio::join!(client, far) else {
+                return;
+            };
+            let (mut client, mut far) = (TokioIo::new(client), TokioIo::new(far));
+            let joined = tokio::io::copy_bidirectional(&mut client, &mut far);
+            let ends = ends.unwrap_or_else(|| Box::pin(std::future::pending()));
+            tokio::select! {
+                _ = joined => {}
+                () = ends => {}
             }
         });
     }
@@ -397,7 +450,11 @@ async fn to_holder(state: &AppState, holder: &str, mut request: Request) -> Resp
     if let Ok(origin_form) = target.parse() {
         *request.uri_mut() = origin_form;
     }
-    match exchange(TokioIo::new(stream), request).await {
+    let exchanged = match open(TokioIo::new(stream)).await {
+        Ok(mut sender) => send(&mut sender, request, None).await,
+        Err(error) => Err(error),
+    };
+    match exchanged {
         Ok(response) => {
             forward::previews::sent();
             response

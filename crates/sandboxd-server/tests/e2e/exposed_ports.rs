@@ -4,13 +4,14 @@
 //! sandbox killed or its key revoked; every step recorded in the audit log. On a preview
 //! domain each port has a host of its own, where nothing of sandboxd's is served.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt as _, StreamExt as _};
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use crate::harness::{KEY, TestServer, id};
 use crate::preview::{serving, serving_on};
@@ -43,6 +44,19 @@ fn cookie_of(response: &reqwest::Response) -> (String, String) {
 async fn message(response: reqwest::Response) -> String {
     let body: Value = response.json().await.unwrap();
     body["message"].as_str().unwrap_or_default().to_owned()
+}
+
+/// What a WebSocket answers to `text`; `None` once it is closed.
+async fn echo<S>(socket: &mut S, text: &str) -> Option<String>
+where
+    S: futures_util::Sink<Message> + futures_util::Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    socket.send(Message::text(text)).await.ok()?;
+    match tokio::time::timeout(Duration::from_secs(5), socket.next()).await {
+        Ok(Some(Ok(Message::Text(answer)))) => Some(answer.to_string()),
+        Ok(_) => None,
+        Err(_) => panic!("no answer from the socket, and not closed"),
+    }
 }
 
 #[tokio::test]
@@ -177,6 +191,12 @@ async fn a_signed_link_opens_a_private_port_once_then_its_cookie_keeps_it_open()
 #[tokio::test]
 async fn a_public_port_needs_nothing_until_it_is_unexposed() {
     let (server, sandbox, base) = serving().await;
+    let ws = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let mut keyed = ws.as_str().into_client_request().unwrap();
+    keyed
+        .headers_mut()
+        .insert("x-api-key", KEY.parse().unwrap());
+    let (mut keyed_socket, _) = tokio_tungstenite::connect_async(keyed).await.unwrap();
     let private = expose(&server, &sandbox, json!({"port": 8000})).await;
     let exposed = expose(&server, &sandbox, json!({"port": 8000, "public": true})).await;
     assert_eq!(exposed["public"], true);
@@ -189,6 +209,12 @@ async fn a_public_port_needs_nothing_until_it_is_unexposed() {
     let page = plain().get(format!("{base}/")).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
     assert_eq!(page.text().await.unwrap(), "hello from inside\n");
+    // A WebSocket opened through the public port (and one opened with a key while the
+    // port was not exposed).
+    let (mut public_socket, _) = tokio_tungstenite::connect_async(ws.as_str()).await.unwrap();
+    for socket in [&mut public_socket, &mut keyed_socket] {
+        assert_eq!(echo(socket, "before").await, Some("echo: before".into()));
+    }
 
     // Exposing again replaced the private exposure: one port listed.
     let (status, listed) = server
@@ -208,6 +234,22 @@ async fn a_public_port_needs_nothing_until_it_is_unexposed() {
     assert_eq!(removed, json!({"port": 8000, "removed": true}));
     let gone = plain().get(format!("{base}/")).send().await.unwrap();
     assert_eq!(gone.status(), StatusCode::UNAUTHORIZED);
+    // The public socket ends with the exposure (within its recheck); the keyed one lives.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let Some(_) = echo(&mut public_socket, "after").await else {
+            break;
+        };
+        assert!(
+            Instant::now() < deadline,
+            "the public socket outlived its exposure"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        echo(&mut keyed_socket, "after").await,
+        Some("echo: after".into())
+    );
     let old_link = plain()
         .get(private["url"].as_str().unwrap())
         .send()

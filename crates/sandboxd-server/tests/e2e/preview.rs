@@ -251,3 +251,88 @@ async fn a_websocket_is_carried_end_to_end() {
     }
     socket.close(None).await.unwrap();
 }
+
+#[tokio::test]
+async fn requests_after_the_first_go_over_the_connection_it_left_open() {
+    let (server, _sandbox, base) = serving().await;
+    let peer = async || {
+        let answer = server
+            .client
+            .get(format!("{base}/peer"))
+            .header("x-api-key", KEY)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::OK);
+        answer.text().await.unwrap()
+    };
+    let first = peer().await;
+    assert_eq!(peer().await, first, "the app's connection was kept");
+    assert_eq!(peer().await, first);
+
+    // An answer that closes its connection leaves none to keep: the next request opens
+    // another, and is served.
+    let events = server
+        .client
+        .get(format!("{base}/events"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), StatusCode::OK);
+    events.bytes().await.unwrap();
+    let after = peer().await;
+    assert!(!after.is_empty());
+
+    // Another organization's key is still refused, however warm the connection.
+    let (status, other) = server
+        .post("organization.create", json!({"name": "other"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{other}");
+    let refused = server
+        .client
+        .get(format!("{base}/peer"))
+        .header("x-api-key", other["apiKey"]["secret"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn files_the_sandbox_replaces_under_its_own_directories_give_it_nothing_on_the_host() {
+    let (server, sandbox, base) = serving().await;
+    // Everything the sandbox's code can write, turned into links to the host's engine
+    // socket (the way into a host whose proxy opens a path the sandbox controls).
+    let out = server
+        .exec(
+            &sandbox,
+            "for d in /tmp \"$HOME\" \"$PWD\"; do \
+               for n in agent.sock port.sock 8000 8001 sandboxd.sock; do \
+                 rm -rf \"$d/$n\"; ln -s /var/run/docker.sock \"$d/$n\" || exit 1; \
+               done; done; echo linked",
+        )
+        .await;
+    assert_eq!(out["stdout"], "linked\n", "{out}");
+    let get = async |url: String| {
+        server
+            .client
+            .get(url)
+            .header("x-api-key", KEY)
+            .send()
+            .await
+            .unwrap()
+    };
+    // The engine's API through a port: the app in the sandbox answers, never the engine.
+    let engine = get(format!("{base}/v1.41/info")).await;
+    assert_eq!(engine.status(), StatusCode::OK);
+    assert_eq!(engine.text().await.unwrap(), "hello from inside\n");
+    // A port with nothing behind it is nothing, whatever files are named after it.
+    let nothing = get(base.replace("/8000", "/8001") + "/v1.41/info").await;
+    assert_eq!(nothing.status(), StatusCode::BAD_GATEWAY);
+    // The host's socket is untouched.
+    let socket = std::fs::metadata("/var/run/docker.sock").unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_socket(
+        &socket.file_type()
+    ));
+}

@@ -1,5 +1,6 @@
 """The app the preview tests run inside a sandbox, on 127.0.0.1:8000 (standard library
-only): /headers answers the request's headers as JSON, /echo answers a POST's body,
+only): /headers answers the request's headers as JSON, /peer the port its client
+connected from, /echo answers a POST's body,
 /cookie sets a cookie for `/`, /events sends two server-sent events a second apart,
 /big?mib=N sends N MiB, /ws is a WebSocket that echoes text messages."""
 
@@ -37,6 +38,8 @@ class App(BaseHTTPRequestHandler):
         if url.path == "/headers":
             seen = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}}
             return self.answer(200, json.dumps(seen).encode())
+        if url.path == "/peer":
+            return self.answer(200, str(self.client_address[1]).encode(), "text/plain")
         if url.path == "/cookie":
             return self.answer(200, b"{}", extra=[("Set-Cookie", "app=1; Path=/; HttpOnly")])
         if url.path == "/events":
