@@ -64,6 +64,26 @@ pub async fn serving_on(server: TestServer) -> (TestServer, Value, String) {
     (server, sandbox, base)
 }
 
+/// A GET with `key`.
+async fn get_with(server: &TestServer, url: String, key: &str) -> reqwest::Response {
+    server
+        .client
+        .get(url)
+        .header("x-api-key", key)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The first key of a new organization: one that may use none of the server's sandboxes.
+async fn stranger_key(server: &TestServer) -> String {
+    let (status, other) = server
+        .post("organization.create", json!({"name": "other"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{other}");
+    other["apiKey"]["secret"].as_str().unwrap().to_owned()
+}
+
 #[tokio::test]
 async fn an_isolated_sandboxs_app_is_served_with_a_key_and_to_nobody_else() {
     let (server, _sandbox, base) = serving().await;
@@ -89,17 +109,7 @@ async fn an_isolated_sandboxs_app_is_served_with_a_key_and_to_nobody_else() {
     // Without a key; with another organization's.
     let bare = server.client.get(format!("{base}/")).send().await.unwrap();
     assert_eq!(bare.status(), StatusCode::UNAUTHORIZED);
-    let (status, other) = server
-        .post("organization.create", json!({"name": "other"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{other}");
-    let stranger = server
-        .client
-        .get(format!("{base}/"))
-        .header("x-api-key", other["apiKey"]["secret"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let stranger = get_with(&server, format!("{base}/"), &stranger_key(&server).await).await;
     assert_eq!(stranger.status(), StatusCode::NOT_FOUND);
 
     // The bare prefix is the app's root; a port with nothing on it is a bad gateway.
@@ -256,13 +266,7 @@ async fn a_websocket_is_carried_end_to_end() {
 async fn requests_after_the_first_go_over_the_connection_it_left_open() {
     let (server, _sandbox, base) = serving().await;
     let peer = async || {
-        let answer = server
-            .client
-            .get(format!("{base}/peer"))
-            .header("x-api-key", KEY)
-            .send()
-            .await
-            .unwrap();
+        let answer = get_with(&server, format!("{base}/peer"), KEY).await;
         assert_eq!(answer.status(), StatusCode::OK);
         answer.text().await.unwrap()
     };
@@ -272,30 +276,19 @@ async fn requests_after_the_first_go_over_the_connection_it_left_open() {
 
     // An answer that closes its connection leaves none to keep: the next request opens
     // another, and is served.
-    let events = server
-        .client
-        .get(format!("{base}/events"))
-        .header("x-api-key", KEY)
-        .send()
-        .await
-        .unwrap();
+    let events = get_with(&server, format!("{base}/events"), KEY).await;
     assert_eq!(events.status(), StatusCode::OK);
     events.bytes().await.unwrap();
     let after = peer().await;
     assert!(!after.is_empty());
 
     // Another organization's key is still refused, however warm the connection.
-    let (status, other) = server
-        .post("organization.create", json!({"name": "other"}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{other}");
-    let refused = server
-        .client
-        .get(format!("{base}/peer"))
-        .header("x-api-key", other["apiKey"]["secret"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let refused = get_with(
+        &server,
+        format!("{base}/peer"),
+        &stranger_key(&server).await,
+    )
+    .await;
     assert_eq!(refused.status(), StatusCode::NOT_FOUND);
 }
 
@@ -314,15 +307,7 @@ async fn files_the_sandbox_replaces_under_its_own_directories_give_it_nothing_on
         )
         .await;
     assert_eq!(out["stdout"], "linked\n", "{out}");
-    let get = async |url: String| {
-        server
-            .client
-            .get(url)
-            .header("x-api-key", KEY)
-            .send()
-            .await
-            .unwrap()
-    };
+    let get = async |url: String| get_with(&server, url, KEY).await;
     // The engine's API through a port: the app in the sandbox answers, never the engine.
     let engine = get(format!("{base}/v1.41/info")).await;
     assert_eq!(engine.status(), StatusCode::OK);
