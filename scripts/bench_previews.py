@@ -4,7 +4,8 @@ listening on all its addresses), reached once through sandboxd's preview
 (`/preview/<handle>/8000/`, carried by the agent) and once directly at the sandbox's
 address on the engine's bridge (the baseline). Measured: small GETs (p50 and p90,
 interleaved in blocks), a 100 MiB download (MiB/s, the server's RSS sampled while it
-streams; curl as the client, seven per side, interleaved, the median kept), and 100 WebSockets at once, each echoing messages (errors counted).
+streams and its CPU time per download; curl as the client, seven per side, interleaved,
+the median kept), and 100 WebSockets at once, each echoing messages (errors counted).
     python3 scripts/bench_previews.py [small GETs per side]   (SANDBOXD_URL, SANDBOXD_KEY,
     BENCH_SERVER_PID set)"""
 
@@ -41,6 +42,12 @@ def handle_of(sandbox_id: str) -> str:
     return base64.b32hexencode(sandbox_id.encode()).decode().rstrip("=").lower()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -70,9 +77,10 @@ async def small_gets(http: httpx.AsyncClient, preview: str, direct: str, count: 
     return row
 
 
-async def download(base: str, headers: dict) -> tuple[float, float]:
-    """One 100 MiB download with curl (a client that is not the bottleneck), the
-    server's RSS sampled while it runs."""
+async def download(base: str, headers: dict) -> tuple[float, float, float]:
+    """One 100 MiB download with curl (a client that is not the bottleneck): MiB/s, the
+    server's RSS sampled while it runs, and the CPU time the server spent on it."""
+    cpu_before = cpu_seconds(SERVER_PID)
     args = ["curl", "-sf", "-o", "/dev/null", "-w", "%{size_download} %{time_total}"]
     for name, value in headers.items():
         args += ["-H", f"{name}: {value}"]
@@ -87,7 +95,7 @@ async def download(base: str, headers: dict) -> tuple[float, float]:
         peak = max(peak, rss_mib(SERVER_PID))
     out = (await curl.stdout.read()).decode().split()
     assert curl.returncode == 0 and int(out[0]) == MIB << 20, out
-    return MIB / float(out[1]), peak
+    return MIB / float(out[1]), peak, cpu_seconds(SERVER_PID) - cpu_before
 
 
 async def echoes(base: str, headers: dict) -> tuple[int, float]:
@@ -143,12 +151,14 @@ async def main(count: int) -> None:
             rss_before = rss_mib(SERVER_PID)
             speeds: dict[str, list[float]] = {"preview": [], "direct": []}
             peaks: list[float] = []
+            server_cpu: list[float] = []
             for _ in range(DOWNLOADS):
                 for side, base, headers in (("direct", direct, {}), ("preview", preview, HEADERS)):
-                    speed, peak = await download(base, headers)
+                    speed, peak, cpu = await download(base, headers)
                     speeds[side].append(speed)
                     if side == "preview":
                         peaks.append(peak)
+                        server_cpu.append(cpu)
             preview_errors, preview_secs = await echoes(preview, HEADERS)
             direct_errors, direct_secs = await echoes(direct, {})
         finally:
@@ -159,6 +169,7 @@ async def main(count: int) -> None:
         "download_mib_per_s": speed,
         "download_ratio": speed["preview"] / speed["direct"],
         "server_rss_mib": {"before": rss_before, "peak_while_streaming": max(peaks)},
+        "server_cpu_ms_per_download": statistics.median(server_cpu) * 1000,
         "websockets": {
             "sockets": SOCKETS, "messages_each": MESSAGES,
             "preview_errors": preview_errors, "preview_seconds": preview_secs,
@@ -170,7 +181,8 @@ async def main(count: int) -> None:
           f"(+{g['added_p50_ms']:.2f} ms); p90 {g['preview']['p90']:.2f} / {g['direct']['p90']:.2f} ms")
     print(f"{MIB} MiB download: preview {speed['preview']:.0f} MiB/s, direct {speed['direct']:.0f} MiB/s "
           f"({report['download_ratio']:.2f}x); server RSS {rss_before:.1f} MiB before, "
-          f"{max(peaks):.1f} MiB at most while streaming")
+          f"{max(peaks):.1f} MiB at most while streaming; server CPU "
+          f"{report['server_cpu_ms_per_download']:.0f} ms per preview download")
     print(f"{SOCKETS} WebSockets x {MESSAGES} echoes: preview {preview_errors} errors in {preview_secs:.2f} s, "
           f"direct {direct_errors} errors in {direct_secs:.2f} s")
     print(json.dumps(report))

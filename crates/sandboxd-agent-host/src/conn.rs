@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, Request, header};
@@ -107,12 +108,49 @@ impl Channel {
     pub async fn recv(&mut self) -> Result<Frame, AgentError> {
         match self.rx.recv().await {
             Some(delivered) => Ok(delivered.frame),
-            None => match self.conn.routes.cut_for(self.id) {
-                Some(CutFor::Stalled) => Err(AgentError::ConsumerStalled),
-                Some(CutFor::Overdrawn) => Err(AgentError::Protocol(OVERDRAWN.into())),
-                None => Err(AgentError::Disconnected),
-            },
+            None => Err(self.ended()),
         }
+    }
+
+    /// The next frame, polled: `Disconnected` when the connection ended.
+    pub fn poll_recv(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Result<Frame, AgentError>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(delivered)) => Poll::Ready(Ok(delivered.frame)),
+            Poll::Ready(None) => Poll::Ready(Err(self.ended())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Why the channel's frames stopped coming.
+    fn ended(&self) -> AgentError {
+        match self.conn.routes.cut_for(self.id) {
+            Some(CutFor::Stalled) => AgentError::ConsumerStalled,
+            Some(CutFor::Overdrawn) => AgentError::Protocol(OVERDRAWN.into()),
+            None => AgentError::Disconnected,
+        }
+    }
+
+    /// A sender of this channel's frames for code that polls (it waits for room in
+    /// the connection's queue with the poller's waker).
+    pub(crate) fn poll_sender(&self) -> tokio_util::sync::PollSender<Frame> {
+        tokio_util::sync::PollSender::new(self.conn.outgoing.clone())
+    }
+
+    /// Grants the agent `bytes` more without waiting: counted at once, sent at once
+    /// when the connection's queue has room, else as soon as it has.
+    pub(crate) fn grant_soon(&self, bytes: u64) {
+        if let Some(credit) = &self.credit {
+            credit.fetch_add(bytes, Ordering::AcqRel);
+        }
+        let frame = Frame::json(
+            self.id,
+            Kind::Credit,
+            &sandboxd_agent_protocol::Credit { bytes },
+        );
+        send_soon(&self.conn.outgoing, frame);
     }
 
     /// Grants the agent `bytes` more of a transfer's content: counted first, so the
@@ -149,13 +187,18 @@ impl Drop for SendOnDrop {
         let Some(frame) = self.frame.take() else {
             return;
         };
-        // A full queue must not lose the frame: it is sent once there is room.
-        if let Err(mpsc::error::TrySendError::Full(frame)) = self.outgoing.try_send(frame)
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let outgoing = self.outgoing.clone();
-            runtime.spawn(async move { outgoing.send(frame).await });
-        }
+        send_soon(&self.outgoing, frame);
+    }
+}
+
+/// Sends `frame` without waiting: a full queue must not lose it, so it is sent once
+/// there is room.
+fn send_soon(outgoing: &mpsc::Sender<Frame>, frame: Frame) {
+    if let Err(mpsc::error::TrySendError::Full(frame)) = outgoing.try_send(frame)
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        let outgoing = outgoing.clone();
+        runtime.spawn(async move { outgoing.send(frame).await });
     }
 }
 
@@ -240,16 +283,30 @@ struct FrameReader<R> {
     buf: Vec<u8>,
 }
 
+/// Payloads of at least this size are read into themselves once their header arrived,
+/// not through the reader's buffer.
+const READ_IN_PLACE: usize = 16 * 1024;
+
 impl<R: tokio::io::AsyncRead + Unpin> FrameReader<R> {
     /// The next frame; a malformed stream or a closed socket ends the connection.
     async fn next(&mut self) -> Result<Frame, AgentError> {
+        let broken = |e: sandboxd_agent_protocol::FrameError| AgentError::Protocol(e.to_string());
         loop {
-            if let Some(frame) = self
-                .decoder
-                .next_frame()
-                .map_err(|e| AgentError::Protocol(e.to_string()))?
-            {
+            if let Some(frame) = self.decoder.next_frame().map_err(broken)? {
                 return Ok(frame);
+            }
+            if let Some(mut partial) = self.decoder.take_partial(READ_IN_PLACE).map_err(broken)? {
+                while partial.missing() > 0 {
+                    let mut rest = (&mut self.reader).take(partial.missing() as u64);
+                    let n = rest
+                        .read_buf(&mut partial.payload)
+                        .await
+                        .map_err(|_| AgentError::Disconnected)?;
+                    if n == 0 {
+                        return Err(AgentError::Disconnected);
+                    }
+                }
+                return Ok(partial.into_frame());
             }
             let n = self
                 .reader

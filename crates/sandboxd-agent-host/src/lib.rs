@@ -15,6 +15,6 @@ mod transfer;
 pub use conn::{AgentConn, AgentError, ByteStream};
 pub use hub::AgentHub;
 pub use ops::{FileOpError, PtySession};
-pub use port::PortError;
+pub use port::{PortError, PortStream};
 pub use static_elf::is_static_elf;
 pub use transfer::{AgentDownload, TransferError, Upload, UploadShape};

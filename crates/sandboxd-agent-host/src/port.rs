@@ -1,20 +1,26 @@
 //! Connections to ports inside a sandbox, carried over its agent connection: the agent
 //! dials `127.0.0.1:<port>` and each direction moves within the credit its receiver
-//! grants. The caller gets a byte stream; a task between it and the agent's channel
-//! moves the bytes. The agent is untrusted: it may send only within the credit the host
-//! granted (the connection's reader cuts a channel past it), and at most [`PORTS`]
-//! connections share one agent connection, so together they hold at most
-//! `PORTS × PORT_WINDOW_OUT` of the server's memory, plus what their windows were
-//! widened by (a window doubles while its agent waits for credit, up to [`WIDEST`],
-//! out of one pool per agent connection), however slowly their clients read.
+//! grants. The caller gets a [`PortStream`], a byte stream that reads the port's bytes
+//! straight out of the channel's frames and writes its own as frames, with no task or
+//! buffer between. The agent is untrusted: it may send only within the credit the host
+//! granted (the connection's reader cuts a channel past it, and the stream checks it
+//! again), and at most [`PORTS`] connections share one agent connection, so together
+//! they hold at most `PORTS × PORT_WINDOW_OUT` of the server's memory, plus what their
+//! windows were widened by (a window doubles while its agent waits for credit, up to
+//! [`WIDEST`], out of one pool per agent connection), however slowly their callers read.
 
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
+use futures_util::task::AtomicWaker;
 use sandboxd_agent_protocol::{
-    Credit, Failure, Inflow, Kind, Outflow, PORT_WINDOW_OUT, PORTS_VERSION, Request,
+    Credit, Failure, Frame, Inflow, Kind, Outflow, PORT_WINDOW_OUT, PORTS_VERSION, Request,
 };
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _, DuplexStream};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::PollSender;
 
 pub use super::conn::PORTS;
 use super::conn::{AgentConn, AgentError, Channel, SendOnDrop};
@@ -22,11 +28,6 @@ use super::ops::{parse, unexpected};
 
 /// What goes toward a port is sent in frames of this size at most.
 const CHUNK: usize = 64 * 1024;
-/// Bytes buffered between the caller's stream and the task that moves them.
-const STREAM_BUFFER: usize = 64 * 1024;
-/// Once the caller's side ended (or the caller went away: a stream cannot tell), the
-/// port has this long without sending anything before the connection is dropped.
-const LINGER: Duration = Duration::from_secs(30);
 
 /// Why a connection to a port could not be made.
 #[derive(Debug)]
@@ -53,7 +54,7 @@ impl AgentConn {
     /// A connection to `127.0.0.1:<port>` inside the sandbox, as a byte stream. Making
     /// it takes at most the operation timeout; once made it lasts as long as both ends
     /// keep it (dropping the stream drops the connection in the sandbox).
-    pub async fn open_port(&self, port: u16) -> Result<DuplexStream, PortError> {
+    pub async fn open_port(&self, port: u16) -> Result<PortStream, PortError> {
         if !self.speaks_ports() {
             return Err(PortError::Agent(AgentError::NotSent));
         }
@@ -72,13 +73,29 @@ impl AgentConn {
             Kind::Error => return Err(PortError::Refused(parse(&first)?)),
             _ => return Err(unexpected(&first).into()),
         };
-        let (caller, ours) = tokio::io::duplex(STREAM_BUFFER);
+        let mut outflow = Outflow::default();
+        outflow.grant(credit);
+        let (inflow, window) = Inflow::new(PORT_WINDOW_OUT);
+        channel.grant(window).await?;
         let growth = Growth {
             pool: self.port_growth.clone(),
             held: None,
         };
-        tokio::spawn(carry(channel, cancel, ours, credit, (slot, growth)));
-        Ok(caller)
+        Ok(PortStream {
+            sender: channel.poll_sender(),
+            channel,
+            cancel,
+            inflow,
+            outflow,
+            growth,
+            _slot: slot,
+            received: VecDeque::new(),
+            offset: 0,
+            port_ended: false,
+            gone: false,
+            caller_ended: false,
+            wakers: Arc::default(),
+        })
     }
 }
 
@@ -88,7 +105,7 @@ const WIDEST: u64 = 1024 * 1024;
 
 /// The part of the agent connection's growth pool a port's window holds.
 struct Growth {
-    pool: std::sync::Arc<tokio::sync::Semaphore>,
+    pool: Arc<tokio::sync::Semaphore>,
     held: Option<OwnedSemaphorePermit>,
 }
 
@@ -114,83 +131,202 @@ impl Growth {
     }
 }
 
-/// Moves bytes between the caller's stream and the agent's channel until both
-/// directions ended (the agent's Done), either side failed or the caller went away.
-async fn carry(
-    mut channel: Channel,
-    mut cancel: SendOnDrop,
-    stream: DuplexStream,
-    credit: u64,
-    (_slot, mut growth): (OwnedSemaphorePermit, Growth),
-) {
-    let (mut from_caller, mut to_caller) = tokio::io::split(stream);
-    let mut outflow = Outflow::default();
-    outflow.grant(credit);
-    let (mut inflow, first) = Inflow::new(PORT_WINDOW_OUT);
-    if channel.grant(first).await.is_err() {
-        return;
+/// Who waits on a stream: its reader and its writer may be different tasks, and the
+/// channel's frames (the port's bytes for one, credit for the other) wake both.
+#[derive(Default)]
+struct Wakers {
+    reader: AtomicWaker,
+    writer: AtomicWaker,
+}
+
+impl Wake for Wakers {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
     }
-    let mut buf = vec![0u8; CHUNK];
-    let mut caller_ended = false;
-    let linger = tokio::time::sleep(LINGER);
-    tokio::pin!(linger);
-    loop {
-        let may_send = !caller_ended && outflow.available() > 0;
-        let room = buf
-            .len()
-            .min(usize::try_from(outflow.available()).unwrap_or(usize::MAX));
-        tokio::select! {
-            frame = channel.recv() => {
-                let Ok(frame) = frame else { return };
-                match frame.kind {
-                    Kind::Data => {
-                        let len = frame.payload.len() as u64;
-                        if inflow.received(len).is_err()
-                            || to_caller.write_all(&frame.payload).await.is_err()
-                        {
-                            return;
-                        }
-                        let starved = inflow.drained();
-                        if let Some(more) = inflow.consumed(len) {
-                            let wider = if starved { growth.widen(&mut inflow) } else { 0 };
-                            if channel.grant(more + wider).await.is_err() {
-                                return;
-                            }
-                        }
-                        if caller_ended {
-                            linger.as_mut().reset(tokio::time::Instant::now() + LINGER);
-                        }
-                    }
-                    Kind::End => {
-                        let _ = to_caller.shutdown().await;
-                    }
-                    Kind::Credit => match parse::<Credit>(&frame) {
-                        Ok(credit) => outflow.grant(credit.bytes),
-                        Err(_) => return,
-                    },
-                    Kind::Done | Kind::Error => {
-                        cancel.disarm();
-                        return;
-                    }
-                    _ => return,
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.reader.wake();
+        self.writer.wake();
+    }
+}
+
+/// One connection to a port inside the sandbox. Reading takes the port's bytes as their
+/// frames arrive, granting the agent more as the caller takes them; writing sends the
+/// caller's bytes within the credit the agent granted; shutting down ends the caller's
+/// direction (half-close). Dropped before the agent ended the connection, it cancels it.
+pub struct PortStream {
+    channel: Channel,
+    cancel: SendOnDrop,
+    /// The caller's bytes and its End toward the agent, in order.
+    sender: PollSender<Frame>,
+    inflow: Inflow,
+    outflow: Outflow,
+    growth: Growth,
+    _slot: OwnedSemaphorePermit,
+    /// The port's bytes received and not read yet, in order: within the window granted.
+    received: VecDeque<Vec<u8>>,
+    /// How much of the first of them was read.
+    offset: usize,
+    /// The port's direction ended (its End).
+    port_ended: bool,
+    /// The connection ended: the agent's Done or Error, a broken frame, the agent gone.
+    gone: bool,
+    /// The caller's direction ended (End sent).
+    caller_ended: bool,
+    wakers: Arc<Wakers>,
+}
+
+impl std::fmt::Debug for PortStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PortStream")
+            .field("channel", &self.channel.id)
+            .field("port_ended", &self.port_ended)
+            .field("caller_ended", &self.caller_ended)
+            .field("gone", &self.gone)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PortStream {
+    /// Takes every frame that arrived, waking whoever waits on the stream when more do.
+    fn pump(&mut self) {
+        let waker = Waker::from(self.wakers.clone());
+        let mut cx = Context::from_waker(&waker);
+        while !self.gone {
+            let frame = match self.channel.poll_recv(&mut cx) {
+                Poll::Pending => return,
+                Poll::Ready(Err(_)) => {
+                    self.gone = true;
+                    return;
                 }
+                Poll::Ready(Ok(frame)) => frame,
+            };
+            match frame.kind {
+                Kind::Data => {
+                    if self.inflow.received(frame.payload.len() as u64).is_err() {
+                        self.gone = true;
+                    } else if !frame.payload.is_empty() {
+                        self.received.push_back(frame.payload);
+                    }
+                }
+                Kind::End => self.port_ended = true,
+                Kind::Credit => match parse::<Credit>(&frame) {
+                    Ok(credit) => self.outflow.grant(credit.bytes),
+                    Err(_) => self.gone = true,
+                },
+                Kind::Done | Kind::Error => {
+                    self.cancel.disarm();
+                    self.gone = true;
+                }
+                _ => self.gone = true,
             }
-            read = from_caller.read(&mut buf[..room]), if may_send => match read {
-                Ok(0) | Err(_) => {
-                    caller_ended = true;
-                    linger.as_mut().reset(tokio::time::Instant::now() + LINGER);
-                    if channel.send(Kind::End, Vec::new()).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(n) => {
-                    if channel.send(Kind::Data, buf[..n].to_vec()).await.is_err() {
-                        return;
-                    }
-                    outflow.spend(n as u64);
-                }
-            },
-            () = &mut linger, if caller_ended => return,
         }
+    }
+
+    /// The caller took `bytes`: the agent may send that much more once it is worth a
+    /// frame, and more still while the caller keeps up with it.
+    fn consumed(&mut self, bytes: usize) {
+        let starved = self.inflow.drained();
+        if let Some(more) = self.inflow.consumed(bytes as u64) {
+            let wider = if starved {
+                self.growth.widen(&mut self.inflow)
+            } else {
+                0
+            };
+            self.channel.grant_soon(more + wider);
+        }
+    }
+}
+
+impl AsyncRead for PortStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        this.wakers.reader.register(cx.waker());
+        this.pump();
+        let mut taken = 0;
+        while buf.remaining() > 0
+            && let Some(front) = this.received.front()
+        {
+            let n = buf.remaining().min(front.len() - this.offset);
+            buf.put_slice(&front[this.offset..this.offset + n]);
+            this.offset += n;
+            taken += n;
+            if this.offset == front.len() {
+                this.received.pop_front();
+                this.offset = 0;
+            }
+        }
+        if taken > 0 {
+            this.consumed(taken);
+        } else if !this.port_ended && !this.gone && buf.remaining() > 0 {
+            return Poll::Pending;
+        }
+        this.wakers.reader.take();
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn broken() -> std::io::Error {
+    std::io::ErrorKind::BrokenPipe.into()
+}
+
+impl AsyncWrite for PortStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = &mut *self;
+        if this.caller_ended {
+            return Poll::Ready(Err(broken()));
+        }
+        if bytes.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        this.wakers.writer.register(cx.waker());
+        this.pump();
+        if this.gone {
+            return Poll::Ready(Err(broken()));
+        }
+        let available = usize::try_from(this.outflow.available()).unwrap_or(usize::MAX);
+        if available == 0 {
+            return Poll::Pending;
+        }
+        if std::task::ready!(this.sender.poll_reserve(cx)).is_err() {
+            return Poll::Ready(Err(broken()));
+        }
+        let n = bytes.len().min(available).min(CHUNK);
+        let frame = Frame::new(this.channel.id, Kind::Data, bytes[..n].to_vec());
+        if this.sender.send_item(frame).is_err() {
+            return Poll::Ready(Err(broken()));
+        }
+        this.outflow.spend(n as u64);
+        this.wakers.writer.take();
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Ends the caller's direction; the port's goes on until it ends too.
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        if this.caller_ended || this.gone {
+            return Poll::Ready(Ok(()));
+        }
+        if std::task::ready!(this.sender.poll_reserve(cx)).is_err() {
+            return Poll::Ready(Err(broken()));
+        }
+        let end = Frame::new(this.channel.id, Kind::End, Vec::new());
+        if this.sender.send_item(end).is_err() {
+            return Poll::Ready(Err(broken()));
+        }
+        this.caller_ended = true;
+        Poll::Ready(Ok(()))
     }
 }

@@ -136,9 +136,9 @@ impl Decoder {
         self.buf.extend_from_slice(bytes);
     }
 
-    /// The next complete frame, `Ok(None)` when more bytes are needed, or an error that
-    /// ends the connection (checked from the header, before the payload is buffered).
-    pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+    /// The channel, kind and payload length of the next frame once its header arrived;
+    /// an oversized or unknown frame is an error.
+    fn head(&self) -> Result<Option<(u32, Kind, usize)>, FrameError> {
         let pending = &self.buf[self.start..];
         if pending.len() < HEADER_LEN {
             return Ok(None);
@@ -148,10 +148,20 @@ impl Decoder {
             return Err(FrameError::TooLarge(len));
         }
         let kind = Kind::from_byte(pending[8]).ok_or(FrameError::UnknownKind(pending[8]))?;
+        let channel = u32::from_be_bytes([pending[4], pending[5], pending[6], pending[7]]);
+        Ok(Some((channel, kind, len)))
+    }
+
+    /// The next complete frame, `Ok(None)` when more bytes are needed, or an error that
+    /// ends the connection (checked from the header, before the payload is buffered).
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+        let Some((channel, kind, len)) = self.head()? else {
+            return Ok(None);
+        };
+        let pending = &self.buf[self.start..];
         if pending.len() < HEADER_LEN + len {
             return Ok(None);
         }
-        let channel = u32::from_be_bytes([pending[4], pending[5], pending[6], pending[7]]);
         let payload = pending[HEADER_LEN..HEADER_LEN + len].to_vec();
         self.start += HEADER_LEN + len;
         if self.start == self.buf.len() {
@@ -162,6 +172,60 @@ impl Decoder {
             channel,
             kind,
             payload,
+        }))
+    }
+}
+
+/// A frame whose header arrived before all of its payload: what arrived so far, in a
+/// payload the size the header gave, for the rest to be read into it directly.
+#[derive(Debug)]
+pub struct Partial {
+    pub channel: u32,
+    pub kind: Kind,
+    /// The payload's bytes so far; its capacity is the whole payload's length.
+    pub payload: Vec<u8>,
+    /// The payload's length.
+    pub len: usize,
+}
+
+impl Partial {
+    /// The bytes still to come.
+    pub fn missing(&self) -> usize {
+        self.len - self.payload.len()
+    }
+
+    /// The frame, once its payload is complete.
+    pub fn into_frame(self) -> Frame {
+        Frame {
+            channel: self.channel,
+            kind: self.kind,
+            payload: self.payload,
+        }
+    }
+}
+
+impl Decoder {
+    /// When the buffer holds only the start of a frame whose payload is at least `large`
+    /// bytes: that frame, taken out of the buffer (which is left empty), so the rest of
+    /// its payload can be read into it without passing through the buffer. Errors as
+    /// [`Decoder::next_frame`].
+    pub fn take_partial(&mut self, large: usize) -> Result<Option<Partial>, FrameError> {
+        let Some((channel, kind, len)) = self.head()? else {
+            return Ok(None);
+        };
+        let pending = &self.buf[self.start..];
+        if len < large || pending.len() >= HEADER_LEN + len {
+            return Ok(None);
+        }
+        let mut payload = Vec::with_capacity(len);
+        payload.extend_from_slice(&pending[HEADER_LEN..]);
+        self.buf.clear();
+        self.start = 0;
+        Ok(Some(Partial {
+            channel,
+            kind,
+            payload,
+            len,
         }))
     }
 }
@@ -218,6 +282,44 @@ mod tests {
         decoder.feed(&tail[split..]);
         assert_eq!(decoder.next_frame().unwrap(), Some(last));
         assert_eq!(decoder.next_frame().unwrap(), None);
+    }
+
+    #[test]
+    fn a_large_frame_begun_is_taken_out_for_its_rest_to_be_read_into_it() {
+        let frame = Frame::new(
+            3,
+            Kind::Data,
+            (0..100_000u32).map(|i| i as u8).collect::<Vec<_>>(),
+        );
+        let bytes = encode(&frame).unwrap();
+        let mut decoder = Decoder::default();
+        decoder.feed(&bytes[..HEADER_LEN - 1]);
+        assert!(
+            decoder.take_partial(1024).unwrap().is_none(),
+            "no header yet"
+        );
+        decoder.feed(&bytes[HEADER_LEN - 1..5000]);
+        assert!(
+            decoder.take_partial(200_000).unwrap().is_none(),
+            "not a large frame"
+        );
+        let mut partial = decoder.take_partial(1024).unwrap().unwrap();
+        assert_eq!(
+            (partial.channel, partial.kind, partial.len),
+            (3, Kind::Data, 100_000)
+        );
+        assert_eq!(partial.missing(), 100_000 - (5000 - HEADER_LEN));
+        partial.payload.extend_from_slice(&bytes[5000..]);
+        assert_eq!(partial.missing(), 0);
+        assert_eq!(partial.into_frame(), frame);
+        // The buffer was left empty: the next frame decodes on its own.
+        let next = Frame::new(4, Kind::End, Vec::new());
+        decoder.feed(&encode(&next).unwrap());
+        assert_eq!(decoder.next_frame().unwrap(), Some(next));
+        // A complete frame is not taken out.
+        decoder.feed(&bytes);
+        assert!(decoder.take_partial(1024).unwrap().is_none());
+        assert_eq!(decoder.next_frame().unwrap(), Some(frame));
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod messages;
 pub use credit::{
     DOWNLOAD_WINDOW, Inflow, Outflow, Overdrawn, PORT_WINDOW_IN, PORT_WINDOW_OUT, UPLOAD_WINDOW,
 };
-pub use frame::{Decoder, Frame, FrameError, HEADER_LEN, Kind, MAX_PAYLOAD, header};
+pub use frame::{Decoder, Frame, FrameError, HEADER_LEN, Kind, MAX_PAYLOAD, Partial, header};
 pub use messages::*;
 
 /// Version spoken by this build; the agent announces its own in [`Hello`]. Version 2

@@ -19,6 +19,9 @@ use crate::procs::Processes;
 use crate::workers::Workers;
 use crate::{exec, files, pty, transfer};
 
+/// What the connection's socket may hold on its way to the host.
+const SEND_BUFFER: usize = 1024 * 1024;
+
 pub fn serve_forever(socket: &str) -> ExitCode {
     let mut delay = Duration::from_millis(20);
     // Background processes and the request threads outlive connections.
@@ -51,6 +54,9 @@ fn hello() -> Hello {
 /// Serves one connection until it ends; every command it started is killed then
 /// (background processes are not).
 fn serve(stream: UnixStream, processes: &Processes, workers: &Workers) {
+    // Room for a few frames in the socket, so that a fast stream (a download through a
+    // port) does not wait on the host's every read; the kernel caps it at its maximum.
+    let _ = rustix::net::sockopt::set_socket_send_buffer_size(&stream, SEND_BUFFER);
     let Ok(writer) = stream.try_clone() else {
         return;
     };
