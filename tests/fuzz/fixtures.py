@@ -32,7 +32,7 @@ def call(procedure, body=None, key=owner):
         sys.exit(f"fixtures: {procedure} answered {error.code}: {error.read().decode()}")
 
 
-def sandbox():
+def sandbox(**extra):
     # Room for the many processes and interpreter contexts the fuzzer starts.
     body = {
         "environmentId": environment_id,
@@ -40,6 +40,7 @@ def sandbox():
         "timeoutMs": 3_600_000,
         "memoryMb": 2048,
         "pidsLimit": 1024,
+        **extra,
     }
     return call("sandbox.create", body)["sandboxId"]
 
@@ -50,6 +51,10 @@ fixtures["projectId"] = call("project.all")[0]["projectId"]
 # short timeout), and pools consumed by kill and remove.
 fixtures["sandboxes"] = [sandbox(), sandbox()]
 fixtures["timeoutSandboxes"] = [sandbox() for _ in range(3)]
+# setEgress changes only `allowlist` sandboxes.
+fixtures["egressSandboxes"] = [
+    sandbox(networkMode="allowlist", egress={"allow": ["example.com"]}) for _ in range(2)
+]
 # Starts go to sandboxes of their own: a sandbox runs at most 64 background processes
 # (contexts included), and the fixtures' own must keep their room.
 fixtures["startSandboxes"] = [sandbox()]

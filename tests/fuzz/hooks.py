@@ -22,6 +22,7 @@ SANDBOX_POOL = {
     "sandbox.kill": "killSandboxes",
     "sandbox.remove": "removeSandboxes",
     "sandbox.setTimeout": "timeoutSandboxes",
+    "sandbox.setEgress": "egressSandboxes",
 }
 # Which pool each operation's `serverId` is taken from.
 SERVER_POOL = {"server.remove": "removeServers"}
@@ -87,6 +88,9 @@ def aim(fields, part, operation, seed, forced):
     if operation == "sandbox.setTimeout" and seed % 4 != 0 and part == "body":
         # Mostly a timeout that keeps the sandbox alive for the rest of the run.
         fields["timeoutMs"] = 3_600_000
+    if operation == "sandbox.setEgress" and seed % 4 != 0 and part == "body":
+        # Mostly a list the policy takes (a generated string is rarely a host name).
+        fields["allow"] = [["example.com"], ["*.example.org:8443", "api.example.com"], []][seed % 3]
     path = fields.get("path")
     if operation == "sandbox.readFile" and seed % 2 == 0:
         fields["path"] = "/tmp/fuzz.txt"

@@ -174,6 +174,7 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
             killed_at: Some(0),
             env_per_exec: false,
             labels: Default::default(),
+            egress: Vec::new(),
         };
         store
             .insert_sandbox(&row, None, &caller.user_id, &Quotas::unlimited())

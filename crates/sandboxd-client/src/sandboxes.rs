@@ -3,7 +3,8 @@
 use sandboxd_core::api::{
     CreateSandboxRequest, ExecRequest, ExecResult, ListFilesQuery, ListFilesResult,
     ListSandboxesQuery, ProjectView, ReadFileQuery, ReadFileResult, SandboxIdBody, SandboxIdQuery,
-    SandboxView, SetTimeoutRequest, TemplateView, WriteFileRequest, WriteFileResult,
+    SandboxView, SetEgressRequest, SetTimeoutRequest, TemplateView, WriteFileRequest,
+    WriteFileResult,
 };
 
 use crate::{Client, Error};
@@ -76,6 +77,19 @@ impl Client {
             timeout_ms,
         };
         self.call("sandbox.setTimeout", &request).await
+    }
+
+    /// `sandbox.setEgress`: the `allowlist` sandbox with its new list.
+    pub async fn set_egress(
+        &self,
+        sandbox_id: &str,
+        allow: &[String],
+    ) -> Result<SandboxView, Error> {
+        let request = SetEgressRequest {
+            sandbox_id: sandbox_id.to_owned(),
+            allow: allow.to_vec(),
+        };
+        self.call("sandbox.setEgress", &request).await
     }
 
     /// `sandbox.kill`: the sandbox, killed.

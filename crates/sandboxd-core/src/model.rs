@@ -80,6 +80,9 @@ pub enum NetworkMode {
     Isolated,
     /// Egress through a dedicated bridge with inter-container traffic disabled.
     Internet,
+    /// No interface but loopback; connections to the hosts of its egress list leave
+    /// through sandboxd's proxy, nothing else leaves.
+    Allowlist,
 }
 
 impl NetworkMode {
@@ -87,6 +90,7 @@ impl NetworkMode {
         match self {
             Self::Isolated => "isolated",
             Self::Internet => "internet",
+            Self::Allowlist => "allowlist",
         }
     }
 
@@ -94,6 +98,7 @@ impl NetworkMode {
         match value {
             "isolated" => Some(Self::Isolated),
             "internet" => Some(Self::Internet),
+            "allowlist" => Some(Self::Allowlist),
             _ => None,
         }
     }
@@ -175,6 +180,9 @@ pub struct Sandbox {
     pub env_per_exec: bool,
     /// The caller's labels, as given at creation (who it is for, which session).
     pub labels: BTreeMap<String, String>,
+    /// The hosts an `allowlist` sandbox may reach (`crate::egress::Policy::entries`:
+    /// lower-cased, without duplicates); empty in the other modes.
+    pub egress: Vec<String>,
 }
 
 /// A sandbox that is not running cannot be used; this is the error a guard returns.
@@ -257,7 +265,11 @@ mod tests {
         ] {
             assert_eq!(SandboxStatus::parse(status.as_str()), Some(status));
         }
-        for mode in [NetworkMode::Isolated, NetworkMode::Internet] {
+        for mode in [
+            NetworkMode::Isolated,
+            NetworkMode::Internet,
+            NetworkMode::Allowlist,
+        ] {
             assert_eq!(NetworkMode::parse(mode.as_str()), Some(mode));
         }
         for role in [Role::Owner, Role::Admin, Role::Member] {

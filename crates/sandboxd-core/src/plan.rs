@@ -39,6 +39,31 @@ pub const AGENT_RUN_DIR: &str = "/.sandboxd/run";
 /// The socket the agent connects to, inside the sandbox.
 pub const AGENT_SOCKET: &str = "/.sandboxd/run/agent.sock";
 
+/// The port of the egress proxy the agent offers on an `allowlist` sandbox's loopback.
+pub const EGRESS_PROXY_PORT: u16 = 49980;
+/// The variables that point programs at a proxy, in both the cases programs read.
+const PROXY_VARS: [&str; 6] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+
+/// The proxy variables of an `allowlist` sandbox: everything but its own loopback goes
+/// through the agent's proxy.
+fn proxy_env() -> Vec<String> {
+    let proxy = format!("http://127.0.0.1:{EGRESS_PROXY_PORT}");
+    PROXY_VARS
+        .iter()
+        .map(|name| match name.to_ascii_lowercase().as_str() {
+            "no_proxy" => format!("{name}=localhost,127.0.0.1,::1"),
+            _ => format!("{name}={proxy}"),
+        })
+        .collect()
+}
+
 /// Host paths of what the agent needs mounted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentMount {
@@ -126,6 +151,14 @@ pub fn plan_container(
         env.retain(|entry| !entry.starts_with(&name));
         env.push(format!("{name}{}", agent.key));
     }
+    if sandbox.network_mode == NetworkMode::Allowlist {
+        // The sandbox's own variables cannot point its traffic elsewhere.
+        env.retain(|entry| {
+            let name = entry.split('=').next().unwrap_or_default();
+            !PROXY_VARS.contains(&name)
+        });
+        env.extend(proxy_env());
+    }
     let labels = BTreeMap::from([
         (LABEL_SANDBOX.to_owned(), "true".to_owned()),
         (LABEL_SANDBOX_ID.to_owned(), sandbox.sandbox_id.clone()),
@@ -157,7 +190,7 @@ pub fn plan_container(
         memory_bytes,
         pids_limit: sandbox.pids_limit,
         network: match sandbox.network_mode {
-            NetworkMode::Isolated => NetworkPlan::Disabled,
+            NetworkMode::Isolated | NetworkMode::Allowlist => NetworkPlan::Disabled,
             NetworkMode::Internet => NetworkPlan::Bridge(INTERNET_NETWORK.to_owned()),
         },
         mounts: agent
@@ -252,7 +285,53 @@ mod tests {
             killed_at: None,
             env_per_exec: false,
             labels: Default::default(),
+            egress: Vec::new(),
         }
+    }
+
+    #[test]
+    fn an_allowlist_sandbox_has_no_network_and_its_traffic_pointed_at_the_proxy() {
+        let plan = plan_container(
+            &sandbox(NetworkMode::Allowlist),
+            Some("HTTPS_PROXY=http://elsewhere:8080\nno_proxy=*\nKEEP=1"),
+            "inst",
+            None,
+        );
+        assert_eq!(plan.network, NetworkPlan::Disabled);
+        let proxy = format!("http://127.0.0.1:{EGRESS_PROXY_PORT}");
+        for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+            let set: Vec<_> = plan
+                .env
+                .iter()
+                .filter(|e| e.starts_with(&format!("{name}=")))
+                .collect();
+            assert_eq!(
+                set,
+                [&format!("{name}={proxy}")],
+                "{name}: the sandbox's own value is gone"
+            );
+        }
+        for name in ["NO_PROXY", "no_proxy"] {
+            let set: Vec<_> = plan
+                .env
+                .iter()
+                .filter(|e| e.starts_with(&format!("{name}=")))
+                .collect();
+            assert_eq!(set, [&format!("{name}=localhost,127.0.0.1,::1")]);
+        }
+        assert!(plan.env.contains(&"KEEP=1".to_owned()));
+        let internet = plan_container(
+            &sandbox(NetworkMode::Internet),
+            Some("HTTPS_PROXY=http://mine:1"),
+            "inst",
+            None,
+        );
+        assert!(
+            internet
+                .env
+                .contains(&"HTTPS_PROXY=http://mine:1".to_owned()),
+            "other modes keep the sandbox's own"
+        );
     }
 
     #[test]

@@ -74,6 +74,7 @@ mod tests {
             env_vars: Some("A=1".into()),
             workdir: None,
             labels: [("tenant".to_owned(), "t-1".to_owned())].into(),
+            egress: Vec::new(),
         }
     }
 
@@ -109,8 +110,9 @@ mod tests {
     #[test]
     fn another_image_workdir_or_network_goes_cold() {
         let templates = Templates::default();
-        let variants: [fn(&mut CreateSandbox); 3] = [
+        let variants: [fn(&mut CreateSandbox); 4] = [
             |c| c.network_mode = NetworkMode::Internet,
+            |c| c.network_mode = NetworkMode::Allowlist,
             |c| c.workdir = Some("/elsewhere".into()),
             |c| c.image.image = Some("other:1".into()),
         ];

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::api::{
     CreateEnvironmentRequest, CreateProjectRequest, CreateSandboxRequest, DownloadQuery, Encoding,
-    ExecRequest, ListFilesQuery, ListSandboxesQuery, ReadFileQuery, SetTimeoutRequest,
-    TransferFormat, UploadQuery, WriteFileRequest,
+    ExecRequest, ListFilesQuery, ListSandboxesQuery, ReadFileQuery, SetEgressRequest,
+    SetTimeoutRequest, TransferFormat, UploadQuery, WriteFileRequest,
 };
 use crate::env_vars;
 use crate::error::{Invalid, Issues};
@@ -43,6 +43,8 @@ pub struct CreateSandbox {
     pub pids_limit: i64,
     pub timeout_ms: i64,
     pub network_mode: NetworkMode,
+    /// The egress list of an `allowlist` sandbox, as stored (`Policy::entries`).
+    pub egress: Vec<String>,
     pub env_vars: Option<String>,
     pub workdir: Option<String>,
     pub labels: BTreeMap<String, String>,
@@ -180,6 +182,18 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
     }
     let labels = req.labels.unwrap_or_default();
     check_labels(&mut issues, &labels);
+    let network_mode = req.network_mode.unwrap_or_default();
+    let egress = match (network_mode, req.egress) {
+        (NetworkMode::Allowlist, Some(egress)) => {
+            egress_list(&mut issues, "egress.allow", &egress.allow)
+        }
+        (NetworkMode::Allowlist, None) => Vec::new(),
+        (_, Some(_)) => {
+            issues.push("egress", "is only for networkMode `allowlist`");
+            Vec::new()
+        }
+        (_, None) => Vec::new(),
+    };
     let command = CreateSandbox {
         environment_id: req.environment_id,
         name: req.name,
@@ -192,7 +206,8 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         memory_mb,
         pids_limit,
         timeout_ms,
-        network_mode: req.network_mode.unwrap_or_default(),
+        network_mode,
+        egress,
         env_vars: req.env_vars,
         workdir,
         labels,
@@ -385,6 +400,28 @@ pub fn set_timeout(req: SetTimeoutRequest) -> Result<(String, i64), Invalid> {
     required_id(&mut issues, "sandboxId", &req.sandbox_id);
     check_timeout(&mut issues, req.timeout_ms);
     issues.finish((req.sandbox_id, req.timeout_ms))
+}
+
+/// Checks `sandbox.setEgress`; returns the sandbox id and the list as stored.
+pub fn set_egress(req: SetEgressRequest) -> Result<(String, Vec<String>), Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    let allow = egress_list(&mut issues, "allow", &req.allow);
+    issues.finish((req.sandbox_id, allow))
+}
+
+/// An egress list as stored: each entry checked (every bad one named), lower-cased,
+/// without duplicates.
+fn egress_list(issues: &mut Issues, field: &str, entries: &[String]) -> Vec<String> {
+    match crate::egress::Policy::parse(entries) {
+        Ok(policy) => policy.entries(),
+        Err(problems) => {
+            for problem in problems {
+                issues.push(field, &problem);
+            }
+            Vec::new()
+        }
+    }
 }
 
 /// Checks `sandbox.list`: the environment wins when both ids are given.

@@ -60,6 +60,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "exposed ports",
         include_str!("../migrations/sqlite/0010_exposed_ports.sql"),
     ),
+    (
+        11,
+        "sandbox egress",
+        include_str!("../migrations/sqlite/0011_egress.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -112,6 +117,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         10,
         "exposed ports",
         include_str!("../migrations/postgres/0010_exposed_ports.sql"),
+    ),
+    (
+        11,
+        "sandbox egress",
+        include_str!("../migrations/postgres/0011_egress.sql"),
     ),
 ];
 

@@ -138,6 +138,7 @@ mod tests {
             killed_at: None,
             env_per_exec: false,
             labels: Default::default(),
+            egress: Vec::new(),
         }
     }
 

@@ -13,7 +13,7 @@ macro_rules! select_sandboxes {
             "SELECT sandbox_id, name, organization_id, project_id, environment_id, server_id, ",
             "image, template, container_id, status, cpu, memory_mb, pids_limit, timeout_ms, ",
             "network_mode, workdir, run_as, runtime, created_at, expires_at, last_activity_at, ",
-            "killed_at, env_per_exec, labels FROM sandboxes ",
+            "killed_at, env_per_exec, labels, egress FROM sandboxes ",
             $tail
         )
     };
@@ -51,7 +51,14 @@ pub(crate) fn sandbox(row: &AnyRow) -> Result<Sandbox, StoreError> {
         env_per_exec: row.try_get::<i64, _>("env_per_exec")? != 0,
         labels: serde_json::from_str(&row.try_get::<String, _>("labels")?)
             .map_err(|e| StoreError::Corrupt(format!("sandbox labels: {e}")))?,
+        egress: serde_json::from_str(&row.try_get::<String, _>("egress")?)
+            .map_err(|e| StoreError::Corrupt(format!("sandbox egress: {e}")))?,
     })
+}
+
+/// A sandbox's egress list as its column holds it.
+pub(crate) fn egress_json(egress: &[String]) -> String {
+    serde_json::to_string(egress).unwrap_or_else(|_| "[]".to_owned())
 }
 
 /// A sandbox's labels as their column holds them.

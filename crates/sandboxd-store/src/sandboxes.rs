@@ -57,9 +57,9 @@ impl Store {
             "INSERT INTO sandboxes (sandbox_id, name, organization_id, project_id, environment_id, \
              server_id, image, template, container_id, status, cpu, memory_mb, pids_limit, \
              timeout_ms, network_mode, env_vars, workdir, run_as, runtime, created_by, created_at, \
-             expires_at, last_activity_at, killed_at, env_per_exec, labels, agent_replica) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-             $20, $21, $22, $23, $24, $25, $26, $27)",
+             expires_at, last_activity_at, killed_at, env_per_exec, labels, agent_replica, egress) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)",
         )
         .bind(&sandbox.sandbox_id)
         .bind(&sandbox.name)
@@ -89,6 +89,7 @@ impl Store {
         .bind(crate::rows::labels_json(&sandbox.labels))
         // The replica that makes a sandbox listens for its agent.
         .bind(self.replica_id())
+        .bind(crate::rows::egress_json(&sandbox.egress))
         .execute(&mut *tx)
         .await?;
         sqlx::query(
@@ -256,8 +257,32 @@ impl Store {
         .bind(sandbox_id)
         .execute(&self.pool)
         .await?;
+        self.reread(sandbox_id, updated.rows_affected()).await
+    }
+
+    /// Replaces the egress list of a running `allowlist` sandbox; `None` when it is no
+    /// longer running (or not in that mode).
+    pub async fn set_egress(
+        &self,
+        sandbox_id: &str,
+        allow: &[String],
+    ) -> Result<Option<Sandbox>, StoreError> {
+        let updated = sqlx::query(
+            "UPDATE sandboxes SET egress = $1 \
+             WHERE sandbox_id = $2 AND status = 'running' AND network_mode = 'allowlist'",
+        )
+        .bind(crate::rows::egress_json(allow))
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
+        self.reread(sandbox_id, updated.rows_affected()).await
+    }
+
+    /// The row after a single-statement update of it: `None` when the update changed
+    /// nothing (the sandbox left the state it applied to).
+    async fn reread(&self, sandbox_id: &str, changed: u64) -> Result<Option<Sandbox>, StoreError> {
         self.rows.changed(sandbox_id);
-        if updated.rows_affected() == 0 {
+        if changed == 0 {
             return Ok(None);
         }
         self.sandbox(sandbox_id).await

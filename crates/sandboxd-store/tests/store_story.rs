@@ -8,7 +8,7 @@ mod common;
 
 use common::{TestDb, sandbox};
 
-use sandboxd_core::model::SandboxStatus;
+use sandboxd_core::model::{NetworkMode, SandboxStatus};
 use sandboxd_core::quotas::Quotas;
 use sandboxd_store::Database;
 
@@ -23,6 +23,7 @@ on_every_backend!(
     websocket_tokens_are_single_use_bound_and_shared,
     dashboard_sessions_follow_their_key_expire_and_close,
     exposures_live_with_their_sandbox_and_links_with_their_exposure,
+    an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -682,4 +683,95 @@ async fn futures_join<T: Send + 'static>(
         out.push(task.await.unwrap());
     }
     out
+}
+
+async fn an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox(db: &TestDb) {
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let owner = store
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let row = |n| {
+        sandbox(
+            &boot.organization_id,
+            &boot.project_id,
+            &boot.environment_id,
+            n,
+        )
+    };
+    let mut listed = row(1);
+    listed.network_mode = NetworkMode::Allowlist;
+    listed.egress = vec!["pypi.org".into(), "*.pythonhosted.org:443".into()];
+    let plain = row(2);
+    for made in [&listed, &plain] {
+        store
+            .insert_sandbox(made, None, &owner.user_id, &Quotas::default())
+            .await
+            .unwrap();
+    }
+    let read = store.sandbox(&listed.sandbox_id).await.unwrap().unwrap();
+    assert_eq!(
+        (read.network_mode, read.egress.clone()),
+        (NetworkMode::Allowlist, listed.egress.clone())
+    );
+    assert!(
+        store
+            .sandbox(&plain.sandbox_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .egress
+            .is_empty()
+    );
+    let new = vec!["api.example.com:8443".to_owned()];
+    assert!(
+        store
+            .set_egress(&listed.sandbox_id, &new)
+            .await
+            .unwrap()
+            .is_none(),
+        "not running yet"
+    );
+    for made in [&listed, &plain] {
+        store
+            .mark_running(&made.sandbox_id, "cid", None, 1_000)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let replaced = store
+        .set_egress(&listed.sandbox_id, &new)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(replaced.egress, new);
+    assert_eq!(
+        store
+            .sandbox(&listed.sandbox_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .egress,
+        new,
+        "the cached row follows"
+    );
+    assert!(
+        store
+            .set_egress(&plain.sandbox_id, &new)
+            .await
+            .unwrap()
+            .is_none(),
+        "another mode has no list to replace"
+    );
+    assert!(
+        store
+            .sandbox(&plain.sandbox_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .egress
+            .is_empty()
+    );
 }

@@ -549,6 +549,45 @@ async fn a_background_process_is_listed_and_its_output_followed() {
 }
 
 #[tokio::test]
+async fn an_allowlist_sandbox_is_made_and_its_list_replaced_from_a_terminal() {
+    let server = RunningServer::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+    let created = run(&[
+        "create",
+        "--allow",
+        "PyPI.org",
+        "--allow",
+        "*.pythonhosted.org",
+        "--json",
+    ]);
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let created: Value = serde_json::from_str(&created.stdout).unwrap();
+    assert_eq!(
+        created["networkMode"], "allowlist",
+        "--allow implies the mode"
+    );
+    let id = created["sandboxId"].as_str().unwrap().to_owned();
+    let listed = run(&["egress", "ls", &id]);
+    assert_eq!(
+        listed.stdout, "pypi.org\n*.pythonhosted.org\n",
+        "{}",
+        listed.stderr
+    );
+    let set = run(&["egress", "set", &id, "api.example.com:8443"]);
+    assert_eq!(set.stdout, "api.example.com:8443\n", "{}", set.stderr);
+    let refused = run(&["egress", "set", &id, "10.0.0.1"]);
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("[0]"),
+        "the bad entry is named: {}",
+        refused.stderr
+    );
+    assert_eq!(run(&["egress", "ls", &id]).stdout, "api.example.com:8443\n");
+}
+
+#[tokio::test]
 async fn a_port_is_exposed_listed_unexposed_and_forwarded_from_a_terminal() {
     use std::io::BufRead as _;
 

@@ -13,6 +13,7 @@ from sandboxd import (
     AuthenticationError,
     CommandExitError,
     Conflict,
+    Egress,
     InvalidRequest,
     NotFound,
     Sandbox,
@@ -344,3 +345,17 @@ def test_ports_are_exposed_listed_and_unexposed(server):
         assert [p.port for p in sb.ports.list()] == [8000]
         assert sb.ports.unexpose(8000) is True
         assert sb.ports.list() == []
+
+
+def test_an_allowlist_sandbox_keeps_its_list_and_it_is_replaced(server):
+    with Sandbox.create("base", network=Egress(allow=["PyPI.org", "*.pythonhosted.org"])) as sb:
+        assert sb.info.network_mode == "allowlist"
+        assert sb.info.egress == ["pypi.org", "*.pythonhosted.org"]
+        assert sb.egress.set(["api.example.com:8443"]) == ["api.example.com:8443"]
+        assert sb.egress.list() == ["api.example.com:8443"]
+        assert sb.refresh().egress == ["api.example.com:8443"]
+        with pytest.raises(InvalidRequest):
+            sb.egress.set(["10.0.0.1"])
+        assert sb.commands.run("echo $HTTPS_PROXY").stdout == "http://127.0.0.1:49980\n"
+    with Sandbox.create("base") as plain:
+        assert plain.info.egress is None and plain.egress.list() == []

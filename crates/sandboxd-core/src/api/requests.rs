@@ -75,8 +75,11 @@ pub struct CreateSandboxRequest {
     /// Idle timeout in ms, 10 s–24 h (default 5 min).
     #[schema(minimum = 10000, maximum = 86400000)]
     pub timeout_ms: Option<i64>,
-    /// `isolated` (default, no network) or `internet`.
+    /// `isolated` (default, no network), `internet`, or `allowlist` (no network but
+    /// connections to the hosts in `egress.allow`, through sandboxd's proxy).
     pub network_mode: Option<NetworkMode>,
+    /// What an `allowlist` sandbox may reach; only with that mode.
+    pub egress: Option<EgressRequest>,
     /// `KEY=value` lines (≤ 64 KiB); stored encrypted, never returned.
     pub env_vars: Option<String>,
     /// Absolute working directory (default `/home/user`).
@@ -194,6 +197,28 @@ pub struct ListFilesQuery {
     #[schema(min_length = 1, max_length = 4096, pattern = "^/")]
     #[param(min_length = 1, max_length = 4096, pattern = "^/")]
     pub path: Option<String>,
+}
+
+/// The egress of an `allowlist` sandbox.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EgressRequest {
+    /// Host names (`api.example.com`), `*.` wildcards over one or more labels
+    /// (`*.example.com`, not `example.com` itself), each with an optional `:port`
+    /// (80 and 443 otherwise); at most 256. IP addresses are refused.
+    #[schema(max_items = 256)]
+    pub allow: Vec<String>,
+}
+
+/// Body of `sandbox.setEgress`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetEgressRequest {
+    pub sandbox_id: String,
+    /// The new list, replacing the old one (as `egress.allow` on create); new
+    /// connections see it within a second.
+    #[schema(max_items = 256)]
+    pub allow: Vec<String>,
 }
 
 /// Body of `sandbox.setTimeout`.

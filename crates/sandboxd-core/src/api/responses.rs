@@ -41,6 +41,16 @@ pub struct SandboxView {
     pub killed_at: Option<String>,
     /// The labels given at creation.
     pub labels: BTreeMap<String, String>,
+    /// What an `allowlist` sandbox may reach; absent in the other modes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<EgressView>,
+}
+
+/// The egress list of an `allowlist` sandbox.
+#[derive(Debug, Clone, Serialize, ToSchema, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct EgressView {
+    pub allow: Vec<String>,
 }
 
 impl SandboxView {
@@ -71,6 +81,9 @@ impl SandboxView {
             last_activity_at: time(sandbox.last_activity_at),
             killed_at: time(sandbox.killed_at),
             labels: sandbox.labels.clone(),
+            egress: (sandbox.network_mode == NetworkMode::Allowlist).then(|| EgressView {
+                allow: sandbox.egress.clone(),
+            }),
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::api::EgressRequest;
 
 fn create(edit: impl FnOnce(&mut CreateSandboxRequest)) -> Result<CreateSandbox, Invalid> {
     let mut req = CreateSandboxRequest {
@@ -174,6 +175,64 @@ fn list_scope_needs_an_id() {
     };
     assert_eq!(list_scope(project), Ok(ListScope::Project("proj".into())));
     assert!(list_scope(ListSandboxesQuery::default()).is_err());
+}
+
+#[test]
+fn an_egress_list_goes_with_the_allowlist_mode_and_every_bad_entry_is_named() {
+    let allow = |entries: &[&str]| {
+        Some(EgressRequest {
+            allow: entries.iter().map(|e| (*e).to_owned()).collect(),
+        })
+    };
+    let cmd = create(|r| {
+        r.network_mode = Some(NetworkMode::Allowlist);
+        r.egress = allow(&["API.Example.com", "*.pypi.org:443", "api.example.com"]);
+    })
+    .expect("valid");
+    assert_eq!(cmd.network_mode, NetworkMode::Allowlist);
+    assert_eq!(
+        cmd.egress.len(),
+        2,
+        "lower-cased, without duplicates: {:?}",
+        cmd.egress
+    );
+    assert!(cmd.egress.contains(&"api.example.com".to_owned()));
+    // Allowlist with no list reaches nothing, until a list is set.
+    let empty = create(|r| r.network_mode = Some(NetworkMode::Allowlist)).expect("valid");
+    assert!(empty.egress.is_empty());
+    // A list in another mode would mean nothing: refused.
+    let err = create(|r| r.egress = allow(&["example.com"])).unwrap_err();
+    assert_eq!(paths_of(err), ["egress"]);
+    let err = create(|r| {
+        r.network_mode = Some(NetworkMode::Allowlist);
+        r.egress = allow(&["ok.example.com", "10.0.0.1", "*", "a..b"]);
+    })
+    .unwrap_err();
+    let messages: Vec<_> = err
+        .issues
+        .iter()
+        .map(|i| (i.path.as_str(), i.message.as_str()))
+        .collect();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert!(messages.iter().all(|(path, _)| *path == "egress.allow"));
+    assert!(messages[0].1.starts_with("[1]"), "{messages:?}");
+    let set = |allow: Vec<&str>| SetEgressRequest {
+        sandbox_id: "sb".into(),
+        allow: allow.into_iter().map(str::to_owned).collect(),
+    };
+    assert_eq!(
+        set_egress(set(vec!["Example.com:8080"])).unwrap().1,
+        ["example.com:8080"]
+    );
+    assert_eq!(set_egress(set(vec![])).unwrap().1, Vec::<String>::new());
+    assert_eq!(
+        paths_of(set_egress(set(vec!["127.0.0.1"])).unwrap_err()),
+        ["allow"]
+    );
+    assert!(
+        set_egress(set(vec!["x.example"; 257])).is_err(),
+        "at most 256"
+    );
 }
 
 #[test]

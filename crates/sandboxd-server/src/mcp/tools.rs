@@ -150,7 +150,7 @@ impl SandboxTools {
 
     #[tool(
         name = "sandbox-create",
-        description = "Create a sandbox: an isolated, resource-limited Linux container. Give environmentId (from your project's environments) and a template (base, python, node) or an image. Defaults: 1 CPU, 512 MiB, no network (networkMode internet for egress), expires after 5 idle minutes (timeoutMs up to 24 h). Returns the sandbox record; use its sandboxId with sandbox-exec, sandbox-writeFile, sandbox-readFile, and sandbox-kill when done."
+        description = "Create a sandbox: an isolated, resource-limited Linux container. Give environmentId (from your project's environments) and a template (base, python, node) or an image. Defaults: 1 CPU, 512 MiB, no network (networkMode internet for egress; allowlist with egress.allow for named hosts only), expires after 5 idle minutes (timeoutMs up to 24 h). Returns the sandbox record; use its sandboxId with sandbox-exec, sandbox-writeFile, sandbox-readFile, and sandbox-kill when done."
     )]
     async fn create(
         &self,
@@ -278,6 +278,21 @@ impl SandboxTools {
                 .set_timeout(&who, &id, timeout)
                 .await
         );
+        ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
+    }
+
+    #[tool(
+        name = "sandbox-setEgress",
+        description = "Replace the list of hosts a running `allowlist` sandbox may reach (names, `*.` wildcards, optional `:port`; 80 and 443 otherwise). New connections see it within a second."
+    )]
+    async fn set_egress(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<SetEgressRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let (id, allow) = attempt!(validate::set_egress(req));
+        let sandbox = attempt!(self.service.sandboxes().set_egress(&who, &id, &allow).await);
         ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
     }
 

@@ -32,6 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(read_file))
         .routes(routes!(list_files))
         .routes(routes!(set_timeout))
+        .routes(routes!(set_egress))
         .routes(routes!(list))
         .routes(routes!(one))
         .routes(routes!(stats))
@@ -169,6 +170,28 @@ async fn set_timeout(
             .service
             .sandboxes()
             .set_timeout(&caller, &id, timeout)
+            .await?,
+    )))
+}
+
+/// Replace the egress list of a running `allowlist` sandbox; new connections see it
+/// within a second.
+#[utoipa::path(post, path = "/api/sandbox.setEgress", operation_id = "sandbox-setEgress", tag = "sandbox",
+    request_body = SetEgressRequest,
+    responses((status = 200, body = SandboxView), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 412, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn set_egress(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<SetEgressRequest>,
+) -> ApiResult<SandboxView> {
+    let (id, allow) = validate::set_egress(req)?;
+    Ok(Json(view(
+        &state
+            .service
+            .sandboxes()
+            .set_egress(&caller, &id, &allow)
             .await?,
     )))
 }

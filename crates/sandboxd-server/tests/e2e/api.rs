@@ -215,6 +215,7 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/sandbox.upload", "post", "sandbox-upload"),
         ("/api/sandbox.download", "get", "sandbox-download"),
         ("/api/sandbox.setTimeout", "post", "sandbox-setTimeout"),
+        ("/api/sandbox.setEgress", "post", "sandbox-setEgress"),
         ("/api/sandbox.list", "get", "sandbox-list"),
         ("/api/sandbox.one", "get", "sandbox-one"),
         ("/api/sandbox.stats", "get", "sandbox-stats"),

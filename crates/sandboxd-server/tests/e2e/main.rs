@@ -13,6 +13,7 @@ mod bad_data;
 mod containers;
 mod contexts;
 mod dashboard_sessions;
+mod egress;
 mod engine_restart;
 mod exec;
 mod exposed_ports;

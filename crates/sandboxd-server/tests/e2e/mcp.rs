@@ -73,6 +73,7 @@ async fn tools_over_streamable_http() {
             "sandbox-processWrite",
             "sandbox-readFile",
             "sandbox-remove",
+            "sandbox-setEgress",
             "sandbox-setTimeout",
             "sandbox-stats",
             "sandbox-templates",

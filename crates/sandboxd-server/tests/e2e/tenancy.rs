@@ -243,6 +243,10 @@ async fn another_organization_cannot_tell_what_exists() {
                 "sandbox.setTimeout",
                 json!({"sandboxId": target, "timeoutMs": 60_000}),
             ),
+            (
+                "sandbox.setEgress",
+                json!({"sandboxId": target, "allow": ["example.com"]}),
+            ),
             ("sandbox.kill", json!({"sandboxId": target})),
             ("sandbox.remove", json!({"sandboxId": target})),
             ("sandbox.execToken", json!({"sandboxId": target})),

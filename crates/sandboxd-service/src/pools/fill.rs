@@ -181,6 +181,7 @@ impl Pools {
             killed_at: None,
             env_per_exec: false,
             labels: Default::default(),
+            egress: Vec::new(),
         };
         match self
             .service

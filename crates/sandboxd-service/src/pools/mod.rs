@@ -248,6 +248,7 @@ impl Pools {
             killed_at: None,
             env_per_exec: cmd.env_vars.is_some(),
             labels: cmd.labels.clone(),
+            egress: cmd.egress.clone(),
         };
         let inserted = self
             .service

@@ -163,6 +163,7 @@ impl Sandboxes {
             killed_at: None,
             env_per_exec: false,
             labels: cmd.labels.clone(),
+            egress: cmd.egress.clone(),
         };
         self.service
             .store()

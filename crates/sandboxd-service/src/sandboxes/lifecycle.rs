@@ -1,13 +1,19 @@
 //! `sandbox.one`, `list`, `setTimeout`, `kill`, `remove`.
 
 use sandboxd_core::access::{self, Denied, Permission, SandboxNeed};
-use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
+use sandboxd_core::model::{NetworkMode, Principal, Sandbox, SandboxStatus};
 use sandboxd_core::validate::ListScope;
 use sandboxd_store::AccessList;
 use serde_json::json;
 use tracing::{info, warn};
 
 use super::Sandboxes;
+
+/// What a change to a running sandbox records in the audit log.
+struct Change {
+    action: &'static str,
+    metadata: serde_json::Value,
+}
 use crate::{Resource, ServiceError, now_ms};
 
 impl Sandboxes {
@@ -67,6 +73,32 @@ impl Sandboxes {
             .collect())
     }
 
+    /// Replaces the egress list of a running `allowlist` sandbox (`allow` as
+    /// `validate::set_egress` gives it); new connections see it within a second.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
+    pub async fn set_egress(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        allow: &[String],
+    ) -> Result<Sandbox, ServiceError> {
+        let store = self.service.store();
+        let change = Change {
+            action: "sandbox.setEgress",
+            metadata: json!({"allow": allow}),
+        };
+        self.change_running(caller, sandbox_id, change, |sandbox| async move {
+            if sandbox.network_mode != NetworkMode::Allowlist {
+                return Err(ServiceError::Refused(format!(
+                    "the sandbox's network mode is {}: an egress list is only for `allowlist`",
+                    sandbox.network_mode.as_str()
+                )));
+            }
+            Ok(store.set_egress(&sandbox.sandbox_id, allow).await?)
+        })
+        .await
+    }
+
     /// Changes the idle timeout of a running sandbox and extends it from now.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn set_timeout(
@@ -75,36 +107,53 @@ impl Sandboxes {
         sandbox_id: &str,
         timeout_ms: i64,
     ) -> Result<Sandbox, ServiceError> {
-        let sandbox = self
-            .service
-            .access()
+        let store = self.service.store();
+        let change = Change {
+            action: "sandbox.setTimeout",
+            metadata: json!({"timeoutMs": timeout_ms}),
+        };
+        self.change_running(caller, sandbox_id, change, |sandbox| async move {
+            Ok(store
+                .set_timeout(&sandbox.sandbox_id, timeout_ms, now_ms())
+                .await?)
+        })
+        .await
+    }
+
+    /// Changes a running sandbox the caller may use with `update` (the store's change,
+    /// `None` when the sandbox stopped running meanwhile) and records it in the audit log.
+    async fn change_running<F, Fut>(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        change: Change,
+        update: F,
+    ) -> Result<Sandbox, ServiceError>
+    where
+        F: FnOnce(Sandbox) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<Sandbox>, ServiceError>>,
+    {
+        let access = self.service.access();
+        let sandbox = access
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
         sandbox.running_container()?;
-        match self
-            .service
-            .store()
-            .set_timeout(&sandbox.sandbox_id, timeout_ms, now_ms())
-            .await?
-        {
+        match update(sandbox).await? {
             Some(updated) => {
-                self.service
-                    .access()
+                access
                     .record(
                         &updated.organization_id,
                         Some(caller),
-                        "sandbox.setTimeout",
+                        change.action,
                         Resource::sandbox(&updated),
-                        json!({"timeoutMs": timeout_ms}),
+                        change.metadata,
                     )
                     .await;
                 Ok(updated)
             }
             // Killed between the read and the update: report its state now.
             None => {
-                let current = self
-                    .service
-                    .access()
+                let current = access
                     .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
                     .await?;
                 current.running_container()?;

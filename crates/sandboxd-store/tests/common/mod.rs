@@ -35,6 +35,7 @@ pub fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox 
         killed_at: None,
         env_per_exec: false,
         labels: [("tenant_id".to_owned(), "acme".to_owned())].into(),
+        egress: Vec::new(),
     }
 }
 

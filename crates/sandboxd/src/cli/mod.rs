@@ -7,6 +7,7 @@
 mod access;
 mod client;
 mod copy;
+mod egress;
 mod exec;
 mod exec_stdin;
 mod port_forward;
@@ -182,6 +183,13 @@ pub enum ClientCommand {
         common: Common,
         #[command(subcommand)]
         command: ports::PortCommand,
+    },
+    /// What an `allowlist` sandbox may reach: ls, set.
+    Egress {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: egress::EgressCommand,
     },
     /// Reach a port inside a sandbox from a local one (PORT[:LOCAL]: the sandbox's port,
     /// then the local one, by default the same; 0 picks a free one), until interrupted.
@@ -380,6 +388,10 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
         ClientCommand::Port { common, command } => {
             let answer = ports::port(&client(&common)?, command).await?;
             print(&common, &answer, ports::port_text);
+        }
+        ClientCommand::Egress { common, command } => {
+            let answer = egress::egress(&client(&common)?, command).await?;
+            print(&common, &answer, egress::egress_text);
         }
         ClientCommand::PortForward { common, id, ports } => {
             port_forward::forward(&client(&common)?, &id, ports.0, ports.1).await?;

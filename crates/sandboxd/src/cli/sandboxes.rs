@@ -28,9 +28,13 @@ pub struct CreateArgs {
     /// Idle time before it is reaped, e.g. 30m, 2h.
     #[arg(long, value_parser = parse_duration)]
     timeout: Option<std::time::Duration>,
-    /// `isolated` (default) or `internet`.
+    /// `isolated` (default), `internet`, or `allowlist` (only the hosts of --allow).
     #[arg(long)]
     network: Option<String>,
+    /// A host an `allowlist` sandbox may reach (repeatable; implies --network allowlist):
+    /// a name, a `*.` wildcard, either with `:port`.
+    #[arg(long)]
+    allow: Vec<String>,
     /// An environment variable, KEY=VALUE (repeatable).
     #[arg(long = "env", short = 'e')]
     env: Vec<String>,
@@ -84,6 +88,12 @@ pub async fn create(client: &Client, args: CreateArgs) -> Result<Value, Failure>
     }
     if let Some(network) = args.network {
         body["networkMode"] = json!(network);
+    }
+    if !args.allow.is_empty() {
+        if body.get("networkMode").is_none() {
+            body["networkMode"] = json!("allowlist");
+        }
+        body["egress"] = json!({"allow": args.allow});
     }
     if !args.env.is_empty() {
         body["envVars"] = json!(args.env.join("\n"));

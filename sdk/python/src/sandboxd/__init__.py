@@ -12,11 +12,22 @@ defaults. `AsyncSandbox` is the same API for asyncio.
 
 from ._code import Context, Execution, RunError
 from ._commands import AsyncCommands, AsyncCommandStream, AsyncProcess, OutputChunk
+from ._egress import AsyncEgress
 from ._files import AsyncFiles
 from ._ports import AsyncPorts
 from ._pty import AsyncPty, AsyncTerminal
 from ._sandbox import AsyncSandbox
-from ._sync import CommandStream, Commands, Files, Ports, Process, Pty, Sandbox, Terminal
+from ._sync import (
+    CommandStream,
+    Commands,
+    Files,
+    Ports,
+    Process,
+    Pty,
+    Sandbox,
+    SandboxEgress,
+    Terminal,
+)
 from .errors import (
     AuthenticationError,
     CommandError,
@@ -36,6 +47,7 @@ from .errors import (
 )
 from .models import (
     CommandResult,
+    Egress,
     EntryInfo,
     ExposedPort,
     OutputSlice,
@@ -47,6 +59,7 @@ from .models import (
 __all__ = [
     "AsyncCommandStream",
     "AsyncCommands",
+    "AsyncEgress",
     "AsyncFiles",
     "AsyncPorts",
     "AsyncProcess",
@@ -63,6 +76,7 @@ __all__ = [
     "Conflict",
     "ConnectionFailed",
     "Context",
+    "Egress",
     "EntryInfo",
     "ExposedPort",
     "Execution",
@@ -79,6 +93,7 @@ __all__ = [
     "RateLimited",
     "RunError",
     "Sandbox",
+    "SandboxEgress",
     "SandboxInfo",
     "SandboxStats",
     "SandboxNotRunning",

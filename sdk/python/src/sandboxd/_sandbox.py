@@ -11,13 +11,14 @@ from typing import Any, Literal
 
 from ._code import AsyncCode, Context, Execution
 from ._commands import AsyncCommands
+from ._egress import AsyncEgress
 from ._config import resolve
 from ._files import AsyncFiles
 from ._http import Connection
 from ._ports import AsyncPorts
 from ._pty import AsyncPty
 from .errors import NotFound
-from .models import SandboxInfo, SandboxStats
+from .models import Egress, SandboxInfo, SandboxStats
 
 
 async def _default_environment(conn: Connection) -> str:
@@ -86,6 +87,7 @@ class AsyncSandbox:
         self.files = AsyncFiles(self)
         self.pty = AsyncPty(self)
         self.ports = AsyncPorts(self)
+        self.egress = AsyncEgress(self)
         self._code = AsyncCode(self)
 
     def __repr__(self) -> str:
@@ -104,7 +106,7 @@ class AsyncSandbox:
         name: str | None = None,
         timeout: float | None = None,
         env: dict[str, str] | None = None,
-        network: Literal["isolated", "internet"] | None = None,
+        network: Literal["isolated", "internet"] | Egress | None = None,
         cpu: float | None = None,
         memory_mb: int | None = None,
         pids_limit: int | None = None,
@@ -164,7 +166,7 @@ class AsyncSandbox:
         name: str | None = None,
         timeout: float | None = None,
         env: dict[str, str] | None = None,
-        network: Literal["isolated", "internet"] | None = None,
+        network: Literal["isolated", "internet"] | Egress | None = None,
         cpu: float | None = None,
         memory_mb: int | None = None,
         pids_limit: int | None = None,
@@ -184,7 +186,8 @@ class AsyncSandbox:
             "name": name,
             "timeoutMs": None if timeout is None else int(timeout * 1000),
             "envVars": env_vars,
-            "networkMode": network,
+            "networkMode": "allowlist" if isinstance(network, Egress) else network,
+            "egress": {"allow": list(network.allow)} if isinstance(network, Egress) else None,
             "cpu": cpu,
             "memoryMb": memory_mb,
             "pidsLimit": pids_limit,

@@ -241,6 +241,20 @@ class Ports:
         return self._inner.url(port)
 
 
+class SandboxEgress:
+    """`sb.egress`: what an `allowlist` sandbox may reach."""
+
+    def __init__(self, inner: AsyncSandbox) -> None:
+        self._inner = inner.egress
+
+    def set(self, allow: list[str]) -> list[str]:
+        """See `AsyncEgress.set`."""
+        return _portal.run(self._inner.set(allow))
+
+    def list(self) -> list[str]:
+        return _portal.run(self._inner.list())
+
+
 class Sandbox:
     """A sandbox. `with Sandbox.create(...) as sb:` kills it at the end of the block,
     however the block ends."""
@@ -251,6 +265,7 @@ class Sandbox:
         self.files = Files(inner)
         self.pty = Pty(inner)
         self.ports = Ports(inner)
+        self.egress = SandboxEgress(inner)
 
     def __repr__(self) -> str:
         return f"Sandbox({self.id!r}, status={self.info.status!r})"

@@ -9,6 +9,15 @@ from .errors import CommandExitError
 
 
 @dataclass(frozen=True)
+class Egress:
+    """`network=Egress(allow=[...])` on create: no network but connections to these
+    hosts (names, `*.` wildcards over one or more labels, either with `:port`; 80 and
+    443 otherwise), through sandboxd."""
+
+    allow: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class SandboxInfo:
     """A sandbox's record."""
 
@@ -32,6 +41,8 @@ class SandboxInfo:
     expires_at: str | None
     #: What the sandbox was labelled with at creation.
     labels: dict[str, str] = field(default_factory=dict)
+    #: The hosts an `allowlist` sandbox may reach; `None` in the other network modes.
+    egress: list[str] | None = None
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @classmethod
@@ -56,6 +67,7 @@ class SandboxInfo:
             created_at=data.get("createdAt", ""),
             expires_at=data.get("expiresAt"),
             labels=dict(data.get("labels") or {}),
+            egress=None if data.get("egress") is None else list(data["egress"].get("allow") or []),
             raw=data,
         )
 
