@@ -16,6 +16,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// Bytes queued for one channel and not yet taken by its consumer, at most.
 const ROUTE_BYTES: usize = 4 * 1024 * 1024;
+/// What a frame costs of the budgets at least, whatever its payload: a queued frame
+/// takes memory of its own, so a flood of empty frames is bounded like a flood of bytes.
+const FRAME_COST: usize = 64;
 /// How long the connection's reader waits for a consumer whose queue is full.
 pub const ROUTE_STALL: Duration = Duration::from_secs(3);
 
@@ -149,7 +152,7 @@ impl Routes {
                 return Delivery::Overdrawn;
             }
         }
-        let bytes = u32::try_from(frame.payload.len()).unwrap_or(u32::MAX);
+        let bytes = u32::try_from(frame.payload.len().max(FRAME_COST)).unwrap_or(u32::MAX);
         let waited =
             tokio::time::timeout(self.stall, route.budget.clone().acquire_many_owned(bytes)).await;
         let own = match waited {
@@ -182,6 +185,32 @@ mod tests {
 
     fn frame(channel: u32, len: usize) -> Frame {
         Frame::new(channel, Kind::Stdout, vec![b'x'; len])
+    }
+
+    #[tokio::test]
+    async fn a_flood_of_empty_frames_fills_its_queue_and_is_cut() {
+        let routes = Routes {
+            stall: Duration::from_millis(100),
+            ..Routes::default()
+        };
+        let conn_budget = Arc::new(Semaphore::new(24 * 1024 * 1024));
+        let _idle = routes.open(1, None).unwrap();
+        let mut sent = 0;
+        let outcome = loop {
+            let outcome = routes
+                .deliver(Frame::new(1, Kind::Data, Vec::new()), &conn_budget)
+                .await;
+            if outcome != Delivery::Delivered || sent > 1_000_000 {
+                break outcome;
+            }
+            sent += 1;
+        };
+        assert_eq!(outcome, Delivery::Cut, "after {sent} frames");
+        assert_eq!(
+            sent,
+            ROUTE_BYTES / FRAME_COST,
+            "each empty frame costs FRAME_COST"
+        );
     }
 
     #[tokio::test]
