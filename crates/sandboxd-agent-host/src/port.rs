@@ -81,6 +81,7 @@ impl AgentConn {
             pool: self.port_growth.clone(),
             held: None,
         };
+        let wakers = Arc::<Wakers>::default();
         Ok(PortStream {
             sender: channel.poll_sender(),
             channel,
@@ -94,7 +95,8 @@ impl AgentConn {
             port_ended: false,
             gone: false,
             caller_ended: false,
-            wakers: Arc::default(),
+            waker: Waker::from(wakers.clone()),
+            wakers,
         })
     }
 }
@@ -174,6 +176,8 @@ pub struct PortStream {
     /// The caller's direction ended (End sent).
     caller_ended: bool,
     wakers: Arc<Wakers>,
+    /// `wakers` as the waker the channel is polled with, made once.
+    waker: Waker,
 }
 
 impl std::fmt::Debug for PortStream {
@@ -190,8 +194,7 @@ impl std::fmt::Debug for PortStream {
 impl PortStream {
     /// Takes every frame that arrived, waking whoever waits on the stream when more do.
     fn pump(&mut self) {
-        let waker = Waker::from(self.wakers.clone());
-        let mut cx = Context::from_waker(&waker);
+        let mut cx = Context::from_waker(&self.waker);
         while !self.gone {
             let frame = match self.channel.poll_recv(&mut cx) {
                 Poll::Pending => return,
