@@ -139,6 +139,10 @@ impl SandboxChannel for AgentConn {
         Ok(Box::new(AgentConn::open_port(self, port).await?))
     }
 
+    async fn accept_egress(&self) -> Result<Box<dyn sandboxd_ports::ByteStream>, ChannelError> {
+        Ok(Box::new(AgentConn::accept_egress(self).await?))
+    }
+
     async fn read_file(&self, path: &str, max: usize) -> Result<Vec<u8>, ChannelError> {
         Ok(AgentConn::read_file(self, path, max).await?)
     }

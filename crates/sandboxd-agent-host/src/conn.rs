@@ -62,6 +62,8 @@ pub struct AgentConn {
     pub(crate) downloads: Arc<tokio::sync::Semaphore>,
     /// Connections to the sandbox's ports open at once, at most (`port.rs`).
     pub(crate) ports: Arc<tokio::sync::Semaphore>,
+    /// Connections to the egress proxy open or awaited at once, at most (`port.rs`).
+    pub(crate) egress: Arc<tokio::sync::Semaphore>,
     /// Bytes the ports' windows may still be widened by, together (`port.rs`).
     pub(crate) port_growth: Arc<tokio::sync::Semaphore>,
 }
@@ -70,15 +72,18 @@ pub struct AgentConn {
 /// (`port.rs`): each holds its first window of the connection's budget, and what it was
 /// widened by from [`PORT_GROWTH`].
 pub const PORTS: usize = 128;
+/// Connections of the sandbox's programs to the egress proxy one agent connection
+/// carries (or waits for) at once, at most; each holds a window as a port's does.
+pub const EGRESS_CONNECTIONS: usize = 32;
 /// What the windows of one agent connection's ports may be widened by, together.
-pub(crate) const PORT_GROWTH: u64 = 8 * 1024 * 1024;
+pub(crate) const PORT_GROWTH: u64 = 6 * 1024 * 1024;
 
 /// Downloads through one connection at once, at most.
 const DOWNLOADS: usize = 4;
-// The ports' windows (first and widened) and the downloads' together fit in the
-// connection's budget: a third each.
+// The windows of the ports and the egress proxy's connections (first and widened) and
+// the downloads' together fit in the connection's budget: a third each.
 const _: () = assert!(
-    PORTS as u64 * sandboxd_agent_protocol::PORT_WINDOW_OUT
+    (PORTS + EGRESS_CONNECTIONS) as u64 * sandboxd_agent_protocol::PORT_WINDOW_OUT
         + PORT_GROWTH
         + DOWNLOADS as u64 * sandboxd_agent_protocol::DOWNLOAD_WINDOW
         <= BUFFERED_BYTES as u64
@@ -415,6 +420,7 @@ where
         next_channel: Arc::new(AtomicU32::new(1)),
         downloads: Arc::new(tokio::sync::Semaphore::new(DOWNLOADS)),
         ports: Arc::new(tokio::sync::Semaphore::new(PORTS)),
+        egress: Arc::new(tokio::sync::Semaphore::new(EGRESS_CONNECTIONS)),
         port_growth: Arc::new(tokio::sync::Semaphore::new(PORT_GROWTH as usize)),
     };
     if !on_ready(conn) {

@@ -46,8 +46,9 @@ struct HubInner {
     binary: Option<PathBuf>,
     op_timeout: Duration,
     slots: Mutex<HashMap<String, Slot>>,
-    /// Where the ids of sandboxes whose agent connected are sent, if anyone asked.
-    connected: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    /// Where the ids of sandboxes whose agent connected are sent: one sender per
+    /// subscriber.
+    connected: Subscribers,
 }
 
 /// Errors of socket setup; a sandbox then runs without its agent.
@@ -70,17 +71,18 @@ impl AgentHub {
                 binary,
                 op_timeout,
                 slots: Mutex::new(HashMap::new()),
-                connected: Mutex::new(None),
+                connected: Subscribers::default(),
             }),
         }
     }
 
     /// The ids of sandboxes whose agent connects from now on, one per connection (the
-    /// replica records that it holds them). A second call replaces the first receiver.
+    /// replica records that it holds them; the egress proxy serves their programs).
+    /// Each call subscribes anew; a dropped receiver is forgotten.
     pub fn connections(&self) -> mpsc::UnboundedReceiver<String> {
         let (tx, rx) = mpsc::unbounded_channel();
         if let Ok(mut connected) = self.inner.connected.lock() {
-            *connected = Some(tx);
+            connected.push(tx);
         }
         rx
     }
@@ -180,7 +182,7 @@ impl AgentHub {
 
     fn start_accepting(&self, sandbox_id: &str, incoming: Incoming, key: String) {
         let (tx, rx) = watch::channel(None);
-        let announce = self.inner.connected.lock().ok().and_then(|c| c.clone());
+        let announce = self.inner.connected.clone();
         let task = tokio::spawn(accept_loop(
             incoming,
             sandbox_id.to_owned(),
@@ -325,6 +327,16 @@ fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
+/// Those who want to know which sandboxes' agents connect.
+type Subscribers = Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>;
+
+/// Tells every subscriber that the sandbox's agent connected.
+fn announce(subscribers: &Subscribers, sandbox_id: &str) {
+    if let Ok(mut subscribers) = subscribers.lock() {
+        subscribers.retain(|tx| tx.send(sandbox_id.to_owned()).is_ok());
+    }
+}
+
 /// Where a sandbox's agent connections come from.
 enum Incoming {
     Listener(UnixListener),
@@ -365,7 +377,7 @@ async fn accept_loop(
     key: Arc<str>,
     op_timeout: Duration,
     slot: watch::Sender<Option<AgentConn>>,
-    announce: Option<mpsc::UnboundedSender<String>>,
+    subscribers: Subscribers,
 ) {
     let handshakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // The first impostor of a sandbox is worth a warning; the next ones are not.
@@ -399,12 +411,13 @@ async fn accept_loop(
         let pending = handshakes.clone();
         let key = key.clone();
         let warned = warned.clone();
-        let announce = announce.clone().map(|tx| (tx, sandbox_id.clone()));
+        let subscribers = subscribers.clone();
         connections.spawn(async move {
             let ready = slot.clone();
             let mine: Arc<Mutex<Option<AgentConn>>> = Arc::default();
             let keep = mine.clone();
             let handshake = pending.clone();
+            let id_announced = id.clone();
             let served = conn::serve(stream, id.clone(), &key, op_timeout, move |conn| {
                 handshake.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                 if let Ok(mut mine) = keep.lock() {
@@ -418,8 +431,8 @@ async fn accept_loop(
                     *current = Some(conn);
                     true
                 });
-                if took && let Some((announce, id)) = announce {
-                    let _ = announce.send(id);
+                if took {
+                    announce(&subscribers, &id_announced);
                 }
                 took
             })

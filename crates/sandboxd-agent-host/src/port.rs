@@ -16,7 +16,8 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use futures_util::task::AtomicWaker;
 use sandboxd_agent_protocol::{
-    Credit, Failure, Frame, Inflow, Kind, Outflow, PORT_WINDOW_OUT, PORTS_VERSION, Request,
+    Credit, EGRESS_VERSION, Failure, Frame, Inflow, Kind, Outflow, PORT_WINDOW_OUT, PORTS_VERSION,
+    Request,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::OwnedSemaphorePermit;
@@ -68,10 +69,47 @@ impl AgentConn {
         let first = tokio::time::timeout(self.op_timeout, channel.recv())
             .await
             .map_err(|_| AgentError::Timeout)??;
+        self.carried(channel, cancel, &first, slot).await
+    }
+
+    /// Whether the agent hands over the egress proxy's connections.
+    pub fn speaks_egress(&self) -> bool {
+        self.hello.version >= EGRESS_VERSION
+    }
+
+    /// The next connection a program in the sandbox makes to the egress proxy's address,
+    /// as a byte stream, once one arrives (there is no deadline: it waits for the
+    /// sandbox's programs; dropping the future withdraws the request). Waits first
+    /// while `EGRESS_CONNECTIONS` connections are open or awaited.
+    pub async fn accept_egress(&self) -> Result<PortStream, PortError> {
+        if !self.speaks_egress() {
+            return Err(PortError::Agent(AgentError::NotSent));
+        }
+        let slot = self
+            .egress
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| PortError::Agent(AgentError::Disconnected))?;
+        let mut channel = self.open_metered(&Request::AcceptEgress {}).await?;
+        let cancel = channel.cancel_on_drop();
+        let first = channel.recv().await?;
+        self.carried(channel, cancel, &first, slot).await
+    }
+
+    /// The stream of a connection the agent carries on `channel`, from the agent's
+    /// first answer: its credit, or why there is no connection.
+    async fn carried(
+        &self,
+        channel: Channel,
+        cancel: SendOnDrop,
+        first: &Frame,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<PortStream, PortError> {
         let credit = match first.kind {
-            Kind::Credit => parse::<Credit>(&first)?.bytes,
-            Kind::Error => return Err(PortError::Refused(parse(&first)?)),
-            _ => return Err(unexpected(&first).into()),
+            Kind::Credit => parse::<Credit>(first)?.bytes,
+            Kind::Error => return Err(PortError::Refused(parse(first)?)),
+            _ => return Err(unexpected(first).into()),
         };
         let mut outflow = Outflow::default();
         outflow.grant(credit);

@@ -16,13 +16,21 @@ pub use messages::*;
 
 /// Version spoken by this build; the agent announces its own in [`Hello`]. Version 2
 /// adds the streamed transfers (`upload`, `download`) and their flow control (Credit,
-/// Cancel); version 3 the connections to the sandbox's ports (`openPort`). The host
-/// sends none of them to an agent that announced less.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// Cancel); version 3 the connections to the sandbox's ports (`openPort`); version 4
+/// the egress proxy's connections (`acceptEgress`). The host sends none of them to an
+/// agent that announced less.
+pub const PROTOCOL_VERSION: u32 = 4;
 /// The first version that speaks the streamed transfers.
 pub const TRANSFERS_VERSION: u32 = 2;
 /// The first version that opens connections to the sandbox's ports.
 pub const PORTS_VERSION: u32 = 3;
+/// The first version that hands over the egress proxy's connections.
+pub const EGRESS_VERSION: u32 = 4;
+
+/// The port on the sandbox's loopback where the agent takes the connections of the
+/// sandbox's programs to the egress proxy (`HTTP_PROXY=http://127.0.0.1:49980`), which
+/// sandboxd serves.
+pub const EGRESS_PROXY_PORT: u16 = 49980;
 
 /// The environment variable through which the container hands the agent its sandbox's
 /// key. Only the agent's own processes hold it: they are not dumpable, so the sandbox's

@@ -125,6 +125,14 @@ pub enum Request {
     /// made. Cancel from the host drops the connection.
     #[serde(rename_all = "camelCase")]
     OpenPort { port: u16 },
+    /// The next connection a program in the sandbox makes to the egress proxy's address
+    /// ([`crate::EGRESS_PROXY_PORT`] on its loopback, where the agent listens from the
+    /// first such request on). The agent answers nothing until a connection arrives
+    /// (connections wait in the listener's backlog while no request waits); from then
+    /// on, as `openPort` once connected: Credit, Data both ways within it, End, Done.
+    /// Error when the agent cannot listen there. Cancel before a connection arrived
+    /// withdraws the request; the next connection goes to another one.
+    AcceptEgress {},
     /// A streamed download of `path`: a file's bytes (`raw`) or a tar of it (`tar`);
     /// without `shape`, raw for a file and tar for a directory. At most `max` bytes. The
     /// host grants Credit; the agent replies Data([`DownloadStart`]), then Data frames of

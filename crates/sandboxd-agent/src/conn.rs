@@ -12,6 +12,7 @@ use sandboxd_agent_protocol::{
     AGENT_KEY_VAR, Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request,
 };
 
+use crate::egress::Egress;
 use crate::exec::Running;
 use crate::input::Inputs;
 use crate::outbox::Outbox;
@@ -26,12 +27,13 @@ pub fn serve_forever(socket: &str) -> ExitCode {
     let mut delay = Duration::from_millis(20);
     // Background processes and the request threads outlive connections.
     let processes = Processes::default();
+    let egress = Egress::default();
     let workers = Workers::started();
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => {
                 delay = Duration::from_millis(20);
-                serve(stream, &processes, &workers);
+                serve(stream, &processes, &egress, &workers);
             }
             Err(_) => {
                 std::thread::sleep(delay);
@@ -53,7 +55,7 @@ fn hello() -> Hello {
 
 /// Serves one connection until it ends; every command it started is killed then
 /// (background processes are not).
-fn serve(stream: UnixStream, processes: &Processes, workers: &Workers) {
+fn serve(stream: UnixStream, processes: &Processes, egress: &Egress, workers: &Workers) {
     // Room for a few frames in the socket, so that a fast stream (a download through a
     // port) does not wait on the host's every read; the kernel caps it at its maximum.
     let _ = rustix::net::sockopt::set_socket_send_buffer_size(&stream, SEND_BUFFER);
@@ -81,7 +83,9 @@ fn serve(stream: UnixStream, processes: &Processes, workers: &Workers) {
                 Ok(None) => break,
                 Err(_) => break 'read,
             };
-            dispatch(frame, &outbox, &running, &inputs, processes, workers);
+            dispatch(
+                frame, &outbox, &running, &inputs, processes, egress, workers,
+            );
         }
     }
     exec::kill_all(&running);
@@ -94,6 +98,7 @@ fn dispatch(
     running: &Running,
     inputs: &Inputs,
     processes: &Processes,
+    egress: &Egress,
     workers: &Workers,
 ) {
     let channel = frame.channel;
@@ -203,6 +208,7 @@ fn dispatch(
                 Request::OpenPort { port } => {
                     crate::port::serve(outbox, channel, port, inputs, workers);
                 }
+                Request::AcceptEgress {} => egress.serve(outbox, channel, inputs, workers),
                 Request::Download { path, shape, max } => {
                     let input = inputs.open(channel);
                     workers.run(move || {

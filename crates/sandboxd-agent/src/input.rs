@@ -48,6 +48,13 @@ impl Input {
         self.queued.fetch_sub(frame.payload.len(), Ordering::AcqRel);
         Ok(frame)
     }
+
+    /// The next input frame if one is queued now.
+    pub fn try_recv(&self) -> Result<Frame, std::sync::mpsc::TryRecvError> {
+        let frame = self.rx.try_recv()?;
+        self.queued.fetch_sub(frame.payload.len(), Ordering::AcqRel);
+        Ok(frame)
+    }
 }
 
 impl Inputs {

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod conn;
+mod egress;
 mod exec;
 mod files;
 mod input;

@@ -1,5 +1,6 @@
-//! A connection to a port inside the sandbox, for sandboxd: the agent dials
-//! `127.0.0.1:<port>` and carries bytes both ways, each way within the credit its
+//! A TCP connection inside the sandbox carried for sandboxd: one the agent dials to
+//! `127.0.0.1:<port>` (`openPort`), or one a program made to the egress proxy's address
+//! (`egress.rs`). The agent carries its bytes both ways, each way within the credit its
 //! receiver grants, so neither side queues more than a window of it. The thread serving
 //! the request takes the host's frames (bytes toward the port, its credit, its End or
 //! Cancel); a second thread reads the port and sends what it reads.
@@ -57,69 +58,116 @@ impl Shared {
 /// connection is being made is seen), its Credit frames straight to the thread that
 /// sends the port's bytes; the rest runs on the pool.
 pub fn serve(outbox: Outbox, channel: u32, port: u16, inputs: Inputs, workers: &Workers) {
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State::default()),
-        credit: Condvar::new(),
-    });
-    let input = {
-        let shared = shared.clone();
-        inputs.open_with_credit(channel, Arc::new(move |frame| give_credit(frame, &shared)))
-    };
+    let carriage = Carriage::open(outbox, channel, &inputs);
     let pool = workers.clone();
     workers.run(move || {
-        open(&outbox, channel, port, &input, &shared, &pool);
+        match dial(port) {
+            Ok(stream) => carriage.carry(stream, &pool),
+            Err(message) => fail(
+                &carriage.outbox,
+                channel,
+                FailureKind::Unreachable,
+                &message,
+            ),
+        }
         inputs.close(channel);
     });
 }
 
-/// Credit once connected, the bytes both ways, Done once both directions ended; Error
-/// when nothing accepts the connection.
-fn open(
-    outbox: &Outbox,
-    channel: u32,
-    port: u16,
-    input: &Input,
-    shared: &Arc<Shared>,
-    workers: &Workers,
-) {
+fn dial(port: u16) -> Result<TcpStream, String> {
     let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let stream = match TcpStream::connect_timeout(&address, CONNECT_TIMEOUT) {
-        Ok(stream) => stream,
-        Err(error) => {
-            let message = format!("nothing accepts connections on port {port}: {error}");
-            return fail(outbox, channel, FailureKind::Unreachable, &message);
-        }
-    };
-    let _ = stream.set_nodelay(true);
-    let Ok(reader) = stream.try_clone() else {
-        return fail(
+    TcpStream::connect_timeout(&address, CONNECT_TIMEOUT)
+        .map_err(|error| format!("nothing accepts connections on port {port}: {error}"))
+}
+
+/// One channel carrying a TCP connection in the sandbox: its input, routed from when
+/// the request arrived, and what both directions share.
+pub struct Carriage {
+    outbox: Outbox,
+    channel: u32,
+    input: Input,
+    shared: Arc<Shared>,
+}
+
+impl Carriage {
+    /// Routes the channel's input: Credit frames straight to the direction that sends,
+    /// the rest to [`Carriage::carry`].
+    pub fn open(outbox: Outbox, channel: u32, inputs: &Inputs) -> Self {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            credit: Condvar::new(),
+        });
+        let input = {
+            let shared = shared.clone();
+            inputs.open_with_credit(channel, Arc::new(move |frame| give_credit(frame, &shared)))
+        };
+        Self {
             outbox,
             channel,
-            FailureKind::Io,
-            "the connection cannot be shared",
-        );
-    };
-    let (mut inflow, first) = Inflow::new(PORT_WINDOW_IN);
-    if !grant(outbox, channel, first) {
-        return;
+            input,
+            shared,
+        }
     }
-    {
-        let outbox = outbox.clone();
-        let shared = shared.clone();
-        workers.run(move || send_what_the_port_sends(&outbox, channel, reader, &shared));
+
+    /// Whether the host withdrew the request (Cancel) or is gone, before any connection
+    /// was carried.
+    pub fn withdrawn(&self) -> bool {
+        match self.input.try_recv() {
+            Ok(frame) => frame.kind == Kind::Cancel,
+            Err(std::sync::mpsc::TryRecvError::Empty) => false,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => true,
+        }
     }
-    let mut stream = stream;
-    let finished =
-        take_what_the_host_sends(outbox, channel, &mut stream, input, &mut inflow, shared);
-    if !finished {
-        // Cancelled, or the host went away: the port's reader ends with the socket.
-        shared.lock().dropped = true;
-        shared.credit.notify_all();
-        let _ = stream.shutdown(Shutdown::Both);
-        return;
+
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
     }
-    if shared.end_one() {
-        done(outbox, channel, 0);
+
+    pub fn channel(&self) -> u32 {
+        self.channel
+    }
+
+    /// Credit, the bytes both ways, Done once both directions ended; on this thread and
+    /// one more of the pool.
+    pub fn carry(&self, stream: TcpStream, workers: &Workers) {
+        let Self {
+            outbox,
+            channel,
+            input,
+            shared,
+        } = self;
+        let channel = *channel;
+        let _ = stream.set_nodelay(true);
+        let Ok(reader) = stream.try_clone() else {
+            return fail(
+                outbox,
+                channel,
+                FailureKind::Io,
+                "the connection cannot be shared",
+            );
+        };
+        let (mut inflow, first) = Inflow::new(PORT_WINDOW_IN);
+        if !grant(outbox, channel, first) {
+            return;
+        }
+        {
+            let outbox = outbox.clone();
+            let shared = shared.clone();
+            workers.run(move || send_what_the_port_sends(&outbox, channel, reader, &shared));
+        }
+        let mut stream = stream;
+        let finished =
+            take_what_the_host_sends(outbox, channel, &mut stream, input, &mut inflow, shared);
+        if !finished {
+            // Cancelled, or the host went away: the port's reader ends with the socket.
+            shared.lock().dropped = true;
+            shared.credit.notify_all();
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
+        if shared.end_one() {
+            done(outbox, channel, 0);
+        }
     }
 }
 

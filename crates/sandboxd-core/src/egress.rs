@@ -354,6 +354,59 @@ pub fn reachable(addresses: &[IpAddr], allowed: &AllowedNetworks) -> Result<Vec<
     Ok(kept)
 }
 
+/// The operator's egress settings (`[egress]`): names answered before DNS (private
+/// services, a test's pretend internet) and the special networks sandboxes may reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Operator {
+    hosts: std::collections::BTreeMap<String, IpAddr>,
+    pub allowed_networks: AllowedNetworks,
+}
+
+impl Operator {
+    /// The settings as written: `hosts` maps a name to an IP address; every bad entry
+    /// named.
+    pub fn parse<S: AsRef<str>>(
+        hosts: &std::collections::BTreeMap<String, String>,
+        allowed_networks: &[S],
+    ) -> Result<Self, String> {
+        let mut problems = Vec::new();
+        let mut parsed = std::collections::BTreeMap::new();
+        for (name, address) in hosts {
+            let Ok(key) = name_of(name) else {
+                problems.push(format!("egress.hosts: {name:?} is not a host name"));
+                continue;
+            };
+            match address.trim().parse::<IpAddr>() {
+                Ok(ip) => {
+                    parsed.insert(key, ip);
+                }
+                Err(_) => problems.push(format!(
+                    "egress.hosts: {address:?} (for {name:?}) is not an IP address"
+                )),
+            }
+        }
+        let allowed_networks = AllowedNetworks::parse(allowed_networks)
+            .map_err(|why| format!("egress.allowed_networks: {why}"))
+            .unwrap_or_else(|why| {
+                problems.push(why);
+                AllowedNetworks::default()
+            });
+        if problems.is_empty() {
+            Ok(Self {
+                hosts: parsed,
+                allowed_networks,
+            })
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    /// The address the operator gives `name` (as [`name_of`] gives it), if any.
+    pub fn host(&self, name: &str) -> Option<IpAddr> {
+        self.hosts.get(name).copied()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,5 +539,27 @@ mod tests {
             Err(Refusal::Forbidden(Range::Loopback))
         );
         assert_eq!(reachable(&[], &none), Err(Refusal::Unresolved));
+    }
+
+    #[test]
+    fn the_operator_names_hosts_by_address_and_bad_settings_are_named() {
+        let hosts = [("Allowed.Test".to_owned(), "127.0.0.1".to_owned())].into();
+        let operator = Operator::parse(&hosts, &["127.0.0.1/32"]).unwrap();
+        assert_eq!(operator.host("allowed.test"), "127.0.0.1".parse().ok());
+        assert_eq!(operator.host("other.test"), None);
+        assert!(
+            operator
+                .allowed_networks
+                .contains("127.0.0.1".parse().unwrap())
+        );
+        let bad = [
+            ("1.2.3.4".to_owned(), "127.0.0.1".to_owned()),
+            ("ok.test".to_owned(), "here".to_owned()),
+        ]
+        .into();
+        let why = Operator::parse(&bad, &["nope"]).unwrap_err();
+        assert!(why.contains("\"1.2.3.4\" is not a host name"), "{why}");
+        assert!(why.contains("\"here\""), "{why}");
+        assert!(why.contains("allowed_networks"), "{why}");
     }
 }

@@ -197,6 +197,12 @@ pub trait SandboxChannel: Send + Sync + Debug {
         Err(ChannelError::NeedsAgent)
     }
 
+    /// The next connection a program in the sandbox makes to its egress proxy's address,
+    /// once one arrives (no deadline); dropping the future withdraws the wait.
+    async fn accept_egress(&self) -> Result<Box<dyn ByteStream>, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
     /// Starts a background process.
     async fn spawn_process(&self, _spec: ProcessSpec) -> Result<ProcessInfo, ChannelError> {
         Err(ChannelError::NeedsAgent)

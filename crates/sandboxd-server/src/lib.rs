@@ -7,6 +7,7 @@ mod auth;
 mod body_limit;
 mod dashboard;
 pub mod data_dir;
+mod egress;
 mod error;
 mod extract;
 mod forward;
@@ -127,6 +128,9 @@ pub struct ServerConfig {
     /// How long a sandbox outlives its expiry when nothing more is heard from sandboxd
     /// (its agent's dead-man's switch).
     pub lease_grace: Duration,
+    /// `[egress]`: names answered before DNS and the special networks `allowlist`
+    /// sandboxes may reach.
+    pub egress: sandboxd_core::egress::Operator,
 }
 
 impl ServerConfig {
@@ -163,6 +167,7 @@ impl ServerConfig {
             port_traffic_is_activity: true,
             server_registration: sandboxd_core::access::ServerRegistration::Operator,
             lease_grace: sandboxd_service::DEFAULT_LEASE_GRACE,
+            egress: sandboxd_core::egress::Operator::default(),
         }
     }
 }
@@ -302,6 +307,7 @@ impl Server {
                 lease_grace: Some(config.lease_grace),
                 agent_channels: None,
                 port_traffic_ignored: !config.port_traffic_is_activity,
+                egress: config.egress.clone(),
             },
         );
         Ok(Self {
@@ -363,6 +369,7 @@ impl Server {
     ) -> Result<(), StartError> {
         // Subscribed before the first reconcile listens again for agents.
         let holding = tokio::spawn(self.service.replicas().record_agent_connections());
+        let egress = tokio::spawn(egress::serve_gates(&self.service));
         let address = self
             .config
             .advertise_url
@@ -407,6 +414,7 @@ impl Server {
             let _ = task.await;
         }
         holding.abort();
+        egress.abort();
         // Warm members are removed, and containers of sandboxes killed just before the
         // stop: nothing is leaked.
         self.service.pools().drain().await;

@@ -6,6 +6,7 @@ mod access;
 mod channel;
 mod commands;
 mod duties;
+mod egress;
 mod error;
 mod executor;
 mod files;
@@ -33,6 +34,7 @@ use sandboxd_agent_host::AgentHub;
 pub use access::{Access, Resource};
 pub use commands::Commands;
 pub use duties::{DEFAULT_LEASE_GRACE, Duties, ReapReport, ReconcileReport};
+pub use egress::{EGRESS_DECISIONS, Egress, EgressError, Gate, Upstream};
 pub use error::ServiceError;
 pub use files::Files;
 pub use fleet::Fleet;
@@ -125,6 +127,9 @@ pub struct Options {
     /// Connections to a sandbox's ports and their traffic do not count as its activity
     /// (a public page polled from outside does not keep a sandbox alive).
     pub port_traffic_ignored: bool,
+    /// The operator's egress settings: names answered before DNS, and the special
+    /// networks `allowlist` sandboxes may reach.
+    pub egress: sandboxd_core::egress::Operator,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive
@@ -364,6 +369,11 @@ impl Service {
     /// Connections to the ports of sandboxes.
     pub fn ports(&self) -> Ports {
         Ports::new(self.clone())
+    }
+
+    /// The egress of `allowlist` sandboxes.
+    pub fn egress(&self) -> Egress {
+        Egress::new(self.clone())
     }
 
     /// Creating, listing, extending and ending sandboxes.

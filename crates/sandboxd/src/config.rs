@@ -92,6 +92,9 @@ pub struct Config {
     pub cookie_secure: CookieSecureSetting,
     /// Remote servers: who may register them and which networks they may be in.
     pub servers: ServersConfig,
+    /// Egress of `allowlist` sandboxes: `hosts` answered before DNS and the special
+    /// networks they may reach.
+    pub egress: EgressConfig,
     /// Seconds a sandbox outlives its idle timeout when nothing more is heard from
     /// sandboxd (stopped, crashed, cut off): its main process then ends it.
     pub lease_grace_secs: u64,
@@ -137,6 +140,24 @@ impl ServersConfig {
             })?;
         let allowed = sandboxd_core::networks::AllowedNetworks::parse(&self.allowed_networks)?;
         Ok((registration, allowed))
+    }
+}
+
+/// `[egress]`: `hosts = { "name" = "address" }` (names answered before DNS: private
+/// services, or a test's pretend internet) and `allowed_networks = ["CIDR", …]` (the
+/// loopback, private and other special ranges `allowlist` sandboxes may reach; none by
+/// default).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EgressConfig {
+    pub hosts: BTreeMap<String, String>,
+    pub allowed_networks: Vec<String>,
+}
+
+impl EgressConfig {
+    /// The settings as the server takes them; every bad entry named.
+    pub fn resolve(&self) -> Result<sandboxd_core::egress::Operator, String> {
+        sandboxd_core::egress::Operator::parse(&self.hosts, &self.allowed_networks)
     }
 }
 
@@ -259,6 +280,7 @@ impl std::fmt::Debug for Config {
             .field("port_traffic_is_activity", &self.port_traffic_is_activity)
             .field("cookie_secure", &self.cookie_secure)
             .field("servers", &self.servers)
+            .field("egress", &self.egress)
             .field("lease_grace_secs", &self.lease_grace_secs)
             .finish()
     }
@@ -298,6 +320,7 @@ impl Default for Config {
             port_traffic_is_activity: true,
             cookie_secure: CookieSecureSetting::Word("auto".into()),
             servers: ServersConfig::default(),
+            egress: EgressConfig::default(),
             lease_grace_secs: sandboxd_server::service::DEFAULT_LEASE_GRACE.as_secs(),
         }
     }
@@ -404,6 +427,30 @@ mod tests {
             jail.set_env("SANDBOXD_SERVERS__REGISTRATION", "everyone");
             let config = Config::load(Some(Path::new("s.toml"))).map_err(|e| *e)?;
             assert!(config.servers.resolve().is_err());
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn egress_names_hosts_and_networks_in_a_table() {
+        figment::Jail::expect_with(|jail| {
+            let none = Config::load(None).map_err(|e| *e)?.egress.resolve();
+            assert_eq!(none, Ok(sandboxd_core::egress::Operator::default()));
+            jail.create_file(
+                "e.toml",
+                "[egress]\nallowed_networks = [\"127.0.0.2/32\"]\n[egress.hosts]\n\"allowed.test\" = \"127.0.0.2\"\n",
+            )?;
+            let config = Config::load(Some(Path::new("e.toml"))).map_err(|e| *e)?;
+            let operator = config.egress.resolve().map_err(figment::Error::from)?;
+            assert_eq!(operator.host("allowed.test"), "127.0.0.2".parse().ok());
+            assert!(
+                operator
+                    .allowed_networks
+                    .contains("127.0.0.2".parse().unwrap())
+            );
+            jail.create_file("bad.toml", "[egress.hosts]\n\"x.test\" = \"somewhere\"\n")?;
+            let config = Config::load(Some(Path::new("bad.toml"))).map_err(|e| *e)?;
+            assert!(config.egress.resolve().is_err());
             Ok(())
         });
     }

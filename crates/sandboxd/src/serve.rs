@@ -192,6 +192,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .map(|url| url.trim_end_matches('/').to_owned());
     server_config.preview_domain = config.preview_domain.clone();
     server_config.port_traffic_is_activity = config.port_traffic_is_activity;
+    server_config.egress = config.egress.resolve().map_err(anyhow::Error::msg)?;
     let server = Server::start(server_config, std::sync::Arc::new(engine))
         .await
         .context("sandboxd could not start")?;

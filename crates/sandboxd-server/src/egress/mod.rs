@@ -1,0 +1,62 @@
+//! The egress proxy of `allowlist` sandboxes, served here: for each sandbox whose agent
+//! connects, a few requests wait for its programs' next connections to the proxy
+//! (`Gate::next`), and each connection is served by `proxy.rs` on a task of its own.
+
+mod proxy;
+
+use std::collections::HashMap;
+
+use sandboxd_service::{Gate, Service};
+use tokio::task::JoinSet;
+
+/// Connections awaited at once per sandbox: a burst of programs connecting is taken
+/// without waiting for each hand-over in turn.
+const WAITING: usize = 4;
+
+/// Serves the egress proxy of every `allowlist` sandbox whose agent connects from now
+/// on; runs until the agent hub is dropped. Subscribed when called, so call it before
+/// the first reconcile listens again for agents.
+pub fn serve_gates(service: &Service) -> impl Future<Output = ()> + Send + 'static {
+    let egress = service.egress();
+    let mut connected = egress.connections();
+    async move {
+        // The accepting tasks of each sandbox's latest agent connection; a reconnected
+        // agent's replace its previous one's.
+        let mut gates: HashMap<String, JoinSet<()>> = HashMap::new();
+        while let Some(sandbox_id) = connected.recv().await {
+            gates.retain(|_, tasks| {
+                while tasks.try_join_next().is_some() {}
+                !tasks.is_empty()
+            });
+            gates.remove(&sandbox_id);
+            let Some(gate) = egress.gate(&sandbox_id).await else {
+                continue;
+            };
+            let mut tasks = JoinSet::new();
+            for _ in 0..WAITING {
+                tasks.spawn(accept(gate.clone()));
+            }
+            gates.insert(sandbox_id, tasks);
+        }
+    }
+}
+
+/// Takes the sandbox's proxy connections one after another, each served on a task of
+/// its own, until its agent's connection ends.
+async fn accept(gate: Gate) {
+    loop {
+        match gate.next().await {
+            Ok(stream) => {
+                tokio::spawn(proxy::serve(stream, gate.clone()));
+            }
+            Err(sandboxd_ports::ChannelError::Refused(failure)) => {
+                tracing::warn!(sandbox_id = gate.sandbox_id(), message = %failure.message, "the sandbox's egress proxy cannot be offered");
+                return;
+            }
+            Err(error) => {
+                tracing::debug!(sandbox_id = gate.sandbox_id(), %error, "the egress gate closed");
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! The HTTP of the egress proxy, over one connection a program in the sandbox made to
+//! it: `CONNECT host:port` (HTTPS and anything else over TCP: once the gate connected,
+//! `200` and the bytes joined end to end) and requests in absolute form
+//! (`GET http://host/path`: each sent on to the host over a connection of its own, in
+//! origin form, without the hop-by-hop headers). The host is the gate's to decide: a
+//! refusal is `403` with the reason in the body, a host that does not answer `502`.
+//! Everything the program sends is untrusted: the request head is bounded in size and
+//! in time, and nothing but what the gate allowed is reached.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use sandboxd_ports::ByteStream;
+use sandboxd_service::{EgressError, Gate};
+
+/// How long a program may take to send a request's head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// A request's head, at most.
+const MAX_HEAD: usize = 64 * 1024;
+/// The buffers bytes are joined through, each way, in a tunnel.
+const TUNNEL_BUFFER: usize = 256 * 1024;
+/// Marks sandboxd's own answers, so a program (or its user) tells them from the host's.
+const MARK: &str = "x-sandboxd-egress";
+
+/// Serves one proxy connection until the program or the connection ends it.
+pub async fn serve(stream: Box<dyn ByteStream>, gate: Gate) {
+    let service = hyper::service::service_fn(move |request| {
+        let gate = gate.clone();
+        async move { Ok::<_, Infallible>(answer(request, gate).await) }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_HEAD)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+    if let Err(error) = served {
+        tracing::debug!(%error, "an egress proxy connection ended");
+    }
+}
+
+async fn answer(request: Request<Incoming>, gate: Gate) -> Response<Body> {
+    if request.method() == Method::CONNECT {
+        return tunnel(request, gate).await;
+    }
+    let uri = request.uri();
+    match (uri.scheme_str(), uri.authority()) {
+        (Some("http"), Some(_)) => pass_on(request, gate).await,
+        (Some(_), Some(_)) => own(
+            StatusCode::BAD_REQUEST,
+            "only http:// URLs are sent on as requests; https and other protocols go through CONNECT",
+        ),
+        _ => own(
+            StatusCode::BAD_REQUEST,
+            "this is sandboxd's egress proxy: it takes CONNECT host:port or a request for an absolute http:// URL",
+        ),
+    }
+}
+
+/// `CONNECT host:port`: once connected, `200`, then the program's bytes and the
+/// host's joined until either side ends.
+async fn tunnel(mut request: Request<Incoming>, gate: Gate) -> Response<Body> {
+    let Some(authority) = request.uri().authority().cloned() else {
+        return own(StatusCode::BAD_REQUEST, "CONNECT needs host:port");
+    };
+    let Some(port) = authority.port_u16() else {
+        return own(StatusCode::BAD_REQUEST, "CONNECT needs host:port");
+    };
+    let host = authority.host();
+    let upstream = match gate.connect(host, port).await {
+        Ok(upstream) => upstream,
+        Err(error) => return refused(host, port, &error),
+    };
+    let upgrade = hyper::upgrade::on(&mut request);
+    tokio::spawn(async move {
+        let Ok(upgraded) = upgrade.await else {
+            return;
+        };
+        let mut program = TokioIo::new(upgraded);
+        let mut far = upstream.stream;
+        let _ = tokio::io::copy_bidirectional_with_sizes(
+            &mut program,
+            &mut far,
+            TUNNEL_BUFFER,
+            TUNNEL_BUFFER,
+        )
+        .await;
+    });
+    Response::new(Body::empty())
+}
+
+/// A request for an absolute `http://` URL, sent on to its host over a connection of
+/// its own in origin form; the host's answer streamed back.
+async fn pass_on(request: Request<Incoming>, gate: Gate) -> Response<Body> {
+    let uri = request.uri().clone();
+    let Some(authority) = uri.authority() else {
+        return own(StatusCode::BAD_REQUEST, "the URL names no host");
+    };
+    let host = authority.host();
+    let port = authority.port_u16().unwrap_or(80);
+    let upstream = match gate.connect(host, port).await {
+        Ok(upstream) => upstream,
+        Err(error) => return refused(host, port, &error),
+    };
+    let (mut parts, body) = request.into_parts();
+    parts.uri = origin_form(&uri);
+    strip_hop_by_hop(&mut parts.headers);
+    if !parts.headers.contains_key(header::HOST)
+        && let Ok(value) = HeaderValue::from_str(authority.as_str())
+    {
+        parts.headers.insert(header::HOST, value);
+    }
+    let request = Request::from_parts(parts, body);
+    let sent = async {
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(upstream.stream)).await?;
+        tokio::spawn(connection);
+        sender.send_request(request).await
+    };
+    match sent.await {
+        Ok(response) => {
+            let (mut parts, body) = response.into_parts();
+            strip_hop_by_hop(&mut parts.headers);
+            Response::from_parts(parts, Body::new(body))
+        }
+        Err(error) => own(
+            StatusCode::BAD_GATEWAY,
+            &format!("{host}:{port} did not answer the request: {error}"),
+        ),
+    }
+}
+
+fn origin_form(uri: &Uri) -> Uri {
+    uri.path_and_query()
+        .map_or("/", |p| p.as_str())
+        .parse()
+        .unwrap_or_else(|_| Uri::from_static("/"))
+}
+
+/// Removes the headers that describe one connection (and those `Connection` names),
+/// not the request.
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in [
+        header::CONNECTION,
+        header::PROXY_AUTHORIZATION,
+        header::PROXY_AUTHENTICATE,
+        header::TE,
+        header::TRAILER,
+        header::TRANSFER_ENCODING,
+        header::UPGRADE,
+    ] {
+        headers.remove(name);
+    }
+    headers.remove("keep-alive");
+    headers.remove("proxy-connection");
+}
+
+/// sandboxd's answer when it makes no connection.
+fn refused(host: &str, port: u16, error: &EgressError) -> Response<Body> {
+    let status = match error {
+        EgressError::Refused(_) => StatusCode::FORBIDDEN,
+        EgressError::Unreachable(_) => StatusCode::BAD_GATEWAY,
+        EgressError::Gone => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    own(status, &format!("{host}:{port}: {error}"))
+}
+
+/// One of sandboxd's own answers: plain text, marked, closing the connection.
+fn own(status: StatusCode, message: &str) -> Response<Body> {
+    let mut response = Response::new(Body::from(format!("sandboxd egress proxy: {message}\n")));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(MARK, HeaderValue::from_static("refused"));
+    response
+}

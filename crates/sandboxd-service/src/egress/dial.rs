@@ -1,0 +1,54 @@
+//! Resolving a host the policy allowed and connecting to it: the operator's names
+//! first, then DNS, from sandboxd and never from the sandbox; only addresses sandboxes
+//! may reach are tried, and the connection goes to the address resolved here (the name
+//! is not looked up again by anyone).
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use sandboxd_core::egress::{self, Operator, Refusal};
+use tokio::net::TcpStream;
+
+/// How long resolving a name may take.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long connecting to one address may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The addresses of `name` that sandboxes may reach, in the resolver's order.
+pub async fn resolve(name: &str, port: u16, operator: &Operator) -> Result<Vec<IpAddr>, Refusal> {
+    let found: Vec<IpAddr> = match operator.host(name) {
+        Some(ip) => vec![ip],
+        None => {
+            let looked_up =
+                tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((name, port)))
+                    .await
+                    .map_err(|_| Refusal::Unresolved)?
+                    .map_err(|_| Refusal::Unresolved)?;
+            let mut ips: Vec<IpAddr> = Vec::new();
+            for address in looked_up {
+                if !ips.contains(&address.ip()) {
+                    ips.push(address.ip());
+                }
+            }
+            ips
+        }
+    };
+    egress::reachable(&found, &operator.allowed_networks)
+}
+
+/// A connection to the first of `addresses` that answers on `port`; why none did.
+pub async fn connect(addresses: &[IpAddr], port: u16) -> Result<(TcpStream, SocketAddr), String> {
+    let mut last = String::from("no address to connect to");
+    for ip in addresses {
+        let address = SocketAddr::new(*ip, port);
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                return Ok((stream, address));
+            }
+            Ok(Err(error)) => last = format!("{address}: {error}"),
+            Err(_) => last = format!("{address}: no answer in {}s", CONNECT_TIMEOUT.as_secs()),
+        }
+    }
+    Err(last)
+}
