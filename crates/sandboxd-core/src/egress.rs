@@ -154,6 +154,19 @@ pub enum Refusal {
     Forbidden(Range),
 }
 
+impl Refusal {
+    /// A short fixed label of the kind of refusal (for metrics).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotAName => "not_a_name",
+            Self::AddressNamed => "address_named",
+            Self::NotAllowed => "not_allowed",
+            Self::Unresolved => "unresolved",
+            Self::Forbidden(_) => "forbidden_address",
+        }
+    }
+}
+
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -410,6 +410,39 @@ pub fn set_egress(req: SetEgressRequest) -> Result<(String, Vec<String>), Invali
     issues.finish((req.sandbox_id, allow))
 }
 
+/// Entries of an egress log read at once, by default and at most.
+pub const DEFAULT_EGRESS_LOG_PAGE: u32 = 100;
+pub const MAX_EGRESS_LOG_PAGE: u32 = 500;
+
+/// A checked `sandbox.egressLog`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressLogRead {
+    pub sandbox_id: String,
+    /// The position to read after.
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+/// Checks `sandbox.egressLog`.
+pub fn egress_log(req: crate::api::EgressLogQuery) -> Result<EgressLogRead, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    if let Some(cursor) = &req.cursor
+        && !crate::egress_log::is_position(cursor)
+    {
+        issues.push("cursor", "is not a cursor from a previous read");
+    }
+    let limit = req.limit.unwrap_or(DEFAULT_EGRESS_LOG_PAGE);
+    if !(1..=MAX_EGRESS_LOG_PAGE).contains(&limit) {
+        issues.push("limit", "must be between 1 and 500");
+    }
+    issues.finish(EgressLogRead {
+        sandbox_id: req.sandbox_id,
+        after: req.cursor,
+        limit,
+    })
+}
+
 /// An egress list as stored: each entry checked (every bad one named), lower-cased,
 /// without duplicates.
 fn egress_list(issues: &mut Issues, field: &str, entries: &[String]) -> Vec<String> {

@@ -34,7 +34,10 @@ use sandboxd_agent_host::AgentHub;
 pub use access::{Access, Resource};
 pub use commands::Commands;
 pub use duties::{DEFAULT_LEASE_GRACE, Duties, ReapReport, ReconcileReport};
-pub use egress::{EGRESS_DECISIONS, Egress, EgressError, Gate, Upstream};
+pub use egress::{
+    EGRESS_BYTES, EGRESS_DECISIONS, EGRESS_LOG_DROPPED, Egress, EgressError, EgressLogPage, Gate,
+    Upstream,
+};
 pub use error::ServiceError;
 pub use files::Files;
 pub use fleet::Fleet;
@@ -86,6 +89,8 @@ struct Inner {
     replicas: Replicas,
     /// The last CPU reading of each sandbox, for `sandbox.stats`.
     readings: sandboxes::usage::Readings,
+    /// The writer of the egress log.
+    egress_log: egress::Recorder,
 }
 
 /// Environment variables as name and value.
@@ -157,6 +162,7 @@ impl Service {
         let tenancy = Tenancy::new(store.clone(), access.clone(), options.quotas);
         let replicas = Replicas::new(store.clone(), agents.clone(), channels.clone());
         let removals = tokio_util::task::TaskTracker::new();
+        let egress_log = egress::Recorder::new(store.clone());
         let fleet = Fleet::new(
             store.clone(),
             access.clone(),
@@ -188,6 +194,7 @@ impl Service {
                 agents_unrecorded: Default::default(),
                 replicas,
                 readings: Default::default(),
+                egress_log,
                 exec_env: Default::default(),
                 removals,
             }),

@@ -4,10 +4,9 @@ use sandboxd_core::model::AuditRecord;
 use sandboxd_core::validate::AuditSelection;
 use sqlx::Row as _;
 
+use crate::ids::ordered_id;
 use crate::store::now_ms;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use crate::{Store, StoreError, new_id};
+use crate::{Store, StoreError};
 
 /// What an operation records.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,17 +29,6 @@ pub struct AuditPage {
     pub next: Option<(i64, String)>,
 }
 
-/// Entries written by this process, in order.
-static WRITTEN: AtomicU64 = AtomicU64::new(0);
-
-/// An audit id that sorts in writing order among entries of the same millisecond (the
-/// log reads newest first by time, then id): the time, a per-process sequence number,
-/// then random characters so that ids of several servers never collide.
-fn audit_id(now: i64) -> Result<String, StoreError> {
-    let seq = WRITTEN.fetch_add(1, Ordering::Relaxed);
-    Ok(format!("{now:013}-{seq:012}-{}", &new_id()?[..8]))
-}
-
 impl Store {
     /// Appends an entry.
     pub async fn audit(&self, entry: NewAuditEntry<'_>) -> Result<(), StoreError> {
@@ -50,7 +38,7 @@ impl Store {
              action, resource_type, resource_id, resource_name, metadata, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
-        .bind(audit_id(now)?)
+        .bind(ordered_id(now)?)
         .bind(entry.organization_id)
         .bind(entry.actor_user_id)
         .bind(entry.actor_key_id)
@@ -127,7 +115,9 @@ impl Store {
 mod tests {
     #[test]
     fn ids_of_one_millisecond_sort_in_writing_order() {
-        let ids: Vec<String> = (0..50).map(|_| super::audit_id(42).unwrap()).collect();
+        let ids: Vec<String> = (0..50)
+            .map(|_| crate::ids::ordered_id(42).unwrap())
+            .collect();
         let mut sorted = ids.clone();
         sorted.sort();
         assert_eq!(ids, sorted);

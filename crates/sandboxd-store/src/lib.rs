@@ -9,6 +9,7 @@ mod auth_cache;
 mod changes;
 mod dashboard_sessions;
 mod database;
+mod egress_log;
 mod error;
 mod ids;
 mod keys;

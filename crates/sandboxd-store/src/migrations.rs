@@ -65,6 +65,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "sandbox egress",
         include_str!("../migrations/sqlite/0011_egress.sql"),
     ),
+    (
+        12,
+        "egress log",
+        include_str!("../migrations/sqlite/0012_egress_log.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -122,6 +127,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         11,
         "sandbox egress",
         include_str!("../migrations/postgres/0011_egress.sql"),
+    ),
+    (
+        12,
+        "egress log",
+        include_str!("../migrations/postgres/0012_egress_log.sql"),
     ),
 ];
 

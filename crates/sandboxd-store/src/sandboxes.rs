@@ -323,14 +323,15 @@ impl Store {
             .collect()
     }
 
-    /// Deletes a sandbox row.
+    /// Deletes a sandbox row, with its exposed ports and its egress log.
     pub async fn delete_sandbox(&self, sandbox_id: &str) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM sandboxes WHERE sandbox_id = $1")
             .bind(sandbox_id)
             .execute(&self.pool)
             .await?;
         self.rows.changed(sandbox_id);
-        self.forget_ports(sandbox_id).await
+        self.forget_ports(sandbox_id).await?;
+        self.forget_egress_log(sandbox_id).await
     }
 
     /// Running sandboxes whose `expiresAt` has passed.

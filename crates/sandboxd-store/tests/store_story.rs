@@ -8,6 +8,7 @@ mod common;
 
 use common::{TestDb, sandbox};
 
+use sandboxd_core::egress_log::{Decision, EgressRecord};
 use sandboxd_core::model::{NetworkMode, SandboxStatus};
 use sandboxd_core::quotas::Quotas;
 use sandboxd_store::Database;
@@ -24,6 +25,7 @@ on_every_backend!(
     dashboard_sessions_follow_their_key_expire_and_close,
     exposures_live_with_their_sandbox_and_links_with_their_exposure,
     an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox,
+    an_egress_log_is_read_in_writing_order_rewritten_entries_last_and_trimmed,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -774,4 +776,75 @@ async fn an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox
             .egress
             .is_empty()
     );
+}
+
+async fn an_egress_log_is_read_in_writing_order_rewritten_entries_last_and_trimmed(db: &TestDb) {
+    let store = db.open().await;
+    let entry = |n: u32, sandbox: &str| EgressRecord {
+        entry_id: format!("entry{n}"),
+        sandbox_id: sandbox.to_owned(),
+        position: String::new(),
+        at: 1_000 + i64::from(n),
+        host: format!("h{n}.example"),
+        port: 443,
+        decision: if n.is_multiple_of(2) {
+            Decision::Allowed
+        } else {
+            Decision::Refused
+        },
+        reason: (!n.is_multiple_of(2)).then(|| "not in the sandbox's egress list".to_owned()),
+        address: n.is_multiple_of(2).then(|| "192.0.2.1:443".to_owned()),
+        bytes_out: 0,
+        bytes_in: 0,
+        ended_at: None,
+        unlogged: u64::from(n),
+    };
+    let hosts = |records: &[EgressRecord]| -> Vec<String> {
+        records.iter().map(|r| r.host.clone()).collect()
+    };
+    let batch: Vec<EgressRecord> = (0..5).map(|n| entry(n, "sbA")).collect();
+    store.write_egress_log(&batch).await.unwrap();
+    store.write_egress_log(&[entry(9, "sbB")]).await.unwrap();
+    let all = store.egress_log("sbA", None, 100).await.unwrap();
+    assert_eq!(
+        hosts(&all),
+        [
+            "h0.example",
+            "h1.example",
+            "h2.example",
+            "h3.example",
+            "h4.example"
+        ]
+    );
+    assert_eq!(all[3].unlogged, 3);
+    assert_eq!(all[1].decision, Decision::Refused);
+
+    // An entry written again (its connection ended) moves after everything before.
+    let mut ended = entry(0, "sbA");
+    ended.bytes_out = 120;
+    ended.bytes_in = u64::MAX;
+    ended.ended_at = Some(2_000);
+    store.write_egress_log(&[ended]).await.unwrap();
+    let after = store
+        .egress_log("sbA", Some(&all[4].position), 100)
+        .await
+        .unwrap();
+    assert_eq!(hosts(&after), ["h0.example"]);
+    assert_eq!(
+        (after[0].bytes_out, after[0].bytes_in, after[0].ended_at),
+        (120, i64::MAX as u64, Some(2_000)),
+        "counts are kept (clamped to what the database holds)"
+    );
+    assert_eq!(store.egress_log("sbA", None, 100).await.unwrap().len(), 5);
+    let first_two = store.egress_log("sbA", None, 2).await.unwrap();
+    assert_eq!(hosts(&first_two), ["h1.example", "h2.example"]);
+
+    // Trimmed to the newest; another sandbox's log is its own.
+    assert_eq!(store.trim_egress_log("sbA", 2).await.unwrap(), 3);
+    assert_eq!(
+        hosts(&store.egress_log("sbA", None, 100).await.unwrap()),
+        ["h4.example", "h0.example"]
+    );
+    assert_eq!(store.trim_egress_log("sbA", 2).await.unwrap(), 0);
+    assert_eq!(store.egress_log("sbB", None, 100).await.unwrap().len(), 1);
 }

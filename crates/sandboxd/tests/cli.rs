@@ -585,6 +585,26 @@ async fn an_allowlist_sandbox_is_made_and_its_list_replaced_from_a_terminal() {
         refused.stderr
     );
     assert_eq!(run(&["egress", "ls", &id]).stdout, "api.example.com:8443\n");
+
+    // A refused connection shows in the log (written in the background).
+    let asked = run(&["exec", &id, "--", "curl -s http://blocked.example/ || true"]);
+    assert_eq!(asked.code, 0, "{}", asked.stderr);
+    let mut log = String::new();
+    for _ in 0..50 {
+        log = run(&["egress", "log", &id]).stdout;
+        if !log.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        log.contains("refused blocked.example:80: not in the sandbox's egress list"),
+        "{log}"
+    );
+    let json = run(&["egress", "log", &id, "--json"]);
+    let entry: serde_json::Value =
+        serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(entry["decision"], "refused", "one JSON object a line");
 }
 
 #[tokio::test]

@@ -357,5 +357,17 @@ def test_an_allowlist_sandbox_keeps_its_list_and_it_is_replaced(server):
         with pytest.raises(InvalidRequest):
             sb.egress.set(["10.0.0.1"])
         assert sb.commands.run("echo $HTTPS_PROXY").stdout == "http://127.0.0.1:49980\n"
+        # A host off the list is refused by the proxy, and the refusal is in the log.
+        sb.commands.run("curl -s http://blocked.example/ || true")
+        refused = []
+        for _ in range(50):
+            log = sb.egress.log()
+            refused = [e for e in log.entries if e.host == "blocked.example"]
+            if refused:
+                break
+            time.sleep(0.1)
+        assert [(e.port, e.decision) for e in refused] == [(80, "refused")]
+        assert "not in the sandbox's egress list" in (refused[0].reason or "")
+        assert sb.egress.log(cursor=log.next_cursor).entries == []
     with Sandbox.create("base") as plain:
         assert plain.info.egress is None and plain.egress.list() == []

@@ -3,6 +3,7 @@
 
 mod access;
 mod contexts;
+mod egress_log;
 mod file_json;
 mod pages;
 mod ports;
@@ -16,6 +17,7 @@ mod usage;
 
 pub use access::*;
 pub use contexts::*;
+pub use egress_log::*;
 pub use pages::*;
 pub use ports::*;
 pub use processes::*;

@@ -95,6 +95,7 @@ pub const PROCEDURES: &[Procedure] = &[
     procedure("sandbox.download", "/api/sandbox.download", Get, InQuery, true, Without(BINARY_STREAM)),
     procedure("sandbox.setTimeout", "/api/sandbox.setTimeout", Post, InBody, false, Named("sandbox-setTimeout")),
     procedure("sandbox.setEgress", "/api/sandbox.setEgress", Post, InBody, false, Named("sandbox-setEgress")),
+    procedure("sandbox.egressLog", "/api/sandbox.egressLog", Get, InQuery, false, Named("sandbox-egressLog")),
     procedure("sandbox.list", "/api/sandbox.list", Get, Nothing, false, Named("sandbox-list")),
     procedure("sandbox.one", "/api/sandbox.one", Get, InQuery, false, Named("sandbox-one")),
     procedure("sandbox.stats", "/api/sandbox.stats", Get, InQuery, false, Named("sandbox-stats")),

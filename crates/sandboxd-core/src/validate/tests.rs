@@ -236,6 +236,30 @@ fn an_egress_list_goes_with_the_allowlist_mode_and_every_bad_entry_is_named() {
 }
 
 #[test]
+fn egress_log_reads_are_checked() {
+    let read = |cursor: Option<&str>, limit| {
+        egress_log(crate::api::EgressLogQuery {
+            sandbox_id: "sb".into(),
+            cursor: cursor.map(str::to_owned),
+            limit,
+        })
+    };
+    let plain = read(None, None).unwrap();
+    assert_eq!((plain.after, plain.limit), (None, 100));
+    let cursor = "0001764806400000-000000000001-AbCd1234";
+    assert_eq!(
+        read(Some(cursor), Some(500)).unwrap().after.as_deref(),
+        Some(cursor)
+    );
+    assert_eq!(
+        paths_of(read(Some("x' OR 1=1"), None).unwrap_err()),
+        ["cursor"]
+    );
+    assert_eq!(paths_of(read(None, Some(0)).unwrap_err()), ["limit"]);
+    assert_eq!(paths_of(read(None, Some(501)).unwrap_err()), ["limit"]);
+}
+
+#[test]
 fn set_timeout_bounds() {
     let req = |timeout_ms| SetTimeoutRequest {
         sandbox_id: "sb".into(),

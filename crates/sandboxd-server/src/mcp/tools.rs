@@ -297,6 +297,26 @@ impl SandboxTools {
     }
 
     #[tool(
+        name = "sandbox-egressLog",
+        description = "What an `allowlist` sandbox's connections through the egress proxy met: each host and port asked for, allowed, refused (with the reason) or failed, and the bytes each way once a connection ended. Read it to see why a download or an API call failed. Pass nextCursor back as cursor to read only what came after."
+    )]
+    async fn egress_log(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<EgressLogQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let read = attempt!(validate::egress_log(req));
+        let page = attempt!(self.service.egress().log(&who, &read).await);
+        ok(&EgressLogView::new(
+            &page.entries,
+            page.next,
+            page.more,
+            rfc3339,
+        ))
+    }
+
+    #[tool(
         name = "sandbox-kill",
         description = "Kill a sandbox: its container and every process and file in it are gone; the record stays with status killed. Call this when you are done with a sandbox."
     )]

@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod contexts;
+pub mod egress;
 pub mod exec_stream;
 pub mod health;
 pub mod port_socket;

@@ -216,6 +216,7 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/sandbox.download", "get", "sandbox-download"),
         ("/api/sandbox.setTimeout", "post", "sandbox-setTimeout"),
         ("/api/sandbox.setEgress", "post", "sandbox-setEgress"),
+        ("/api/sandbox.egressLog", "get", "sandbox-egressLog"),
         ("/api/sandbox.list", "get", "sandbox-list"),
         ("/api/sandbox.one", "get", "sandbox-one"),
         ("/api/sandbox.stats", "get", "sandbox-stats"),

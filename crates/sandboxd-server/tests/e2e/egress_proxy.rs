@@ -226,3 +226,234 @@ async fn an_internet_sandbox_has_no_proxy_and_an_isolated_one_no_way_out() {
     assert_ne!(code, 0, "nothing listens where the proxy would: {out}");
     assert!(!out.contains("pretend internet"), "{out}");
 }
+
+/// Reads the sandbox's egress log from `cursor` until `done` holds for what was read
+/// (the log is written in the background), or ten seconds pass.
+async fn log_until(
+    server: &TestServer,
+    sandbox: &Value,
+    cursor: Option<&str>,
+    done: impl Fn(&[Value]) -> bool,
+) -> (Vec<Value>, Option<String>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut query = vec![("sandboxId", id(sandbox)), ("limit", "500")];
+        if let Some(cursor) = cursor {
+            query.push(("cursor", cursor));
+        }
+        let (status, page) = server.get("sandbox.egressLog", &query).await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{page}");
+        let entries = page["entries"].as_array().cloned().unwrap_or_default();
+        if done(&entries) || std::time::Instant::now() > deadline {
+            let next = page["nextCursor"].as_str().map(str::to_owned);
+            return (entries, next);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn every_decision_is_logged_with_its_bytes_and_refusals_are_audited_and_counted() {
+    let far = pretend_internet().await;
+    let port = far.port();
+    let server = server_with_pretend_names().await;
+    let sandbox = server
+        .create(json!({
+            "template": "base",
+            "networkMode": "allowlist",
+            "egress": {"allow": [format!("allowed.test:{port}")]},
+        }))
+        .await;
+    let (code, plain) = sh(
+        &server,
+        &sandbox,
+        &format!("curl -sS -o /dev/null -w '%{{size_download}}' http://allowed.test:{port}/plain"),
+    )
+    .await;
+    assert_eq!(code, 0, "{plain}");
+    let (code, out) = sh(
+        &server,
+        &sandbox,
+        &format!("curl -sS -o /dev/null --proxytunnel http://Allowed.TEST:{port}/tunnelled"),
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    sh(
+        &server,
+        &sandbox,
+        &format!("curl -sS http://blocked.test:{port}/"),
+    )
+    .await;
+
+    // Both allowed connections, once ended, and the refusal.
+    let complete = |entries: &[Value]| {
+        entries.len() == 3
+            && entries
+                .iter()
+                .all(|e| e["decision"] == "refused" || !e["endedAt"].is_null())
+    };
+    let (entries, cursor) = log_until(&server, &sandbox, None, complete).await;
+    assert!(complete(&entries), "{entries:#?}");
+    let allowed: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["decision"] == "allowed")
+        .collect();
+    assert_eq!(allowed.len(), 2, "{entries:#?}");
+    let body: u64 = plain.trim().parse().expect("curl's size");
+    for entry in &allowed {
+        assert_eq!(
+            entry["host"], "allowed.test",
+            "names are kept as compared: {entry}"
+        );
+        assert_eq!(entry["port"], port);
+        assert_eq!(entry["address"], format!("{FAR}:{port}"));
+        assert!(
+            entry["bytesOut"].as_u64().unwrap() > 40,
+            "the request went out: {entry}"
+        );
+        assert!(
+            entry["bytesIn"].as_u64().unwrap() > body,
+            "the answer came in: {entry}"
+        );
+        assert!(entry["reason"].is_null(), "{entry}");
+    }
+    let refused = entries
+        .iter()
+        .find(|e| e["decision"] == "refused")
+        .expect("the refusal");
+    assert_eq!(refused["host"], "blocked.test");
+    assert_eq!(refused["reason"], "not in the sandbox's egress list");
+    assert!(
+        refused["endedAt"].is_null() && refused["bytesIn"] == 0,
+        "{refused}"
+    );
+
+    // Followed from the cursor: nothing new, then only what came after.
+    let cursor = cursor.expect("a cursor");
+    let (none, same) = log_until(&server, &sandbox, Some(&cursor), |_| true).await;
+    assert!(none.is_empty(), "{none:#?}");
+    assert_eq!(same.as_deref(), Some(cursor.as_str()));
+    sh(&server, &sandbox, &format!("curl -sS http://{FAR}:{port}/")).await;
+    let (after, _) = log_until(&server, &sandbox, Some(&cursor), |e| !e.is_empty()).await;
+    assert_eq!(after.len(), 1, "{after:#?}");
+    assert_eq!(after[0]["host"], FAR);
+    assert!(
+        after[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("an IP address")
+    );
+
+    // A cursor that is not one is refused.
+    let (status, body) = server
+        .get(
+            "sandbox.egressLog",
+            &[("sandboxId", id(&sandbox)), ("cursor", "' OR 1=1 --")],
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{body}");
+
+    // Refusals are audited and counted.
+    let (_, audit) = server
+        .get(
+            "audit.list",
+            &[
+                ("resourceId", id(&sandbox)),
+                ("action", "sandbox.egressRefused"),
+            ],
+        )
+        .await;
+    let audited = audit["entries"].as_array().unwrap();
+    assert_eq!(audited.len(), 2, "{audit:#}");
+    assert!(audited.iter().all(|e| e["actorId"].is_null()), "{audit:#}");
+    assert!(
+        audited
+            .iter()
+            .any(|e| e["metadata"]["host"] == "blocked.test"
+                && e["metadata"]["reason"] == "not in the sandbox's egress list"),
+        "{audit:#}"
+    );
+    let metrics = server
+        .client
+        .get(format!("{}/metrics", server.url))
+        .header("x-api-key", crate::harness::KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let decisions: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("sandboxd_egress_decisions_total{"))
+        .collect();
+    assert!(
+        decisions
+            .iter()
+            .any(|l| l.contains("decision=\"refused\"") && l.contains("reason=\"not_allowed\"")),
+        "{decisions:#?}"
+    );
+    assert!(
+        decisions.iter().any(|l| l.contains("decision=\"allowed\"")),
+        "{decisions:#?}"
+    );
+    assert!(
+        metrics.contains("sandboxd_egress_bytes_total{direction=\"in\"}"),
+        "{metrics}"
+    );
+}
+
+/// A program that asks for refused hosts as fast as it can fills neither the log nor
+/// the audit log: past a burst, what is over the allowance is counted, and the count
+/// is written with the next entry that is.
+#[tokio::test]
+async fn a_flood_of_refusals_is_bounded_in_the_log_and_the_audit_log() {
+    let server = server_with_pretend_names().await;
+    let sandbox = server
+        .create(json!({"template": "base", "networkMode": "allowlist", "egress": {"allow": []}}))
+        .await;
+    // A thousand requests on one kept-alive connection to the proxy.
+    let flood = r#"python3 - <<'PY'
+import http.client
+c = http.client.HTTPConnection("127.0.0.1", 49980)
+for i in range(1000):
+    c.request("GET", "http://flood.test/%d" % i)
+    r = c.getresponse(); r.read()
+    assert r.status == 403, r.status
+print("done")
+PY"#;
+    let (code, out) = sh(&server, &sandbox, flood).await;
+    assert_eq!((code, out.trim()), (0, "done"));
+    let (entries, _) = log_until(&server, &sandbox, None, |e| e.len() >= 200).await;
+    assert!(
+        (200..600).contains(&entries.len()),
+        "a burst and what the allowance refilled: {}",
+        entries.len()
+    );
+    // One more after a pause carries the count of those left out.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    sh(&server, &sandbox, "curl -sS http://flood.test/last").await;
+    let total = |entries: &[Value]| {
+        entries
+            .iter()
+            .map(|e| 1 + e["unlogged"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    let (entries, _) = log_until(&server, &sandbox, None, |e| total(e) == 1001).await;
+    assert_eq!(total(&entries), 1001, "every decision is logged or counted");
+    let (_, audit) = server
+        .get(
+            "audit.list",
+            &[
+                ("resourceId", id(&sandbox)),
+                ("action", "sandbox.egressRefused"),
+            ],
+        )
+        .await;
+    let audited = audit["entries"].as_array().unwrap();
+    assert!(
+        (3..=5).contains(&audited.len()),
+        "a few at once, then one every ten seconds: {}",
+        audited.len()
+    );
+}

@@ -57,6 +57,7 @@ async fn tools_over_streamable_http() {
             "sandbox-contextRemove",
             "sandbox-contextRun",
             "sandbox-create",
+            "sandbox-egressLog",
             "sandbox-exec",
             "sandbox-exposePort",
             "sandbox-kill",

@@ -266,6 +266,7 @@ async fn another_organization_cannot_tell_what_exists() {
         for (procedure, query) in [
             ("sandbox.one", vec![("sandboxId", target)]),
             ("sandbox.stats", vec![("sandboxId", target)]),
+            ("sandbox.egressLog", vec![("sandboxId", target)]),
             (
                 "sandbox.readFile",
                 vec![("sandboxId", target), ("path", "/etc/hostname")],

@@ -4,17 +4,30 @@
 //! change made here), so a `setEgress` holds for the next connection.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use sandboxd_core::egress::{self, Policy, Refusal};
-use sandboxd_core::model::{NetworkMode, SandboxStatus};
+use sandboxd_core::egress_log::{Allowance, Decision, EgressRecord, shown_host};
+use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
 use sandboxd_ports::{ByteStream, ChannelError, SandboxChannel};
+use serde_json::json;
 
+use super::counted::Counted;
 use super::dial;
-use crate::Service;
+use crate::{Resource, Service, now_ms};
 
-/// Counter of egress decisions (`decision` = `allowed` | `refused`).
+/// Counter of egress decisions (`decision` = `allowed` | `refused` | `failed`; `reason`
+/// the kind of refusal or failure, empty when allowed).
 pub const EGRESS_DECISIONS: &str = "sandboxd_egress_decisions_total";
+
+/// Log entries a sandbox may write: a burst, then this many a second; the decisions
+/// over it are counted in the next entry written (`unlogged`) and in the metrics.
+const LOG_BURST: f64 = 200.0;
+const LOG_PER_SECOND: f64 = 50.0;
+/// Refusals a sandbox may write to the audit log: a few at once, then one every ten
+/// seconds; each entry says how many were refused since the last.
+const AUDIT_BURST: f64 = 3.0;
+const AUDIT_PER_SECOND: f64 = 0.1;
 
 /// A sandbox's proxy connections and what they may reach. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -25,11 +38,20 @@ pub struct Gate {
 #[derive(Debug)]
 struct Inner {
     service: Service,
-    sandbox_id: String,
+    /// The sandbox's row when its gate opened (who it belongs to, its name).
+    sandbox: Sandbox,
     channel: Arc<dyn SandboxChannel>,
+    allowances: Mutex<Allowances>,
 }
 
-/// A connection made for the sandbox, and the address it went to.
+#[derive(Debug)]
+struct Allowances {
+    log: Allowance,
+    audit: Allowance,
+}
+
+/// A connection made for the sandbox, and the address it went to. Its log entry is
+/// completed when it is dropped.
 pub struct Upstream {
     pub stream: Box<dyn ByteStream>,
     pub address: SocketAddr,
@@ -57,23 +79,38 @@ pub enum EgressError {
     Gone,
 }
 
+impl EgressError {
+    fn decision(&self) -> (Decision, &'static str) {
+        match self {
+            Self::Refused(refusal) => (Decision::Refused, refusal.code()),
+            Self::Unreachable(_) => (Decision::Failed, "unreachable"),
+            Self::Gone => (Decision::Refused, "not_running"),
+        }
+    }
+}
+
 impl Gate {
     pub(super) fn new(
         service: Service,
-        sandbox_id: String,
+        sandbox: Sandbox,
         channel: Arc<dyn SandboxChannel>,
     ) -> Self {
+        let now = now_ms();
         Self {
             inner: Arc::new(Inner {
                 service,
-                sandbox_id,
+                sandbox,
                 channel,
+                allowances: Mutex::new(Allowances {
+                    log: Allowance::new(LOG_PER_SECOND, LOG_BURST, now),
+                    audit: Allowance::new(AUDIT_PER_SECOND, AUDIT_BURST, now),
+                }),
             }),
         }
     }
 
     pub fn sandbox_id(&self) -> &str {
-        &self.inner.sandbox_id
+        &self.inner.sandbox.sandbox_id
     }
 
     /// The next connection a program in the sandbox makes to the proxy, once one
@@ -84,25 +121,88 @@ impl Gate {
 
     /// A connection to `host` on `port` for the sandbox, if its list allows the host
     /// (named, never an address) and the host resolves to an address sandboxes may
-    /// reach; made to that address.
+    /// reach; made to that address. Every decision is counted and logged (within the
+    /// sandbox's allowance), refusals also audited (within theirs).
     pub async fn connect(&self, host: &str, port: u16) -> Result<Upstream, EgressError> {
+        let at = now_ms();
         let decided = self.decide(host, port).await;
-        let decision = if decided.is_ok() {
-            "allowed"
-        } else {
-            "refused"
+        let (decision, code) = match &decided {
+            Ok(_) => (Decision::Allowed, ""),
+            Err(error) => error.decision(),
         };
-        metrics::counter!(EGRESS_DECISIONS, "decision" => decision).increment(1);
+        metrics::counter!(EGRESS_DECISIONS, "decision" => decision.as_str(), "reason" => code)
+            .increment(1);
+        let sandbox_id = self.sandbox_id();
         match &decided {
             Ok(upstream) => tracing::debug!(
-                sandbox_id = %self.inner.sandbox_id, host, port, address = %upstream.address,
-                "egress allowed"
+                %sandbox_id, host, port, address = %upstream.address, "egress allowed"
             ),
-            Err(why) => tracing::debug!(
-                sandbox_id = %self.inner.sandbox_id, host, port, %why, "egress refused"
-            ),
+            Err(why) => tracing::debug!(%sandbox_id, host, port, %why, "egress {decision}"),
         }
-        decided
+        let (logged, audited) = {
+            let mut allowances = self
+                .inner
+                .allowances
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let audited = match decided {
+                Err(EgressError::Refused(_)) => allowances.audit.take(at),
+                _ => None,
+            };
+            (allowances.log.take(at), audited)
+        };
+        let entry = logged.and_then(|unlogged| {
+            Some(EgressRecord {
+                entry_id: sandboxd_store::new_id().ok()?,
+                sandbox_id: sandbox_id.to_owned(),
+                position: String::new(),
+                at,
+                host: egress::name_of(host).unwrap_or_else(|_| shown_host(host)),
+                port,
+                decision,
+                reason: decided.as_ref().err().map(ToString::to_string),
+                address: decided.as_ref().ok().map(|u| u.address.to_string()),
+                bytes_out: 0,
+                bytes_in: 0,
+                ended_at: None,
+                unlogged,
+            })
+        });
+        if let Some(entry) = &entry {
+            self.inner.service.inner.egress_log.record(entry.clone());
+        }
+        if let (Some(refused_before), Err(why)) = (audited, &decided) {
+            self.audit_refusal(host, port, why, refused_before).await;
+        }
+        let upstream = decided?;
+        Ok(Upstream {
+            stream: Box::new(Counted::new(
+                upstream.stream,
+                self.inner.service.clone(),
+                entry.filter(|_| decision == Decision::Allowed),
+            )),
+            address: upstream.address,
+        })
+    }
+
+    async fn audit_refusal(&self, host: &str, port: u16, why: &EgressError, refused_before: u64) {
+        let sandbox = &self.inner.sandbox;
+        self.inner
+            .service
+            .access()
+            .record(
+                &sandbox.organization_id,
+                None,
+                "sandbox.egressRefused",
+                Resource::sandbox(sandbox),
+                json!({
+                    "host": shown_host(host),
+                    "port": port,
+                    "reason": why.to_string(),
+                    "refusedSinceLastEntry": refused_before,
+                }),
+            )
+            .await;
     }
 
     async fn decide(&self, host: &str, port: u16) -> Result<Upstream, EgressError> {
@@ -136,7 +236,7 @@ impl Gate {
             .inner
             .service
             .store()
-            .sandbox(&self.inner.sandbox_id)
+            .sandbox(self.sandbox_id())
             .await
             .map_err(|error| EgressError::Unreachable(format!("cannot read the sandbox: {error}")))?
             .ok_or(EgressError::Gone)?;

@@ -5,15 +5,34 @@
 //! sandbox's list as it stands, resolves it here, and connects to an address it may
 //! reach. The proxy's HTTP is the server's.
 
+mod counted;
 mod dial;
 mod gate;
+mod log;
 
+pub use counted::EGRESS_BYTES;
 pub use gate::{EGRESS_DECISIONS, EgressError, Gate, Upstream};
+pub use log::EGRESS_LOG_DROPPED;
+pub(crate) use log::Recorder;
 
-use sandboxd_core::model::{NetworkMode, SandboxStatus};
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::egress_log::EgressRecord;
+use sandboxd_core::model::{NetworkMode, Principal, SandboxStatus};
+use sandboxd_core::validate::EgressLogRead;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::Service;
+use crate::{Service, ServiceError};
+
+/// A read of a sandbox's egress log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressLogPage {
+    /// In the order they were written.
+    pub entries: Vec<EgressRecord>,
+    /// Where the next read starts: the last entry's position, or the read's own.
+    pub next: Option<String>,
+    /// Whether more entries follow already.
+    pub more: bool,
+}
 
 /// The egress of `allowlist` sandboxes.
 #[derive(Debug, Clone)]
@@ -30,6 +49,35 @@ impl Egress {
     /// connection: each may need its gate served.
     pub fn connections(&self) -> UnboundedReceiver<String> {
         self.service.agents().connections()
+    }
+
+    /// Entries of the egress log of a sandbox the caller may read (any network mode:
+    /// only `allowlist` sandboxes have entries), after `read.after`.
+    pub async fn log(
+        &self,
+        caller: &Principal,
+        read: &EgressLogRead,
+    ) -> Result<EgressLogPage, ServiceError> {
+        self.service
+            .access()
+            .sandbox_for(caller, &read.sandbox_id, SandboxNeed::Read)
+            .await?;
+        let mut entries = self
+            .service
+            .store()
+            .egress_log(&read.sandbox_id, read.after.as_deref(), read.limit + 1)
+            .await?;
+        let more = entries.len() > read.limit as usize;
+        entries.truncate(read.limit as usize);
+        let next = entries
+            .last()
+            .map(|entry| entry.position.clone())
+            .or_else(|| read.after.clone());
+        Ok(EgressLogPage {
+            entries,
+            next,
+            more,
+        })
     }
 
     /// The gate of a running `allowlist` sandbox whose agent is connected and hands
@@ -51,10 +99,6 @@ impl Egress {
             return None;
         }
         let channel = self.service.agent_channel(sandbox_id)?;
-        Some(Gate::new(
-            self.service.clone(),
-            sandbox_id.to_owned(),
-            channel,
-        ))
+        Some(Gate::new(self.service.clone(), sandbox, channel))
     }
 }

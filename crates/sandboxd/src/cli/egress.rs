@@ -1,7 +1,11 @@
-//! `sandboxd egress …`: what an `allowlist` sandbox may reach.
+//! `sandboxd egress …`: what an `allowlist` sandbox may reach, and what its
+//! connections met.
+
+use std::time::Duration;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt as _;
 
 use super::client::{Client, Failure};
 
@@ -22,10 +26,27 @@ pub enum EgressCommand {
         /// (80 and 443 otherwise).
         hosts: Vec<String>,
     },
+    /// Print what the sandbox's connections met, oldest first: time, decision,
+    /// host:port, bytes out/in once a connection ended, and why one was refused.
+    #[command(
+        after_help = "Examples:\n  sandboxd egress log $ID\n  sandboxd egress log $ID --follow"
+    )]
+    Log {
+        id: String,
+        /// Keep printing new entries as they are written, until interrupted.
+        #[arg(short, long)]
+        follow: bool,
+    },
 }
+
+/// How often `egress log --follow` asks for new entries.
+const FOLLOW_EVERY: Duration = Duration::from_secs(1);
 
 pub async fn egress(client: &Client, command: EgressCommand) -> Result<Value, Failure> {
     match command {
+        EgressCommand::Log { id, follow } => {
+            log(client, &id, follow, false).await.map(|()| Value::Null)
+        }
         EgressCommand::Ls { id } => client.get("sandbox.one", &[("sandboxId", &id)]).await,
         EgressCommand::Set { id, hosts } => {
             client
@@ -51,4 +72,69 @@ pub fn egress_text(sandbox: &Value) -> String {
             sandbox["networkMode"].as_str().unwrap_or("-")
         ),
     }
+}
+
+/// Prints a sandbox's egress log page by page (each entry as a JSON line with `json`),
+/// then, with `follow`, what is written after, until interrupted.
+pub async fn log(client: &Client, id: &str, follow: bool, json: bool) -> Result<(), Failure> {
+    let mut cursor: Option<String> = None;
+    let mut out = tokio::io::stdout();
+    loop {
+        let mut query = vec![("sandboxId", id), ("limit", "500")];
+        if let Some(cursor) = &cursor {
+            query.push(("cursor", cursor));
+        }
+        let page = client.get("sandbox.egressLog", &query).await?;
+        let mut text = String::new();
+        for entry in page["entries"].as_array().into_iter().flatten() {
+            if json {
+                text.push_str(&entry.to_string());
+                text.push('\n');
+            } else {
+                text.push_str(&entry_line(entry));
+            }
+        }
+        let _ = out.write_all(text.as_bytes()).await;
+        let _ = out.flush().await;
+        if let Some(next) = page["nextCursor"].as_str() {
+            cursor = Some(next.to_owned());
+        }
+        if page["more"].as_bool() == Some(true) {
+            continue;
+        }
+        if !follow {
+            return Ok(());
+        }
+        tokio::time::sleep(FOLLOW_EVERY).await;
+    }
+}
+
+/// One entry as a line: `TIME DECISION HOST:PORT [OUT/IN bytes] [REASON]`.
+pub fn entry_line(entry: &Value) -> String {
+    let text = |field: &str| entry[field].as_str().unwrap_or("-").to_owned();
+    let mut line = format!(
+        "{} {} {}:{}",
+        text("at"),
+        text("decision"),
+        text("host"),
+        entry["port"]
+    );
+    if entry["decision"] == "allowed" {
+        if entry["endedAt"].is_null() {
+            line.push_str(" open");
+        } else {
+            line.push_str(&format!(
+                " {}/{} bytes",
+                entry["bytesOut"], entry["bytesIn"]
+            ));
+        }
+    }
+    if let Some(reason) = entry["reason"].as_str() {
+        line.push_str(&format!(": {reason}"));
+    }
+    if let Some(unlogged) = entry["unlogged"].as_u64().filter(|n| *n > 0) {
+        line.push_str(&format!(" ({unlogged} not logged before this)"));
+    }
+    line.push('\n');
+    line
 }

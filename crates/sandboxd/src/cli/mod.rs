@@ -184,7 +184,7 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: ports::PortCommand,
     },
-    /// What an `allowlist` sandbox may reach: ls, set.
+    /// What an `allowlist` sandbox may reach, and what it met: ls, set, log.
     Egress {
         #[command(flatten)]
         common: Common,
@@ -388,6 +388,12 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
         ClientCommand::Port { common, command } => {
             let answer = ports::port(&client(&common)?, command).await?;
             print(&common, &answer, ports::port_text);
+        }
+        ClientCommand::Egress {
+            common,
+            command: egress::EgressCommand::Log { id, follow },
+        } => {
+            egress::log(&client(&common)?, &id, follow, common.json).await?;
         }
         ClientCommand::Egress { common, command } => {
             let answer = egress::egress(&client(&common)?, command).await?;

@@ -48,6 +48,8 @@ from .errors import (
 from .models import (
     CommandResult,
     Egress,
+    EgressEntry,
+    EgressLog,
     EntryInfo,
     ExposedPort,
     OutputSlice,
@@ -77,6 +79,8 @@ __all__ = [
     "ConnectionFailed",
     "Context",
     "Egress",
+    "EgressEntry",
+    "EgressLog",
     "EntryInfo",
     "ExposedPort",
     "Execution",

@@ -1,9 +1,12 @@
 """What an `allowlist` sandbox may reach: the list it was made with, replaced while it
-runs."""
+runs; and what its connections met."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._handle import SandboxHandle
+from .models import EgressEntry, EgressLog
 
 
 class AsyncEgress:
@@ -27,3 +30,21 @@ class AsyncEgress:
             "sandbox.one", query={"sandboxId": self._sandbox.id}
         )
         return list((answer.get("egress") or {}).get("allow") or [])
+
+    async def log(self, cursor: str | None = None, limit: int | None = None) -> EgressLog:
+        """What the sandbox's connections met, in the order the entries were written
+        (up to `limit`, 1-500, default 100): each host and port asked for, `allowed`,
+        `refused` with the reason, or `failed`, with the bytes each way once an allowed
+        connection ended (its entry is then written again). Pass `next_cursor` back as
+        `cursor` to read only what came after."""
+        query: dict[str, Any] = {"sandboxId": self._sandbox.id}
+        if cursor is not None:
+            query["cursor"] = cursor
+        if limit is not None:
+            query["limit"] = limit
+        answer = await self._sandbox._conn.call("sandbox.egressLog", query=query)
+        return EgressLog(
+            entries=[EgressEntry.from_json(entry) for entry in answer.get("entries") or []],
+            next_cursor=answer.get("nextCursor"),
+            more=bool(answer.get("more")),
+        )

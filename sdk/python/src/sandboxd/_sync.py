@@ -14,7 +14,16 @@ from ._code import Context, Execution
 from ._commands import AsyncCommandStream, AsyncProcess, OutputCallback, OutputChunk
 from ._pty import AsyncTerminal
 from ._sandbox import AsyncSandbox
-from .models import CommandResult, EntryInfo, ExposedPort, OutputSlice, ProcessInfo, SandboxInfo, SandboxStats
+from .models import (
+    CommandResult,
+    EgressLog,
+    EntryInfo,
+    ExposedPort,
+    OutputSlice,
+    ProcessInfo,
+    SandboxInfo,
+    SandboxStats,
+)
 
 
 class Process:
@@ -253,6 +262,10 @@ class SandboxEgress:
 
     def list(self) -> list[str]:
         return _portal.run(self._inner.list())
+
+    def log(self, cursor: str | None = None, limit: int | None = None) -> EgressLog:
+        """See `AsyncEgress.log`."""
+        return _portal.run(self._inner.log(cursor, limit))
 
 
 class Sandbox:

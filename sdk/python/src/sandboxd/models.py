@@ -18,6 +18,54 @@ class Egress:
 
 
 @dataclass(frozen=True)
+class EgressEntry:
+    """One decision of the egress proxy for an `allowlist` sandbox's connection."""
+
+    #: The same for both writes of an allowed connection's entry (decided, ended).
+    entry_id: str
+    at: str
+    host: str
+    port: int
+    #: `allowed`, `refused` or `failed` (allowed, but the host did not answer).
+    decision: str
+    reason: str | None
+    address: str | None
+    bytes_out: int
+    bytes_in: int
+    #: `None` while the connection is open, and for refusals.
+    ended_at: str | None
+    #: Decisions left out of the log before this one (over the sandbox's allowance).
+    unlogged: int
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EgressEntry:
+        return cls(
+            entry_id=data["entryId"],
+            at=data.get("at", ""),
+            host=data.get("host", ""),
+            port=int(data.get("port", 0)),
+            decision=data.get("decision", ""),
+            reason=data.get("reason"),
+            address=data.get("address"),
+            bytes_out=int(data.get("bytesOut", 0)),
+            bytes_in=int(data.get("bytesIn", 0)),
+            ended_at=data.get("endedAt"),
+            unlogged=int(data.get("unlogged", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class EgressLog:
+    """A read of a sandbox's egress log: entries in the order they were written."""
+
+    entries: list[EgressEntry]
+    #: Pass back as `cursor` to read what is written after these.
+    next_cursor: str | None
+    #: Whether more entries were already written after these.
+    more: bool
+
+
+@dataclass(frozen=True)
 class SandboxInfo:
     """A sandbox's record."""
 

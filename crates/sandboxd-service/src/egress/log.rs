@@ -1,0 +1,80 @@
+//! Writing the egress log: gates hand their entries to one writer per process, which
+//! writes them to the store in order, in batches, and keeps each sandbox's log to its
+//! newest entries. Handing over never waits: when the writer is behind by a full queue,
+//! the entry is dropped and counted, so a flood of connections slows nothing.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use sandboxd_core::egress_log::{EgressRecord, KEPT_PER_SANDBOX};
+use sandboxd_store::Store;
+use tokio::sync::mpsc;
+
+/// Counter of log entries dropped because the writer was behind.
+pub const EGRESS_LOG_DROPPED: &str = "sandboxd_egress_log_dropped_total";
+
+/// Entries waiting for the writer, at most.
+const QUEUE: usize = 4096;
+/// Entries written in one transaction, at most.
+const BATCH: usize = 256;
+/// Writes of one sandbox between trims of its log.
+const TRIM_EVERY: u32 = 1000;
+/// Sandboxes whose writes are counted toward their next trim; past that the counts
+/// start again (a sandbox then waits a little longer for its trim).
+const COUNTED_SANDBOXES: usize = 4096;
+
+/// The process's egress log writer, started by the first entry.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    store: Store,
+    queue: OnceLock<mpsc::Sender<EgressRecord>>,
+}
+
+impl Recorder {
+    pub(crate) fn new(store: Store) -> Self {
+        Self {
+            store,
+            queue: OnceLock::new(),
+        }
+    }
+
+    /// Hands an entry to the writer (called within the runtime).
+    pub(crate) fn record(&self, record: EgressRecord) {
+        let queue = self.queue.get_or_init(|| {
+            let (sender, receiver) = mpsc::channel(QUEUE);
+            tokio::spawn(write(self.store.clone(), receiver));
+            sender
+        });
+        if queue.try_send(record).is_err() {
+            metrics::counter!(EGRESS_LOG_DROPPED).increment(1);
+        }
+    }
+}
+
+async fn write(store: Store, mut queue: mpsc::Receiver<EgressRecord>) {
+    let mut since_trim: HashMap<String, u32> = HashMap::new();
+    let mut batch = Vec::with_capacity(BATCH);
+    while queue.recv_many(&mut batch, BATCH).await > 0 {
+        if let Err(error) = store.write_egress_log(&batch).await {
+            tracing::warn!(%error, entries = batch.len(), "could not write egress log entries");
+            metrics::counter!(EGRESS_LOG_DROPPED).increment(batch.len() as u64);
+        }
+        if since_trim.len() > COUNTED_SANDBOXES {
+            since_trim.clear();
+        }
+        for record in batch.drain(..) {
+            let count = since_trim.entry(record.sandbox_id.clone()).or_default();
+            *count += 1;
+            if *count < TRIM_EVERY {
+                continue;
+            }
+            *count = 0;
+            if let Err(error) = store
+                .trim_egress_log(&record.sandbox_id, KEPT_PER_SANDBOX)
+                .await
+            {
+                tracing::warn!(%error, "could not trim an egress log");
+            }
+        }
+    }
+}
