@@ -23,6 +23,7 @@ SANDBOX_POOL = {
     "sandbox.remove": "removeSandboxes",
     "sandbox.setTimeout": "timeoutSandboxes",
     "sandbox.setEgress": "egressSandboxes",
+    "sandbox.requestEgress": "egressSandboxes",
 }
 # Which pool each operation's `serverId` is taken from.
 SERVER_POOL = {"server.remove": "removeServers"}

@@ -6,6 +6,7 @@ pub mod access;
 pub mod api;
 pub mod egress;
 pub mod egress_log;
+pub mod egress_requests;
 pub mod env_vars;
 pub mod error;
 pub mod exec_kill;

@@ -17,16 +17,20 @@ pub enum Permission {
     /// Manage members, their grants and other users' keys; read the audit log. Held by
     /// owners and admins only; a key can be narrowed to drop it.
     OrganizationAdmin,
+    /// Approve or deny the egress requests of sandboxes the caller may use (a key
+    /// without it may still ask, and never decides its own requests).
+    EgressDecide,
 }
 
 impl Permission {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::ServiceCreate,
         Self::ServiceRead,
         Self::ServiceDelete,
         Self::DeploymentCreate,
         Self::ProjectCreate,
         Self::OrganizationAdmin,
+        Self::EgressDecide,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +41,7 @@ impl Permission {
             Self::DeploymentCreate => "deployment:create",
             Self::ProjectCreate => "project:create",
             Self::OrganizationAdmin => "organization:admin",
+            Self::EgressDecide => "egress:decide",
         }
     }
 

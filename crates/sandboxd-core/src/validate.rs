@@ -443,6 +443,71 @@ pub fn egress_log(req: crate::api::EgressLogQuery) -> Result<EgressLogRead, Inva
     })
 }
 
+/// A checked `sandbox.requestEgress`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressAsk {
+    pub sandbox_id: String,
+    /// The entry as the policy keeps it.
+    pub host: String,
+    pub reason: Option<String>,
+}
+
+/// Checks `sandbox.requestEgress`: one entry as in `egress.allow`, a reason of at most
+/// 500 characters without control characters.
+pub fn request_egress(req: crate::api::RequestEgressRequest) -> Result<EgressAsk, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    let host = match crate::egress::Policy::parse(std::slice::from_ref(&req.host)) {
+        Ok(policy) => policy.entries().into_iter().next().unwrap_or_default(),
+        Err(problems) => {
+            for problem in problems {
+                let problem = problem.strip_prefix("[0] ").unwrap_or(&problem);
+                issues.push("host", problem);
+            }
+            String::new()
+        }
+    };
+    if let Some(reason) = &req.reason {
+        if reason.chars().count() > crate::egress_requests::MAX_REASON {
+            issues.push("reason", "must be at most 500 characters");
+        }
+        if reason.chars().any(char::is_control) {
+            issues.push("reason", "must not hold control characters");
+        }
+    }
+    issues.finish(EgressAsk {
+        sandbox_id: req.sandbox_id,
+        host,
+        reason: req.reason.filter(|r| !r.trim().is_empty()),
+    })
+}
+
+/// A checked `egress.requests`: pending ones only (default) or all.
+pub fn egress_requests(
+    req: crate::api::EgressRequestsQuery,
+) -> Result<(bool, Option<String>), Invalid> {
+    let mut issues = Issues::default();
+    let pending_only = match req.status.as_deref() {
+        None | Some("pending") => true,
+        Some("all") => false,
+        Some(_) => {
+            issues.push("status", "must be `pending` or `all`");
+            true
+        }
+    };
+    if let Some(id) = &req.sandbox_id {
+        required_id(&mut issues, "sandboxId", id);
+    }
+    issues.finish((pending_only, req.sandbox_id))
+}
+
+/// Checks `egress.decide`.
+pub fn decide_egress(req: crate::api::DecideEgressRequest) -> Result<(String, bool), Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "requestId", &req.request_id);
+    issues.finish((req.request_id, req.approve))
+}
+
 /// An egress list as stored: each entry checked (every bad one named), lower-cased,
 /// without duplicates.
 fn egress_list(issues: &mut Issues, field: &str, entries: &[String]) -> Vec<String> {

@@ -70,6 +70,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "egress log",
         include_str!("../migrations/sqlite/0012_egress_log.sql"),
     ),
+    (
+        13,
+        "egress requests",
+        include_str!("../migrations/sqlite/0013_egress_requests.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -132,6 +137,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         12,
         "egress log",
         include_str!("../migrations/postgres/0012_egress_log.sql"),
+    ),
+    (
+        13,
+        "egress requests",
+        include_str!("../migrations/postgres/0013_egress_requests.sql"),
     ),
 ];
 

@@ -1,6 +1,6 @@
 //! Sandbox rows.
 
-use sandboxd_core::model::{Sandbox, SandboxStatus};
+use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
 use sandboxd_core::quotas::{Quotas, Usage};
 use sandboxd_core::reconcile::RowState;
 use sqlx::Row as _;
@@ -278,6 +278,47 @@ impl Store {
         self.reread(sandbox_id, updated.rows_affected()).await
     }
 
+    /// Adds `entry` to the egress list of a running `allowlist` sandbox, without losing
+    /// a change made meanwhile by anyone (the list is replaced only if it is still the
+    /// one read, else read again); `None` when it is no longer running (or not in that
+    /// mode), a conflict when the list cannot take it.
+    pub async fn add_egress(
+        &self,
+        sandbox_id: &str,
+        entry: &str,
+    ) -> Result<Option<Sandbox>, StoreError> {
+        for _ in 0..8 {
+            let Some(row) = self.sandbox(sandbox_id).await? else {
+                return Ok(None);
+            };
+            if row.status != SandboxStatus::Running || row.network_mode != NetworkMode::Allowlist {
+                return Ok(None);
+            }
+            let Some(list) = sandboxd_core::egress_requests::approved_list(&row.egress, entry)
+                .map_err(StoreError::Conflict)?
+            else {
+                return Ok(Some(row));
+            };
+            let updated = sqlx::query(
+                "UPDATE sandboxes SET egress = $1 WHERE sandbox_id = $2 AND egress = $3 \
+                 AND status = 'running' AND network_mode = 'allowlist'",
+            )
+            .bind(crate::rows::egress_json(&list))
+            .bind(sandbox_id)
+            .bind(crate::rows::egress_json(&row.egress))
+            .execute(&self.pool)
+            .await?;
+            // Read again either way: the cached row may have been behind.
+            self.rows.changed(sandbox_id);
+            if updated.rows_affected() == 1 {
+                return self.sandbox(sandbox_id).await;
+            }
+        }
+        Err(StoreError::Conflict(
+            "the sandbox's egress list kept changing; retry".into(),
+        ))
+    }
+
     /// The row after a single-statement update of it: `None` when the update changed
     /// nothing (the sandbox left the state it applied to).
     async fn reread(&self, sandbox_id: &str, changed: u64) -> Result<Option<Sandbox>, StoreError> {
@@ -323,7 +364,7 @@ impl Store {
             .collect()
     }
 
-    /// Deletes a sandbox row, with its exposed ports and its egress log.
+    /// Deletes a sandbox row, with its exposed ports, egress log and egress requests.
     pub async fn delete_sandbox(&self, sandbox_id: &str) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM sandboxes WHERE sandbox_id = $1")
             .bind(sandbox_id)
@@ -331,7 +372,8 @@ impl Store {
             .await?;
         self.rows.changed(sandbox_id);
         self.forget_ports(sandbox_id).await?;
-        self.forget_egress_log(sandbox_id).await
+        self.forget_egress_log(sandbox_id).await?;
+        self.forget_egress_requests(sandbox_id).await
     }
 
     /// Running sandboxes whose `expiresAt` has passed.

@@ -16,6 +16,7 @@ from sandboxd import (
     Egress,
     InvalidRequest,
     NotFound,
+    PermissionDenied,
     Sandbox,
     SandboxNotRunning,
 )
@@ -369,5 +370,12 @@ def test_an_allowlist_sandbox_keeps_its_list_and_it_is_replaced(server):
         assert [(e.port, e.decision) for e in refused] == [(80, "refused")]
         assert "not in the sandbox's egress list" in (refused[0].reason or "")
         assert sb.egress.log(cursor=log.next_cursor).entries == []
+        # A request, asked once however often; the key that asked cannot decide it.
+        asked = sb.egress.request("Blocked.example", reason="to test")
+        assert (asked.host, asked.status, asked.reason) == ("blocked.example", "pending", "to test")
+        assert sb.egress.request("blocked.example").request_id == asked.request_id
+        assert [r.request_id for r in sb.egress.requests()] == [asked.request_id]
+        with pytest.raises(PermissionDenied):
+            sb.egress.decide(asked.request_id, approve=True)
     with Sandbox.create("base") as plain:
         assert plain.info.egress is None and plain.egress.list() == []

@@ -4,6 +4,7 @@
 mod access;
 mod contexts;
 mod egress_log;
+mod egress_requests;
 mod file_json;
 mod pages;
 mod ports;
@@ -18,6 +19,7 @@ mod usage;
 pub use access::*;
 pub use contexts::*;
 pub use egress_log::*;
+pub use egress_requests::*;
 pub use pages::*;
 pub use ports::*;
 pub use processes::*;

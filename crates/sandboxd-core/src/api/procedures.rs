@@ -58,6 +58,8 @@ const ADMINISTRATION: &str = "administration: kept out of an agent's tools, so a
 const BINARY_STREAM: &str = "a raw byte stream, which MCP does not carry: sandbox-writeFile and sandbox-readFile move files \
      (base64 for binary), and long content is read page by page";
 const BROWSER_TOKEN: &str = "a single-use token for a browser's WebSocket: MCP clients authenticate every call with their key";
+const EGRESS_DECISION: &str = "a person's decision: an agent asks with sandbox-requestEgress and is never the one to approve \
+     (a request is decided with another key than the one that asked)";
 const PROBE: &str = "a probe for load balancers and operators, not a tool";
 
 const fn procedure(
@@ -96,6 +98,9 @@ pub const PROCEDURES: &[Procedure] = &[
     procedure("sandbox.setTimeout", "/api/sandbox.setTimeout", Post, InBody, false, Named("sandbox-setTimeout")),
     procedure("sandbox.setEgress", "/api/sandbox.setEgress", Post, InBody, false, Named("sandbox-setEgress")),
     procedure("sandbox.egressLog", "/api/sandbox.egressLog", Get, InQuery, false, Named("sandbox-egressLog")),
+    procedure("sandbox.requestEgress", "/api/sandbox.requestEgress", Post, InBody, false, Named("sandbox-requestEgress")),
+    procedure("egress.requests", "/api/egress.requests", Get, Nothing, false, Named("egress-requests")),
+    procedure("egress.decide", "/api/egress.decide", Post, Nothing, false, Without(EGRESS_DECISION)),
     procedure("sandbox.list", "/api/sandbox.list", Get, Nothing, false, Named("sandbox-list")),
     procedure("sandbox.one", "/api/sandbox.one", Get, InQuery, false, Named("sandbox-one")),
     procedure("sandbox.stats", "/api/sandbox.stats", Get, InQuery, false, Named("sandbox-stats")),

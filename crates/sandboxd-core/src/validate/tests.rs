@@ -260,6 +260,43 @@ fn egress_log_reads_are_checked() {
 }
 
 #[test]
+fn egress_requests_are_checked() {
+    use crate::api::RequestEgressRequest;
+    let ask = |host: &str, reason: Option<&str>| {
+        request_egress(RequestEgressRequest {
+            sandbox_id: "sb".into(),
+            host: host.into(),
+            reason: reason.map(str::to_owned),
+        })
+    };
+    let asked = ask("PyPI.org", Some("to install requests")).unwrap();
+    assert_eq!(
+        (asked.host.as_str(), asked.reason.as_deref()),
+        ("pypi.org", Some("to install requests"))
+    );
+    assert_eq!(ask("*.example.com:8443", Some("  ")).unwrap().reason, None);
+    assert_eq!(paths_of(ask("10.0.0.1", None).unwrap_err()), ["host"]);
+    assert_eq!(paths_of(ask("", None).unwrap_err()), ["host"]);
+    assert_eq!(
+        paths_of(ask("a.example", Some(&"x".repeat(501))).unwrap_err()),
+        ["reason"]
+    );
+    assert_eq!(
+        paths_of(ask("a.example", Some("line\nbreak")).unwrap_err()),
+        ["reason"]
+    );
+    let list = |status: Option<&str>| {
+        egress_requests(crate::api::EgressRequestsQuery {
+            status: status.map(str::to_owned),
+            sandbox_id: None,
+        })
+    };
+    assert_eq!(list(None).unwrap(), (true, None));
+    assert_eq!(list(Some("all")).unwrap(), (false, None));
+    assert_eq!(paths_of(list(Some("denied")).unwrap_err()), ["status"]);
+}
+
+#[test]
 fn set_timeout_bounds() {
     let req = |timeout_ms| SetTimeoutRequest {
         sandbox_id: "sb".into(),

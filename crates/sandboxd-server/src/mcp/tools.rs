@@ -317,6 +317,45 @@ impl SandboxTools {
     }
 
     #[tool(
+        name = "sandbox-requestEgress",
+        description = "Ask for an `allowlist` sandbox to reach one more host (a name or `*.` wildcard, optional `:port`), with a reason a person reads. A person with the right to decide approves or denies it; once approved the host is reachable at once. Check with egress-requests (status=all) or sandbox-one (egress.allow)."
+    )]
+    async fn request_egress(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<RequestEgressRequest>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let ask = attempt!(validate::request_egress(req));
+        let request = attempt!(self.service.egress().ask(&who, ask).await);
+        ok(&EgressRequestView::from_record(&request, rfc3339))
+    }
+
+    #[tool(
+        name = "egress-requests",
+        description = "Egress requests of your sandboxes, newest first: those waiting for a decision (default), or status=all for decided ones too (approved or denied)."
+    )]
+    async fn egress_requests(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<EgressRequestsQuery>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let (pending_only, sandbox_id) = attempt!(validate::egress_requests(req));
+        let requests = attempt!(
+            self.service
+                .egress()
+                .requests(&who, pending_only, sandbox_id.as_deref())
+                .await
+        );
+        let views: Vec<EgressRequestView> = requests
+            .iter()
+            .map(|r| EgressRequestView::from_record(r, rfc3339))
+            .collect();
+        ok(&views)
+    }
+
+    #[tool(
         name = "sandbox-kill",
         description = "Kill a sandbox: its container and every process and file in it are gone; the record stays with status killed. Call this when you are done with a sandbox."
     )]

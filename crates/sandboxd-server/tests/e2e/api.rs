@@ -217,6 +217,13 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/sandbox.setTimeout", "post", "sandbox-setTimeout"),
         ("/api/sandbox.setEgress", "post", "sandbox-setEgress"),
         ("/api/sandbox.egressLog", "get", "sandbox-egressLog"),
+        (
+            "/api/sandbox.requestEgress",
+            "post",
+            "sandbox-requestEgress",
+        ),
+        ("/api/egress.requests", "get", "egress-requests"),
+        ("/api/egress.decide", "post", "egress-decide"),
         ("/api/sandbox.list", "get", "sandbox-list"),
         ("/api/sandbox.one", "get", "sandbox-one"),
         ("/api/sandbox.stats", "get", "sandbox-stats"),

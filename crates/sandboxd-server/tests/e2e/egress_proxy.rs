@@ -457,3 +457,158 @@ PY"#;
         audited.len()
     );
 }
+
+/// An agent's key (narrowed: it may use sandboxes, not decide) asks for a host; the
+/// owner's key approves it and the sandbox reaches the host at once; a denial leaves
+/// the list as it was; nobody decides with the key that asked.
+#[tokio::test]
+async fn a_request_approved_by_another_key_opens_the_host_at_once() {
+    use reqwest::StatusCode;
+    let far = pretend_internet().await;
+    let port = far.port();
+    let server = server_with_pretend_names().await;
+    let sandbox = server
+        .create(json!({"template": "base", "networkMode": "allowlist", "egress": {"allow": []}}))
+        .await;
+    let sid = id(&sandbox).to_owned();
+    let (status, agent) = server
+        .post(
+            "apiKey.create",
+            json!({"name": "agent", "scopes": ["service:read", "deployment:create"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{agent}");
+    let agent = agent["secret"].as_str().unwrap().to_owned();
+    let fetch = format!("curl -sS -w ' %{{http_code}}' http://allowed.test:{port}/asked");
+    assert!(sh(&server, &sandbox, &fetch).await.1.ends_with(" 403"));
+
+    // The agent asks; asking again while it waits is the same request.
+    let host = format!("Allowed.test:{port}");
+    let ask = json!({"sandboxId": sid, "host": host, "reason": "to fetch the test data"});
+    let (status, asked) = server
+        .post_with_key("sandbox.requestEgress", Some(&agent), ask.clone())
+        .await;
+    assert_eq!(status, StatusCode::OK, "{asked}");
+    assert_eq!(asked["status"], "pending");
+    assert_eq!(asked["host"], format!("allowed.test:{port}"));
+    let request_id = asked["requestId"].as_str().unwrap().to_owned();
+    let (_, again) = server
+        .post_with_key("sandbox.requestEgress", Some(&agent), ask)
+        .await;
+    assert_eq!(again["requestId"], request_id);
+    let (status, bad) = server
+        .post_with_key(
+            "sandbox.requestEgress",
+            Some(&agent),
+            json!({"sandboxId": sid, "host": "10.0.0.1"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+
+    // The agent's key cannot decide; nor can a key decide its own request.
+    let approve = json!({"requestId": request_id, "approve": true});
+    let (status, refused) = server
+        .post_with_key("egress.decide", Some(&agent), approve.clone())
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("egress:decide")
+    );
+    let (_, own) = server
+        .post(
+            "sandbox.requestEgress",
+            json!({"sandboxId": sid, "host": format!("api.allowed.test:{port}")}),
+        )
+        .await;
+    let (status, refused) = server
+        .post(
+            "egress.decide",
+            json!({"requestId": own["requestId"], "approve": true}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("another key"));
+
+    // Waiting requests are listed for both keys.
+    let (_, pending) = server
+        .get_with_key("egress.requests", &agent, &[("sandboxId", &sid)])
+        .await;
+    assert_eq!(pending.as_array().unwrap().len(), 2, "{pending}");
+
+    // The owner approves: the next connection goes through.
+    let (status, approved) = server.post("egress.decide", approve.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{approved}");
+    assert_eq!(approved["status"], "approved");
+    assert!(approved["decidedBy"].is_string());
+    let (code, out) = sh(&server, &sandbox, &fetch).await;
+    assert!(code == 0 && out.ends_with(" 200"), "{out}");
+    let (_, one) = server.get("sandbox.one", &[("sandboxId", &sid)]).await;
+    assert_eq!(
+        one["egress"]["allow"],
+        json!([format!("allowed.test:{port}")])
+    );
+    let (status, twice) = server.post("egress.decide", approve).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{twice}");
+
+    // A denial changes nothing but the request.
+    let (_, asked) = server
+        .post_with_key(
+            "sandbox.requestEgress",
+            Some(&agent),
+            json!({"sandboxId": sid, "host": format!("blocked.test:{port}")}),
+        )
+        .await;
+    let (status, denied) = server
+        .post(
+            "egress.decide",
+            json!({"requestId": asked["requestId"], "approve": false}),
+        )
+        .await;
+    assert_eq!(
+        (status, denied["status"].as_str()),
+        (StatusCode::OK, Some("denied"))
+    );
+    let (_, one) = server.get("sandbox.one", &[("sandboxId", &sid)]).await;
+    assert_eq!(
+        one["egress"]["allow"],
+        json!([format!("allowed.test:{port}")])
+    );
+    let blocked = format!("curl -sS -w ' %{{http_code}}' http://blocked.test:{port}/");
+    assert!(sh(&server, &sandbox, &blocked).await.1.ends_with(" 403"));
+
+    // What is left waiting, and everything with status=all.
+    let (_, pending) = server.get("egress.requests", &[]).await;
+    let hosts: Vec<&str> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, [format!("api.allowed.test:{port}")]);
+    let (_, all) = server.get("egress.requests", &[("status", "all")]).await;
+    assert_eq!(all.as_array().unwrap().len(), 3, "{all}");
+
+    // The asking and the deciding are audited.
+    let (_, audit) = server.get("audit.list", &[("resourceId", &sid)]).await;
+    let actions: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    for action in [
+        "sandbox.requestEgress",
+        "egress.decide",
+        "sandbox.setEgress",
+    ] {
+        assert!(actions.contains(&action), "{action}: {actions:?}");
+    }
+
+    // Once the sandbox is killed, nothing of it waits.
+    server.post("sandbox.kill", json!({"sandboxId": sid})).await;
+    let (_, pending) = server.get("egress.requests", &[]).await;
+    assert_eq!(pending, json!([]));
+}

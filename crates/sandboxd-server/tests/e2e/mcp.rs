@@ -52,6 +52,7 @@ async fn tools_over_streamable_http() {
     assert_eq!(
         names,
         [
+            "egress-requests",
             "project-all",
             "sandbox-contextCreate",
             "sandbox-contextRemove",
@@ -74,6 +75,7 @@ async fn tools_over_streamable_http() {
             "sandbox-processWrite",
             "sandbox-readFile",
             "sandbox-remove",
+            "sandbox-requestEgress",
             "sandbox-setEgress",
             "sandbox-setTimeout",
             "sandbox-stats",

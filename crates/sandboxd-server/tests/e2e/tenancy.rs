@@ -247,6 +247,10 @@ async fn another_organization_cannot_tell_what_exists() {
                 "sandbox.setEgress",
                 json!({"sandboxId": target, "allow": ["example.com"]}),
             ),
+            (
+                "sandbox.requestEgress",
+                json!({"sandboxId": target, "host": "example.com"}),
+            ),
             ("sandbox.kill", json!({"sandboxId": target})),
             ("sandbox.remove", json!({"sandboxId": target})),
             ("sandbox.execToken", json!({"sandboxId": target})),

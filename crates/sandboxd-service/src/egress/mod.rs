@@ -9,6 +9,7 @@ mod counted;
 mod dial;
 mod gate;
 mod log;
+mod requests;
 
 pub use counted::EGRESS_BYTES;
 pub use gate::{EGRESS_DECISIONS, EgressError, Gate, Upstream};

@@ -37,6 +37,32 @@ pub enum EgressCommand {
         #[arg(short, long)]
         follow: bool,
     },
+    /// Ask for an `allowlist` sandbox to reach one more host; prints the request id.
+    /// Someone holding egress:decide approves it (with another key).
+    #[command(
+        after_help = "Example:\n  sandboxd egress request $ID pypi.org --reason 'pip install requests'"
+    )]
+    Request {
+        id: String,
+        /// A host name or `*.` wildcard, with an optional `:port`.
+        host: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// List egress requests waiting for a decision (with --all, decided ones too).
+    #[command(after_help = "Examples:\n  sandboxd egress requests\n  sandboxd egress requests --all --sandbox $ID")]
+    Requests {
+        /// Decided ones too (the latest 200).
+        #[arg(long)]
+        all: bool,
+        /// Only this sandbox's.
+        #[arg(long = "sandbox")]
+        sandbox_id: Option<String>,
+    },
+    /// Approve a request: the host joins the running sandbox's list at once.
+    Approve { request_id: String },
+    /// Deny a request.
+    Deny { request_id: String },
 }
 
 /// How often `egress log --follow` asks for new entries.
@@ -47,6 +73,23 @@ pub async fn egress(client: &Client, command: EgressCommand) -> Result<Value, Fa
         EgressCommand::Log { id, follow } => {
             log(client, &id, follow, false).await.map(|()| Value::Null)
         }
+        EgressCommand::Request { id, host, reason } => {
+            client
+                .post(
+                    "sandbox.requestEgress",
+                    &json!({"sandboxId": id, "host": host, "reason": reason}),
+                )
+                .await
+        }
+        EgressCommand::Requests { all, sandbox_id } => {
+            let mut query = vec![("status", if all { "all" } else { "pending" })];
+            if let Some(id) = &sandbox_id {
+                query.push(("sandboxId", id));
+            }
+            client.get("egress.requests", &query).await
+        }
+        EgressCommand::Approve { request_id } => decide(client, &request_id, true).await,
+        EgressCommand::Deny { request_id } => decide(client, &request_id, false).await,
         EgressCommand::Ls { id } => client.get("sandbox.one", &[("sandboxId", &id)]).await,
         EgressCommand::Set { id, hosts } => {
             client
@@ -59,8 +102,25 @@ pub async fn egress(client: &Client, command: EgressCommand) -> Result<Value, Fa
     }
 }
 
-/// What `egress` prints: the sandbox's list, one entry a line.
-pub fn egress_text(sandbox: &Value) -> String {
+async fn decide(client: &Client, request_id: &str, approve: bool) -> Result<Value, Failure> {
+    client
+        .post(
+            "egress.decide",
+            &json!({"requestId": request_id, "approve": approve}),
+        )
+        .await
+}
+
+/// What `egress` prints: the sandbox's list, one entry a line; a request (its id and
+/// where it stands); requests, one a line.
+pub fn egress_text(answer: &Value) -> String {
+    if let Some(requests) = answer.as_array() {
+        return requests.iter().map(request_line).collect();
+    }
+    if answer.get("requestId").is_some() {
+        return request_line(answer);
+    }
+    let sandbox = answer;
     match sandbox["egress"]["allow"].as_array() {
         Some(allow) => allow
             .iter()
@@ -134,6 +194,23 @@ pub fn entry_line(entry: &Value) -> String {
     }
     if let Some(unlogged) = entry["unlogged"].as_u64().filter(|n| *n > 0) {
         line.push_str(&format!(" ({unlogged} not logged before this)"));
+    }
+    line.push('\n');
+    line
+}
+
+/// A request as a line: `REQUEST_ID STATUS SANDBOX HOST [(REASON)]`.
+fn request_line(request: &Value) -> String {
+    let text = |field: &str| request[field].as_str().unwrap_or("-").to_owned();
+    let mut line = format!(
+        "{} {} {} {}",
+        text("requestId"),
+        text("status"),
+        text("sandboxId"),
+        text("host")
+    );
+    if let Some(reason) = request["reason"].as_str() {
+        line.push_str(&format!(" ({reason})"));
     }
     line.push('\n');
     line

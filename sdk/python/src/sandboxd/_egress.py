@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._handle import SandboxHandle
-from .models import EgressEntry, EgressLog
+from .models import EgressEntry, EgressLog, EgressRequest
 
 
 class AsyncEgress:
@@ -47,4 +47,34 @@ class AsyncEgress:
             entries=[EgressEntry.from_json(entry) for entry in answer.get("entries") or []],
             next_cursor=answer.get("nextCursor"),
             more=bool(answer.get("more")),
+        )
+
+    async def request(self, host: str, reason: str | None = None) -> EgressRequest:
+        """Asks for one more host (an entry as in `Egress.allow`), with a reason for
+        whoever decides. The same host asked again while waiting is the same request.
+        Someone holding `egress:decide` approves it with another key; the host is then
+        reachable at once."""
+        body: dict[str, Any] = {"sandboxId": self._sandbox.id, "host": host}
+        if reason is not None:
+            body["reason"] = reason
+        return EgressRequest.from_json(
+            await self._sandbox._conn.call("sandbox.requestEgress", body)
+        )
+
+    async def requests(self, all: bool = False) -> list[EgressRequest]:
+        """This sandbox's requests, newest first: waiting ones, or with `all=True` the
+        decided ones too."""
+        answer = await self._sandbox._conn.call(
+            "egress.requests",
+            query={"sandboxId": self._sandbox.id, "status": "all" if all else "pending"},
+        )
+        return [EgressRequest.from_json(r) for r in answer or []]
+
+    async def decide(self, request_id: str, approve: bool) -> EgressRequest:
+        """Approves (the host joins the list at once) or denies a request; needs
+        `egress:decide`, and another key than the one that asked."""
+        return EgressRequest.from_json(
+            await self._sandbox._conn.call(
+                "egress.decide", {"requestId": request_id, "approve": approve}
+            )
         )

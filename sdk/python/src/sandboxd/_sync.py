@@ -17,6 +17,7 @@ from ._sandbox import AsyncSandbox
 from .models import (
     CommandResult,
     EgressLog,
+    EgressRequest,
     EntryInfo,
     ExposedPort,
     OutputSlice,
@@ -266,6 +267,18 @@ class SandboxEgress:
     def log(self, cursor: str | None = None, limit: int | None = None) -> EgressLog:
         """See `AsyncEgress.log`."""
         return _portal.run(self._inner.log(cursor, limit))
+
+    def request(self, host: str, reason: str | None = None) -> EgressRequest:
+        """See `AsyncEgress.request`."""
+        return _portal.run(self._inner.request(host, reason))
+
+    def requests(self, all: bool = False) -> list[EgressRequest]:
+        """See `AsyncEgress.requests`."""
+        return _portal.run(self._inner.requests(all))
+
+    def decide(self, request_id: str, approve: bool) -> EgressRequest:
+        """See `AsyncEgress.decide`."""
+        return _portal.run(self._inner.decide(request_id, approve))
 
 
 class Sandbox:

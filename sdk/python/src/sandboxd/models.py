@@ -66,6 +66,36 @@ class EgressLog:
 
 
 @dataclass(frozen=True)
+class EgressRequest:
+    """A request for an `allowlist` sandbox to reach one more host."""
+
+    request_id: str
+    sandbox_id: str
+    host: str
+    reason: str | None
+    #: `pending`, `approved` or `denied`.
+    status: str
+    requested_by: str
+    created_at: str
+    decided_at: str | None
+    decided_by: str | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EgressRequest:
+        return cls(
+            request_id=data["requestId"],
+            sandbox_id=data.get("sandboxId", ""),
+            host=data.get("host", ""),
+            reason=data.get("reason"),
+            status=data.get("status", ""),
+            requested_by=data.get("requestedBy", ""),
+            created_at=data.get("createdAt", ""),
+            decided_at=data.get("decidedAt"),
+            decided_by=data.get("decidedBy"),
+        )
+
+
+@dataclass(frozen=True)
 class SandboxInfo:
     """A sandbox's record."""
 

@@ -1,0 +1,171 @@
+//! Asking for a host and deciding: what an egress request is, who may decide it, and
+//! the list an approval leaves the sandbox with.
+
+use crate::access::{self, Denied};
+use crate::egress::{MAX_ALLOWED, Policy};
+use crate::model::Principal;
+use crate::permissions::Permission;
+
+/// Requests one sandbox may have waiting at once.
+pub const MAX_PENDING_PER_SANDBOX: usize = 20;
+/// The longest reason kept, in characters.
+pub const MAX_REASON: usize = 500;
+
+/// Where a request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestStatus {
+    Pending,
+    Approved,
+    Denied,
+}
+
+impl RequestStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "pending" => Some(Self::Pending),
+            "approved" => Some(Self::Approved),
+            "denied" => Some(Self::Denied),
+            _ => None,
+        }
+    }
+}
+
+/// A request for a sandbox to reach one more host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressRequestRecord {
+    pub request_id: String,
+    pub organization_id: String,
+    pub sandbox_id: String,
+    /// The entry asked for, as the policy keeps it (`api.example.com`,
+    /// `*.example.com:8443`).
+    pub host: String,
+    pub reason: Option<String>,
+    pub status: RequestStatus,
+    pub requested_by_user: String,
+    pub requested_by_key: String,
+    pub created_at: i64,
+    pub decided_at: Option<i64>,
+    pub decided_by_user: Option<String>,
+    pub decided_by_key: Option<String>,
+}
+
+/// Whether `caller` may decide `request` (its sandbox's access is checked apart): it
+/// needs `egress:decide`, and a request is never decided with the key that made it.
+pub fn check_decider(caller: &Principal, request: &EgressRequestRecord) -> Result<(), Denied> {
+    access::require(caller, Permission::EgressDecide)?;
+    if caller.key_id == request.requested_by_key {
+        return Err(Denied::Rule(
+            "a request is decided with another key than the one that made it",
+        ));
+    }
+    Ok(())
+}
+
+/// What an approval of `entry` does to the list `current`: `Ok(None)` when the list has
+/// it already, the new list otherwise, or why it cannot take it.
+pub fn approved_list(current: &[String], entry: &str) -> Result<Option<Vec<String>>, String> {
+    if current.iter().any(|kept| kept == entry) {
+        return Ok(None);
+    }
+    if current.len() >= MAX_ALLOWED {
+        return Err(format!(
+            "the sandbox's list has {MAX_ALLOWED} entries, the most it may have"
+        ));
+    }
+    let mut wanted = current.to_vec();
+    wanted.push(entry.to_owned());
+    Policy::parse(&wanted)
+        .map(|policy| Some(policy.entries()))
+        .map_err(|problems| problems.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Role;
+    use crate::permissions::Permissions;
+
+    fn principal(key: &str, permissions: Permissions) -> Principal {
+        Principal {
+            user_id: "u".into(),
+            organization_id: "o".into(),
+            role: Role::Member,
+            key_id: key.into(),
+            permissions,
+            key_scopes: None,
+            key_expires_at: None,
+        }
+    }
+
+    fn request(key: &str) -> EgressRequestRecord {
+        EgressRequestRecord {
+            request_id: "r".into(),
+            organization_id: "o".into(),
+            sandbox_id: "s".into(),
+            host: "pypi.org".into(),
+            reason: None,
+            status: RequestStatus::Pending,
+            requested_by_user: "u".into(),
+            requested_by_key: key.into(),
+            created_at: 0,
+            decided_at: None,
+            decided_by_user: None,
+            decided_by_key: None,
+        }
+    }
+
+    #[test]
+    fn a_decider_needs_the_permission_and_another_key() {
+        let decider = [Permission::EgressDecide].into_iter().collect();
+        assert!(check_decider(&principal("k2", decider), &request("k1")).is_ok());
+        assert_eq!(
+            check_decider(
+                &principal(
+                    "k2",
+                    Permissions::grantable().without(Permission::EgressDecide)
+                ),
+                &request("k1")
+            ),
+            Err(Denied::Missing(Permission::EgressDecide))
+        );
+        assert!(matches!(
+            check_decider(&principal("k1", Permissions::all()), &request("k1")),
+            Err(Denied::Rule(_))
+        ));
+    }
+
+    #[test]
+    fn an_approval_adds_the_entry_once_within_the_bound() {
+        let current = vec!["pypi.org".to_owned()];
+        assert_eq!(approved_list(&current, "pypi.org"), Ok(None));
+        assert_eq!(
+            approved_list(&current, "*.pythonhosted.org"),
+            Ok(Some(vec![
+                "pypi.org".to_owned(),
+                "*.pythonhosted.org".to_owned()
+            ]))
+        );
+        let full: Vec<String> = (0..MAX_ALLOWED).map(|n| format!("h{n}.example")).collect();
+        assert!(approved_list(&full, "one-more.example").is_err());
+    }
+
+    #[test]
+    fn statuses_read_back() {
+        for status in [
+            RequestStatus::Pending,
+            RequestStatus::Approved,
+            RequestStatus::Denied,
+        ] {
+            assert_eq!(RequestStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(RequestStatus::parse("maybe"), None);
+    }
+}
