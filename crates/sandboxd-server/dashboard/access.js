@@ -7,7 +7,7 @@ import * as api from "./api.js";
 import { h, show, notice, when, confirmAction } from "./dom.js";
 
 const ROLES = ["member", "admin", "owner"];
-const PERMISSIONS = ["service:create", "service:read", "service:delete", "deployment:create", "project:create"];
+const PERMISSIONS = ["service:create", "service:read", "service:delete", "deployment:create", "project:create", "egress:decide"];
 
 function failure(error) {
   return (error.issues && error.issues[0] && `${error.issues[0].path}: ${error.issues[0].message}`) || error.message;

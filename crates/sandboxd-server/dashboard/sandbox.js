@@ -3,6 +3,7 @@
 
 import * as api from "./api.js";
 import { h, show, notice, relative, when, confirmAction } from "./dom.js";
+import { egressPanel } from "./egress.js";
 import { filesPanel } from "./files.js";
 import { portsPanel } from "./ports.js";
 import { processesPanel } from "./processes.js";
@@ -152,10 +153,11 @@ export async function sandboxPage(sandboxId) {
   const usage = usagePanel(sandbox);
   const terminal = terminalPanel(sandbox);
   const processes = processesPanel(sandbox);
+  const egress = egressPanel(sandbox);
   const timer = setInterval(refresh, REFRESH_MS);
   show(h("h1", {}, sandbox.name || sandbox.sandboxId), actions, message,
     h("section", { class: "panel" }, factsSlot), usage.element, consoleView.element, terminal.element,
-    processes.element, portsPanel(sandbox), filesPanel(sandbox));
+    processes.element, portsPanel(sandbox), egress.element, filesPanel(sandbox));
   return () => {
     stopped = true;
     clearInterval(timer);
@@ -163,5 +165,6 @@ export async function sandboxPage(sandboxId) {
     usage.close();
     terminal.close();
     processes.close();
+    egress.close();
   };
 }

@@ -39,6 +39,7 @@ const ASSETS: &[Asset] = &[
     asset!("dom.js", JS),
     asset!("projects.js", JS),
     asset!("ports.js", JS),
+    asset!("egress.js", JS),
     asset!("sandboxes.js", JS),
     asset!("sandbox.js", JS),
     asset!("terminal.js", JS),

@@ -400,3 +400,88 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     browser.screenshot("dark").await;
     browser.close().await;
 }
+
+/// An agent's key asks for a host for its `allowlist` sandbox; an administrator sees the
+/// request on the egress requests page (its reason as text, never markup), approves
+/// it, and the sandbox's page lists the host as allowed while a denied one is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_egress_request_is_approved_in_the_dashboard() {
+    let server = RunningServer::start_logged().await;
+    let (status, sandbox) = server
+        .post(
+            KEY,
+            "sandbox.create",
+            serde_json::json!({"environmentId": server.env_id, "template": "base",
+                "networkMode": "allowlist", "egress": {"allow": []}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{sandbox}");
+    let sandbox_id = sandbox["sandboxId"].as_str().unwrap().to_owned();
+    let (status, agent) = server
+        .post(
+            KEY,
+            "apiKey.create",
+            serde_json::json!({"name": "agent", "scopes": ["service:read", "deployment:create"]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{agent}");
+    let agent = agent["secret"].as_str().unwrap().to_owned();
+    let mut ids = Vec::new();
+    for (host, reason) in [
+        ("pypi.org", "<b>pip install</b> requests"),
+        ("evil.example", "exfiltrate"),
+    ] {
+        let (status, asked) = server
+            .post(
+                &agent,
+                "sandbox.requestEgress",
+                serde_json::json!({"sandboxId": sandbox_id, "host": host, "reason": reason}),
+            )
+            .await;
+        assert_eq!(status, 200, "{asked}");
+        ids.push(asked["requestId"].as_str().unwrap().to_owned());
+    }
+
+    let browser = Browser::start().await;
+    let page = &browser.client;
+    page.goto(&format!("{}/", server.url)).await.unwrap();
+    browser.enter("#key", KEY).await;
+    browser.element("a[data-environment]").await;
+    browser.click("nav a[href='#/egress']").await;
+    let approve = format!("[data-request='{}']", ids[0]);
+    let deny = format!("[data-request='{}']", ids[1]);
+    browser
+        .text_in(&format!("{approve} .request-reason"), "<b>pip install</b> requests")
+        .await;
+    let bold = page
+        .find_all(fantoccini::Locator::Css(&format!("{approve} b")))
+        .await
+        .unwrap();
+    assert!(bold.is_empty(), "a reason is text, never markup");
+    browser.screenshot("egress-requests").await;
+    browser.click(&format!("{approve} button.approve")).await;
+    browser.text_in("main [role=status]", "pypi.org approved").await;
+    browser.click(&format!("{deny} button.deny")).await;
+    browser.text_in("main [role=status]", "evil.example denied").await;
+
+    let (_, one) = server
+        .get(KEY, &format!("sandbox.one?sandboxId={sandbox_id}"))
+        .await;
+    assert_eq!(one["egress"]["allow"], serde_json::json!(["pypi.org"]));
+
+    // The sandbox's page: the host allowed, nothing left waiting.
+    page.goto(&format!("{}/#/sandbox/{sandbox_id}", server.url))
+        .await
+        .unwrap();
+    browser.element("#egress [data-allowed='pypi.org']").await;
+    let waiting = page
+        .find_all(fantoccini::Locator::Css("#egress [data-request]"))
+        .await
+        .unwrap();
+    assert!(waiting.is_empty(), "both requests were decided");
+    page.execute("document.getElementById('egress').scrollIntoView()", vec![])
+        .await
+        .unwrap();
+    browser.screenshot("egress-panel").await;
+    browser.close().await;
+}
