@@ -5,6 +5,7 @@
 pub mod access;
 pub mod api;
 pub mod egress;
+pub mod egress_credentials;
 pub mod egress_log;
 pub mod egress_requests;
 pub mod env_vars;

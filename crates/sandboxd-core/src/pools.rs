@@ -75,6 +75,7 @@ mod tests {
             workdir: None,
             labels: [("tenant".to_owned(), "t-1".to_owned())].into(),
             egress: Vec::new(),
+            egress_credentials: Vec::new(),
         }
     }
 

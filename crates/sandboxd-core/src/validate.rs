@@ -45,6 +45,8 @@ pub struct CreateSandbox {
     pub network_mode: NetworkMode,
     /// The egress list of an `allowlist` sandbox, as stored (`Policy::entries`).
     pub egress: Vec<String>,
+    /// Headers sandboxd adds to its requests to their hosts (sealed at rest).
+    pub egress_credentials: Vec<crate::egress_credentials::EgressCredential>,
     pub env_vars: Option<String>,
     pub workdir: Option<String>,
     pub labels: BTreeMap<String, String>,
@@ -183,16 +185,18 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
     let labels = req.labels.unwrap_or_default();
     check_labels(&mut issues, &labels);
     let network_mode = req.network_mode.unwrap_or_default();
-    let egress = match (network_mode, req.egress) {
+    let (egress, egress_credentials) = match (network_mode, req.egress) {
         (NetworkMode::Allowlist, Some(egress)) => {
-            egress_list(&mut issues, "egress.allow", &egress.allow)
+            let list = egress_list(&mut issues, "egress.allow", &egress.allow);
+            let credentials = credentials(&mut issues, &list, &egress.credentials);
+            (list, credentials)
         }
-        (NetworkMode::Allowlist, None) => Vec::new(),
+        (NetworkMode::Allowlist, None) => (Vec::new(), Vec::new()),
         (_, Some(_)) => {
             issues.push("egress", "is only for networkMode `allowlist`");
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
-        (_, None) => Vec::new(),
+        (_, None) => (Vec::new(), Vec::new()),
     };
     let command = CreateSandbox {
         environment_id: req.environment_id,
@@ -208,6 +212,7 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         timeout_ms,
         network_mode,
         egress,
+        egress_credentials,
         env_vars: req.env_vars,
         workdir,
         labels,
@@ -506,6 +511,46 @@ pub fn decide_egress(req: crate::api::DecideEgressRequest) -> Result<(String, bo
     let mut issues = Issues::default();
     required_id(&mut issues, "requestId", &req.request_id);
     issues.finish((req.request_id, req.approve))
+}
+
+/// The credentials of `egress.credentials`, each checked against the list `allow`
+/// (every bad one named by its place); the same header twice for a host is refused.
+fn credentials(
+    issues: &mut Issues,
+    allow: &[String],
+    given: &[crate::api::EgressCredentialRequest],
+) -> Vec<crate::egress_credentials::EgressCredential> {
+    use crate::egress_credentials::{MAX_CREDENTIALS, check};
+    if given.len() > MAX_CREDENTIALS {
+        issues.push("egress.credentials", format!("at most {MAX_CREDENTIALS}"));
+        return Vec::new();
+    }
+    let policy = crate::egress::Policy::parse(allow).unwrap_or_default();
+    let mut made: Vec<crate::egress_credentials::EgressCredential> = Vec::new();
+    for (at, credential) in given.iter().enumerate() {
+        let field = format!("egress.credentials[{at}]");
+        match check(
+            &credential.host,
+            &credential.header,
+            &credential.value,
+            &policy,
+        ) {
+            Ok(checked)
+                if made
+                    .iter()
+                    .any(|m| m.host == checked.host && m.header == checked.header) =>
+            {
+                issues.push(&field, "the same header for the same host is given twice");
+            }
+            Ok(checked) => made.push(checked),
+            Err(problems) => {
+                for problem in problems {
+                    issues.push(&field, &problem);
+                }
+            }
+        }
+    }
+    made
 }
 
 /// An egress list as stored: each entry checked (every bad one named), lower-cased,

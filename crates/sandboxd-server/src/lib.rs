@@ -131,6 +131,9 @@ pub struct ServerConfig {
     /// `[egress]`: names answered before DNS and the special networks `allowlist`
     /// sandboxes may reach.
     pub egress: sandboxd_core::egress::Operator,
+    /// `[egress] trusted_ca`: a PEM file of CAs trusted, besides the system's, for
+    /// the HTTPS sandboxd speaks to hosts whose requests carry credentials.
+    pub egress_trusted_ca: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -168,6 +171,7 @@ impl ServerConfig {
             server_registration: sandboxd_core::access::ServerRegistration::Operator,
             lease_grace: sandboxd_service::DEFAULT_LEASE_GRACE,
             egress: sandboxd_core::egress::Operator::default(),
+            egress_trusted_ca: None,
         }
     }
 }
@@ -207,6 +211,8 @@ pub enum StartError {
         #[source]
         source: sandboxd_store::StoreError,
     },
+    #[error("cannot set up the egress proxy's TLS: {0}")]
+    EgressTls(String),
     #[error("first start failed")]
     Bootstrap(#[source] sandboxd_store::StoreError),
     #[error("the engine did not answer")]
@@ -369,7 +375,9 @@ impl Server {
     ) -> Result<(), StartError> {
         // Subscribed before the first reconcile listens again for agents.
         let holding = tokio::spawn(self.service.replicas().record_agent_connections());
-        let egress = tokio::spawn(egress::serve_gates(&self.service));
+        let tls = egress::tls::connector(self.config.egress_trusted_ca.as_deref())
+            .map_err(StartError::EgressTls)?;
+        let egress = tokio::spawn(egress::serve_gates(&self.service, tls));
         let address = self
             .config
             .advertise_url

@@ -9,6 +9,7 @@ mod auth_cache;
 mod changes;
 mod dashboard_sessions;
 mod database;
+mod egress_credentials;
 mod egress_log;
 mod egress_requests;
 mod error;

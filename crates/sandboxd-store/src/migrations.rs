@@ -75,6 +75,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "egress requests",
         include_str!("../migrations/sqlite/0013_egress_requests.sql"),
     ),
+    (
+        14,
+        "egress credentials",
+        include_str!("../migrations/sqlite/0014_egress_credentials.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -142,6 +147,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         13,
         "egress requests",
         include_str!("../migrations/postgres/0013_egress_requests.sql"),
+    ),
+    (
+        14,
+        "egress credentials",
+        include_str!("../migrations/postgres/0014_egress_credentials.sql"),
     ),
 ];
 

@@ -223,6 +223,10 @@ impl Store {
         if moved && status != SandboxStatus::Running {
             self.forget_ports(sandbox_id).await?;
         }
+        if moved && status == SandboxStatus::Killed {
+            // A killed sandbox never runs again: its secrets go now.
+            self.forget_egress_credentials(sandbox_id).await?;
+        }
         Ok(moved)
     }
 
@@ -348,6 +352,8 @@ impl Store {
             return Ok(None);
         }
         self.forget_ports(sandbox_id).await?;
+        // A killed sandbox never runs again: its secrets go now.
+        self.forget_egress_credentials(sandbox_id).await?;
         self.sandbox(sandbox_id).await
     }
 
@@ -364,7 +370,8 @@ impl Store {
             .collect()
     }
 
-    /// Deletes a sandbox row, with its exposed ports, egress log and egress requests.
+    /// Deletes a sandbox row, with its exposed ports and its egress log, requests and
+    /// credentials.
     pub async fn delete_sandbox(&self, sandbox_id: &str) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM sandboxes WHERE sandbox_id = $1")
             .bind(sandbox_id)
@@ -373,7 +380,8 @@ impl Store {
         self.rows.changed(sandbox_id);
         self.forget_ports(sandbox_id).await?;
         self.forget_egress_log(sandbox_id).await?;
-        self.forget_egress_requests(sandbox_id).await
+        self.forget_egress_requests(sandbox_id).await?;
+        self.forget_egress_credentials(sandbox_id).await
     }
 
     /// Running sandboxes whose `expiresAt` has passed.

@@ -26,6 +26,7 @@ on_every_backend!(
     exposures_live_with_their_sandbox_and_links_with_their_exposure,
     an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox,
     an_egress_log_is_read_in_writing_order_rewritten_entries_last_and_trimmed,
+    egress_credentials_are_sealed_and_go_when_their_sandbox_is_killed,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -847,4 +848,52 @@ async fn an_egress_log_is_read_in_writing_order_rewritten_entries_last_and_trimm
     );
     assert_eq!(store.trim_egress_log("sbA", 2).await.unwrap(), 0);
     assert_eq!(store.egress_log("sbB", None, 100).await.unwrap().len(), 1);
+}
+
+async fn egress_credentials_are_sealed_and_go_when_their_sandbox_is_killed(db: &TestDb) {
+    use sandboxd_core::egress_credentials::EgressCredential;
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let owner = store
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let row = sandbox(
+        &boot.organization_id,
+        &boot.project_id,
+        &boot.environment_id,
+        1,
+    );
+    store
+        .insert_sandbox(&row, None, &owner.user_id, &Quotas::default())
+        .await
+        .unwrap();
+    let id = &row.sandbox_id;
+    assert!(store.egress_credentials(id).await.unwrap().is_empty());
+    let credentials = vec![EgressCredential {
+        host: "api.example.com".into(),
+        header: "authorization".into(),
+        value: "Bearer plain-secret-value".into(),
+    }];
+    store
+        .set_egress_credentials(id, &credentials)
+        .await
+        .unwrap();
+    assert_eq!(store.egress_credentials(id).await.unwrap(), credentials);
+    // Sealed under the master key: a store with another key cannot open them.
+    let other_key = tempfile::tempdir().unwrap();
+    if let Ok(other) = sandboxd_store::Store::connect(&db.database, other_key.path(), None).await {
+        assert!(other.egress_credentials(id).await.is_err());
+    }
+    store
+        .mark_running(id, "cid", None, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    store.mark_killed(id, 2_000).await.unwrap().unwrap();
+    assert!(
+        store.egress_credentials(id).await.unwrap().is_empty(),
+        "gone with the kill"
+    );
 }

@@ -146,12 +146,14 @@ impl ServersConfig {
 /// `[egress]`: `hosts = { "name" = "address" }` (names answered before DNS: private
 /// services, or a test's pretend internet) and `allowed_networks = ["CIDR", …]` (the
 /// loopback, private and other special ranges `allowlist` sandboxes may reach; none by
-/// default).
+/// default) and `trusted_ca` (a PEM file of CAs trusted, besides the system's, by the
+/// HTTPS sandboxd speaks for sandboxes' credentials).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EgressConfig {
     pub hosts: BTreeMap<String, String>,
     pub allowed_networks: Vec<String>,
+    pub trusted_ca: Option<PathBuf>,
 }
 
 impl EgressConfig {

@@ -193,6 +193,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server_config.preview_domain = config.preview_domain.clone();
     server_config.port_traffic_is_activity = config.port_traffic_is_activity;
     server_config.egress = config.egress.resolve().map_err(anyhow::Error::msg)?;
+    server_config.egress_trusted_ca = config.egress.trusted_ca.clone();
     let server = Server::start(server_config, std::sync::Arc::new(engine))
         .await
         .context("sandboxd could not start")?;

@@ -607,10 +607,21 @@ async fn an_allowlist_sandbox_is_made_and_its_list_replaced_from_a_terminal() {
     assert_eq!(entry["decision"], "refused", "one JSON object a line");
 
     // A request, listed; the key that asked cannot decide it.
-    let asked = run(&["egress", "request", &id, "pypi.org", "--reason", "pip install"]);
+    let asked = run(&[
+        "egress",
+        "request",
+        &id,
+        "pypi.org",
+        "--reason",
+        "pip install",
+    ]);
     assert_eq!(asked.code, 0, "{}", asked.stderr);
     assert!(asked.stdout.contains(" pending "), "{}", asked.stdout);
-    assert!(asked.stdout.trim_end().ends_with("pypi.org (pip install)"), "{}", asked.stdout);
+    assert!(
+        asked.stdout.trim_end().ends_with("pypi.org (pip install)"),
+        "{}",
+        asked.stdout
+    );
     let request_id = asked.stdout.split_whitespace().next().unwrap().to_owned();
     let listed = run(&["egress", "requests"]);
     assert!(listed.stdout.starts_with(&request_id), "{}", listed.stdout);

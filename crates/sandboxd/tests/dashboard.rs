@@ -451,7 +451,10 @@ async fn an_egress_request_is_approved_in_the_dashboard() {
     let approve = format!("[data-request='{}']", ids[0]);
     let deny = format!("[data-request='{}']", ids[1]);
     browser
-        .text_in(&format!("{approve} .request-reason"), "<b>pip install</b> requests")
+        .text_in(
+            &format!("{approve} .request-reason"),
+            "<b>pip install</b> requests",
+        )
         .await;
     let bold = page
         .find_all(fantoccini::Locator::Css(&format!("{approve} b")))
@@ -460,9 +463,13 @@ async fn an_egress_request_is_approved_in_the_dashboard() {
     assert!(bold.is_empty(), "a reason is text, never markup");
     browser.screenshot("egress-requests").await;
     browser.click(&format!("{approve} button.approve")).await;
-    browser.text_in("main [role=status]", "pypi.org approved").await;
+    browser
+        .text_in("main [role=status]", "pypi.org approved")
+        .await;
     browser.click(&format!("{deny} button.deny")).await;
-    browser.text_in("main [role=status]", "evil.example denied").await;
+    browser
+        .text_in("main [role=status]", "evil.example denied")
+        .await;
 
     let (_, one) = server
         .get(KEY, &format!("sandbox.one?sandboxId={sandbox_id}"))

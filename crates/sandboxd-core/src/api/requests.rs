@@ -208,6 +208,35 @@ pub struct EgressRequest {
     /// (80 and 443 otherwise); at most 256. IP addresses are refused.
     #[schema(max_items = 256)]
     pub allow: Vec<String>,
+    /// Headers sandboxd adds to the requests programs send to a host through the proxy
+    /// in plain HTTP (`http://api.example.com/…`), while it speaks HTTPS to the host
+    /// (port 443, or the port the URL names). Sealed at rest and never returned: the
+    /// value never enters the sandbox. At most 16.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 16)]
+    pub credentials: Vec<EgressCredentialRequest>,
+}
+
+/// A header sandboxd adds to one host's requests for the sandbox.
+#[derive(Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EgressCredentialRequest {
+    /// An exact host name of the list (allowed on 443).
+    pub host: String,
+    /// e.g. `Authorization`, `X-Api-Key`.
+    pub header: String,
+    /// e.g. `Bearer …`; visible characters, spaces and tabs, at most 8192 bytes.
+    pub value: String,
+}
+
+impl std::fmt::Debug for EgressCredentialRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EgressCredentialRequest")
+            .field("host", &self.host)
+            .field("header", &self.header)
+            .field("value", &"<sealed>")
+            .finish()
+    }
 }
 
 /// Body of `sandbox.setEgress`.

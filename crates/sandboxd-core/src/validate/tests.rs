@@ -182,6 +182,7 @@ fn an_egress_list_goes_with_the_allowlist_mode_and_every_bad_entry_is_named() {
     let allow = |entries: &[&str]| {
         Some(EgressRequest {
             allow: entries.iter().map(|e| (*e).to_owned()).collect(),
+            credentials: Vec::new(),
         })
     };
     let cmd = create(|r| {

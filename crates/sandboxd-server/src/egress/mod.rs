@@ -3,6 +3,7 @@
 //! (`Gate::next`), and each connection is served by `proxy.rs` on a task of its own.
 
 mod proxy;
+pub mod tls;
 
 use std::collections::HashMap;
 
@@ -16,7 +17,10 @@ const WAITING: usize = 4;
 /// Serves the egress proxy of every `allowlist` sandbox whose agent connects from now
 /// on; runs until the agent hub is dropped. Subscribed when called, so call it before
 /// the first reconcile listens again for agents.
-pub fn serve_gates(service: &Service) -> impl Future<Output = ()> + Send + 'static {
+pub fn serve_gates(
+    service: &Service,
+    tls: tokio_rustls::TlsConnector,
+) -> impl Future<Output = ()> + Send + 'static {
     let egress = service.egress();
     let mut connected = egress.connections();
     async move {
@@ -34,7 +38,7 @@ pub fn serve_gates(service: &Service) -> impl Future<Output = ()> + Send + 'stat
             };
             let mut tasks = JoinSet::new();
             for _ in 0..WAITING {
-                tasks.spawn(accept(gate.clone()));
+                tasks.spawn(accept(gate.clone(), tls.clone()));
             }
             gates.insert(sandbox_id, tasks);
         }
@@ -43,11 +47,11 @@ pub fn serve_gates(service: &Service) -> impl Future<Output = ()> + Send + 'stat
 
 /// Takes the sandbox's proxy connections one after another, each served on a task of
 /// its own, until its agent's connection ends.
-async fn accept(gate: Gate) {
+async fn accept(gate: Gate, tls: tokio_rustls::TlsConnector) {
     loop {
         match gate.next().await {
             Ok(stream) => {
-                tokio::spawn(proxy::serve(stream, gate.clone()));
+                tokio::spawn(proxy::serve(stream, gate.clone(), tls.clone()));
             }
             Err(sandboxd_ports::ChannelError::Refused(failure)) => {
                 tracing::warn!(sandbox_id = gate.sandbox_id(), message = %failure.message, "the sandbox's egress proxy cannot be offered");

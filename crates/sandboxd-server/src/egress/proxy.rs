@@ -17,6 +17,9 @@ use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use sandboxd_ports::ByteStream;
 use sandboxd_service::{EgressError, Gate};
+use tokio_rustls::TlsConnector;
+
+use super::tls;
 
 /// How long a program may take to send a request's head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
@@ -28,10 +31,11 @@ const TUNNEL_BUFFER: usize = 256 * 1024;
 const MARK: &str = "x-sandboxd-egress";
 
 /// Serves one proxy connection until the program or the connection ends it.
-pub async fn serve(stream: Box<dyn ByteStream>, gate: Gate) {
+pub async fn serve(stream: Box<dyn ByteStream>, gate: Gate, tls: TlsConnector) {
     let service = hyper::service::service_fn(move |request| {
         let gate = gate.clone();
-        async move { Ok::<_, Infallible>(answer(request, gate).await) }
+        let tls = tls.clone();
+        async move { Ok::<_, Infallible>(answer(request, gate, tls).await) }
     });
     let served = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -45,13 +49,13 @@ pub async fn serve(stream: Box<dyn ByteStream>, gate: Gate) {
     }
 }
 
-async fn answer(request: Request<Incoming>, gate: Gate) -> Response<Body> {
+async fn answer(request: Request<Incoming>, gate: Gate, tls: TlsConnector) -> Response<Body> {
     if request.method() == Method::CONNECT {
         return tunnel(request, gate).await;
     }
     let uri = request.uri();
     match (uri.scheme_str(), uri.authority()) {
-        (Some("http"), Some(_)) => pass_on(request, gate).await,
+        (Some("http"), Some(_)) => pass_on(request, gate, tls).await,
         (Some(_), Some(_)) => own(
             StatusCode::BAD_REQUEST,
             "only http:// URLs are sent on as requests; https and other protocols go through CONNECT",
@@ -96,21 +100,47 @@ async fn tunnel(mut request: Request<Incoming>, gate: Gate) -> Response<Body> {
 }
 
 /// A request for an absolute `http://` URL, sent on to its host over a connection of
-/// its own in origin form; the host's answer streamed back.
-async fn pass_on(request: Request<Incoming>, gate: Gate) -> Response<Body> {
+/// its own in origin form; the host's answer streamed back. To a host the sandbox has
+/// credentials for, sandboxd speaks HTTPS (port 443 for a URL without a port) and adds
+/// their headers, replacing any the program sent.
+async fn pass_on(request: Request<Incoming>, gate: Gate, tls: TlsConnector) -> Response<Body> {
     let uri = request.uri().clone();
     let Some(authority) = uri.authority() else {
         return own(StatusCode::BAD_REQUEST, "the URL names no host");
     };
     let host = authority.host();
-    let port = authority.port_u16().unwrap_or(80);
+    let credentials = gate.credentials_for(host);
+    let brokered = !credentials.is_empty();
+    let port = match authority.port_u16() {
+        Some(port) => port,
+        None if brokered => 443,
+        None => 80,
+    };
     let upstream = match gate.connect(host, port).await {
         Ok(upstream) => upstream,
         Err(error) => return refused(host, port, &error),
     };
+    let stream = if brokered {
+        match tls::handshake(&tls, &host.to_ascii_lowercase(), upstream.stream).await {
+            Ok(stream) => stream,
+            Err(error) => return own(StatusCode::BAD_GATEWAY, &error),
+        }
+    } else {
+        upstream.stream
+    };
     let (mut parts, body) = request.into_parts();
     parts.uri = origin_form(&uri);
     strip_hop_by_hop(&mut parts.headers);
+    for (name, value) in credentials {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            let mut value = value;
+            value.set_sensitive(true);
+            parts.headers.insert(name, value);
+        }
+    }
     if !parts.headers.contains_key(header::HOST)
         && let Ok(value) = HeaderValue::from_str(authority.as_str())
     {
@@ -119,7 +149,7 @@ async fn pass_on(request: Request<Incoming>, gate: Gate) -> Response<Body> {
     let request = Request::from_parts(parts, body);
     let sent = async {
         let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(upstream.stream)).await?;
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(connection);
         sender.send_request(request).await
     };

@@ -66,7 +66,7 @@ async fn server_with_pretend_names() -> TestServer {
     .await
 }
 
-async fn sh(server: &TestServer, sandbox: &Value, cmd: &str) -> (i64, String) {
+pub(crate) async fn sh(server: &TestServer, sandbox: &Value, cmd: &str) -> (i64, String) {
     let out = server.exec(sandbox, cmd).await;
     let text = format!(
         "{}{}",

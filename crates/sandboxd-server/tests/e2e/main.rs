@@ -14,6 +14,7 @@ mod containers;
 mod contexts;
 mod dashboard_sessions;
 mod egress;
+mod egress_credentials;
 mod egress_proxy;
 mod engine_restart;
 mod exec;

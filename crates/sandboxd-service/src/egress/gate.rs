@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use sandboxd_core::egress::{self, Policy, Refusal};
+use sandboxd_core::egress_credentials::EgressCredential;
 use sandboxd_core::egress_log::{Allowance, Decision, EgressRecord, shown_host};
 use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
 use sandboxd_ports::{ByteStream, ChannelError, SandboxChannel};
@@ -42,6 +43,8 @@ struct Inner {
     sandbox: Sandbox,
     channel: Arc<dyn SandboxChannel>,
     allowances: Mutex<Allowances>,
+    /// Headers added to its requests to their hosts (their values never logged).
+    credentials: Vec<EgressCredential>,
 }
 
 #[derive(Debug)]
@@ -94,6 +97,7 @@ impl Gate {
         service: Service,
         sandbox: Sandbox,
         channel: Arc<dyn SandboxChannel>,
+        credentials: Vec<EgressCredential>,
     ) -> Self {
         let now = now_ms();
         Self {
@@ -105,12 +109,27 @@ impl Gate {
                     log: Allowance::new(LOG_PER_SECOND, LOG_BURST, now),
                     audit: Allowance::new(AUDIT_PER_SECOND, AUDIT_BURST, now),
                 }),
+                credentials,
             }),
         }
     }
 
     pub fn sandbox_id(&self) -> &str {
         &self.inner.sandbox.sandbox_id
+    }
+
+    /// The headers (name, value) sandboxd adds to the sandbox's requests to `host` (a
+    /// name as the program gave it), speaking HTTPS to the host; none for most hosts.
+    pub fn credentials_for(&self, host: &str) -> Vec<(String, String)> {
+        let Ok(name) = egress::name_of(host) else {
+            return Vec::new();
+        };
+        self.inner
+            .credentials
+            .iter()
+            .filter(|c| c.host == name)
+            .map(|c| (c.header.clone(), c.value.clone()))
+            .collect()
     }
 
     /// The next connection a program in the sandbox makes to the proxy, once one

@@ -100,6 +100,19 @@ impl Egress {
             return None;
         }
         let channel = self.service.agent_channel(sandbox_id)?;
-        Some(Gate::new(self.service.clone(), sandbox, channel))
+        let credentials = match self.service.store().egress_credentials(sandbox_id).await {
+            Ok(credentials) => credentials,
+            Err(error) => {
+                // Its requests then go without them (and the host refuses them).
+                tracing::warn!(%sandbox_id, %error, "cannot open a sandbox's egress credentials");
+                Vec::new()
+            }
+        };
+        Some(Gate::new(
+            self.service.clone(),
+            sandbox,
+            channel,
+            credentials,
+        ))
     }
 }

@@ -105,11 +105,13 @@ impl Sandboxes {
             )
             .into());
         }
-        if let Some(warm) = self
-            .service
-            .pools()
-            .claim(caller, &cmd, &environment, server.as_ref())
-            .await?
+        // A sandbox with credentials is made for them (they are kept before it starts).
+        if cmd.egress_credentials.is_empty()
+            && let Some(warm) = self
+                .service
+                .pools()
+                .claim(caller, &cmd, &environment, server.as_ref())
+                .await?
         {
             return Ok(warm);
         }
@@ -174,6 +176,12 @@ impl Sandboxes {
                 &self.service.inner.options.quotas,
             )
             .await?;
+        if !cmd.egress_credentials.is_empty() {
+            self.service
+                .store()
+                .set_egress_credentials(&row.sandbox_id, &cmd.egress_credentials)
+                .await?;
+        }
         let outcome = self
             .start_container(&engine, &row, cmd.env_vars.as_deref(), None)
             .await;

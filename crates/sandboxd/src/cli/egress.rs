@@ -50,7 +50,9 @@ pub enum EgressCommand {
         reason: Option<String>,
     },
     /// List egress requests waiting for a decision (with --all, decided ones too).
-    #[command(after_help = "Examples:\n  sandboxd egress requests\n  sandboxd egress requests --all --sandbox $ID")]
+    #[command(
+        after_help = "Examples:\n  sandboxd egress requests\n  sandboxd egress requests --all --sandbox $ID"
+    )]
     Requests {
         /// Decided ones too (the latest 200).
         #[arg(long)]

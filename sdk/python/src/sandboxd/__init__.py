@@ -48,6 +48,7 @@ from .errors import (
 from .models import (
     CommandResult,
     Egress,
+    EgressCredential,
     EgressEntry,
     EgressLog,
     EgressRequest,
@@ -80,6 +81,7 @@ __all__ = [
     "ConnectionFailed",
     "Context",
     "Egress",
+    "EgressCredential",
     "EgressEntry",
     "EgressLog",
     "EgressRequest",

@@ -187,7 +187,7 @@ class AsyncSandbox:
             "timeoutMs": None if timeout is None else int(timeout * 1000),
             "envVars": env_vars,
             "networkMode": "allowlist" if isinstance(network, Egress) else network,
-            "egress": {"allow": list(network.allow)} if isinstance(network, Egress) else None,
+            "egress": _egress_body(network) if isinstance(network, Egress) else None,
             "cpu": cpu,
             "memoryMb": memory_mb,
             "pidsLimit": pids_limit,
@@ -329,3 +329,12 @@ class AsyncSandbox:
             warnings.warn(f"sandbox {self.id} could not be killed; `sandboxd reap` finds it", stacklevel=2)
         finally:
             await self.close()
+
+
+def _egress_body(network: Egress) -> dict[str, Any]:
+    body: dict[str, Any] = {"allow": list(network.allow)}
+    if network.credentials:
+        body["credentials"] = [
+            {"host": c.host, "header": c.header, "value": c.value} for c in network.credentials
+        ]
+    return body

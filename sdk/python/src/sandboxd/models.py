@@ -9,12 +9,24 @@ from .errors import CommandExitError
 
 
 @dataclass(frozen=True)
+class EgressCredential:
+    """A header sandboxd adds to the sandbox's requests to `host` (sent by its programs
+    in plain HTTP, `http://host/...`; sandboxd speaks HTTPS to the host). Sealed at
+    rest, never returned, never inside the sandbox."""
+
+    host: str
+    header: str
+    value: str = field(repr=False)
+
+
+@dataclass(frozen=True)
 class Egress:
     """`network=Egress(allow=[...])` on create: no network but connections to these
     hosts (names, `*.` wildcards over one or more labels, either with `:port`; 80 and
-    443 otherwise), through sandboxd."""
+    443 otherwise), through sandboxd; `credentials` for hosts of the list."""
 
     allow: list[str] = field(default_factory=list)
+    credentials: list[EgressCredential] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
