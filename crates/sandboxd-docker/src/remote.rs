@@ -126,12 +126,16 @@ impl Connector for SshConnector {
         session.link().await.map_err(unreachable)?;
         let engine = DockerEngine::connect_ssh(session.clone(), &spec.docker_socket).await?;
         let agents = self.agent.clone().map(|binary| {
-            Arc::new(SshAgents::new(session, spec.remote_dir.clone(), binary))
-                as Arc<dyn RemoteAgents>
+            Arc::new(SshAgents::new(
+                session.clone(),
+                spec.remote_dir.clone(),
+                binary,
+            )) as Arc<dyn RemoteAgents>
         });
         Ok(RemoteServer {
             engine: Arc::new(engine),
             agents,
+            dialer: Some(Arc::new(SshDialer { session })),
         })
     }
 
@@ -158,5 +162,27 @@ impl Connector for SshConnector {
             cpus: host.cpus,
             memory_bytes: host.memory_bytes,
         })
+    }
+}
+
+/// The connections a remote server makes for its sandboxes' egress: direct-tcpip
+/// channels over the server's pooled SSH connection.
+#[derive(Debug)]
+struct SshDialer {
+    session: Arc<SshSession>,
+}
+
+#[async_trait::async_trait]
+impl sandboxd_ports::RemoteDialer for SshDialer {
+    async fn dial(
+        &self,
+        address: std::net::SocketAddr,
+    ) -> Result<Box<dyn sandboxd_ports::ByteStream>, sandboxd_ports::EngineError> {
+        let stream = self
+            .session
+            .open_tcp(address)
+            .await
+            .map_err(|error| sandboxd_ports::EngineError::Unreachable(Box::new(error)))?;
+        Ok(Box::new(stream))
     }
 }

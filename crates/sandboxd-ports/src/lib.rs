@@ -24,5 +24,5 @@ pub use events::ContainerDeath;
 pub use exec::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
 pub use remote::{
     AgentConnections, ByteStream, ConnectError, Connector, Probe, Reachability, RemoteAgent,
-    RemoteAgents, RemoteServer, RemoteSpec,
+    RemoteAgents, RemoteDialer, RemoteServer, RemoteSpec,
 };

@@ -42,12 +42,24 @@ pub trait RemoteAgents: std::fmt::Debug + Send + Sync + 'static {
     async fn release(&self, sandbox_id: &str);
 }
 
-/// A remote server as the service drives it: its engine, and its agents' sockets.
+/// Connections made from a remote server's network: the egress of the sandboxes on it
+/// leaves from there.
+#[async_trait::async_trait]
+pub trait RemoteDialer: std::fmt::Debug + Send + Sync + 'static {
+    /// A TCP connection the server makes to `address`.
+    async fn dial(&self, address: std::net::SocketAddr)
+    -> Result<Box<dyn ByteStream>, EngineError>;
+}
+
+/// A remote server as the service drives it: its engine, its agents' sockets, and the
+/// connections it makes for its sandboxes.
 #[derive(Debug, Clone)]
 pub struct RemoteServer {
     pub engine: Arc<dyn Engine>,
     /// `None`: sandboxes on it run without the agent.
     pub agents: Option<Arc<dyn RemoteAgents>>,
+    /// `None`: its sandboxes' egress is refused.
+    pub dialer: Option<Arc<dyn RemoteDialer>>,
 }
 
 /// How sandboxd reaches one remote server.

@@ -248,6 +248,27 @@ impl SshLink {
         Ok(channel.into_stream())
     }
 
+    /// A TCP connection made by the server to `address` (a direct-tcpip channel): the
+    /// connection leaves from the server's network, not this one's.
+    pub async fn open_tcp(&self, address: std::net::SocketAddr) -> Result<SshStream, SshError> {
+        let channel = self
+            .handle
+            .channel_open_direct_tcpip(
+                address.ip().to_string(),
+                u32::from(address.port()),
+                "127.0.0.1",
+                0,
+            )
+            .await
+            .map_err(|error| match error {
+                russh::Error::ChannelOpenFailure(_) => SshError::Refused {
+                    what: format!("a connection to {address}"),
+                },
+                other => other.into(),
+            })?;
+        Ok(channel.into_stream())
+    }
+
     /// Has the server listen on a unix socket at `path` (its directory must exist) and
     /// forward each connection to it over this link.
     pub async fn forward_socket(&self, path: &str) -> Result<Forwarded, SshError> {

@@ -127,6 +127,11 @@ impl SshSession {
         self.link().await?.open_socket(path).await
     }
 
+    /// A TCP connection made by the server to `address`.
+    pub async fn open_tcp(&self, address: std::net::SocketAddr) -> Result<SshStream, SshError> {
+        self.link().await?.open_tcp(address).await
+    }
+
     /// Has the server listen on a unix socket at `path` (its directory must exist), give
     /// it `mode` (the server makes it 0600 for its user), and forward each connection
     /// to it here, now and after every reconnection, until [`SshSession::unforward`].

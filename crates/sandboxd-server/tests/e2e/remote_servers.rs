@@ -1014,3 +1014,81 @@ async fn only_the_operator_registers_servers_unless_every_organization_may() {
         .await;
     assert_eq!(status, StatusCode::OK, "{theirs}");
 }
+
+/// An `allowlist` sandbox on a remote server reaches its hosts from that server: the
+/// connection to the host is made by the server's SSH daemon (a direct-tcpip channel
+/// over the pooled connection), as `ss` shows of the connection's owner, never by
+/// sandboxd's own process.
+#[tokio::test]
+async fn egress_of_a_sandbox_on_a_remote_server_leaves_from_that_server() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let far = tokio::net::TcpListener::bind(("127.0.0.2", 0))
+        .await
+        .unwrap();
+    let port = far.local_addr().unwrap().port();
+    let (peers, mut peer) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, from)) = far.accept().await {
+            let _ = peers.send(from);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                // Half an answer, then the connection is held while the test looks.
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial")
+                    .await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            });
+        }
+    });
+    let server = TestServer::start_with(|config| {
+        let hosts = [("far.test".to_owned(), "127.0.0.2".to_owned())].into();
+        config.egress =
+            sandboxd_core::egress::Operator::parse(&hosts, &["127.0.0.2/32"]).expect("settings");
+    })
+    .await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "egress").await;
+    let sandbox = server
+        .create(
+            json!({"template": "base", "serverId": server_id, "networkMode": "allowlist",
+            "egress": {"allow": [format!("far.test:{port}")]}}),
+        )
+        .await;
+    let (status, started) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&sandbox),
+                "cmd": format!("curl -sS -m 25 --proxytunnel http://far.test:{port}/remote")}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let from = tokio::time::timeout(Duration::from_secs(20), peer.recv())
+        .await
+        .expect("the host was reached")
+        .unwrap();
+    let owner = std::process::Command::new("ss")
+        .args(["-Htnp", "state", "established", "src", &from.to_string()])
+        .output()
+        .expect("ss");
+    let owner = String::from_utf8_lossy(&owner.stdout);
+    assert!(
+        owner.contains("\"sshd"),
+        "the server's sshd connected: {owner}"
+    );
+
+    // The log says where it went.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, log) = server
+            .get("sandbox.egressLog", &[("sandboxId", id(&sandbox))])
+            .await;
+        if log["entries"][0]["decision"] == "allowed" {
+            assert_eq!(log["entries"][0]["address"], format!("127.0.0.2:{port}"));
+            break;
+        }
+        assert!(Instant::now() < deadline, "{log}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -7,6 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use sandboxd_core::egress::{self, Operator, Refusal};
+use sandboxd_ports::{ByteStream, RemoteDialer};
 use tokio::net::TcpStream;
 
 /// How long resolving a name may take.
@@ -36,16 +37,31 @@ pub async fn resolve(name: &str, port: u16, operator: &Operator) -> Result<Vec<I
     egress::reachable(&found, &operator.allowed_networks)
 }
 
-/// A connection to the first of `addresses` that answers on `port`; why none did.
-pub async fn connect(addresses: &[IpAddr], port: u16) -> Result<(TcpStream, SocketAddr), String> {
+/// A connection to the first of `addresses` that answers on `port`, made from this
+/// host, or from the remote server `dialer` reaches (its network, not this one's); why
+/// none did.
+pub async fn connect(
+    addresses: &[IpAddr],
+    port: u16,
+    dialer: Option<&dyn RemoteDialer>,
+) -> Result<(Box<dyn ByteStream>, SocketAddr), String> {
     let mut last = String::from("no address to connect to");
     for ip in addresses {
         let address = SocketAddr::new(*ip, port);
-        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                return Ok((stream, address));
+        let attempt = async {
+            match dialer {
+                Some(dialer) => dialer.dial(address).await.map_err(|e| e.to_string()),
+                None => {
+                    let stream = TcpStream::connect(address)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let _ = stream.set_nodelay(true);
+                    Ok(Box::new(stream) as Box<dyn ByteStream>)
+                }
             }
+        };
+        match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+            Ok(Ok(stream)) => return Ok((stream, address)),
             Ok(Err(error)) => last = format!("{address}: {error}"),
             Err(_) => last = format!("{address}: no answer in {}s", CONNECT_TIMEOUT.as_secs()),
         }

@@ -226,31 +226,35 @@ impl Gate {
 
     async fn decide(&self, host: &str, port: u16) -> Result<Upstream, EgressError> {
         let name = egress::name_of(host).map_err(EgressError::Refused)?;
-        let (policy, remote) = self.policy().await?;
+        let (policy, server_id) = self.policy().await?;
         if !policy.permits(&name, port) {
             return Err(EgressError::Refused(Refusal::NotAllowed));
         }
-        if remote {
-            // Its traffic must leave from its own server, never from this one's network.
-            return Err(EgressError::Unreachable(
-                "egress of a sandbox on a remote server is not served yet".into(),
-            ));
-        }
+        // A sandbox on a remote server: its traffic leaves from that server, never from
+        // this one's network (the name is resolved and checked here all the same).
+        let dialer = match &server_id {
+            Some(server_id) => Some(
+                self.inner
+                    .service
+                    .fleet()
+                    .dialer_of(server_id)
+                    .await
+                    .map_err(|error| EgressError::Unreachable(error.to_string()))?,
+            ),
+            None => None,
+        };
         let operator = &self.inner.service.inner.options.egress;
         let addresses = dial::resolve(&name, port, operator)
             .await
             .map_err(EgressError::Refused)?;
-        let (stream, address) = dial::connect(&addresses, port)
+        let (stream, address) = dial::connect(&addresses, port, dialer.as_deref())
             .await
             .map_err(EgressError::Unreachable)?;
-        Ok(Upstream {
-            stream: Box::new(stream),
-            address,
-        })
+        Ok(Upstream { stream, address })
     }
 
-    /// The sandbox's list as it stands, and whether it runs on a remote server.
-    async fn policy(&self) -> Result<(Policy, bool), EgressError> {
+    /// The sandbox's list as it stands, and the remote server it runs on.
+    async fn policy(&self) -> Result<(Policy, Option<String>), EgressError> {
         let row = self
             .inner
             .service
@@ -265,6 +269,6 @@ impl Gate {
         // A list the store kept was checked when it was set; an entry that no longer
         // reads allows nothing.
         let policy = Policy::parse(&row.egress).unwrap_or_default();
-        Ok((policy, row.server_id.is_some()))
+        Ok((policy, row.server_id))
     }
 }

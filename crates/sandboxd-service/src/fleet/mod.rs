@@ -128,6 +128,16 @@ impl Fleet {
         Ok(server?.clone())
     }
 
+    /// What makes connections from a remote server's network (its sandboxes' egress).
+    pub(crate) async fn dialer_of(
+        &self,
+        server_id: &str,
+    ) -> Result<Arc<dyn sandboxd_ports::RemoteDialer>, ServiceError> {
+        self.remote_server(server_id).await?.dialer.ok_or_else(|| {
+            ServiceError::Unavailable("the sandbox's server makes no connections for it".into())
+        })
+    }
+
     /// Listens for the agent of a sandbox on a remote server; `None` (logged) when the
     /// sandbox runs without it.
     pub(crate) async fn listen_remote(

@@ -53,6 +53,7 @@ impl Connector for RecordingConnector {
         Ok(RemoteServer {
             engine: self.engine(&spec.address),
             agents: None,
+            dialer: None,
         })
     }
 
