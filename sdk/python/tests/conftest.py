@@ -18,6 +18,10 @@ import httpx
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
+#: The egress probe's web server (test_sandboxio_contract.py): on a Docker network made
+#: with this subnet, at this address, named `canary` for `allowlist` sandboxes.
+CANARY_SUBNET = "10.213.9.0/24"
+CANARY_IP = "10.213.9.2"
 KEY = "sbx_python_sdk_test_key_0123456789abcdefgh"
 
 
@@ -46,6 +50,8 @@ def server() -> Iterator[Server]:
         "SANDBOXD_TEMPLATES__BASE__IMAGE": "sandboxd-local/debian:bookworm",
         "SANDBOXD_TEMPLATES__PYTHON__IMAGE": "sandboxd-local/debian:bookworm",
         "SANDBOXD_TEMPLATES__NODE__IMAGE": "sandboxd-local/busybox:latest",
+        "SANDBOXD_EGRESS__HOSTS__CANARY": CANARY_IP,
+        "SANDBOXD_EGRESS__ALLOWED_NETWORKS": f'["{CANARY_IP}/32"]',
     }
     for name in ("SANDBOXD_URL", "SANDBOXD_KEY"):
         env.pop(name, None)

@@ -26,6 +26,7 @@ from sandboxio.protocols import AsyncSandbox, Backend
 from held_sockets import sockets_to
 from sandboxio.testing.suite import BackendContractSuite, RecordingSink
 
+from conftest import CANARY_IP, CANARY_SUBNET
 from sandboxd import AsyncSandbox as SdkSandbox
 from sandboxd import errors as sdk
 from sandboxd.sandboxio_backend import SandboxdBackend, SandboxdSandbox
@@ -111,15 +112,17 @@ def _live(server: Any) -> Iterator[None]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _canary() -> Iterator[None]:
-    """A web server on a Docker network made here: what the egress probe aims at."""
+    """A web server on a Docker network made here: what the egress probe aims at, named
+    `canary` for `allowlist` sandboxes through the server's `[egress] hosts`."""
     tag = uuid.uuid4().hex[:8]
     network = f"sandboxd-test-canary-{tag}"
     name = f"sandboxd-test-canary-{tag}"
-    assert _docker("network", "create", "--label", "sandboxd.test=canary", network).returncode == 0
+    made = _docker("network", "create", "--label", "sandboxd.test=canary", "--subnet", CANARY_SUBNET, network)
+    assert made.returncode == 0, made.stderr
     try:
         started = _docker(
             "run", "-d", "--name", name, "--label", "sandboxd.test=canary", "--network", network,
-            "sandboxd-local/debian:bookworm", "python3", "-m", "http.server", "80",
+            "--ip", CANARY_IP, "sandboxd-local/debian:bookworm", "python3", "-m", "http.server", "80",
         )
         assert started.returncode == 0, started.stderr
         address = _docker(
@@ -134,7 +137,8 @@ def _canary() -> Iterator[None]:
                 break
             assert time.monotonic() < deadline, reached.stderr
             time.sleep(0.5)
-        TestSandboxdBackend.canary_host = address
+        assert address == CANARY_IP, address
+        TestSandboxdBackend.canary_host = "canary"
         yield
     finally:
         _docker("rm", "-f", name)
@@ -144,7 +148,7 @@ def _canary() -> Iterator[None]:
 class TestSandboxdBackend(BackendContractSuite):
     backend: ClassVar[Backend] = _backend
     audit_sink: ClassVar[RecordingSink | None] = _sink
-    allowlist_supported = False
+    allowlist_supported = True
     sandbox_timeout = 120.0
     short_timeout = 1.0
     settle = 0.5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import time
 import uuid
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from .. import errors as sdk
 from .._config import _is_loopback, resolve
 from .._http import Connection, tls_context
 from .._sandbox import AsyncSandbox, _default_environment, abandon_create
+from ..models import Egress
 from . import _errors
 from ._sandbox import SandboxdSandbox
 
@@ -150,7 +152,7 @@ class SandboxdBackend:
             timeout=timeout,
             capabilities=self.capabilities,
             backend=self.name,
-            allowlist_supported=False,
+            allowlist_supported=True,
         )
         if resources.disk_mb is not None:
             raise ConfigurationError(
@@ -171,7 +173,7 @@ class SandboxdBackend:
             "name": name,
             "timeout": min(max(float(timeout), SERVER_MIN_TIMEOUT), SERVER_MAX_TIMEOUT),
             "env": {**(env or {}), **(secrets or {})} or None,
-            "network": "isolated" if network.egress == "deny" else "internet",
+            "network": _network(network),
             "cpu": resources.cpu,
             "memory_mb": resources.memory_mb,
             "workdir": WORKDIR,
@@ -242,7 +244,7 @@ class SandboxdBackend:
             made,
             lifetime=None,
             started=time.monotonic(),
-            network=NetworkPolicy(egress="deny" if made.info.network_mode == "isolated" else "allow"),
+            network=_policy_of(made.info.network_mode, made.info.egress),
             secrets={},
             env={},
             metadata=made.info.labels,
@@ -304,3 +306,30 @@ def backend() -> SandboxdBackend:
     """The entry point's factory: a backend configured from the environment."""
     return SandboxdBackend()
 
+
+
+def _network(policy: NetworkPolicy) -> str | Egress:
+    """sandboxd's network for a policy: `deny` with hosts allowed is an `allowlist`
+    sandbox (host names only: sandboxd resolves them itself and refuses addresses)."""
+    if policy.egress != "deny":
+        return "internet"
+    if not policy.allow:
+        return "isolated"
+    for entry in policy.allow:
+        host = entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry
+        try:
+            ipaddress.ip_network(host.strip("[]"), strict=False)
+        except ValueError:
+            continue
+        raise ConfigurationError(
+            f"NetworkPolicy.allow holds {entry!r}: sandboxd allows host names, not addresses or CIDRs.",
+            hint="Name the hosts (e.g. 'pypi.org', '*.pythonhosted.org'); sandboxd resolves them and refuses private ranges.",
+        )
+    return Egress(allow=list(policy.allow))
+
+
+def _policy_of(network_mode: str, egress: list[str] | None) -> NetworkPolicy:
+    """The policy of a sandbox made elsewhere, from its record."""
+    if network_mode == "allowlist":
+        return NetworkPolicy(egress="deny", allow=tuple(egress or ()))
+    return NetworkPolicy(egress="deny" if network_mode == "isolated" else "allow")
