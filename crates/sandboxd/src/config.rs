@@ -453,6 +453,16 @@ mod tests {
             jail.create_file("bad.toml", "[egress.hosts]\n\"x.test\" = \"somewhere\"\n")?;
             let config = Config::load(Some(Path::new("bad.toml"))).map_err(|e| *e)?;
             assert!(config.egress.resolve().is_err());
+            // In the environment, as docs/configuration.md shows it.
+            jail.set_env("SANDBOXD_EGRESS__HOSTS", r#"{"pypi.internal"="10.0.0.7"}"#);
+            jail.set_env("SANDBOXD_EGRESS__TRUSTED_CA", "/etc/sandboxd/egress-ca.pem");
+            let config = Config::load(None).map_err(|e| *e)?;
+            let operator = config.egress.resolve().map_err(figment::Error::from)?;
+            assert_eq!(operator.host("pypi.internal"), "10.0.0.7".parse().ok());
+            assert_eq!(
+                config.egress.trusted_ca.as_deref(),
+                Some(Path::new("/etc/sandboxd/egress-ca.pem"))
+            );
             Ok(())
         });
     }

@@ -612,3 +612,117 @@ async fn a_request_approved_by_another_key_opens_the_host_at_once() {
     let (_, pending) = server.get("egress.requests", &[]).await;
     assert_eq!(pending, json!([]));
 }
+
+/// A package index on the pretend internet (Python's `http.server` over a directory
+/// holding one wheel, the layout pip reads as a simple index), stopped when dropped.
+struct PackageIndex {
+    server: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl PackageIndex {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let make = r#"
+import sys, zipfile, os
+root = sys.argv[1]
+os.makedirs(f"{root}/simple/sandboxd-probe")
+wheel = f"{root}/simple/sandboxd-probe/sandboxd_probe-1.0-py3-none-any.whl"
+with zipfile.ZipFile(wheel, "w") as z:
+    z.writestr("sandboxd_probe/__init__.py", "VALUE = 42\n")
+    z.writestr("sandboxd_probe-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: sandboxd-probe\nVersion: 1.0\n")
+    z.writestr("sandboxd_probe-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("sandboxd_probe-1.0.dist-info/RECORD", "")
+"#;
+        let made = std::process::Command::new("python3")
+            .args(["-c", make, dir.path().to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let port = std::net::TcpListener::bind((FAR, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = std::process::Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                FAR,
+                "--directory",
+            ])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect((FAR, port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the index did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Self {
+            server,
+            port,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for PackageIndex {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+#[tokio::test]
+async fn pip_downloads_from_an_allowed_index_and_not_from_another() {
+    let index = PackageIndex::start();
+    let port = index.port;
+    let server = server_with_pretend_names().await;
+    let sandbox = server
+        .create(json!({
+            "template": "base",
+            "networkMode": "allowlist",
+            "egress": {"allow": [format!("allowed.test:{port}")]},
+        }))
+        .await;
+    let pip = |host: &str| {
+        format!(
+            "python3 -m pip download --no-deps --disable-pip-version-check --retries 0 --timeout 10 \
+             --index-url http://{host}:{port}/simple/ --trusted-host {host} -d /tmp/dl sandboxd-probe 2>&1; \
+             ls /tmp/dl 2>&1"
+        )
+    };
+    let (code, out) = sh(&server, &sandbox, &pip("allowed.test")).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("sandboxd_probe-1.0-py3-none-any.whl"), "{out}");
+    let (_, out) = sh(
+        &server,
+        &sandbox,
+        &format!("rm -rf /tmp/dl; {}", pip("blocked.test")),
+    )
+    .await;
+    assert!(
+        !out.contains("sandboxd_probe-1.0-py3-none-any.whl\n"),
+        "{out}"
+    );
+    assert!(out.contains("No matching distribution"), "{out}");
+    let refused = |entries: &[Value]| {
+        entries
+            .iter()
+            .any(|e| e["host"] == "blocked.test" && e["decision"] == "refused")
+    };
+    let (entries, _) = log_until(&server, &sandbox, None, refused).await;
+    assert!(
+        refused(&entries),
+        "the proxy refused the index: {entries:#?}"
+    );
+}
