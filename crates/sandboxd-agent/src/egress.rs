@@ -89,18 +89,16 @@ impl Egress {
     fn accept_forever(&self, listener: &TcpListener, workers: &Workers) {
         let mut held: Option<TcpStream> = None;
         loop {
+            self.wait_for_a_request();
             let stream = match held.take() {
                 Some(stream) => stream,
-                None => {
-                    self.wait_for_a_request();
-                    match listener.accept() {
-                        Ok((stream, _)) => stream,
-                        Err(_) => {
-                            std::thread::sleep(std::time::Duration::from_millis(50));
-                            continue;
-                        }
+                None => match listener.accept() {
+                    Ok((stream, _)) => stream,
+                    Err(_) => {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        continue;
                     }
-                }
+                },
             };
             match self.next_wanted() {
                 Some(Waiter { carriage, inputs }) => {
@@ -110,10 +108,7 @@ impl Egress {
                         inputs.close(carriage.channel());
                     });
                 }
-                None => {
-                    held = Some(stream);
-                    self.wait_for_a_request();
-                }
+                None => held = Some(stream),
             }
         }
     }

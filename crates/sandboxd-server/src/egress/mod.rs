@@ -27,20 +27,43 @@ pub fn serve_gates(
         // The accepting tasks of each sandbox's latest agent connection; a reconnected
         // agent's replace its previous one's.
         let mut gates: HashMap<String, JoinSet<()>> = HashMap::new();
-        while let Some(sandbox_id) = connected.recv().await {
-            gates.retain(|_, tasks| {
-                while tasks.try_join_next().is_some() {}
-                !tasks.is_empty()
-            });
-            gates.remove(&sandbox_id);
-            let Some(gate) = egress.gate(&sandbox_id).await else {
-                continue;
-            };
-            let mut tasks = JoinSet::new();
-            for _ in 0..WAITING {
-                tasks.spawn(accept(gate.clone(), tls.clone()));
+        // Gates being looked up (each a read of the store), so that one slow read holds
+        // up no other sandbox; each with the number of the connection it is for.
+        let mut looking: JoinSet<(String, u64, Option<Gate>)> = JoinSet::new();
+        let mut latest: HashMap<String, u64> = HashMap::new();
+        let mut count = 0u64;
+        loop {
+            tokio::select! {
+                next = connected.recv() => {
+                    let Some(sandbox_id) = next else { return };
+                    gates.retain(|_, tasks| {
+                        while tasks.try_join_next().is_some() {}
+                        !tasks.is_empty()
+                    });
+                    gates.remove(&sandbox_id);
+                    count += 1;
+                    latest.insert(sandbox_id.clone(), count);
+                    let egress = egress.clone();
+                    looking.spawn(async move {
+                        let gate = egress.gate(&sandbox_id).await;
+                        (sandbox_id, count, gate)
+                    });
+                }
+                Some(found) = looking.join_next() => {
+                    let Ok((sandbox_id, number, gate)) = found else { continue };
+                    if latest.get(&sandbox_id) != Some(&number) {
+                        // A later connection of the same agent is looked up.
+                        continue;
+                    }
+                    latest.remove(&sandbox_id);
+                    let Some(gate) = gate else { continue };
+                    let mut tasks = JoinSet::new();
+                    for _ in 0..WAITING {
+                        tasks.spawn(accept(gate.clone(), tls.clone()));
+                    }
+                    gates.insert(sandbox_id, tasks);
+                }
             }
-            gates.insert(sandbox_id, tasks);
         }
     }
 }

@@ -25,6 +25,8 @@ use super::tls;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// A request's head, at most.
 const MAX_HEAD: usize = 64 * 1024;
+/// How long a host may take to answer a request's head.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 /// The buffers bytes are joined through, each way, in a tunnel.
 const TUNNEL_BUFFER: usize = 256 * 1024;
 /// Marks sandboxd's own answers, so a program (or its user) tells them from the host's.
@@ -153,13 +155,20 @@ async fn pass_on(request: Request<Incoming>, gate: Gate, tls: TlsConnector) -> R
         tokio::spawn(connection);
         sender.send_request(request).await
     };
-    match sent.await {
-        Ok(response) => {
+    match tokio::time::timeout(ANSWER_TIMEOUT, sent).await {
+        Err(_) => own(
+            StatusCode::GATEWAY_TIMEOUT,
+            &format!(
+                "{host}:{port} did not answer within {} s",
+                ANSWER_TIMEOUT.as_secs()
+            ),
+        ),
+        Ok(Ok(response)) => {
             let (mut parts, body) = response.into_parts();
             strip_hop_by_hop(&mut parts.headers);
             Response::from_parts(parts, Body::new(body))
         }
-        Err(error) => own(
+        Ok(Err(error)) => own(
             StatusCode::BAD_GATEWAY,
             &format!("{host}:{port} did not answer the request: {error}"),
         ),
