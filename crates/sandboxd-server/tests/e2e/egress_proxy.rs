@@ -81,13 +81,15 @@ async fn programs_reach_the_allowed_hosts_through_the_proxy_and_nothing_else() {
     let far = pretend_internet().await;
     let port = far.port();
     let server = server_with_pretend_names().await;
-    let sandbox = server
-        .create(json!({
-            "template": "base",
-            "networkMode": "allowlist",
-            "egress": {"allow": [format!("allowed.test:{port}"), format!("*.api.allowed.test:{port}"), format!("loop.test:{port}")]},
-        }))
-        .await;
+    let sandbox = allowlisted(
+        &server,
+        json!([
+            format!("allowed.test:{port}"),
+            format!("*.api.allowed.test:{port}"),
+            format!("loop.test:{port}")
+        ]),
+    )
+    .await;
 
     // An absolute-form request, as curl sends plain HTTP through HTTP_PROXY.
     let (code, out) = sh(
@@ -227,6 +229,27 @@ async fn an_internet_sandbox_has_no_proxy_and_an_isolated_one_no_way_out() {
     assert!(!out.contains("pretend internet"), "{out}");
 }
 
+/// An `allowlist` sandbox of the base template with the list `allow`.
+async fn allowlisted(server: &TestServer, allow: Value) -> Value {
+    server
+        .create(json!({"template": "base", "networkMode": "allowlist", "egress": {"allow": allow}}))
+        .await
+}
+
+/// The audit log's refusals of the sandbox's egress.
+async fn refusals_audited(server: &TestServer, sandbox: &Value) -> Vec<Value> {
+    let (_, audit) = server
+        .get(
+            "audit.list",
+            &[
+                ("resourceId", id(sandbox)),
+                ("action", "sandbox.egressRefused"),
+            ],
+        )
+        .await;
+    audit["entries"].as_array().cloned().unwrap_or_default()
+}
+
 /// Reads the sandbox's egress log from `cursor` until `done` holds for what was read
 /// (the log is written in the background), or ten seconds pass.
 async fn log_until(
@@ -257,13 +280,7 @@ async fn every_decision_is_logged_with_its_bytes_and_refusals_are_audited_and_co
     let far = pretend_internet().await;
     let port = far.port();
     let server = server_with_pretend_names().await;
-    let sandbox = server
-        .create(json!({
-            "template": "base",
-            "networkMode": "allowlist",
-            "egress": {"allow": [format!("allowed.test:{port}")]},
-        }))
-        .await;
+    let sandbox = allowlisted(&server, json!([format!("allowed.test:{port}")])).await;
     let (code, plain) = sh(
         &server,
         &sandbox,
@@ -354,35 +371,20 @@ async fn every_decision_is_logged_with_its_bytes_and_refusals_are_audited_and_co
     assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{body}");
 
     // Refusals are audited and counted.
-    let (_, audit) = server
-        .get(
-            "audit.list",
-            &[
-                ("resourceId", id(&sandbox)),
-                ("action", "sandbox.egressRefused"),
-            ],
-        )
-        .await;
-    let audited = audit["entries"].as_array().unwrap();
-    assert_eq!(audited.len(), 2, "{audit:#}");
-    assert!(audited.iter().all(|e| e["actorId"].is_null()), "{audit:#}");
+    let audited = refusals_audited(&server, &sandbox).await;
+    assert_eq!(audited.len(), 2, "{audited:#?}");
+    assert!(
+        audited.iter().all(|e| e["actorId"].is_null()),
+        "{audited:#?}"
+    );
     assert!(
         audited
             .iter()
             .any(|e| e["metadata"]["host"] == "blocked.test"
                 && e["metadata"]["reason"] == "not in the sandbox's egress list"),
-        "{audit:#}"
+        "{audited:#?}"
     );
-    let metrics = server
-        .client
-        .get(format!("{}/metrics", server.url))
-        .header("x-api-key", crate::harness::KEY)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     let decisions: Vec<&str> = metrics
         .lines()
         .filter(|l| l.starts_with("sandboxd_egress_decisions_total{"))
@@ -409,9 +411,7 @@ async fn every_decision_is_logged_with_its_bytes_and_refusals_are_audited_and_co
 #[tokio::test]
 async fn a_flood_of_refusals_is_bounded_in_the_log_and_the_audit_log() {
     let server = server_with_pretend_names().await;
-    let sandbox = server
-        .create(json!({"template": "base", "networkMode": "allowlist", "egress": {"allow": []}}))
-        .await;
+    let sandbox = allowlisted(&server, json!([])).await;
     // A thousand requests on one kept-alive connection to the proxy.
     let flood = r#"python3 - <<'PY'
 import http.client
@@ -441,16 +441,7 @@ PY"#;
     };
     let (entries, _) = log_until(&server, &sandbox, None, |e| total(e) == 1001).await;
     assert_eq!(total(&entries), 1001, "every decision is logged or counted");
-    let (_, audit) = server
-        .get(
-            "audit.list",
-            &[
-                ("resourceId", id(&sandbox)),
-                ("action", "sandbox.egressRefused"),
-            ],
-        )
-        .await;
-    let audited = audit["entries"].as_array().unwrap();
+    let audited = refusals_audited(&server, &sandbox).await;
     assert!(
         (3..=5).contains(&audited.len()),
         "a few at once, then one every ten seconds: {}",
@@ -467,9 +458,7 @@ async fn a_request_approved_by_another_key_opens_the_host_at_once() {
     let far = pretend_internet().await;
     let port = far.port();
     let server = server_with_pretend_names().await;
-    let sandbox = server
-        .create(json!({"template": "base", "networkMode": "allowlist", "egress": {"allow": []}}))
-        .await;
+    let sandbox = allowlisted(&server, json!([])).await;
     let sid = id(&sandbox).to_owned();
     let (status, agent) = server
         .post(
@@ -687,13 +676,7 @@ async fn pip_downloads_from_an_allowed_index_and_not_from_another() {
     let index = PackageIndex::start();
     let port = index.port;
     let server = server_with_pretend_names().await;
-    let sandbox = server
-        .create(json!({
-            "template": "base",
-            "networkMode": "allowlist",
-            "egress": {"allow": [format!("allowed.test:{port}")]},
-        }))
-        .await;
+    let sandbox = allowlisted(&server, json!([format!("allowed.test:{port}")])).await;
     let pip = |host: &str| {
         format!(
             "python3 -m pip download --no-deps --disable-pip-version-check --retries 0 --timeout 10 \

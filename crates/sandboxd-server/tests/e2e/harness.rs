@@ -229,6 +229,19 @@ impl TestServer {
         self.get_with_key(procedure, KEY, query).await
     }
 
+    /// `/metrics` as an administrator reads it.
+    pub async fn metrics(&self) -> String {
+        self.client
+            .get(format!("{}/metrics", self.url))
+            .header("x-api-key", KEY)
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text")
+    }
+
     pub async fn get_with_key(
         &self,
         procedure: &str,

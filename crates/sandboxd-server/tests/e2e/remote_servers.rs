@@ -399,16 +399,7 @@ async fn an_unreachable_server_fails_its_own_requests_fast_and_comes_back() {
     }
 
     // /metrics reports it too.
-    let metrics = server
-        .client
-        .get(format!("{}/metrics", server.url))
-        .header("x-api-key", crate::harness::KEY)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     let reported = metrics.lines().any(|line| {
         line.starts_with("sandboxd_server_health{")
             && line.contains(&format!("server=\"{server_id}\""))
