@@ -14,6 +14,17 @@ function failure(error) {
   return (error.issues && error.issues[0] && `${error.issues[0].path}: ${error.issues[0].message}`) || error.message;
 }
 
+/// Brings the rows of `body` to `requests` (newest first) by removing the rows of
+/// requests gone and adding rows for new ones (`make`): a row that stays is the same
+/// element, so a button is never swapped under a pointer about to press it.
+function syncRequests(body, requests, make) {
+  const wanted = new Set(requests.map((r) => r.requestId));
+  for (const row of [...body.children]) if (!wanted.has(row.dataset.request)) row.remove();
+  const shown = new Set([...body.children].map((row) => row.dataset.request));
+  const added = requests.filter((r) => !shown.has(r.requestId));
+  body.prepend(...added.map(make));
+}
+
 /// A request's row, with its decision buttons; `decided` runs after a decision.
 function requestRow(request, state, decided, withSandbox) {
   const decide = (approve) => async () => {
@@ -57,6 +68,7 @@ export function egressPanel(sandbox) {
   const shown = new Map();
   let cursor = null;
   let stopped = false;
+  let shownAllowed = null;
   async function refresh() {
     if (stopped) return;
     try {
@@ -65,9 +77,12 @@ export function egressPanel(sandbox) {
         api.get("egress.requests", { sandboxId: sandbox.sandboxId }),
       ]);
       const list = (one.egress && one.egress.allow) || [];
-      allowed.replaceChildren(...(list.length ? list.map((entry) => h("li", { "data-allowed": entry }, h("code", {}, entry)))
-        : [h("li", { class: "muted" }, "Nothing: no host is reachable.")]));
-      requests.replaceChildren(...waiting.map((r) => requestRow(r, state, refresh, false)));
+      if (list.join(",") !== shownAllowed) {
+        shownAllowed = list.join(",");
+        allowed.replaceChildren(...(list.length ? list.map((entry) => h("li", { "data-allowed": entry }, h("code", {}, entry)))
+          : [h("li", { class: "muted" }, "Nothing: no host is reachable.")]));
+      }
+      syncRequests(requests, waiting, (r) => requestRow(r, state, refresh, false));
       for (;;) {
         const query = { sandboxId: sandbox.sandboxId, limit: 500 };
         if (cursor) query.cursor = cursor;
@@ -112,7 +127,7 @@ export async function egressRequestsPage() {
     if (stopped) return;
     try {
       const waiting = await api.get("egress.requests", {});
-      body.replaceChildren(...waiting.map((r) => requestRow(r, state, refresh, true)));
+      syncRequests(body, waiting, (r) => requestRow(r, state, refresh, true));
       if (waiting.length === 0 && !state.textContent) state.textContent = "No request is waiting.";
     } catch (error) {
       state.textContent = failure(error);
