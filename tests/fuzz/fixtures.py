@@ -106,6 +106,14 @@ def server(name):
 fixtures["servers"] = [server("fuzz-server")]
 fixtures["removeServers"] = [server(f"fuzz-leaving-server-{i}") for i in range(8)]
 fixtures["destroyerKey"] = call("apiKey.create", {"name": "fuzz-destroyer"})["secret"]
+# Egress requests made with the owner's key, for egress.decide (with the destroyer's).
+fixtures["decideRequests"] = [
+    call(
+        "sandbox.requestEgress",
+        {"sandboxId": fixtures["egressSandboxes"][i % 2], "host": f"decide-{i}.example", "reason": "fuzz"},
+    )["requestId"]
+    for i in range(16)
+]
 with open(out, "w") as file:
     json.dump(fixtures, file)
 print(

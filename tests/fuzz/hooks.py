@@ -38,6 +38,7 @@ DESTRUCTIVE = {
     "sandbox.contextRemove",
     "server.remove",
     "server.update",
+    "egress.decide",
 }
 # Time limits fields may ask for, at most, in milliseconds.
 MAX_WAIT_MS = {"sandbox.exec": 5_000, "sandbox.contextRun": 5_000, "sandbox.processWait": 2_000}
@@ -63,6 +64,8 @@ def substitutes(operation, seed):
         "keyId": pick("victimKeys", seed),
         "userId": pick("removeMembers" if operation == "member.remove" else "members", seed),
         "serverId": pick(SERVER_POOL.get(operation, "servers"), seed),
+        # Made by the owner's key, decided with the destroyer's (never the one that asked).
+        "requestId": pick("decideRequests", seed),
     }
     # The fixtures' processes and contexts all sit in the first sandbox's process
     # table; new ones start elsewhere, so that they never crowd those out.
@@ -92,6 +95,11 @@ def aim(fields, part, operation, seed, forced):
     if operation == "sandbox.setEgress" and seed % 4 != 0 and part == "body":
         # Mostly a list the policy takes (a generated string is rarely a host name).
         fields["allow"] = [["example.com"], ["*.example.org:8443", "api.example.com"], []][seed % 3]
+    if operation == "sandbox.requestEgress" and seed % 4 != 0 and part == "body":
+        # Mostly a host the policy takes, with a plain reason; hosts no list of the
+        # fixtures holds, few enough that a sandbox never has too many waiting.
+        fields["host"] = ["pypi.org", "*.pythonhosted.org", "files.example.net:8443"][seed % 3]
+        fields["reason"] = "fuzz"
     path = fields.get("path")
     if operation == "sandbox.readFile" and seed % 2 == 0:
         fields["path"] = "/tmp/fuzz.txt"
