@@ -5,8 +5,9 @@ operator's `[egress] hosts`), and from an `internet` sandbox directly at its add
 (the baseline). Measured inside the sandboxes with curl: time to first byte of small
 GETs (p50, p90; blocks interleaved), a 100 MiB download (MiB/s, the median of five per
 side, interleaved; through the proxy both as a request in absolute form and through a
-CONNECT tunnel), and the server's memory per open tunnel (RSS with 28 tunnels open
-against none).
+CONNECT tunnel), the same download from a server paced at 100 MiB/s (a fast internet
+link: what a sandbox meets outside this machine), and the server's memory per open
+tunnel (RSS with 28 tunnels open against none).
     python3 scripts/bench_egress.py   (SANDBOXD_URL, SANDBOXD_KEY, BENCH_SERVER_PID,
     FAR_ADDRESS, FAR_PORT set)"""
 
@@ -34,6 +35,8 @@ BLOCK = 50
 BLOCKS = 4
 DOWNLOADS = 5
 TUNNELS = 28
+#: The paced server's rate, MiB/s: about an 840 Mbit/s link.
+LINK = 100
 
 
 class Far(http.server.BaseHTTPRequestHandler):
@@ -41,6 +44,17 @@ class Far(http.server.BaseHTTPRequestHandler):
     chunk = b"x" * (1 << 20)
 
     def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+        if self.path.startswith("/paced"):
+            self.send_response(200)
+            self.send_header("Content-Length", str(MIB << 20))
+            self.end_headers()
+            started = time.monotonic()
+            for i in range(MIB):
+                self.wfile.write(self.chunk)
+                ahead = started + (i + 1) / LINK - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+            return
         if self.path.startswith("/big"):
             self.send_response(200)
             self.send_header("Content-Length", str(MIB << 20))
@@ -87,8 +101,8 @@ def first_bytes(client: httpx.Client, sandbox: str, url: str, extra: str = "") -
     return [float(t) * 1000 for t in sh(client, sandbox, loop).split()]
 
 
-def download(client: httpx.Client, sandbox: str, url: str, extra: str = "") -> float:
-    out = sh(client, sandbox, f"curl -sf {extra} -o /dev/null -w '%{{size_download}} %{{time_total}}' {url}/big")
+def download(client: httpx.Client, sandbox: str, url: str, extra: str = "", path: str = "/big") -> float:
+    out = sh(client, sandbox, f"curl -sf {extra} -o /dev/null -w '%{{size_download}} %{{time_total}}' {url}{path}")
     size, seconds = out.split()
     assert int(size) == MIB << 20, out
     return MIB / float(seconds)
@@ -121,6 +135,11 @@ def main() -> None:
                 speeds["direct"].append(download(client, direct, straight))
                 speeds["proxy"].append(download(client, proxied, via_proxy))
                 speeds["tunnel"].append(download(client, proxied, via_proxy, "--proxytunnel"))
+            paced: dict[str, list[float]] = {"proxy": [], "tunnel": [], "direct": []}
+            for _ in range(3):
+                paced["direct"].append(download(client, direct, straight, path="/paced"))
+                paced["proxy"].append(download(client, proxied, via_proxy, path="/paced"))
+                paced["tunnel"].append(download(client, proxied, via_proxy, "--proxytunnel", "/paced"))
             idle = rss_mib(SERVER_PID)
             # Tunnels held open by one program: each CONNECT answered, then left idle.
             hold = (
@@ -149,6 +168,7 @@ def main() -> None:
     report = {
         "ttfb_ms": {side: {"p50": p(v, 50), "p90": p(v, 90)} for side, v in ttfb.items()},
         "download_mib_per_s": {side: statistics.median(v) for side, v in speeds.items()},
+        f"download_at_{LINK}_mib_per_s": {side: statistics.median(v) for side, v in paced.items()},
         "server_rss_mib": {"idle": idle, f"with_{TUNNELS}_tunnels": held},
     }
     t = report["ttfb_ms"]
@@ -158,6 +178,10 @@ def main() -> None:
           f"(+{t['tunnel']['p50'] - t['direct']['p50']:.2f})")
     print(f"{MIB} MiB download: direct {d['direct']:.0f} MiB/s, proxy {d['proxy']:.0f} MiB/s "
           f"({d['proxy'] / d['direct']:.2f}x), tunnel {d['tunnel']:.0f} MiB/s ({d['tunnel'] / d['direct']:.2f}x)")
+    k = report[f"download_at_{LINK}_mib_per_s"]
+    print(f"{MIB} MiB from a server paced at {LINK} MiB/s: direct {k['direct']:.0f} MiB/s, proxy "
+          f"{k['proxy']:.0f} MiB/s ({k['proxy'] / k['direct']:.2f}x), tunnel {k['tunnel']:.0f} MiB/s "
+          f"({k['tunnel'] / k['direct']:.2f}x)")
     print(f"server RSS {idle:.1f} MiB, {held:.1f} MiB with {TUNNELS} tunnels open "
           f"({(held - idle) * 1024 / TUNNELS:.0f} KiB each)")
     print(json.dumps(report))
