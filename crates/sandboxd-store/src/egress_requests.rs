@@ -70,18 +70,13 @@ impl Store {
         .iter()
         .map(record)
         .collect::<Result<Vec<_>, _>>()?;
+        if waiting.len() >= MAX_PENDING_PER_SANDBOX
+            && !waiting.iter().any(|r| r.host == request.host)
+        {
+            return Ok(Asked::TooMany);
+        }
         if let Some(same) = waiting.into_iter().find(|r| r.host == request.host) {
             return Ok(Asked::Waiting(same));
-        }
-        let count: i64 = sqlx::query(
-            "SELECT COUNT(*) AS n FROM egress_requests WHERE sandbox_id = $1 AND status = 'pending'",
-        )
-        .bind(&request.sandbox_id)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get("n")?;
-        if count >= MAX_PENDING_PER_SANDBOX as i64 {
-            return Ok(Asked::TooMany);
         }
         request.request_id = new_id()?;
         request.status = RequestStatus::Pending;

@@ -27,6 +27,7 @@ on_every_backend!(
     an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox,
     an_egress_log_is_read_in_writing_order_rewritten_entries_last_and_trimmed,
     egress_credentials_are_sealed_and_go_when_their_sandbox_is_killed,
+    a_sandbox_has_at_most_twenty_egress_requests_waiting_and_one_per_host,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -896,4 +897,70 @@ async fn egress_credentials_are_sealed_and_go_when_their_sandbox_is_killed(db: &
         store.egress_credentials(id).await.unwrap().is_empty(),
         "gone with the kill"
     );
+}
+
+async fn a_sandbox_has_at_most_twenty_egress_requests_waiting_and_one_per_host(db: &TestDb) {
+    use sandboxd_core::egress_requests::{EgressRequestRecord, RequestStatus};
+    use sandboxd_store::Asked;
+    let store = db.open().await;
+    let ask = |host: String| EgressRequestRecord {
+        request_id: String::new(),
+        organization_id: "org".into(),
+        sandbox_id: "sb".into(),
+        host,
+        reason: None,
+        status: RequestStatus::Pending,
+        requested_by_user: "u".into(),
+        requested_by_key: "k".into(),
+        created_at: 0,
+        decided_at: None,
+        decided_by_user: None,
+        decided_by_key: None,
+    };
+    let mut first = None;
+    for n in 0..20 {
+        match store
+            .ask_egress(ask(format!("h{n}.example")), 1_000 + n)
+            .await
+            .unwrap()
+        {
+            Asked::Made(made) => first = first.or(Some(made.request_id)),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        store
+            .ask_egress(ask("one-more.example".into()), 2_000)
+            .await
+            .unwrap(),
+        Asked::TooMany
+    );
+    match store
+        .ask_egress(ask("h0.example".into()), 2_000)
+        .await
+        .unwrap()
+    {
+        Asked::Waiting(same) => assert_eq!(Some(same.request_id), first),
+        other => panic!("the same host is the same request: {other:?}"),
+    }
+    let decided = store
+        .decide_egress(
+            "org",
+            first.as_deref().unwrap(),
+            RequestStatus::Denied,
+            "d",
+            "k2",
+            3_000,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(decided.status, RequestStatus::Denied);
+    assert!(matches!(
+        store
+            .ask_egress(ask("one-more.example".into()), 4_000)
+            .await
+            .unwrap(),
+        Asked::Made(_)
+    ));
 }

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::RootCertStore;
 use rustls::pki_types::pem::PemObject as _;
@@ -42,16 +43,25 @@ pub fn connector(trusted_ca: Option<&Path>) -> Result<TlsConnector, String> {
     Ok(TlsConnector::from(Arc::new(config)))
 }
 
-/// TLS over `stream` to `host`, its certificate checked for that name.
+/// How long the host may take to complete the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// TLS over `stream` to `host`, its certificate checked for that name, within
+/// [`HANDSHAKE_TIMEOUT`].
 pub async fn handshake(
     connector: &TlsConnector,
     host: &str,
     stream: Box<dyn ByteStream>,
 ) -> Result<Box<dyn ByteStream>, String> {
     let name = ServerName::try_from(host.to_owned()).map_err(|e| format!("{host}: {e}"))?;
-    let tls = connector
-        .connect(name, stream)
+    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, stream))
         .await
+        .map_err(|_| {
+            format!(
+                "{host} did not complete TLS within {} s",
+                HANDSHAKE_TIMEOUT.as_secs()
+            )
+        })?
         .map_err(|e| format!("TLS with {host} failed: {e}"))?;
     Ok(Box::new(tls))
 }

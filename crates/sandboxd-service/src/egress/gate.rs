@@ -198,7 +198,7 @@ impl Gate {
             stream: Box::new(Counted::new(
                 upstream.stream,
                 self.inner.service.clone(),
-                entry.filter(|_| decision == Decision::Allowed),
+                entry,
             )),
             address: upstream.address,
         })

@@ -70,10 +70,16 @@ pub enum EgressCommand {
 /// How often `egress log --follow` asks for new entries.
 const FOLLOW_EVERY: Duration = Duration::from_secs(1);
 
-pub async fn egress(client: &Client, command: EgressCommand) -> Result<Value, Failure> {
-    match command {
+/// Runs an `egress` command: the answer to print, or `None` for `log`, which prints
+/// as it reads (one JSON object a line with `json`).
+pub async fn egress(
+    client: &Client,
+    command: EgressCommand,
+    json: bool,
+) -> Result<Option<Value>, Failure> {
+    let answer = match command {
         EgressCommand::Log { id, follow } => {
-            log(client, &id, follow, false).await.map(|()| Value::Null)
+            return log(client, &id, follow, json).await.map(|()| None);
         }
         EgressCommand::Request { id, host, reason } => {
             client
@@ -101,7 +107,8 @@ pub async fn egress(client: &Client, command: EgressCommand) -> Result<Value, Fa
                 )
                 .await
         }
-    }
+    };
+    answer.map(Some)
 }
 
 async fn decide(client: &Client, request_id: &str, approve: bool) -> Result<Value, Failure> {
@@ -138,7 +145,7 @@ pub fn egress_text(answer: &Value) -> String {
 
 /// Prints a sandbox's egress log page by page (each entry as a JSON line with `json`),
 /// then, with `follow`, what is written after, until interrupted.
-pub async fn log(client: &Client, id: &str, follow: bool, json: bool) -> Result<(), Failure> {
+async fn log(client: &Client, id: &str, follow: bool, json: bool) -> Result<(), Failure> {
     let mut cursor: Option<String> = None;
     let mut out = tokio::io::stdout();
     loop {

@@ -389,15 +389,10 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
             let answer = ports::port(&client(&common)?, command).await?;
             print(&common, &answer, ports::port_text);
         }
-        ClientCommand::Egress {
-            common,
-            command: egress::EgressCommand::Log { id, follow },
-        } => {
-            egress::log(&client(&common)?, &id, follow, common.json).await?;
-        }
         ClientCommand::Egress { common, command } => {
-            let answer = egress::egress(&client(&common)?, command).await?;
-            print(&common, &answer, egress::egress_text);
+            if let Some(answer) = egress::egress(&client(&common)?, command, common.json).await? {
+                print(&common, &answer, egress::egress_text);
+            }
         }
         ClientCommand::PortForward { common, id, ports } => {
             port_forward::forward(&client(&common)?, &id, ports.0, ports.1).await?;
