@@ -51,6 +51,8 @@ fixtures["projectId"] = call("project.all")[0]["projectId"]
 # short timeout), and pools consumed by kill and remove.
 fixtures["sandboxes"] = [sandbox(), sandbox()]
 fixtures["timeoutSandboxes"] = [sandbox() for _ in range(3)]
+# Pause and resume go back and forth on sandboxes of their own.
+fixtures["pauseSandboxes"] = [sandbox() for _ in range(2)]
 # setEgress changes only `allowlist` sandboxes.
 fixtures["egressSandboxes"] = [
     sandbox(networkMode="allowlist", egress={"allow": ["example.com"]}) for _ in range(2)

@@ -22,6 +22,8 @@ SANDBOX_POOL = {
     "sandbox.kill": "killSandboxes",
     "sandbox.remove": "removeSandboxes",
     "sandbox.setTimeout": "timeoutSandboxes",
+    "sandbox.pause": "pauseSandboxes",
+    "sandbox.resume": "pauseSandboxes",
     "sandbox.setEgress": "egressSandboxes",
     "sandbox.requestEgress": "egressSandboxes",
 }

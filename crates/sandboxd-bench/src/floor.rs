@@ -105,6 +105,16 @@ impl Floor {
         Ok(self.exec(id, &["sh", "-c", "echo hi"]).await?.0)
     }
 
+    /// The engine's pause then unpause of the container: how long each took.
+    pub async fn pause_resume(&self, id: &str) -> anyhow::Result<(Duration, Duration)> {
+        let started = Instant::now();
+        self.docker.pause_container(id).await?;
+        let pause = started.elapsed();
+        let started = Instant::now();
+        self.docker.unpause_container(id).await?;
+        Ok((pause, started.elapsed()))
+    }
+
     pub async fn exec_true(&self, id: &str) -> anyhow::Result<Duration> {
         let started = Instant::now();
         self.exec(id, &["sh", "-c", "true"]).await?;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use sandboxd_core::api::{Encoding, ReadFileQuery, SandboxView, WriteFileRequest};
+use sandboxd_core::model::SandboxStatus;
 use serde_json::{Value, json};
 
 /// The bootstrap key of every server the benchmark starts.
@@ -96,6 +97,20 @@ impl Http {
             bail!("sandbox.one failed");
         }
         Ok(took)
+    }
+
+    /// `sandbox.pause` then `sandbox.resume`: how long each took.
+    pub async fn pause_resume(&self, id: &str) -> anyhow::Result<(Duration, Duration)> {
+        let started = Instant::now();
+        let paused = self.api.pause(id).await?;
+        let pause = started.elapsed();
+        let started = Instant::now();
+        let resumed = self.api.resume(id).await?;
+        let resume = started.elapsed();
+        if paused.status != SandboxStatus::Paused || resumed.status != SandboxStatus::Running {
+            bail!("pause → {:?}, resume → {:?}", paused.status, resumed.status);
+        }
+        Ok((pause, resume))
     }
 
     pub async fn exec_true(&self, id: &str) -> anyhow::Result<Duration> {

@@ -175,6 +175,9 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
             env_per_exec: false,
             labels: Default::default(),
             egress: Vec::new(),
+            auto_pause: false,
+            paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
+            paused_at: None,
         };
         store
             .insert_sandbox(&row, None, &caller.user_id, &Quotas::unlimited())

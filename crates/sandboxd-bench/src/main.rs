@@ -154,6 +154,8 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
     let mut files = [Samples::default(), Samples::default(), Samples::default()];
     let mut destroy = [Samples::default(), Samples::default(), Samples::default()];
     let mut one = Samples::default();
+    let mut pause = [Samples::default(), Samples::default()];
+    let mut resume = [Samples::default(), Samples::default()];
     let mut channel = Samples::default();
     let mut host_start = Samples::default();
     let mut first_byte = [Samples::default(), Samples::default(), Samples::default()];
@@ -198,6 +200,12 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
             files[0].push(agent.write_read(&with_agent, &payload).await?);
             files[1].push(engine.write_read(&without, &payload).await?);
             files[2].push(raw.write_read(&container, &payload).await?);
+            let (paused, resumed) = agent.pause_resume(&with_agent).await?;
+            pause[0].push(paused);
+            resume[0].push(resumed);
+            let (paused, resumed) = raw.pause_resume(&container).await?;
+            pause[1].push(paused);
+            resume[1].push(resumed);
         }
         drop((agent_socket, engine_socket));
 
@@ -263,6 +271,14 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
         }),
         report::Row::new("first streamed byte (echo)", named(first_byte)),
         report::Row::new("1 MiB write then read", named(files)),
+        report::Row::new("pause", {
+            let [s, r] = pause;
+            vec![("sandboxd", s), ("Docker API (floor)", r)]
+        }),
+        report::Row::new("resume", {
+            let [s, r] = resume;
+            vec![("sandboxd", s), ("Docker API (floor)", r)]
+        }),
         report::Row::new("destroy", named(destroy)),
         report::Row::new("sandbox.one (API overhead)", vec![("sandboxd", one)]),
     ];

@@ -92,6 +92,16 @@ impl Client {
         self.call("sandbox.setEgress", &request).await
     }
 
+    /// `sandbox.pause`: the sandbox, paused.
+    pub async fn pause(&self, sandbox_id: &str) -> Result<SandboxView, Error> {
+        self.call("sandbox.pause", &id_body(sandbox_id)).await
+    }
+
+    /// `sandbox.resume`: the sandbox, running again.
+    pub async fn resume(&self, sandbox_id: &str) -> Result<SandboxView, Error> {
+        self.call("sandbox.resume", &id_body(sandbox_id)).await
+    }
+
     /// `sandbox.kill`: the sandbox, killed.
     pub async fn kill(&self, sandbox_id: &str) -> Result<SandboxView, Error> {
         self.call("sandbox.kill", &id_body(sandbox_id)).await

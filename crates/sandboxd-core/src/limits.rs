@@ -21,6 +21,10 @@ pub const MIN_PIDS_LIMIT: i64 = 16;
 pub const MAX_PIDS_LIMIT: i64 = 65_536;
 pub const MIN_TIMEOUT_MS: i64 = 10_000;
 pub const MAX_TIMEOUT_MS: i64 = 24 * 60 * 60 * 1000;
+/// How long a sandbox may stay paused before it is killed, by default and at most.
+pub const DEFAULT_PAUSED_TIMEOUT_MS: i64 = 24 * 60 * 60 * 1000;
+pub const MIN_PAUSED_TIMEOUT_MS: i64 = 10_000;
+pub const MAX_PAUSED_TIMEOUT_MS: i64 = 30 * 24 * 60 * 60 * 1000;
 pub const MAX_ENV_VARS_BYTES: usize = 65_536;
 pub const MAX_NAME_CHARS: usize = 64;
 pub const MAX_IMAGE_CHARS: usize = 255;

@@ -11,6 +11,9 @@ use utoipa::ToSchema;
 pub enum SandboxStatus {
     Creating,
     Running,
+    /// Frozen by the engine: its processes and memory are kept, it uses no CPU. Any
+    /// call that reaches inside it resumes it first.
+    Paused,
     Killed,
     Error,
 }
@@ -20,6 +23,7 @@ impl SandboxStatus {
         match self {
             Self::Creating => "creating",
             Self::Running => "running",
+            Self::Paused => "paused",
             Self::Killed => "killed",
             Self::Error => "error",
         }
@@ -29,6 +33,7 @@ impl SandboxStatus {
         Some(match value {
             "creating" => Self::Creating,
             "running" => Self::Running,
+            "paused" => Self::Paused,
             "killed" => Self::Killed,
             "error" => Self::Error,
             _ => return None,
@@ -36,18 +41,28 @@ impl SandboxStatus {
     }
 
     /// Every status.
-    pub const ALL: [Self; 4] = [Self::Creating, Self::Running, Self::Killed, Self::Error];
+    pub const ALL: [Self; 5] = [
+        Self::Creating,
+        Self::Running,
+        Self::Paused,
+        Self::Killed,
+        Self::Error,
+    ];
 
     /// The legal transitions: `creating` → `running` | `error` | `killed`; `running` →
-    /// `error` | `killed`; `error` → `killed`; `killed` is final. A revived container
+    /// `paused` | `error` | `killed`; `paused` → `running` | `error` | `killed`; `error`
+    /// → `killed`; `killed` is final. A revived container
     /// keeps its sandbox `running` (no transition), and nothing goes back to `creating`.
     /// The store writes a status only from the statuses this allows, in the same
     /// statement, so a kill is never undone by a failure reported after it.
     pub fn may_become(self, next: Self) -> bool {
-        use SandboxStatus::{Creating, Error, Killed, Running};
+        use SandboxStatus::{Creating, Error, Killed, Paused, Running};
         matches!(
             (self, next),
-            (Creating, Running | Error | Killed) | (Running, Error | Killed) | (Error, Killed)
+            (Creating, Running | Error | Killed)
+                | (Running, Paused | Error | Killed)
+                | (Paused, Running | Error | Killed)
+                | (Error, Killed)
         )
     }
 
@@ -183,6 +198,12 @@ pub struct Sandbox {
     /// The hosts an `allowlist` sandbox may reach (`crate::egress::Policy::entries`:
     /// lower-cased, without duplicates); empty in the other modes.
     pub egress: Vec<String>,
+    /// At its idle timeout it is paused instead of killed.
+    pub auto_pause: bool,
+    /// How long it may stay paused before it is killed.
+    pub paused_timeout_ms: i64,
+    /// When it was paused (while it is).
+    pub paused_at: Option<i64>,
 }
 
 /// A sandbox that is not running cannot be used; this is the error a guard returns.
@@ -199,10 +220,38 @@ impl Sandbox {
         }
     }
 
-    /// Whether the reaper should kill this sandbox at `now`.
-    pub fn is_expired(&self, now: i64) -> bool {
-        self.status == SandboxStatus::Running && self.expires_at.is_some_and(|at| at <= now)
+    /// The container of a running or paused sandbox (one whose processes are kept), or
+    /// why there is none.
+    pub fn kept_container(&self) -> Result<&str, NotRunning> {
+        match (&self.status, &self.container_id) {
+            (SandboxStatus::Running | SandboxStatus::Paused, Some(id)) => Ok(id),
+            (status, _) => Err(NotRunning(*status)),
+        }
     }
+
+    /// Whether the reaper should act on this sandbox at `now`: a running one past its
+    /// idle timeout (paused when it asked for that, else killed), a paused one past
+    /// its paused timeout (killed).
+    pub fn is_expired(&self, now: i64) -> bool {
+        matches!(self.status, SandboxStatus::Running | SandboxStatus::Paused)
+            && self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    /// What the reaper does with this expired sandbox.
+    pub fn on_expiry(&self) -> Expiry {
+        if self.status == SandboxStatus::Running && self.auto_pause {
+            Expiry::Pause
+        } else {
+            Expiry::Kill
+        }
+    }
+}
+
+/// What becomes of a sandbox at the end of its timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    Pause,
+    Kill,
 }
 
 /// A project of an organization.
@@ -232,13 +281,17 @@ mod tests {
 
     #[test]
     fn only_legal_transitions_are_allowed() {
-        use SandboxStatus::{Creating, Error, Killed, Running};
+        use SandboxStatus::{Creating, Error, Killed, Paused, Running};
         let legal = [
             (Creating, Running),
             (Creating, Error),
             (Creating, Killed),
+            (Running, Paused),
             (Running, Error),
             (Running, Killed),
+            (Paused, Running),
+            (Paused, Error),
+            (Paused, Killed),
             (Error, Killed),
         ];
         for from in SandboxStatus::ALL {
@@ -250,19 +303,18 @@ mod tests {
                 );
             }
         }
-        assert_eq!(SandboxStatus::sources(Killed).count(), 3);
+        assert_eq!(SandboxStatus::sources(Killed).count(), 4);
+        assert_eq!(
+            SandboxStatus::sources(Paused).collect::<Vec<_>>(),
+            [Running]
+        );
         assert_eq!(SandboxStatus::sources(Creating).count(), 0);
         assert!(SandboxStatus::sources(Error).all(|s| s != Killed));
     }
 
     #[test]
     fn status_and_mode_round_trip() {
-        for status in [
-            SandboxStatus::Creating,
-            SandboxStatus::Running,
-            SandboxStatus::Killed,
-            SandboxStatus::Error,
-        ] {
+        for status in SandboxStatus::ALL {
             assert_eq!(SandboxStatus::parse(status.as_str()), Some(status));
         }
         for mode in [
@@ -275,7 +327,7 @@ mod tests {
         for role in [Role::Owner, Role::Admin, Role::Member] {
             assert_eq!(Role::parse(role.as_str()), Some(role));
         }
-        assert_eq!(SandboxStatus::parse("paused"), None);
+        assert_eq!(SandboxStatus::parse("frozen"), None);
     }
 }
 

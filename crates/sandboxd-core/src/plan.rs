@@ -286,6 +286,9 @@ mod tests {
             env_per_exec: false,
             labels: Default::default(),
             egress: Vec::new(),
+            auto_pause: false,
+            paused_timeout_ms: crate::limits::DEFAULT_PAUSED_TIMEOUT_MS,
+            paused_at: None,
         }
     }
 

@@ -76,6 +76,20 @@ impl Quotas {
                 limit: self.running_sandboxes,
             });
         }
+        self.admit_resume(usage, cpu)?;
+        if usage.memory_mb.saturating_add(memory_mb) > self.memory_mb {
+            return Err(QuotaExceeded::Memory {
+                limit: self.memory_mb,
+                used: usage.memory_mb,
+                asked: memory_mb,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether a paused sandbox of `cpu` may run again beside `usage` (which already
+    /// counts it and its memory; a paused sandbox holds no CPU).
+    pub fn admit_resume(&self, usage: Usage, cpu: f64) -> Result<(), QuotaExceeded> {
         // Compared in thousandths, so sums of fractions do not trip over rounding.
         let milli = |value: f64| (value * 1000.0).round() as i64;
         if milli(usage.cpu) + milli(cpu) > milli(self.cpu) {
@@ -83,13 +97,6 @@ impl Quotas {
                 limit: self.cpu,
                 used: usage.cpu,
                 asked: cpu,
-            });
-        }
-        if usage.memory_mb.saturating_add(memory_mb) > self.memory_mb {
-            return Err(QuotaExceeded::Memory {
-                limit: self.memory_mb,
-                used: usage.memory_mb,
-                asked: memory_mb,
             });
         }
         Ok(())

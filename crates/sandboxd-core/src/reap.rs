@@ -189,7 +189,7 @@ fn reason(container: &LabelledContainer, tracking: &Tracking, now: i64) -> Optio
             Some(Reason::StuckCreating)
         }
         SandboxStatus::Creating => None,
-        SandboxStatus::Running => match record.expires_at {
+        SandboxStatus::Running | SandboxStatus::Paused => match record.expires_at {
             Some(at) if at <= now => Some(Reason::Expired { expired_at: at }),
             _ => None,
         },

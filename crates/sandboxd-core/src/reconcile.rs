@@ -22,32 +22,41 @@ pub struct ContainerState {
     pub container_id: String,
     pub sandbox_id: Option<String>,
     pub running: bool,
+    /// Frozen by the engine (`running` is false then).
+    pub paused: bool,
 }
 
 /// What one reconcile pass does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReconcilePlan {
-    /// Containers to remove: no row, another container in the row, not running, or a
-    /// row that is not running.
+    /// Containers to remove: no row, another container in the row, or a row that is
+    /// neither creating, running nor paused.
     pub remove_containers: Vec<String>,
     /// Running rows whose container is gone, and rows stuck in `creating`.
     pub mark_error: Vec<String>,
     /// Running, unexpired rows whose own container stopped (an engine restart, a main
     /// process that ended): `(sandbox, container)` to start again, files kept.
     pub restart: Vec<(String, String)>,
+    /// Running rows whose own container is frozen (a pause cut short before its row
+    /// was written, or the engine's own `pause`): `(sandbox, container)` to thaw.
+    pub unpause: Vec<(String, String)>,
 }
 
 impl ReconcilePlan {
     pub fn is_empty(&self) -> bool {
-        self.remove_containers.is_empty() && self.mark_error.is_empty() && self.restart.is_empty()
+        self.remove_containers.is_empty()
+            && self.mark_error.is_empty()
+            && self.restart.is_empty()
+            && self.unpause.is_empty()
     }
 }
 
-/// Plans reconcile from the `creating`/`running` rows and the labelled containers.
-/// A sandbox still `creating` is left to its creator unless it is older than 10 minutes.
-/// A running sandbox whose container stopped is started again (one path for a stop seen
-/// as it happens, after an engine restart, or at sandboxd's own start); one whose
-/// container is gone is in error.
+/// Plans reconcile from the `creating`/`running`/`paused` rows and the labelled
+/// containers. A sandbox still `creating` is left to its creator unless it is older than
+/// 10 minutes. A running sandbox whose container stopped is started again (one path for
+/// a stop seen as it happens, after an engine restart, or at sandboxd's own start); one
+/// whose container is frozen is thawed; one whose container is gone is in error. A
+/// paused sandbox's container is left as it is, frozen or not: its resume starts it.
 /// Containers of `pool_members` (warm-pool sandboxes not claimed yet, being made or
 /// being claimed) have no row and are kept; any other container without a row goes.
 pub fn plan_reconcile(
@@ -71,22 +80,30 @@ pub fn plan_reconcile(
                 .as_ref()
                 .is_some_and(|id| pool_members.contains(id)) => {}
             Some(row)
+                if row.status == SandboxStatus::Paused
+                    && row.container_id.as_deref() == Some(container.container_id.as_str()) =>
+            {
+                live.insert(container.container_id.as_str());
+            }
+            Some(row)
                 if row.status == SandboxStatus::Running
                     && row.container_id.as_deref() == Some(container.container_id.as_str()) =>
             {
                 live.insert(container.container_id.as_str());
+                let kept = (row.sandbox_id.clone(), container.container_id.clone());
                 // An expired one is the reaper's to kill, not to start again.
                 let expired = row.expires_at.is_some_and(|at| at <= now);
-                if !container.running && !expired {
-                    plan.restart
-                        .push((row.sandbox_id.clone(), container.container_id.clone()));
+                if container.paused {
+                    plan.unpause.push(kept);
+                } else if !container.running && !expired {
+                    plan.restart.push(kept);
                 }
             }
             _ => plan.remove_containers.push(container.container_id.clone()),
         }
     }
     for row in rows {
-        let lost = row.status == SandboxStatus::Running
+        let lost = matches!(row.status, SandboxStatus::Running | SandboxStatus::Paused)
             && !row
                 .container_id
                 .as_deref()
@@ -98,7 +115,7 @@ pub fn plan_reconcile(
     plan
 }
 
-/// The sandboxes the reaper kills at `now`.
+/// The sandboxes the reaper pauses or kills at `now` ([`Sandbox::on_expiry`]).
 pub fn expired(rows: &[Sandbox], now: i64) -> Vec<&Sandbox> {
     rows.iter().filter(|s| s.is_expired(now)).collect()
 }
@@ -122,6 +139,15 @@ mod tests {
             container_id: id.into(),
             sandbox_id: sandbox.map(Into::into),
             running,
+            paused: false,
+        }
+    }
+
+    fn frozen(id: &str, sandbox: &str) -> ContainerState {
+        ContainerState {
+            running: false,
+            paused: true,
+            ..container(id, Some(sandbox), false)
         }
     }
 
@@ -142,6 +168,10 @@ mod tests {
                 expires_at: Some(NOW - 1),
                 ..row("expired", Some("c_expired"), Running, 0)
             },
+            row("paused", Some("c_paused"), Paused, 0),
+            row("paused_stopped", Some("c_paused_stopped"), Paused, 0),
+            row("paused_gone", Some("c_paused_gone"), Paused, 0),
+            row("thaw", Some("c_thaw"), Running, 0),
         ];
         let containers = [
             container("c_ok", Some("ok"), true),
@@ -152,14 +182,21 @@ mod tests {
             container("c_creating", Some("creating"), true),
             container("c_stuck", Some("stuck"), true),
             container("c_expired", Some("expired"), false),
+            frozen("c_paused", "paused"),
+            container("c_paused_stopped", Some("paused_stopped"), false),
+            frozen("c_thaw", "thaw"),
         ];
         let plan = plan_reconcile(&rows, &containers, &HashSet::new(), NOW);
         assert_eq!(
             plan.remove_containers,
             ["c_old", "c_orphan", "c_unlabelled", "c_stuck"]
         );
-        assert_eq!(plan.mark_error, ["gone", "swapped", "stuck", "nocontainer"]);
+        assert_eq!(
+            plan.mark_error,
+            ["gone", "swapped", "stuck", "nocontainer", "paused_gone"]
+        );
         assert_eq!(plan.restart, [("stopped".into(), "c_stopped".into())]);
+        assert_eq!(plan.unpause, [("thaw".into(), "c_thaw".into())]);
     }
 
     #[test]
@@ -173,6 +210,7 @@ mod tests {
             container_id: format!("c-{id}"),
             sandbox_id: Some(id.into()),
             running: true,
+            paused: false,
         };
         let members = HashSet::from(["warm".to_owned()]);
         let plan = plan_reconcile(&[], &[container("warm"), container("gone")], &members, NOW);

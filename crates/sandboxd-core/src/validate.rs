@@ -50,6 +50,10 @@ pub struct CreateSandbox {
     pub env_vars: Option<String>,
     pub workdir: Option<String>,
     pub labels: BTreeMap<String, String>,
+    /// Paused instead of killed at the idle timeout.
+    pub auto_pause: bool,
+    /// Killed after this long paused.
+    pub paused_timeout_ms: i64,
 }
 
 /// A checked `sandbox.exec`.
@@ -168,6 +172,17 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
     }
     let timeout_ms = req.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     check_timeout(&mut issues, timeout_ms);
+    let paused_timeout_ms = req
+        .paused_timeout_ms
+        .unwrap_or(crate::limits::DEFAULT_PAUSED_TIMEOUT_MS);
+    if !(crate::limits::MIN_PAUSED_TIMEOUT_MS..=crate::limits::MAX_PAUSED_TIMEOUT_MS)
+        .contains(&paused_timeout_ms)
+    {
+        issues.push(
+            "pausedTimeoutMs",
+            "must be between 10000 (10 s) and 2592000000 (30 days)",
+        );
+    }
     if let Some(env) = &req.env_vars {
         if env.len() > MAX_ENV_VARS_BYTES {
             issues.push("envVars", "must be at most 65536 bytes");
@@ -216,6 +231,8 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         env_vars: req.env_vars,
         workdir,
         labels,
+        auto_pause: req.auto_pause.unwrap_or(false),
+        paused_timeout_ms,
     };
     issues.finish(command)
 }

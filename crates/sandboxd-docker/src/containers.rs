@@ -221,6 +221,7 @@ impl DockerEngine {
                     container_id: summary.id?,
                     sandbox_id,
                     running: summary.state == Some(ContainerSummaryStateEnum::RUNNING),
+                    paused: summary.state == Some(ContainerSummaryStateEnum::PAUSED),
                 })
             })
             .collect())

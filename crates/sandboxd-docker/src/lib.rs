@@ -13,6 +13,7 @@ mod engine;
 mod error;
 mod events;
 mod exec;
+mod freezer;
 mod images;
 mod networks;
 mod port;

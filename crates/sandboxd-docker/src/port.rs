@@ -61,6 +61,14 @@ impl Engine for DockerEngine {
         DockerEngine::destroy_container(self, id).await
     }
 
+    async fn pause_container(&self, id: &str) -> Result<(), EngineError> {
+        DockerEngine::pause_container(self, id).await
+    }
+
+    async fn unpause_container(&self, id: &str) -> Result<(), EngineError> {
+        DockerEngine::unpause_container(self, id).await
+    }
+
     async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         DockerEngine::remove_container(self, id).await
     }

@@ -74,6 +74,14 @@ pub trait Engine: Debug + Send + Sync + 'static {
     /// is fine.
     async fn destroy_container(&self, id: &str) -> Result<(), EngineError>;
 
+    /// Freezes a running container (its processes keep their memory and get no CPU);
+    /// one frozen already is fine; one that is not running is `NotRunning`.
+    async fn pause_container(&self, id: &str) -> Result<(), EngineError>;
+
+    /// Thaws a frozen container; one running unfrozen is fine; one that stopped is
+    /// `NotRunning`.
+    async fn unpause_container(&self, id: &str) -> Result<(), EngineError>;
+
     /// Removes a container by force, with its anonymous volumes; one that is gone is fine.
     async fn remove_container(&self, id: &str) -> Result<(), EngineError>;
 

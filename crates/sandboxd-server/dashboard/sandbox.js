@@ -123,10 +123,17 @@ export async function sandboxPage(sandboxId) {
     if (shownStatus === sandbox.status) return;
     shownStatus = sandbox.status;
     const running = sandbox.status === "running";
+    const paused = sandbox.status === "paused";
+    const freeze = (procedure) => async () => {
+      try { sandbox = await api.post(procedure, { sandboxId }); } catch (error) { message.replaceChildren(notice(error.message, "error")); }
+      location.reload();
+    };
     actions.replaceChildren(
       h("a", { href: `#/env/${encodeURIComponent(sandbox.environmentId)}` }, "Back to the sandboxes"),
       running ? h("button", { type: "button", class: "quiet", id: "extend", onclick: () => extendDialog(sandbox, refresh) }, "Extend timeout") : null,
-      running ? h("button", { type: "button", class: "danger", id: "kill", onclick: async () => {
+      running ? h("button", { type: "button", class: "quiet", id: "pause", title: "Freeze its processes (memory kept, no CPU); any call resumes it", onclick: freeze("sandbox.pause") }, "Pause") : null,
+      paused ? h("button", { type: "button", id: "resume", onclick: freeze("sandbox.resume") }, "Resume") : null,
+      running || paused ? h("button", { type: "button", class: "danger", id: "kill", onclick: async () => {
         if (!(await confirmAction("Kill this sandbox? Its processes and files are gone.", "Kill"))) return;
         try { await api.post("sandbox.kill", { sandboxId }); } catch (error) { message.replaceChildren(notice(error.message, "error")); }
         refresh();

@@ -21,7 +21,7 @@ function row(sandbox, refresh) {
     h("td", { class: "hide-narrow", title: when(sandbox.createdAt) }, relative(sandbox.createdAt)),
     h("td", {}, h("div", { class: "actions" },
       h("a", { href: open }, "Open"),
-      sandbox.status === "running"
+      sandbox.status === "running" || sandbox.status === "paused"
         ? h("button", { type: "button", class: "danger", onclick: async () => {
           if (!(await confirmAction(`Kill ${sandbox.name || sandbox.sandboxId}? Everything in it is lost.`, "Kill"))) return;
           await api.post("sandbox.kill", { sandboxId: sandbox.sandboxId });

@@ -91,6 +91,8 @@ struct Inner {
     readings: sandboxes::usage::Readings,
     /// The writer of the egress log.
     egress_log: egress::Recorder,
+    /// Keeps the pauses and resumes of one sandbox apart.
+    freezes: sandboxes::pause::Freezes,
 }
 
 /// Environment variables as name and value.
@@ -197,6 +199,7 @@ impl Service {
                 egress_log,
                 exec_env: Default::default(),
                 removals,
+                freezes: Default::default(),
             }),
         }
     }

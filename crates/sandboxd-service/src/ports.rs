@@ -116,7 +116,7 @@ impl Ports {
             .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
-        sandbox.running_container()?;
+        self.service.wake(&sandbox).await?;
         Ok(())
     }
 
@@ -229,7 +229,7 @@ impl Ports {
             .access()
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
-        sandbox.running_container()?;
+        self.service.wake(&sandbox).await?;
         let now = now_ms();
         let exposure = Exposure {
             sandbox_id: sandbox.sandbox_id.clone(),

@@ -90,6 +90,14 @@ impl Service {
         }
     }
 
+    /// Whether the sandbox's row says it is paused now.
+    pub(crate) async fn is_paused(&self, sandbox_id: &str) -> bool {
+        matches!(
+            self.store().sandbox(sandbox_id).await,
+            Ok(Some(row)) if row.status == SandboxStatus::Paused
+        )
+    }
+
     /// Whether a remote server's connection is down now.
     async fn server_unreachable(&self, server_id: &str) -> bool {
         match self.fleet().made().engine(server_id) {

@@ -80,6 +80,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "egress credentials",
         include_str!("../migrations/sqlite/0014_egress_credentials.sql"),
     ),
+    (
+        15,
+        "pausing",
+        include_str!("../migrations/sqlite/0015_pause.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -152,6 +157,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         14,
         "egress credentials",
         include_str!("../migrations/postgres/0014_egress_credentials.sql"),
+    ),
+    (
+        15,
+        "pausing",
+        include_str!("../migrations/postgres/0015_pause.sql"),
     ),
 ];
 

@@ -14,7 +14,7 @@ macro_rules! select_exposures {
         concat!(
             "SELECT e.sandbox_id, e.port, e.public, e.nonce, e.key_id, e.created_at, \
              e.expires_at FROM exposed_ports e JOIN sandboxes s ON s.sandbox_id = e.sandbox_id \
-             WHERE s.status = 'running' AND e.expires_at > $1 AND e.sandbox_id = $2",
+             WHERE s.status IN ('running', 'paused') AND e.expires_at > $1 AND e.sandbox_id = $2",
             $rest
         )
     };

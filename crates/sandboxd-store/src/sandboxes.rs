@@ -13,13 +13,16 @@ use crate::{Store, StoreError};
 /// guarded statement is one static string.
 macro_rules! moves_to {
     (running) => {
-        "status IN ('creating')"
+        "status IN ('creating', 'paused')"
+    };
+    (paused) => {
+        "status IN ('running')"
     };
     (error) => {
-        "status IN ('creating', 'running')"
+        "status IN ('creating', 'running', 'paused')"
     };
     (killed) => {
-        "status IN ('creating', 'running', 'error')"
+        "status IN ('creating', 'running', 'paused', 'error')"
     };
 }
 
@@ -39,27 +42,16 @@ impl Store {
             .transpose()?;
         let mut tx = self.write_tx().await?;
         // Read inside the write transaction: concurrent creates cannot both fit.
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS sandboxes, CAST(COALESCE(SUM(cpu), 0) AS DOUBLE PRECISION) AS cpu, \
-             CAST(COALESCE(SUM(memory_mb), 0) AS BIGINT) AS memory_mb FROM sandboxes \
-             WHERE organization_id = $1 AND status IN ('creating', 'running')",
-        )
-        .bind(&sandbox.organization_id)
-        .fetch_one(&mut *tx)
-        .await?;
-        let usage = Usage {
-            sandboxes: row.try_get("sandboxes")?,
-            cpu: row.try_get("cpu")?,
-            memory_mb: row.try_get("memory_mb")?,
-        };
+        let usage = organization_usage(&mut tx, &sandbox.organization_id).await?;
         quotas.admit_sandbox(usage, sandbox.cpu, sandbox.memory_mb)?;
         sqlx::query(
             "INSERT INTO sandboxes (sandbox_id, name, organization_id, project_id, environment_id, \
              server_id, image, template, container_id, status, cpu, memory_mb, pids_limit, \
              timeout_ms, network_mode, env_vars, workdir, run_as, runtime, created_by, created_at, \
-             expires_at, last_activity_at, killed_at, env_per_exec, labels, agent_replica, egress) \
+             expires_at, last_activity_at, killed_at, env_per_exec, labels, agent_replica, egress, \
+             auto_pause, paused_timeout_ms) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)",
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)",
         )
         .bind(&sandbox.sandbox_id)
         .bind(&sandbox.name)
@@ -90,6 +82,8 @@ impl Store {
         // The replica that makes a sandbox listens for its agent.
         .bind(self.replica_id())
         .bind(crate::rows::egress_json(&sandbox.egress))
+        .bind(i64::from(sandbox.auto_pause))
+        .bind(sandbox.paused_timeout_ms)
         .execute(&mut *tx)
         .await?;
         sqlx::query(
@@ -177,11 +171,11 @@ impl Store {
         user: Option<&str>,
         now: i64,
     ) -> Result<Option<Sandbox>, StoreError> {
-        sqlx::query(concat!(
+        sqlx::query(
             "UPDATE sandboxes SET status = 'running', container_id = $1, run_as = $2, \
-             last_activity_at = $3, expires_at = $3 + timeout_ms WHERE sandbox_id = $4 AND ",
-            moves_to!(running)
-        ))
+             last_activity_at = $3, expires_at = $3 + timeout_ms WHERE sandbox_id = $4 AND \
+             status = 'creating'",
+        )
         .bind(container_id)
         .bind(user)
         .bind(now)
@@ -200,7 +194,8 @@ impl Store {
         status: SandboxStatus,
     ) -> Result<bool, StoreError> {
         let query = match status {
-            SandboxStatus::Creating => return Ok(false),
+            // Pausing and resuming write their times too: `pause`, `resume`.
+            SandboxStatus::Creating | SandboxStatus::Paused => return Ok(false),
             SandboxStatus::Running => concat!(
                 "UPDATE sandboxes SET status = 'running' WHERE sandbox_id = $1 AND ",
                 moves_to!(running)
@@ -228,6 +223,58 @@ impl Store {
             self.forget_egress_credentials(sandbox_id).await?;
         }
         Ok(moved)
+    }
+
+    /// Marks a running sandbox paused at `now`: `expiresAt` becomes the end of its paused
+    /// timeout. `None` when it was not running.
+    pub async fn pause(&self, sandbox_id: &str, now: i64) -> Result<Option<Sandbox>, StoreError> {
+        let updated = sqlx::query(concat!(
+            "UPDATE sandboxes SET status = 'paused', paused_at = $1, \
+             expires_at = $1 + paused_timeout_ms WHERE sandbox_id = $2 AND ",
+            moves_to!(paused)
+        ))
+        .bind(now)
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
+        self.reread(sandbox_id, updated.rows_affected()).await
+    }
+
+    /// Marks a paused sandbox running again at `now`, its idle timeout starting afresh,
+    /// if the organization's CPU quota admits it beside the sandboxes it is creating or
+    /// running (a paused one holds none; `None`: unchecked, for a pause undone). `None`
+    /// when it was not paused.
+    pub async fn resume(
+        &self,
+        sandbox_id: &str,
+        now: i64,
+        quotas: Option<&Quotas>,
+    ) -> Result<Option<Sandbox>, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let row = sqlx::query(
+            "SELECT organization_id, cpu FROM sandboxes WHERE sandbox_id = $1 AND status = 'paused'",
+        )
+        .bind(sandbox_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        if let Some(quotas) = quotas {
+            let organization: String = row.try_get("organization_id")?;
+            let usage = organization_usage(&mut tx, &organization).await?;
+            quotas.admit_resume(usage, row.try_get("cpu")?)?;
+        }
+        let updated = sqlx::query(
+            "UPDATE sandboxes SET status = 'running', paused_at = NULL, last_activity_at = $1, \
+             expires_at = $1 + timeout_ms WHERE sandbox_id = $2 AND status = 'paused'",
+        )
+        .bind(now)
+        .bind(sandbox_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        self.reread(sandbox_id, updated.rows_affected()).await
     }
 
     /// Refreshes the activity of a running sandbox: `expiresAt` becomes now + its timeout.
@@ -384,10 +431,10 @@ impl Store {
         self.forget_egress_credentials(sandbox_id).await
     }
 
-    /// Running sandboxes whose `expiresAt` has passed.
+    /// Running and paused sandboxes whose `expiresAt` has passed.
     pub async fn expired_sandboxes(&self, now: i64) -> Result<Vec<Sandbox>, StoreError> {
         let found = sqlx::query(select_sandboxes!(
-            "WHERE status = 'running' AND expires_at IS NOT NULL AND expires_at <= $1"
+            "WHERE status IN ('running', 'paused') AND expires_at IS NOT NULL AND expires_at <= $1"
         ))
         .bind(now)
         .fetch_all(&self.pool)
@@ -395,22 +442,23 @@ impl Store {
         found.iter().map(rows::sandbox).collect()
     }
 
-    /// The `creating` and `running` rows, as reconcile sees them.
+    /// The `creating`, `running` and `paused` rows, as reconcile sees them.
     pub async fn live_rows(&self) -> Result<Vec<RowState>, StoreError> {
         let found = sqlx::query(
             "SELECT sandbox_id, container_id, status, created_at, expires_at FROM sandboxes \
-             WHERE status IN ('creating', 'running')",
+             WHERE status IN ('creating', 'running', 'paused')",
         )
         .fetch_all(&self.pool)
         .await?;
         found.iter().map(row_state).collect()
     }
 
-    /// The `creating` and `running` rows of one server (`None`: the local engine).
+    /// The `creating`, `running` and `paused` rows of one server (`None`: the local
+    /// engine).
     pub async fn live_rows_on(&self, server_id: Option<&str>) -> Result<Vec<RowState>, StoreError> {
         let found = sqlx::query(
             "SELECT sandbox_id, container_id, status, created_at, expires_at FROM sandboxes \
-             WHERE status IN ('creating', 'running') AND COALESCE(server_id, '') = $1",
+             WHERE status IN ('creating', 'running', 'paused') AND COALESCE(server_id, '') = $1",
         )
         .bind(server_id.unwrap_or(""))
         .fetch_all(&self.pool)
@@ -418,8 +466,8 @@ impl Store {
         found.iter().map(row_state).collect()
     }
 
-    /// Marks sandboxes `error`, but only those still `creating` or `running`, so a
-    /// sandbox killed meanwhile keeps its status.
+    /// Marks sandboxes `error`, but only those still `creating`, `running` or `paused`,
+    /// so a sandbox killed meanwhile keeps its status.
     pub async fn mark_error(&self, sandbox_ids: &[String]) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
         for id in sandbox_ids {
@@ -438,6 +486,28 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// What an organization's sandboxes hold of its quotas, read inside `tx`: every live
+/// sandbox counts and holds its memory; a paused one holds no CPU.
+async fn organization_usage(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    organization_id: &str,
+) -> Result<Usage, StoreError> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS sandboxes, \
+         CAST(COALESCE(SUM(CASE WHEN status = 'paused' THEN 0 ELSE cpu END), 0) AS DOUBLE PRECISION) AS cpu, \
+         CAST(COALESCE(SUM(memory_mb), 0) AS BIGINT) AS memory_mb FROM sandboxes \
+         WHERE organization_id = $1 AND status IN ('creating', 'running', 'paused')",
+    )
+    .bind(organization_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(Usage {
+        sandboxes: row.try_get("sandboxes")?,
+        cpu: row.try_get("cpu")?,
+        memory_mb: row.try_get("memory_mb")?,
+    })
 }
 
 fn row_state(row: &sqlx::any::AnyRow) -> Result<RowState, StoreError> {
@@ -461,6 +531,7 @@ mod tests {
     fn the_guards_are_the_legal_transitions() {
         for (next, guard) in [
             (SandboxStatus::Running, moves_to!(running)),
+            (SandboxStatus::Paused, moves_to!(paused)),
             (SandboxStatus::Error, moves_to!(error)),
             (SandboxStatus::Killed, moves_to!(killed)),
         ] {

@@ -231,7 +231,7 @@ impl Store {
         let mut tx = self.write_tx().await?;
         let live = sqlx::query(
             "SELECT COUNT(*) AS live FROM sandboxes WHERE server_id = $1 \
-             AND status IN ('creating', 'running')",
+             AND status IN ('creating', 'running', 'paused')",
         )
         .bind(server_id)
         .fetch_one(&mut *tx)
@@ -252,11 +252,12 @@ impl Store {
     }
 
     /// CPU and memory (MiB) reserved on a server (`None`: the local engine) by its
-    /// sandboxes that are creating or running.
+    /// sandboxes that are creating or running, and the memory of its paused ones.
     pub async fn reserved_on(&self, server_id: Option<&str>) -> Result<(f64, i64), StoreError> {
         let row = sqlx::query(
-            "SELECT CAST(COALESCE(SUM(cpu), 0) AS DOUBLE PRECISION) AS cpu, CAST(COALESCE(SUM(memory_mb), 0) AS BIGINT) AS memory \
-             FROM sandboxes WHERE status IN ('creating', 'running') \
+            "SELECT CAST(COALESCE(SUM(CASE WHEN status = 'paused' THEN 0 ELSE cpu END), 0) AS DOUBLE PRECISION) AS cpu, \
+             CAST(COALESCE(SUM(memory_mb), 0) AS BIGINT) AS memory \
+             FROM sandboxes WHERE status IN ('creating', 'running', 'paused') \
              AND COALESCE(server_id, '') = $1",
         )
         .bind(server_id.unwrap_or(""))

@@ -42,7 +42,7 @@ enum Command {
     /// Serve MCP on stdio, forwarding to a sandboxd server (for clients that launch a command).
     Mcp(mcp_stdio::McpArgs),
     #[command(flatten)]
-    Client(cli::ClientCommand),
+    Client(Box<cli::ClientCommand>),
     /// Check this host (engine, images, store, agent, clock, disk) and the server and key
     /// in use; a fix for each failure.
     Doctor(doctor::DoctorArgs),
@@ -76,7 +76,7 @@ fn main() -> anyhow::Result<ExitCode> {
             Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Shell(args) => shell::run(args).await.or_else(could_not_run),
             Command::Mcp(args) => mcp_stdio::run(args).await.or_else(could_not_run),
-            Command::Client(command) => cli::run(command).await,
+            Command::Client(command) => cli::run(*command).await,
             Command::Doctor(args) => doctor::run(args).await.or_else(could_not_run),
             Command::Reap(args) => reap::run(args).await.or_else(could_not_run),
             Command::Migrate(args) => migrate::run(args).await.or_else(could_not_run),

@@ -264,6 +264,12 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     let after = browser.text_in("[data-fact=Expires]", " h (").await;
     assert_ne!(before, after);
 
+    // Pause, then resume.
+    browser.click("#pause").await;
+    browser.element("[data-facts] [data-status=paused]").await;
+    browser.click("#resume").await;
+    browser.element("[data-facts] [data-status=running]").await;
+
     // Kill and delete, each after a confirmation.
     browser.click("#kill").await;
     browser.screenshot("confirm-kill").await;
@@ -278,6 +284,8 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     for action in [
         "sandbox.create",
         "sandbox.setTimeout",
+        "sandbox.pause",
+        "sandbox.resume",
         "sandbox.kill",
         "sandbox.remove",
     ] {

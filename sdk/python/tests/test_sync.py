@@ -126,6 +126,22 @@ def test_the_timeout_is_extended(server):
         assert info.timeout_ms == 3_600_000 and info.expires_at > before
 
 
+def test_a_paused_sandbox_keeps_its_processes_and_any_call_resumes_it(server):
+    with Sandbox.create("base", auto_pause=True, paused_timeout=600) as sb:
+        assert sb.info.auto_pause and sb.info.paused_timeout_ms == 600_000
+        sleeper = sb.commands.run("sleep 300", background=True)
+        info = sb.pause()
+        assert info.status == "paused" and info.paused_at is not None
+        assert sb.pause().status == "paused"
+        # A command on a paused sandbox resumes it first.
+        assert sb.commands.run("echo awake").stdout == "awake\n"
+        assert sb.refresh().status == "running"
+        assert sb.pause().status == "paused"
+        info = sb.resume()
+        assert info.status == "running" and info.paused_at is None
+        assert [p.process_id for p in sb.commands.list()] == [sleeper.id]
+
+
 def test_stats_show_cpu_memory_and_processes(server):
     with Sandbox.create("base", cpu=1, memory_mb=256) as sb:
         idle = sb.stats()

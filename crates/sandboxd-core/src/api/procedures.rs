@@ -104,6 +104,8 @@ pub const PROCEDURES: &[Procedure] = &[
     procedure("sandbox.list", "/api/sandbox.list", Get, Nothing, false, Named("sandbox-list")),
     procedure("sandbox.one", "/api/sandbox.one", Get, InQuery, false, Named("sandbox-one")),
     procedure("sandbox.stats", "/api/sandbox.stats", Get, InQuery, false, Named("sandbox-stats")),
+    procedure("sandbox.pause", "/api/sandbox.pause", Post, InBody, false, Named("sandbox-pause")),
+    procedure("sandbox.resume", "/api/sandbox.resume", Post, InBody, false, Named("sandbox-resume")),
     procedure("sandbox.kill", "/api/sandbox.kill", Post, InBody, false, Named("sandbox-kill")),
     procedure("sandbox.remove", "/api/sandbox.remove", Post, InBody, false, Named("sandbox-remove")),
     procedure("sandbox.templates", "/api/sandbox.templates", Get, Nothing, false, Named("sandbox-templates")),

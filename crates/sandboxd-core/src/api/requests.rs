@@ -88,6 +88,13 @@ pub struct CreateSandboxRequest {
     /// Labels kept with the sandbox and returned (at most 32; keys of 1–63 letters,
     /// digits, `.`, `_`, `-`, `/`; values of at most 256 characters).
     pub labels: Option<BTreeMap<String, String>>,
+    /// At the idle timeout, pause the sandbox (processes and memory kept, no CPU)
+    /// instead of killing it; any later call resumes it (default false).
+    pub auto_pause: Option<bool>,
+    /// How long the sandbox may stay paused before it is killed, 10 s–30 days
+    /// (default 24 h).
+    #[schema(minimum = 10000, maximum = 2592000000_i64)]
+    pub paused_timeout_ms: Option<i64>,
 }
 
 /// Body of `sandbox.exec`.

@@ -44,6 +44,15 @@ pub struct SandboxView {
     /// What an `allowlist` sandbox may reach; absent in the other modes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<EgressView>,
+    /// Paused at the idle timeout instead of killed.
+    #[serde(default)]
+    pub auto_pause: bool,
+    /// How long it may stay paused before it is killed.
+    #[serde(default)]
+    pub paused_timeout_ms: i64,
+    /// When it was paused (RFC 3339), while it is; `expiresAt` is then when it is killed.
+    #[serde(default)]
+    pub paused_at: Option<String>,
 }
 
 /// The egress list of an `allowlist` sandbox.
@@ -84,6 +93,9 @@ impl SandboxView {
             egress: (sandbox.network_mode == NetworkMode::Allowlist).then(|| EgressView {
                 allow: sandbox.egress.clone(),
             }),
+            auto_pause: sandbox.auto_pause,
+            paused_timeout_ms: sandbox.paused_timeout_ms,
+            paused_at: time(sandbox.paused_at),
         }
     }
 }

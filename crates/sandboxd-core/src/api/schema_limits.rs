@@ -64,6 +64,10 @@ fn the_documented_bounds_are_the_enforced_ones() {
         range(&create, "timeoutMs"),
         (f(MIN_TIMEOUT_MS), f(MAX_TIMEOUT_MS))
     );
+    assert_eq!(
+        range(&create, "pausedTimeoutMs"),
+        (f(MIN_PAUSED_TIMEOUT_MS), f(MAX_PAUSED_TIMEOUT_MS))
+    );
     let set_timeout = schema::<SetTimeoutRequest>();
     assert_eq!(
         range(&set_timeout, "timeoutMs"),

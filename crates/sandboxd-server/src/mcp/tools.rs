@@ -356,6 +356,44 @@ impl SandboxTools {
     }
 
     #[tool(
+        name = "sandbox-pause",
+        description = "Pause a sandbox you are not using for a while: its processes and memory are kept but use no CPU. Any later call on it (sandbox-exec, files, processes, contexts, ports) resumes it first, so you need not call sandbox-resume. It is killed when its paused timeout (pausedTimeoutMs, default 24 h) ends."
+    )]
+    async fn pause(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<SandboxIdBody>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let sandbox = attempt!(
+            self.service
+                .sandboxes()
+                .pause_for(&who, &req.sandbox_id)
+                .await
+        );
+        ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
+    }
+
+    #[tool(
+        name = "sandbox-resume",
+        description = "Resume a paused sandbox: its processes go on where they were and its idle timeout starts afresh. Calls on a paused sandbox resume it by themselves; this is for resuming ahead of them."
+    )]
+    async fn resume(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<SandboxIdBody>,
+    ) -> ToolResult {
+        let who = caller(&parts)?;
+        let sandbox = attempt!(
+            self.service
+                .sandboxes()
+                .resume_for(&who, &req.sandbox_id)
+                .await
+        );
+        ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
+    }
+
+    #[tool(
         name = "sandbox-kill",
         description = "Kill a sandbox: its container and every process and file in it are gone; the record stays with status killed. Call this when you are done with a sandbox."
     )]

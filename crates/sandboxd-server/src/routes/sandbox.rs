@@ -36,6 +36,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list))
         .routes(routes!(one))
         .routes(routes!(stats))
+        .routes(routes!(pause))
+        .routes(routes!(resume))
         .routes(routes!(kill))
         .routes(routes!(remove))
         .routes(routes!(templates))
@@ -253,6 +255,54 @@ async fn stats(
             .sandbox_stats(&caller, &req.sandbox_id)
             .await?,
     ))
+}
+
+/// Pause a running sandbox: its processes are frozen with their memory and use no CPU
+/// (nor the organization's CPU quota) until it is resumed; any call that reaches inside
+/// it (exec, files, terminals, processes, contexts, ports) resumes it first. It is
+/// killed when its paused timeout (`pausedTimeoutMs`, from the pause) ends. A paused
+/// sandbox is answered as it is.
+#[utoipa::path(post, path = "/api/sandbox.pause", operation_id = "sandbox-pause", tag = "sandbox",
+    request_body = SandboxIdBody,
+    responses((status = 200, body = SandboxView), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 412, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn pause(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<SandboxIdBody>,
+) -> ApiResult<SandboxView> {
+    Ok(Json(view(
+        &state
+            .service
+            .sandboxes()
+            .pause_for(&caller, &req.sandbox_id)
+            .await?,
+    )))
+}
+
+/// Resume a paused sandbox: its processes go on where they were; its idle timeout
+/// starts afresh. Refused (429) when the organization's CPU quota has no room for it. A
+/// running sandbox is answered as it is.
+#[utoipa::path(post, path = "/api/sandbox.resume", operation_id = "sandbox-resume", tag = "sandbox",
+    request_body = SandboxIdBody,
+    responses((status = 200, body = SandboxView), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 412, body = ErrorBody), (status = 429, body = ErrorBody)),
+    security(("apiKey" = [])))]
+async fn resume(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(req): ApiJson<SandboxIdBody>,
+) -> ApiResult<SandboxView> {
+    Ok(Json(view(
+        &state
+            .service
+            .sandboxes()
+            .resume_for(&caller, &req.sandbox_id)
+            .await?,
+    )))
 }
 
 /// Kill a sandbox: the container is stopped (2 s grace) and removed; the record stays

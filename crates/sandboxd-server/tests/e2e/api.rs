@@ -227,6 +227,8 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/sandbox.list", "get", "sandbox-list"),
         ("/api/sandbox.one", "get", "sandbox-one"),
         ("/api/sandbox.stats", "get", "sandbox-stats"),
+        ("/api/sandbox.pause", "post", "sandbox-pause"),
+        ("/api/sandbox.resume", "post", "sandbox-resume"),
         ("/api/sandbox.kill", "post", "sandbox-kill"),
         ("/api/sandbox.remove", "post", "sandbox-remove"),
         ("/api/sandbox.templates", "get", "sandbox-templates"),

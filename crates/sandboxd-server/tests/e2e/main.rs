@@ -27,6 +27,7 @@ mod impostor;
 mod lifecycle;
 mod main_process;
 mod mcp;
+mod pause;
 mod pools;
 mod ports;
 mod preview;

@@ -724,6 +724,61 @@ async fn a_container_stopped_on_a_remote_server_is_started_again_before_any_requ
 }
 
 #[tokio::test]
+async fn a_sandbox_on_a_remote_server_pauses_at_its_idle_timeout_and_resumes_with_its_processes() {
+    use crate::pause::{
+        count, counted, one, process_running, start_counter, uses_no_cpu, wait_status,
+    };
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "pauses").await;
+    let sandbox = server
+        .create(json!({"template": "base", "serverId": server_id, "timeoutMs": 10_000, "autoPause": true}))
+        .await;
+    let process = start_counter(&server, &sandbox).await;
+    let before = counted(&server, &sandbox, 500_000).await;
+    wait_status(&server, &sandbox, "paused", Duration::from_secs(30)).await;
+    let frozen = std::process::Command::new("docker")
+        .args([
+            "-H",
+            &remote_docker_host(),
+            "inspect",
+            "--format",
+            "{{.State.Paused}}",
+            container(&sandbox),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&frozen.stdout).trim(), "true");
+    uses_no_cpu(&server, &sandbox).await;
+    // A read resumes it; the same process counted on.
+    let after = count(&server, &sandbox).await;
+    assert!(after >= before, "{before} → {after}");
+    assert_eq!(one(&server, &sandbox).await["status"], "running");
+    assert!(process_running(&server, &sandbox, &process).await);
+    // Paused and resumed by asking, on the remote engine.
+    let (status, paused) = server
+        .post("sandbox.pause", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(
+        (status, &paused["status"]),
+        (StatusCode::OK, &json!("paused")),
+        "{paused}"
+    );
+    let (status, resumed) = server
+        .post("sandbox.resume", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(
+        (status, &resumed["status"]),
+        (StatusCode::OK, &json!("running")),
+        "{resumed}"
+    );
+    assert!(process_running(&server, &sandbox, &process).await);
+    server
+        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+        .await;
+}
+
+#[tokio::test]
 async fn a_changed_server_keeps_or_regains_its_sandboxes_agents() {
     let server = TestServer::start().await;
     let host = RemoteHost::start();

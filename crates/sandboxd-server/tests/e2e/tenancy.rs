@@ -251,6 +251,8 @@ async fn another_organization_cannot_tell_what_exists() {
                 "sandbox.requestEgress",
                 json!({"sandboxId": target, "host": "example.com"}),
             ),
+            ("sandbox.pause", json!({"sandboxId": target})),
+            ("sandbox.resume", json!({"sandboxId": target})),
             ("sandbox.kill", json!({"sandboxId": target})),
             ("sandbox.remove", json!({"sandboxId": target})),
             ("sandbox.execToken", json!({"sandboxId": target})),

@@ -21,14 +21,20 @@ fn lease_of(expires_at: Option<i64>, now: i64, grace: Duration) -> Duration {
     Duration::from_millis(left as u64) + grace
 }
 
-impl Duties {
+impl crate::Service {
     /// How long a sandbox outlives its expiry when sandboxd is gone.
-    pub fn lease_grace(&self) -> Duration {
-        self.service
-            .inner
+    pub(crate) fn lease_grace(&self) -> Duration {
+        self.inner
             .options
             .lease_grace
             .unwrap_or(DEFAULT_LEASE_GRACE)
+    }
+}
+
+impl Duties {
+    /// How long a sandbox outlives its expiry when sandboxd is gone.
+    pub fn lease_grace(&self) -> Duration {
+        self.service.lease_grace()
     }
 
     /// How often the lease pass runs: a third of the grace, a second at least, so a

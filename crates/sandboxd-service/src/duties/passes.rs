@@ -1,7 +1,7 @@
 //! One pass of the reaper, of reconcile and of the agents' bookkeeping. Startup reconcile
 //! and periodic reconcile are the same pass.
 
-use sandboxd_core::model::SandboxStatus;
+use sandboxd_core::model::{Expiry, SandboxStatus};
 use sandboxd_core::reconcile::{expired, plan_reconcile};
 use tracing::{info, warn};
 
@@ -12,6 +12,8 @@ use crate::{Resource, ServiceError, now_ms};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReapReport {
     pub killed: Vec<String>,
+    /// Sandboxes made with `autoPause` paused at their idle timeout.
+    pub paused: Vec<String>,
     pub failed: Vec<String>,
 }
 
@@ -22,18 +24,36 @@ pub struct ReconcileReport {
     pub marked_error: Vec<String>,
     /// Sandboxes whose stopped container was started again.
     pub restarted: Vec<String>,
+    /// Running sandboxes whose frozen container was thawed.
+    pub thawed: Vec<String>,
     /// Servers skipped because they could not be reached.
     pub unreachable_servers: Vec<String>,
 }
 
 impl Duties {
-    /// Kills every running sandbox whose `expiresAt` has passed, carrying on past failures.
+    /// Acts on every sandbox whose `expiresAt` has passed, carrying on past failures: a
+    /// running one made with `autoPause` is paused, any other running one is killed, and
+    /// so is a paused one at the end of its paused timeout.
     pub async fn reap_once(&self) -> Result<ReapReport, ServiceError> {
         let now = now_ms();
         let rows = self.service.store().expired_sandboxes(now).await?;
         let mut report = ReapReport::default();
         for sandbox in expired(&rows, now) {
             let id = sandbox.sandbox_id.clone();
+            if sandbox.on_expiry() == Expiry::Pause {
+                match self.service.sandboxes().pause_idle(sandbox).await {
+                    Ok(_) => report.paused.push(id),
+                    Err(error) => {
+                        warn!(sandbox_id = %id, %error, "reaper could not pause an idle sandbox; it tries again");
+                        report.failed.push(id);
+                    }
+                }
+                continue;
+            }
+            let reason = match sandbox.status {
+                SandboxStatus::Paused => "paused timeout",
+                _ => "expired",
+            };
             match self.service.sandboxes().kill(sandbox.clone()).await {
                 Ok(killed) => {
                     self.service
@@ -43,7 +63,7 @@ impl Duties {
                             None,
                             "sandbox.kill",
                             Resource::sandbox(&killed),
-                            serde_json::json!({"reason": "expired"}),
+                            serde_json::json!({"reason": reason}),
                         )
                         .await;
                     report.killed.push(id)
@@ -54,10 +74,11 @@ impl Duties {
                 }
             }
         }
-        if !report.killed.is_empty() {
+        if !report.killed.is_empty() || !report.paused.is_empty() {
             info!(
                 killed = report.killed.len(),
-                "reaper killed expired sandboxes"
+                paused = report.paused.len(),
+                "reaper acted on expired sandboxes"
             );
         }
         Ok(report)
@@ -78,6 +99,7 @@ impl Duties {
                     report.removed_containers.extend(done.removed_containers);
                     report.marked_error.extend(done.marked_error);
                     report.restarted.extend(done.restarted);
+                    report.thawed.extend(done.thawed);
                 }
                 Err(error) => {
                     warn!(server_id = %server.server_id, %error, "reconcile skipped an unreachable server");
@@ -179,9 +201,20 @@ impl Duties {
                 }
             }
         }
-        // Running sandboxes get their agent socket back after a restart of sandboxd.
+        for (sandbox_id, container_id) in &plan.unpause {
+            if self
+                .service
+                .thaw_if_running(&engine, sandbox_id, container_id)
+                .await
+            {
+                report.thawed.push(sandbox_id.clone());
+            }
+        }
+        // Running and paused sandboxes get their agent socket back after a restart of
+        // sandboxd (a paused one's agent connects when it is resumed).
         for row in &rows {
-            if row.status != SandboxStatus::Running || plan.mark_error.contains(&row.sandbox_id) {
+            let kept = matches!(row.status, SandboxStatus::Running | SandboxStatus::Paused);
+            if !kept || plan.mark_error.contains(&row.sandbox_id) {
                 continue;
             }
             match server_id {
@@ -199,12 +232,14 @@ impl Duties {
         if !plan.remove_containers.is_empty()
             || !report.marked_error.is_empty()
             || !report.restarted.is_empty()
+            || !report.thawed.is_empty()
         {
             info!(
                 server_id = server_id.unwrap_or("local"),
                 removed = report.removed_containers.len(),
                 errored = report.marked_error.len(),
                 restarted = report.restarted.len(),
+                thawed = report.thawed.len(),
                 "reconciled sandboxes"
             );
         }

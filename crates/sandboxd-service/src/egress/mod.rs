@@ -94,7 +94,7 @@ impl Egress {
         let wanted = sandbox.network_mode == NetworkMode::Allowlist
             && matches!(
                 sandbox.status,
-                SandboxStatus::Running | SandboxStatus::Creating
+                SandboxStatus::Running | SandboxStatus::Creating | SandboxStatus::Paused
             );
         if !wanted {
             return None;

@@ -27,7 +27,7 @@ impl Egress {
         let sandbox = access
             .sandbox_for(caller, &ask.sandbox_id, SandboxNeed::Use)
             .await?;
-        sandbox.running_container()?;
+        self.service.wake(&sandbox).await?;
         if sandbox.network_mode != NetworkMode::Allowlist {
             return Err(ServiceError::Refused(format!(
                 "the sandbox's network mode is {}: egress is asked for only by `allowlist` sandboxes",
@@ -131,7 +131,7 @@ impl Egress {
         }
         if approve {
             // Refused before deciding when it could not be added now.
-            sandbox.running_container()?;
+            self.service.wake(&sandbox).await?;
             egress_requests::approved_list(&sandbox.egress, &request.host)
                 .map_err(ServiceError::Conflict)?;
         }

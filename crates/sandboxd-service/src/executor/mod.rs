@@ -55,12 +55,13 @@ pub(crate) struct Executor<'s> {
 }
 
 impl Service {
-    /// The way into `sandbox` (which must be running) for one operation.
+    /// The way into `sandbox` (which must be running, or paused: it is resumed) for
+    /// one operation.
     pub(crate) async fn executor<'s>(
         &'s self,
         sandbox: &'s Sandbox,
     ) -> Result<Executor<'s>, ServiceError> {
-        let container = sandbox.running_container()?;
+        let container = self.wake(sandbox).await?;
         let engine = self.fleet().engine_of(sandbox.server_id.as_deref()).await?;
         let owner = sandbox
             .user
@@ -129,7 +130,9 @@ impl Executor<'_> {
         let mut outcome = self
             .settled(result, |refusal| refusal_error(refusal, "file"))
             .await?;
-        if outcome.kill_incomplete {
+        // A sandbox paused while the command ran could not be reached to kill it: its
+        // processes are kept, as a pause promises.
+        if outcome.kill_incomplete && !self.service.is_paused(self.sandbox_id).await {
             restart_after_failed_kill(self.engine.engine(), self.engine.container(), &mut outcome)
                 .await;
         }

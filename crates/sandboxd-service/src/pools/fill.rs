@@ -182,6 +182,9 @@ impl Pools {
             env_per_exec: false,
             labels: Default::default(),
             egress: Vec::new(),
+            auto_pause: false,
+            paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
+            paused_at: None,
         };
         match self
             .service

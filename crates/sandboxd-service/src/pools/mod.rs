@@ -249,6 +249,9 @@ impl Pools {
             env_per_exec: cmd.env_vars.is_some(),
             labels: cmd.labels.clone(),
             egress: cmd.egress.clone(),
+            auto_pause: cmd.auto_pause,
+            paused_timeout_ms: cmd.paused_timeout_ms,
+            paused_at: None,
         };
         let inserted = self
             .service

@@ -166,6 +166,9 @@ impl Sandboxes {
             env_per_exec: false,
             labels: cmd.labels.clone(),
             egress: cmd.egress.clone(),
+            auto_pause: cmd.auto_pause,
+            paused_timeout_ms: cmd.paused_timeout_ms,
+            paused_at: None,
         };
         self.service
             .store()

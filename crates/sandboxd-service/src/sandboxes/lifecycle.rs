@@ -137,7 +137,7 @@ impl Sandboxes {
         let sandbox = access
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
-        sandbox.running_container()?;
+        self.service.wake(&sandbox).await?;
         match update(sandbox).await? {
             Some(updated) => {
                 access

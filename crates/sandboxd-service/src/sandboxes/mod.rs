@@ -1,9 +1,11 @@
 //! The life of a sandbox: create (cold, or claimed from a warm pool), list, extend,
-//! kill, remove, read its usage, and start its container again when it died. A part of
+//! pause and resume, kill, remove, read its usage, and start its container again when
+//! it died. A part of
 //! the sandbox service.
 
 mod create;
 mod lifecycle;
+pub(crate) mod pause;
 pub(crate) mod revive;
 pub(crate) mod usage;
 
@@ -12,8 +14,8 @@ pub use revive::Revival;
 
 use crate::Service;
 
-/// The `sandbox.create`, `list`, `setTimeout`, `kill`, `remove` and `stats` operations,
-/// and the revival of a dead container.
+/// The `sandbox.create`, `list`, `setTimeout`, `kill`, `remove`, `pause`, `resume` and
+/// `stats` operations, and the revival of a dead container.
 #[derive(Debug, Clone)]
 pub struct Sandboxes {
     service: Service,

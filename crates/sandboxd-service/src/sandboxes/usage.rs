@@ -64,7 +64,8 @@ impl Sandboxes {
             .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Read)
             .await?;
-        let container = sandbox.running_container()?;
+        // A paused sandbox's use is read as it is (no CPU): reading does not wake it.
+        let container = sandbox.kept_container()?;
         let engine = self
             .service
             .fleet()

@@ -162,6 +162,14 @@ impl Engine for RecordingEngine {
         Ok(())
     }
 
+    async fn pause_container(&self, _: &str) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    async fn unpause_container(&self, _: &str) -> Result<(), EngineError> {
+        Ok(())
+    }
+
     async fn update_limits(&self, _: &str, _: i64, _: i64, _: i64) -> Result<(), EngineError> {
         Ok(())
     }
@@ -183,6 +191,7 @@ impl Engine for RecordingEngine {
                     .get(sandboxd_core::plan::LABEL_SANDBOX_ID)
                     .cloned(),
                 running: true,
+                paused: false,
             })
             .filter(|c| !script.vanished.contains(&c.container_id))
             .collect();

@@ -18,6 +18,7 @@ async fn orphan_containers_are_removed_and_rows_without_a_container_are_in_error
             container_id: "stray".into(),
             sandbox_id: Some("sbx_unknown".into()),
             running: true,
+            paused: false,
         });
     });
     world.engine.clear();
@@ -47,6 +48,7 @@ async fn a_second_pass_finds_nothing_to_do() {
             container_id: "stray".into(),
             sandbox_id: None,
             running: false,
+            paused: false,
         });
     world.service.duties().reconcile_once().await.unwrap();
     world.engine.script.lock().unwrap().foreign.clear();

@@ -122,6 +122,23 @@ pub enum ClientCommand {
         #[arg(value_parser = sandboxes::parse_duration)]
         duration: std::time::Duration,
     },
+    /// Pause sandboxes: processes and memory kept, no CPU, until resumed (any call on a
+    /// paused sandbox resumes it).
+    #[command(after_help = "Example:\n  sandboxd pause $ID")]
+    Pause {
+        #[command(flatten)]
+        common: Common,
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Resume paused sandboxes.
+    #[command(after_help = "Example:\n  sandboxd resume $ID")]
+    Resume {
+        #[command(flatten)]
+        common: Common,
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
     /// Kill sandboxes (their records stay).
     #[command(after_help = "Example:\n  sandboxd kill $ID")]
     Kill {
@@ -264,6 +281,18 @@ impl From<anyhow::Error> for CommandError {
     }
 }
 
+/// Pauses or resumes (`procedure`) each sandbox, printing its status.
+async fn freeze(common: &Common, procedure: &str, ids: Vec<String>) -> Result<(), CommandError> {
+    let client = client(common)?;
+    for id in ids {
+        let sandbox = sandboxes::freeze(&client, procedure, &id).await?;
+        print(common, &sandbox, |s| {
+            format!("{id} {}\n", s["status"].as_str().unwrap_or("-"))
+        });
+    }
+    Ok(())
+}
+
 fn client(common: &Common) -> Result<Client, CommandError> {
     Ok(Client::new(common.target.resolve()?)?)
 }
@@ -339,6 +368,8 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
                 format!("expires at {}\n", s["expiresAt"].as_str().unwrap_or("-"))
             });
         }
+        ClientCommand::Pause { common, ids } => freeze(&common, "sandbox.pause", ids).await?,
+        ClientCommand::Resume { common, ids } => freeze(&common, "sandbox.resume", ids).await?,
         ClientCommand::Kill { common, ids } => {
             let client = client(&common)?;
             for id in ids {

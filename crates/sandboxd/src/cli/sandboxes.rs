@@ -25,9 +25,16 @@ pub struct CreateArgs {
     /// Memory in MiB.
     #[arg(long)]
     memory: Option<i64>,
-    /// Idle time before it is reaped, e.g. 30m, 2h.
+    /// Idle time before it is reaped (or paused, with --auto-pause), e.g. 30m, 2h.
     #[arg(long, value_parser = parse_duration)]
     timeout: Option<std::time::Duration>,
+    /// At the idle timeout, pause it (processes and memory kept) instead of killing it;
+    /// the next call resumes it.
+    #[arg(long)]
+    auto_pause: bool,
+    /// How long it may stay paused before it is killed [default: 24h].
+    #[arg(long, value_parser = parse_duration)]
+    paused_timeout: Option<std::time::Duration>,
     /// `isolated` (default), `internet`, or `allowlist` (only the hosts of --allow).
     #[arg(long)]
     network: Option<String>,
@@ -86,6 +93,12 @@ pub async fn create(client: &Client, args: CreateArgs) -> Result<Value, Failure>
     if let Some(timeout) = args.timeout {
         body["timeoutMs"] = json!(timeout.as_millis() as u64);
     }
+    if args.auto_pause {
+        body["autoPause"] = json!(true);
+    }
+    if let Some(paused) = args.paused_timeout {
+        body["pausedTimeoutMs"] = json!(paused.as_millis() as u64);
+    }
     if let Some(network) = args.network {
         body["networkMode"] = json!(network);
     }
@@ -116,7 +129,12 @@ pub async fn list(client: &Client, all: bool) -> Result<Value, Failure> {
         sandboxes.extend(listed.as_array().cloned().unwrap_or_default());
     }
     if !all {
-        sandboxes.retain(|s| matches!(s["status"].as_str(), Some("running" | "creating")));
+        sandboxes.retain(|s| {
+            matches!(
+                s["status"].as_str(),
+                Some("running" | "creating" | "paused")
+            )
+        });
     }
     sandboxes.sort_by(|a, b| text(&b["createdAt"]).cmp(&text(&a["createdAt"])));
     Ok(Value::Array(sandboxes))
@@ -165,6 +183,7 @@ pub fn show_fields(sandbox: &Value) -> String {
         ("user", "user"),
         ("created", "createdAt"),
         ("expires", "expiresAt"),
+        ("paused", "pausedAt"),
     ];
     let pairs: Vec<(&str, String)> = keys
         .iter()
@@ -184,6 +203,11 @@ pub async fn set_timeout(
             &json!({"sandboxId": id, "timeoutMs": timeout.as_millis() as u64}),
         )
         .await
+}
+
+/// `sandbox.pause` or `sandbox.resume` (`procedure`).
+pub async fn freeze(client: &Client, procedure: &str, id: &str) -> Result<Value, Failure> {
+    client.post(procedure, &json!({"sandboxId": id})).await
 }
 
 pub async fn kill(client: &Client, id: &str) -> Result<Value, Failure> {

@@ -114,6 +114,8 @@ class AsyncSandbox:
         environment_id: str | None = None,
         server_id: str | None = None,
         labels: dict[str, str] | None = None,
+        auto_pause: bool | None = None,
+        paused_timeout: float | None = None,
         url: str | None = None,
         key: str | None = None,
     ) -> AsyncSandbox:
@@ -121,7 +123,9 @@ class AsyncSandbox:
         `image`. `timeout` is its idle timeout in seconds (every operation extends it);
         `env` its environment (stored encrypted, never returned); `labels` are kept
         with it and returned (who it is for, which session made it). Without
-        `environment_id`, the first environment the key can see."""
+        `environment_id`, the first environment the key can see. With `auto_pause`,
+        the idle timeout pauses it instead of killing it (any later call resumes it) and
+        it is killed after `paused_timeout` seconds paused (default 24 h)."""
         conn = Connection(resolve(url, key))
         made: asyncio.Future[AsyncSandbox] | None = None
         try:
@@ -140,6 +144,8 @@ class AsyncSandbox:
                 environment_id=environment_id,
                 server_id=server_id,
                 labels=labels,
+                auto_pause=auto_pause,
+                paused_timeout=paused_timeout,
             ))
             # Shielded: a caller that gives up does not stop the request, so the
             # sandbox it makes is known and killed rather than left to its timeout.
@@ -174,6 +180,8 @@ class AsyncSandbox:
         environment_id: str | None = None,
         server_id: str | None = None,
         labels: dict[str, str] | None = None,
+        auto_pause: bool | None = None,
+        paused_timeout: float | None = None,
     ) -> AsyncSandbox:
         """`create` through a connection the caller made (the sandbox then owns it)."""
         env_vars = _env_text(env or {})
@@ -194,6 +202,8 @@ class AsyncSandbox:
             "workdir": workdir,
             "serverId": server_id,
             "labels": labels or None,
+            "autoPause": auto_pause,
+            "pausedTimeoutMs": None if paused_timeout is None else int(paused_timeout * 1000),
         }
         try:
             created = await conn.call("sandbox.create", body, timeout=600)
@@ -294,6 +304,21 @@ class AsyncSandbox:
     async def remove_context(self, context: Context | str) -> None:
         """Ends a context."""
         await self._code.remove_context(context)
+
+    async def pause(self) -> SandboxInfo:
+        """Freezes the sandbox: its processes and memory are kept, it uses no CPU. Any
+        later call on it (or `resume`) thaws it first. Pausing it again is fine."""
+        self.info = SandboxInfo.from_json(
+            await self._conn.call("sandbox.pause", {"sandboxId": self.id})
+        )
+        return self.info
+
+    async def resume(self) -> SandboxInfo:
+        """Thaws a paused sandbox (a running one is left as it is)."""
+        self.info = SandboxInfo.from_json(
+            await self._conn.call("sandbox.resume", {"sandboxId": self.id})
+        )
+        return self.info
 
     async def kill(self) -> None:
         """Kills the sandbox (its record stays, `killed`). Killing it again is fine."""

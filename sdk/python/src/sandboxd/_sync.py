@@ -343,6 +343,14 @@ class Sandbox:
     def remove_context(self, context: Context | str) -> None:
         _portal.run(self._inner.remove_context(context))
 
+    def pause(self) -> SandboxInfo:
+        """See `AsyncSandbox.pause`."""
+        return _portal.run(self._inner.pause())
+
+    def resume(self) -> SandboxInfo:
+        """See `AsyncSandbox.resume`."""
+        return _portal.run(self._inner.resume())
+
     def kill(self) -> None:
         _portal.run(self._inner.kill())
 

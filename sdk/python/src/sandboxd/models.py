@@ -133,6 +133,12 @@ class SandboxInfo:
     labels: dict[str, str] = field(default_factory=dict)
     #: The hosts an `allowlist` sandbox may reach; `None` in the other network modes.
     egress: list[str] | None = None
+    #: Whether the idle timeout pauses it instead of killing it.
+    auto_pause: bool = False
+    #: How long it may stay paused before it is killed.
+    paused_timeout_ms: int = 0
+    #: When it was paused (`status == "paused"`), else `None`.
+    paused_at: str | None = None
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @classmethod
@@ -158,6 +164,9 @@ class SandboxInfo:
             expires_at=data.get("expiresAt"),
             labels=dict(data.get("labels") or {}),
             egress=None if data.get("egress") is None else list(data["egress"].get("allow") or []),
+            auto_pause=bool(data.get("autoPause", False)),
+            paused_timeout_ms=int(data.get("pausedTimeoutMs", 0)),
+            paused_at=data.get("pausedAt"),
             raw=data,
         )
 

@@ -1,0 +1,299 @@
+//! `sandbox.pause` and `sandbox.resume`; the reaper's pause at the idle timeout of a
+//! sandbox made with `autoPause`; and the resume that every call reaching inside a
+//! paused sandbox does first ([`Service::wake`]).
+//!
+//! Order: the row moves first, then the container. A paused row is what makes any
+//! later call resume, so a container is never frozen under a row that says `running`
+//! (reconcile thaws one found so, a pause cut short). Pauses and resumes of one sandbox
+//! never overlap in this process ([`Freezes`]).
+//!
+//! The agent's dead-man's switch counts time while the sandbox is frozen, so before
+//! the freeze the agent is given a lease to the end of the paused timeout (plus the
+//! grace): a sandbox resumed before then does not end itself on waking.
+
+use std::time::Duration;
+
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::model::{NotRunning, Principal, Sandbox, SandboxStatus};
+use sandboxd_ports::EngineError;
+use serde_json::json;
+use tokio::sync::{Mutex, MutexGuard};
+use tracing::{info, warn};
+
+use super::Sandboxes;
+use crate::{Resource, Service, ServiceError, now_ms};
+
+/// How long a resume waits for the agent of a sandbox that lost its connection while
+/// paused (sandboxd restarted meanwhile) before the call goes on without it.
+const AGENT_RETURN: Duration = Duration::from_secs(3);
+
+/// How long a pause waits for the agent to take its lease.
+const LEASE_ANSWER: Duration = Duration::from_secs(5);
+
+/// Locks that keep the pauses and resumes of one sandbox apart: a fixed set, one per
+/// stripe of sandbox ids, so they cost nothing per sandbox.
+#[derive(Debug)]
+pub(crate) struct Freezes {
+    stripes: Vec<Mutex<()>>,
+}
+
+impl Default for Freezes {
+    fn default() -> Self {
+        Self {
+            stripes: (0..64).map(|_| Mutex::new(())).collect(),
+        }
+    }
+}
+
+impl Freezes {
+    async fn hold(&self, sandbox_id: &str) -> MutexGuard<'_, ()> {
+        let hash = sandbox_id.bytes().fold(0usize, |h, b| {
+            h.wrapping_mul(31).wrapping_add(usize::from(b))
+        });
+        self.stripes[hash % self.stripes.len()].lock().await
+    }
+}
+
+/// Why a sandbox was paused or resumed, as its audit entry says.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Why {
+    /// A caller asked (`sandbox.pause` / `sandbox.resume`).
+    Asked,
+    /// Its idle timeout passed and it was made with `autoPause`.
+    Idle,
+    /// A call reached inside it.
+    Call,
+}
+
+impl Why {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Asked => "asked",
+            Self::Idle => "idle timeout",
+            Self::Call => "a call reached it",
+        }
+    }
+}
+
+impl Sandboxes {
+    /// Pauses a sandbox of the caller's; one paused already is answered as it is.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
+    pub async fn pause_for(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<Sandbox, ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        self.service.pause(&sandbox, Some(caller), Why::Asked).await
+    }
+
+    /// Resumes a paused sandbox of the caller's; one running is answered as it is.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
+    pub async fn resume_for(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<Sandbox, ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        self.service
+            .resume(&sandbox, Some(caller), Why::Asked)
+            .await
+    }
+
+    /// The reaper's pause of a sandbox whose idle timeout passed.
+    pub(crate) async fn pause_idle(&self, sandbox: &Sandbox) -> Result<Sandbox, ServiceError> {
+        self.service.pause(sandbox, None, Why::Idle).await
+    }
+}
+
+impl Service {
+    /// The container of a sandbox that a call is about to reach inside: a running
+    /// sandbox's, or a paused one's once it is resumed.
+    pub(crate) async fn wake<'s>(&self, sandbox: &'s Sandbox) -> Result<&'s str, ServiceError> {
+        if sandbox.status == SandboxStatus::Paused {
+            self.resume(sandbox, None, Why::Call).await?;
+            return Ok(sandbox.kept_container()?);
+        }
+        Ok(sandbox.running_container()?)
+    }
+
+    /// The sandbox's row as the store has it now (read under its freeze lock, so the
+    /// status a pause or resume decides on is not stale).
+    async fn row_now(&self, id: &str) -> Result<Sandbox, ServiceError> {
+        self.store()
+            .sandbox(id)
+            .await?
+            .ok_or(ServiceError::NotFound("sandbox"))
+    }
+
+    /// Pauses a running sandbox (see the module's notes).
+    pub(crate) async fn pause(
+        &self,
+        sandbox: &Sandbox,
+        caller: Option<&Principal>,
+        why: Why,
+    ) -> Result<Sandbox, ServiceError> {
+        let id = sandbox.sandbox_id.as_str();
+        let _held = self.inner.freezes.hold(id).await;
+        let row = self.row_now(id).await?;
+        if row.status == SandboxStatus::Paused {
+            return Ok(row);
+        }
+        let container = row.running_container()?.to_owned();
+        let engine = self.fleet().engine_of(row.server_id.as_deref()).await?;
+        self.lease_for_pause(&row).await?;
+        let Some(paused) = self.store().pause(id, now_ms()).await? else {
+            return Err(self.changed_state(id).await);
+        };
+        if let Err(error) = engine.pause_container(&container).await {
+            warn!(sandbox_id = %id, %error, "the engine could not pause the sandbox; it runs on");
+            self.store().resume(id, now_ms(), None).await?;
+            return Err(match error {
+                EngineError::NotFound { .. } => self.container_lost(id).await,
+                other => other.into(),
+            });
+        }
+        info!(sandbox_id = %id, reason = why.as_str(), "sandbox paused");
+        self.access()
+            .record(
+                &paused.organization_id,
+                caller,
+                "sandbox.pause",
+                Resource::sandbox(&paused),
+                json!({"reason": why.as_str()}),
+            )
+            .await;
+        Ok(paused)
+    }
+
+    /// Resumes a paused sandbox, within the organization's CPU quota (see the module's
+    /// notes). A container that stopped while paused (the engine restarted) is started
+    /// again: its files are kept, its processes are not.
+    pub(crate) async fn resume(
+        &self,
+        sandbox: &Sandbox,
+        caller: Option<&Principal>,
+        why: Why,
+    ) -> Result<Sandbox, ServiceError> {
+        let id = sandbox.sandbox_id.as_str();
+        let _held = self.inner.freezes.hold(id).await;
+        let row = self.row_now(id).await?;
+        match row.status {
+            SandboxStatus::Running => return Ok(row),
+            SandboxStatus::Paused => {}
+            other => return Err(NotRunning(other).into()),
+        }
+        let container = row.kept_container()?.to_owned();
+        let engine = self.fleet().engine_of(row.server_id.as_deref()).await?;
+        let quotas = &self.inner.options.quotas;
+        let Some(resumed) = self.store().resume(id, now_ms(), Some(quotas)).await? else {
+            return Err(self.changed_state(id).await);
+        };
+        let restarted = match engine.unpause_container(&container).await {
+            Ok(()) => false,
+            Err(EngineError::NotRunning) => {
+                self.restart_stopped(&engine, id, &container).await?;
+                true
+            }
+            Err(EngineError::NotFound { .. }) => return Err(self.container_lost(id).await),
+            Err(error) => {
+                warn!(sandbox_id = %id, %error, "the engine could not resume the sandbox; it stays paused");
+                self.store().pause(id, now_ms()).await?;
+                return Err(error.into());
+            }
+        };
+        // An agent that lost its connection while frozen (sandboxd restarted) comes
+        // back now; the call that woke the sandbox waits for it a little.
+        if self.agent_channel(id).is_none() && self.agents().is_listening(id) {
+            self.agents().wait_connected(id, AGENT_RETURN).await;
+        }
+        info!(sandbox_id = %id, reason = why.as_str(), restarted, "sandbox resumed");
+        self.access()
+            .record(
+                &resumed.organization_id,
+                caller,
+                "sandbox.resume",
+                Resource::sandbox(&resumed),
+                json!({"reason": why.as_str(), "processesLost": restarted}),
+            )
+            .await;
+        Ok(resumed)
+    }
+
+    /// Gives the sandbox's agent a lease that outlasts the pause: to the end of the
+    /// paused timeout, plus the grace. A sandbox with an agent that cannot be told is
+    /// not paused (it would end itself on waking).
+    async fn lease_for_pause(&self, row: &Sandbox) -> Result<(), ServiceError> {
+        let id = row.sandbox_id.as_str();
+        if !self.agents().is_listening(id) {
+            return Ok(());
+        }
+        let lease = Duration::from_millis(row.paused_timeout_ms.max(0) as u64) + self.lease_grace();
+        let channel = match self.agent_channel(id) {
+            Some(channel) => Some(channel),
+            None => self
+                .agents()
+                .wait_connected(id, AGENT_RETURN)
+                .await
+                .and_then(|_| self.agent_channel(id)),
+        };
+        let told = match channel {
+            Some(channel) => tokio::time::timeout(LEASE_ANSWER, channel.lease(lease))
+                .await
+                .is_ok_and(|answer| answer.is_ok()),
+            None => false,
+        };
+        if told {
+            return Ok(());
+        }
+        Err(ServiceError::Unavailable(
+            "the sandbox's agent is not answering, so it cannot be paused now; retry".into(),
+        ))
+    }
+
+    /// Thaws the frozen container of a sandbox whose row says it runs (a pause cut
+    /// short before its row was written, or the engine's own pause), unless a pause of
+    /// it is under way; whether it did.
+    pub(crate) async fn thaw_if_running(
+        &self,
+        engine: &std::sync::Arc<dyn sandboxd_ports::Engine>,
+        sandbox_id: &str,
+        container_id: &str,
+    ) -> bool {
+        let _held = self.inner.freezes.hold(sandbox_id).await;
+        match self.store().sandbox(sandbox_id).await {
+            Ok(Some(row))
+                if row.status == SandboxStatus::Running
+                    && row.container_id.as_deref() == Some(container_id) => {}
+            _ => return false,
+        }
+        match engine.unpause_container(container_id).await {
+            Ok(()) => {
+                warn!(%sandbox_id, "a running sandbox's container was frozen; thawed it");
+                true
+            }
+            Err(error) => {
+                warn!(%sandbox_id, %error, "cannot thaw a running sandbox's frozen container");
+                false
+            }
+        }
+    }
+
+    /// The error for a sandbox whose row left the expected state between the read and
+    /// the write: its state now.
+    async fn changed_state(&self, sandbox_id: &str) -> ServiceError {
+        match self.store().sandbox(sandbox_id).await {
+            Ok(Some(row)) => NotRunning(row.status).into(),
+            Ok(None) => ServiceError::NotFound("sandbox"),
+            Err(error) => error.into(),
+        }
+    }
+}
