@@ -121,7 +121,7 @@ impl ChildServer {
         loop {
             let ready = self
                 .http
-                .metric("sandboxd_pool_ready{pool=\"base\"}")
+                .metric("sandboxd_pool_ready{pool=\"base\",server=\"local\"}")
                 .await?
                 .unwrap_or(0.0);
             let removing = self
