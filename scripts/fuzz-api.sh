@@ -16,6 +16,8 @@ floor=${2:-5}
 python3 -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt 2>&1 | grep -v 'root' || true
 # Fuzzing sends thousands of requests with one key: no rate limit for this server.
 export SANDBOXD_RATE_LIMIT_PER_SECOND=0
+# Every snapshot is a commit on the engine: a bound on how many the fuzzer makes.
+export SANDBOXD_QUOTAS__SNAPSHOTS=60
 # The fixtures register servers on loopback.
 export SANDBOXD_SERVERS__ALLOWED_NETWORKS='["127.0.0.0/8"]'
 source scripts/lib/test-server.sh

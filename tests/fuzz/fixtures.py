@@ -80,6 +80,14 @@ fixtures["removeContexts"] = [
     call("sandbox.contextCreate", {"sandboxId": home, "language": "python"})["contextId"]
     for _ in range(2)
 ]
+# Snapshots: one to read and start sandboxes from, and some for snapshot.remove; the
+# fuzzer's own snapshots and forks are taken of a sandbox of their own.
+fixtures["snapshotSandboxes"] = [sandbox()]
+fixtures["snapshots"] = [call("sandbox.snapshot", {"sandboxId": home})["snapshotId"]]
+fixtures["removeSnapshots"] = [
+    call("sandbox.snapshot", {"sandboxId": home, "name": f"fuzz-leaving-{i}"})["snapshotId"]
+    for i in range(8)
+]
 fixtures["victimKeys"] = [call("apiKey.create", {"name": f"fuzz-victim-{i}"})["keyId"] for i in range(8)]
 fixtures["members"] = [call("member.create", {"name": f"fuzz-member-{i}"})["userId"] for i in range(3)]
 fixtures["removeMembers"] = [

@@ -26,6 +26,8 @@ SANDBOX_POOL = {
     "sandbox.resume": "pauseSandboxes",
     "sandbox.setEgress": "egressSandboxes",
     "sandbox.requestEgress": "egressSandboxes",
+    "sandbox.snapshot": "snapshotSandboxes",
+    "sandbox.fork": "snapshotSandboxes",
 }
 # Which pool each operation's `serverId` is taken from.
 SERVER_POOL = {"server.remove": "removeServers"}
@@ -41,6 +43,7 @@ DESTRUCTIVE = {
     "server.remove",
     "server.update",
     "egress.decide",
+    "snapshot.remove",
 }
 # Time limits fields may ask for, at most, in milliseconds.
 MAX_WAIT_MS = {"sandbox.exec": 5_000, "sandbox.contextRun": 5_000, "sandbox.processWait": 2_000}
@@ -68,6 +71,9 @@ def substitutes(operation, seed):
         "serverId": pick(SERVER_POOL.get(operation, "servers"), seed),
         # Made by the owner's key, decided with the destroyer's (never the one that asked).
         "requestId": pick("decideRequests", seed),
+        "snapshotId": pick(
+            "removeSnapshots" if operation == "snapshot.remove" else "snapshots", seed
+        ),
     }
     # The fixtures' processes and contexts all sit in the first sandbox's process
     # table; new ones start elsewhere, so that they never crowd those out.
@@ -134,9 +140,22 @@ def aim(fields, part, operation, seed, forced):
         # remote server are the end-to-end suite's.
         del fields["serverId"]
     if operation == "sandbox.create" and seed % 2 == 0:
-        # Half the creates use a template the server has, the rest fuzz the image.
-        fields["template"] = "base"
+        # Half the creates use a template the server has (or, one in four, the
+        # fixtures' snapshot), the rest fuzz the image.
+        if seed % 4 == 0:
+            fields["snapshotId"] = FIXTURES["snapshots"][0]
+            fields.pop("template", None)
+        else:
+            fields["template"] = "base"
+            fields.pop("snapshotId", None)
         fields.pop("image", None)
+    if operation == "sandbox.fork" and part == "body":
+        # Few short-lived forks at a time (each is a sandbox); counts out of bounds are
+        # kept for validation to refuse.
+        count = fields.get("count")
+        if seed % 4 != 0 or not isinstance(count, int) or 1 <= count <= 20:
+            fields["count"] = 1 + seed % 2
+            fields["timeoutMs"] = 10_000
 
 
 def aim_server(fields, seed):

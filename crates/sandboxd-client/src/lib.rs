@@ -9,6 +9,7 @@ mod client;
 mod error;
 mod ports;
 mod sandboxes;
+mod snapshots;
 
 pub use client::Client;
 pub use error::{Error, Refusal};

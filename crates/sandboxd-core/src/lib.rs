@@ -28,6 +28,7 @@ pub mod quotas;
 pub mod reap;
 pub mod reconcile;
 pub mod rfc3339;
+pub mod snapshots;
 pub mod templates;
 pub mod transfer;
 pub mod usage;

@@ -64,6 +64,7 @@ mod tests {
             image: ImageChoice {
                 template: Some(template.into()),
                 image: None,
+                snapshot: None,
             },
             server_id: None,
             cpu: DEFAULT_CPU,

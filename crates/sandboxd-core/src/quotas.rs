@@ -13,6 +13,10 @@ pub struct Quotas {
     pub memory_mb: i64,
     /// Usable (neither revoked nor expired) API keys per user.
     pub keys_per_user: u32,
+    /// Snapshots kept.
+    pub snapshots: u32,
+    /// Bytes those snapshots add to their images, in all (MiB).
+    pub snapshot_mb: i64,
 }
 
 impl Default for Quotas {
@@ -22,6 +26,8 @@ impl Default for Quotas {
             cpu: 200.0,
             memory_mb: 400 * 1024,
             keys_per_user: 100,
+            snapshots: 100,
+            snapshot_mb: 50 * 1024,
         }
     }
 }
@@ -34,6 +40,8 @@ impl Quotas {
             cpu: f64::MAX / 2000.0,
             memory_mb: i64::MAX,
             keys_per_user: u32::MAX,
+            snapshots: u32::MAX,
+            snapshot_mb: i64::MAX / (1024 * 1024),
         }
     }
 }
@@ -61,6 +69,14 @@ pub enum QuotaExceeded {
     Memory { limit: i64, used: i64, asked: i64 },
     #[error("the quota of {limit} keys per user is reached; revoke keys no longer used")]
     Keys { limit: u32 },
+    #[error(
+        "the organization's quota of {limit} snapshots is reached; remove snapshots no longer used"
+    )]
+    Snapshots { limit: u32 },
+    #[error(
+        "the organization's quota of {limit} MiB of snapshots would be exceeded ({used} MiB kept, {asked} MiB more)"
+    )]
+    SnapshotBytes { limit: i64, used: i64, asked: i64 },
 }
 
 impl Quotas {
@@ -102,6 +118,25 @@ impl Quotas {
         Ok(())
     }
 
+    /// Whether an organization keeping `count` snapshots of `bytes` in all may keep one
+    /// more of `more` bytes (`0` when its size is not known yet).
+    pub fn admit_snapshot(&self, count: i64, bytes: i64, more: i64) -> Result<(), QuotaExceeded> {
+        if count >= i64::from(self.snapshots) {
+            return Err(QuotaExceeded::Snapshots {
+                limit: self.snapshots,
+            });
+        }
+        let mib = |b: i64| (b.max(0) + 1024 * 1024 - 1) / (1024 * 1024);
+        if bytes.saturating_add(more) > self.snapshot_mb.saturating_mul(1024 * 1024) {
+            return Err(QuotaExceeded::SnapshotBytes {
+                limit: self.snapshot_mb,
+                used: mib(bytes),
+                asked: mib(more),
+            });
+        }
+        Ok(())
+    }
+
     /// Whether a user holding `keys` usable keys may get one more.
     pub fn admit_key(&self, keys: i64) -> Result<(), QuotaExceeded> {
         if keys >= i64::from(self.keys_per_user) {
@@ -123,7 +158,25 @@ mod tests {
             cpu: 1.5,
             memory_mb: 1024,
             keys_per_user: 1,
+            snapshots: 2,
+            snapshot_mb: 10,
         }
+    }
+
+    #[test]
+    fn snapshots_fit_until_their_count_or_bytes_are_reached() {
+        let q = quotas();
+        let mib = 1024 * 1024;
+        assert_eq!(q.admit_snapshot(1, 4 * mib, 6 * mib), Ok(()));
+        assert!(matches!(
+            q.admit_snapshot(2, 0, 0),
+            Err(QuotaExceeded::Snapshots { limit: 2 })
+        ));
+        let error = q.admit_snapshot(1, 4 * mib, 6 * mib + 1).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the organization's quota of 10 MiB of snapshots would be exceeded (4 MiB kept, 7 MiB more)"
+        );
     }
 
     #[test]

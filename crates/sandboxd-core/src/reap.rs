@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::limits::STUCK_CREATING_MS;
 use crate::model::SandboxStatus;
-use crate::plan::{LABEL_INSTANCE, LABEL_POOL, LABEL_SANDBOX_ID};
+use crate::plan::{LABEL_INSTANCE, LABEL_SANDBOX_ID};
 
 /// A container labelled as a sandbox, as the engine lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +167,7 @@ fn reason(container: &LabelledContainer, tracking: &Tracking, now: i64) -> Optio
     if tracking.instance_id.as_deref() != Some(instance.as_str()) {
         return Some(Reason::OtherInstallation(instance.clone()));
     }
-    if container.labels.contains_key(LABEL_POOL) {
+    if crate::snapshots::in_pool(&container.labels) {
         return None;
     }
     let Some(record) = container
@@ -200,6 +200,7 @@ fn reason(container: &LabelledContainer, tracking: &Tracking, now: i64) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::LABEL_POOL;
 
     const NOW: i64 = 1_000_000_000;
 

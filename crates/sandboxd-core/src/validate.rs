@@ -18,9 +18,11 @@ use crate::templates::TEMPLATE_NAMES;
 mod access;
 mod ports;
 mod servers;
+mod snapshots;
 pub use access::*;
 pub use ports::*;
 pub use servers::*;
+pub use snapshots::*;
 
 /// Where the image of a new sandbox comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +31,8 @@ pub struct ImageChoice {
     pub template: Option<String>,
     /// Custom image; overrides the template's image when both are given.
     pub image: Option<String>,
+    /// A snapshot's id, in place of both.
+    pub snapshot: Option<String>,
 }
 
 /// A checked `sandbox.create`.
@@ -154,9 +158,27 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
             "image",
             "must be an image reference of 1 to 255 characters (letters, digits, `.`, `_`, `-`, `/`, `:`, `@`)",
         );
+    } else if let Some(image) = &req.image
+        && crate::snapshots::names_snapshot_image(image)
+    {
+        issues.push(
+            "image",
+            "names a snapshot's image: give its snapshotId instead",
+        );
     }
-    if req.template.is_none() && req.image.is_none() {
-        issues.push("image", "either template or image is required");
+    match &req.snapshot_id {
+        Some(snapshot) if req.template.is_some() || req.image.is_some() => {
+            required_id(&mut issues, "snapshotId", snapshot);
+            issues.push(
+                "snapshotId",
+                "takes the place of template and image: give only one of them",
+            );
+        }
+        Some(snapshot) => required_id(&mut issues, "snapshotId", snapshot),
+        None if req.template.is_none() && req.image.is_none() => {
+            issues.push("image", "one of template, image or snapshotId is required");
+        }
+        None => {}
     }
     let cpu = req.cpu.unwrap_or(DEFAULT_CPU);
     if !(MIN_CPU..=MAX_CPU).contains(&cpu) {
@@ -219,6 +241,7 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         image: ImageChoice {
             template: req.template,
             image: req.image,
+            snapshot: req.snapshot_id,
         },
         server_id: req.server_id,
         cpu,

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;
+use sandboxd_core::snapshots::SNAPSHOT_REPOSITORY;
 use tracing::info;
 
 use crate::engine::{DockerEngine, bounded};
@@ -29,6 +30,14 @@ impl DockerEngine {
     pub(crate) async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
         match self.image_user(image).await? {
             Some(user) => return Ok(user),
+            // A snapshot's image is made on its server, never fetched from a registry
+            // (where anyone could publish one of that name).
+            None if image.starts_with(&format!("{SNAPSHOT_REPOSITORY}:")) => {
+                return Err(EngineError::Pull {
+                    image: image.to_owned(),
+                    reason: "a snapshot's image is never pulled; it is gone from its server".into(),
+                });
+            }
             None => self.pull(image).await?,
         }
         self.image_user(image)

@@ -19,6 +19,7 @@ mod networks;
 mod port;
 mod remote;
 mod remote_agents;
+mod snapshots;
 mod ssh_transport;
 mod usage;
 

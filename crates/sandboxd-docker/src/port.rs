@@ -4,8 +4,8 @@
 use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
 use sandboxd_ports::{
-    Chunks, Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, Reachability,
-    ReadFileError, UsageSample,
+    Chunks, Commit, Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources,
+    Reachability, ReadFileError, UsageSample,
 };
 use sandboxd_ssh::Health;
 
@@ -67,6 +67,14 @@ impl Engine for DockerEngine {
 
     async fn unpause_container(&self, id: &str) -> Result<(), EngineError> {
         DockerEngine::unpause_container(self, id).await
+    }
+
+    async fn commit_container(&self, id: &str, commit: &Commit) -> Result<i64, EngineError> {
+        DockerEngine::commit_container(self, id, commit).await
+    }
+
+    async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
+        DockerEngine::remove_image(self, image).await
     }
 
     async fn remove_container(&self, id: &str) -> Result<(), EngineError> {

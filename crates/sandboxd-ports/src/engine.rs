@@ -32,6 +32,19 @@ pub struct UsageSample {
     pub pids: u64,
 }
 
+/// What a snapshot's commit needs: the image to make, the image its container was
+/// started from (whose settings the new image keeps), and the labels to give it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The reference of the image to make (`sandboxd-snapshots:<id>`).
+    pub image: String,
+    /// The image the container was started from.
+    pub source_image: String,
+    /// The snapshot's id and the installation's, on the image's labels.
+    pub snapshot_id: String,
+    pub instance_id: String,
+}
+
 /// The stream of container deaths an engine reports.
 pub type Deaths = Pin<Box<dyn Stream<Item = Result<ContainerDeath, EngineError>> + Send>>;
 
@@ -81,6 +94,16 @@ pub trait Engine: Debug + Send + Sync + 'static {
     /// Thaws a frozen container; one running unfrozen is fine; one that stopped is
     /// `NotRunning`.
     async fn unpause_container(&self, id: &str) -> Result<(), EngineError>;
+
+    /// Makes an image of a container's filesystem (frozen while it is read) with the
+    /// settings of the image it was started from, none of the container's own
+    /// environment values, and the snapshot's labels; returns the bytes it adds to the
+    /// image under it.
+    async fn commit_container(&self, id: &str, commit: &Commit) -> Result<i64, EngineError>;
+
+    /// Removes an image; one that is gone is fine; one a container still uses is
+    /// `Rejected` with status 409.
+    async fn remove_image(&self, image: &str) -> Result<(), EngineError>;
 
     /// Removes a container by force, with its anonymous volumes; one that is gone is fine.
     async fn remove_container(&self, id: &str) -> Result<(), EngineError>;

@@ -18,7 +18,7 @@ pub use channel::{
     Refusal, RefusalKind, SandboxChannel, Terminal, TerminalEvent, TerminalSpec, UploadShape,
     UploadSink, Via,
 };
-pub use engine::{Chunks, Deaths, Engine, HostResources, UsageSample};
+pub use engine::{Chunks, Commit, Deaths, Engine, HostResources, UsageSample};
 pub use errors::{EngineError, ReadFileError};
 pub use events::ContainerDeath;
 pub use exec::{ExecOutcome, ExecSpec, OutputStream, OutputTx};

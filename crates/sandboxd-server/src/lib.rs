@@ -449,6 +449,7 @@ fn advertised(local: std::net::SocketAddr) -> String {
 fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(routes::sandbox::router())
+        .merge(routes::snapshots::router())
         .merge(routes::egress::router())
         .merge(routes::transfers::router())
         .merge(routes::ports::router())

@@ -8,6 +8,7 @@ use utoipa::{Modify, OpenApi};
     info(title = "sandboxd", description = "Ephemeral, hardened Docker sandboxes driven through an API."),
     modifiers(&ApiKeyScheme),
     tags((name = "sandbox", description = "Sandbox lifecycle, commands and files"),
+         (name = "snapshot", description = "Snapshots of sandboxes' files, and sandboxes forked from them"),
          (name = "process", description = "Background processes in a sandbox"),
          (name = "context", description = "Interpreter contexts whose state persists between runs"),
          (name = "project", description = "Projects and environments"),

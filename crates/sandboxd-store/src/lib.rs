@@ -27,6 +27,7 @@ mod sandboxes;
 mod secrets;
 mod servers;
 mod session_tokens;
+mod snapshots;
 mod sqlite;
 mod store;
 mod survey;

@@ -85,6 +85,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "pausing",
         include_str!("../migrations/sqlite/0015_pause.sql"),
     ),
+    (
+        16,
+        "snapshots",
+        include_str!("../migrations/sqlite/0016_snapshots.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -162,6 +167,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         15,
         "pausing",
         include_str!("../migrations/postgres/0015_pause.sql"),
+    ),
+    (
+        16,
+        "snapshots",
+        include_str!("../migrations/postgres/0016_snapshots.sql"),
     ),
 ];
 

@@ -28,6 +28,7 @@ on_every_backend!(
     an_egress_log_is_read_in_writing_order_rewritten_entries_last_and_trimmed,
     egress_credentials_are_sealed_and_go_when_their_sandbox_is_killed,
     a_sandbox_has_at_most_twenty_egress_requests_waiting_and_one_per_host,
+    snapshots_are_kept_per_organization_within_their_quota,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -963,4 +964,70 @@ async fn a_sandbox_has_at_most_twenty_egress_requests_waiting_and_one_per_host(d
             .unwrap(),
         Asked::Made(_)
     ));
+}
+
+async fn snapshots_are_kept_per_organization_within_their_quota(db: &TestDb) {
+    use sandboxd_core::quotas::QuotaExceeded;
+    use sandboxd_core::snapshots::Snapshot;
+    use sandboxd_store::StoreError;
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let owner = store
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let org = &boot.organization_id;
+    let quotas = Quotas {
+        snapshots: 2,
+        snapshot_mb: 1,
+        ..Quotas::default()
+    };
+    let snapshot = |id: &str, size_bytes: i64, created_at: i64| Snapshot {
+        snapshot_id: id.into(),
+        organization_id: org.clone(),
+        project_id: boot.project_id.clone(),
+        name: format!("snap {id}"),
+        sandbox_id: "sandbox".into(),
+        server_id: None,
+        image: format!("sandboxd-snapshots:{id}"),
+        source_image: "img".into(),
+        template: Some("base".into()),
+        user: Some("1000:1000".into()),
+        workdir: "/home/user".into(),
+        size_bytes,
+        created_at,
+    };
+    store.admit_snapshot(org, &quotas).await.unwrap();
+    let first = snapshot("a", 600 * 1024, 1);
+    store.insert_snapshot(&first, "u", &quotas).await.unwrap();
+    // The bytes quota counts what is kept.
+    let big = snapshot("b", 600 * 1024, 2);
+    assert!(matches!(
+        store.insert_snapshot(&big, "u", &quotas).await,
+        Err(StoreError::Quota(QuotaExceeded::SnapshotBytes { .. }))
+    ));
+    let second = snapshot("c", 100 * 1024, 3);
+    store.insert_snapshot(&second, "u", &quotas).await.unwrap();
+    assert!(matches!(
+        store.admit_snapshot(org, &quotas).await,
+        Err(StoreError::Quota(QuotaExceeded::Snapshots { limit: 2 }))
+    ));
+    let listed = store.snapshots(org).await.unwrap();
+    assert_eq!(listed, vec![second.clone(), first.clone()], "newest first");
+    assert_eq!(store.snapshot(org, "a").await.unwrap(), Some(first));
+    assert_eq!(store.snapshot("another org", "a").await.unwrap(), None);
+    // In use while a sandbox made from its image lives.
+    let mut row = sandbox(org, &boot.project_id, &boot.environment_id, 1);
+    row.image = second.image.clone();
+    store
+        .insert_sandbox(&row, None, &owner.user_id, &Quotas::default())
+        .await
+        .unwrap();
+    assert!(store.image_in_use(&second.image).await.unwrap());
+    store.mark_killed(&row.sandbox_id, 2).await.unwrap();
+    assert!(!store.image_in_use(&second.image).await.unwrap());
+    assert!(store.delete_snapshot("a").await.unwrap());
+    assert!(!store.delete_snapshot("a").await.unwrap());
+    store.admit_snapshot(org, &quotas).await.unwrap();
 }

@@ -209,6 +209,10 @@ pub struct QuotasConfig {
     pub memory_mb: i64,
     /// Usable API keys per user.
     pub keys_per_user: u32,
+    /// Snapshots kept.
+    pub snapshots: u32,
+    /// What those snapshots add to their images, in all (MiB).
+    pub snapshot_mb: i64,
 }
 
 impl Default for QuotasConfig {
@@ -219,6 +223,8 @@ impl Default for QuotasConfig {
             cpu: quotas.cpu,
             memory_mb: quotas.memory_mb,
             keys_per_user: quotas.keys_per_user,
+            snapshots: quotas.snapshots,
+            snapshot_mb: quotas.snapshot_mb,
         }
     }
 }
@@ -237,6 +243,8 @@ impl QuotasConfig {
             cpu: self.cpu,
             memory_mb: self.memory_mb,
             keys_per_user: self.keys_per_user,
+            snapshots: self.snapshots,
+            snapshot_mb: self.snapshot_mb.max(0),
         })
     }
 }

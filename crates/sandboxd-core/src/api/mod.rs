@@ -13,6 +13,7 @@ mod processes;
 mod requests;
 mod responses;
 mod servers;
+mod snapshots;
 pub mod stream;
 mod usage;
 
@@ -26,6 +27,7 @@ pub use processes::*;
 pub use requests::*;
 pub use responses::*;
 pub use servers::*;
+pub use snapshots::*;
 pub use usage::*;
 
 /// What an MCP client is told about sandboxd's tools (the HTTP endpoint and `sandboxd mcp`).

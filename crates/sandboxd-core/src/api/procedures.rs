@@ -106,10 +106,16 @@ pub const PROCEDURES: &[Procedure] = &[
     procedure("sandbox.stats", "/api/sandbox.stats", Get, InQuery, false, Named("sandbox-stats")),
     procedure("sandbox.pause", "/api/sandbox.pause", Post, InBody, false, Named("sandbox-pause")),
     procedure("sandbox.resume", "/api/sandbox.resume", Post, InBody, false, Named("sandbox-resume")),
+    procedure("sandbox.snapshot", "/api/sandbox.snapshot", Post, InBody, false, Named("sandbox-snapshot")),
+    procedure("sandbox.fork", "/api/sandbox.fork", Post, InBody, false, Named("sandbox-fork")),
     procedure("sandbox.kill", "/api/sandbox.kill", Post, InBody, false, Named("sandbox-kill")),
     procedure("sandbox.remove", "/api/sandbox.remove", Post, InBody, false, Named("sandbox-remove")),
     procedure("sandbox.templates", "/api/sandbox.templates", Get, Nothing, false, Named("sandbox-templates")),
     procedure("sandbox.execToken", "/api/sandbox.execToken", Post, InBody, false, Without(BROWSER_TOKEN)),
+    // Snapshots.
+    procedure("snapshot.all", "/api/snapshot.all", Get, Nothing, false, Named("snapshot-all")),
+    procedure("snapshot.one", "/api/snapshot.one", Get, Nothing, false, Named("snapshot-one")),
+    procedure("snapshot.remove", "/api/snapshot.remove", Post, Nothing, false, Named("snapshot-remove")),
     // Ports exposed as preview URLs.
     procedure("sandbox.exposePort", "/api/sandbox.exposePort", Post, InBody, false, Named("sandbox-exposePort")),
     procedure("sandbox.ports", "/api/sandbox.ports", Get, InQuery, false, Named("sandbox-ports")),

@@ -56,10 +56,15 @@ pub struct CreateSandboxRequest {
     /// Display name (1–64 characters); generated when absent.
     #[schema(min_length = 1, max_length = 64)]
     pub name: Option<String>,
-    /// Built-in template (`base`, `python`, `node`); either this or `image` is required.
+    /// Built-in template (`base`, `python`, `node`); this, `image` or `snapshotId` is
+    /// required.
     pub template: Option<String>,
     /// Custom image, run as the image's default user.
     pub image: Option<String>,
+    /// A snapshot to start from (`snapshot.all` lists them), in place of `template` and
+    /// `image`: its files, user and workdir, on the server it lives on. None of the
+    /// environment of the sandbox it was taken of is carried.
+    pub snapshot_id: Option<String>,
     /// The remote server to run on (`server.all` lists them); `null`: the local engine,
     /// or where the most room is when the server places sandboxes.
     pub server_id: Option<String>,

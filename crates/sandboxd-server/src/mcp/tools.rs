@@ -111,6 +111,8 @@ macro_rules! attempt {
     };
 }
 
+mod snapshots;
+
 impl SandboxTools {
     /// The answer of the replica holding `sandbox_id`'s agent to the procedure of `tool`,
     /// when another replica holds it; `None`: served here.
@@ -144,7 +146,7 @@ impl SandboxTools {
             service,
             held,
             previews,
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::snapshot_tools(),
         }
     }
 
@@ -805,11 +807,12 @@ mod tests {
 
     #[test]
     fn the_tools_are_those_of_the_procedure_table() {
-        let tools: std::collections::BTreeSet<String> = SandboxTools::tool_router()
-            .list_all()
-            .into_iter()
-            .map(|tool| tool.name.to_string())
-            .collect();
+        let tools: std::collections::BTreeSet<String> = (SandboxTools::tool_router()
+            + SandboxTools::snapshot_tools())
+        .list_all()
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
         let table: std::collections::BTreeSet<String> = PROCEDURES
             .iter()
             .filter_map(|p| match p.tool {

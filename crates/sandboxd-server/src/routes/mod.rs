@@ -14,5 +14,6 @@ pub mod sandbox;
 pub mod servers;
 pub mod session;
 pub mod sign_in;
+pub mod snapshots;
 pub mod terminal;
 pub mod transfers;

@@ -406,6 +406,20 @@ pub fn remove_labelled_on(host: Option<&str>, label: &str) {
             let _ = docker().arg("rm").arg("-fv").args(&ids).output();
         }
     }
+    // Snapshot images carry the installation's label too.
+    let images = docker()
+        .args(["images", "-q", "--filter", &format!("label={label}")])
+        .output();
+    if let Ok(out) = images {
+        let mut ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        ids.dedup();
+        if !ids.is_empty() {
+            let _ = docker().arg("rmi").arg("-f").args(&ids).output();
+        }
+    }
 }
 
 pub fn id(value: &Value) -> &str {

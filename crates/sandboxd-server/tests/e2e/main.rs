@@ -38,6 +38,7 @@ mod remote_engine;
 mod remote_servers;
 mod secrets_at_rest;
 mod sessions;
+mod snapshots;
 mod stream;
 mod tenancy;
 mod terminal;

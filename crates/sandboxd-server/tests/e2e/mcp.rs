@@ -61,6 +61,7 @@ async fn tools_over_streamable_http() {
             "sandbox-egressLog",
             "sandbox-exec",
             "sandbox-exposePort",
+            "sandbox-fork",
             "sandbox-kill",
             "sandbox-list",
             "sandbox-listFiles",
@@ -80,10 +81,14 @@ async fn tools_over_streamable_http() {
             "sandbox-resume",
             "sandbox-setEgress",
             "sandbox-setTimeout",
+            "sandbox-snapshot",
             "sandbox-stats",
             "sandbox-templates",
             "sandbox-unexposePort",
             "sandbox-writeFile",
+            "snapshot-all",
+            "snapshot-one",
+            "snapshot-remove",
         ]
     );
 

@@ -314,6 +314,7 @@ async fn a_paused_sandbox_holds_memory_but_no_cpu_quota() {
             cpu: 1.0,
             memory_mb: 1024,
             keys_per_user: 3,
+            ..Default::default()
         }
     })
     .await;

@@ -13,6 +13,7 @@ fn small() -> sandboxd_core::quotas::Quotas {
         cpu: 1.5,
         memory_mb: 1024,
         keys_per_user: 3,
+        ..Default::default()
     }
 }
 

@@ -778,6 +778,102 @@ async fn a_sandbox_on_a_remote_server_pauses_at_its_idle_timeout_and_resumes_wit
         .await;
 }
 
+/// Whether an image exists on the remote engine (`Some(host)`) or the local one.
+fn image_on(host: Option<&str>, image: &str) -> bool {
+    let mut docker = std::process::Command::new("docker");
+    if let Some(host) = host {
+        docker.args(["-H", host]);
+    }
+    docker
+        .args(["image", "inspect", image])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[tokio::test]
+async fn a_snapshot_of_a_sandbox_on_a_remote_server_stays_there_and_so_do_its_sandboxes() {
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "snapshots").await;
+    let remote = remote_docker_host();
+    let sandbox = server
+        .create(
+            json!({"template": "base", "serverId": server_id, "envVars": "TOKEN=remote-secret"}),
+        )
+        .await;
+    let wrote = server
+        .exec(&sandbox, "echo from-remote > /home/user/f && echo $TOKEN")
+        .await;
+    assert_eq!(wrote["stdout"], "remote-secret\n", "{wrote}");
+    let (status, taken) = server
+        .post("sandbox.snapshot", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{taken}");
+    assert_eq!(taken["serverId"], json!(server_id));
+    let image = format!(
+        "sandboxd-snapshots:{}",
+        taken["snapshotId"].as_str().unwrap()
+    );
+    assert!(image_on(Some(&remote), &image), "on the remote engine");
+    assert!(!image_on(None, &image), "not on the local one");
+
+    // A sandbox from it runs on that server without being told; elsewhere is refused.
+    let made = server
+        .create(json!({"snapshotId": taken["snapshotId"]}))
+        .await;
+    assert_eq!(made["serverId"], json!(server_id));
+    assert!(on_remote(container(&made)));
+    let read = server
+        .exec(&made, "cat /home/user/f; echo ${TOKEN:-none}")
+        .await;
+    assert_eq!(read["stdout"], "from-remote\nnone\n", "{read}");
+    let (status, body) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "snapshotId": taken["snapshotId"], "serverId": "elsewhere000000000000"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    // Forks run there too.
+    let (status, forked) = server
+        .post(
+            "sandbox.fork",
+            json!({"sandboxId": id(&sandbox), "count": 2}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{forked}");
+    for fork in forked["sandboxes"].as_array().unwrap() {
+        assert_eq!(fork["serverId"], json!(server_id));
+        let read = server.exec(fork, "cat /home/user/f").await;
+        assert_eq!(read["stdout"], "from-remote\n", "{read}");
+        server
+            .post("sandbox.kill", json!({"sandboxId": id(fork)}))
+            .await;
+    }
+    server
+        .post("sandbox.kill", json!({"sandboxId": id(&made)}))
+        .await;
+    for snapshot in [&taken, &forked["snapshot"]] {
+        let (status, body) = server
+            .post(
+                "snapshot.remove",
+                json!({"snapshotId": snapshot["snapshotId"]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    assert!(
+        !image_on(Some(&remote), &image),
+        "removed from the remote engine"
+    );
+    server
+        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+        .await;
+}
+
 #[tokio::test]
 async fn a_changed_server_keeps_or_regains_its_sandboxes_agents() {
     let server = TestServer::start().await;

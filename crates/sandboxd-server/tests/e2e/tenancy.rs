@@ -253,6 +253,8 @@ async fn another_organization_cannot_tell_what_exists() {
             ),
             ("sandbox.pause", json!({"sandboxId": target})),
             ("sandbox.resume", json!({"sandboxId": target})),
+            ("sandbox.snapshot", json!({"sandboxId": target})),
+            ("sandbox.fork", json!({"sandboxId": target})),
             ("sandbox.kill", json!({"sandboxId": target})),
             ("sandbox.remove", json!({"sandboxId": target})),
             ("sandbox.execToken", json!({"sandboxId": target})),

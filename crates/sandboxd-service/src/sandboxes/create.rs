@@ -1,6 +1,7 @@
 //! `sandbox.create`: a row in `creating`, then image, network, container, user and
 //! workdir; the row ends `running`, or `error` with no container left behind.
 
+use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::Resources;
 use sandboxd_core::error::Invalid;
 use sandboxd_core::images;
@@ -64,7 +65,31 @@ impl Sandboxes {
         // (when on) picks where the most room is. A warm pool of that engine serves the
         // create when it can.
         let mut cmd = cmd;
-        if cmd.server_id.is_none() && self.service.inner.options.placement {
+        // A snapshot lives on one server: the sandbox runs there.
+        let snapshot = match cmd.image.snapshot.as_deref() {
+            Some(snapshot_id) => {
+                let snapshot = self
+                    .snapshot_for(caller, snapshot_id, SandboxNeed::Read.permission())
+                    .await?;
+                if cmd.server_id.is_some() && cmd.server_id != snapshot.server_id {
+                    return Err(Invalid::one(
+                        "serverId",
+                        format!(
+                            "the snapshot lives on {}: a sandbox made from it runs there",
+                            snapshot
+                                .server_id
+                                .as_deref()
+                                .map_or("the local engine".to_owned(), |id| format!("server {id}"))
+                        ),
+                    )
+                    .into());
+                }
+                cmd.server_id = snapshot.server_id.clone();
+                Some(snapshot)
+            }
+            None => None,
+        };
+        if snapshot.is_none() && cmd.server_id.is_none() && self.service.inner.options.placement {
             let want = Resources {
                 cpu: cmd.cpu,
                 memory_mb: cmd.memory_mb,
@@ -107,6 +132,7 @@ impl Sandboxes {
         }
         // A sandbox with credentials is made for them (they are kept before it starts).
         if cmd.egress_credentials.is_empty()
+            && snapshot.is_none()
             && let Some(warm) = self
                 .service
                 .pools()
@@ -125,12 +151,15 @@ impl Sandboxes {
             .template
             .as_deref()
             .and_then(|name| self.service.templates().get(name));
-        let image = cmd
-            .image
-            .image
-            .clone()
-            .or_else(|| template.map(|t| t.image.clone()))
-            .ok_or(ServiceError::NotFound("template"))?;
+        let image = match &snapshot {
+            Some(snapshot) => snapshot.image.clone(),
+            None => cmd
+                .image
+                .image
+                .clone()
+                .or_else(|| template.map(|t| t.image.clone()))
+                .ok_or(ServiceError::NotFound("template"))?,
+        };
         let now = now_ms();
         let sandbox_id = new_id()?;
         let row = Sandbox {
@@ -144,7 +173,10 @@ impl Sandboxes {
             environment_id: environment.environment_id.clone(),
             server_id: cmd.server_id.clone(),
             image,
-            template: cmd.image.template.clone(),
+            template: match &snapshot {
+                Some(snapshot) => snapshot.template.clone(),
+                None => cmd.image.template.clone(),
+            },
             container_id: None,
             status: SandboxStatus::Creating,
             cpu: cmd.cpu,
@@ -155,9 +187,13 @@ impl Sandboxes {
             workdir: cmd
                 .workdir
                 .clone()
+                .or_else(|| snapshot.as_ref().map(|s| s.workdir.clone()))
                 .or_else(|| template.map(|t| t.workdir.clone()))
                 .unwrap_or_else(|| DEFAULT_WORKDIR.into()),
-            user: template.and_then(|t| t.user.clone()),
+            user: match &snapshot {
+                Some(snapshot) => snapshot.user.clone(),
+                None => template.and_then(|t| t.user.clone()),
+            },
             runtime: self.service.runtime().map(str::to_owned),
             created_at: now,
             expires_at: None,

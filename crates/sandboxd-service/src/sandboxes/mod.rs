@@ -4,9 +4,11 @@
 //! the sandbox service.
 
 mod create;
+mod fork;
 mod lifecycle;
 pub(crate) mod pause;
 pub(crate) mod revive;
+mod snapshot;
 pub(crate) mod usage;
 
 pub(crate) use create::created_metadata;

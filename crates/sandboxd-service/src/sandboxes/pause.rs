@@ -46,7 +46,7 @@ impl Default for Freezes {
 }
 
 impl Freezes {
-    async fn hold(&self, sandbox_id: &str) -> MutexGuard<'_, ()> {
+    pub(crate) async fn hold(&self, sandbox_id: &str) -> MutexGuard<'_, ()> {
         let hash = sandbox_id.bytes().fold(0usize, |h, b| {
             h.wrapping_mul(31).wrapping_add(usize::from(b))
         });

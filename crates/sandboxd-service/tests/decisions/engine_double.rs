@@ -157,6 +157,18 @@ impl Engine for RecordingEngine {
         }
     }
 
+    async fn commit_container(
+        &self,
+        _id: &str,
+        _commit: &sandboxd_ports::Commit,
+    ) -> Result<i64, EngineError> {
+        Err(Self::refused("commit"))
+    }
+
+    async fn remove_image(&self, _image: &str) -> Result<(), EngineError> {
+        Ok(())
+    }
+
     async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         self.record(Call::Remove(id.into()));
         Ok(())

@@ -14,6 +14,7 @@ mod port_forward;
 mod ports;
 mod processes;
 mod sandboxes;
+mod snapshots;
 pub mod table;
 mod target;
 pub mod tls;
@@ -138,6 +139,25 @@ pub enum ClientCommand {
         common: Common,
         #[arg(required = true)]
         ids: Vec<String>,
+    },
+    /// Snapshots of sandboxes' files: create, ls, show, rm.
+    #[command(
+        after_help = "Examples:\n  SNAP=$(sandboxd snapshot create $ID)\n  sandboxd create --snapshot $SNAP\n  sandboxd snapshot ls\n  sandboxd snapshot rm $SNAP"
+    )]
+    Snapshot {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: snapshots::SnapshotCommand,
+    },
+    /// Fork a sandbox into new ones that start with its files (not its processes,
+    /// memory or environment variables); prints their ids.
+    #[command(after_help = "Example:\n  sandboxd fork $ID -n 3")]
+    Fork {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        args: snapshots::ForkArgs,
     },
     /// Kill sandboxes (their records stay).
     #[command(after_help = "Example:\n  sandboxd kill $ID")]
@@ -370,6 +390,19 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
         }
         ClientCommand::Pause { common, ids } => freeze(&common, "sandbox.pause", ids).await?,
         ClientCommand::Resume { common, ids } => freeze(&common, "sandbox.resume", ids).await?,
+        ClientCommand::Snapshot { common, command } => {
+            let show = matches!(command, snapshots::SnapshotCommand::Show { .. });
+            let answer = snapshots::snapshot(&client(&common)?, command).await?;
+            if show {
+                print(&common, &answer, snapshots::snapshot_fields);
+            } else {
+                print(&common, &answer, snapshots::snapshot_text);
+            }
+        }
+        ClientCommand::Fork { common, args } => {
+            let answer = snapshots::fork(&client(&common)?, args).await?;
+            print(&common, &answer, snapshots::fork_text);
+        }
         ClientCommand::Kill { common, ids } => {
             let client = client(&common)?;
             for id in ids {

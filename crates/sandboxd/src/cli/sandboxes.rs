@@ -17,6 +17,9 @@ pub struct CreateArgs {
     /// An image instead of a template.
     #[arg(long, conflicts_with = "template")]
     image: Option<String>,
+    /// A snapshot to start from (`sandboxd snapshot ls`): its files, user and workdir.
+    #[arg(long, conflicts_with_all = ["template", "image"])]
+    snapshot: Option<String>,
     #[arg(long)]
     name: Option<String>,
     /// CPUs, e.g. 0.5.
@@ -76,10 +79,11 @@ pub async fn create(client: &Client, args: CreateArgs) -> Result<Value, Failure>
         None => default_environment(client).await?,
     };
     let mut body = json!({"environmentId": environment});
-    match (&args.template, &args.image) {
-        (_, Some(image)) => body["image"] = json!(image),
-        (Some(template), None) => body["template"] = json!(template),
-        (None, None) => body["template"] = json!("base"),
+    match (&args.snapshot, &args.template, &args.image) {
+        (Some(snapshot), _, _) => body["snapshotId"] = json!(snapshot),
+        (None, _, Some(image)) => body["image"] = json!(image),
+        (None, Some(template), None) => body["template"] = json!(template),
+        (None, None, None) => body["template"] = json!("base"),
     }
     if let Some(name) = args.name {
         body["name"] = json!(name);
