@@ -133,6 +133,13 @@ export async function sandboxPage(sandboxId) {
       running ? h("button", { type: "button", class: "quiet", id: "extend", onclick: () => extendDialog(sandbox, refresh) }, "Extend timeout") : null,
       running ? h("button", { type: "button", class: "quiet", id: "pause", title: "Freeze its processes (memory kept, no CPU); any call resumes it", onclick: freeze("sandbox.pause") }, "Pause") : null,
       paused ? h("button", { type: "button", id: "resume", onclick: freeze("sandbox.resume") }, "Resume") : null,
+      running || paused ? h("button", { type: "button", class: "quiet", id: "snapshot", title: "Keep its files as a snapshot new sandboxes start from", onclick: async () => {
+        try {
+          const taken = await api.post("sandbox.snapshot", { sandboxId });
+          message.replaceChildren(h("p", { class: "notice", role: "status", "data-snapshot-taken": taken.snapshotId },
+            `Snapshot ${taken.name} taken. `, h("a", { href: "#/snapshots" }, "See the snapshots")));
+        } catch (error) { message.replaceChildren(notice(error.message, "error")); }
+      } }, "Snapshot") : null,
       running || paused ? h("button", { type: "button", class: "danger", id: "kill", onclick: async () => {
         if (!(await confirmAction("Kill this sandbox? Its processes and files are gone.", "Kill"))) return;
         try { await api.post("sandbox.kill", { sandboxId }); } catch (error) { message.replaceChildren(notice(error.message, "error")); }

@@ -46,6 +46,7 @@ const ASSETS: &[Asset] = &[
     asset!("files.js", JS),
     asset!("processes.js", JS),
     asset!("audit.js", JS),
+    asset!("snapshots.js", JS),
     asset!("access.js", JS),
     asset!("usage.js", JS),
     asset!("vendor/xterm.js", JS),

@@ -83,6 +83,64 @@ async fn the_sandbox_lifecycle_from_a_terminal() {
     assert!(gone.stderr.contains("not found"), "{}", gone.stderr);
 }
 
+#[tokio::test]
+async fn snapshots_and_forks_from_a_terminal() {
+    let server = RunningServer::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+    let id = run(&["create", "-t", "base"]).stdout.trim().to_owned();
+    let wrote = run(&["exec", &id, "--", "echo kept > /home/user/f"]);
+    assert_eq!(wrote.code, 0, "{}", wrote.stderr);
+
+    let taken = run(&["snapshot", "create", &id, "--name", "cli"]);
+    assert_eq!(taken.code, 0, "{}", taken.stderr);
+    let snap = taken.stdout.trim().to_owned();
+    assert!(
+        !snap.is_empty() && !snap.contains(' '),
+        "only the id: {}",
+        taken.stdout
+    );
+    let listed = run(&["snapshot", "ls"]);
+    assert!(listed.stdout.starts_with("ID"), "{}", listed.stdout);
+    assert!(listed.stdout.contains(&snap) && listed.stdout.contains("cli"));
+    let shown = run(&["snapshot", "show", &snap]);
+    assert!(shown.stdout.contains("workdir") && shown.stdout.contains("/home/user"));
+
+    let made = run(&["create", "--snapshot", &snap]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let made = made.stdout.trim().to_owned();
+    let read = run(&["exec", &made, "--", "cat /home/user/f"]);
+    assert_eq!(read.stdout, "kept\n");
+
+    let forked = run(&["fork", &id, "-n", "2"]);
+    assert_eq!(forked.code, 0, "{}", forked.stderr);
+    let forks: Vec<&str> = forked.stdout.lines().collect();
+    assert_eq!(forks.len(), 2, "{}", forked.stdout);
+    for fork in &forks {
+        assert_eq!(
+            run(&["exec", fork, "--", "cat /home/user/f"]).stdout,
+            "kept\n"
+        );
+    }
+
+    // Refused while a sandbox made from it runs: exit code 1, the reason said.
+    let refused = run(&["snapshot", "rm", &snap]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("kill them first"),
+        "{}",
+        refused.stderr
+    );
+    let mut all = vec!["kill", made.as_str()];
+    all.extend(&forks);
+    assert_eq!(run(&all).code, 0);
+    let removed = run(&["snapshot", "rm", &snap]);
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    assert_eq!(removed.stdout, format!("{snap} removed\n"));
+    assert_eq!(run(&["snapshot", "show", &snap]).code, 4);
+}
+
 /// The size of the big file of the copied tree.
 const BIG: usize = 1 << 30;
 

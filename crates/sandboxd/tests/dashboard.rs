@@ -270,6 +270,16 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     browser.click("#resume").await;
     browser.element("[data-facts] [data-status=running]").await;
 
+    // Snapshot it: the page says so and links to the snapshots.
+    browser.click("#snapshot").await;
+    let taken = browser
+        .element("[data-snapshot-taken]")
+        .await
+        .attr("data-snapshot-taken")
+        .await
+        .unwrap()
+        .unwrap();
+
     // Kill and delete, each after a confirmation.
     browser.click("#kill").await;
     browser.screenshot("confirm-kill").await;
@@ -315,6 +325,37 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+
+    // The snapshot outlived its sandbox: a new sandbox starts from it; it is removed once
+    // that one is gone (refused before, the reason shown).
+    page.goto(&format!("{}/#/snapshots", server.url))
+        .await
+        .unwrap();
+    let row = format!("tr[data-snapshot='{taken}']");
+    browser.element(&row).await;
+    browser.screenshot("snapshots").await;
+    browser.click(&format!("{row} [data-start]")).await;
+    browser.element("[data-facts] [data-status=running]").await;
+    let made = browser.text_in("[data-fact='Sandbox id']", "").await;
+    page.goto(&format!("{}/#/snapshots", server.url))
+        .await
+        .unwrap();
+    browser.click(&format!("{row} [data-remove]")).await;
+    browser.click("dialog [data-confirm]").await;
+    browser.text_in("[role=alert]", "kill them first").await;
+    let (status, _) = server
+        .post(
+            KEY,
+            "sandbox.remove",
+            serde_json::json!({"sandboxId": made.trim()}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    browser.click(&format!("{row} [data-remove]")).await;
+    browser.click("dialog [data-confirm]").await;
+    browser
+        .text_in("main [role=status]", "No snapshots yet")
+        .await;
 
     // An administrator makes a key (shown once), which works, then revokes it.
     page.goto(&format!("{}/#/access", server.url))

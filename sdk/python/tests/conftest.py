@@ -94,6 +94,15 @@ def server() -> Iterator[Server]:
             )
             for container in listed.stdout.split():
                 subprocess.run(["docker", "rm", "-fv", container], capture_output=True, check=False)
+            # Snapshot images carry the installation's label too.
+            images = subprocess.run(
+                ["docker", "images", "-q", "--filter", f"label=sandboxd.instance={instance}"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            for image in sorted(set(images.stdout.split())):
+                subprocess.run(["docker", "rmi", "-f", image], capture_output=True, check=False)
         subprocess.run(["rm", "-rf", str(data)], check=False)
 
 

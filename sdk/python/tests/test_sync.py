@@ -142,6 +142,33 @@ def test_a_paused_sandbox_keeps_its_processes_and_any_call_resumes_it(server):
         assert [p.process_id for p in sb.commands.list()] == [sleeper.id]
 
 
+def test_a_snapshot_starts_sandboxes_with_its_files_and_a_fork_copies_them(server):
+    with Sandbox.create("base", env={"TOKEN": "sdk-secret"}) as sb:
+        sb.files.write("notes.txt", "kept")
+        snap = sb.snapshot(name="sdk")
+        assert snap.name == "sdk" and snap.sandbox_id == sb.id and snap.size_bytes > 0
+        assert snap.snapshot_id in [s.snapshot_id for s in Sandbox.list_snapshots()]
+        with Sandbox.create(snapshot=snap) as made:
+            assert made.files.read("notes.txt") == b"kept"
+            assert made.commands.run("echo ${TOKEN:-none}").stdout == "none\n"
+            with pytest.raises(Conflict):
+                Sandbox.remove_snapshot(snap)
+        forks = sb.fork(2, env={"N": "forked"})
+        try:
+            assert len(forks) == 2 and len({f.id for f in forks}) == 2
+            for fork in forks:
+                assert fork.files.read("notes.txt") == b"kept"
+                assert fork.commands.run("echo $N").stdout == "forked\n"
+        finally:
+            for fork in forks:
+                fork.kill()
+    Sandbox.remove_snapshot(snap.snapshot_id)
+    assert snap.snapshot_id not in [s.snapshot_id for s in Sandbox.list_snapshots()]
+    for snapshot in Sandbox.list_snapshots():
+        if snapshot.name.startswith("fork of"):
+            Sandbox.remove_snapshot(snapshot)
+
+
 def test_stats_show_cpu_memory_and_processes(server):
     with Sandbox.create("base", cpu=1, memory_mb=256) as sb:
         idle = sb.stats()

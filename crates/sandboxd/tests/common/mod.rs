@@ -285,6 +285,23 @@ impl Drop for RunningServer {
                 .args(["rm", "-fv", container])
                 .output();
         }
+        // Snapshot images carry the labels of the container they were taken of.
+        let images = Command::new("docker")
+            .args([
+                "images",
+                "-q",
+                "--filter",
+                &format!("label=sandboxd.environmentId={}", self.env_id),
+            ])
+            .output()
+            .unwrap();
+        let images: std::collections::BTreeSet<String> = String::from_utf8_lossy(&images.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        for image in images {
+            let _ = Command::new("docker").args(["rmi", "-f", &image]).output();
+        }
     }
 }
 

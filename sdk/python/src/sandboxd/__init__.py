@@ -58,6 +58,7 @@ from .models import (
     ProcessInfo,
     SandboxInfo,
     SandboxStats,
+    SnapshotInfo,
 )
 
 __all__ = [
@@ -104,6 +105,7 @@ __all__ = [
     "SandboxEgress",
     "SandboxInfo",
     "SandboxStats",
+    "SnapshotInfo",
     "SandboxNotRunning",
     "SandboxdError",
     "ServerError",

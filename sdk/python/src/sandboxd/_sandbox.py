@@ -18,7 +18,7 @@ from ._http import Connection
 from ._ports import AsyncPorts
 from ._pty import AsyncPty
 from .errors import NotFound
-from .models import Egress, SandboxInfo, SandboxStats
+from .models import Egress, SandboxInfo, SandboxStats, SnapshotInfo
 
 
 async def _default_environment(conn: Connection) -> str:
@@ -116,11 +116,13 @@ class AsyncSandbox:
         labels: dict[str, str] | None = None,
         auto_pause: bool | None = None,
         paused_timeout: float | None = None,
+        snapshot: SnapshotInfo | str | None = None,
         url: str | None = None,
         key: str | None = None,
     ) -> AsyncSandbox:
-        """Creates a running sandbox from `template` (`base`, `python`, `node`) or
-        `image`. `timeout` is its idle timeout in seconds (every operation extends it);
+        """Creates a running sandbox from `template` (`base`, `python`, `node`),
+        `image`, or `snapshot` (a `SnapshotInfo` or its id: its files, user and
+        workdir, on its server). `timeout` is its idle timeout in seconds (every operation extends it);
         `env` its environment (stored encrypted, never returned); `labels` are kept
         with it and returned (who it is for, which session made it). Without
         `environment_id`, the first environment the key can see. With `auto_pause`,
@@ -146,6 +148,7 @@ class AsyncSandbox:
                 labels=labels,
                 auto_pause=auto_pause,
                 paused_timeout=paused_timeout,
+                snapshot=snapshot,
             ))
             # Shielded: a caller that gives up does not stop the request, so the
             # sandbox it makes is known and killed rather than left to its timeout.
@@ -182,6 +185,7 @@ class AsyncSandbox:
         labels: dict[str, str] | None = None,
         auto_pause: bool | None = None,
         paused_timeout: float | None = None,
+        snapshot: SnapshotInfo | str | None = None,
     ) -> AsyncSandbox:
         """`create` through a connection the caller made (the sandbox then owns it)."""
         env_vars = _env_text(env or {})
@@ -204,6 +208,7 @@ class AsyncSandbox:
             "labels": labels or None,
             "autoPause": auto_pause,
             "pausedTimeoutMs": None if paused_timeout is None else int(paused_timeout * 1000),
+            "snapshotId": snapshot.snapshot_id if isinstance(snapshot, SnapshotInfo) else snapshot,
         }
         try:
             created = await conn.call("sandbox.create", body, timeout=600)
@@ -319,6 +324,60 @@ class AsyncSandbox:
             await self._conn.call("sandbox.resume", {"sandboxId": self.id})
         )
         return self.info
+
+    async def snapshot(self, name: str | None = None) -> SnapshotInfo:
+        """Keeps the sandbox's files as a snapshot (the sandbox is frozen for the
+        moment it takes); `create(snapshot=...)` starts sandboxes from it. Its
+        environment variables are not kept."""
+        body: dict[str, Any] = {"sandboxId": self.id}
+        if name is not None:
+            body["name"] = name
+        return SnapshotInfo.from_json(await self._conn.call("sandbox.snapshot", body, timeout=600))
+
+    async def fork(
+        self,
+        count: int = 1,
+        *,
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> list[AsyncSandbox]:
+        """`count` (1–20) new sandboxes that start with this one's files, limits,
+        network and labels: not its processes, memory or environment variables (`env`
+        gives theirs). `timeout`: their idle timeout in seconds (default this one's).
+        The snapshot taken is kept (`list_snapshots`)."""
+        body: dict[str, Any] = {"sandboxId": self.id, "count": count}
+        if env:
+            body["envVars"] = _env_text(env)
+        if timeout is not None:
+            body["timeoutMs"] = int(timeout * 1000)
+        forked = await self._conn.call("sandbox.fork", body, timeout=600)
+        return [
+            type(self)(Connection(self._conn.target), SandboxInfo.from_json(s))
+            for s in forked["sandboxes"]
+        ]
+
+    @staticmethod
+    async def list_snapshots(*, url: str | None = None, key: str | None = None) -> list[SnapshotInfo]:
+        """The snapshots the key can see, newest first."""
+        conn = Connection(resolve(url, key))
+        try:
+            listed = await conn.call("snapshot.all")
+        finally:
+            await conn.close()
+        return [SnapshotInfo.from_json(s) for s in listed]
+
+    @staticmethod
+    async def remove_snapshot(
+        snapshot: SnapshotInfo | str, *, url: str | None = None, key: str | None = None
+    ) -> None:
+        """Removes a snapshot (refused with `Conflict` while sandboxes made from it
+        run)."""
+        snapshot_id = snapshot.snapshot_id if isinstance(snapshot, SnapshotInfo) else snapshot
+        conn = Connection(resolve(url, key))
+        try:
+            await conn.call("snapshot.remove", {"snapshotId": snapshot_id})
+        finally:
+            await conn.close()
 
     async def kill(self) -> None:
         """Kills the sandbox (its record stays, `killed`). Killing it again is fine."""

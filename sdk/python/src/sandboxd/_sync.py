@@ -24,6 +24,7 @@ from .models import (
     ProcessInfo,
     SandboxInfo,
     SandboxStats,
+    SnapshotInfo,
 )
 
 
@@ -350,6 +351,29 @@ class Sandbox:
     def resume(self) -> SandboxInfo:
         """See `AsyncSandbox.resume`."""
         return _portal.run(self._inner.resume())
+
+    def snapshot(self, name: str | None = None) -> SnapshotInfo:
+        """See `AsyncSandbox.snapshot`."""
+        return _portal.run(self._inner.snapshot(name))
+
+    def fork(
+        self, count: int = 1, *, env: dict[str, str] | None = None, timeout: float | None = None
+    ) -> list[Sandbox]:
+        """See `AsyncSandbox.fork`."""
+        forks = _portal.run(self._inner.fork(count, env=env, timeout=timeout))
+        return [type(self)(fork) for fork in forks]
+
+    @staticmethod
+    def list_snapshots(*, url: str | None = None, key: str | None = None) -> list[SnapshotInfo]:
+        """See `AsyncSandbox.list_snapshots`."""
+        return _portal.run(AsyncSandbox.list_snapshots(url=url, key=key))
+
+    @staticmethod
+    def remove_snapshot(
+        snapshot: SnapshotInfo | str, *, url: str | None = None, key: str | None = None
+    ) -> None:
+        """See `AsyncSandbox.remove_snapshot`."""
+        _portal.run(AsyncSandbox.remove_snapshot(snapshot, url=url, key=key))
 
     def kill(self) -> None:
         _portal.run(self._inner.kill())

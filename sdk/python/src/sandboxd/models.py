@@ -172,6 +172,42 @@ class SandboxInfo:
 
 
 @dataclass(frozen=True)
+class SnapshotInfo:
+    """A snapshot of a sandbox's files: sandboxes started from it (`create(snapshot=...)`)
+    get its files, user and workdir, on the server it lives on."""
+
+    snapshot_id: str
+    name: str
+    sandbox_id: str
+    project_id: str
+    server_id: str | None
+    source_image: str
+    template: str | None
+    user: str | None
+    workdir: str
+    size_bytes: int
+    created_at: str
+    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SnapshotInfo:
+        return cls(
+            snapshot_id=data["snapshotId"],
+            name=data.get("name", ""),
+            sandbox_id=data.get("sandboxId", ""),
+            project_id=data.get("projectId", ""),
+            server_id=data.get("serverId"),
+            source_image=data.get("sourceImage", ""),
+            template=data.get("template"),
+            user=data.get("user"),
+            workdir=data.get("workdir", "/"),
+            size_bytes=int(data.get("sizeBytes", 0)),
+            created_at=data.get("createdAt", ""),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
 class SandboxStats:
     """What a running sandbox uses now, against its limits."""
 
