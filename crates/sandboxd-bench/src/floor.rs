@@ -100,6 +100,57 @@ impl Floor {
         Ok((id, took))
     }
 
+    /// A container of `image` (as [`Floor::create_and_echo`] makes them), started, and
+    /// `echo hi` run in it.
+    pub async fn create_from_and_echo(&self, image: &str) -> anyhow::Result<(String, Duration)> {
+        let started = Instant::now();
+        let body = ContainerCreateBody {
+            image: Some(image.to_owned()),
+            ..self.body()
+        };
+        let id = self.docker.create_container(None, body).await?.id;
+        self.docker.start_container(&id, None).await?;
+        let (_, out) = self.exec(&id, &["sh", "-c", "echo hi"]).await?;
+        if out != b"hi\n" {
+            bail!("unexpected output");
+        }
+        Ok((id, started.elapsed()))
+    }
+
+    /// Runs a shell line in the container, to its end.
+    pub async fn shell(&self, id: &str, line: &str) -> anyhow::Result<()> {
+        self.exec(id, &["sh", "-c", line]).await.map(|_| ())
+    }
+
+    /// The engine's commit of the container (frozen while it is read) as a labelled
+    /// image: its id and how long it took.
+    pub async fn commit(&self, id: &str) -> anyhow::Result<(String, Duration)> {
+        let started = Instant::now();
+        let options = bollard::query_parameters::CommitContainerOptionsBuilder::default()
+            .container(id)
+            .pause(true)
+            .build();
+        let config = bollard::models::ContainerConfig {
+            labels: Some(HashMap::from([(
+                "sandboxd.bench".to_owned(),
+                "true".to_owned(),
+            )])),
+            ..Default::default()
+        };
+        let image = self.docker.commit_container(options, config).await?;
+        let took = started.elapsed();
+        Ok((image.id, took))
+    }
+
+    /// Removes an image (its containers must be gone).
+    pub async fn remove_image(&self, image: &str) -> anyhow::Result<()> {
+        let options = bollard::query_parameters::RemoveImageOptionsBuilder::default()
+            .force(true)
+            .build();
+        self.docker.remove_image(image, Some(options), None).await?;
+        Ok(())
+    }
+
     /// `echo hi` through the engine's exec: the time to its first output.
     pub async fn first_output(&self, id: &str) -> anyhow::Result<Duration> {
         Ok(self.exec(id, &["sh", "-c", "echo hi"]).await?.0)
@@ -191,6 +242,16 @@ impl Floor {
         };
         for id in list.into_iter().filter_map(|c| c.id) {
             let _ = self.remove(&id).await;
+        }
+        // And the images: commits of the floor, snapshots of a server.
+        let options = bollard::query_parameters::ListImagesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        let Ok(images) = self.docker.list_images(Some(options)).await else {
+            return;
+        };
+        for image in images {
+            let _ = self.remove_image(&image.id).await;
         }
     }
 }

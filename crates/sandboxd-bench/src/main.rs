@@ -11,6 +11,7 @@ mod load;
 mod process_start;
 mod remote;
 mod report;
+mod snapshots;
 mod store;
 mod through_api;
 
@@ -53,6 +54,10 @@ pub struct Args {
     /// up by `scripts/remote-engine.sh up`).
     #[arg(long)]
     remote: bool,
+    /// Measure snapshots only: a snapshot of 100 MiB written, a create from it against
+    /// a cold create, a fork into 10.
+    #[arg(long)]
+    snapshots: bool,
     /// Compare the store's backends only: SQLite, PostgreSQL and two replicas on
     /// PostgreSQL, with databases made on this server (`bash scripts/postgres.sh start`
     /// prints one).
@@ -144,6 +149,14 @@ async fn start(args: &Args, instances: &mut Vec<String>) -> anyhow::Result<Serve
 }
 
 async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Result<()> {
+    if args.snapshots {
+        let rows = snapshots::run(&servers.agent.http, raw, args.iterations).await?;
+        let json = report::print(&rows, args.iterations.clamp(1, 5));
+        if let Some(path) = &args.json {
+            std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
     let (agent, engine, warm) = (
         &servers.agent.http,
         &servers.engine.http,
@@ -241,6 +254,7 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
         raw.remove(&container).await?;
     }
     let load = load::run(args, &servers.inner, raw).await?;
+    let snapshot_rows = snapshots::run(agent, raw, args.iterations).await?;
 
     let named = |[a, e, r]: [Samples; 3]| {
         vec![
@@ -282,7 +296,11 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
         report::Row::new("destroy", named(destroy)),
         report::Row::new("sandbox.one (API overhead)", vec![("sandboxd", one)]),
     ];
-    let rows: Vec<report::Row> = rows.into_iter().chain(load.rows).collect();
+    let rows: Vec<report::Row> = rows
+        .into_iter()
+        .chain(snapshot_rows)
+        .chain(load.rows)
+        .collect();
     let mut json = report::print(&rows, args.iterations);
     json = load::annotate(json, &load.figures);
     if let Some(path) = &args.json {

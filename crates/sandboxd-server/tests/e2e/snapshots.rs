@@ -301,6 +301,31 @@ async fn snapshots_are_counted_and_kept_across_a_restart() {
         .create(json!({"snapshotId": snapshot_id(&taken)}))
         .await;
     assert_eq!(stdout(&server, &made, "cat /home/user/f").await, "survived");
+
+    // An image gone behind sandboxd's back is never looked for in a registry.
+    let (status, _) = server
+        .post("sandbox.remove", json!({"sandboxId": id(&made)}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    server.wait_container_removed(&made).await;
+    let image = format!("sandboxd-snapshots:{}", snapshot_id(&taken));
+    server
+        .docker()
+        .remove_image(
+            &image,
+            None::<bollard::query_parameters::RemoveImageOptions>,
+            None,
+        )
+        .await
+        .unwrap();
+    let (status, body) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "snapshotId": snapshot_id(&taken)}),
+        )
+        .await;
+    assert!(status.is_client_error(), "{status} {body}");
+    assert!(body["message"].as_str().unwrap().contains(&image), "{body}");
 }
 
 #[tokio::test]
