@@ -130,6 +130,11 @@ def aim(fields, part, operation, seed, forced):
         # answer short (its length was promised).
         name = "".join(c for c in str(path or "") if c.isalnum())[:32]
         fields["path"] = ["/tmp/fuzz-read/a.txt", "/tmp/fuzz-read", "/tmp/fuzz-read/" + (name or "x")][seed % 3]
+        if seed % 5 == 0:
+            # The tar of the sandbox's changes instead of a path.
+            fields.pop("path", None)
+            fields["changes"] = "true"
+            fields.pop("format", None)
     if operation == "sandbox.processWrite":
         # Closing the one process's input would end it for every later case.
         fields["close"] = False

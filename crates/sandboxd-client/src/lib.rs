@@ -5,6 +5,7 @@
 //! the benchmark and the test suites use it; [`Client::raw`] is there for tests that
 //! send what a client never would.
 
+mod changes;
 mod client;
 mod error;
 mod ports;

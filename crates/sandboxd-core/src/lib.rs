@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod api;
+pub mod changes;
 pub mod egress;
 pub mod egress_credentials;
 pub mod egress_log;

@@ -418,11 +418,38 @@ pub fn upload(req: UploadQuery) -> Result<Upload, Invalid> {
 }
 
 /// Checks `sandbox.download`; returns the sandbox id and the path.
-pub fn download(req: &DownloadQuery) -> Result<(String, String), Invalid> {
+pub fn download(req: &DownloadQuery) -> Result<(String, DownloadOf), Invalid> {
     let mut issues = Issues::default();
     required_id(&mut issues, "sandboxId", &req.sandbox_id);
-    let path = path_into(&mut issues, "path", &req.path);
-    issues.finish((req.sandbox_id.clone(), path.unwrap_or_default()))
+    let of = match (&req.path, req.changes.unwrap_or(false)) {
+        (None, true) => DownloadOf::Changes {
+            all: req.all.unwrap_or(false),
+        },
+        (Some(_), true) => {
+            issues.push("changes", "takes the place of path: give only one of them");
+            DownloadOf::Changes { all: false }
+        }
+        (Some(raw), false) => {
+            DownloadOf::Path(path_into(&mut issues, "path", raw).unwrap_or_default())
+        }
+        (None, false) => {
+            issues.push("path", "is required (or changes=true)");
+            DownloadOf::Path(String::new())
+        }
+    };
+    if req.changes.unwrap_or(false) && req.format == Some(crate::api::TransferFormat::Raw) {
+        issues.push("format", "changes come as a tar");
+    }
+    issues.finish((req.sandbox_id.clone(), of))
+}
+
+/// What a checked `sandbox.download` streams.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DownloadOf {
+    /// A file or a directory.
+    Path(String),
+    /// The sandbox's changes (everywhere with `all`).
+    Changes { all: bool },
 }
 
 /// Checks `sandbox.listFiles`.

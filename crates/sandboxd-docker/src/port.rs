@@ -69,6 +69,13 @@ impl Engine for DockerEngine {
         DockerEngine::unpause_container(self, id).await
     }
 
+    async fn container_changes(
+        &self,
+        id: &str,
+    ) -> Result<Vec<(String, sandboxd_core::api::ChangeKind)>, EngineError> {
+        DockerEngine::container_changes(self, id).await
+    }
+
     async fn commit_container(&self, id: &str, commit: &Commit) -> Result<i64, EngineError> {
         DockerEngine::commit_container(self, id, commit).await
     }

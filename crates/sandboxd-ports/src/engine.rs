@@ -95,6 +95,12 @@ pub trait Engine: Debug + Send + Sync + 'static {
     /// `NotRunning`.
     async fn unpause_container(&self, id: &str) -> Result<(), EngineError>;
 
+    /// The paths of a container's filesystem that differ from its image's, and how.
+    async fn container_changes(
+        &self,
+        id: &str,
+    ) -> Result<Vec<(String, sandboxd_core::api::ChangeKind)>, EngineError>;
+
     /// Makes an image of a container's filesystem (frozen while it is read) with the
     /// settings of the image it was started from, none of the container's own
     /// environment values, and the snapshot's labels; returns the bytes it adds to the

@@ -112,6 +112,38 @@ async fn snapshots_and_forks_from_a_terminal() {
     let made = made.stdout.trim().to_owned();
     let read = run(&["exec", &made, "--", "cat /home/user/f"]);
     assert_eq!(read.stdout, "kept\n");
+    // What changed since the snapshot.
+    assert_eq!(run(&["changes", &made]).stdout, "no changes\n");
+    run(&[
+        "exec",
+        &made,
+        "--",
+        "echo more >> /home/user/f && echo new > /home/user/g",
+    ]);
+    let changed = run(&["changes", &made]);
+    assert_eq!(changed.code, 0, "{}", changed.stderr);
+    let lines: Vec<&str> = changed.stdout.lines().collect();
+    assert!(lines[0].starts_with("KIND"), "{}", changed.stdout);
+    assert!(
+        lines[1].starts_with("changed") && lines[1].ends_with("/home/user/f"),
+        "{}",
+        changed.stdout
+    );
+    assert!(
+        lines[2].starts_with("added") && lines[2].ends_with("/home/user/g"),
+        "{}",
+        changed.stdout
+    );
+    let tar = home.path().join("work.tar");
+    let written = run(&["changes", &made, "--tar", tar.to_str().unwrap()]);
+    assert_eq!(written.code, 0, "{}", written.stderr);
+    let mut archive = tar::Archive::new(std::fs::File::open(&tar).unwrap());
+    let names: Vec<String> = archive
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["home/user/f", "home/user/g"]);
 
     let forked = run(&["fork", &id, "-n", "2"]);
     assert_eq!(forked.code, 0, "{}", forked.stderr);

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tarfile
 import time
 from pathlib import Path
 
@@ -167,6 +168,27 @@ def test_a_snapshot_starts_sandboxes_with_its_files_and_a_fork_copies_them(serve
     for snapshot in Sandbox.list_snapshots():
         if snapshot.name.startswith("fork of"):
             Sandbox.remove_snapshot(snapshot)
+
+
+def test_changes_list_what_the_sandbox_wrote(server, tmp_path):
+    with Sandbox.create("base") as sb:
+        assert sb.changes().changes == []
+        sb.files.write("made.txt", "12 bytes now")
+        sb.commands.run("mkdir -p out && echo hi > out/a")
+        found = sb.changes()
+        assert [(c.path, c.kind, c.type, c.size) for c in found.changes] == [
+            ("/home/user/made.txt", "added", "file", 12),
+            ("/home/user/out", "added", "directory", None),
+            ("/home/user/out/a", "added", "file", 3),
+        ]
+        assert found.total_bytes == 15 and not found.truncated
+        assert found.areas[0] == "/home/user"
+        assert sb.changes(all=True).areas == ["/"]
+        sb.commands.run("rm made.txt")
+        archive = sb.download_changes(tmp_path / "work.tar")
+        with tarfile.open(archive) as tar:
+            assert tar.getnames() == ["home/user/out", "home/user/out/a"]
+            assert tar.extractfile("home/user/out/a").read() == b"hi\n"
 
 
 def test_stats_show_cpu_memory_and_processes(server):

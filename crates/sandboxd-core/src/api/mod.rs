@@ -2,6 +2,7 @@
 //! reference API. Validation of requests lives in [`crate::validate`].
 
 mod access;
+mod changes;
 mod contexts;
 mod egress_log;
 mod egress_requests;
@@ -18,6 +19,7 @@ pub mod stream;
 mod usage;
 
 pub use access::*;
+pub use changes::*;
 pub use contexts::*;
 pub use egress_log::*;
 pub use egress_requests::*;

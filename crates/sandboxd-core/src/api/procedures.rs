@@ -106,6 +106,7 @@ pub const PROCEDURES: &[Procedure] = &[
     procedure("sandbox.stats", "/api/sandbox.stats", Get, InQuery, false, Named("sandbox-stats")),
     procedure("sandbox.pause", "/api/sandbox.pause", Post, InBody, false, Named("sandbox-pause")),
     procedure("sandbox.resume", "/api/sandbox.resume", Post, InBody, false, Named("sandbox-resume")),
+    procedure("sandbox.changes", "/api/sandbox.changes", Get, InQuery, false, Named("sandbox-changes")),
     procedure("sandbox.snapshot", "/api/sandbox.snapshot", Post, InBody, false, Named("sandbox-snapshot")),
     procedure("sandbox.fork", "/api/sandbox.fork", Post, InBody, false, Named("sandbox-fork")),
     procedure("sandbox.kill", "/api/sandbox.kill", Post, InBody, false, Named("sandbox-kill")),

@@ -189,12 +189,19 @@ pub struct UploadQuery {
 #[into_params(parameter_in = Query)]
 pub struct DownloadQuery {
     pub sandbox_id: String,
-    /// Absolute path of a file or a directory.
+    /// Absolute path of a file or a directory; required unless `changes`.
     #[param(min_length = 1, max_length = 4096, pattern = "^/")]
-    pub path: String,
+    #[serde(default)]
+    pub path: Option<String>,
     /// `raw` (a file's bytes) or `tar`; absent: `raw` for a file, `tar` for a directory.
     #[param(inline)]
     pub format: Option<TransferFormat>,
+    /// Instead of a path: a tar of what `sandbox.changes` lists (added and changed
+    /// files, new directories, links, and a `.wh.<name>` entry for each removed path,
+    /// as image layers mark removals), named from the root.
+    pub changes: Option<bool>,
+    /// With `changes`: every changed path, not only those under the user's areas.
+    pub all: Option<bool>,
 }
 
 /// Query of `sandbox.listFiles`.

@@ -10,7 +10,7 @@ mod tar_out;
 #[cfg(test)]
 mod tests;
 
-pub use tar_in::{TarIn, TarPolicy, TarSummary, raw_entry};
+pub use tar_in::{TarIn, TarPolicy, TarSummary, dir_entry, link_entry, raw_entry};
 pub use tar_out::FileOut;
 
 /// Size of a tar block.

@@ -111,6 +111,7 @@ macro_rules! attempt {
     };
 }
 
+mod changes;
 mod snapshots;
 
 impl SandboxTools {
@@ -146,7 +147,7 @@ impl SandboxTools {
             service,
             held,
             previews,
-            tool_router: Self::tool_router() + Self::snapshot_tools(),
+            tool_router: Self::tool_router() + Self::snapshot_tools() + Self::changes_tools(),
         }
     }
 
@@ -808,7 +809,8 @@ mod tests {
     #[test]
     fn the_tools_are_those_of_the_procedure_table() {
         let tools: std::collections::BTreeSet<String> = (SandboxTools::tool_router()
-            + SandboxTools::snapshot_tools())
+            + SandboxTools::snapshot_tools()
+            + SandboxTools::changes_tools())
         .list_all()
         .into_iter()
         .map(|tool| tool.name.to_string())

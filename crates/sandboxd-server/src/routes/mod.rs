@@ -1,6 +1,7 @@
 //! HTTP routes, grouped by resource.
 
 pub mod access;
+pub mod changes;
 pub mod contexts;
 pub mod egress;
 pub mod exec_stream;

@@ -106,7 +106,8 @@ fn pumped(body: Body) -> (Chunks, tokio::task::JoinHandle<()>) {
 
 /// Download a file's bytes or a directory's tar, streamed. Without `format`, a file
 /// comes raw (`application/octet-stream`, with its `Content-Length`) and a directory as
-/// a tar (`application/x-tar`); the kind is in `x-sandboxd-format`.
+/// a tar (`application/x-tar`); the kind is in `x-sandboxd-format`. With `changes`
+/// instead of `path`: a tar of what `sandbox.changes` lists, removals as `.wh.` entries.
 #[utoipa::path(get, path = "/api/sandbox.download", operation_id = "sandbox-download", tag = "sandbox",
     params(DownloadQuery),
     responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
@@ -118,12 +119,18 @@ async fn download(
     Caller(caller): Caller,
     ApiQuery(req): ApiQuery<DownloadQuery>,
 ) -> Result<Response, ApiError> {
-    let (sandbox_id, path) = validate::download(&req)?;
-    let download = state
-        .service
-        .files()
-        .download(&caller, &sandbox_id, &path, req.format)
-        .await?;
+    let (sandbox_id, of) = validate::download(&req)?;
+    let files = state.service.files();
+    let download = match of {
+        validate::DownloadOf::Path(path) => {
+            files
+                .download(&caller, &sandbox_id, &path, req.format)
+                .await?
+        }
+        validate::DownloadOf::Changes { all } => {
+            files.download_changes(&caller, &sandbox_id, all).await?
+        }
+    };
     let (content_type, format) = match download.format {
         TransferFormat::Raw => ("application/octet-stream", "raw"),
         TransferFormat::Tar => ("application/x-tar", "tar"),

@@ -229,6 +229,7 @@ async fn openapi_document_describes_every_procedure() {
         ("/api/sandbox.stats", "get", "sandbox-stats"),
         ("/api/sandbox.pause", "post", "sandbox-pause"),
         ("/api/sandbox.resume", "post", "sandbox-resume"),
+        ("/api/sandbox.changes", "get", "sandbox-changes"),
         ("/api/sandbox.snapshot", "post", "sandbox-snapshot"),
         ("/api/sandbox.fork", "post", "sandbox-fork"),
         ("/api/sandbox.kill", "post", "sandbox-kill"),

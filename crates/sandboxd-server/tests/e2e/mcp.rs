@@ -54,6 +54,7 @@ async fn tools_over_streamable_http() {
         [
             "egress-requests",
             "project-all",
+            "sandbox-changes",
             "sandbox-contextCreate",
             "sandbox-contextRemove",
             "sandbox-contextRun",

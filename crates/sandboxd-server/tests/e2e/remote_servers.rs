@@ -793,7 +793,8 @@ fn image_on(host: Option<&str>, image: &str) -> bool {
 }
 
 #[tokio::test]
-async fn a_snapshot_of_a_sandbox_on_a_remote_server_stays_there_and_so_do_its_sandboxes() {
+async fn a_snapshot_of_a_sandbox_on_a_remote_server_stays_there_and_so_do_its_sandboxes_and_its_changes_are_read_there()
+ {
     let server = TestServer::start().await;
     let host = RemoteHost::start();
     let server_id = register(&server, &host, "snapshots").await;
@@ -807,6 +808,16 @@ async fn a_snapshot_of_a_sandbox_on_a_remote_server_stays_there_and_so_do_its_sa
         .exec(&sandbox, "echo from-remote > /home/user/f && echo $TOKEN")
         .await;
     assert_eq!(wrote["stdout"], "remote-secret\n", "{wrote}");
+    // What it changed, read from the remote engine.
+    let (status, changed) = server
+        .get("sandbox.changes", &[("sandboxId", id(&sandbox))])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(
+        changed["changes"],
+        json!([{"path": "/home/user/f", "kind": "added", "type": "file", "size": 12}]),
+        "{changed}"
+    );
     let (status, taken) = server
         .post("sandbox.snapshot", json!({"sandboxId": id(&sandbox)}))
         .await;

@@ -2,6 +2,7 @@
 //! file or a tar archive each way). A part of the sandbox service, over the sandbox's
 //! channel.
 
+mod changes;
 mod content;
 pub(crate) mod transfers;
 

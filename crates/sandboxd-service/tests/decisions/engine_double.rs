@@ -157,6 +157,13 @@ impl Engine for RecordingEngine {
         }
     }
 
+    async fn container_changes(
+        &self,
+        _id: &str,
+    ) -> Result<Vec<(String, sandboxd_core::api::ChangeKind)>, EngineError> {
+        Ok(Vec::new())
+    }
+
     async fn commit_container(
         &self,
         _id: &str,

@@ -5,6 +5,7 @@
 //! or failing; `exec` exits with the remote command's code once it ran.
 
 mod access;
+mod changes;
 mod client;
 mod copy;
 mod egress;
@@ -139,6 +140,23 @@ pub enum ClientCommand {
         common: Common,
         #[arg(required = true)]
         ids: Vec<String>,
+    },
+    /// List the files a sandbox added, changed and removed since its template or
+    /// snapshot (under its workdir, /tmp and /var/tmp; --all: everywhere).
+    #[command(
+        after_help = "Examples:\n  sandboxd changes $ID\n  sandboxd changes $ID --all --json\n  sandboxd changes $ID --tar work.tar"
+    )]
+    Changes {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        /// The whole filesystem, not only the user's areas.
+        #[arg(long)]
+        all: bool,
+        /// Write them as one tar (contents, links, `.wh.` entries for removals) to this
+        /// file (`-`: standard output) instead of listing them.
+        #[arg(long, value_name = "FILE")]
+        tar: Option<String>,
     },
     /// Snapshots of sandboxes' files: create, ls, show, rm.
     #[command(
@@ -390,6 +408,28 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
         }
         ClientCommand::Pause { common, ids } => freeze(&common, "sandbox.pause", ids).await?,
         ClientCommand::Resume { common, ids } => freeze(&common, "sandbox.resume", ids).await?,
+        ClientCommand::Changes {
+            common,
+            id,
+            all,
+            tar: Some(to),
+        } => {
+            let written = changes::archive(&client(&common)?, &id, all, &to).await?;
+            if to != "-" {
+                print(&common, &written, |w| {
+                    format!("{} bytes written to {to}\n", w["bytes"])
+                });
+            }
+        }
+        ClientCommand::Changes {
+            common,
+            id,
+            all,
+            tar: None,
+        } => {
+            let answer = changes::changes(&client(&common)?, &id, all).await?;
+            print(&common, &answer, changes::changes_text);
+        }
         ClientCommand::Snapshot { common, command } => {
             let show = matches!(command, snapshots::SnapshotCommand::Show { .. });
             let answer = snapshots::snapshot(&client(&common)?, command).await?;

@@ -46,6 +46,8 @@ from .errors import (
     Unavailable,
 )
 from .models import (
+    Change,
+    Changes,
     CommandResult,
     Egress,
     EgressCredential,
@@ -72,6 +74,8 @@ __all__ = [
     "AsyncSandbox",
     "AsyncTerminal",
     "AuthenticationError",
+    "Change",
+    "Changes",
     "CommandError",
     "CommandExitError",
     "CommandResult",

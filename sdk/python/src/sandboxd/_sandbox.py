@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import posixpath
+import tempfile
 import re
 import warnings
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
@@ -18,7 +21,7 @@ from ._http import Connection
 from ._ports import AsyncPorts
 from ._pty import AsyncPty
 from .errors import NotFound
-from .models import Egress, SandboxInfo, SandboxStats, SnapshotInfo
+from .models import Changes, Egress, SandboxInfo, SandboxStats, SnapshotInfo
 
 
 async def _default_environment(conn: Connection) -> str:
@@ -324,6 +327,45 @@ class AsyncSandbox:
             await self._conn.call("sandbox.resume", {"sandboxId": self.id})
         )
         return self.info
+
+    async def changes(self, *, all: bool = False) -> Changes:
+        """The files the sandbox added, changed and removed since its template or
+        snapshot, under its workdir, `/tmp` and `/var/tmp` (`all=True`: everywhere),
+        with their types and sizes."""
+        return Changes.from_json(
+            await self._conn.call(
+                "sandbox.changes",
+                query={"sandboxId": self.id, "all": "true" if all else "false"},
+            )
+        )
+
+    async def download_changes(
+        self, local: str | os.PathLike[str], *, all: bool = False
+    ) -> Path:
+        """Streams what `changes()` lists into the tar file `local` (written under a
+        temporary name, renamed once whole): added and changed files, new directories,
+        links, and a `.wh.<name>` entry for each removed path, named from the root. The
+        path written."""
+        target = Path(local)
+        response = await self._conn.stream(
+            "GET",
+            "sandbox.download",
+            query={"sandboxId": self.id, "changes": "true", "all": "true" if all else "false"},
+        )
+        try:
+            parent = target.parent if str(target.parent) else Path(".")
+            fd, temp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.")
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    async for chunk in response.aiter_raw(1 << 20):
+                        await asyncio.to_thread(out.write, chunk)
+                os.replace(temp, target)
+            finally:
+                if os.path.exists(temp):
+                    os.unlink(temp)
+        finally:
+            await response.aclose()
+        return target
 
     async def snapshot(self, name: str | None = None) -> SnapshotInfo:
         """Keeps the sandbox's files as a snapshot (the sandbox is frozen for the

@@ -15,6 +15,7 @@ from ._commands import AsyncCommandStream, AsyncProcess, OutputCallback, OutputC
 from ._pty import AsyncTerminal
 from ._sandbox import AsyncSandbox
 from .models import (
+    Changes,
     CommandResult,
     EgressLog,
     EgressRequest,
@@ -351,6 +352,14 @@ class Sandbox:
     def resume(self) -> SandboxInfo:
         """See `AsyncSandbox.resume`."""
         return _portal.run(self._inner.resume())
+
+    def changes(self, *, all: bool = False) -> Changes:
+        """See `AsyncSandbox.changes`."""
+        return _portal.run(self._inner.changes(all=all))
+
+    def download_changes(self, local: str | os.PathLike[str], *, all: bool = False) -> Path:
+        """See `AsyncSandbox.download_changes`."""
+        return _portal.run(self._inner.download_changes(local, all=all))
 
     def snapshot(self, name: str | None = None) -> SnapshotInfo:
         """See `AsyncSandbox.snapshot`."""

@@ -208,6 +208,48 @@ class SnapshotInfo:
 
 
 @dataclass(frozen=True)
+class Change:
+    """A path a sandbox added, changed or removed since its template or snapshot."""
+
+    path: str
+    #: `added`, `changed` or `removed`.
+    kind: str
+    #: `file`, `directory`, `symlink`, `other`; `None` when removed (or unknown).
+    type: str | None
+    #: Bytes, for files and links.
+    size: int | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Change:
+        return cls(
+            path=data["path"],
+            kind=data.get("kind", ""),
+            type=data.get("type"),
+            size=data.get("size"),
+        )
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What `changes()` found: the paths by name, the areas looked at, and whether the
+    list was cut at its bound (10,000)."""
+
+    changes: list[Change]
+    areas: list[str]
+    truncated: bool
+    total_bytes: int
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Changes:
+        return cls(
+            changes=[Change.from_json(c) for c in data.get("changes") or []],
+            areas=list(data.get("areas") or []),
+            truncated=bool(data.get("truncated", False)),
+            total_bytes=int(data.get("totalBytes", 0)),
+        )
+
+
+@dataclass(frozen=True)
 class SandboxStats:
     """What a running sandbox uses now, against its limits."""
 

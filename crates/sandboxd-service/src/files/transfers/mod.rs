@@ -5,6 +5,7 @@
 //! user (`upload.rs`); a download is one file's bytes or a tar of a directory
 //! (`download.rs`). A stream that stops flowing for a minute is cut.
 
+mod changes;
 mod download;
 mod upload;
 

@@ -1,0 +1,85 @@
+//! `sandbox.changes`: what a sandbox added, changed and removed since its image or the
+//! snapshot it started from, under its user's areas (or everywhere), with types and
+//! sizes. The engine's diff says which paths; `find`, run as the sandbox's user, says
+//! what each is now (what that user cannot see stays without a type).
+
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::api::{ChangeKind, ChangesResult, FileType};
+use sandboxd_core::changes;
+use sandboxd_core::model::{Principal, Sandbox};
+use sandboxd_ports::ExecSpec;
+
+use super::Files;
+use crate::{ServiceError, internal_exec};
+
+/// Output of one batch's `find` kept at most (records past it are left without sizes).
+const STAT_OUTPUT: usize = 1024 * 1024;
+
+impl Files {
+    /// The changes of a sandbox of the caller's; a paused one is resumed first.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
+    pub async fn changes(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        all: bool,
+    ) -> Result<ChangesResult, ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Read)
+            .await?;
+        self.listing(&sandbox, all).await
+    }
+
+    /// The changes of `sandbox` (see [`Files::changes`]).
+    pub(super) async fn listing(
+        &self,
+        sandbox: &Sandbox,
+        all: bool,
+    ) -> Result<ChangesResult, ServiceError> {
+        let container = self.service.wake(sandbox).await?;
+        let engine = self
+            .service
+            .fleet()
+            .engine_of(sandbox.server_id.as_deref())
+            .await?;
+        let diff = engine.container_changes(container).await?;
+        let areas = (!all).then(|| changes::user_areas(&sandbox.workdir));
+        let (mut entries, truncated) = changes::select(diff, areas.as_deref());
+        let present: Vec<String> = entries
+            .iter()
+            .filter(|entry| entry.kind != ChangeKind::Removed)
+            .map(|entry| entry.path.clone())
+            .collect();
+        let mut records = Vec::new();
+        for batch in present.chunks(changes::STAT_BATCH) {
+            let paths: Vec<&str> = batch.iter().map(String::as_str).collect();
+            let spec = ExecSpec {
+                user: sandbox.user.clone(),
+                ..internal_exec(changes::stat_argv(&paths), STAT_OUTPUT)
+            };
+            // `find` exits 1 when a path went meanwhile, and an image without GNU find
+            // prints nothing: what it printed is all there is to know.
+            match engine.exec(container, spec).await {
+                Ok(outcome) => records.extend_from_slice(changes::whole_records(&outcome.stdout)),
+                Err(_) => break,
+            }
+        }
+        changes::apply_stats(&mut entries, &records);
+        self.service
+            .while_touching(&sandbox.sandbox_id, std::future::ready(()))
+            .await;
+        let total_bytes = entries
+            .iter()
+            .filter(|entry| entry.file_type == Some(FileType::File))
+            .filter_map(|entry| entry.size)
+            .sum();
+        Ok(ChangesResult {
+            areas: areas.unwrap_or_else(|| vec!["/".to_owned()]),
+            changes: entries,
+            truncated,
+            total_bytes,
+        })
+    }
+}
