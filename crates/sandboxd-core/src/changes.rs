@@ -10,8 +10,32 @@ use crate::plan::AGENT_RUN_DIR;
 /// A listing holds at most this many entries (`truncated` says when there were more).
 pub const MAX_CHANGES: usize = 10_000;
 
-/// Paths given to one `find`.
+/// Paths given to one `find`, at most.
 pub const STAT_BATCH: usize = 500;
+/// Bytes of paths given to one `find`, at most (well under the kernel's bound on a
+/// command line).
+pub const STAT_BATCH_BYTES: usize = 128 * 1024;
+
+/// `paths` in batches for [`stat_argv`]: at most [`STAT_BATCH`] paths and
+/// [`STAT_BATCH_BYTES`] bytes each (a longer path goes alone).
+pub fn stat_batches(paths: &[String]) -> Vec<Vec<&str>> {
+    let mut batches: Vec<Vec<&str>> = Vec::new();
+    let mut bytes = 0;
+    for path in paths {
+        let fits = batches
+            .last()
+            .is_some_and(|batch| batch.len() < STAT_BATCH && bytes + path.len() < STAT_BATCH_BYTES);
+        if !fits {
+            batches.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += path.len() + 1;
+        if let Some(batch) = batches.last_mut() {
+            batch.push(path);
+        }
+    }
+    batches
+}
 
 /// The areas a sandbox's user writes in: its working directory (its home) and the
 /// temporary directories.
@@ -145,6 +169,13 @@ pub fn archive_name(path: &str) -> String {
     path.trim_start_matches('/').to_owned()
 }
 
+/// Whether `path`'s name is one image layers read as a removal (`.wh.…`).
+pub fn is_whiteout(path: &str) -> bool {
+    path.rsplit('/')
+        .next()
+        .is_some_and(|name| name.starts_with(".wh."))
+}
+
 /// The name of the entry that says `path` was removed, as image layers say it (OCI):
 /// `.wh.` before its name, in its directory.
 pub fn whiteout_name(path: &str) -> String {
@@ -199,6 +230,20 @@ mod tests {
             None,
         );
         assert_eq!(all.len(), 1);
+    }
+
+    #[test]
+    fn stat_batches_are_bounded_in_count_and_bytes() {
+        let short: Vec<String> = (0..1200).map(|i| format!("/tmp/{i}")).collect();
+        let sizes: Vec<usize> = stat_batches(&short).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [500, 500, 200]);
+        let long: Vec<String> = (0..100)
+            .map(|i| format!("/{i}{}", "x".repeat(4000)))
+            .collect();
+        for batch in stat_batches(&long) {
+            assert!(batch.iter().map(|p| p.len() + 1).sum::<usize>() <= STAT_BATCH_BYTES);
+        }
+        assert_eq!(stat_batches(&long).iter().map(Vec::len).sum::<usize>(), 100);
     }
 
     #[test]
@@ -257,6 +302,8 @@ mod tests {
         assert_eq!(links[0].mode.as_deref(), Some("777"));
         assert_eq!(whiteout_name("/home/user/gone"), "home/user/.wh.gone");
         assert_eq!(whiteout_name("/top"), ".wh.top");
+        assert!(is_whiteout("/home/user/.wh.x") && is_whiteout("/.wh..wh..opq"));
+        assert!(!is_whiteout("/home/user/a.wh.x"));
         assert_eq!(archive_name("/home/user/f"), "home/user/f");
         let argv = stat_argv(&["/a", "/b"]);
         assert_eq!(argv[..4], ["find", "-P", "/a", "/b"]);

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;
-use sandboxd_core::snapshots::SNAPSHOT_REPOSITORY;
+use sandboxd_core::snapshots::{LABEL_SNAPSHOT, SNAPSHOT_REPOSITORY, image_of};
 use tracing::info;
 
 use crate::engine::{DockerEngine, bounded};
@@ -45,12 +45,28 @@ impl DockerEngine {
             .ok_or(EngineError::NotFound { what: "image" })
     }
 
-    /// The default user of a present image; `None` when the image is absent.
+    /// The default user of a present image; `None` when the image is absent. A
+    /// snapshot's image is present only under its own name: the engine would also find
+    /// it by a prefix of its id, which a caller of another organization could guess.
     async fn image_user(&self, image: &str) -> Result<Option<String>, EngineError> {
         match bounded("inspect image", self.docker.inspect_image(image)).await? {
-            Ok(inspect) => Ok(Some(
-                inspect.config.and_then(|c| c.user).unwrap_or_default(),
-            )),
+            Ok(inspect) => {
+                let config = inspect.config.unwrap_or_default();
+                let snapshot = config
+                    .labels
+                    .as_ref()
+                    .and_then(|labels| labels.get(LABEL_SNAPSHOT))
+                    .filter(|id| !id.is_empty());
+                if let Some(id) = snapshot
+                    && image != image_of(id)
+                {
+                    return Err(EngineError::Pull {
+                        image: image.to_owned(),
+                        reason: "a snapshot's image is reached by its snapshotId only".into(),
+                    });
+                }
+                Ok(Some(config.user.unwrap_or_default()))
+            }
             Err(e) if status_of(&e) == Some(404) => Ok(None),
             // A reference the engine cannot parse: the caller's to fix.
             Err(e) if status_of(&e) == Some(400) => Err(EngineError::Rejected {

@@ -35,12 +35,15 @@ impl DockerEngine {
         )
         .await?
         .map_err(|e| classify("container", e))?;
-        let source = bounded(
-            "inspect image",
-            self.docker.inspect_image(&commit.source_image),
-        )
-        .await?
-        .map_err(|e| classify("image", e))?;
+        // The image the container was made from, by its id: the name may point at
+        // another image by now.
+        let source_id = container
+            .image
+            .clone()
+            .unwrap_or_else(|| commit.source_image.clone());
+        let source = bounded("inspect image", self.docker.inspect_image(&source_id))
+            .await?
+            .map_err(|e| classify("image", e))?;
         let image = source.config.unwrap_or_default();
         let container_env = container
             .config
@@ -81,9 +84,18 @@ impl DockerEngine {
             Some(409) => EngineError::NotRunning,
             _ => fault(e),
         })?;
-        let made = bounded("inspect image", self.docker.inspect_image(expected))
-            .await?
-            .map_err(|e| classify("image", e))?;
+        // An image made but not read back is not kept: its size could not be counted.
+        let made = match bounded("inspect image", self.docker.inspect_image(expected)).await {
+            Ok(Ok(made)) => made,
+            failed => {
+                let _ = self.remove_image(expected).await;
+                return Err(match failed {
+                    Ok(Err(e)) => classify("image", e),
+                    Err(timeout) => timeout,
+                    Ok(Ok(_)) => EngineError::NotFound { what: "image" },
+                });
+            }
+        };
         let size = made.size.unwrap_or_default() - source.size.unwrap_or_default();
         Ok(size.max(0))
     }

@@ -135,6 +135,16 @@ impl Store {
         Ok(row.try_get::<i64, _>("n")? > 0)
     }
 
+    /// Whether a snapshot was taken of a sandbox made from this image (its image is
+    /// built on this one's, which the engine keeps while it does).
+    pub async fn image_under_snapshot(&self, image: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM snapshots WHERE source_image = $1")
+            .bind(image)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>("n")? > 0)
+    }
+
     /// Forgets a snapshot; whether there was one.
     pub async fn delete_snapshot(&self, snapshot_id: &str) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM snapshots WHERE snapshot_id = $1")

@@ -813,9 +813,21 @@ async fn a_snapshot_of_a_sandbox_on_a_remote_server_stays_there_and_so_do_its_sa
         .get("sandbox.changes", &[("sandboxId", id(&sandbox))])
         .await;
     assert_eq!(status, StatusCode::OK, "{changed}");
+    let entry = &changed["changes"][0];
+    assert_eq!(changed["changes"].as_array().unwrap().len(), 1, "{changed}");
     assert_eq!(
-        changed["changes"],
-        json!([{"path": "/home/user/f", "kind": "added", "type": "file", "size": 12}]),
+        (
+            &entry["path"],
+            &entry["kind"],
+            &entry["type"],
+            &entry["size"]
+        ),
+        (
+            &json!("/home/user/f"),
+            &json!("added"),
+            &json!("file"),
+            &json!(12)
+        ),
         "{changed}"
     );
     let (status, taken) = server

@@ -29,11 +29,24 @@ async fn stdout(server: &TestServer, sandbox: &Value, cmd: &str) -> String {
     run["stdout"].as_str().unwrap().trim().to_owned()
 }
 
-/// The snapshot image's configuration, as the engine has it.
-async fn image_config(server: &TestServer, snapshot: &Value) -> String {
+/// Everything the engine keeps about the snapshot's image (its configuration, the
+/// configuration of the container it was made from), as `docker image inspect` prints
+/// it.
+fn image_config(snapshot: &Value) -> String {
+    let image = format!("sandboxd-snapshots:{}", snapshot_id(snapshot));
+    let out = std::process::Command::new("docker")
+        .args(["image", "inspect", &image])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The engine's id of a snapshot's image.
+async fn image_id(server: &TestServer, snapshot: &Value) -> String {
     let image = format!("sandboxd-snapshots:{}", snapshot_id(snapshot));
     let inspect = server.docker().inspect_image(&image).await.expect("image");
-    serde_json::to_string(&inspect.config).unwrap()
+    inspect.id.unwrap()
 }
 
 /// Removes a snapshot, waiting out the containers of sandboxes killed a moment ago.
@@ -72,14 +85,18 @@ async fn a_snapshot_keeps_files_user_and_workdir_but_no_secret() {
     assert_eq!(taken["user"], source["user"]);
     assert_eq!(taken["template"], "base");
     assert!(taken["sizeBytes"].as_i64().unwrap() >= 4096, "{taken}");
-    // The image holds neither the secret nor the agent's key.
-    let config = image_config(&server, &taken).await;
+    // Nothing the engine keeps of the image holds the secret (the sandbox's variables
+    // never were in its container's configuration); the image's own configuration
+    // holds no agent key either.
+    let config = image_config(&taken);
     assert!(!config.contains(SECRET), "{config}");
+    let inspect: Value = serde_json::from_str(&config).unwrap();
+    let env = inspect[0]["Config"]["Env"].as_array().unwrap();
     assert!(
-        config.contains("API_TOKEN"),
-        "named without a value: {config}"
+        !env.iter()
+            .any(|e| e.as_str().unwrap().starts_with("SANDBOXD_AGENT_KEY=")),
+        "{env:?}"
     );
-    assert!(!config.contains("SANDBOXD_AGENT_KEY="), "{config}");
     assert!(config.contains(snapshot_id(&taken)), "labelled: {config}");
 
     // A sandbox from it: the files, the user, the workdir; not the secret.
@@ -206,6 +223,20 @@ async fn a_paused_sandbox_is_snapshotted_and_stays_paused() {
         .create(json!({"snapshotId": snapshot_id(&taken)}))
         .await;
     assert_eq!(stdout(&server, &made, "cat /tmp/kept").await, "kept");
+
+    // A snapshot of a sandbox made from a snapshot is built on it: the first cannot go
+    // before the second.
+    let second = snapshot(&server, &made, None).await;
+    let (status, _) = server
+        .post("sandbox.remove", json!({"sandboxId": id(&made)}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = server
+        .post("snapshot.remove", json!({"snapshotId": snapshot_id(&taken)}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    remove(&server, &second).await;
+    remove(&server, &taken).await;
 }
 
 #[tokio::test]
@@ -358,6 +389,19 @@ async fn another_organization_sees_no_snapshot() {
         .get_with_key("snapshot.one", &key, &[("snapshotId", sid)])
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // Nor by the engine's id of its image, whole or a prefix of it.
+    let engine_id = image_id(&server, &taken).await;
+    let hex = engine_id.trim_start_matches("sha256:");
+    for reference in [engine_id.clone(), hex[..12].to_owned(), hex[..4].to_owned()] {
+        let (status, body) = server
+            .post_with_key(
+                "sandbox.create",
+                Some(&key),
+                json!({"environmentId": env, "image": reference}),
+            )
+            .await;
+        assert!(status.is_client_error(), "{reference}: {status} {body}");
+    }
     for (procedure, body) in [
         ("snapshot.remove", json!({"snapshotId": sid})),
         (

@@ -53,17 +53,16 @@ impl Files {
             .map(|entry| entry.path.clone())
             .collect();
         let mut records = Vec::new();
-        for batch in present.chunks(changes::STAT_BATCH) {
-            let paths: Vec<&str> = batch.iter().map(String::as_str).collect();
+        for paths in changes::stat_batches(&present) {
             let spec = ExecSpec {
                 user: sandbox.user.clone(),
                 ..internal_exec(changes::stat_argv(&paths), STAT_OUTPUT)
             };
             // `find` exits 1 when a path went meanwhile, and an image without GNU find
-            // prints nothing: what it printed is all there is to know.
-            match engine.exec(container, spec).await {
-                Ok(outcome) => records.extend_from_slice(changes::whole_records(&outcome.stdout)),
-                Err(_) => break,
+            // prints nothing: what it printed is all there is to know (a batch that
+            // failed leaves its paths without types).
+            if let Ok(outcome) = engine.exec(container, spec).await {
+                records.extend_from_slice(changes::whole_records(&outcome.stdout));
             }
         }
         changes::apply_stats(&mut entries, &records);
@@ -74,7 +73,7 @@ impl Files {
             .iter()
             .filter(|entry| entry.file_type == Some(FileType::File))
             .filter_map(|entry| entry.size)
-            .sum();
+            .fold(0u64, u64::saturating_add);
         Ok(ChangesResult {
             areas: areas.unwrap_or_else(|| vec!["/".to_owned()]),
             changes: entries,

@@ -189,7 +189,7 @@ impl Pools {
         match self
             .service
             .sandboxes()
-            .start_container(&engine, &row, None, Some(&key.template))
+            .start_container(&engine, &row, Some(&key.template))
             .await
         {
             Ok((container_id, user)) => {

@@ -199,7 +199,10 @@ impl Sandboxes {
             expires_at: None,
             last_activity_at: None,
             killed_at: None,
-            env_per_exec: false,
+            // The variables (secrets, often) are given to every command, never kept in
+            // the container's configuration: the engine writes that to its disk in
+            // plain text, and a commit (a snapshot) copies it into the image.
+            env_per_exec: cmd.env_vars.is_some(),
             labels: cmd.labels.clone(),
             egress: cmd.egress.clone(),
             auto_pause: cmd.auto_pause,
@@ -221,9 +224,7 @@ impl Sandboxes {
                 .set_egress_credentials(&row.sandbox_id, &cmd.egress_credentials)
                 .await?;
         }
-        let outcome = self
-            .start_container(&engine, &row, cmd.env_vars.as_deref(), None)
-            .await;
+        let outcome = self.start_container(&engine, &row, None).await;
         self.service
             .access()
             .record(
@@ -269,12 +270,12 @@ impl Sandboxes {
     }
 
     /// Image, network, container; on any failure after the container exists, the
-    /// container is removed. Returns the container id and the resolved `uid:gid`.
+    /// container is removed. Returns the container id and the resolved `uid:gid`. The
+    /// sandbox's variables are not in the container's environment (see `env_per_exec`).
     pub(crate) async fn start_container(
         &self,
         engine: &Arc<dyn Engine>,
         row: &Sandbox,
-        env_vars: Option<&str>,
         pool: Option<&str>,
     ) -> Result<(String, Option<String>), EngineError> {
         let image_user = engine.ensure_image(&row.image).await?;
@@ -295,8 +296,7 @@ impl Sandboxes {
                     .await
             }
         };
-        let mut plan =
-            plan::plan_container(row, env_vars, self.service.instance_id(), agent.as_ref());
+        let mut plan = plan::plan_container(row, None, self.service.instance_id(), agent.as_ref());
         if agent.is_some() {
             // The first lease of its dead-man's switch: its timeout and the grace, until
             // the lease pass renews it.

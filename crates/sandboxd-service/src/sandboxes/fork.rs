@@ -22,9 +22,21 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 impl Sandboxes {
-    /// Forks a running or paused sandbox of the caller's into `cmd.count` sandboxes.
-    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id, count = cmd.count))]
+    /// Forks a running or paused sandbox of the caller's into `cmd.count` sandboxes. It
+    /// goes on to its end (all made, or none) when the caller goes away.
     pub async fn fork(
+        &self,
+        caller: &Principal,
+        cmd: Fork,
+    ) -> Result<(Snapshot, Vec<Sandbox>), ServiceError> {
+        let (this, caller) = (self.clone(), caller.clone());
+        tokio::spawn(async move { this.make_forks(&caller, cmd).await })
+            .await
+            .map_err(|_| ServiceError::Unavailable("the fork failed; retry".into()))?
+    }
+
+    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id, count = cmd.count))]
+    async fn make_forks(
         &self,
         caller: &Principal,
         cmd: Fork,
@@ -35,7 +47,7 @@ impl Sandboxes {
             .sandbox_for(caller, &cmd.sandbox_id, SandboxNeed::Use)
             .await?;
         let snapshot = self
-            .snapshot(
+            .take_snapshot(
                 caller,
                 TakeSnapshot {
                     sandbox_id: source.sandbox_id.clone(),

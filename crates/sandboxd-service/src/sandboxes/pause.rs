@@ -31,21 +31,74 @@ const AGENT_RETURN: Duration = Duration::from_secs(3);
 const LEASE_ANSWER: Duration = Duration::from_secs(5);
 
 /// Locks that keep the pauses and resumes of one sandbox apart: a fixed set, one per
-/// stripe of sandbox ids, so they cost nothing per sandbox.
+/// stripe of sandbox ids, so they cost nothing per sandbox. And the sandboxes whose
+/// snapshot is being taken (the engine freezes and thaws them itself meanwhile): those
+/// are neither paused, resumed nor thawed until it is done, without holding a stripe
+/// (a commit can take minutes; the sandboxes sharing its stripe go on).
 #[derive(Debug)]
 pub(crate) struct Freezes {
     stripes: Vec<Mutex<()>>,
+    snapshotting: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Default for Freezes {
     fn default() -> Self {
         Self {
             stripes: (0..64).map(|_| Mutex::new(())).collect(),
+            snapshotting: Default::default(),
         }
     }
 }
 
+/// A snapshot under way; its sandbox is released when this goes.
+pub(crate) struct Snapshotting<'f> {
+    freezes: &'f Freezes,
+    sandbox_id: String,
+}
+
+impl Drop for Snapshotting<'_> {
+    fn drop(&mut self) {
+        self.freezes
+            .snapshotting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.sandbox_id);
+    }
+}
+
 impl Freezes {
+    /// Marks a snapshot of `sandbox_id` as under way (call it holding the sandbox's
+    /// stripe); `None` when one is already.
+    pub(crate) fn begin_snapshot(&self, sandbox_id: &str) -> Option<Snapshotting<'_>> {
+        let fresh = self
+            .snapshotting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(sandbox_id.to_owned());
+        fresh.then(|| Snapshotting {
+            freezes: self,
+            sandbox_id: sandbox_id.to_owned(),
+        })
+    }
+
+    /// Whether a snapshot of `sandbox_id` is under way.
+    fn snapshotting(&self, sandbox_id: &str) -> bool {
+        self.snapshotting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(sandbox_id)
+    }
+
+    /// The refusal of a pause or resume while a snapshot is taken.
+    fn busy(&self, sandbox_id: &str) -> Result<(), ServiceError> {
+        if self.snapshotting(sandbox_id) {
+            return Err(ServiceError::Conflict(
+                "a snapshot of this sandbox is being taken; retry when it is done".into(),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) async fn hold(&self, sandbox_id: &str) -> MutexGuard<'_, ()> {
         let hash = sandbox_id.bytes().fold(0usize, |h, b| {
             h.wrapping_mul(31).wrapping_add(usize::from(b))
@@ -147,6 +200,7 @@ impl Service {
         if row.status == SandboxStatus::Paused {
             return Ok(row);
         }
+        self.inner.freezes.busy(id)?;
         let container = row.running_container()?.to_owned();
         let engine = self.fleet().engine_of(row.server_id.as_deref()).await?;
         self.lease_for_pause(&row).await?;
@@ -188,7 +242,7 @@ impl Service {
         let row = self.row_now(id).await?;
         match row.status {
             SandboxStatus::Running => return Ok(row),
-            SandboxStatus::Paused => {}
+            SandboxStatus::Paused => self.inner.freezes.busy(id)?,
             other => return Err(NotRunning(other).into()),
         }
         let container = row.kept_container()?.to_owned();
@@ -269,6 +323,10 @@ impl Service {
         container_id: &str,
     ) -> bool {
         let _held = self.inner.freezes.hold(sandbox_id).await;
+        // Frozen by the engine for a commit: it thaws it itself.
+        if self.inner.freezes.snapshotting(sandbox_id) {
+            return false;
+        }
         match self.store().sandbox(sandbox_id).await {
             Ok(Some(row))
                 if row.status == SandboxStatus::Running

@@ -3,9 +3,9 @@
 //! see its project.
 //!
 //! Order: the quota is asked first (a full one costs no commit), the engine makes the
-//! image (the sandbox frozen meanwhile, under its pause lock so a pause or resume of
-//! it waits), then the row is kept with the quota checked again, now with the size; an
-//! image the quota has no room for is removed.
+//! image (the sandbox frozen meanwhile; a pause or resume of it is refused until the
+//! commit is done), then the row is kept with the quota checked again, now with the
+//! size; an image the quota has no room for is removed.
 
 use std::time::Duration;
 
@@ -34,9 +34,21 @@ fn resource(snapshot: &Snapshot) -> Resource<'_> {
 }
 
 impl Sandboxes {
-    /// Takes a snapshot of a running or paused sandbox of the caller's.
-    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
+    /// Takes a snapshot of a running or paused sandbox of the caller's. It goes on to
+    /// its end when the caller goes away, so no image is left without its row.
     pub async fn snapshot(
+        &self,
+        caller: &Principal,
+        cmd: TakeSnapshot,
+    ) -> Result<Snapshot, ServiceError> {
+        let (this, caller) = (self.clone(), caller.clone());
+        tokio::spawn(async move { this.take_snapshot(&caller, cmd).await })
+            .await
+            .map_err(|_| ServiceError::Unavailable("the snapshot failed; retry".into()))?
+    }
+
+    #[tracing::instrument(skip_all, fields(sandbox_id = %cmd.sandbox_id))]
+    pub(super) async fn take_snapshot(
         &self,
         caller: &Principal,
         cmd: TakeSnapshot,
@@ -64,14 +76,27 @@ impl Sandboxes {
             snapshot_id: snapshot_id.clone(),
             instance_id: self.service.instance_id().to_owned(),
         };
+        let freezes = &self.service.inner.freezes;
         let size_bytes = {
-            let _held = self.service.inner.freezes.hold(&sandbox.sandbox_id).await;
-            let row = self
-                .service
-                .store()
-                .sandbox(&sandbox.sandbox_id)
-                .await?
-                .ok_or(ServiceError::NotFound("sandbox"))?;
+            // Under the sandbox's stripe only while its state is read and the snapshot
+            // marked: pauses and resumes of it are refused until the commit is done.
+            let (row, _snapshotting) = {
+                let _held = freezes.hold(&sandbox.sandbox_id).await;
+                let row = self
+                    .service
+                    .store()
+                    .sandbox(&sandbox.sandbox_id)
+                    .await?
+                    .ok_or(ServiceError::NotFound("sandbox"))?;
+                row.kept_container()?;
+                let marked = freezes.begin_snapshot(&sandbox.sandbox_id).ok_or_else(|| {
+                    ServiceError::Conflict(
+                        "a snapshot of this sandbox is being taken already; retry when it is done"
+                            .into(),
+                    )
+                })?;
+                (row, marked)
+            };
             let container = row.kept_container()?;
             match engine.commit_container(container, &commit).await {
                 Ok(size) => size,
@@ -215,6 +240,17 @@ impl Sandboxes {
         };
         if self.service.store().image_in_use(&snapshot.image).await? {
             return Err(in_use());
+        }
+        if self
+            .service
+            .store()
+            .image_under_snapshot(&snapshot.image)
+            .await?
+        {
+            return Err(ServiceError::Conflict(
+                "snapshots were taken of sandboxes made from this one, and are built on it; remove them first"
+                    .into(),
+            ));
         }
         // The containers of sandboxes killed a moment ago may still be on their way out
         // (a kill answers before its container is removed).

@@ -3,8 +3,9 @@
 //! sandbox's channel, as the sandbox's user), new directories, links, and a whiteout
 //! (`.wh.<name>`, as image layers mark it) for each removed path. Names are relative to
 //! the root; entries are owned by the sandbox's user. A file that went since it was
-//! listed is left out; one that is cut short or grows is refused (the archive would
-//! lie about it).
+//! listed is left out; one that cannot be read, is cut short or grows ends the archive
+//! with an error (it would lie about it). A path named like a whiteout (`.wh.…`) is
+//! left out: it would read as a removal.
 
 use std::time::Duration;
 
@@ -12,12 +13,12 @@ use bytes::Bytes;
 use futures_util::{StreamExt as _, stream};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::{ChangeEntry, ChangeKind, FileType, TransferFormat};
-use sandboxd_core::changes::{archive_name, whiteout_name};
+use sandboxd_core::changes::{archive_name, is_whiteout, whiteout_name};
 use sandboxd_core::limits::transfer_deadline_secs;
 use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::plan;
 use sandboxd_core::transfer::{BLOCK, dir_entry, link_entry, padded, raw_entry};
-use sandboxd_ports::Download;
+use sandboxd_ports::{ChannelError, Download, RefusalKind};
 use tokio::sync::mpsc;
 
 use super::{consumer_deadline, overall_deadline};
@@ -124,6 +125,10 @@ async fn send_changes(
     let mut out = Out { tx, sent: 0, cap };
     for entry in entries {
         let name = archive_name(&entry.path);
+        // A name that reads as a whiteout would say a removal that did not happen.
+        if is_whiteout(&entry.path) {
+            continue;
+        }
         match (entry.kind, entry.file_type) {
             (ChangeKind::Removed, _) => {
                 let header = raw_entry(&whiteout_name(&entry.path), 0, 0o644, owner, mtime);
@@ -145,9 +150,27 @@ async fn send_changes(
                     Some(TransferFormat::Raw),
                     left
                 ));
-                // Gone (or no longer readable) since it was listed.
-                let Ok(download) = result else { continue };
-                let Some(size) = download.size else { continue };
+                let download = match result {
+                    Ok(download) => download,
+                    // Gone, or no longer a file, since it was listed.
+                    Err(ChannelError::Refused(refusal))
+                        if matches!(
+                            refusal.kind,
+                            RefusalKind::NotFound | RefusalKind::NotAFile
+                        ) =>
+                    {
+                        continue;
+                    }
+                    Err(error) => {
+                        return Err(failure(format!(
+                            "{} could not be read: {error}",
+                            entry.path
+                        )));
+                    }
+                };
+                let Some(size) = download.size else {
+                    return Err(failure(format!("{} came without its size", entry.path)));
+                };
                 let header = raw_entry(&name, size, mode(entry, 0o644), owner, mtime);
                 out.send(Bytes::from(header)).await?;
                 let mut body = download.body;
