@@ -190,8 +190,10 @@ pub struct Sandbox {
     pub expires_at: Option<i64>,
     pub last_activity_at: Option<i64>,
     pub killed_at: Option<i64>,
-    /// Claimed from a warm pool: the container was started before `envVars` were
-    /// known, so they are given to every command instead.
+    /// Its `envVars` are given to every command instead of being in its container's
+    /// environment: every sandbox made with them (the engine keeps a container's
+    /// configuration on its disk in plain text, and a commit copies it), and a warm
+    /// one claimed (its container started before they were known).
     pub env_per_exec: bool,
     /// The caller's labels, as given at creation (who it is for, which session).
     pub labels: BTreeMap<String, String>,

@@ -64,6 +64,14 @@ fn proxy_env() -> Vec<String> {
         .collect()
 }
 
+/// Whether a sandbox's own variable may not be named `name`: the agent's key, and on an
+/// `allowlist` sandbox the variables that point programs at a proxy (its traffic goes
+/// through the agent's). Checked where the variables are given: the container's
+/// environment and each command's.
+pub fn reserved_var(name: &str, mode: NetworkMode) -> bool {
+    name == AGENT_KEY_VAR || (mode == NetworkMode::Allowlist && PROXY_VARS.contains(&name))
+}
+
 /// Host paths of what the agent needs mounted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentMount {
@@ -145,18 +153,18 @@ pub fn plan_container(
 ) -> ContainerPlan {
     let mut env = vec![format!("HOME={}", sandbox.workdir)];
     env.extend(env_vars.map(env_vars::parse).unwrap_or_default());
+    // The sandbox's own variables cannot set or shadow the key, nor point an
+    // `allowlist` sandbox's traffic elsewhere.
+    env.retain(|entry| {
+        !reserved_var(
+            entry.split('=').next().unwrap_or_default(),
+            sandbox.network_mode,
+        )
+    });
     if let Some(agent) = agent {
-        // The sandbox's own variables cannot set or shadow the key.
-        let name = format!("{AGENT_KEY_VAR}=");
-        env.retain(|entry| !entry.starts_with(&name));
-        env.push(format!("{name}{}", agent.key));
+        env.push(format!("{AGENT_KEY_VAR}={}", agent.key));
     }
     if sandbox.network_mode == NetworkMode::Allowlist {
-        // The sandbox's own variables cannot point its traffic elsewhere.
-        env.retain(|entry| {
-            let name = entry.split('=').next().unwrap_or_default();
-            !PROXY_VARS.contains(&name)
-        });
         env.extend(proxy_env());
     }
     let labels = BTreeMap::from([

@@ -238,8 +238,8 @@ impl Service {
     }
 
     /// The environment a command in `sandbox` runs with besides its own `env`: the
-    /// sandbox's variables when it came from a warm pool (its container was started
-    /// before they were known), nothing otherwise. `env` comes last and wins.
+    /// sandbox's variables (never in its container's configuration, see
+    /// `Sandbox::env_per_exec`), nothing when it has none. `env` comes last and wins.
     pub(crate) async fn command_env(
         &self,
         sandbox: &Sandbox,
@@ -268,6 +268,9 @@ impl Service {
                     .filter_map(|pair| {
                         let (key, value) = pair.split_once('=')?;
                         Some((key.to_owned(), value.to_owned()))
+                    })
+                    .filter(|(key, _)| {
+                        !sandboxd_core::plan::reserved_var(key, sandbox.network_mode)
                     })
                     .collect();
                 let vars = Arc::new(vars);

@@ -232,7 +232,10 @@ async fn a_paused_sandbox_is_snapshotted_and_stays_paused() {
         .await;
     assert_eq!(status, StatusCode::OK);
     let (status, body) = server
-        .post("snapshot.remove", json!({"snapshotId": snapshot_id(&taken)}))
+        .post(
+            "snapshot.remove",
+            json!({"snapshotId": snapshot_id(&taken)}),
+        )
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     remove(&server, &second).await;
