@@ -207,6 +207,29 @@ async fn changes_list_exactly_what_an_exec_wrote_changed_and_removed() {
         ]
     );
 
+    // A file its user may not read is listed but left out of the tar. (A name that
+    // reads as a whiteout is left out too; this engine's storage refuses to make one.)
+    run(&server, &sandbox, "chmod 000 /home/user/new.txt").await;
+    let names: Vec<String> = changes_tar(&server, &sandbox)
+        .await
+        .into_iter()
+        .map(|entry| entry.0)
+        .collect();
+    assert!(
+        !names.contains(&"home/user/new.txt".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"home/user/change.txt".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        listed(&changes(&server, &sandbox, false).await)
+            .iter()
+            .any(|entry| entry.0 == "/home/user/new.txt"),
+        "still listed"
+    );
+
     // Everywhere: the same and more, never sandboxd's own paths.
     let everything = changes(&server, &sandbox, true).await;
     assert_eq!(everything["areas"], json!(["/"]));

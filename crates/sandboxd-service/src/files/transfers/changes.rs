@@ -3,8 +3,9 @@
 //! sandbox's channel, as the sandbox's user), new directories, links, and a whiteout
 //! (`.wh.<name>`, as image layers mark it) for each removed path. Names are relative to
 //! the root; entries are owned by the sandbox's user. A file that went since it was
-//! listed is left out; one that cannot be read, is cut short or grows ends the archive
-//! with an error (it would lie about it). A path named like a whiteout (`.wh.…`) is
+//! listed, or that the sandbox's user may not read, is left out; one that cannot be
+//! read otherwise (larger than what the transfer may still carry), is cut short or
+//! grows ends the archive with an error (it would lie about it). A path named like a whiteout (`.wh.…`) is
 //! left out: it would read as a removal.
 
 use std::time::Duration;
@@ -152,11 +153,14 @@ async fn send_changes(
                 ));
                 let download = match result {
                     Ok(download) => download,
-                    // Gone, or no longer a file, since it was listed.
+                    // Gone, or no longer a file, since it was listed, or not its user's
+                    // to read (the listing still shows it).
                     Err(ChannelError::Refused(refusal))
                         if matches!(
                             refusal.kind,
-                            RefusalKind::NotFound | RefusalKind::NotAFile
+                            RefusalKind::NotFound
+                                | RefusalKind::NotAFile
+                                | RefusalKind::PermissionDenied
                         ) =>
                     {
                         continue;
