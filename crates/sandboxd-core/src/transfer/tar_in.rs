@@ -368,45 +368,15 @@ pub fn dir_entry(name: &str, mode: u32, owner: (u32, u32), mtime: u64) -> Vec<u8
 /// The header of a symbolic link to `target` (after a PAX record of its name and
 /// target when either is long).
 pub fn link_entry(name: &str, target: &str, owner: (u32, u32), mtime: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(3 * BLOCK);
-    let mut header = tar::Header::new_ustar();
-    let mut records = Vec::new();
-    if header.set_path(name).is_err() {
-        records.extend(pax::record("path", name));
-        let short: String = name.chars().take(90).collect();
-        let _ = header.set_path(short.replace('/', "_"));
-    }
-    if header.set_link_name(target).is_err() {
-        records.extend(pax::record("linkpath", target));
-    }
-    if !records.is_empty() {
-        push_pax(&mut out, &records);
-    }
-    header.set_entry_type(tar::EntryType::Symlink);
-    header.set_size(0);
-    header.set_mode(0o777);
-    header.set_uid(u64::from(owner.0));
-    header.set_gid(u64::from(owner.1));
-    header.set_mtime(mtime);
-    header.set_cksum();
-    out.extend_from_slice(header.as_bytes());
-    out
-}
-
-/// A PAX extended header holding `records`, padded to whole blocks.
-fn push_pax(out: &mut Vec<u8>, records: &[u8]) {
-    let mut ext = tar::Header::new_ustar();
-    ext.set_entry_type(tar::EntryType::XHeader);
-    let _ = ext.set_path("PaxHeader");
-    ext.set_size(records.len() as u64);
-    ext.set_mode(0o644);
-    ext.set_cksum();
-    out.extend_from_slice(ext.as_bytes());
-    out.extend_from_slice(records);
-    out.resize(
-        out.len() + (padded(records.len() as u64) as usize - records.len()),
+    header_with_link(
+        name,
+        tar::EntryType::Symlink,
         0,
-    );
+        0o777,
+        owner,
+        mtime,
+        Some(target),
+    )
 }
 
 /// The header of an entry (after the PAX record of its name when it is long).
@@ -418,24 +388,46 @@ fn entry_header(
     owner: (u32, u32),
     mtime: u64,
 ) -> Vec<u8> {
+    header_with_link(name, kind, size, mode, owner, mtime, None)
+}
+
+/// The header of an entry and, when its name or link target does not fit the header,
+/// the PAX extended header holding them (the name in the header then a placeholder).
+fn header_with_link(
+    name: &str,
+    kind: tar::EntryType,
+    size: u64,
+    mode: u32,
+    owner: (u32, u32),
+    mtime: u64,
+    link: Option<&str>,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(3 * BLOCK);
     let mut header = tar::Header::new_ustar();
+    let mut records = Vec::new();
     if header.set_path(name).is_err() {
-        let record = pax::record("path", name);
+        records.extend(pax::record("path", name));
+        let short: String = name.chars().take(90).collect();
+        let _ = header.set_path(short.replace('/', "_"));
+    }
+    if let Some(target) = link
+        && header.set_link_name(target).is_err()
+    {
+        records.extend(pax::record("linkpath", target));
+    }
+    if !records.is_empty() {
         let mut ext = tar::Header::new_ustar();
         ext.set_entry_type(tar::EntryType::XHeader);
         let _ = ext.set_path("PaxHeader");
-        ext.set_size(record.len() as u64);
+        ext.set_size(records.len() as u64);
         ext.set_mode(0o644);
         ext.set_cksum();
         out.extend_from_slice(ext.as_bytes());
-        out.extend_from_slice(&record);
+        out.extend_from_slice(&records);
         out.resize(
-            out.len() + (padded(record.len() as u64) as usize - record.len()),
+            out.len() + (padded(records.len() as u64) as usize - records.len()),
             0,
         );
-        let short: String = name.chars().take(90).collect();
-        let _ = header.set_path(short.replace('/', "_"));
     }
     header.set_entry_type(kind);
     header.set_size(size);

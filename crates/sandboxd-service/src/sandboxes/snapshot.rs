@@ -80,7 +80,7 @@ impl Sandboxes {
         let size_bytes = {
             // Under the sandbox's stripe only while its state is read and the snapshot
             // marked: pauses and resumes of it are refused until the commit is done.
-            let (row, _snapshotting) = {
+            let (container, _snapshotting) = {
                 let _held = freezes.hold(&sandbox.sandbox_id).await;
                 let row = self
                     .service
@@ -88,17 +88,16 @@ impl Sandboxes {
                     .sandbox(&sandbox.sandbox_id)
                     .await?
                     .ok_or(ServiceError::NotFound("sandbox"))?;
-                row.kept_container()?;
+                let container = row.kept_container()?.to_owned();
                 let marked = freezes.begin_snapshot(&sandbox.sandbox_id).ok_or_else(|| {
                     ServiceError::Conflict(
                         "a snapshot of this sandbox is being taken already; retry when it is done"
                             .into(),
                     )
                 })?;
-                (row, marked)
+                (container, marked)
             };
-            let container = row.kept_container()?;
-            match engine.commit_container(container, &commit).await {
+            match engine.commit_container(&container, &commit).await {
                 Ok(size) => size,
                 Err(EngineError::NotFound { .. }) => {
                     return Err(ServiceError::Conflict(
