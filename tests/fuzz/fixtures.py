@@ -62,7 +62,9 @@ fixtures["egressSandboxes"] = [
 fixtures["startSandboxes"] = [sandbox()]
 fixtures["contextSandboxes"] = [sandbox()]
 fixtures["killSandboxes"] = [sandbox() for _ in range(4)]
-fixtures["removeSandboxes"] = [sandbox() for _ in range(8)]
+# Every pool a one-shot operation (remove) aims at holds 16: at most one success per
+# member, and the floor asks for 5% of about 120 cases.
+fixtures["removeSandboxes"] = [sandbox() for _ in range(16)]
 home = fixtures["sandboxes"][0]
 call("sandbox.writeFile", {"sandboxId": home, "path": "/tmp/fuzz.txt", "content": "fuzz\n"})
 call("sandbox.writeFile", {"sandboxId": home, "path": "/tmp/fuzz-read/a.txt", "content": "read only\n"})
@@ -86,12 +88,12 @@ fixtures["snapshotSandboxes"] = [sandbox()]
 fixtures["snapshots"] = [call("sandbox.snapshot", {"sandboxId": home})["snapshotId"]]
 fixtures["removeSnapshots"] = [
     call("sandbox.snapshot", {"sandboxId": home, "name": f"fuzz-leaving-{i}"})["snapshotId"]
-    for i in range(8)
+    for i in range(16)
 ]
 fixtures["victimKeys"] = [call("apiKey.create", {"name": f"fuzz-victim-{i}"})["keyId"] for i in range(8)]
 fixtures["members"] = [call("member.create", {"name": f"fuzz-member-{i}"})["userId"] for i in range(3)]
 fixtures["removeMembers"] = [
-    call("member.create", {"name": f"fuzz-leaver-{i}"})["userId"] for i in range(10)
+    call("member.create", {"name": f"fuzz-leaver-{i}"})["userId"] for i in range(16)
 ]
 # Remote servers at a closed port of loopback: every connection the fuzzer makes sandboxd
 # attempt is refused at once, and none leaves the machine.
@@ -114,7 +116,7 @@ def server(name):
 
 
 fixtures["servers"] = [server("fuzz-server")]
-fixtures["removeServers"] = [server(f"fuzz-leaving-server-{i}") for i in range(8)]
+fixtures["removeServers"] = [server(f"fuzz-leaving-server-{i}") for i in range(16)]
 fixtures["destroyerKey"] = call("apiKey.create", {"name": "fuzz-destroyer"})["secret"]
 # Egress requests made with the owner's key, for egress.decide (with the destroyer's).
 fixtures["decideRequests"] = [
