@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamablehttp_client
 
 EXPECTED = sorted([
     "sandbox-create", "sandbox-exec", "sandbox-writeFile", "sandbox-readFile", "sandbox-listFiles",
-    "sandbox-setEgress", "sandbox-egressLog", "sandbox-requestEgress", "egress-requests", "sandbox-setTimeout", "sandbox-pause", "sandbox-resume", "sandbox-snapshot", "sandbox-fork", "sandbox-changes", "snapshot-all", "snapshot-one", "snapshot-remove", "sandbox-kill", "sandbox-remove", "sandbox-list", "sandbox-one", "sandbox-templates",
+    "sandbox-setEgress", "sandbox-egressLog", "sandbox-requestEgress", "egress-requests", "sandbox-setTimeout", "sandbox-pause", "sandbox-resume", "sandbox-snapshot", "sandbox-fork", "sandbox-changes", "snapshot-all", "snapshot-one", "snapshot-remove", "volume-create", "volume-all", "volume-one", "volume-remove", "sandbox-kill", "sandbox-remove", "sandbox-list", "sandbox-one", "sandbox-templates",
     "sandbox-processStart", "sandbox-processList", "sandbox-processOutput", "sandbox-processWait",
     "sandbox-processSignal", "sandbox-processWrite", "sandbox-contextCreate", "sandbox-contextRun",
     "sandbox-contextRemove", "sandbox-outputPage", "sandbox-stats", "project-all",

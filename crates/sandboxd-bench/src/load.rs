@@ -178,6 +178,7 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
             auto_pause: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
+            volumes: Vec::new(),
         };
         store
             .insert_sandbox(&row, None, &caller.user_id, &Quotas::unlimited())

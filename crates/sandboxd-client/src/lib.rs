@@ -11,6 +11,7 @@ mod error;
 mod ports;
 mod sandboxes;
 mod snapshots;
+mod volumes;
 
 pub use client::Client;
 pub use error::{Error, Refusal};

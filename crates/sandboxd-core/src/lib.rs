@@ -35,3 +35,4 @@ pub mod transfer;
 pub mod usage;
 pub mod utf8_stream;
 pub mod validate;
+pub mod volumes;

@@ -206,6 +206,8 @@ pub struct Sandbox {
     pub paused_timeout_ms: i64,
     /// When it was paused (while it is).
     pub paused_at: Option<i64>,
+    /// The volumes mounted into it.
+    pub volumes: Vec<crate::volumes::VolumeMount>,
 }
 
 /// A sandbox that is not running cannot be used; this is the error a guard returns.

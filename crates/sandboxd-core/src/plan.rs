@@ -90,6 +90,16 @@ pub struct BindMount {
     pub target: String,
 }
 
+/// A volume mounted into the container (the engine's named volume, never copied into
+/// from the image: it holds what sandboxes wrote to it, nothing else).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumePlan {
+    /// The engine's name of the volume.
+    pub name: String,
+    pub target: String,
+    pub read_only: bool,
+}
+
 /// How the container is attached to the network.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NetworkPlan {
@@ -119,6 +129,8 @@ pub struct ContainerPlan {
     pub network: NetworkPlan,
     /// Read-only bind mounts (the agent and its socket directory).
     pub mounts: Vec<BindMount>,
+    /// The sandbox's volumes.
+    pub volumes: Vec<VolumePlan>,
     /// Whether the engine's init runs as PID 1 to reap orphans: only without the agent,
     /// whose supervisor is PID 1 itself (so no signal from inside the sandbox reaches
     /// it, and `kill -9 -1` cannot stop the container).
@@ -215,6 +227,15 @@ pub fn plan_container(
                 ]
             })
             .unwrap_or_default(),
+        volumes: sandbox
+            .volumes
+            .iter()
+            .map(|mount| VolumePlan {
+                name: crate::volumes::engine_name(&mount.volume_id),
+                target: mount.path.clone(),
+                read_only: mount.read_only,
+            })
+            .collect(),
         engine_init: agent.is_none(),
         runtime: sandbox.runtime.clone(),
     }
@@ -297,6 +318,7 @@ mod tests {
             auto_pause: false,
             paused_timeout_ms: crate::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
+            volumes: Vec::new(),
         }
     }
 

@@ -2,7 +2,7 @@
 //! template and holds containers made as a create of that template with the default
 //! limits and isolated networking would make them. Other limits are applied to a member
 //! on claim (the engine updates CPU, memory and pids of a running container); a create
-//! that asks for anything else (image, workdir, network) is served cold. Pools are kept
+//! that asks for anything else (image, workdir, network, volumes) is served cold. Pools are kept
 //! per engine: the caller passes the pools of the engine the create goes to.
 
 use crate::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT};
@@ -40,7 +40,11 @@ pub fn pool_for<'a>(
     let default_limits = cmd.cpu == DEFAULT_CPU
         && cmd.memory_mb == DEFAULT_MEMORY_MB
         && cmd.pids_limit == DEFAULT_PIDS_LIMIT;
-    let plain = same_image && same_workdir && cmd.network_mode == NetworkMode::Isolated;
+    // A started container's mounts are fixed: one with volumes is made for them.
+    let plain = same_image
+        && same_workdir
+        && cmd.network_mode == NetworkMode::Isolated
+        && cmd.volumes.is_empty();
     if !plain {
         return None;
     }
@@ -79,6 +83,7 @@ mod tests {
             egress_credentials: Vec::new(),
             auto_pause: false,
             paused_timeout_ms: crate::limits::DEFAULT_PAUSED_TIMEOUT_MS,
+            volumes: Vec::new(),
         }
     }
 
@@ -112,9 +117,16 @@ mod tests {
     }
 
     #[test]
-    fn another_image_workdir_or_network_goes_cold() {
+    fn another_image_workdir_network_or_volumes_goes_cold() {
         let templates = Templates::default();
-        let variants: [fn(&mut CreateSandbox); 4] = [
+        let variants: [fn(&mut CreateSandbox); 5] = [
+            |c| {
+                c.volumes = vec![crate::volumes::VolumeMount {
+                    volume_id: "v".into(),
+                    path: "/data".into(),
+                    read_only: false,
+                }]
+            },
             |c| c.network_mode = NetworkMode::Internet,
             |c| c.network_mode = NetworkMode::Allowlist,
             |c| c.workdir = Some("/elsewhere".into()),

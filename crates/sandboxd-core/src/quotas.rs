@@ -17,6 +17,10 @@ pub struct Quotas {
     pub snapshots: u32,
     /// Bytes those snapshots add to their images, in all (MiB).
     pub snapshot_mb: i64,
+    /// Volumes kept.
+    pub volumes: u32,
+    /// The sizes those volumes reserve, in all (MiB).
+    pub volume_mb: i64,
 }
 
 impl Default for Quotas {
@@ -28,6 +32,8 @@ impl Default for Quotas {
             keys_per_user: 100,
             snapshots: 100,
             snapshot_mb: 50 * 1024,
+            volumes: 100,
+            volume_mb: 500 * 1024,
         }
     }
 }
@@ -42,6 +48,8 @@ impl Quotas {
             keys_per_user: u32::MAX,
             snapshots: u32::MAX,
             snapshot_mb: i64::MAX / (1024 * 1024),
+            volumes: u32::MAX,
+            volume_mb: i64::MAX,
         }
     }
 }
@@ -77,6 +85,14 @@ pub enum QuotaExceeded {
         "the organization's quota of {limit} MiB of snapshots would be exceeded ({used} MiB kept, {asked} MiB more)"
     )]
     SnapshotBytes { limit: i64, used: i64, asked: i64 },
+    #[error(
+        "the organization's quota of {limit} volumes is reached; remove volumes no longer used"
+    )]
+    Volumes { limit: u32 },
+    #[error(
+        "the organization's quota of {limit} MiB of volumes would be exceeded ({used} MiB reserved, {asked} MiB asked)"
+    )]
+    VolumeSize { limit: i64, used: i64, asked: i64 },
 }
 
 impl Quotas {
@@ -137,6 +153,24 @@ impl Quotas {
         Ok(())
     }
 
+    /// Whether an organization keeping `count` volumes reserving `mb` in all may make one
+    /// more reserving `more`.
+    pub fn admit_volume(&self, count: i64, mb: i64, more: i64) -> Result<(), QuotaExceeded> {
+        if count >= i64::from(self.volumes) {
+            return Err(QuotaExceeded::Volumes {
+                limit: self.volumes,
+            });
+        }
+        if mb.saturating_add(more) > self.volume_mb {
+            return Err(QuotaExceeded::VolumeSize {
+                limit: self.volume_mb,
+                used: mb,
+                asked: more,
+            });
+        }
+        Ok(())
+    }
+
     /// Whether a user holding `keys` usable keys may get one more.
     pub fn admit_key(&self, keys: i64) -> Result<(), QuotaExceeded> {
         if keys >= i64::from(self.keys_per_user) {
@@ -160,6 +194,8 @@ mod tests {
             keys_per_user: 1,
             snapshots: 2,
             snapshot_mb: 10,
+            volumes: 2,
+            volume_mb: 100,
         }
     }
 
@@ -176,6 +212,20 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "the organization's quota of 10 MiB of snapshots would be exceeded (4 MiB kept, 7 MiB more)"
+        );
+    }
+
+    #[test]
+    fn volumes_fit_until_their_count_or_sizes_are_reached() {
+        let q = quotas();
+        assert_eq!(q.admit_volume(1, 40, 60), Ok(()));
+        assert!(matches!(
+            q.admit_volume(2, 0, 1),
+            Err(QuotaExceeded::Volumes { limit: 2 })
+        ));
+        assert_eq!(
+            q.admit_volume(1, 40, 61).unwrap_err().to_string(),
+            "the organization's quota of 100 MiB of volumes would be exceeded (40 MiB reserved, 61 MiB asked)"
         );
     }
 

@@ -19,10 +19,12 @@ mod access;
 mod ports;
 mod servers;
 mod snapshots;
+mod volumes;
 pub use access::*;
 pub use ports::*;
 pub use servers::*;
 pub use snapshots::*;
+pub use volumes::*;
 
 /// Where the image of a new sandbox comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +60,8 @@ pub struct CreateSandbox {
     pub auto_pause: bool,
     /// Killed after this long paused.
     pub paused_timeout_ms: i64,
+    /// The volumes to mount, checked (not yet found).
+    pub volumes: Vec<crate::volumes::VolumeMount>,
 }
 
 /// A checked `sandbox.exec`.
@@ -235,6 +239,7 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         }
         (_, None) => (Vec::new(), Vec::new()),
     };
+    let volumes = volumes::mounts(&mut issues, req.volumes.as_deref().unwrap_or_default());
     let command = CreateSandbox {
         environment_id: req.environment_id,
         name: req.name,
@@ -256,6 +261,7 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         labels,
         auto_pause: req.auto_pause.unwrap_or(false),
         paused_timeout_ms,
+        volumes,
     };
     issues.finish(command)
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use bollard::models::{
     ContainerCreateBody, ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, Mount,
-    MountType, RestartPolicy, RestartPolicyNameEnum,
+    MountType, MountVolumeOptions, RestartPolicy, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
@@ -69,6 +69,7 @@ fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
             // Read-only binds: the sandbox can neither change the agent nor put anything
             // next to the socket sandboxd listens on. Mounts rather than `Binds` strings, so
             // a host path may hold `:` or `,`.
+            // The sandbox's volumes follow, never filled from the image (`NoCopy`).
             mounts: Some(
                 plan.mounts
                     .iter()
@@ -79,6 +80,17 @@ fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
                         read_only: Some(true),
                         ..Default::default()
                     })
+                    .chain(plan.volumes.iter().map(|v| Mount {
+                        typ: Some(MountType::VOLUME),
+                        source: Some(v.name.clone()),
+                        target: Some(v.target.clone()),
+                        read_only: Some(v.read_only),
+                        volume_options: Some(MountVolumeOptions {
+                            no_copy: Some(true),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }))
                     .collect(),
             ),
             ..Default::default()
@@ -93,6 +105,12 @@ impl DockerEngine {
         &self,
         plan: &ContainerPlan,
     ) -> Result<String, EngineError> {
+        // A volume gone from the engine is not made again, empty, by the mount.
+        for volume in &plan.volumes {
+            if !self.volume_exists(&volume.name).await? {
+                return Err(EngineError::NotFound { what: "volume" });
+            }
+        }
         let options = CreateContainerOptionsBuilder::default()
             .name(&plan.name)
             .build();

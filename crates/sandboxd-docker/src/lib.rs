@@ -23,6 +23,7 @@ mod remote_agents;
 mod snapshots;
 mod ssh_transport;
 mod usage;
+mod volumes;
 
 pub use answer_bounds::AnswerCaps;
 pub use archive::ReadFileError;

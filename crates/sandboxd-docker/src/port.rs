@@ -84,6 +84,18 @@ impl Engine for DockerEngine {
         DockerEngine::remove_image(self, image).await
     }
 
+    async fn create_volume(
+        &self,
+        name: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        DockerEngine::create_volume(self, name, labels).await
+    }
+
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        DockerEngine::remove_volume(self, name).await
+    }
+
     async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         DockerEngine::remove_container(self, id).await
     }

@@ -111,6 +111,17 @@ pub trait Engine: Debug + Send + Sync + 'static {
     /// `Rejected` with status 409.
     async fn remove_image(&self, image: &str) -> Result<(), EngineError>;
 
+    /// Makes a named volume with `labels` (an existing one of that name is kept).
+    async fn create_volume(
+        &self,
+        name: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), EngineError>;
+
+    /// Removes a named volume; a missing one is gone already. One a container uses is
+    /// `Rejected` with status 409.
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError>;
+
     /// Removes a container by force, with its anonymous volumes; one that is gone is fine.
     async fn remove_container(&self, id: &str) -> Result<(), EngineError>;
 

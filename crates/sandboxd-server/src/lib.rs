@@ -450,6 +450,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(routes::sandbox::router())
         .merge(routes::snapshots::router())
+        .merge(routes::volumes::router())
         .merge(routes::changes::router())
         .merge(routes::egress::router())
         .merge(routes::transfers::router())

@@ -9,6 +9,7 @@ use utoipa::{Modify, OpenApi};
     modifiers(&ApiKeyScheme),
     tags((name = "sandbox", description = "Sandbox lifecycle, commands and files"),
          (name = "snapshot", description = "Snapshots of sandboxes' files, and sandboxes forked from them"),
+         (name = "volume", description = "Named storage that outlives sandboxes, mounted into them"),
          (name = "process", description = "Background processes in a sandbox"),
          (name = "context", description = "Interpreter contexts whose state persists between runs"),
          (name = "project", description = "Projects and environments"),

@@ -75,6 +75,10 @@ impl From<EngineError> for ServiceError {
         match error {
             EngineError::Pull { .. } | EngineError::Rejected { .. } => Self::EngineRefused(error),
             EngineError::NotRunning => Self::NotRunning(NotRunning(SandboxStatus::Error)),
+            EngineError::NotFound { what: "volume" } => Self::Refused(
+                "a volume of the sandbox is missing from its server's engine (removed there by hand?)"
+                    .into(),
+            ),
             EngineError::Unreachable(cause) => Self::ServerUnreachable(cause),
             other => Self::Engine(other),
         }

@@ -32,6 +32,7 @@ mod sqlite;
 mod store;
 mod survey;
 mod tenancy;
+mod volumes;
 
 pub use audit::{AuditPage, NewAuditEntry};
 pub use changes::ServerChange;

@@ -90,6 +90,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "snapshots",
         include_str!("../migrations/sqlite/0016_snapshots.sql"),
     ),
+    (
+        17,
+        "volumes",
+        include_str!("../migrations/sqlite/0017_volumes.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -172,6 +177,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         16,
         "snapshots",
         include_str!("../migrations/postgres/0016_snapshots.sql"),
+    ),
+    (
+        17,
+        "volumes",
+        include_str!("../migrations/postgres/0017_volumes.sql"),
     ),
 ];
 

@@ -142,6 +142,7 @@ mod tests {
             auto_pause: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
+            volumes: Vec::new(),
         }
     }
 

@@ -13,7 +13,7 @@ macro_rules! select_sandboxes {
             "SELECT sandbox_id, name, organization_id, project_id, environment_id, server_id, ",
             "image, template, container_id, status, cpu, memory_mb, pids_limit, timeout_ms, ",
             "network_mode, workdir, run_as, runtime, created_at, expires_at, last_activity_at, ",
-            "killed_at, env_per_exec, labels, egress, auto_pause, paused_timeout_ms, paused_at ",
+            "killed_at, env_per_exec, labels, egress, auto_pause, paused_timeout_ms, paused_at, volumes ",
             "FROM sandboxes ",
             $tail
         )
@@ -57,12 +57,19 @@ pub(crate) fn sandbox(row: &AnyRow) -> Result<Sandbox, StoreError> {
         auto_pause: row.try_get::<i64, _>("auto_pause")? != 0,
         paused_timeout_ms: row.try_get("paused_timeout_ms")?,
         paused_at: row.try_get("paused_at")?,
+        volumes: serde_json::from_str(&row.try_get::<String, _>("volumes")?)
+            .map_err(|e| StoreError::Corrupt(format!("sandbox volumes: {e}")))?,
     })
 }
 
 /// A sandbox's egress list as its column holds it.
 pub(crate) fn egress_json(egress: &[String]) -> String {
     serde_json::to_string(egress).unwrap_or_else(|_| "[]".to_owned())
+}
+
+/// A sandbox's volumes as their column holds them.
+pub(crate) fn volumes_json(volumes: &[sandboxd_core::volumes::VolumeMount]) -> String {
+    serde_json::to_string(volumes).unwrap_or_else(|_| "[]".to_owned())
 }
 
 /// A sandbox's labels as their column holds them.

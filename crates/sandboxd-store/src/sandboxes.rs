@@ -44,14 +44,17 @@ impl Store {
         // Read inside the write transaction: concurrent creates cannot both fit.
         let usage = organization_usage(&mut tx, &sandbox.organization_id).await?;
         quotas.admit_sandbox(usage, sandbox.cpu, sandbox.memory_mb)?;
+        // Its volumes are ready, in the same write as the row: a removal decided before
+        // it sees the row, one after it finds the volume gone.
+        crate::volumes::check_mountable(&mut tx, sandbox).await?;
         sqlx::query(
             "INSERT INTO sandboxes (sandbox_id, name, organization_id, project_id, environment_id, \
              server_id, image, template, container_id, status, cpu, memory_mb, pids_limit, \
              timeout_ms, network_mode, env_vars, workdir, run_as, runtime, created_by, created_at, \
              expires_at, last_activity_at, killed_at, env_per_exec, labels, agent_replica, egress, \
-             auto_pause, paused_timeout_ms) \
+             auto_pause, paused_timeout_ms, volumes) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)",
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)",
         )
         .bind(&sandbox.sandbox_id)
         .bind(&sandbox.name)
@@ -84,6 +87,7 @@ impl Store {
         .bind(crate::rows::egress_json(&sandbox.egress))
         .bind(i64::from(sandbox.auto_pause))
         .bind(sandbox.paused_timeout_ms)
+        .bind(crate::rows::volumes_json(&sandbox.volumes))
         .execute(&mut *tx)
         .await?;
         sqlx::query(

@@ -213,6 +213,10 @@ pub struct QuotasConfig {
     pub snapshots: u32,
     /// What those snapshots add to their images, in all (MiB).
     pub snapshot_mb: i64,
+    /// Volumes kept.
+    pub volumes: u32,
+    /// The sizes those volumes reserve, in all (MiB).
+    pub volume_mb: i64,
 }
 
 impl Default for QuotasConfig {
@@ -225,6 +229,8 @@ impl Default for QuotasConfig {
             keys_per_user: quotas.keys_per_user,
             snapshots: quotas.snapshots,
             snapshot_mb: quotas.snapshot_mb,
+            volumes: quotas.volumes,
+            volume_mb: quotas.volume_mb,
         }
     }
 }
@@ -245,6 +251,8 @@ impl QuotasConfig {
             keys_per_user: self.keys_per_user,
             snapshots: self.snapshots,
             snapshot_mb: self.snapshot_mb.max(0),
+            volumes: self.volumes,
+            volume_mb: self.volume_mb.max(0),
         })
     }
 }

@@ -173,6 +173,59 @@ async fn snapshots_and_forks_from_a_terminal() {
     assert_eq!(run(&["snapshot", "show", &snap]).code, 4);
 }
 
+#[tokio::test]
+async fn volumes_from_a_terminal() {
+    let server = RunningServer::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+    let made = run(&["volume", "create", "cache", "--size-mb", "64"]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let vol = made.stdout.trim().to_owned();
+    assert!(
+        !vol.is_empty() && !vol.contains(' '),
+        "only the id: {}",
+        made.stdout
+    );
+
+    // Mounted by name, then by id and read-only.
+    let writer = run(&["create", "--volume", "cache:/data"]);
+    assert_eq!(writer.code, 0, "{}", writer.stderr);
+    let writer = writer.stdout.trim().to_owned();
+    assert_eq!(run(&["exec", &writer, "--", "echo kept > /data/f"]).code, 0);
+    let listed = run(&["volume", "ls"]);
+    assert!(listed.stdout.starts_with("ID"), "{}", listed.stdout);
+    assert!(
+        listed.stdout.contains("cache") && listed.stdout.contains(&writer),
+        "{}",
+        listed.stdout
+    );
+    let refused = run(&["volume", "rm", "cache"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("kill it first"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(run(&["kill", &writer]).code, 0);
+
+    let reader = run(&["create", "--volume", &format!("{vol}:/in:ro")]);
+    assert_eq!(reader.code, 0, "{}", reader.stderr);
+    let reader = reader.stdout.trim().to_owned();
+    assert_eq!(run(&["exec", &reader, "--", "cat /in/f"]).stdout, "kept\n");
+    assert_ne!(run(&["exec", &reader, "--", "touch /in/g"]).code, 0);
+    let shown = run(&["volume", "show", "cache"]);
+    assert!(shown.stdout.contains("64 MiB"), "{}", shown.stdout);
+    let bad = run(&["create", "--volume", "cache"]);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+    assert!(bad.stderr.contains("VOLUME:PATH"), "{}", bad.stderr);
+    assert_eq!(run(&["kill", &reader]).code, 0);
+    let removed = run(&["volume", "rm", "cache"]);
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    assert_eq!(removed.stdout, "cache removed\n");
+    assert_eq!(run(&["volume", "show", vol.as_str()]).code, 1);
+}
+
 /// The size of the big file of the copied tree.
 const BIG: usize = 1 << 30;
 

@@ -17,6 +17,7 @@ mod servers;
 mod snapshots;
 pub mod stream;
 mod usage;
+mod volumes;
 
 pub use access::*;
 pub use changes::*;
@@ -31,6 +32,7 @@ pub use responses::*;
 pub use servers::*;
 pub use snapshots::*;
 pub use usage::*;
+pub use volumes::*;
 
 /// What an MCP client is told about sandboxd's tools (the HTTP endpoint and `sandboxd mcp`).
 pub const MCP_INSTRUCTIONS: &str = "sandboxd runs isolated Linux sandboxes. Create one with sandbox-create, run \

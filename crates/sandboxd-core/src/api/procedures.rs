@@ -117,6 +117,11 @@ pub const PROCEDURES: &[Procedure] = &[
     procedure("snapshot.all", "/api/snapshot.all", Get, Nothing, false, Named("snapshot-all")),
     procedure("snapshot.one", "/api/snapshot.one", Get, Nothing, false, Named("snapshot-one")),
     procedure("snapshot.remove", "/api/snapshot.remove", Post, Nothing, false, Named("snapshot-remove")),
+    // Volumes.
+    procedure("volume.create", "/api/volume.create", Post, Nothing, false, Named("volume-create")),
+    procedure("volume.all", "/api/volume.all", Get, Nothing, false, Named("volume-all")),
+    procedure("volume.one", "/api/volume.one", Get, Nothing, false, Named("volume-one")),
+    procedure("volume.remove", "/api/volume.remove", Post, Nothing, false, Named("volume-remove")),
     // Ports exposed as preview URLs.
     procedure("sandbox.exposePort", "/api/sandbox.exposePort", Post, InBody, false, Named("sandbox-exposePort")),
     procedure("sandbox.ports", "/api/sandbox.ports", Get, InQuery, false, Named("sandbox-ports")),

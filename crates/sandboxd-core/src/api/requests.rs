@@ -100,6 +100,9 @@ pub struct CreateSandboxRequest {
     /// (default 24 h).
     #[schema(minimum = 10000, maximum = 2592000000_i64)]
     pub paused_timeout_ms: Option<i64>,
+    /// Volumes to mount (at most 8, at distinct paths that do not nest), all of one
+    /// server: the sandbox runs there. Mounted at every start of its container.
+    pub volumes: Option<Vec<super::VolumeMountRequest>>,
 }
 
 /// Body of `sandbox.exec`.

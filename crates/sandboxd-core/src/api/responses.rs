@@ -53,6 +53,9 @@ pub struct SandboxView {
     /// When it was paused (RFC 3339), while it is; `expiresAt` is then when it is killed.
     #[serde(default)]
     pub paused_at: Option<String>,
+    /// The volumes mounted into it.
+    #[serde(default)]
+    pub volumes: Vec<crate::volumes::VolumeMount>,
 }
 
 /// The egress list of an `allowlist` sandbox.
@@ -96,6 +99,7 @@ impl SandboxView {
             auto_pause: sandbox.auto_pause,
             paused_timeout_ms: sandbox.paused_timeout_ms,
             paused_at: time(sandbox.paused_at),
+            volumes: sandbox.volumes.clone(),
         }
     }
 }

@@ -113,6 +113,7 @@ macro_rules! attempt {
 
 mod changes;
 mod snapshots;
+mod volumes;
 
 impl SandboxTools {
     /// The answer of the replica holding `sandbox_id`'s agent to the procedure of `tool`,
@@ -147,7 +148,10 @@ impl SandboxTools {
             service,
             held,
             previews,
-            tool_router: Self::tool_router() + Self::snapshot_tools() + Self::changes_tools(),
+            tool_router: Self::tool_router()
+                + Self::snapshot_tools()
+                + Self::changes_tools()
+                + Self::volume_tools(),
         }
     }
 
@@ -810,7 +814,8 @@ mod tests {
     fn the_tools_are_those_of_the_procedure_table() {
         let tools: std::collections::BTreeSet<String> = (SandboxTools::tool_router()
             + SandboxTools::snapshot_tools()
-            + SandboxTools::changes_tools())
+            + SandboxTools::changes_tools()
+            + SandboxTools::volume_tools())
         .list_all()
         .into_iter()
         .map(|tool| tool.name.to_string())

@@ -18,3 +18,4 @@ pub mod sign_in;
 pub mod snapshots;
 pub mod terminal;
 pub mod transfers;
+pub mod volumes;

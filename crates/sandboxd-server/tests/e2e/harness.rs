@@ -406,6 +406,19 @@ pub fn remove_labelled_on(host: Option<&str>, label: &str) {
             let _ = docker().arg("rm").arg("-fv").args(&ids).output();
         }
     }
+    // Volumes carry the installation's label too.
+    let volumes = docker()
+        .args(["volume", "ls", "-q", "--filter", &format!("label={label}")])
+        .output();
+    if let Ok(out) = volumes {
+        let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        if !names.is_empty() {
+            let _ = docker().args(["volume", "rm", "-f"]).args(&names).output();
+        }
+    }
     // Snapshot images carry the installation's label too.
     let images = docker()
         .args(["images", "-q", "--filter", &format!("label={label}")])

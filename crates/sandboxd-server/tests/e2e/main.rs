@@ -23,6 +23,7 @@ mod exposed_ports;
 mod files;
 mod hostile_engine;
 mod hygiene;
+mod image_volumes;
 mod images;
 mod impostor;
 mod lifecycle;

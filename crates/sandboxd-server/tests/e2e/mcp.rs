@@ -90,6 +90,10 @@ async fn tools_over_streamable_http() {
             "snapshot-all",
             "snapshot-one",
             "snapshot-remove",
+            "volume-all",
+            "volume-create",
+            "volume-one",
+            "volume-remove",
         ]
     );
 

@@ -1257,3 +1257,80 @@ async fn egress_of_a_sandbox_on_a_remote_server_leaves_from_that_server() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+fn volume_on(host: Option<&str>, name: &str) -> bool {
+    let mut docker = std::process::Command::new("docker");
+    if let Some(host) = host {
+        docker.args(["-H", host]);
+    }
+    docker
+        .args(["volume", "inspect", name])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[tokio::test]
+async fn a_volume_on_a_remote_server_takes_its_sandboxes_there() {
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "volumes").await;
+    let remote = remote_docker_host();
+    let (status, volume) = server
+        .post(
+            "volume.create",
+            json!({"name": "far", "serverId": server_id}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{volume}");
+    let vid = volume["volumeId"].as_str().unwrap();
+    let name = format!("sandboxd-vol-{vid}");
+    assert!(volume_on(Some(&remote), &name), "on the remote engine");
+    assert!(!volume_on(None, &name), "not on the local one");
+
+    // A sandbox that mounts it runs on its server without being told.
+    let writer = server
+        .create(json!({"template": "base", "volumes": [{"volumeId": vid, "path": "/data"}]}))
+        .await;
+    assert_eq!(writer["serverId"], json!(server_id));
+    assert!(on_remote(container(&writer)));
+    let wrote = server
+        .exec(&writer, "echo far > /data/f && stat -c %U /data")
+        .await;
+    assert_eq!(wrote["stdout"], "user\n", "{wrote}");
+    server
+        .post("sandbox.kill", json!({"sandboxId": id(&writer)}))
+        .await;
+    let reader = server
+        .create(json!({"template": "base", "volumes": [{"volumeId": vid, "path": "/in", "readOnly": true}]}))
+        .await;
+    let read = server.exec(&reader, "cat /in/f").await;
+    assert_eq!(read["stdout"], "far\n", "{read}");
+
+    // Volumes of two servers cannot be mounted together; nor one elsewhere.
+    let (status, local) = server.post("volume.create", json!({"name": "near"})).await;
+    assert_eq!(status, StatusCode::OK, "{local}");
+    for body in [
+        json!({"environmentId": server.env_id, "template": "base", "volumes": [
+            {"volumeId": vid, "path": "/a"}, {"volumeId": local["volumeId"], "path": "/b"}]}),
+        json!({"environmentId": server.env_id, "template": "base", "serverId": server_id,
+            "volumes": [{"volumeId": local["volumeId"], "path": "/b"}]}),
+    ] {
+        let (status, answer) = server.post("sandbox.create", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    }
+    server
+        .post("sandbox.kill", json!({"sandboxId": id(&reader)}))
+        .await;
+    for volume in [&volume, &local] {
+        let (status, body) = server
+            .post("volume.remove", json!({"volumeId": volume["volumeId"]}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    assert!(
+        !volume_on(Some(&remote), &name),
+        "removed from the remote engine"
+    );
+}

@@ -185,6 +185,7 @@ impl Pools {
             auto_pause: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
+            volumes: Vec::new(),
         };
         match self
             .service

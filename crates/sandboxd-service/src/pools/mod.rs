@@ -252,6 +252,7 @@ impl Pools {
             auto_pause: cmd.auto_pause,
             paused_timeout_ms: cmd.paused_timeout_ms,
             paused_at: None,
+            volumes: Vec::new(),
         };
         let inserted = self
             .service

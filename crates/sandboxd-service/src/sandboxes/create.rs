@@ -89,7 +89,33 @@ impl Sandboxes {
             }
             None => None,
         };
-        if snapshot.is_none() && cmd.server_id.is_none() && self.service.inner.options.placement {
+        // Volumes live on one server too: the sandbox runs where they are.
+        let volumes_server = self
+            .mounts_server(caller, &cmd.volumes, &environment.project_id)
+            .await?;
+        if let Some(server) = &volumes_server {
+            if (snapshot.is_some() || cmd.server_id.is_some()) && cmd.server_id != *server {
+                let show = |s: &Option<String>| {
+                    s.as_deref()
+                        .map_or("the local engine".to_owned(), |id| format!("server {id}"))
+                };
+                return Err(Invalid::one(
+                    if snapshot.is_some() { "snapshotId" } else { "serverId" },
+                    format!(
+                        "the volumes live on {}, the sandbox would run on {}: a sandbox runs where its volumes are",
+                        show(server),
+                        show(&cmd.server_id)
+                    ),
+                )
+                .into());
+            }
+            cmd.server_id = server.clone();
+        }
+        if snapshot.is_none()
+            && volumes_server.is_none()
+            && cmd.server_id.is_none()
+            && self.service.inner.options.placement
+        {
             let want = Resources {
                 cpu: cmd.cpu,
                 memory_mb: cmd.memory_mb,
@@ -208,6 +234,7 @@ impl Sandboxes {
             auto_pause: cmd.auto_pause,
             paused_timeout_ms: cmd.paused_timeout_ms,
             paused_at: None,
+            volumes: cmd.volumes.clone(),
         };
         self.service
             .store()
@@ -343,6 +370,8 @@ impl Sandboxes {
                 (None, Some(conn)) => Some(format!("{}:{}", conn.hello.uid, conn.hello.gid)),
                 (None, None) => self.image_user(engine, &container_id, &image_user).await,
             };
+            self.prepare_volumes(engine, &container_id, row, user.as_deref())
+                .await?;
             self.prepare_workdir(
                 engine,
                 &row.sandbox_id,
@@ -398,6 +427,25 @@ impl Sandboxes {
         let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_owned();
         let user = format!("{}:{}", text(&uid.stdout), text(&gid.stdout));
         plan::parse_user(&user).map(|_| user)
+    }
+
+    /// Makes the root of each volume mounted read-write the sandbox user's (the engine
+    /// unpacks a directory entry over it: no capability is needed inside the sandbox);
+    /// what is in it is left as it is.
+    async fn prepare_volumes(
+        &self,
+        engine: &Arc<dyn Engine>,
+        container_id: &str,
+        row: &Sandbox,
+        user: Option<&str>,
+    ) -> Result<(), EngineError> {
+        let owner = user.and_then(plan::parse_user).unwrap_or((0, 0));
+        for mount in row.volumes.iter().filter(|m| !m.read_only) {
+            if let Some((parent, name)) = paths::split_file(&mount.path) {
+                engine.put_dir(container_id, parent, name, owner).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Creates the workdir owned by the sandbox user. The agent does it when it can (a

@@ -76,6 +76,9 @@ impl Sandboxes {
             labels: source.labels.clone(),
             auto_pause: source.auto_pause,
             paused_timeout_ms: source.paused_timeout_ms,
+            // A fork gets the files, not the volumes (two sandboxes writing one volume
+            // is for their creator to ask for).
+            volumes: Vec::new(),
         };
         let outcomes: Vec<Result<Sandbox, ServiceError>> =
             futures_util::stream::iter((1..=cmd.count).map(|n| self.create(caller, create(n))))

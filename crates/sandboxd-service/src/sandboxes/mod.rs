@@ -10,6 +10,7 @@ pub(crate) mod pause;
 pub(crate) mod revive;
 mod snapshot;
 pub(crate) mod usage;
+mod volumes;
 
 pub(crate) use create::created_metadata;
 pub use revive::Revival;

@@ -176,6 +176,18 @@ impl Engine for RecordingEngine {
         Ok(())
     }
 
+    async fn create_volume(
+        &self,
+        _name: &str,
+        _labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    async fn remove_volume(&self, _name: &str) -> Result<(), EngineError> {
+        Ok(())
+    }
+
     async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         self.record(Call::Remove(id.into()));
         Ok(())

@@ -39,6 +39,7 @@ pub fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox 
         auto_pause: false,
         paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
         paused_at: None,
+        volumes: Vec::new(),
     }
 }
 

@@ -20,6 +20,7 @@ pub mod table;
 mod target;
 pub mod tls;
 mod unpack;
+mod volumes;
 
 use std::process::ExitCode;
 
@@ -167,6 +168,16 @@ pub enum ClientCommand {
         common: Common,
         #[command(subcommand)]
         command: snapshots::SnapshotCommand,
+    },
+    /// Volumes: named storage that outlives sandboxes (create, ls, show, rm).
+    #[command(
+        after_help = "Examples:\n  sandboxd volume create cache\n  sandboxd create --volume cache:/data\n  sandboxd volume ls\n  sandboxd volume rm cache"
+    )]
+    Volume {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: volumes::VolumeCommand,
     },
     /// Fork a sandbox into new ones that start with its files (not its processes,
     /// memory or environment variables); prints their ids.
@@ -437,6 +448,15 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
                 print(&common, &answer, snapshots::snapshot_fields);
             } else {
                 print(&common, &answer, snapshots::snapshot_text);
+            }
+        }
+        ClientCommand::Volume { common, command } => {
+            let show = matches!(command, volumes::VolumeCommand::Show { .. });
+            let answer = volumes::volume(&client(&common)?, command).await?;
+            if show {
+                print(&common, &answer, volumes::volume_fields);
+            } else {
+                print(&common, &answer, volumes::volume_text);
             }
         }
         ClientCommand::Fork { common, args } => {

@@ -54,6 +54,10 @@ pub struct CreateArgs {
     /// A remote server to run it on.
     #[arg(long)]
     server: Option<String>,
+    /// A volume to mount, VOLUME:PATH or VOLUME:PATH:ro, by id or name (repeatable);
+    /// the sandbox runs on its server.
+    #[arg(long = "volume")]
+    volumes: Vec<String>,
 }
 
 /// A duration like `90s`, `5m`, `2h`.
@@ -117,6 +121,9 @@ pub async fn create(client: &Client, args: CreateArgs) -> Result<Value, Failure>
     }
     if let Some(server) = args.server {
         body["serverId"] = json!(server);
+    }
+    if !args.volumes.is_empty() {
+        body["volumes"] = super::volumes::mounts(client, &args.volumes).await?;
     }
     client.post("sandbox.create", &body).await
 }

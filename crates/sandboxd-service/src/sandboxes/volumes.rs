@@ -1,0 +1,309 @@
+//! `volume.*`: an organization's named storage on one server, made, listed, read and
+//! removed (never while a live sandbox mounts it); and the volumes a create mounts,
+//! found and checked (same organization and project, one server, which the sandbox
+//! then runs on). Who may see a volume is who may see its project.
+
+use std::time::Duration;
+
+use sandboxd_core::access::{Permission, SandboxNeed};
+use sandboxd_core::error::Invalid;
+use sandboxd_core::model::Principal;
+use sandboxd_core::validate::{self, CreateVolume};
+use sandboxd_core::volumes::{self, Volume, VolumeMount};
+use sandboxd_ports::EngineError;
+use sandboxd_store::new_id;
+use serde_json::json;
+use tracing::{info, warn};
+
+use super::Sandboxes;
+use crate::{Resource, ServiceError, now_ms};
+
+/// How long a removal waits for the containers of killed sandboxes to let go.
+const CONTAINERS_LEAVING: Duration = Duration::from_secs(10);
+
+fn resource(volume: &Volume) -> Resource<'_> {
+    Resource {
+        kind: "volume",
+        id: &volume.volume_id,
+        name: Some(&volume.name),
+    }
+}
+
+impl Sandboxes {
+    /// Makes a volume on its server (the local engine unless one is named).
+    pub async fn create_volume(
+        &self,
+        caller: &Principal,
+        cmd: CreateVolume,
+    ) -> Result<Volume, ServiceError> {
+        let project_id = self
+            .volume_project(caller, cmd.project_id.as_deref())
+            .await?;
+        self.service
+            .access()
+            .check_create_in(caller, &project_id)
+            .await?;
+        match &cmd.server_id {
+            Some(server_id) => {
+                self.service.access().server_for(caller, server_id).await?;
+            }
+            None if self.service.inner.options.remote_only => {
+                return Err(Invalid::one(
+                    "serverId",
+                    "is required: sandboxes, and their volumes, live on remote servers only here",
+                )
+                .into());
+            }
+            None => {}
+        }
+        let engine = self
+            .service
+            .fleet()
+            .engine_of(cmd.server_id.as_deref())
+            .await?;
+        let volume = Volume {
+            volume_id: new_id()?,
+            organization_id: caller.organization_id.clone(),
+            project_id,
+            name: cmd.name,
+            server_id: cmd.server_id,
+            size_mb: cmd.size_mb,
+            created_at: now_ms(),
+        };
+        let store = self.service.store();
+        store
+            .insert_volume(&volume, &caller.user_id, &self.service.inner.options.quotas)
+            .await?;
+        let labels = volumes::engine_labels(&volume.volume_id, self.service.instance_id());
+        if let Err(error) = engine
+            .create_volume(&volumes::engine_name(&volume.volume_id), &labels)
+            .await
+        {
+            warn!(volume_id = %volume.volume_id, %error, "the engine did not make a volume");
+            store.delete_volume(&volume.volume_id).await?;
+            return Err(error.into());
+        }
+        store.volume_ready(&volume.volume_id).await?;
+        self.service
+            .access()
+            .record(
+                &volume.organization_id,
+                Some(caller),
+                "volume.create",
+                resource(&volume),
+                json!({"serverId": volume.server_id, "sizeMb": volume.size_mb}),
+            )
+            .await;
+        info!(volume_id = %volume.volume_id, "volume made");
+        Ok(volume)
+    }
+
+    /// The project a new volume goes to: the one named, or the caller's only one.
+    async fn volume_project(
+        &self,
+        caller: &Principal,
+        named: Option<&str>,
+    ) -> Result<String, ServiceError> {
+        let store = self.service.store();
+        if let Some(project_id) = named {
+            return match store.project(&caller.organization_id, project_id).await? {
+                Some(project) => Ok(project.project_id),
+                None => Err(ServiceError::NotFound("project")),
+            };
+        }
+        let mut seen = Vec::new();
+        for (project, _) in store
+            .projects_with_environments(&caller.organization_id)
+            .await?
+        {
+            if self
+                .service
+                .access()
+                .project_listed(caller, &project.project_id)
+                .await?
+            {
+                seen.push(project.project_id);
+            }
+        }
+        match seen.as_slice() {
+            [only] => Ok(only.clone()),
+            [] => Err(ServiceError::NotFound("project")),
+            _ => Err(Invalid::one(
+                "projectId",
+                "is required: you see several projects (project.all lists them)",
+            )
+            .into()),
+        }
+    }
+
+    /// The volumes of the caller's organization in projects the caller sees, each with
+    /// the live sandboxes that mount it.
+    pub async fn volumes(
+        &self,
+        caller: &Principal,
+    ) -> Result<Vec<(Volume, Vec<String>)>, ServiceError> {
+        self.service
+            .access()
+            .require(caller, SandboxNeed::Read.permission())?;
+        let store = self.service.store();
+        let mut seen = Vec::new();
+        for volume in store.volumes(&caller.organization_id).await? {
+            if self
+                .service
+                .access()
+                .project_listed(caller, &volume.project_id)
+                .await?
+            {
+                let users = store
+                    .volume_users(&caller.organization_id, &volume.volume_id)
+                    .await?;
+                seen.push((volume, users));
+            }
+        }
+        Ok(seen)
+    }
+
+    /// A volume the caller may see, with `permission`; one of another organization or of
+    /// a project the caller does not see is not found.
+    pub async fn volume_for(
+        &self,
+        caller: &Principal,
+        volume_id: &str,
+        permission: Permission,
+    ) -> Result<Volume, ServiceError> {
+        let id = validate::volume_id(volume_id)?;
+        let volume = self
+            .service
+            .store()
+            .volume(&caller.organization_id, &id)
+            .await?
+            .ok_or(ServiceError::NotFound("volume"))?;
+        if !self
+            .service
+            .access()
+            .project_listed(caller, &volume.project_id)
+            .await?
+        {
+            return Err(ServiceError::NotFound("volume"));
+        }
+        self.service.access().require(caller, permission)?;
+        Ok(volume)
+    }
+
+    /// The live sandboxes that mount a volume.
+    pub async fn volume_users(&self, volume: &Volume) -> Result<Vec<String>, ServiceError> {
+        Ok(self
+            .service
+            .store()
+            .volume_users(&volume.organization_id, &volume.volume_id)
+            .await?)
+    }
+
+    /// Removes a volume and everything in it; refused while a sandbox being created,
+    /// running or paused mounts it.
+    pub async fn remove_volume(
+        &self,
+        caller: &Principal,
+        volume_id: &str,
+    ) -> Result<Volume, ServiceError> {
+        let volume = self
+            .volume_for(caller, volume_id, SandboxNeed::Delete.permission())
+            .await?;
+        let store = self.service.store();
+        let users = store
+            .begin_volume_removal(&volume.organization_id, &volume.volume_id)
+            .await?;
+        if !users.is_empty() {
+            return Err(ServiceError::Conflict(format!(
+                "the volume is mounted by {}; kill {} first",
+                users.join(", "),
+                if users.len() == 1 { "it" } else { "them" }
+            )));
+        }
+        let removed = self.remove_engine_volume(&volume).await;
+        if let Err(error) = removed {
+            store.volume_ready(&volume.volume_id).await?;
+            return Err(error);
+        }
+        store.delete_volume(&volume.volume_id).await?;
+        self.service
+            .access()
+            .record(
+                &volume.organization_id,
+                Some(caller),
+                "volume.remove",
+                resource(&volume),
+                json!({"sizeMb": volume.size_mb}),
+            )
+            .await;
+        Ok(volume)
+    }
+
+    /// Removes a volume's engine volume, waiting for the containers of sandboxes killed
+    /// a moment ago to go (a kill answers before its container is removed).
+    async fn remove_engine_volume(&self, volume: &Volume) -> Result<(), ServiceError> {
+        let engine = self
+            .service
+            .fleet()
+            .engine_of(volume.server_id.as_deref())
+            .await?;
+        let name = volumes::engine_name(&volume.volume_id);
+        let deadline = tokio::time::Instant::now() + CONTAINERS_LEAVING;
+        loop {
+            match engine.remove_volume(&name).await {
+                Ok(()) => return Ok(()),
+                Err(EngineError::Rejected { status: 409, .. })
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(EngineError::Rejected { status: 409, .. }) => {
+                    return Err(ServiceError::Conflict(
+                        "a container still uses the volume; retry in a moment".into(),
+                    ));
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// The server the volumes of a create live on (`None` when it mounts none;
+    /// `Some(None)`: the local engine), each found as the caller may use it and of the
+    /// sandbox's project.
+    pub(super) async fn mounts_server(
+        &self,
+        caller: &Principal,
+        mounts: &[VolumeMount],
+        project_id: &str,
+    ) -> Result<Option<Option<String>>, ServiceError> {
+        let mut found: Vec<Volume> = Vec::new();
+        for (index, mount) in mounts.iter().enumerate() {
+            if found.iter().any(|v| v.volume_id == mount.volume_id) {
+                continue;
+            }
+            let volume = self
+                .volume_for(caller, &mount.volume_id, SandboxNeed::Use.permission())
+                .await?;
+            if volume.project_id != project_id {
+                return Err(Invalid::one(
+                    format!("volumes[{index}].volumeId"),
+                    format!(
+                        "volume {} belongs to another project than the sandbox's environment",
+                        volume.name
+                    ),
+                )
+                .into());
+            }
+            found.push(volume);
+        }
+        volumes::common_server(&found).map_err(|(a, b)| {
+            Invalid::one(
+                "volumes",
+                format!(
+                    "the volumes live on two servers ({a} and {b}): a sandbox runs on one, so it can mount volumes of one only"
+                ),
+            )
+            .into()
+        })
+    }
+}
