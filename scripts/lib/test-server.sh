@@ -26,6 +26,9 @@ cleanup() {
   # Every container of this server carries its installation id.
   ids=$(docker ps -aq --filter "label=sandboxd.instance=$instance")
   [ -z "$ids" ] || docker rm -fv $ids >/dev/null
+  # And every volume it made.
+  volumes=$(docker volume ls -q --filter "label=sandboxd.instance=$instance")
+  [ -z "$volumes" ] || docker volume rm -f $volumes >/dev/null
   # And so does every snapshot image it made.
   images=$(docker images -q --filter "label=sandboxd.instance=$instance" | sort -u)
   [ -z "$images" ] || docker rmi -f $images >/dev/null

@@ -90,6 +90,12 @@ fixtures["removeSnapshots"] = [
     call("sandbox.snapshot", {"sandboxId": home, "name": f"fuzz-leaving-{i}"})["snapshotId"]
     for i in range(16)
 ]
+# Volumes: one to read and mount, and some for volume.remove.
+fixtures["volumes"] = [call("volume.create", {"name": "fuzz-volume"})["volumeId"]]
+fixtures["removeVolumes"] = [
+    call("volume.create", {"name": f"fuzz-leaving-volume-{i}", "sizeMb": 16})["volumeId"]
+    for i in range(16)
+]
 fixtures["victimKeys"] = [call("apiKey.create", {"name": f"fuzz-victim-{i}"})["keyId"] for i in range(8)]
 fixtures["members"] = [call("member.create", {"name": f"fuzz-member-{i}"})["userId"] for i in range(3)]
 fixtures["removeMembers"] = [

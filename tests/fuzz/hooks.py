@@ -44,6 +44,7 @@ DESTRUCTIVE = {
     "server.update",
     "egress.decide",
     "snapshot.remove",
+    "volume.remove",
 }
 # Time limits fields may ask for, at most, in milliseconds.
 MAX_WAIT_MS = {"sandbox.exec": 5_000, "sandbox.contextRun": 5_000, "sandbox.processWait": 2_000}
@@ -74,6 +75,7 @@ def substitutes(operation, seed):
         "snapshotId": pick(
             "removeSnapshots" if operation == "snapshot.remove" else "snapshots", seed
         ),
+        "volumeId": pick("removeVolumes" if operation == "volume.remove" else "volumes", seed),
     }
     # The fixtures' processes and contexts all sit in the first sandbox's process
     # table; new ones start elsewhere, so that they never crowd those out.
@@ -154,6 +156,17 @@ def aim(fields, part, operation, seed, forced):
             fields["template"] = "base"
             fields.pop("snapshotId", None)
         fields.pop("image", None)
+    if operation == "sandbox.create" and part == "body" and seed % 8 == 2:
+        # Now and then the fixtures' volume, read-only (the generated mounts name none).
+        fields["volumes"] = [{"volumeId": FIXTURES["volumes"][0], "path": "/mnt/fuzz", "readOnly": True}]
+    if operation == "volume.create" and part == "body" and seed % 4 != 0:
+        # Mostly a name the API takes, in the fixtures' project (the fuzzer makes
+        # projects of its own, and with several in sight a volume needs one named).
+        fields["name"] = f"fuzz-{seed}"
+        fields["projectId"] = FIXTURES["projectId"]
+        fields.pop("serverId", None)
+        if not (isinstance(fields.get("sizeMb"), int) and 1 <= fields["sizeMb"] <= 4096):
+            fields.pop("sizeMb", None)
     if operation == "sandbox.fork" and part == "body":
         # Few short-lived forks at a time (each is a sandbox); counts out of bounds are
         # kept for validation to refuse.

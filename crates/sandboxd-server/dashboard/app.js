@@ -8,6 +8,7 @@ import { environmentPage, createPage } from "./sandboxes.js";
 import { sandboxPage } from "./sandbox.js";
 import { auditPage } from "./audit.js";
 import { snapshotsPage } from "./snapshots.js";
+import { volumesPage } from "./volumes.js";
 import { accessPage } from "./access.js";
 import { egressRequestsPage } from "./egress.js";
 
@@ -75,6 +76,7 @@ async function route() {
     else if (parts[0] === "sandbox" && parts[1]) leave = (await sandboxPage(parts[1])) || leave;
     else if (parts[0] === "audit") await auditPage();
     else if (parts[0] === "snapshots") await snapshotsPage();
+    else if (parts[0] === "volumes") await volumesPage();
     else if (parts[0] === "access") await accessPage();
     else if (parts[0] === "egress") leave = (await egressRequestsPage()) || leave;
     else show(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the projects")));

@@ -21,6 +21,8 @@ function facts(sandbox) {
     ["CPU", `${sandbox.cpu}`], ["Memory", `${sandbox.memoryMb} MiB`], ["PIDs limit", `${sandbox.pidsLimit}`],
     ["Network", sandbox.networkMode], ["Workdir", sandbox.workdir], ["User", sandbox.user || "—"],
     ["Server", sandbox.serverId || "local"], ["Isolation", sandbox.isolation],
+    ["Volumes", (sandbox.volumes || []).length === 0 ? "—"
+      : sandbox.volumes.map((v) => `${v.path}${v.readOnly ? " (read-only)" : ""}`).join(", ")],
     ["Idle timeout", `${Math.round(sandbox.timeoutMs / 60000)} min`],
     ["Expires", sandbox.status === "running" ? `${relative(sandbox.expiresAt)} (${when(sandbox.expiresAt)})` : "—"],
     ["Created", when(sandbox.createdAt)], ["Killed", when(sandbox.killedAt)],

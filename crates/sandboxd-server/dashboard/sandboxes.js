@@ -88,9 +88,10 @@ function showIssues(form, issues) {
 }
 
 export async function createPage(environmentId) {
-  const [templates, servers] = await Promise.all([
+  const [templates, servers, volumes] = await Promise.all([
     api.get("sandbox.templates"),
     api.get("server.all").catch(() => []),
+    api.get("volume.all").catch(() => []),
   ]);
   const source = h("select", {},
     h("option", { value: "template" }, "Template"), h("option", { value: "image" }, "Custom image"));
@@ -114,6 +115,10 @@ export async function createPage(environmentId) {
     networkMode: h("select", {}, h("option", { value: "isolated" }, "Isolated (no network)"),
       h("option", { value: "internet" }, "Internet (egress)")),
     envVars: h("textarea", { placeholder: "KEY=value, one per line", spellcheck: "false" }),
+    volume: h("select", {}, h("option", { value: "" }, "None"),
+      volumes.map((v) => h("option", { value: v.volumeId }, v.name))),
+    mountPath: h("input", { placeholder: "/data", autocomplete: "off" }),
+    readOnly: h("input", { type: "checkbox", id: "f-readOnly" }),
   };
   const general = h("p", { class: "error-text", role: "alert" });
   const submit = h("button", { type: "submit" }, "Create");
@@ -128,6 +133,10 @@ export async function createPage(environmentId) {
       field("timeout", "Idle timeout (minutes)", inputs.timeout)),
     field("networkMode", "Network", inputs.networkMode),
     field("envVars", "Environment variables", inputs.envVars, "Kept sealed on the server; never shown again."),
+    volumes.length ? h("div", { class: "grid" },
+      field("volumes", "Volume", inputs.volume),
+      field("mountPath", "Mounted at", inputs.mountPath),
+      h("div", { class: "field" }, h("label", {}, inputs.readOnly, " Read-only"))) : null,
     general,
     h("div", { class: "actions" }, submit,
       h("a", { href: `#/env/${encodeURIComponent(environmentId)}` }, "Cancel")),
@@ -147,6 +156,10 @@ export async function createPage(environmentId) {
       envVars: inputs.envVars.value.trim() || undefined,
       serverId: server.value || undefined,
     };
+    if (inputs.volume.value) {
+      body.volumes = [{ volumeId: inputs.volume.value, path: inputs.mountPath.value.trim() || "/data",
+        readOnly: inputs.readOnly.checked }];
+    }
     if (source.value === "template") body.template = template.value;
     else body.image = image.value.trim();
     submit.textContent = "Creating…";

@@ -47,6 +47,7 @@ const ASSETS: &[Asset] = &[
     asset!("processes.js", JS),
     asset!("audit.js", JS),
     asset!("snapshots.js", JS),
+    asset!("volumes.js", JS),
     asset!("access.js", JS),
     asset!("usage.js", JS),
     asset!("vendor/xterm.js", JS),

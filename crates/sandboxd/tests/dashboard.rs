@@ -357,6 +357,48 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         .text_in("main [role=status]", "No snapshots yet")
         .await;
 
+    // A volume made on its page; a sandbox that mounts it is listed; removal is refused
+    // until that sandbox is gone.
+    page.goto(&format!("{}/#/volumes", server.url))
+        .await
+        .unwrap();
+    browser.text_in("main [role=status]", "No volumes yet").await;
+    browser.fill("#v-size", "256").await;
+    browser.enter("#v-name", "from-the-page").await;
+    let volume_row = browser.text_in("tr[data-volume]", "from-the-page").await;
+    assert!(volume_row.contains("256 MiB"), "{volume_row}");
+    let volume = browser
+        .element("tr[data-volume]")
+        .await
+        .attr("data-volume")
+        .await
+        .unwrap()
+        .unwrap();
+    let (status, mounted) = server
+        .post(
+            KEY,
+            "sandbox.create",
+            serde_json::json!({"environmentId": server.env_id, "template": "base",
+                "volumes": [{"volumeId": volume, "path": "/data"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{mounted}");
+    let mounted = mounted["sandboxId"].as_str().unwrap().to_owned();
+    // The same address again does not reload the page: reload it.
+    page.refresh().await.unwrap();
+    browser.text_in("tr[data-volume] [data-mounted]", &mounted).await;
+    browser.screenshot("volumes").await;
+    browser.click("tr[data-volume] [data-remove]").await;
+    browser.click("dialog [data-confirm]").await;
+    browser.text_in("[role=status]", "kill it first").await;
+    let (status, _) = server
+        .post(KEY, "sandbox.remove", serde_json::json!({"sandboxId": mounted}))
+        .await;
+    assert_eq!(status, 200);
+    browser.click("tr[data-volume] [data-remove]").await;
+    browser.click("dialog [data-confirm]").await;
+    browser.text_in("main [role=status]", "No volumes yet").await;
+
     // An administrator makes a key (shown once), which works, then revokes it.
     page.goto(&format!("{}/#/access", server.url))
         .await

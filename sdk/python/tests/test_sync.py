@@ -20,6 +20,7 @@ from sandboxd import (
     PermissionDenied,
     Sandbox,
     SandboxNotRunning,
+    VolumeMount,
 )
 
 
@@ -168,6 +169,26 @@ def test_a_snapshot_starts_sandboxes_with_its_files_and_a_fork_copies_them(serve
     for snapshot in Sandbox.list_snapshots():
         if snapshot.name.startswith("fork of"):
             Sandbox.remove_snapshot(snapshot)
+
+
+def test_a_volume_keeps_what_one_sandbox_wrote_for_the_next(server):
+    volume = Sandbox.create_volume("sdk-cache", size_mb=64)
+    assert volume.size_mb == 64 and volume.sandboxes == []
+    try:
+        with Sandbox.create("base", volumes={"/data": volume}) as sb:
+            assert sb.info.volumes == [VolumeMount(volume.volume_id, "/data", False)]
+            sb.files.write("/data/result.txt", "kept")
+            assert Sandbox.get_volume(volume.volume_id).sandboxes == [sb.id]
+            with pytest.raises(Conflict):
+                Sandbox.remove_volume(volume)
+        mounts = [VolumeMount(volume.volume_id, "/in", read_only=True)]
+        with Sandbox.create("base", volumes=mounts) as reader:
+            assert reader.files.read("/in/result.txt") == b"kept"
+            assert reader.commands.run("touch /in/other").exit_code != 0
+        assert volume.volume_id in [v.volume_id for v in Sandbox.list_volumes()]
+    finally:
+        Sandbox.remove_volume(volume)
+    assert volume.volume_id not in [v.volume_id for v in Sandbox.list_volumes()]
 
 
 def test_changes_list_what_the_sandbox_wrote(server, tmp_path):

@@ -61,6 +61,8 @@ from .models import (
     SandboxInfo,
     SandboxStats,
     SnapshotInfo,
+    VolumeInfo,
+    VolumeMount,
 )
 
 __all__ = [
@@ -110,6 +112,8 @@ __all__ = [
     "SandboxInfo",
     "SandboxStats",
     "SnapshotInfo",
+    "VolumeInfo",
+    "VolumeMount",
     "SandboxNotRunning",
     "SandboxdError",
     "ServerError",

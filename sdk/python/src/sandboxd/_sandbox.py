@@ -10,6 +10,7 @@ import re
 import warnings
 from pathlib import Path
 from types import TracebackType
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ._code import AsyncCode, Context, Execution
@@ -21,7 +22,15 @@ from ._http import Connection
 from ._ports import AsyncPorts
 from ._pty import AsyncPty
 from .errors import NotFound
-from .models import Changes, Egress, SandboxInfo, SandboxStats, SnapshotInfo
+from .models import (
+    Changes,
+    Egress,
+    SandboxInfo,
+    SandboxStats,
+    SnapshotInfo,
+    VolumeInfo,
+    VolumeMount,
+)
 
 
 async def _default_environment(conn: Connection) -> str:
@@ -61,6 +70,17 @@ async def abandon_create(
 
 
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _mounts_body(
+    volumes: Mapping[str, VolumeInfo | str] | Sequence[VolumeMount] | None,
+) -> list[dict[str, Any]] | None:
+    """The `volumes` of a create: a mapping of path to volume (read-write), or mounts."""
+    if not volumes:
+        return None
+    if isinstance(volumes, Mapping):
+        return [VolumeMount(volume, path).to_json() for path, volume in volumes.items()]
+    return [mount.to_json() for mount in volumes]
 
 
 def _env_text(env: dict[str, str]) -> str | None:
@@ -120,6 +140,7 @@ class AsyncSandbox:
         auto_pause: bool | None = None,
         paused_timeout: float | None = None,
         snapshot: SnapshotInfo | str | None = None,
+        volumes: Mapping[str, VolumeInfo | str] | Sequence[VolumeMount] | None = None,
         url: str | None = None,
         key: str | None = None,
     ) -> AsyncSandbox:
@@ -130,7 +151,9 @@ class AsyncSandbox:
         with it and returned (who it is for, which session made it). Without
         `environment_id`, the first environment the key can see. With `auto_pause`,
         the idle timeout pauses it instead of killing it (any later call resumes it) and
-        it is killed after `paused_timeout` seconds paused (default 24 h)."""
+        it is killed after `paused_timeout` seconds paused (default 24 h). `volumes`
+        mounts volumes: `{"/data": volume}` read-write, or a list of `VolumeMount`
+        (with `read_only`); the sandbox runs on their server."""
         conn = Connection(resolve(url, key))
         made: asyncio.Future[AsyncSandbox] | None = None
         try:
@@ -152,6 +175,7 @@ class AsyncSandbox:
                 auto_pause=auto_pause,
                 paused_timeout=paused_timeout,
                 snapshot=snapshot,
+                volumes=volumes,
             ))
             # Shielded: a caller that gives up does not stop the request, so the
             # sandbox it makes is known and killed rather than left to its timeout.
@@ -189,6 +213,7 @@ class AsyncSandbox:
         auto_pause: bool | None = None,
         paused_timeout: float | None = None,
         snapshot: SnapshotInfo | str | None = None,
+        volumes: Mapping[str, VolumeInfo | str] | Sequence[VolumeMount] | None = None,
     ) -> AsyncSandbox:
         """`create` through a connection the caller made (the sandbox then owns it)."""
         env_vars = _env_text(env or {})
@@ -212,6 +237,7 @@ class AsyncSandbox:
             "autoPause": auto_pause,
             "pausedTimeoutMs": None if paused_timeout is None else int(paused_timeout * 1000),
             "snapshotId": snapshot.snapshot_id if isinstance(snapshot, SnapshotInfo) else snapshot,
+            "volumes": _mounts_body(volumes),
         }
         try:
             created = await conn.call("sandbox.create", body, timeout=600)
@@ -418,6 +444,60 @@ class AsyncSandbox:
         conn = Connection(resolve(url, key))
         try:
             await conn.call("snapshot.remove", {"snapshotId": snapshot_id})
+        finally:
+            await conn.close()
+
+    @staticmethod
+    async def create_volume(
+        name: str,
+        *,
+        size_mb: int | None = None,
+        project_id: str | None = None,
+        server_id: str | None = None,
+        url: str | None = None,
+        key: str | None = None,
+    ) -> VolumeInfo:
+        """Makes a volume `name` (unique in the organization) on `server_id` (default:
+        the local engine). `size_mb` is reserved against the organization's quota."""
+        body = {"name": name, "sizeMb": size_mb, "projectId": project_id, "serverId": server_id}
+        conn = Connection(resolve(url, key))
+        try:
+            made = await conn.call("volume.create", body)
+        finally:
+            await conn.close()
+        return VolumeInfo.from_json(made)
+
+    @staticmethod
+    async def list_volumes(*, url: str | None = None, key: str | None = None) -> list[VolumeInfo]:
+        """The volumes the key can see, by name, with the sandboxes that mount each."""
+        conn = Connection(resolve(url, key))
+        try:
+            listed = await conn.call("volume.all")
+        finally:
+            await conn.close()
+        return [VolumeInfo.from_json(v) for v in listed]
+
+    @staticmethod
+    async def get_volume(
+        volume_id: str, *, url: str | None = None, key: str | None = None
+    ) -> VolumeInfo:
+        """One volume (`NotFound` when the key cannot see it)."""
+        conn = Connection(resolve(url, key))
+        try:
+            return VolumeInfo.from_json(await conn.call("volume.one", query={"volumeId": volume_id}))
+        finally:
+            await conn.close()
+
+    @staticmethod
+    async def remove_volume(
+        volume: VolumeInfo | str, *, url: str | None = None, key: str | None = None
+    ) -> None:
+        """Removes a volume and what is in it (refused with `Conflict` while a sandbox
+        mounts it)."""
+        volume_id = volume.volume_id if isinstance(volume, VolumeInfo) else volume
+        conn = Connection(resolve(url, key))
+        try:
+            await conn.call("volume.remove", {"volumeId": volume_id})
         finally:
             await conn.close()
 

@@ -26,6 +26,7 @@ from .models import (
     SandboxInfo,
     SandboxStats,
     SnapshotInfo,
+    VolumeInfo,
 )
 
 
@@ -383,6 +384,28 @@ class Sandbox:
     ) -> None:
         """See `AsyncSandbox.remove_snapshot`."""
         _portal.run(AsyncSandbox.remove_snapshot(snapshot, url=url, key=key))
+
+    @staticmethod
+    def create_volume(name: str, **options: Any) -> VolumeInfo:
+        """See `AsyncSandbox.create_volume`."""
+        return _portal.run(AsyncSandbox.create_volume(name, **options))
+
+    @staticmethod
+    def list_volumes(*, url: str | None = None, key: str | None = None) -> list[VolumeInfo]:
+        """See `AsyncSandbox.list_volumes`."""
+        return _portal.run(AsyncSandbox.list_volumes(url=url, key=key))
+
+    @staticmethod
+    def get_volume(volume_id: str, *, url: str | None = None, key: str | None = None) -> VolumeInfo:
+        """See `AsyncSandbox.get_volume`."""
+        return _portal.run(AsyncSandbox.get_volume(volume_id, url=url, key=key))
+
+    @staticmethod
+    def remove_volume(
+        volume: VolumeInfo | str, *, url: str | None = None, key: str | None = None
+    ) -> None:
+        """See `AsyncSandbox.remove_volume`."""
+        _portal.run(AsyncSandbox.remove_volume(volume, url=url, key=key))
 
     def kill(self) -> None:
         _portal.run(self._inner.kill())

@@ -139,6 +139,8 @@ class SandboxInfo:
     paused_timeout_ms: int = 0
     #: When it was paused (`status == "paused"`), else `None`.
     paused_at: str | None = None
+    #: The volumes mounted into it.
+    volumes: list[VolumeMount] = field(default_factory=list)
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @classmethod
@@ -167,6 +169,7 @@ class SandboxInfo:
             auto_pause=bool(data.get("autoPause", False)),
             paused_timeout_ms=int(data.get("pausedTimeoutMs", 0)),
             paused_at=data.get("pausedAt"),
+            volumes=[VolumeMount.from_json(v) for v in data.get("volumes") or []],
             raw=data,
         )
 
@@ -204,6 +207,59 @@ class SnapshotInfo:
             size_bytes=int(data.get("sizeBytes", 0)),
             created_at=data.get("createdAt", ""),
             raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class VolumeInfo:
+    """A volume: named storage that outlives sandboxes, on one server. Sandboxes that
+    mount it (`create(volumes=...)`) run there."""
+
+    volume_id: str
+    name: str
+    project_id: str
+    server_id: str | None
+    #: What it reserves against the organization's quota (MiB).
+    size_mb: int
+    created_at: str
+    #: The sandboxes being created, running or paused that mount it.
+    sandboxes: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> VolumeInfo:
+        return cls(
+            volume_id=data["volumeId"],
+            name=data.get("name", ""),
+            project_id=data.get("projectId", ""),
+            server_id=data.get("serverId"),
+            size_mb=int(data.get("sizeMb", 0)),
+            created_at=data.get("createdAt", ""),
+            sandboxes=list(data.get("sandboxes") or []),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class VolumeMount:
+    """A volume mounted into a sandbox at `path`; `read_only`: nothing in the sandbox
+    can write it."""
+
+    volume: VolumeInfo | str
+    path: str
+    read_only: bool = False
+
+    @property
+    def volume_id(self) -> str:
+        return self.volume.volume_id if isinstance(self.volume, VolumeInfo) else self.volume
+
+    def to_json(self) -> dict[str, Any]:
+        return {"volumeId": self.volume_id, "path": self.path, "readOnly": self.read_only}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> VolumeMount:
+        return cls(
+            volume=data["volumeId"], path=data.get("path", ""), read_only=bool(data.get("readOnly"))
         )
 
 
