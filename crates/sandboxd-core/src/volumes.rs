@@ -35,6 +35,9 @@ pub struct Volume {
     pub server_id: Option<String>,
     /// What it reserves against the organization's quota (MiB).
     pub size_mb: i64,
+    /// `creating` (its engine volume being made), `ready` (mountable) or `removing`
+    /// (its engine volume on its way out; a removal asked again finishes it).
+    pub status: String,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,
 }
@@ -164,6 +167,7 @@ mod tests {
             name: "n".into(),
             server_id: server.map(str::to_owned),
             size_mb: 1,
+            status: "ready".into(),
             created_at: 0,
         };
         assert_eq!(common_server(&[]), Ok(None));

@@ -13,7 +13,8 @@ use crate::{Store, StoreError};
 macro_rules! select_volumes {
     ($rest:literal) => {
         concat!(
-            "SELECT volume_id, organization_id, project_id, name, server_id, size_mb, created_at \
+            "SELECT volume_id, organization_id, project_id, name, server_id, size_mb, status, \
+             created_at \
              FROM volumes WHERE organization_id = $1",
             $rest
         )
@@ -28,6 +29,7 @@ fn volume(row: &sqlx::any::AnyRow) -> Result<Volume, StoreError> {
         name: row.try_get("name")?,
         server_id: row.try_get("server_id")?,
         size_mb: row.try_get("size_mb")?,
+        status: row.try_get("status")?,
         created_at: row.try_get("created_at")?,
     })
 }
@@ -152,7 +154,7 @@ impl Store {
 
     /// Marks a volume `removing`, if no live sandbox mounts it; the sandboxes that do
     /// otherwise. A volume still being made is taken too (its engine volume may or may
-    /// not exist).
+    /// not exist), and one marked already (a removal cut short) is taken again.
     pub async fn begin_volume_removal(
         &self,
         organization_id: &str,
@@ -164,41 +166,36 @@ impl Store {
             return Ok(users);
         }
         let done = sqlx::query(
-            "UPDATE volumes SET status = 'removing' WHERE volume_id = $1 AND organization_id = $2 \
-             AND status <> 'removing'",
+            "UPDATE volumes SET status = 'removing' WHERE volume_id = $1 AND organization_id = $2",
         )
         .bind(volume_id)
         .bind(organization_id)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
-            return Err(StoreError::Conflict(
-                "this volume is being removed already".into(),
-            ));
+            return Err(StoreError::Unknown(format!("volume {volume_id}")));
         }
         tx.commit().await?;
         Ok(Vec::new())
     }
 
-    /// A volume of the organization's (in any status but `removing`).
+    /// A volume of the organization's.
     pub async fn volume(
         &self,
         organization_id: &str,
         volume_id: &str,
     ) -> Result<Option<Volume>, StoreError> {
-        let row = sqlx::query(select_volumes!(
-            " AND volume_id = $2 AND status <> 'removing'"
-        ))
-        .bind(organization_id)
-        .bind(volume_id)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = sqlx::query(select_volumes!(" AND volume_id = $2"))
+            .bind(organization_id)
+            .bind(volume_id)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(volume).transpose()
     }
 
-    /// The organization's volumes (but those being removed), by name.
+    /// The organization's volumes, by name.
     pub async fn volumes(&self, organization_id: &str) -> Result<Vec<Volume>, StoreError> {
-        let rows = sqlx::query(select_volumes!(" AND status <> 'removing' ORDER BY name"))
+        let rows = sqlx::query(select_volumes!(" ORDER BY name"))
             .bind(organization_id)
             .fetch_all(&self.pool)
             .await?;

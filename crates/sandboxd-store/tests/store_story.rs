@@ -29,6 +29,7 @@ on_every_backend!(
     egress_credentials_are_sealed_and_go_when_their_sandbox_is_killed,
     a_sandbox_has_at_most_twenty_egress_requests_waiting_and_one_per_host,
     snapshots_are_kept_per_organization_within_their_quota,
+    volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -1030,4 +1031,139 @@ async fn snapshots_are_kept_per_organization_within_their_quota(db: &TestDb) {
     assert!(store.delete_snapshot("a").await.unwrap());
     assert!(!store.delete_snapshot("a").await.unwrap());
     store.admit_snapshot(org, &quotas).await.unwrap();
+}
+
+async fn volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted(db: &TestDb) {
+    use sandboxd_core::quotas::QuotaExceeded;
+    use sandboxd_core::volumes::{Volume, VolumeMount};
+    use sandboxd_store::StoreError;
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let org = &boot.organization_id;
+    let quotas = Quotas {
+        volumes: 2,
+        volume_mb: 100,
+        ..Quotas::default()
+    };
+    let volume = |id: &str, name: &str, size_mb: i64| Volume {
+        volume_id: id.into(),
+        organization_id: org.clone(),
+        project_id: boot.project_id.clone(),
+        name: name.into(),
+        server_id: None,
+        size_mb,
+        status: "creating".into(),
+        created_at: 1,
+    };
+    let first = volume("v1", "data", 60);
+    store.insert_volume(&first, "u", &quotas).await.unwrap();
+    assert!(matches!(
+        store
+            .insert_volume(&volume("v2", "data", 1), "u", &quotas)
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(matches!(
+        store
+            .insert_volume(&volume("v2", "more", 41), "u", &quotas)
+            .await,
+        Err(StoreError::Quota(QuotaExceeded::VolumeSize { .. }))
+    ));
+    store
+        .insert_volume(&volume("v2", "more", 40), "u", &quotas)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store
+            .insert_volume(&volume("v3", "third", 1), "u", &quotas)
+            .await,
+        Err(StoreError::Quota(QuotaExceeded::Volumes { limit: 2 }))
+    ));
+    // Not mounted while it is being made.
+    let mut row = sandbox(org, &boot.project_id, &boot.environment_id, 1);
+    row.volumes = vec![VolumeMount {
+        volume_id: "v1".into(),
+        path: "/data".into(),
+        read_only: false,
+    }];
+    let owner = store
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap()
+        .user_id;
+    assert!(matches!(
+        store
+            .insert_sandbox(&row, None, &owner, &Quotas::default())
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    store.volume_ready("v1").await.unwrap();
+    store
+        .insert_sandbox(&row, None, &owner, &Quotas::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .sandbox(&row.sandbox_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .volumes,
+        row.volumes
+    );
+    assert_eq!(
+        store.volume_users(org, "v1").await.unwrap(),
+        vec![row.sandbox_id.clone()]
+    );
+    // Mounted: removal names the sandbox and marks nothing.
+    assert_eq!(
+        store.begin_volume_removal(org, "v1").await.unwrap(),
+        vec![row.sandbox_id.clone()]
+    );
+    assert_eq!(
+        store.volume(org, "v1").await.unwrap().unwrap().status,
+        "ready"
+    );
+    store.mark_killed(&row.sandbox_id, 2).await.unwrap();
+    assert!(
+        store
+            .begin_volume_removal(org, "v1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A removal cut short is taken again; a removing volume is mounted by no one.
+    assert!(
+        store
+            .begin_volume_removal(org, "v1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let mut again = sandbox(org, &boot.project_id, &boot.environment_id, 3);
+    again.volumes = row.volumes.clone();
+    assert!(matches!(
+        store
+            .insert_sandbox(&again, None, &owner, &Quotas::default())
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    // Another organization's volume is unknown to a sandbox.
+    assert_eq!(store.volume("another org", "v2").await.unwrap(), None);
+    store.delete_volume("v1").await.unwrap();
+    assert_eq!(
+        store
+            .volumes(org)
+            .await
+            .unwrap()
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect::<Vec<_>>(),
+        ["more"]
+    );
+    assert!(matches!(
+        store.begin_volume_removal(org, "v1").await,
+        Err(StoreError::Unknown(_))
+    ));
 }

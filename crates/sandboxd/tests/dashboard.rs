@@ -362,7 +362,9 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     page.goto(&format!("{}/#/volumes", server.url))
         .await
         .unwrap();
-    browser.text_in("main [role=status]", "No volumes yet").await;
+    browser
+        .text_in("main [role=status]", "No volumes yet")
+        .await;
     browser.fill("#v-size", "256").await;
     browser.enter("#v-name", "from-the-page").await;
     let volume_row = browser.text_in("tr[data-volume]", "from-the-page").await;
@@ -386,18 +388,26 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     let mounted = mounted["sandboxId"].as_str().unwrap().to_owned();
     // The same address again does not reload the page: reload it.
     page.refresh().await.unwrap();
-    browser.text_in("tr[data-volume] [data-mounted]", &mounted).await;
+    browser
+        .text_in("tr[data-volume] [data-mounted]", &mounted)
+        .await;
     browser.screenshot("volumes").await;
     browser.click("tr[data-volume] [data-remove]").await;
     browser.click("dialog [data-confirm]").await;
     browser.text_in("[role=status]", "kill it first").await;
     let (status, _) = server
-        .post(KEY, "sandbox.remove", serde_json::json!({"sandboxId": mounted}))
+        .post(
+            KEY,
+            "sandbox.remove",
+            serde_json::json!({"sandboxId": mounted}),
+        )
         .await;
     assert_eq!(status, 200);
     browser.click("tr[data-volume] [data-remove]").await;
     browser.click("dialog [data-confirm]").await;
-    browser.text_in("main [role=status]", "No volumes yet").await;
+    browser
+        .text_in("main [role=status]", "No volumes yet")
+        .await;
 
     // An administrator makes a key (shown once), which works, then revokes it.
     page.goto(&format!("{}/#/access", server.url))

@@ -66,6 +66,9 @@ pub struct VolumeView {
     pub server_id: Option<String>,
     /// What it reserves against the organization's quota (MiB).
     pub size_mb: i64,
+    /// `ready` (mountable), `creating` (being made) or `removing` (on its way out; a
+    /// removal asked again finishes it).
+    pub status: String,
     /// RFC 3339.
     pub created_at: String,
     /// The sandboxes being created, running or paused that mount it (a volume is
@@ -87,6 +90,7 @@ impl VolumeView {
             project_id: volume.project_id.clone(),
             server_id: volume.server_id.clone(),
             size_mb: volume.size_mb,
+            status: volume.status.clone(),
             created_at: format_time(volume.created_at),
             sandboxes,
         }

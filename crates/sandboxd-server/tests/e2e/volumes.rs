@@ -43,6 +43,7 @@ async fn a_volume_outlives_its_sandbox_and_is_read_only_when_asked() {
     );
     assert_eq!(volume["sandboxes"], json!([]));
     assert_eq!(volume["sizeMb"], 1024);
+    assert_eq!(volume["status"], "ready");
 
     let writer = server
         .create(json!({

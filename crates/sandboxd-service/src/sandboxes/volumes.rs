@@ -68,6 +68,7 @@ impl Sandboxes {
             name: cmd.name,
             server_id: cmd.server_id,
             size_mb: cmd.size_mb,
+            status: "creating".into(),
             created_at: now_ms(),
         };
         let store = self.service.store();
@@ -84,6 +85,10 @@ impl Sandboxes {
             return Err(error.into());
         }
         store.volume_ready(&volume.volume_id).await?;
+        let volume = Volume {
+            status: "ready".into(),
+            ..volume
+        };
         self.service
             .access()
             .record(
