@@ -14,6 +14,7 @@ mod report;
 mod snapshots;
 mod store;
 mod through_api;
+mod volumes;
 
 use std::time::Duration;
 
@@ -58,6 +59,10 @@ pub struct Args {
     /// a cold create, a fork into 10.
     #[arg(long)]
     snapshots: bool,
+    /// Measure volumes only: writes to a volume against the sandbox's own filesystem,
+    /// and a create with a volume against one without.
+    #[arg(long)]
+    volumes: bool,
     /// Compare the store's backends only: SQLite, PostgreSQL and two replicas on
     /// PostgreSQL, with databases made on this server (`bash scripts/postgres.sh start`
     /// prints one).
@@ -149,6 +154,14 @@ async fn start(args: &Args, instances: &mut Vec<String>) -> anyhow::Result<Serve
 }
 
 async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Result<()> {
+    if args.volumes {
+        let rows = volumes::run(&servers.agent.http, args.iterations).await?;
+        let json = report::print(&rows, args.iterations);
+        if let Some(path) = &args.json {
+            std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
     if args.snapshots {
         let rows = snapshots::run(&servers.agent.http, raw, args.iterations).await?;
         let json = report::print(&rows, args.iterations.clamp(1, 5));

@@ -29,7 +29,7 @@ pub struct Volume {
     pub organization_id: String,
     /// Who may see that project sees (and mounts) the volume.
     pub project_id: String,
-    /// Unique in its organization.
+    /// Unique in its project.
     pub name: String,
     /// The remote server it lives on; `None`: the local engine.
     pub server_id: Option<String>,
@@ -72,27 +72,23 @@ pub fn mount_path_refusal(path: &str) -> Option<&'static str> {
     if path == "/" {
         return Some("cannot be `/`");
     }
-    let under = |root: &str| {
-        path == root
-            || path
-                .strip_prefix(root)
-                .is_some_and(|rest| rest.starts_with('/'))
-    };
     RESERVED
         .iter()
-        .any(|root| under(root))
+        .any(|root| is_under(path, root))
         .then_some("cannot be /.sandboxd, /proc, /sys, /dev or under them")
+}
+
+/// Whether a (normalized) path is `root` or under it.
+pub fn is_under(path: &str, root: &str) -> bool {
+    path == root
+        || path
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Whether one of two (normalized) mount paths is the other or under it.
 pub fn overlapping(a: &str, b: &str) -> bool {
-    let under = |inner: &str, outer: &str| {
-        inner == outer
-            || inner
-                .strip_prefix(outer)
-                .is_some_and(|rest| rest.starts_with('/'))
-    };
-    under(a, b) || under(b, a)
+    is_under(a, b) || is_under(b, a)
 }
 
 /// The ids of the volumes a sandbox's mounts name (each once).

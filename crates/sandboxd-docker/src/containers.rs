@@ -105,12 +105,6 @@ impl DockerEngine {
         &self,
         plan: &ContainerPlan,
     ) -> Result<String, EngineError> {
-        // A volume gone from the engine is not made again, empty, by the mount.
-        for volume in &plan.volumes {
-            if !self.volume_exists(&volume.name).await? {
-                return Err(EngineError::NotFound { what: "volume" });
-            }
-        }
         let options = CreateContainerOptionsBuilder::default()
             .name(&plan.name)
             .build();
@@ -121,11 +115,25 @@ impl DockerEngine {
         )
         .await?
         .map_err(|e| classify("image", e))?;
+        // A volume gone from the engine is made again, empty and unlabelled, by the
+        // create: such a container and volume go. Checked once the container exists,
+        // since from then on the engine keeps the volume.
+        for volume in &plan.volumes {
+            if !self.volume_is_ours(&volume.name).await? {
+                let _ = self.remove_container(&created.id).await;
+                let _ = self.remove_volume(&volume.name).await;
+                return Err(EngineError::NotFound { what: "volume" });
+            }
+        }
         Ok(created.id)
     }
 
     /// Starts a created or stopped container; one already running is left as it is.
+    /// One with volumes is started only while no path its mounts go through is a
+    /// symbolic link in its filesystem (checked before every start: the sandbox may
+    /// have made one since the last).
     pub(crate) async fn start_container(&self, id: &str) -> Result<(), EngineError> {
+        self.check_mount_paths(id).await?;
         match bounded("start container", self.docker.start_container(id, None)).await? {
             Ok(()) => Ok(()),
             Err(e) if status_of(&e) == Some(304) => Ok(()),

@@ -3,8 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use bollard::models::VolumeCreateRequest;
-use bollard::query_parameters::RemoveVolumeOptionsBuilder;
+use bollard::models::{MountType, VolumeCreateRequest};
+use bollard::query_parameters::{
+    ContainerArchiveInfoOptionsBuilder, InspectContainerOptions, RemoveVolumeOptionsBuilder,
+};
+use sandboxd_core::volumes::LABEL_VOLUME;
 
 use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, classify, status_of};
@@ -27,16 +30,6 @@ impl DockerEngine {
         Ok(())
     }
 
-    /// Whether a volume is on the engine: a container would otherwise get an empty one
-    /// of that name, made on the spot.
-    pub(crate) async fn volume_exists(&self, name: &str) -> Result<bool, EngineError> {
-        match bounded("inspect volume", self.docker.inspect_volume(name)).await? {
-            Ok(_) => Ok(true),
-            Err(e) if status_of(&e) == Some(404) => Ok(false),
-            Err(e) => Err(classify("volume", e)),
-        }
-    }
-
     pub(crate) async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
         let options = RemoveVolumeOptionsBuilder::default().force(false).build();
         match bounded(
@@ -53,5 +46,96 @@ impl DockerEngine {
             }),
             Err(e) => Err(classify("volume", e)),
         }
+    }
+}
+
+/// Go's `os.ModeSymlink`, as the engine reports a path's mode.
+const MODE_SYMLINK: u32 = 1 << 27;
+
+impl DockerEngine {
+    /// Whether the volume of that name is one sandboxd made (labelled with its id).
+    pub(crate) async fn volume_is_ours(&self, name: &str) -> Result<bool, EngineError> {
+        let Some(id) = name.strip_prefix("sandboxd-vol-") else {
+            return Ok(false);
+        };
+        match bounded("inspect volume", self.docker.inspect_volume(name)).await? {
+            Ok(volume) => Ok(volume.labels.get(LABEL_VOLUME).map(String::as_str) == Some(id)),
+            Err(e) if status_of(&e) == Some(404) => Ok(false),
+            Err(e) => Err(classify("volume", e)),
+        }
+    }
+
+    /// Refuses a container with volumes when a path one of its mounts (the agent's
+    /// included) goes through is a symbolic link in its filesystem: the engine would
+    /// follow it, and a volume could land on the agent's binary or on `/dev`. Every
+    /// prefix of every mount target is looked at (the engine reports the last part of a
+    /// path as it is, without following it). A container without volumes is left alone.
+    pub(crate) async fn check_mount_paths(&self, id: &str) -> Result<(), EngineError> {
+        let container = bounded(
+            "inspect container",
+            self.docker
+                .inspect_container(id, None::<InspectContainerOptions>),
+        )
+        .await?
+        .map_err(|e| classify("container", e))?;
+        let mounts = container
+            .host_config
+            .and_then(|config| config.mounts)
+            .unwrap_or_default();
+        if !mounts.iter().any(|m| m.typ == Some(MountType::VOLUME)) {
+            return Ok(());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for target in mounts.iter().filter_map(|m| m.target.as_deref()) {
+            for prefix in prefixes(target) {
+                if !seen.insert(prefix.clone()) {
+                    continue;
+                }
+                let options = ContainerArchiveInfoOptionsBuilder::default()
+                    .path(&prefix)
+                    .build();
+                match bounded(
+                    "stat path",
+                    self.docker.get_container_archive_info(id, Some(options)),
+                )
+                .await?
+                {
+                    Ok(stat) if stat.file_mode & MODE_SYMLINK != 0 => {
+                        return Err(EngineError::Unsafe(format!(
+                            "{prefix} is a symbolic link in the sandbox's filesystem: a volume is never mounted through one (mount it at the link's target, or elsewhere)"
+                        )));
+                    }
+                    Ok(_) => {}
+                    // Nothing there: the engine makes the rest as directories.
+                    Err(e) if status_of(&e) == Some(404) => break,
+                    Err(e) => return Err(classify("path", e)),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `/a`, `/a/b`, `/a/b/c` of `/a/b/c`.
+fn prefixes(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        current.push('/');
+        current.push_str(part);
+        out.push(current.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_prefix_of_a_path_is_looked_at() {
+        assert_eq!(
+            super::prefixes("/w/x//y"),
+            ["/w", "/w/x", "/w/x/y"].map(String::from)
+        );
+        assert!(super::prefixes("/").is_empty());
     }
 }

@@ -10,6 +10,10 @@ pub enum EngineError {
     Pull { image: String, reason: String },
     #[error("engine rejected the request: {message}")]
     Rejected { status: u16, message: String },
+    /// sandboxd's own check refused what the engine was asked (the text is sandboxd's,
+    /// never the engine's: it may be shown to the caller).
+    #[error("{0}")]
+    Unsafe(String),
     /// The container exists but is not running (its main process ended).
     #[error("the container is not running")]
     NotRunning,

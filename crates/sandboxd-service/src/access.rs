@@ -75,6 +75,34 @@ impl Access {
         Ok(sandbox)
     }
 
+    /// Those of `sandbox_ids` (of the caller's organization) the caller may see: every
+    /// one for administrators, those on their access list for members.
+    pub(crate) async fn sandboxes_listed(
+        &self,
+        caller: &Principal,
+        sandbox_ids: Vec<String>,
+    ) -> Result<Vec<String>, ServiceError> {
+        if access::sees_everything(caller.role) {
+            return Ok(sandbox_ids);
+        }
+        let mut listed = Vec::new();
+        for id in sandbox_ids {
+            if self
+                .store
+                .on_access_list(
+                    AccessList::Sandboxes,
+                    &caller.organization_id,
+                    &caller.user_id,
+                    &id,
+                )
+                .await?
+            {
+                listed.push(id);
+            }
+        }
+        Ok(listed)
+    }
+
     /// Whether the caller may see a project of their organization (and list its
     /// sandboxes).
     pub(crate) async fn project_listed(

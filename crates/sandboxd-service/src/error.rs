@@ -75,6 +75,7 @@ impl From<EngineError> for ServiceError {
         match error {
             EngineError::Pull { .. } | EngineError::Rejected { .. } => Self::EngineRefused(error),
             EngineError::NotRunning => Self::NotRunning(NotRunning(SandboxStatus::Error)),
+            EngineError::Unsafe(message) => Self::Refused(message),
             EngineError::NotFound { what: "volume" } => Self::Refused(
                 "a volume of the sandbox is missing from its server's engine (removed there by hand?)"
                     .into(),

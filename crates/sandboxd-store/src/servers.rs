@@ -222,7 +222,8 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Removes a server; refused while sandboxes that are not killed live on it.
+    /// Removes a server; refused while sandboxes that are not killed live on it, or
+    /// volumes or snapshots do (they could no longer be reached, nor removed).
     pub async fn remove_server(
         &self,
         organization_id: &str,
@@ -240,6 +241,20 @@ impl Store {
         if live > 0 {
             return Err(StoreError::Conflict(format!(
                 "{live} sandboxes still run on this server; kill them first"
+            )));
+        }
+        let kept = sqlx::query(
+            "SELECT (SELECT COUNT(*) FROM volumes WHERE server_id = $1) AS volumes, \
+             (SELECT COUNT(*) FROM snapshots WHERE server_id = $1) AS snapshots",
+        )
+        .bind(server_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let (volumes, snapshots): (i64, i64) =
+            (kept.try_get("volumes")?, kept.try_get("snapshots")?);
+        if volumes + snapshots > 0 {
+            return Err(StoreError::Conflict(format!(
+                "{volumes} volumes and {snapshots} snapshots live on this server; remove them first"
             )));
         }
         let done = sqlx::query("DELETE FROM servers WHERE server_id = $1 AND organization_id = $2")

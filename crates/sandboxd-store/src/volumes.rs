@@ -94,7 +94,7 @@ async fn mounted_by(
 }
 
 impl Store {
-    /// Keeps a new volume in `creating`, if its name is free in the organization and
+    /// Keeps a new volume in `creating`, if its name is free in its project and
     /// the quota has room for it.
     pub async fn insert_volume(
         &self,
@@ -111,15 +111,20 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         quotas.admit_volume(row.try_get("n")?, row.try_get("mb")?, volume.size_mb)?;
-        let taken =
-            sqlx::query("SELECT 1 AS one FROM volumes WHERE organization_id = $1 AND name = $2")
-                .bind(&volume.organization_id)
-                .bind(&volume.name)
-                .fetch_optional(&mut *tx)
-                .await?;
+        // Unique in its project (whose members see its volumes): a name taken in a
+        // project the caller may not see says nothing.
+        let taken = sqlx::query(
+            "SELECT 1 AS one FROM volumes WHERE organization_id = $1 AND project_id = $2 \
+             AND name = $3",
+        )
+        .bind(&volume.organization_id)
+        .bind(&volume.project_id)
+        .bind(&volume.name)
+        .fetch_optional(&mut *tx)
+        .await?;
         if taken.is_some() {
             return Err(StoreError::Conflict(format!(
-                "a volume named {} exists in this organization",
+                "a volume named {} exists in this project",
                 volume.name
             )));
         }
@@ -142,25 +147,43 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a volume ready (its engine volume made) or back to ready (a removal that
-    /// did not happen).
-    pub async fn volume_ready(&self, volume_id: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE volumes SET status = 'ready' WHERE volume_id = $1")
-            .bind(volume_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    /// Marks a volume being made ready (its engine volume made); false when it is no
+    /// longer being made (removed meanwhile).
+    pub async fn volume_made(&self, volume_id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE volumes SET status = 'ready' WHERE volume_id = $1 AND status = 'creating'",
+        )
+        .bind(volume_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
     }
 
     /// Marks a volume `removing`, if no live sandbox mounts it; the sandboxes that do
-    /// otherwise. A volume still being made is taken too (its engine volume may or may
-    /// not exist), and one marked already (a removal cut short) is taken again.
+    /// otherwise. One marked already (a removal cut short) is taken again; one being
+    /// made is refused until `made_before` (then it is taken as a make cut short).
     pub async fn begin_volume_removal(
         &self,
         organization_id: &str,
         volume_id: &str,
+        made_before: i64,
     ) -> Result<Vec<String>, StoreError> {
         let mut tx = self.write_tx().await?;
+        let row = sqlx::query(
+            "SELECT status, created_at FROM volumes WHERE volume_id = $1 AND organization_id = $2",
+        )
+        .bind(volume_id)
+        .bind(organization_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| StoreError::Unknown(format!("volume {volume_id}")))?;
+        if row.try_get::<String, _>("status")? == "creating"
+            && row.try_get::<i64, _>("created_at")? > made_before
+        {
+            return Err(StoreError::Conflict(
+                "the volume is being made; retry in a moment".into(),
+            ));
+        }
         let users = mounted_by(&mut tx, organization_id, volume_id).await?;
         if !users.is_empty() {
             return Ok(users);

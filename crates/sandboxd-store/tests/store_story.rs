@@ -1098,7 +1098,8 @@ async fn volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted(db
             .await,
         Err(StoreError::Conflict(_))
     ));
-    store.volume_ready("v1").await.unwrap();
+    assert!(store.volume_made("v1").await.unwrap());
+    assert!(!store.volume_made("v1").await.unwrap());
     store
         .insert_sandbox(&row, None, &owner, &Quotas::default())
         .await
@@ -1118,7 +1119,7 @@ async fn volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted(db
     );
     // Mounted: removal names the sandbox and marks nothing.
     assert_eq!(
-        store.begin_volume_removal(org, "v1").await.unwrap(),
+        store.begin_volume_removal(org, "v1", 10).await.unwrap(),
         vec![row.sandbox_id.clone()]
     );
     assert_eq!(
@@ -1128,7 +1129,7 @@ async fn volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted(db
     store.mark_killed(&row.sandbox_id, 2).await.unwrap();
     assert!(
         store
-            .begin_volume_removal(org, "v1")
+            .begin_volume_removal(org, "v1", 10)
             .await
             .unwrap()
             .is_empty()
@@ -1136,7 +1137,7 @@ async fn volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted(db
     // A removal cut short is taken again; a removing volume is mounted by no one.
     assert!(
         store
-            .begin_volume_removal(org, "v1")
+            .begin_volume_removal(org, "v1", 10)
             .await
             .unwrap()
             .is_empty()
@@ -1149,6 +1150,19 @@ async fn volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted(db
             .await,
         Err(StoreError::Conflict(_))
     ));
+    // One being made is not taken from under its maker, unless it was cut short.
+    assert!(matches!(
+        store.begin_volume_removal(org, "v2", 0).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(
+        store
+            .begin_volume_removal(org, "v2", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(!store.volume_made("v2").await.unwrap());
     // Another organization's volume is unknown to a sandbox.
     assert_eq!(store.volume("another org", "v2").await.unwrap(), None);
     store.delete_volume("v1").await.unwrap();
@@ -1163,7 +1177,7 @@ async fn volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted(db
         ["more"]
     );
     assert!(matches!(
-        store.begin_volume_removal(org, "v1").await,
+        store.begin_volume_removal(org, "v1", 10).await,
         Err(StoreError::Unknown(_))
     ));
 }

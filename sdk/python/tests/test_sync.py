@@ -173,7 +173,9 @@ def test_a_snapshot_starts_sandboxes_with_its_files_and_a_fork_copies_them(serve
 
 def test_a_volume_keeps_what_one_sandbox_wrote_for_the_next(server):
     volume = Sandbox.create_volume("sdk-cache", size_mb=64)
-    assert volume.size_mb == 64 and volume.sandboxes == []
+    assert volume.size_mb == 64 and volume.sandboxes == [] and volume.status == "ready"
+    with pytest.raises(TypeError):
+        Sandbox.create("base", volumes=volume.volume_id)
     try:
         with Sandbox.create("base", volumes={"/data": volume}) as sb:
             assert sb.info.volumes == [VolumeMount(volume.volume_id, "/data", False)]

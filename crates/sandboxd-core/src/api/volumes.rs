@@ -10,7 +10,7 @@ use crate::volumes::Volume;
 #[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateVolumeRequest {
-    /// 1–64 letters, digits, `.`, `_` or `-`, unique in the organization.
+    /// 1–64 letters, digits, `.`, `_` or `-`, unique in its project.
     #[schema(min_length = 1, max_length = 64)]
     pub name: String,
     /// The project whose members see and mount it (default: the caller's only project,

@@ -80,6 +80,10 @@ pub(super) fn mounts(issues: &mut Issues, requested: &[VolumeMountRequest]) -> V
             issues.push(field("path"), refusal);
             continue;
         }
+        if mounts.iter().any(|m| m.volume_id == mount.volume_id) {
+            issues.push(field("volumeId"), "is mounted once only");
+            continue;
+        }
         if mounts.iter().any(|m| volumes::overlapping(&m.path, &path)) {
             issues.push(field("path"), "is, or nests with, another volume's path");
             continue;
@@ -147,6 +151,7 @@ mod tests {
             vec![mount("a", "/.sandboxd")],
             vec![mount("", "/data")],
             vec![mount("a", "/data"), mount("b", "/data/inner")],
+            vec![mount("a", "/data"), mount("a", "/other")],
             (0..9).map(|i| mount("a", &format!("/d{i}"))).collect(),
         ] {
             let mut issues = Issues::default();

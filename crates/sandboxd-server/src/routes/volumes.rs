@@ -81,7 +81,7 @@ async fn one(
     let volume = sandboxes
         .volume_for(&caller, &req.volume_id, SandboxNeed::Read.permission())
         .await?;
-    let users = sandboxes.volume_users(&volume).await?;
+    let users = sandboxes.volume_users(&caller, &volume).await?;
     Ok(Json(VolumeView::from_volume(&volume, users, rfc3339)))
 }
 

@@ -1323,6 +1323,15 @@ async fn a_volume_on_a_remote_server_takes_its_sandboxes_there() {
     server
         .post("sandbox.kill", json!({"sandboxId": id(&reader)}))
         .await;
+    // The server is not removed while a volume lives there.
+    let (status, body) = server
+        .post("server.remove", json!({"serverId": server_id}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("1 volumes"),
+        "{body}"
+    );
     for volume in [&volume, &local] {
         let (status, body) = server
             .post("volume.remove", json!({"volumeId": volume["volumeId"]}))

@@ -360,3 +360,121 @@ async fn another_organization_or_project_cannot_mount_a_volume() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["projectId"], project["projectId"]);
 }
+
+/// The status of a sandbox, polled until it is `want` (10 s at most).
+async fn wait_status(server: &TestServer, sandbox: &Value, want: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, one) = server
+            .get("sandbox.one", &[("sandboxId", id(sandbox))])
+            .await;
+        if one["status"] == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still {}",
+            one["status"]
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_volume_is_never_mounted_through_a_symbolic_link() {
+    let server = TestServer::start().await;
+    let volume = make(&server, "linked").await;
+    let vid = volume_id(&volume);
+    // A snapshot whose home holds a link to the agent's directory: a volume mounted
+    // "under" the link would land on the agent's binary.
+    let source = server.create(json!({"template": "base"})).await;
+    stdout(
+        &server,
+        &source,
+        "ln -s /.sandboxd /home/user/link && ln -s /run /home/user/run",
+    )
+    .await;
+    let (status, taken) = server
+        .post("sandbox.snapshot", json!({"sandboxId": id(&source)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{taken}");
+    for path in ["/home/user/link/bin", "/home/user/run"] {
+        let (status, body) = server
+            .post(
+                "sandbox.create",
+                json!({"environmentId": server.env_id, "snapshotId": taken["snapshotId"],
+                       "volumes": [{"volumeId": vid, "path": path}]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("symbolic link"),
+            "{body}"
+        );
+    }
+
+    // A link made by the sandbox itself, where a mount's parent was, is refused when
+    // its container starts again.
+    let sandbox = server
+        .create(json!({"template": "base",
+                       "volumes": [{"volumeId": vid, "path": "/home/user/a/bin"}]}))
+        .await;
+    stdout(
+        &server,
+        &sandbox,
+        "mv /home/user/a /home/user/moved && ln -s /.sandboxd /home/user/a && echo ok",
+    )
+    .await;
+    server
+        .docker()
+        .kill_container(
+            crate::harness::container(&sandbox),
+            None::<bollard::query_parameters::KillContainerOptions>,
+        )
+        .await
+        .unwrap();
+    wait_status(&server, &sandbox, "error").await;
+    let top = server
+        .docker()
+        .inspect_container(crate::harness::container(&sandbox), None)
+        .await
+        .unwrap();
+    assert_ne!(top.state.unwrap().running, Some(true));
+}
+
+#[tokio::test]
+async fn a_read_only_workdir_volume_names_and_repeats() {
+    let server = TestServer::start().await;
+    let volume = make(&server, "shared").await;
+    let vid = volume_id(&volume);
+    // An empty read-only volume as the workdir is left as it is.
+    let sandbox = server
+        .create(json!({"template": "base", "workdir": "/data",
+                       "volumes": [{"volumeId": vid, "path": "/data", "readOnly": true}]}))
+        .await;
+    assert_eq!(
+        stdout(&server, &sandbox, "pwd && ls -A | wc -l").await,
+        "/data\n0"
+    );
+    // One volume is mounted once per sandbox.
+    let (status, body) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "template": "base", "volumes": [
+                {"volumeId": vid, "path": "/a", "readOnly": true}, {"volumeId": vid, "path": "/b"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // Names are unique per project: another project takes the same one.
+    let (_, project) = server
+        .post("project.create", json!({"name": "second"}))
+        .await;
+    let (status, again) = server
+        .post(
+            "volume.create",
+            json!({"name": "shared", "projectId": project["projectId"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_ne!(volume_id(&again), vid);
+}

@@ -10,6 +10,7 @@ use sandboxd_core::model::{NotRunning, Principal, Sandbox, SandboxStatus};
 use sandboxd_core::paths;
 use sandboxd_core::plan::{self, NetworkPlan};
 use sandboxd_core::validate::CreateSandbox;
+use sandboxd_core::volumes;
 use sandboxd_ports::{Engine, EngineError, ExecSpec};
 use sandboxd_store::new_id;
 use std::sync::Arc;
@@ -372,14 +373,21 @@ impl Sandboxes {
             };
             self.prepare_volumes(engine, &container_id, row, user.as_deref())
                 .await?;
-            self.prepare_workdir(
-                engine,
-                &row.sandbox_id,
-                &container_id,
-                &row.workdir,
-                user.as_deref(),
-            )
-            .await?;
+            // A workdir in a read-only volume is as the volume has it.
+            let read_only_workdir = row
+                .volumes
+                .iter()
+                .any(|m| m.read_only && volumes::is_under(&row.workdir, &m.path));
+            if !read_only_workdir {
+                self.prepare_workdir(
+                    engine,
+                    &row.sandbox_id,
+                    &container_id,
+                    &row.workdir,
+                    user.as_deref(),
+                )
+                .await?;
+            }
             Ok::<_, EngineError>(user)
         };
         match prepared.await {

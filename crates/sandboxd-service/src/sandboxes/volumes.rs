@@ -20,6 +20,8 @@ use crate::{Resource, ServiceError, now_ms};
 
 /// How long a removal waits for the containers of killed sandboxes to let go.
 const CONTAINERS_LEAVING: Duration = Duration::from_secs(10);
+/// A volume still `creating` after this long was cut short (a crash): it may be removed.
+const MAKING: Duration = Duration::from_secs(300);
 
 fn resource(volume: &Volume) -> Resource<'_> {
     Resource {
@@ -84,7 +86,15 @@ impl Sandboxes {
             store.delete_volume(&volume.volume_id).await?;
             return Err(error.into());
         }
-        store.volume_ready(&volume.volume_id).await?;
+        if !store.volume_made(&volume.volume_id).await? {
+            // Removed while it was made: its engine volume goes too.
+            let _ = engine
+                .remove_volume(&volumes::engine_name(&volume.volume_id))
+                .await;
+            return Err(ServiceError::Conflict(
+                "the volume was removed while it was made".into(),
+            ));
+        }
         let volume = Volume {
             status: "ready".into(),
             ..volume
@@ -142,7 +152,7 @@ impl Sandboxes {
     }
 
     /// The volumes of the caller's organization in projects the caller sees, each with
-    /// the live sandboxes that mount it.
+    /// the live sandboxes that mount it (those the caller sees).
     pub async fn volumes(
         &self,
         caller: &Principal,
@@ -159,9 +169,7 @@ impl Sandboxes {
                 .project_listed(caller, &volume.project_id)
                 .await?
             {
-                let users = store
-                    .volume_users(&caller.organization_id, &volume.volume_id)
-                    .await?;
+                let users = self.volume_users(caller, &volume).await?;
                 seen.push((volume, users));
             }
         }
@@ -195,13 +203,18 @@ impl Sandboxes {
         Ok(volume)
     }
 
-    /// The live sandboxes that mount a volume.
-    pub async fn volume_users(&self, volume: &Volume) -> Result<Vec<String>, ServiceError> {
-        Ok(self
+    /// The live sandboxes that mount a volume, of those the caller sees.
+    pub async fn volume_users(
+        &self,
+        caller: &Principal,
+        volume: &Volume,
+    ) -> Result<Vec<String>, ServiceError> {
+        let users = self
             .service
             .store()
             .volume_users(&volume.organization_id, &volume.volume_id)
-            .await?)
+            .await?;
+        self.service.access().sandboxes_listed(caller, users).await
     }
 
     /// Removes a volume and everything in it; refused while a sandbox being created,
@@ -216,20 +229,32 @@ impl Sandboxes {
             .await?;
         let store = self.service.store();
         let users = store
-            .begin_volume_removal(&volume.organization_id, &volume.volume_id)
+            .begin_volume_removal(
+                &volume.organization_id,
+                &volume.volume_id,
+                now_ms() - MAKING.as_millis() as i64,
+            )
             .await?;
         if !users.is_empty() {
+            let all = users.len();
+            let seen = self
+                .service
+                .access()
+                .sandboxes_listed(caller, users)
+                .await?;
+            let named = match (seen.len(), all - seen.len()) {
+                (_, 0) => seen.join(", "),
+                (0, hidden) => format!("{hidden} sandboxes you do not see"),
+                (_, hidden) => format!("{} and {hidden} sandboxes you do not see", seen.join(", ")),
+            };
             return Err(ServiceError::Conflict(format!(
-                "the volume is mounted by {}; kill {} first",
-                users.join(", "),
-                if users.len() == 1 { "it" } else { "them" }
+                "the volume is mounted by {named}; kill {} first",
+                if all == 1 { "it" } else { "them" }
             )));
         }
-        let removed = self.remove_engine_volume(&volume).await;
-        if let Err(error) = removed {
-            store.volume_ready(&volume.volume_id).await?;
-            return Err(error);
-        }
+        // A removal that fails leaves it `removing` (mounted by no one): asking again
+        // finishes it.
+        self.remove_engine_volume(&volume).await?;
         store.delete_volume(&volume.volume_id).await?;
         self.service
             .access()

@@ -12,7 +12,7 @@ CREATE TABLE volumes (
     status TEXT NOT NULL,
     created_by TEXT NOT NULL,
     created_at BIGINT NOT NULL,
-    UNIQUE (organization_id, name)
+    UNIQUE (organization_id, project_id, name)
 );
 -- The volumes a sandbox mounts (JSON: [{volumeId, path, readOnly}]), kept so that a
 -- container made again for it mounts the same.

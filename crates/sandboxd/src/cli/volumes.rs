@@ -38,16 +38,34 @@ pub enum VolumeCommand {
     },
 }
 
-/// The id of a volume given by id or name.
+/// The id of a volume given by id (looked up first, so that no name shadows an id) or
+/// by a name only one volume the caller sees has.
 async fn volume_id(client: &Client, given: &str) -> Result<String, Failure> {
+    if client
+        .get("volume.one", &[("volumeId", given)])
+        .await
+        .is_ok()
+    {
+        return Ok(given.to_owned());
+    }
     let listed = client.get("volume.all", &[]).await?;
-    listed
+    let named: Vec<&str> = listed
         .as_array()
         .into_iter()
         .flatten()
-        .find(|v| v["volumeId"] == given || v["name"] == given)
-        .and_then(|v| v["volumeId"].as_str().map(str::to_owned))
-        .ok_or_else(|| Failure::Refused(format!("no volume {given} (sandboxd volume ls)")))
+        .filter(|v| v["name"] == given)
+        .filter_map(|v| v["volumeId"].as_str())
+        .collect();
+    match named.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        [] => Err(Failure::Refused(format!(
+            "no volume {given} (sandboxd volume ls)"
+        ))),
+        _ => Err(Failure::Refused(format!(
+            "{} volumes are named {given} (in different projects): give the id",
+            named.len()
+        ))),
+    }
 }
 
 /// The `volumes` of a create from `--volume VOLUME:PATH[:ro]` flags (a volume by id or

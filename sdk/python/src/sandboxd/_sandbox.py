@@ -78,8 +78,14 @@ def _mounts_body(
     """The `volumes` of a create: a mapping of path to volume (read-write), or mounts."""
     if not volumes:
         return None
+    if isinstance(volumes, VolumeMount):
+        volumes = [volumes]
     if isinstance(volumes, Mapping):
         return [VolumeMount(volume, path).to_json() for path, volume in volumes.items()]
+    if isinstance(volumes, (str, bytes)) or not all(isinstance(m, VolumeMount) for m in volumes):
+        raise TypeError(
+            "volumes: give {path: volume} or a list of VolumeMount(volume, path, read_only)"
+        )
     return [mount.to_json() for mount in volumes]
 
 

@@ -222,7 +222,10 @@ class VolumeInfo:
     #: What it reserves against the organization's quota (MiB).
     size_mb: int
     created_at: str
-    #: The sandboxes being created, running or paused that mount it.
+    #: `ready` (mountable), `creating` or `removing` (asking again finishes it).
+    status: str = "ready"
+    #: The sandboxes being created, running or paused that mount it (those the key
+    #: sees).
     sandboxes: list[str] = field(default_factory=list)
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
@@ -235,6 +238,7 @@ class VolumeInfo:
             server_id=data.get("serverId"),
             size_mb=int(data.get("sizeMb", 0)),
             created_at=data.get("createdAt", ""),
+            status=data.get("status", "ready"),
             sandboxes=list(data.get("sandboxes") or []),
             raw=data,
         )

@@ -55,7 +55,7 @@ impl SandboxTools {
                 .volume_for(&who, &req.volume_id, SandboxNeed::Read.permission())
                 .await
         );
-        let users = attempt!(sandboxes.volume_users(&volume).await);
+        let users = attempt!(sandboxes.volume_users(&who, &volume).await);
         ok(&VolumeView::from_volume(&volume, users, rfc3339))
     }
 
