@@ -13,6 +13,7 @@ pub mod env_vars;
 pub mod error;
 pub mod exec_kill;
 pub mod images;
+pub mod labels;
 pub mod limits;
 pub mod listing;
 pub mod model;

@@ -8,19 +8,7 @@ pub use sandboxd_agent_protocol::AGENT_KEY_VAR;
 use crate::env_vars;
 use crate::model::{NetworkMode, Sandbox};
 
-/// Label present on every container sandboxd creates.
-pub const LABEL_SANDBOX: &str = "sandboxd.sandbox";
-/// Label holding the sandbox id.
-pub const LABEL_SANDBOX_ID: &str = "sandboxd.sandboxId";
-/// Label holding the project id.
-pub const LABEL_PROJECT_ID: &str = "sandboxd.projectId";
-/// Label holding the environment id.
-pub const LABEL_ENVIRONMENT_ID: &str = "sandboxd.environmentId";
-/// Label naming the sandboxd installation (its store) that owns the container, so that
-/// two installations sharing an engine never reconcile each other's containers away.
-pub const LABEL_INSTANCE: &str = "sandboxd.instance";
-/// Label of a warm-pool container: the template of its pool.
-pub const LABEL_POOL: &str = "sandboxd.pool";
+pub use crate::labels::*;
 /// The bridge network of `internet` sandboxes.
 pub const INTERNET_NETWORK: &str = "sandboxd-internet";
 /// Driver option that disables traffic between containers on a bridge.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::plan::LABEL_INSTANCE;
+use crate::labels::LABEL_INSTANCE;
 
 /// Label of a volume's engine object: the volume's id.
 pub const LABEL_VOLUME: &str = "sandboxd.volume";
