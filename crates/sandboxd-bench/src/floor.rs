@@ -243,6 +243,21 @@ impl Floor {
         for id in list.into_iter().filter_map(|c| c.id) {
             let _ = self.remove(&id).await;
         }
+        // The volumes a server made.
+        let options = bollard::query_parameters::ListVolumesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        if let Ok(listed) = self.docker.list_volumes(Some(options)).await {
+            for volume in listed.volumes.unwrap_or_default() {
+                let _ = self
+                    .docker
+                    .remove_volume(
+                        &volume.name,
+                        None::<bollard::query_parameters::RemoveVolumeOptions>,
+                    )
+                    .await;
+            }
+        }
         // And the images: commits of the floor, snapshots of a server.
         let options = bollard::query_parameters::ListImagesOptionsBuilder::default()
             .filters(&filters)

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::labels::LABEL_INSTANCE;
+use crate::labels::{LABEL_INSTANCE, LABEL_PROJECT_ID};
 
 /// Label of a volume's engine object: the volume's id.
 pub const LABEL_VOLUME: &str = "sandboxd.volume";
@@ -59,10 +59,12 @@ pub fn engine_name(volume_id: &str) -> String {
     format!("sandboxd-vol-{volume_id}")
 }
 
-/// The labels of a volume's engine object.
-pub fn engine_labels(volume_id: &str, instance_id: &str) -> BTreeMap<String, String> {
+/// The labels of a volume's engine object: its id, its project's and the
+/// installation's.
+pub fn engine_labels(volume: &Volume, instance_id: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
-        (LABEL_VOLUME.to_owned(), volume_id.to_owned()),
+        (LABEL_VOLUME.to_owned(), volume.volume_id.clone()),
+        (LABEL_PROJECT_ID.to_owned(), volume.project_id.clone()),
         (LABEL_INSTANCE.to_owned(), instance_id.to_owned()),
     ])
 }
@@ -181,8 +183,19 @@ mod tests {
     #[test]
     fn engine_objects_are_named_and_labelled_by_the_volume() {
         assert_eq!(engine_name("AbC"), "sandboxd-vol-AbC");
-        let labels = engine_labels("AbC", "inst");
+        let volume = Volume {
+            volume_id: "AbC".into(),
+            organization_id: "o".into(),
+            project_id: "p".into(),
+            name: "n".into(),
+            server_id: None,
+            size_mb: 1,
+            status: "ready".into(),
+            created_at: 0,
+        };
+        let labels = engine_labels(&volume, "inst");
         assert_eq!(labels[LABEL_VOLUME], "AbC");
+        assert_eq!(labels[LABEL_PROJECT_ID], "p");
         assert_eq!(labels[LABEL_INSTANCE], "inst");
     }
 }

@@ -77,7 +77,7 @@ impl Sandboxes {
         store
             .insert_volume(&volume, &caller.user_id, &self.service.inner.options.quotas)
             .await?;
-        let labels = volumes::engine_labels(&volume.volume_id, self.service.instance_id());
+        let labels = volumes::engine_labels(&volume, self.service.instance_id());
         if let Err(error) = engine
             .create_volume(&volumes::engine_name(&volume.volume_id), &labels)
             .await

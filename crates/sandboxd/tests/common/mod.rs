@@ -50,6 +50,8 @@ pub fn sandboxd(home: &Path, env: &[(&str, &str)], args: &[&str]) -> Ran {
 pub struct RunningServer {
     pub url: String,
     pub env_id: String,
+    /// The first project's id: the volumes made in it carry it.
+    project_id: String,
     server: std::process::Child,
     data_dir: PathBuf,
     _data: tempfile::TempDir,
@@ -167,6 +169,7 @@ impl RunningServer {
         let mut running = Self {
             url,
             env_id: String::new(),
+            project_id: String::new(),
             server,
             data_dir,
             _data: dir,
@@ -185,6 +188,10 @@ impl RunningServer {
             assert!(Instant::now() < deadline, "server did not start");
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
+        running.project_id = projects[0]["projectId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         running.env_id = projects[0]["environments"][0]["environmentId"]
             .as_str()
             .unwrap()
@@ -301,6 +308,22 @@ impl Drop for RunningServer {
             .collect();
         for image in images {
             let _ = Command::new("docker").args(["rmi", "-f", &image]).output();
+        }
+        // Volumes carry their project's.
+        let volumes = Command::new("docker")
+            .args([
+                "volume",
+                "ls",
+                "-q",
+                "--filter",
+                &format!("label=sandboxd.projectId={}", self.project_id),
+            ])
+            .output()
+            .unwrap();
+        for volume in String::from_utf8_lossy(&volumes.stdout).split_whitespace() {
+            let _ = Command::new("docker")
+                .args(["volume", "rm", "-f", volume])
+                .output();
         }
     }
 }
