@@ -5,7 +5,8 @@
 # private PostgreSQL on loopback (scripts/postgres.sh), which the store's story and the
 # replica tests run on, and installs the headless Chromium of the dashboard's tests
 # (scripts/browser.sh).
-# Then the Python clients: the MCP SDK, the sandboxd Python SDK, the fuzz pass.
+# Then the Python clients: the MCP SDK, the sandboxd Python SDK, E2B's Python SDK, the
+# fuzz pass.
 # The second engine and the private PostgreSQL are stopped when the suite ends, passed or
 # failed; SANDBOXD_TEST_KEEP=1 keeps them running for the next run (which then starts at
 # once).
@@ -24,4 +25,5 @@ unset SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"
 bash scripts/test-mcp-python.sh
 bash scripts/test-sdk-python.sh
+bash scripts/test-e2b-python.sh
 bash scripts/fuzz-api.sh

@@ -5,6 +5,7 @@
 pub mod access;
 pub mod api;
 pub mod changes;
+pub mod e2b;
 pub mod egress;
 pub mod egress_credentials;
 pub mod egress_log;

@@ -7,6 +7,7 @@ mod auth;
 mod body_limit;
 mod dashboard;
 pub mod data_dir;
+mod e2b;
 mod egress;
 mod error;
 mod extract;
@@ -480,6 +481,7 @@ pub fn app(state: AppState) -> Router {
             }),
         )
         .route("/metrics", get(metrics::render))
+        .merge(e2b::router())
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
         .route("/sandbox-port", get(routes::port_socket::sandbox_port))

@@ -347,3 +347,48 @@ async fn the_runtime_is_configured_reported_and_checked() {
         "{error}"
     );
 }
+
+/// Networks of `name` on the local engine (the engine's name filter matches parts).
+async fn networks_named(docker: &bollard::Docker, name: &str) -> Vec<String> {
+    let filters = std::collections::HashMap::from([("name", vec![name.to_owned()])]);
+    let options = bollard::query_parameters::ListNetworksOptionsBuilder::default()
+        .filters(&filters)
+        .build();
+    docker
+        .list_networks(Some(options))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.name.as_deref() == Some(name))
+        .filter_map(|n| n.id)
+        .collect()
+}
+
+#[tokio::test]
+async fn two_bridges_of_one_name_are_made_one() {
+    use sandboxd_ports::Engine as _;
+    // Concurrent creates on a fresh engine (two processes, or two replicas) can leave
+    // two networks of one name, which no container can name.
+    let engine = crate::harness::local_engine().await;
+    let docker = engine.client().clone();
+    let name = format!("sandboxd-test-bridge-{}", std::process::id());
+    for _ in 0..2 {
+        docker
+            .create_network(bollard::models::NetworkCreateRequest {
+                name: name.clone(),
+                driver: Some("bridge".into()),
+                labels: Some([("sandboxd.test".to_owned(), "bridge".to_owned())].into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(networks_named(&docker, &name).await.len(), 2);
+    let outcome = engine.ensure_bridge(&name).await;
+    let left = networks_named(&docker, &name).await;
+    for id in &left {
+        let _ = docker.remove_network(id).await;
+    }
+    outcome.expect("the bridge ensured");
+    assert_eq!(left.len(), 1, "{left:?}");
+}

@@ -14,6 +14,7 @@ mod changes;
 mod containers;
 mod contexts;
 mod dashboard_sessions;
+mod e2b;
 mod egress;
 mod egress_credentials;
 mod egress_proxy;

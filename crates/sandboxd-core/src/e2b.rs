@@ -1,0 +1,324 @@
+//! E2B's control plane as sandboxd serves it: the wire format E2B's SDKs send and read
+//! (`templateID`, `sandboxID`, timeouts in seconds, metadata), and its mapping onto
+//! sandboxd's own requests and records. Pure: the routes under `/e2b` call it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::CreateSandboxRequest;
+use crate::error::{Invalid, Issues};
+use crate::model::{NetworkMode, Sandbox, SandboxStatus};
+
+/// The envd version sandboxd reports: the SDK turns features on by it.
+pub const ENVD_VERSION: &str = "0.6.4";
+/// The `clientID` of every sandbox (E2B's cluster client; one here).
+pub const CLIENT_ID: &str = "sandboxd";
+/// The timeout of a sandbox whose create names none (E2B's default), in seconds.
+pub const DEFAULT_TIMEOUT_SECS: i64 = 300;
+
+/// Body of `POST /sandboxes` and `POST /v2/sandboxes`; other fields are ignored.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSandbox {
+    #[serde(rename = "templateID")]
+    pub template_id: String,
+    /// Seconds.
+    pub timeout: Option<i64>,
+    pub metadata: Option<BTreeMap<String, String>>,
+    pub env_vars: Option<BTreeMap<String, String>>,
+    pub auto_pause: Option<bool>,
+    #[serde(rename = "allow_internet_access")]
+    pub allow_internet_access: Option<bool>,
+}
+
+/// Body of `POST /sandboxes/{id}/timeout`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TimeoutBody {
+    /// Seconds from now.
+    pub timeout: i64,
+}
+
+/// Body of `POST /sandboxes/{id}/connect` (and `/v2/…`).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConnectBody {
+    /// Seconds from now; a connect never shortens a sandbox's life.
+    pub timeout: Option<i64>,
+}
+
+/// What names a sandbox in every answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SandboxIds {
+    #[serde(rename = "templateID")]
+    pub template_id: String,
+    #[serde(rename = "sandboxID")]
+    pub sandbox_id: String,
+    #[serde(rename = "clientID")]
+    pub client_id: String,
+}
+
+/// A sandbox as create and connect answer it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SandboxAnswer {
+    #[serde(flatten)]
+    pub ids: SandboxIds,
+    #[serde(rename = "envdVersion")]
+    pub envd_version: String,
+    /// `null`: the SDK builds its URLs from its own settings.
+    pub domain: Option<String>,
+}
+
+/// A sandbox as `GET /sandboxes/{id}` and the listings show it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxDetail {
+    #[serde(flatten)]
+    pub ids: SandboxIds,
+    /// RFC 3339.
+    pub started_at: String,
+    /// RFC 3339: when it is paused or killed unless something extends it.
+    pub end_at: String,
+    pub cpu_count: i64,
+    #[serde(rename = "memoryMB")]
+    pub memory_mb: i64,
+    #[serde(rename = "diskSizeMB")]
+    pub disk_size_mb: i64,
+    /// `running` or `paused`.
+    pub state: String,
+    pub envd_version: String,
+    pub metadata: BTreeMap<String, String>,
+    pub domain: Option<String>,
+}
+
+/// An error as E2B's SDKs read it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ErrorAnswer {
+    pub code: u16,
+    pub message: String,
+}
+
+/// The template a sandbox of sandboxd's was made from, as E2B names it.
+pub fn template_of(sandbox: &Sandbox) -> String {
+    sandbox
+        .template
+        .clone()
+        .unwrap_or_else(|| sandbox.image.clone())
+}
+
+/// The state E2B shows of a sandbox; `None` for one that is gone (killed, failed),
+/// which E2B reports as not found.
+pub fn state_of(status: SandboxStatus) -> Option<&'static str> {
+    match status {
+        SandboxStatus::Running | SandboxStatus::Creating => Some("running"),
+        SandboxStatus::Paused => Some("paused"),
+        _ => None,
+    }
+}
+
+/// A timeout in seconds as sandboxd's milliseconds, if in sandboxd's bounds.
+pub fn timeout_ms(field: &str, seconds: i64) -> Result<i64, Invalid> {
+    let ms = seconds.saturating_mul(1000);
+    if !(crate::limits::MIN_TIMEOUT_MS..=crate::limits::MAX_TIMEOUT_MS).contains(&ms) {
+        return Err(Invalid::one(
+            field,
+            "must be between 10 and 86400 seconds (24 h)",
+        ));
+    }
+    Ok(ms)
+}
+
+/// The sandboxd create of an E2B create, in `environment_id`: the template by name,
+/// metadata as labels, variables as `KEY=value` lines, internet access unless refused
+/// (E2B's default), the timeout in milliseconds.
+pub fn create_request(
+    new: NewSandbox,
+    environment_id: String,
+) -> Result<CreateSandboxRequest, Invalid> {
+    let mut issues = Issues::default();
+    if new.template_id.is_empty() {
+        issues.push("templateID", "is required");
+    }
+    let timeout_ms = match timeout_ms("timeout", new.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS)) {
+        Ok(ms) => Some(ms),
+        Err(invalid) => {
+            for issue in invalid.issues {
+                issues.push(issue.path, issue.message);
+            }
+            None
+        }
+    };
+    let env_vars = new.env_vars.map(|vars| {
+        vars.iter()
+            .map(|(key, value)| {
+                if key.is_empty() || key.contains(['=', '\n', '\0']) || value.contains(['\n', '\0'])
+                {
+                    issues.push(
+                        "envVars",
+                        "names must be non-empty without `=`, names and values on one line",
+                    );
+                }
+                format!("{key}={value}")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    let network_mode = if new.allow_internet_access == Some(false) {
+        NetworkMode::Isolated
+    } else {
+        NetworkMode::Internet
+    };
+    let request = CreateSandboxRequest {
+        environment_id,
+        template: Some(new.template_id),
+        timeout_ms,
+        network_mode: Some(network_mode),
+        env_vars: env_vars.filter(|text| !text.is_empty()),
+        labels: new.metadata,
+        auto_pause: new.auto_pause,
+        ..Default::default()
+    };
+    issues.finish(request)
+}
+
+fn ids(sandbox: &Sandbox) -> SandboxIds {
+    SandboxIds {
+        template_id: template_of(sandbox),
+        sandbox_id: sandbox.sandbox_id.clone(),
+        client_id: CLIENT_ID.to_owned(),
+    }
+}
+
+/// The create and connect answer of a sandbox.
+pub fn answer(sandbox: &Sandbox) -> SandboxAnswer {
+    SandboxAnswer {
+        ids: ids(sandbox),
+        envd_version: ENVD_VERSION.to_owned(),
+        domain: None,
+    }
+}
+
+/// The detail of a sandbox E2B may see (`state_of` gives a state);
+/// `format_time` renders epoch milliseconds as RFC 3339.
+pub fn detail(sandbox: &Sandbox, format_time: impl Fn(i64) -> String) -> Option<SandboxDetail> {
+    let state = state_of(sandbox.status)?;
+    let end = sandbox
+        .expires_at
+        .unwrap_or(sandbox.created_at + sandbox.timeout_ms);
+    Some(SandboxDetail {
+        ids: ids(sandbox),
+        started_at: format_time(sandbox.created_at),
+        end_at: format_time(end),
+        cpu_count: (sandbox.cpu.ceil() as i64).max(1),
+        memory_mb: sandbox.memory_mb,
+        // The sandbox's own files are not capped apart from the engine's storage.
+        disk_size_mb: 0,
+        state: state.to_owned(),
+        envd_version: ENVD_VERSION.to_owned(),
+        metadata: sandbox.labels.clone(),
+        domain: None,
+    })
+}
+
+/// Whether a sandbox's labels hold every `key=value` of `wanted`.
+pub fn has_metadata(sandbox: &Sandbox, wanted: &BTreeMap<String, String>) -> bool {
+    wanted
+        .iter()
+        .all(|(key, value)| sandbox.labels.get(key) == Some(value))
+}
+
+/// The `metadata` filter of a listing: a query string of its own
+/// (`key1=value1&key2=value2`, each part percent-encoded).
+pub fn metadata_filter(raw: &str) -> BTreeMap<String, String> {
+    url_pairs(raw).into_iter().collect()
+}
+
+/// `a=b&c=d` percent-decoded; a part without `=` has an empty value.
+fn url_pairs(raw: &str) -> Vec<(String, String)> {
+    raw.split('&')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let (key, value) = part.split_once('=').unwrap_or((part, ""));
+            (percent_decode(key), percent_decode(value))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let hex = |byte: Option<&u8>| byte.and_then(|b| char::from(*b).to_digit(16));
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => match (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
+                (Some(high), Some(low)) => {
+                    out.push((high * 16 + low) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            other => out.push(other),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_create_maps_onto_sandboxds() {
+        let new: NewSandbox = serde_json::from_str(
+            r#"{"templateID":"base","timeout":60,"metadata":{"who":"me"},
+                "envVars":{"A":"1","B":"two words"},"secure":true}"#,
+        )
+        .unwrap();
+        let request = create_request(new, "env".into()).unwrap();
+        assert_eq!(request.template.as_deref(), Some("base"));
+        assert_eq!(request.timeout_ms, Some(60_000));
+        assert_eq!(request.env_vars.as_deref(), Some("A=1\nB=two words"));
+        assert_eq!(request.network_mode, Some(NetworkMode::Internet));
+        assert_eq!(request.labels.unwrap()["who"], "me");
+        let closed: NewSandbox =
+            serde_json::from_str(r#"{"templateID":"base","allow_internet_access":false}"#).unwrap();
+        let request = create_request(closed, "env".into()).unwrap();
+        assert_eq!(request.network_mode, Some(NetworkMode::Isolated));
+        assert_eq!(request.timeout_ms, Some(300_000));
+    }
+
+    #[test]
+    fn bad_creates_are_refused_by_field() {
+        let bad: NewSandbox =
+            serde_json::from_str(r#"{"templateID":"","timeout":3,"envVars":{"A":"x\ny"}}"#)
+                .unwrap();
+        let paths: Vec<String> = create_request(bad, "env".into())
+            .unwrap_err()
+            .issues
+            .into_iter()
+            .map(|issue| issue.path)
+            .collect();
+        assert_eq!(paths, ["templateID", "timeout", "envVars"]);
+    }
+
+    #[test]
+    fn metadata_filters_are_decoded() {
+        let filter = metadata_filter("sandbox_test_id%3D=a%2Fb&team=x+y&flag");
+        assert_eq!(filter["sandbox_test_id="], "a/b");
+        assert_eq!(filter["team"], "x y");
+        assert_eq!(filter["flag"], "");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(percent_decode("%é%C3%A9"), "%é\u{e9}");
+    }
+
+    #[test]
+    fn only_live_sandboxes_have_a_state() {
+        assert_eq!(state_of(SandboxStatus::Running), Some("running"));
+        assert_eq!(state_of(SandboxStatus::Paused), Some("paused"));
+        assert_eq!(state_of(SandboxStatus::Killed), None);
+        assert_eq!(state_of(SandboxStatus::Error), None);
+    }
+}

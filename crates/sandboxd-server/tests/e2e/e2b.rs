@@ -1,0 +1,230 @@
+//! E2B's control plane under `/e2b`, spoken as E2B's SDKs speak it: create (v1 and v2),
+//! read, list with metadata and state filters, extend, connect (resuming a paused
+//! sandbox, never shortening), kill; errors as `{code, message}`; another
+//! organization's sandbox is not found.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::harness::{KEY, TestServer};
+
+async fn call(
+    server: &TestServer,
+    method: Method,
+    path: &str,
+    key: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = server
+        .client
+        .request(method, format!("{}/e2b{path}", server.url))
+        .header("X-API-Key", key);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn e2b_sdks_drive_the_lifecycle() {
+    let server = TestServer::start().await;
+    let (status, made) = call(
+        &server,
+        Method::POST,
+        "/v2/sandboxes",
+        KEY,
+        // Without internet access: E2B's default (internet) is the unit tests', and the
+        // `internet` bridge is one test's of its own (containers.rs).
+        Some(
+            json!({"templateID": "base", "timeout": 120, "metadata": {"sandbox_test_id": "t1"},
+                    "envVars": {"GREETING": "hi from e2b"}, "secure": true,
+                    "allow_internet_access": false}),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let id = made["sandboxID"].as_str().unwrap().to_owned();
+    assert_eq!(made["templateID"], "base");
+    assert_eq!(made["envdVersion"], "0.6.4");
+    assert!(made["clientID"].is_string());
+    // It is a sandboxd sandbox: its variables reach its commands.
+    let run = server
+        .exec(&json!({"sandboxId": id}), "echo $GREETING")
+        .await;
+    assert_eq!(run["stdout"], "hi from e2b\n");
+    let (_, own) = server.get("sandbox.one", &[("sandboxId", &id)]).await;
+    assert_eq!(own["networkMode"], "isolated");
+    assert_eq!(own["labels"]["sandbox_test_id"], "t1");
+
+    let (status, detail) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(status, StatusCode::OK, "{detail}");
+    assert_eq!(detail["state"], "running");
+    assert_eq!(detail["metadata"]["sandbox_test_id"], "t1");
+    assert_eq!(detail["memoryMB"], 512);
+    assert_eq!(detail["cpuCount"], 1);
+    let end = detail["endAt"].as_str().unwrap().to_owned();
+
+    // Listed, filtered by metadata (a query string of its own) and by state.
+    let (status, listed) = call(
+        &server,
+        Method::GET,
+        "/v2/sandboxes?metadata=sandbox_test_id%3Dt1&state=running",
+        KEY,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["sandboxID"], json!(id));
+    let (_, none) = call(
+        &server,
+        Method::GET,
+        "/v2/sandboxes?metadata=sandbox_test_id%3Dother",
+        KEY,
+        None,
+    )
+    .await;
+    assert_eq!(none, json!([]));
+    let (_, paused_only) = call(
+        &server,
+        Method::GET,
+        "/v2/sandboxes?state=paused",
+        KEY,
+        None,
+    )
+    .await;
+    assert_eq!(paused_only, json!([]));
+
+    // A timeout moves the end; a connect with a shorter one does not shorten it.
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/timeout"),
+        KEY,
+        Some(json!({"timeout": 3600})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, detail) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    let extended = detail["endAt"].as_str().unwrap().to_owned();
+    assert!(extended > end, "{extended} after {end}");
+    let (status, connected) = call(
+        &server,
+        Method::POST,
+        &format!("/v2/sandboxes/{id}/connect"),
+        KEY,
+        Some(json!({"timeout": 60})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{connected}");
+    assert_eq!(connected["sandboxID"], json!(id));
+    let (_, detail) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert!(
+        detail["endAt"].as_str().unwrap() >= extended.as_str(),
+        "{detail}"
+    );
+
+    // A paused sandbox is listed as paused and resumed by a connect.
+    let (status, _) = server.post("sandbox.pause", json!({"sandboxId": id})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, detail) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(detail["state"], "paused");
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/connect"),
+        KEY,
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, detail) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(detail["state"], "running");
+
+    // Killed: gone for E2B (404 on read and on a second kill).
+    let (status, _) = call(
+        &server,
+        Method::DELETE,
+        &format!("/sandboxes/{id}"),
+        KEY,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    for method in [Method::GET, Method::DELETE] {
+        let (status, body) = call(&server, method, &format!("/sandboxes/{id}"), KEY, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        assert_eq!(body["code"], 404, "{body}");
+        assert!(body["message"].is_string());
+    }
+
+    // The v1 create.
+    let (status, made) = call(
+        &server,
+        Method::POST,
+        "/sandboxes",
+        KEY,
+        Some(json!({"templateID": "base", "allow_internet_access": false})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let (_, own) = server
+        .get(
+            "sandbox.one",
+            &[("sandboxId", made["sandboxID"].as_str().unwrap())],
+        )
+        .await;
+    assert_eq!(own["networkMode"], "isolated");
+}
+
+#[tokio::test]
+async fn e2b_errors_are_e2bs_and_tenants_stay_apart() {
+    let server = TestServer::start().await;
+    let (status, body) = call(&server, Method::GET, "/v2/sandboxes", "sbx_wrong", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["code"], 401, "{body}");
+    for (path, body) in [
+        ("/sandboxes", json!({"templateID": ""})),
+        ("/sandboxes", json!({"templateID": "base", "timeout": 1})),
+        ("/sandboxes", json!({"templateID": "no-such-template"})),
+        ("/sandboxes", json!({"template": 3})),
+    ] {
+        let (status, answer) = call(&server, Method::POST, path, KEY, Some(body.clone())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
+        assert_eq!(answer["code"], 400, "{answer}");
+    }
+    let (status, made) = call(
+        &server,
+        Method::POST,
+        "/v2/sandboxes",
+        KEY,
+        Some(json!({"templateID": "base", "allow_internet_access": false})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let id = made["sandboxID"].as_str().unwrap();
+    let (status, other) = server
+        .post("organization.create", json!({"name": "other"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{other}");
+    let key = other["apiKey"]["secret"].as_str().unwrap();
+    let (_, listed) = call(&server, Method::GET, "/v2/sandboxes", key, None).await;
+    assert_eq!(listed, json!([]));
+    for (method, path) in [
+        (Method::GET, format!("/sandboxes/{id}")),
+        (Method::DELETE, format!("/sandboxes/{id}")),
+        (Method::POST, format!("/sandboxes/{id}/connect")),
+    ] {
+        let (status, body) = call(&server, method, &path, key, Some(json!({}))).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+    let (status, _) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "still there for its own organization"
+    );
+}
