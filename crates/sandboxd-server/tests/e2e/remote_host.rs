@@ -96,6 +96,22 @@ impl RemoteHost {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        // The listener is this sshd's (not one of another test that took the same free
+        // port), and the probe's connection is gone before anyone counts sessions.
+        let exited = self
+            .sshd
+            .as_mut()
+            .and_then(|child| child.try_wait().ok())
+            .flatten();
+        assert!(
+            exited.is_none(),
+            "sshd ended: {}",
+            std::fs::read_to_string(self.config.path().join("sshd.log")).unwrap_or_default()
+        );
+        while self.sessions() > 0 {
+            assert!(Instant::now() < deadline, "the probe's session did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Cuts the server off: the listener and every established session end.
