@@ -128,6 +128,22 @@ impl DockerEngine {
         Ok(created.id)
     }
 
+    /// What the engine keeps of a container (404: `NotFound`).
+    pub(crate) async fn inspect(
+        &self,
+        id: &str,
+    ) -> Result<bollard::models::ContainerInspectResponse, EngineError> {
+        bounded(
+            "inspect container",
+            self.docker.inspect_container(
+                id,
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            ),
+        )
+        .await?
+        .map_err(|e| classify("container", e))
+    }
+
     /// Starts a created or stopped container; one already running is left as it is.
     /// One with volumes is started only while no path its mounts go through is a
     /// symbolic link in its filesystem (checked before every start: the sandbox may

@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bollard::models::ContainerConfig;
-use bollard::query_parameters::{
-    CommitContainerOptionsBuilder, InspectContainerOptions, RemoveImageOptionsBuilder,
-};
+use bollard::query_parameters::{CommitContainerOptionsBuilder, RemoveImageOptionsBuilder};
 use sandboxd_core::snapshots::{scrubbed_env, snapshot_labels};
 use sandboxd_ports::Commit;
 
@@ -28,13 +26,7 @@ impl DockerEngine {
         id: &str,
         commit: &Commit,
     ) -> Result<i64, EngineError> {
-        let container = bounded(
-            "inspect container",
-            self.docker
-                .inspect_container(id, None::<InspectContainerOptions>),
-        )
-        .await?
-        .map_err(|e| classify("container", e))?;
+        let container = self.inspect(id).await?;
         // The image the container was made from, by its id: the name may point at
         // another image by now.
         let source_id = container

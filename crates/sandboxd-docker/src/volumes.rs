@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 
 use bollard::models::{MountType, VolumeCreateRequest};
-use bollard::query_parameters::{
-    ContainerArchiveInfoOptionsBuilder, InspectContainerOptions, RemoveVolumeOptionsBuilder,
-};
+use bollard::query_parameters::{ContainerArchiveInfoOptionsBuilder, RemoveVolumeOptionsBuilder};
 use sandboxd_core::volumes::LABEL_VOLUME;
 
 use crate::engine::{DockerEngine, bounded};
@@ -71,13 +69,7 @@ impl DockerEngine {
     /// prefix of every mount target is looked at (the engine reports the last part of a
     /// path as it is, without following it). A container without volumes is left alone.
     pub(crate) async fn check_mount_paths(&self, id: &str) -> Result<(), EngineError> {
-        let container = bounded(
-            "inspect container",
-            self.docker
-                .inspect_container(id, None::<InspectContainerOptions>),
-        )
-        .await?
-        .map_err(|e| classify("container", e))?;
+        let container = self.inspect(id).await?;
         let mounts = container
             .host_config
             .and_then(|config| config.mounts)

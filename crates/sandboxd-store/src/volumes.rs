@@ -66,6 +66,12 @@ pub(crate) async fn check_mountable(
     Ok(())
 }
 
+/// The mounts a sandbox's row holds.
+fn mounts_of(row: &sqlx::any::AnyRow) -> Result<Vec<VolumeMount>, StoreError> {
+    serde_json::from_str(&row.try_get::<String, _>("volumes")?)
+        .map_err(|e| StoreError::Corrupt(format!("sandbox volumes: {e}")))
+}
+
 /// The live sandboxes of an organization that mount a volume.
 async fn mounted_by(
     conn: &mut sqlx::AnyConnection,
@@ -84,9 +90,7 @@ async fn mounted_by(
     .await?;
     let mut ids = Vec::new();
     for row in rows {
-        let mounts: Vec<VolumeMount> = serde_json::from_str(&row.try_get::<String, _>("volumes")?)
-            .map_err(|e| StoreError::Corrupt(format!("sandbox volumes: {e}")))?;
-        if mounts.iter().any(|m| m.volume_id == volume_id) {
+        if mounts_of(&row)?.iter().any(|m| m.volume_id == volume_id) {
             ids.push(row.try_get("sandbox_id")?);
         }
     }
@@ -233,6 +237,30 @@ impl Store {
     ) -> Result<Vec<String>, StoreError> {
         let mut conn = self.pool.acquire().await?;
         mounted_by(&mut conn, organization_id, volume_id).await
+    }
+
+    /// The live sandboxes of the organization that mount each volume, by volume id (one
+    /// read for a listing of them all).
+    pub async fn volume_users_all(
+        &self,
+        organization_id: &str,
+    ) -> Result<std::collections::BTreeMap<String, Vec<String>>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT sandbox_id, volumes FROM sandboxes WHERE organization_id = $1 \
+             AND status IN ('creating', 'running', 'paused') AND volumes <> '[]' \
+             ORDER BY sandbox_id",
+        )
+        .bind(organization_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut users: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for row in rows {
+            let sandbox_id: String = row.try_get("sandbox_id")?;
+            for id in sandboxd_core::volumes::mounted_ids(&mounts_of(&row)?) {
+                users.entry(id).or_default().push(sandbox_id.clone());
+            }
+        }
+        Ok(users)
     }
 
     /// Forgets a volume.

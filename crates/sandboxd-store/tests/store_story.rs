@@ -1117,6 +1117,10 @@ async fn volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted(db
         store.volume_users(org, "v1").await.unwrap(),
         vec![row.sandbox_id.clone()]
     );
+    assert_eq!(
+        store.volume_users_all(org).await.unwrap(),
+        [("v1".to_owned(), vec![row.sandbox_id.clone()])].into()
+    );
     // Mounted: removal names the sandbox and marks nothing.
     assert_eq!(
         store.begin_volume_removal(org, "v1", 10).await.unwrap(),

@@ -161,6 +161,8 @@ impl Sandboxes {
             .access()
             .require(caller, SandboxNeed::Read.permission())?;
         let store = self.service.store();
+        // Who mounts what, read once for every volume.
+        let mut mounted = store.volume_users_all(&caller.organization_id).await?;
         let mut seen = Vec::new();
         for volume in store.volumes(&caller.organization_id).await? {
             if self
@@ -169,7 +171,12 @@ impl Sandboxes {
                 .project_listed(caller, &volume.project_id)
                 .await?
             {
-                let users = self.volume_users(caller, &volume).await?;
+                let users = mounted.remove(&volume.volume_id).unwrap_or_default();
+                let users = self
+                    .service
+                    .access()
+                    .sandboxes_listed(caller, users)
+                    .await?;
                 seen.push((volume, users));
             }
         }
