@@ -9,13 +9,13 @@ use sandboxd_agent_protocol::{DirEntry, EntryKind, TransferShape};
 use sandboxd_core::api::{FileEntry, FileType, TransferFormat};
 use sandboxd_core::rfc3339::format_millis;
 use sandboxd_ports::{
-    AgentChannels, ChannelError, Chunks, Download, ExecOutcome, ExecSpec, OutputSlice, ProcessInfo,
-    ProcessSpec, ProcessStream, SandboxChannel, Terminal, TerminalEvent, TerminalSpec, UploadShape,
-    UploadSink, Via,
+    AgentChannels, ChannelError, Chunks, Download, ExecOutcome, ExecSpec, FollowEvent, FollowFrom,
+    OutputSlice, PathEntry, ProcessFollow, ProcessInfo, ProcessSpec, ProcessStream, SandboxChannel,
+    Terminal, TerminalEvent, TerminalSpec, UploadShape, UploadSink, Via,
 };
 
 use crate::transfer::{TransferError, Upload};
-use crate::{AgentConn, AgentError, AgentHub, FileOpError, PortError, PtySession};
+use crate::{AgentConn, AgentError, AgentHub, FileOpError, Following, PortError, PtySession};
 
 impl From<AgentError> for ChannelError {
     fn from(error: AgentError) -> Self {
@@ -191,8 +191,15 @@ impl SandboxChannel for AgentConn {
 
     async fn spawn_process(&self, spec: ProcessSpec) -> Result<ProcessInfo, ChannelError> {
         Ok(
-            AgentConn::spawn_process(self, &spec.id, spec.argv, spec.cwd, spec.env, spec.stdin)
-                .await?,
+            AgentConn::spawn_process(
+                self,
+                &spec.id,
+                spec.argv,
+                spec.cwd,
+                spec.env,
+                (spec.stdin, spec.tag),
+            )
+            .await?,
         )
     }
 
@@ -224,6 +231,37 @@ impl SandboxChannel for AgentConn {
 
     async fn open_terminal(&self, spec: TerminalSpec) -> Result<Box<dyn Terminal>, ChannelError> {
         Ok(Box::new(AgentConn::pty(self, spec).await?))
+    }
+
+    async fn follow_process(
+        &self,
+        id: &str,
+        from: FollowFrom,
+    ) -> Result<Box<dyn ProcessFollow>, ChannelError> {
+        Ok(Box::new(AgentConn::follow_process(self, id, from).await?))
+    }
+
+    async fn stat(&self, path: &str) -> Result<PathEntry, ChannelError> {
+        Ok(AgentConn::stat(self, path).await?)
+    }
+
+    async fn entries(&self, path: &str, max: usize) -> Result<Vec<PathEntry>, ChannelError> {
+        Ok(AgentConn::list_dir(self, path, max).await?)
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> Result<(), ChannelError> {
+        Ok(AgentConn::rename(self, from, to).await?)
+    }
+
+    async fn remove(&self, path: &str) -> Result<(), ChannelError> {
+        Ok(AgentConn::remove(self, path).await?)
+    }
+}
+
+#[async_trait::async_trait]
+impl ProcessFollow for Following {
+    async fn next(&mut self) -> Result<FollowEvent, ChannelError> {
+        Ok(Following::next(self).await?)
     }
 }
 

@@ -14,7 +14,7 @@ mod transfer;
 
 pub use conn::{AgentConn, AgentError, ByteStream};
 pub use hub::AgentHub;
-pub use ops::{FileOpError, PtySession};
+pub use ops::{FileOpError, Following, PtySession};
 pub use port::{PortError, PortStream};
 pub use static_elf::is_static_elf;
 pub use transfer::{AgentDownload, TransferError, Upload, UploadShape};

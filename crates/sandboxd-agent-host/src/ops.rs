@@ -14,7 +14,9 @@ use sandboxd_agent_protocol::{
 };
 use sandboxd_core::exec_kill::MARKER_ENV;
 use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
-use sandboxd_ports::{ExecOutcome, ExecSpec, OutputStream, TerminalEvent, TerminalSpec};
+use sandboxd_ports::{
+    ExecOutcome, ExecSpec, FollowEvent, FollowFrom, OutputStream, TerminalEvent, TerminalSpec,
+};
 
 use super::conn::{AgentConn, AgentError, Channel};
 
@@ -383,6 +385,40 @@ impl PtySession {
     }
 }
 
+/// A background process being followed; dropped, the agent is told to stop.
+#[derive(Debug)]
+pub struct Following {
+    channel: Channel,
+    guard: super::conn::SendOnDrop,
+    ended: bool,
+}
+
+impl Following {
+    /// The next output or the exit. What the agent sends is checked: output frames, then
+    /// one exit; anything else ends the following with a protocol error.
+    pub async fn next(&mut self) -> Result<FollowEvent, FileOpError> {
+        if self.ended {
+            return Err(AgentError::Protocol("the process already ended".into()).into());
+        }
+        let frame = self.channel.recv().await?;
+        match frame.kind {
+            Kind::Stdout => Ok(FollowEvent::Stdout(frame.payload)),
+            Kind::Stderr => Ok(FollowEvent::Stderr(frame.payload)),
+            Kind::Exit => {
+                self.ended = true;
+                self.guard.disarm();
+                Ok(FollowEvent::Exit(parse(&frame)?))
+            }
+            Kind::Error => {
+                self.ended = true;
+                self.guard.disarm();
+                Err(FileOpError::Refused(parse(&frame)?))
+            }
+            _ => Err(unexpected(&frame).into()),
+        }
+    }
+}
+
 /// Background processes, kept by the agent across connections.
 impl AgentConn {
     /// Sends `request` and reads the JSON reply (one Data frame, then Done).
@@ -415,7 +451,7 @@ impl AgentConn {
         argv: Vec<String>,
         cwd: Option<String>,
         env: Vec<(String, String)>,
-        stdin: bool,
+        (stdin, tag): (bool, Option<String>),
     ) -> Result<ProcessInfo, FileOpError> {
         let request = Request::Spawn {
             id: id.to_owned(),
@@ -424,8 +460,66 @@ impl AgentConn {
             env,
             marker: (MARKER_ENV.to_owned(), marker()),
             stdin,
+            tag,
         };
         self.ask(&request, self.op_timeout).await
+    }
+
+    /// Follows a background process from `from`. Nothing bounds how long it lasts:
+    /// the caller holds it as long as it wants the output.
+    pub async fn follow_process(
+        &self,
+        id: &str,
+        from: FollowFrom,
+    ) -> Result<Following, AgentError> {
+        let offset = match from {
+            FollowFrom::Start => 0,
+            FollowFrom::Now => u64::MAX,
+        };
+        let request = Request::FollowProcess {
+            id: id.to_owned(),
+            stdout_offset: offset,
+            stderr_offset: offset,
+        };
+        let deadline = Deadline::after(self.op_timeout);
+        let channel = deadline.open(self, &request).await?;
+        let guard = channel.cancel_on_drop();
+        Ok(Following {
+            channel,
+            guard,
+            ended: false,
+        })
+    }
+
+    /// A path's metadata, not following a final symbolic link.
+    pub async fn stat(&self, path: &str) -> Result<DirEntry, FileOpError> {
+        let request = Request::Stat {
+            path: path.to_owned(),
+        };
+        self.ask(&request, self.op_timeout).await
+    }
+
+    /// Renames a path.
+    pub async fn rename(&self, from: &str, to: &str) -> Result<(), FileOpError> {
+        let request = Request::Rename {
+            from: from.to_owned(),
+            to: to.to_owned(),
+        };
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
+        finish(&mut channel, deadline).await?;
+        Ok(())
+    }
+
+    /// Removes a path and everything under it.
+    pub async fn remove(&self, path: &str) -> Result<(), FileOpError> {
+        let request = Request::Remove {
+            path: path.to_owned(),
+        };
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
+        finish(&mut channel, deadline).await?;
+        Ok(())
     }
 
     /// The background processes.

@@ -76,7 +76,29 @@ pub enum Request {
         env: Vec<(String, String)>,
         marker: (String, String),
         stdin: bool,
+        /// A name the caller gives the process, reported back by `processes`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tag: Option<String>,
     },
+    /// Follows a background process: its output from the offsets (clamped to what is
+    /// kept; `u64::MAX`: from now) as Stdout and Stderr frames as it comes, then Exit
+    /// once it ended and everything was sent. Cancel from the host stops following
+    /// (answered by Done).
+    #[serde(rename_all = "camelCase")]
+    FollowProcess {
+        id: String,
+        stdout_offset: u64,
+        stderr_offset: u64,
+    },
+    /// Metadata of a path, not following a final symbolic link: Data([`DirEntry`]), Done.
+    #[serde(rename_all = "camelCase")]
+    Stat { path: String },
+    /// Renames `from` to `to` (on one file system; a file at `to` is replaced). Done.
+    #[serde(rename_all = "camelCase")]
+    Rename { from: String, to: String },
+    /// Removes a file, a link, or a directory with everything under it. Done.
+    #[serde(rename_all = "camelCase")]
+    Remove { path: String },
     /// The background processes: Data(`[ProcessInfo]`), Done.
     #[serde(rename_all = "camelCase")]
     Processes {},
@@ -194,6 +216,12 @@ pub struct ProcessInfo {
     /// Bytes written to each stream since the start.
     pub stdout_bytes: u64,
     pub stderr_bytes: u64,
+    /// The name the caller gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// The directory it started in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 /// Where a read of a process stream starts and ends: the buffer keeps the last bytes
@@ -284,6 +312,20 @@ pub struct DirEntry {
     pub mode: u32,
     /// Modification time, milliseconds since the epoch.
     pub modified_ms: i64,
+    /// Owner and group ids.
+    #[serde(default)]
+    pub uid: u32,
+    #[serde(default)]
+    pub gid: u32,
+    /// Where a symbolic link leads: the absolute path it resolves to, or its text when
+    /// it dangles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_target: Option<String>,
+    /// The names of the owner and the group, where the sandbox has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 #[cfg(test)]

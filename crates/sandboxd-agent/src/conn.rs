@@ -179,6 +179,23 @@ fn dispatch(
                         inputs.close(channel);
                     });
                 }
+                Request::FollowProcess { .. } => {
+                    let input = inputs.open(channel);
+                    let processes = processes.clone();
+                    workers.run(move || {
+                        processes.serve(&outbox, channel, request, Some(input));
+                        inputs.close(channel);
+                    });
+                }
+                Request::Stat { path } => {
+                    workers.run(move || files::stat(&outbox, channel, &path));
+                }
+                Request::Rename { from, to } => {
+                    workers.run(move || files::rename(&outbox, channel, &from, &to));
+                }
+                Request::Remove { path } => {
+                    workers.run(move || files::remove(&outbox, channel, &path));
+                }
                 Request::Spawn { .. }
                 | Request::Processes {}
                 | Request::WaitProcess { .. }

@@ -12,6 +12,7 @@ use sandboxd_agent_protocol::{
 };
 
 use crate::input::Input;
+use crate::names::Names;
 use crate::outbox::Outbox;
 
 const CHUNK: usize = 256 * 1024;
@@ -147,8 +148,13 @@ pub fn read(outbox: &Outbox, channel: u32, path: &str, max: u64) {
     done(outbox, channel, size);
 }
 
-fn entry(dir: &Path, name: &std::ffi::OsStr) -> Option<DirEntry> {
-    let meta = fs::symlink_metadata(dir.join(name)).ok()?;
+fn entry(dir: &Path, name: &std::ffi::OsStr, names: &Names) -> Option<DirEntry> {
+    entry_of(&dir.join(name), name, names).ok()
+}
+
+/// The entry of `path` (not following a final link), named `name`.
+fn entry_of(path: &Path, name: &std::ffi::OsStr, names: &Names) -> std::io::Result<DirEntry> {
+    let meta = fs::symlink_metadata(path)?;
     let kind = if meta.is_dir() {
         EntryKind::Directory
     } else if meta.is_file() {
@@ -164,13 +170,60 @@ fn entry(dir: &Path, name: &std::ffi::OsStr) -> Option<DirEntry> {
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map(|d| d.as_millis() as i64)
         .unwrap_or_else(|| meta.mtime() * 1000);
-    Some(DirEntry {
+    // Where a link leads, resolved to an absolute path; as written when it dangles.
+    let link_target = (kind == EntryKind::Symlink)
+        .then(|| fs::canonicalize(path).or_else(|_| fs::read_link(path)).ok())
+        .flatten()
+        .map(|target| target.to_string_lossy().into_owned());
+    Ok(DirEntry {
         name: name.to_string_lossy().into_owned(),
         kind,
         size: meta.len(),
         mode: meta.mode() & 0o7777,
         modified_ms,
+        uid: meta.uid(),
+        gid: meta.gid(),
+        link_target,
+        owner: names.user(meta.uid()),
+        group: names.group(meta.gid()),
     })
+}
+
+/// The entry of one path.
+pub fn stat(outbox: &Outbox, channel: u32, path: &str) {
+    let target = Path::new(path);
+    let name = target.file_name().unwrap_or(target.as_os_str());
+    match entry_of(target, name, &Names::load()) {
+        Ok(entry) => {
+            outbox.send(&Frame::json(channel, Kind::Data, &entry));
+            done(outbox, channel, 0);
+        }
+        Err(error) => fail_io(outbox, channel, path, &error),
+    }
+}
+
+/// Renames a path.
+pub fn rename(outbox: &Outbox, channel: u32, from: &str, to: &str) {
+    match fs::rename(from, to) {
+        Ok(()) => done(outbox, channel, 0),
+        Err(error) => fail_io(outbox, channel, &format!("{from} -> {to}"), &error),
+    }
+}
+
+/// Removes a file or link, or a directory with everything under it (never following
+/// a link out of it).
+pub fn remove(outbox: &Outbox, channel: u32, path: &str) {
+    let removed = fs::symlink_metadata(path).and_then(|meta| {
+        if meta.is_dir() {
+            fs::remove_dir_all(path)
+        } else {
+            fs::remove_file(path)
+        }
+    });
+    match removed {
+        Ok(()) => done(outbox, channel, 0),
+        Err(error) => fail_io(outbox, channel, path, &error),
+    }
 }
 
 /// Lists a directory in Data frames of JSON arrays, each under the frame limit.
@@ -180,13 +233,18 @@ pub fn list(outbox: &Outbox, channel: u32, path: &str) {
         Ok(entries) => entries,
         Err(error) => return fail_io(outbox, channel, path, &error),
     };
+    let names = Names::load();
     let mut batch: Vec<DirEntry> = Vec::new();
     let mut batch_bytes = 0usize;
     for item in entries.flatten() {
-        let Some(entry) = entry(dir, &item.file_name()) else {
+        let Some(entry) = entry(dir, &item.file_name(), &names) else {
             continue;
         };
-        batch_bytes += entry.name.len() + 96;
+        batch_bytes += entry.name.len()
+            + entry.link_target.as_ref().map_or(0, String::len)
+            + entry.owner.as_ref().map_or(0, String::len)
+            + entry.group.as_ref().map_or(0, String::len)
+            + 160;
         batch.push(entry);
         if batch_bytes > MAX_PAYLOAD / 2 {
             outbox.send(&Frame::json(channel, Kind::Data, &batch));

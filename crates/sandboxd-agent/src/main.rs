@@ -12,6 +12,7 @@ mod exec;
 mod files;
 mod input;
 mod lookup;
+mod names;
 mod outbox;
 mod output;
 mod port;

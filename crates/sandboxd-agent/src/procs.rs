@@ -69,6 +69,8 @@ struct Proc {
     argv: Vec<String>,
     pid: u32,
     started_ms: i64,
+    tag: Option<String>,
+    cwd: Option<String>,
     state: Mutex<State>,
     changed: Condvar,
     stdin: Mutex<Option<ChildStdin>>,
@@ -87,6 +89,8 @@ impl Proc {
             stdin_open: self.stdin.lock().map(|s| s.is_some()).unwrap_or(false),
             stdout_bytes: state.stdout.total,
             stderr_bytes: state.stderr.total,
+            tag: self.tag.clone(),
+            cwd: self.cwd.clone(),
         }
     }
 }
@@ -141,10 +145,11 @@ impl Processes {
                 env,
                 marker,
                 stdin,
+                tag,
             } => self.spawn(
                 outbox,
                 channel,
-                id,
+                (id, tag),
                 Command {
                     argv,
                     cwd,
@@ -153,6 +158,13 @@ impl Processes {
                 },
                 stdin,
             ),
+            Request::FollowProcess {
+                id,
+                stdout_offset,
+                stderr_offset,
+            } => self.with(outbox, channel, &id, |proc| {
+                follow(outbox, channel, proc, (stdout_offset, stderr_offset), input);
+            }),
             Request::Processes {} => {
                 let infos: Vec<ProcessInfo> = self
                     .0
@@ -179,7 +191,10 @@ impl Processes {
                 reply(outbox, channel, &proc.info());
             }),
             Request::SignalProcess { id, signal } => self.with(outbox, channel, &id, |proc| {
-                if let (Some(group), Some(sig)) = (
+                // An ended process's pid may be another process's by now: it is left be.
+                let running = proc.state.lock().map(|s| s.exit.is_none()).unwrap_or(false);
+                if let (true, Some(group), Some(sig)) = (
+                    running,
                     Pid::from_raw(proc.pid as i32),
                     Signal::from_named_raw(signal),
                 ) {
@@ -258,7 +273,14 @@ impl Processes {
         }
     }
 
-    fn spawn(&self, outbox: &Outbox, channel: u32, id: String, command: Command, stdin: bool) {
+    fn spawn(
+        &self,
+        outbox: &Outbox,
+        channel: u32,
+        (id, tag): (String, Option<String>),
+        command: Command,
+        stdin: bool,
+    ) {
         let Some((program, args)) = command.argv.split_first() else {
             return files::fail(outbox, channel, FailureKind::Invalid, "empty command");
         };
@@ -279,6 +301,7 @@ impl Processes {
         // limit leaves no room for it, nothing was started and the caller is told so.
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let argv = command.argv.clone();
+        let cwd = command.cwd.clone();
         let (program, args) = (program.to_owned(), args.to_vec());
         let follower = std::thread::Builder::new()
             .name("process".into())
@@ -295,6 +318,8 @@ impl Processes {
                     argv,
                     pid: child.id(),
                     started_ms: now_ms(),
+                    tag,
+                    cwd,
                     state: Mutex::new(State {
                         stdout: Ring::default(),
                         stderr: Ring::default(),
@@ -344,6 +369,59 @@ impl Processes {
                 FailureKind::Io,
                 "the process follower ended",
             ),
+        }
+    }
+}
+
+/// Bytes of one stream sent in one frame at most.
+const FOLLOW_CHUNK: u64 = 64 * 1024;
+/// How often a follower with nothing to send looks whether it was cancelled.
+const FOLLOW_TICK: Duration = Duration::from_millis(250);
+
+/// Sends a process's output from the offsets as it comes, then its exit; stops when the
+/// host cancels or the connection is gone.
+fn follow(
+    outbox: &Outbox,
+    channel: u32,
+    proc: &Proc,
+    (mut stdout_at, mut stderr_at): (u64, u64),
+    input: Option<Input>,
+) {
+    let cancelled = || match input.as_ref().map(Input::try_recv) {
+        None | Some(Err(std::sync::mpsc::TryRecvError::Empty)) => false,
+        Some(Ok(frame)) => frame.kind == Kind::Cancel,
+        Some(Err(std::sync::mpsc::TryRecvError::Disconnected)) => true,
+    };
+    loop {
+        let (stdout, stderr, exit) = {
+            let mut state = proc.state.lock().unwrap_or_else(|e| e.into_inner());
+            let pending = stdout_at < state.stdout.total || stderr_at < state.stderr.total;
+            if !pending && state.exit.is_none() {
+                state = proc
+                    .changed
+                    .wait_timeout(state, FOLLOW_TICK)
+                    .map(|(s, _)| s)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+            let (out_slice, stdout) = state.stdout.read(stdout_at, FOLLOW_CHUNK);
+            let (err_slice, stderr) = state.stderr.read(stderr_at, FOLLOW_CHUNK);
+            stdout_at = out_slice.end;
+            stderr_at = err_slice.end;
+            let drained = stdout_at == state.stdout.total && stderr_at == state.stderr.total;
+            (stdout, stderr, state.exit.filter(|_| drained))
+        };
+        for (kind, bytes) in [(Kind::Stdout, stdout), (Kind::Stderr, stderr)] {
+            if !bytes.is_empty() && !outbox.send_bytes(channel, kind, &bytes) {
+                return;
+            }
+        }
+        if let Some(exit) = exit {
+            outbox.send(&Frame::json(channel, Kind::Exit, &exit));
+            return;
+        }
+        if cancelled() {
+            outbox.send(&Frame::json(channel, Kind::Done, &Done { size: 0 }));
+            return;
         }
     }
 }

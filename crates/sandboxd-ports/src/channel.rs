@@ -13,7 +13,8 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 pub use sandboxd_agent_protocol::{
-    Failure as Refusal, FailureKind as RefusalKind, OutputSlice, ProcessInfo, ProcessStream,
+    DirEntry as PathEntry, EntryKind as PathKind, Exit as ProcessExit, Failure as Refusal,
+    FailureKind as RefusalKind, OutputSlice, ProcessInfo, ProcessStream,
 };
 use sandboxd_core::api::{FileEntry, TransferFormat};
 
@@ -113,6 +114,34 @@ pub struct ProcessSpec {
     pub env: Vec<(String, String)>,
     /// Its standard input is kept open for writes.
     pub stdin: bool,
+    /// A name the caller gives it, reported back by the listing.
+    pub tag: Option<String>,
+}
+
+/// What following a background process yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FollowEvent {
+    Stdout(Vec<u8>),
+    Stderr(Vec<u8>),
+    /// It ended, and all its output was yielded before.
+    Exit(ProcessExit),
+}
+
+/// Where following a process starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowFrom {
+    /// The oldest output still kept.
+    Start,
+    /// Output from now on.
+    Now,
+}
+
+/// A background process being followed. Dropped, the following stops (the process
+/// runs on).
+#[async_trait::async_trait]
+pub trait ProcessFollow: Send + Debug {
+    /// The next output, or its exit (after which nothing follows).
+    async fn next(&mut self) -> Result<FollowEvent, ChannelError>;
 }
 
 /// A terminal session to open.
@@ -246,6 +275,36 @@ pub trait SandboxChannel: Send + Sync + Debug {
         _data: &[u8],
         _close: bool,
     ) -> Result<u64, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Follows a background process's output and exit.
+    async fn follow_process(
+        &self,
+        _id: &str,
+        _from: FollowFrom,
+    ) -> Result<Box<dyn ProcessFollow>, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// A path's metadata, not following a final symbolic link.
+    async fn stat(&self, _path: &str) -> Result<PathEntry, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// A directory's entries with owners and link targets; at most `max` bytes of
+    /// listing are taken.
+    async fn entries(&self, _path: &str, _max: usize) -> Result<Vec<PathEntry>, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Renames a path (a file at `to` is replaced).
+    async fn rename(&self, _from: &str, _to: &str) -> Result<(), ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Removes a file, a link, or a directory with everything under it.
+    async fn remove(&self, _path: &str) -> Result<(), ChannelError> {
         Err(ChannelError::NeedsAgent)
     }
 

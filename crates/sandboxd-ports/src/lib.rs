@@ -14,9 +14,10 @@ mod exec;
 mod remote;
 
 pub use channel::{
-    AgentChannels, ChannelError, Download, OutputSlice, ProcessInfo, ProcessSpec, ProcessStream,
-    Refusal, RefusalKind, SandboxChannel, Terminal, TerminalEvent, TerminalSpec, UploadShape,
-    UploadSink, Via,
+    AgentChannels, ChannelError, Download, FollowEvent, FollowFrom, OutputSlice, PathEntry,
+    PathKind, ProcessExit, ProcessFollow, ProcessInfo, ProcessSpec, ProcessStream, Refusal,
+    RefusalKind, SandboxChannel, Terminal, TerminalEvent, TerminalSpec, UploadShape, UploadSink,
+    Via,
 };
 pub use engine::{Chunks, Commit, Deaths, Engine, HostResources, UsageSample};
 pub use errors::{EngineError, ReadFileError};

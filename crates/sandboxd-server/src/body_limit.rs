@@ -23,7 +23,7 @@ pub fn limit_for(path: &str) -> Option<usize> {
         return None;
     }
     match path {
-        "/api/sandbox.upload" => None,
+        "/api/sandbox.upload" | "/e2b/envd/files" => None,
         "/api/sandbox.writeFile" | "/mcp" => Some(MAX_FILE_BODY_BYTES),
         _ => Some(MAX_BODY_BYTES),
     }

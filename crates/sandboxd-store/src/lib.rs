@@ -12,6 +12,7 @@ mod database;
 mod egress_credentials;
 mod egress_log;
 mod egress_requests;
+mod envd_tokens;
 mod error;
 mod ids;
 mod keys;

@@ -5,9 +5,12 @@
 
 mod contexts;
 mod exec;
+mod launched;
 mod processes;
 mod terminal;
 mod tokens;
+
+pub use launched::Launch;
 
 use crate::Service;
 

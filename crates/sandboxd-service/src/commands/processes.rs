@@ -116,6 +116,7 @@ impl Commands {
                     .command_env(&sandbox, start.command.env)
                     .await?,
                 stdin: start.stdin,
+                tag: None,
             })
             .await
             .map_err(process_error)?;

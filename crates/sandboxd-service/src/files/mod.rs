@@ -4,6 +4,7 @@
 
 mod changes;
 mod content;
+mod paths;
 pub(crate) mod transfers;
 
 use crate::Service;

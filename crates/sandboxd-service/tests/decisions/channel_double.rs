@@ -304,6 +304,8 @@ impl SandboxChannel for Channel {
             stdin_open: spec.stdin,
             stdout_bytes: 0,
             stderr_bytes: 0,
+            tag: spec.tag,
+            cwd: spec.cwd,
         };
         self.0.script.lock().unwrap().processes.push(info.clone());
         Ok(info)

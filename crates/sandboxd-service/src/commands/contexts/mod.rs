@@ -80,6 +80,7 @@ impl Commands {
                 cwd: Some(sandbox.workdir.clone()),
                 env: self.service.command_env(&sandbox, Vec::new()).await?,
                 stdin: true,
+                tag: None,
             })
             .await
             .map_err(process_error)?;

@@ -182,8 +182,8 @@ impl Executor<'_> {
 }
 
 impl Files {
-    /// The transfer cap in force.
-    fn transfer_cap(&self) -> u64 {
+    /// The transfer cap in force: the most bytes one upload or download moves.
+    pub fn transfer_cap(&self) -> u64 {
         self.service
             .inner
             .options

@@ -1,7 +1,7 @@
 //! E2B's control plane under `/e2b`: E2B's SDKs create, read, list, extend, connect to
 //! and kill sandboxes here with a sandboxd key (`X-API-Key`), in E2B's wire format
 //! (`sandboxd_core::e2b`); errors are `{code, message}` with the HTTP status as code.
-//! The in-sandbox half (envd) is not served yet.
+//! Create and connect answer the access token of the in-sandbox half (`envd`).
 
 use axum::Json;
 use axum::Router;
@@ -47,7 +47,7 @@ impl IntoResponse for E2bError {
 type E2bResult<T> = Result<T, E2bError>;
 
 /// The routes of E2B's control plane.
-pub fn router() -> Router<AppState> {
+pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/e2b/sandboxes", post(create).get(list))
         .route("/e2b/v2/sandboxes", post(create).get(list))
@@ -83,6 +83,14 @@ async fn live_sandbox(
     Ok(sandbox)
 }
 
+/// The access token of the in-sandbox half for the caller's key and this sandbox.
+fn envd_token(state: &AppState, caller: &Principal, sandbox: &Sandbox) -> String {
+    state
+        .service
+        .store()
+        .envd_token(&sandbox.sandbox_id, &caller.key_id)
+}
+
 /// The first environment the caller sees (E2B has no environments).
 async fn environment_of(state: &AppState, caller: &Principal) -> E2bResult<String> {
     state
@@ -108,7 +116,8 @@ async fn create(
     let request = e2b::create_request(new, environment_id)?;
     let cmd = validate::create_sandbox(request)?;
     let sandbox = state.service.sandboxes().create(&who, cmd).await?;
-    Ok((StatusCode::CREATED, Json(e2b::answer(&sandbox))))
+    let token = envd_token(&state, &who, &sandbox);
+    Ok((StatusCode::CREATED, Json(e2b::answer(&sandbox, token))))
 }
 
 async fn one(
@@ -177,7 +186,8 @@ async fn connect(
             sandbox = sandboxes.set_timeout(&who, &id, timeout_ms).await?;
         }
     }
-    Ok(Json(e2b::answer(&sandbox)))
+    let token = envd_token(&state, &who, &sandbox);
+    Ok(Json(e2b::answer(&sandbox, token)))
 }
 
 /// Query of the listings.

@@ -1,6 +1,12 @@
 //! E2B's control plane as sandboxd serves it: the wire format E2B's SDKs send and read
 //! (`templateID`, `sandboxID`, timeouts in seconds, metadata), and its mapping onto
-//! sandboxd's own requests and records. Pure: the routes under `/e2b` call it.
+//! sandboxd's own requests and records; the in-sandbox daemon's Connect protocol
+//! (`connect`), processes (`process`) and files (`filesystem`). Pure: the routes under
+//! `/e2b` call it.
+
+pub mod connect;
+pub mod filesystem;
+pub mod process;
 
 use std::collections::BTreeMap;
 
@@ -64,6 +70,9 @@ pub struct SandboxAnswer {
     pub ids: SandboxIds,
     #[serde(rename = "envdVersion")]
     pub envd_version: String,
+    /// What the in-sandbox daemon's calls carry as `X-Access-Token`.
+    #[serde(rename = "envdAccessToken", skip_serializing_if = "Option::is_none")]
+    pub envd_access_token: Option<String>,
     /// `null`: the SDK builds its URLs from its own settings.
     pub domain: Option<String>,
 }
@@ -189,10 +198,11 @@ fn ids(sandbox: &Sandbox) -> SandboxIds {
 }
 
 /// The create and connect answer of a sandbox.
-pub fn answer(sandbox: &Sandbox) -> SandboxAnswer {
+pub fn answer(sandbox: &Sandbox, envd_access_token: String) -> SandboxAnswer {
     SandboxAnswer {
         ids: ids(sandbox),
         envd_version: ENVD_VERSION.to_owned(),
+        envd_access_token: Some(envd_access_token),
         domain: None,
     }
 }

@@ -1,0 +1,158 @@
+//! E2B's in-sandbox daemon ("envd") under `/e2b/envd`: E2B's SDKs send every call of
+//! every sandbox to this one base URL (`E2B_SANDBOX_URL`), naming the sandbox in the
+//! `E2b-Sandbox-Id` header and proving the right to it with the `X-Access-Token` that
+//! create and connect answered (or a sandboxd key in `X-API-Key`). Processes
+//! (`process`), paths (`filesystem`) and file contents (`files`) are the sandbox
+//! agent's, reached through the service as every other route reaches them.
+
+mod files;
+mod filesystem;
+mod process;
+mod rpc;
+
+use axum::Router;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use sandboxd_core::e2b::connect::Code;
+use sandboxd_core::model::Principal;
+
+use crate::AppState;
+use crate::auth::{self, token_from};
+use rpc::RpcError;
+
+/// The port of the daemon itself; the SDK names it in `E2b-Sandbox-Port`.
+const ENVD_PORT: &str = "49983";
+/// The sandbox's user as E2B names it: the only one sandboxd runs anything as.
+const USER: &str = "user";
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/e2b/envd/process.Process/{method}", post(process::call))
+        .route(
+            "/e2b/envd/filesystem.Filesystem/{method}",
+            post(filesystem::call),
+        )
+        .route("/e2b/envd/files", get(files::download).post(files::upload))
+        .route("/e2b/envd/health", get(health))
+}
+
+/// Who calls, for which sandbox.
+#[derive(Debug, Clone)]
+struct Envd {
+    caller: Principal,
+    sandbox_id: String,
+}
+
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+/// The user a call names (`Authorization: Basic base64("<user>:")`, or `?username=`
+/// for `/files`): only the sandbox's user is served.
+fn check_user(headers: &HeaderMap, username: Option<&str>) -> Result<(), RpcError> {
+    let from_header = header(headers, "authorization")
+        .and_then(|value| value.strip_prefix("Basic "))
+        .and_then(|encoded| base64_simd::STANDARD.decode_to_vec(encoded.trim()).ok())
+        .map(|decoded| {
+            let text = String::from_utf8_lossy(&decoded).into_owned();
+            text.split_once(':').map_or(text.clone(), |(user, _)| user.to_owned())
+        });
+    match from_header.as_deref().or(username) {
+        None | Some("") | Some(USER) => Ok(()),
+        Some(other) => Err(RpcError::new(
+            Code::PermissionDenied,
+            format!(
+                "sandboxd runs everything in a sandbox as its user {USER:?}; {other:?} is not available"
+            ),
+        )),
+    }
+}
+
+/// The caller and sandbox of a call: the sandbox by `E2b-Sandbox-Id`, the caller by
+/// the sandbox's access token (the key it was made for, as that key stands now) or by
+/// a sandboxd key; counted against the caller's rate limit like every other request.
+async fn envd(
+    state: &AppState,
+    headers: &HeaderMap,
+    username: Option<&str>,
+) -> Result<Envd, RpcError> {
+    let sandbox_id = header(headers, "e2b-sandbox-id")
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| {
+            RpcError::new(Code::InvalidArgument, "the E2b-Sandbox-Id header is required")
+        })?
+        .to_owned();
+    if let Some(port) = header(headers, "e2b-sandbox-port")
+        && port != ENVD_PORT
+    {
+        return Err(RpcError::new(
+            Code::Unimplemented,
+            format!("port {port} of a sandbox is not served here; only envd's ({ENVD_PORT})"),
+        ));
+    }
+    let caller = if let Some(token) = header(headers, "x-access-token") {
+        let store = state.service.store();
+        let refused = || RpcError::new(Code::Unauthenticated, "invalid access token");
+        let key_id = store.envd_token_key(&sandbox_id, token).ok_or_else(refused)?;
+        let principal = store
+            .principal_of_key(&key_id)
+            .await
+            .map_err(|error| RpcError::from(crate::service::ServiceError::from(error)))?
+            .ok_or_else(refused)?;
+        auth::limited(state, principal)?
+    } else if let Some(key) = token_from(headers) {
+        auth::principal(state, key).await?
+    } else {
+        return Err(RpcError::new(
+            Code::Unauthenticated,
+            "an X-Access-Token (or X-API-Key) header is required",
+        ));
+    };
+    check_user(headers, username)?;
+    Ok(Envd { caller, sandbox_id })
+}
+
+/// `GET /health`: 204 while the sandbox runs; 502 saying it "was not found" once it
+/// is gone (what E2B's SDKs read as a sandbox no longer running).
+async fn health(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    headers: HeaderMap,
+) -> Result<StatusCode, files::FilesError> {
+    let who = envd(&state, &headers, None).await?;
+    let sandbox = state
+        .service
+        .access()
+        .sandbox_for(
+            &who.caller,
+            &who.sandbox_id,
+            sandboxd_core::access::SandboxNeed::Read,
+        )
+        .await;
+    match sandbox {
+        Ok(sandbox) if sandbox.status == sandboxd_core::model::SandboxStatus::Running => {
+            Ok(StatusCode::NO_CONTENT)
+        }
+        Ok(_) | Err(crate::service::ServiceError::NotFound(_)) => Err(files::FilesError::gone(
+            &who.sandbox_id,
+        )),
+        Err(error) => Err(RpcError::from(error).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_sandbox_user_is_served() {
+        let mut headers = HeaderMap::new();
+        assert!(check_user(&headers, None).is_ok());
+        assert!(check_user(&headers, Some("user")).is_ok());
+        assert!(check_user(&headers, Some("root")).is_err());
+        headers.insert("authorization", "Basic dXNlcjo=".parse().unwrap());
+        assert!(check_user(&headers, None).is_ok());
+        headers.insert("authorization", "Basic cm9vdDo=".parse().unwrap());
+        let error = check_user(&headers, None).unwrap_err();
+        assert_eq!(error.code, Code::PermissionDenied);
+    }
+}

@@ -1,0 +1,16 @@
+//! E2B's API on sandboxd's listener, so that code written for E2B's SDKs runs here by
+//! changing its settings: the control plane under `/e2b` (`control`) and the
+//! in-sandbox daemon ("envd") under `/e2b/envd` (`envd`). The wire format and its
+//! mapping are `sandboxd_core::e2b`'s.
+
+mod control;
+mod envd;
+
+use axum::Router;
+
+use crate::AppState;
+
+/// Both halves.
+pub fn router() -> Router<AppState> {
+    control::router().merge(envd::router())
+}

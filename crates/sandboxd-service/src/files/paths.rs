@@ -1,0 +1,114 @@
+//! Paths of a sandbox one at a time: their metadata (owners, link targets), the
+//! entries of a directory, renames and removals. Done by the sandbox's agent as the
+//! sandbox user; the engine path does none of them.
+
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::limits::MAX_LISTING_BYTES;
+use sandboxd_core::model::Principal;
+use sandboxd_ports::{ChannelError, PathEntry, RefusalKind, SandboxChannel};
+use std::sync::Arc;
+
+use super::Files;
+use crate::executor::channel_failure;
+use crate::{ServiceError, now_ms};
+
+impl Files {
+    async fn agent(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        need: SandboxNeed,
+    ) -> Result<Arc<dyn SandboxChannel>, ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, sandbox_id, need)
+            .await?;
+        let agent = self.service.executor(&sandbox).await?.agent_only()?;
+        self.service
+            .store()
+            .touch(&sandbox.sandbox_id, now_ms())
+            .await?;
+        Ok(agent)
+    }
+
+    async fn failed(&self, sandbox_id: &str, error: ChannelError) -> ServiceError {
+        channel_failure(&self.service, sandbox_id, error, |refusal| match refusal.kind {
+            RefusalKind::NotFound => ServiceError::NotFound("path"),
+            RefusalKind::PermissionDenied => ServiceError::Forbidden(refusal.message),
+            _ => ServiceError::Refused(refusal.message),
+        })
+        .await
+    }
+
+    /// A path's metadata, not following a final symbolic link.
+    pub async fn stat(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        path: &str,
+    ) -> Result<PathEntry, ServiceError> {
+        let agent = self.agent(caller, sandbox_id, SandboxNeed::Read).await?;
+        match agent.stat(path).await {
+            Ok(entry) => Ok(entry),
+            Err(error) => Err(self.failed(sandbox_id, error).await),
+        }
+    }
+
+    /// A directory's entries.
+    pub async fn entries(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        path: &str,
+    ) -> Result<Vec<PathEntry>, ServiceError> {
+        let agent = self.agent(caller, sandbox_id, SandboxNeed::Read).await?;
+        match agent.entries(path, MAX_LISTING_BYTES).await {
+            Ok(entries) => Ok(entries),
+            Err(error) => Err(self.failed(sandbox_id, error).await),
+        }
+    }
+
+    /// Renames a path.
+    pub async fn rename(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<(), ServiceError> {
+        let agent = self.agent(caller, sandbox_id, SandboxNeed::Use).await?;
+        match agent.rename(from, to).await {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.failed(sandbox_id, error).await),
+        }
+    }
+
+    /// Removes a path and everything under it.
+    pub async fn remove(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        path: &str,
+    ) -> Result<(), ServiceError> {
+        let agent = self.agent(caller, sandbox_id, SandboxNeed::Use).await?;
+        match agent.remove(path).await {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.failed(sandbox_id, error).await),
+        }
+    }
+
+    /// Makes a directory and its parents (mode 0755).
+    pub async fn make_dir(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        path: &str,
+    ) -> Result<(), ServiceError> {
+        let agent = self.agent(caller, sandbox_id, SandboxNeed::Use).await?;
+        match agent.make_dir(path, 0o755).await {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.failed(sandbox_id, error).await),
+        }
+    }
+}
