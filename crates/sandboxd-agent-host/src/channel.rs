@@ -148,7 +148,7 @@ impl SandboxChannel for AgentConn {
     }
 
     async fn list_dir(&self, path: &str, max: usize) -> Result<Vec<FileEntry>, ChannelError> {
-        let entries = AgentConn::list_dir(self, path, max).await?;
+        let entries = AgentConn::list_dir(self, path, max, false).await?;
         Ok(entries.into_iter().map(file_entry).collect())
     }
 
@@ -197,7 +197,7 @@ impl SandboxChannel for AgentConn {
                 spec.argv,
                 spec.cwd,
                 spec.env,
-                (spec.stdin, spec.tag),
+                (spec.stdin, spec.tag, spec.pty),
             )
             .await?,
         )
@@ -241,12 +241,25 @@ impl SandboxChannel for AgentConn {
         Ok(Box::new(AgentConn::follow_process(self, id, from).await?))
     }
 
+    async fn resize_process(&self, id: &str, cols: u16, rows: u16) -> Result<(), ChannelError> {
+        AgentConn::resize_process(self, id, cols, rows).await?;
+        Ok(())
+    }
+
     async fn stat(&self, path: &str) -> Result<PathEntry, ChannelError> {
         Ok(AgentConn::stat(self, path).await?)
     }
 
     async fn entries(&self, path: &str, max: usize) -> Result<Vec<PathEntry>, ChannelError> {
-        Ok(AgentConn::list_dir(self, path, max).await?)
+        Ok(AgentConn::list_dir(self, path, max, true).await?)
+    }
+
+    async fn set_metadata(
+        &self,
+        path: &str,
+        metadata: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), ChannelError> {
+        Ok(AgentConn::set_metadata(self, path, metadata).await?)
     }
 
     async fn rename(&self, from: &str, to: &str) -> Result<(), ChannelError> {

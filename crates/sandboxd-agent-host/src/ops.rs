@@ -266,9 +266,11 @@ impl AgentConn {
         &self,
         path: &str,
         max_bytes: usize,
+        metadata: bool,
     ) -> Result<Vec<DirEntry>, FileOpError> {
         let request = Request::ListDir {
             path: path.to_owned(),
+            metadata,
         };
         let deadline = Deadline::after(self.op_timeout);
         let mut channel = deadline.open(self, &request).await?;
@@ -451,7 +453,7 @@ impl AgentConn {
         argv: Vec<String>,
         cwd: Option<String>,
         env: Vec<(String, String)>,
-        (stdin, tag): (bool, Option<String>),
+        (stdin, tag, pty): (bool, Option<String>, Option<(u16, u16)>),
     ) -> Result<ProcessInfo, FileOpError> {
         let request = Request::Spawn {
             id: id.to_owned(),
@@ -461,6 +463,22 @@ impl AgentConn {
             marker: (MARKER_ENV.to_owned(), marker()),
             stdin,
             tag,
+            pty: pty.map(|(cols, rows)| sandboxd_agent_protocol::Resize { cols, rows }),
+        };
+        self.ask(&request, self.op_timeout).await
+    }
+
+    /// Resizes the terminal of a background process.
+    pub async fn resize_process(
+        &self,
+        id: &str,
+        cols: u16,
+        rows: u16,
+    ) -> Result<ProcessInfo, FileOpError> {
+        let request = Request::ResizeProcess {
+            id: id.to_owned(),
+            cols,
+            rows,
         };
         self.ask(&request, self.op_timeout).await
     }
@@ -472,14 +490,14 @@ impl AgentConn {
         id: &str,
         from: FollowFrom,
     ) -> Result<Following, AgentError> {
-        let offset = match from {
-            FollowFrom::Start => 0,
-            FollowFrom::Now => u64::MAX,
+        let (stdout_offset, stderr_offset) = match from {
+            FollowFrom::Start => (0, 0),
+            FollowFrom::Offsets { stdout, stderr } => (stdout, stderr),
         };
         let request = Request::FollowProcess {
             id: id.to_owned(),
-            stdout_offset: offset,
-            stderr_offset: offset,
+            stdout_offset,
+            stderr_offset,
         };
         let deadline = Deadline::after(self.op_timeout);
         let channel = deadline.open(self, &request).await?;
@@ -497,6 +515,22 @@ impl AgentConn {
             path: path.to_owned(),
         };
         self.ask(&request, self.op_timeout).await
+    }
+
+    /// Replaces a path's metadata.
+    pub async fn set_metadata(
+        &self,
+        path: &str,
+        metadata: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), FileOpError> {
+        let request = Request::SetMetadata {
+            path: path.to_owned(),
+            metadata,
+        };
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
+        finish(&mut channel, deadline).await?;
+        Ok(())
     }
 
     /// Renames a path.

@@ -60,9 +60,14 @@ pub enum Request {
     /// Read a regular file of at most `max` bytes as Data frames, then Done.
     #[serde(rename_all = "camelCase")]
     ReadFile { path: String, max: u64 },
-    /// List a directory: Data frames of JSON arrays of [`DirEntry`], then Done.
+    /// List a directory: Data frames of JSON arrays of [`DirEntry`], then Done; with
+    /// `metadata`, each entry's metadata too.
     #[serde(rename_all = "camelCase")]
-    ListDir { path: String },
+    ListDir {
+        path: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        metadata: bool,
+    },
     /// Create a directory and its parents.
     #[serde(rename_all = "camelCase")]
     Mkdir { path: String, mode: u32 },
@@ -79,7 +84,14 @@ pub enum Request {
         /// A name the caller gives the process, reported back by `processes`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tag: Option<String>,
+        /// Runs it on a new terminal of this size (its own session, the terminal as
+        /// its controlling terminal): its output comes as stdout, writes are typed in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pty: Option<Resize>,
     },
+    /// Resizes the terminal of a background process: Data([`ProcessInfo`]), Done.
+    #[serde(rename_all = "camelCase")]
+    ResizeProcess { id: String, cols: u16, rows: u16 },
     /// Follows a background process: its output from the offsets (clamped to what is
     /// kept; `u64::MAX`: from now) as Stdout and Stderr frames as it comes, then Exit
     /// once it ended and everything was sent. Cancel from the host stops following
@@ -90,7 +102,15 @@ pub enum Request {
         stdout_offset: u64,
         stderr_offset: u64,
     },
-    /// Metadata of a path, not following a final symbolic link: Data([`DirEntry`]), Done.
+    /// Replaces a path's metadata (extended attributes of the `user.e2b.` namespace,
+    /// named without it). Done.
+    #[serde(rename_all = "camelCase")]
+    SetMetadata {
+        path: String,
+        metadata: std::collections::BTreeMap<String, String>,
+    },
+    /// Metadata of a path, not following a final symbolic link, with its metadata:
+    /// Data([`DirEntry`]), Done.
     #[serde(rename_all = "camelCase")]
     Stat { path: String },
     /// Renames `from` to `to` (on one file system; a file at `to` is replaced). Done.
@@ -222,6 +242,9 @@ pub struct ProcessInfo {
     /// The directory it started in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// It runs on a terminal.
+    #[serde(default)]
+    pub pty: bool,
 }
 
 /// Where a read of a process stream starts and ends: the buffer keeps the last bytes
@@ -326,6 +349,9 @@ pub struct DirEntry {
     pub owner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// Its metadata (`user.e2b.` extended attributes), when asked for and it has some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<std::collections::BTreeMap<String, String>>,
 }
 
 #[cfg(test)]

@@ -197,6 +197,7 @@ fn dispatch(
                     workers.run(move || files::remove(&outbox, channel, &path));
                 }
                 Request::Spawn { .. }
+                | Request::ResizeProcess { .. }
                 | Request::Processes {}
                 | Request::WaitProcess { .. }
                 | Request::SignalProcess { .. }
@@ -240,8 +241,11 @@ fn dispatch(
                 Request::ReadFile { path, max } => {
                     workers.run(move || files::read(&outbox, channel, &path, max));
                 }
-                Request::ListDir { path } => {
-                    workers.run(move || files::list(&outbox, channel, &path));
+                Request::ListDir { path, metadata } => {
+                    workers.run(move || files::list(&outbox, channel, &path, metadata));
+                }
+                Request::SetMetadata { path, metadata } => {
+                    workers.run(move || files::set_metadata(&outbox, channel, &path, &metadata));
                 }
                 Request::Mkdir { path, mode } => {
                     workers.run(move || files::mkdir(&outbox, channel, &path, mode));

@@ -148,8 +148,13 @@ pub fn read(outbox: &Outbox, channel: u32, path: &str, max: u64) {
     done(outbox, channel, size);
 }
 
-fn entry(dir: &Path, name: &std::ffi::OsStr, names: &Names) -> Option<DirEntry> {
-    entry_of(&dir.join(name), name, names).ok()
+fn entry(dir: &Path, name: &std::ffi::OsStr, names: &Names, metadata: bool) -> Option<DirEntry> {
+    let path = dir.join(name);
+    let mut entry = entry_of(&path, name, names).ok()?;
+    if metadata {
+        entry.metadata = crate::xattrs::read(&path);
+    }
+    Some(entry)
 }
 
 /// The entry of `path` (not following a final link), named `name`.
@@ -186,6 +191,7 @@ fn entry_of(path: &Path, name: &std::ffi::OsStr, names: &Names) -> std::io::Resu
         link_target,
         owner: names.user(meta.uid()),
         group: names.group(meta.gid()),
+        metadata: None,
     })
 }
 
@@ -194,7 +200,8 @@ pub fn stat(outbox: &Outbox, channel: u32, path: &str) {
     let target = Path::new(path);
     let name = target.file_name().unwrap_or(target.as_os_str());
     match entry_of(target, name, &Names::load()) {
-        Ok(entry) => {
+        Ok(mut entry) => {
+            entry.metadata = crate::xattrs::read(target);
             outbox.send(&Frame::json(channel, Kind::Data, &entry));
             done(outbox, channel, 0);
         }
@@ -226,8 +233,22 @@ pub fn remove(outbox: &Outbox, channel: u32, path: &str) {
     }
 }
 
-/// Lists a directory in Data frames of JSON arrays, each under the frame limit.
-pub fn list(outbox: &Outbox, channel: u32, path: &str) {
+/// Replaces a path's metadata.
+pub fn set_metadata(
+    outbox: &Outbox,
+    channel: u32,
+    path: &str,
+    metadata: &std::collections::BTreeMap<String, String>,
+) {
+    match crate::xattrs::replace(Path::new(path), metadata) {
+        Ok(()) => done(outbox, channel, 0),
+        Err(error) => fail_io(outbox, channel, path, &error),
+    }
+}
+
+/// Lists a directory in Data frames of JSON arrays, each under the frame limit; with
+/// `metadata`, each entry's metadata too.
+pub fn list(outbox: &Outbox, channel: u32, path: &str, metadata: bool) {
     let dir = Path::new(path);
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -237,13 +258,17 @@ pub fn list(outbox: &Outbox, channel: u32, path: &str) {
     let mut batch: Vec<DirEntry> = Vec::new();
     let mut batch_bytes = 0usize;
     for item in entries.flatten() {
-        let Some(entry) = entry(dir, &item.file_name(), &names) else {
+        let Some(entry) = entry(dir, &item.file_name(), &names, metadata) else {
             continue;
         };
         batch_bytes += entry.name.len()
             + entry.link_target.as_ref().map_or(0, String::len)
             + entry.owner.as_ref().map_or(0, String::len)
             + entry.group.as_ref().map_or(0, String::len)
+            + entry
+                .metadata
+                .as_ref()
+                .map_or(0, |m| m.iter().map(|(k, v)| k.len() + v.len() + 8).sum())
             + 160;
         batch.push(entry);
         if batch_bytes > MAX_PAYLOAD / 2 {

@@ -23,6 +23,7 @@ mod supervise;
 mod transfer;
 mod workdir;
 mod workers;
+mod xattrs;
 
 use std::process::ExitCode;
 

@@ -2,14 +2,14 @@
 //! each stream's last MiB kept in a ring buffer that can be read from an offset.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::Write as _;
-use std::process::ChildStdin;
+use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustix::process::{Pid, Signal, kill_process_group};
 use sandboxd_agent_protocol::{
     Done, Exit, FailureKind, Frame, Kind, OutputSlice, ProcessInfo, ProcessStream, Request,
+    Resize,
 };
 
 use crate::exec::{self, Command};
@@ -73,7 +73,10 @@ struct Proc {
     cwd: Option<String>,
     state: Mutex<State>,
     changed: Condvar,
-    stdin: Mutex<Option<ChildStdin>>,
+    /// Its standard input, or its terminal's input.
+    stdin: Mutex<Option<Box<dyn Write + Send>>>,
+    /// The controller of its terminal, when it runs on one.
+    terminal: Option<std::fs::File>,
 }
 
 impl Proc {
@@ -91,6 +94,7 @@ impl Proc {
             stderr_bytes: state.stderr.total,
             tag: self.tag.clone(),
             cwd: self.cwd.clone(),
+            pty: self.terminal.is_some(),
         }
     }
 }
@@ -146,10 +150,11 @@ impl Processes {
                 marker,
                 stdin,
                 tag,
+                pty,
             } => self.spawn(
                 outbox,
                 channel,
-                (id, tag),
+                (id, tag, pty),
                 Command {
                     argv,
                     cwd,
@@ -165,6 +170,20 @@ impl Processes {
             } => self.with(outbox, channel, &id, |proc| {
                 follow(outbox, channel, proc, (stdout_offset, stderr_offset), input);
             }),
+            Request::ResizeProcess { id, cols, rows } => {
+                self.with(outbox, channel, &id, |proc| match &proc.terminal {
+                    Some(terminal) => match crate::pty::resize(terminal, cols, rows) {
+                        Ok(()) => reply(outbox, channel, &proc.info()),
+                        Err(error) => files::fail_io(outbox, channel, &id, &error),
+                    },
+                    None => files::fail(
+                        outbox,
+                        channel,
+                        FailureKind::Invalid,
+                        "the process has no terminal",
+                    ),
+                })
+            }
             Request::Processes {} => {
                 let infos: Vec<ProcessInfo> = self
                     .0
@@ -277,7 +296,7 @@ impl Processes {
         &self,
         outbox: &Outbox,
         channel: u32,
-        (id, tag): (String, Option<String>),
+        (id, tag, pty): (String, Option<String>, Option<Resize>),
         command: Command,
         stdin: bool,
     ) {
@@ -306,13 +325,38 @@ impl Processes {
         let follower = std::thread::Builder::new()
             .name("process".into())
             .spawn(move || {
-                let mut child = match command.spawn_piped(&program, &args, stdin) {
-                    Ok(child) => child,
+                let started = match pty {
+                    Some(size) => crate::pty::spawn_on_terminal(&command, (size.cols, size.rows))
+                        .and_then(|(child, controller)| {
+                            let keys = controller.try_clone()?;
+                            let reader = controller.try_clone()?;
+                            Ok((child, Some((controller, keys, reader))))
+                        }),
+                    None => command
+                        .spawn_piped(&program, &args, stdin)
+                        .map(|child| (child, None)),
+                };
+                let (mut child, terminal) = match started {
+                    Ok(started) => started,
                     Err(error) => {
                         let _ = started_tx.send(Err(format!("cannot start {program}: {error}")));
                         return;
                     }
                 };
+                let (terminal, input, reader): (_, Option<Box<dyn Write + Send>>, _) =
+                    match terminal {
+                        Some((controller, keys, reader)) => {
+                            (Some(controller), Some(Box::new(keys)), Some(reader))
+                        }
+                        None => (
+                            None,
+                            child
+                                .stdin
+                                .take()
+                                .map(|pipe| Box::new(pipe) as Box<dyn Write + Send>),
+                            None,
+                        ),
+                    };
                 let proc = Arc::new(Proc {
                     id,
                     argv,
@@ -327,7 +371,8 @@ impl Processes {
                         ended_ms: None,
                     }),
                     changed: Condvar::new(),
-                    stdin: Mutex::new(child.stdin.take()),
+                    stdin: Mutex::new(input),
+                    terminal,
                 });
                 let _ = started_tx.send(Ok(proc.clone()));
                 let output = |stream: ProcessStream, bytes: &[u8]| {
@@ -346,7 +391,7 @@ impl Processes {
                     drop(state);
                     proc.changed.notify_all();
                 };
-                pump::pump(child, output, ended);
+                pump::pump(child, reader, output, ended);
             });
         if follower.is_err() {
             return files::fail(

@@ -61,42 +61,8 @@ pub fn run(
         );
         return;
     };
-    let opened = open_pair(cols, rows).and_then(|(controller, name)| {
-        let path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes_compat(name.as_bytes()));
-        let terminal = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
-            .open(path)?;
-        Ok((controller, terminal))
-    });
-    let (controller, terminal) = match opened {
-        Ok(pair) => pair,
-        Err(error) => return command.refuse(outbox, channel, &program, &error),
-    };
-    let me = match std::env::current_exe() {
-        Ok(me) => me,
-        Err(error) => return command.refuse(outbox, channel, &program, &error),
-    };
-    let helper_args: Vec<String> = ["pty-exec".to_owned(), "--".to_owned()]
-        .into_iter()
-        .chain(command.argv.iter().cloned())
-        .collect();
-    let mut process = command.build(&me.to_string_lossy(), &helper_args);
-    if !command.env.iter().any(|(k, _)| k == "TERM") {
-        process.env("TERM", DEFAULT_TERM);
-    }
-    let stdio = |file: &std::fs::File| file.try_clone().map(Stdio::from);
-    let spawned = (|| {
-        process
-            .stdin(stdio(&terminal)?)
-            .stdout(stdio(&terminal)?)
-            .stderr(stdio(&terminal)?);
-        process.spawn()
-    })();
-    drop(terminal);
-    let mut child = match spawned {
-        Ok(child) => child,
+    let (mut child, controller) = match spawn_on_terminal(&command, (cols, rows)) {
+        Ok(started) => started,
         Err(error) => return command.refuse(outbox, channel, &program, &error),
     };
     exec::register(running, channel, child.id(), &command);
@@ -133,6 +99,44 @@ pub fn run(
     exec::settle(&done_rx, 1, &open);
     exec::unregister(running, channel);
     exec::finish(outbox, channel, exec::exit_of(status));
+}
+
+/// Starts `command` on a new terminal of `cols` × `rows`, in a session of its own with
+/// the terminal as its controlling terminal: the process, and the terminal's
+/// controller (its output to read, its input to write).
+pub fn spawn_on_terminal(
+    command: &Command,
+    (cols, rows): (u16, u16),
+) -> std::io::Result<(std::process::Child, std::fs::File)> {
+    let (controller, name) = open_pair(cols, rows)?;
+    let path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes_compat(name.as_bytes()));
+    let terminal = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
+        .open(path)?;
+    let me = std::env::current_exe()?;
+    let helper_args: Vec<String> = ["pty-exec".to_owned(), "--".to_owned()]
+        .into_iter()
+        .chain(command.argv.iter().cloned())
+        .collect();
+    let mut process = command.build(&me.to_string_lossy(), &helper_args);
+    if !command.env.iter().any(|(k, _)| k == "TERM") {
+        process.env("TERM", DEFAULT_TERM);
+    }
+    let stdio = |file: &std::fs::File| file.try_clone().map(Stdio::from);
+    process
+        .stdin(stdio(&terminal)?)
+        .stdout(stdio(&terminal)?)
+        .stderr(stdio(&terminal)?);
+    let child = process.spawn()?;
+    drop(terminal);
+    Ok((child, controller))
+}
+
+/// Sets a terminal's size through its controller.
+pub fn resize(controller: &std::fs::File, cols: u16, rows: u16) -> std::io::Result<()> {
+    tcsetwinsize(controller.as_fd(), size(cols, rows)).map_err(std::io::Error::from)
 }
 
 /// `sandboxd-agent pty-exec -- ARGV…`: runs with the terminal as stdin, stdout and

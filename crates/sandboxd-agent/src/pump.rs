@@ -19,11 +19,12 @@ const SETTLE: Duration = Duration::from_millis(250);
 /// Without a pidfd, how often the process is checked for its end.
 const CHECK_EVERY: Duration = Duration::from_millis(100);
 
-/// Hands every chunk of the child's stdout and stderr to `output` and its end to
-/// `ended`, until both pipes are closed (pipes held open by the child's own children
-/// keep being read after the end).
+/// Hands every chunk of the child's stdout and stderr (or of its terminal, read as
+/// stdout) to `output` and its end to `ended`, until every pipe is closed (pipes held
+/// open by the child's own children keep being read after the end).
 pub fn pump(
     mut child: Child,
+    terminal: Option<File>,
     mut output: impl FnMut(ProcessStream, &[u8]),
     ended: impl FnOnce(std::io::Result<ExitStatus>),
 ) {
@@ -34,6 +35,9 @@ pub fn pump(
     }
     if let Some(stderr) = child.stderr.take() {
         pipes.push((File::from(OwnedFd::from(stderr)), ProcessStream::Stderr));
+    }
+    if let Some(terminal) = terminal {
+        pipes.push((terminal, ProcessStream::Stdout));
     }
     let mut buf = vec![0u8; 64 * 1024];
     let mut ended = Some(ended);

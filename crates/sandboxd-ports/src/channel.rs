@@ -116,6 +116,9 @@ pub struct ProcessSpec {
     pub stdin: bool,
     /// A name the caller gives it, reported back by the listing.
     pub tag: Option<String>,
+    /// Columns and rows of a terminal to run it on (its output then comes as stdout,
+    /// writes are typed in).
+    pub pty: Option<(u16, u16)>,
 }
 
 /// What following a background process yields.
@@ -132,8 +135,9 @@ pub enum FollowEvent {
 pub enum FollowFrom {
     /// The oldest output still kept.
     Start,
-    /// Output from now on.
-    Now,
+    /// These offsets of its stdout and stderr (the byte counts of a listing taken
+    /// before: output from then on, none of it lost to a race with the following).
+    Offsets { stdout: u64, stderr: u64 },
 }
 
 /// A background process being followed. Dropped, the following stops (the process
@@ -287,14 +291,28 @@ pub trait SandboxChannel: Send + Sync + Debug {
         Err(ChannelError::NeedsAgent)
     }
 
+    /// Resizes the terminal of a background process that runs on one.
+    async fn resize_process(&self, _id: &str, _cols: u16, _rows: u16) -> Result<(), ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
     /// A path's metadata, not following a final symbolic link.
     async fn stat(&self, _path: &str) -> Result<PathEntry, ChannelError> {
         Err(ChannelError::NeedsAgent)
     }
 
-    /// A directory's entries with owners and link targets; at most `max` bytes of
-    /// listing are taken.
+    /// A directory's entries with owners, link targets and metadata; at most `max`
+    /// bytes of listing are taken.
     async fn entries(&self, _path: &str, _max: usize) -> Result<Vec<PathEntry>, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Replaces a path's metadata (E2B's `user.e2b.` extended attributes).
+    async fn set_metadata(
+        &self,
+        _path: &str,
+        _metadata: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), ChannelError> {
         Err(ChannelError::NeedsAgent)
     }
 

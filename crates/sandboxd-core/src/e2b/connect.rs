@@ -182,8 +182,8 @@ mod tests {
         let (flag, first, rest) = split_envelope(&framed).unwrap().unwrap();
         assert_eq!((flag, first), (0, &b"1"[..]));
         assert_eq!(only_message(rest).unwrap(), b"2");
-        assert_eq!(split_envelope(&framed[..6]).unwrap(), None);
-        assert_eq!(only_message(&framed[..6]), Err(EnvelopeError::Truncated));
+        assert_eq!(split_envelope(&framed[..5]).unwrap(), None);
+        assert_eq!(only_message(&framed[..5]), Err(EnvelopeError::Truncated));
         assert_eq!(only_message(&framed), Err(EnvelopeError::Truncated));
         let huge = [&[0u8][..], &(MAX_MESSAGE as u32 + 1).to_be_bytes()].concat();
         assert_eq!(split_envelope(&huge), Err(EnvelopeError::TooLarge));

@@ -2,6 +2,8 @@
 //! entry of a path as the daemon describes it (Go's mode string, owner names, times in
 //! RFC 3339), and how its paths resolve (relative to the user's home).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
@@ -67,6 +69,8 @@ pub struct Found {
     pub owner: String,
     pub group: String,
     pub link_target: Option<String>,
+    /// Its metadata (E2B's `user.e2b.` extended attributes).
+    pub metadata: Option<BTreeMap<String, String>>,
 }
 
 /// An entry as the daemon's answers carry it.
@@ -86,6 +90,8 @@ pub struct EntryInfo {
     pub modified_time: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub symlink_target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<BTreeMap<String, String>>,
 }
 
 /// `{entry}`: the answer of `Stat`, `MakeDir`, `Move`.
@@ -98,15 +104,6 @@ pub struct EntryAnswer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ListAnswer {
     pub entries: Vec<EntryInfo>,
-}
-
-/// The mode bits of a kind in Go's `os.FileMode`, which the daemon reports.
-fn go_type_bits(kind: Kind) -> u32 {
-    match kind {
-        Kind::Directory => 1 << 31,
-        Kind::Symlink => 1 << 27,
-        Kind::File | Kind::Other => 0,
-    }
 }
 
 /// Go's `FileMode.String()` of a kind and permission bits: `drwxr-xr-x`,
@@ -132,13 +129,48 @@ pub fn entry_info(path: &str, found: Found, format_time: impl Fn(i64) -> String)
         kind: found.kind.wire(),
         path: path.to_owned(),
         size: found.size.to_string(),
-        mode: (found.mode & 0o777) | go_type_bits(found.kind),
+        mode: found.mode & 0o777,
         permissions: permissions(found.kind, found.mode),
         owner: found.owner,
         group: found.group,
         modified_time: format_time(found.modified_ms),
         symlink_target: found.link_target,
+        metadata: found.metadata,
     }
+}
+
+/// Metadata of an upload from its `X-Metadata-<key>` headers (keys lowercased): at
+/// most 64, values of printable ASCII, 64 KiB in all.
+pub fn metadata_of<'h>(
+    headers: impl Iterator<Item = (&'h str, &'h [u8])>,
+) -> Result<BTreeMap<String, String>, Invalid> {
+    let mut metadata = BTreeMap::new();
+    let mut bytes = 0usize;
+    for (name, value) in headers {
+        let Some(key) = name
+            .get(..11)
+            .filter(|p| p.eq_ignore_ascii_case("x-metadata-"))
+            .map(|_| name[11..].to_ascii_lowercase())
+        else {
+            continue;
+        };
+        if key.is_empty() {
+            return Err(Invalid::one("metadata", "a key is empty"));
+        }
+        let value = std::str::from_utf8(value)
+            .ok()
+            .filter(|v| v.bytes().all(|b| (0x20..0x7f).contains(&b)))
+            .ok_or_else(|| Invalid::one(format!("metadata.{key}"), "must be printable ASCII"))?;
+        bytes += key.len() + value.len();
+        metadata.insert(key, value.to_owned());
+    }
+    if metadata.len() > 64 {
+        return Err(Invalid::one("metadata", "at most 64 keys"));
+    }
+    if bytes > 64 * 1024 {
+        return Err(Invalid::one("metadata", "at most 64 KiB in all"));
+    }
+    Ok(metadata)
 }
 
 /// A path as the daemon resolves it: relative to the home of the user, `~` for the
@@ -195,11 +227,12 @@ mod tests {
             owner: "user".into(),
             group: "user".into(),
             link_target: None,
+            metadata: None,
         };
         let info = entry_info("/home/user/dir", found, |_| "1970-01-01T00:00:00Z".into());
         assert_eq!(info.name, "dir");
         assert_eq!(info.permissions, "drwxr-xr-x");
-        assert_eq!(info.mode, 0o755 | 1 << 31);
+        assert_eq!(info.mode, 0o755, "permission bits only");
         let json = serde_json::to_value(&info).unwrap();
         assert_eq!(json["type"], "FILE_TYPE_DIRECTORY");
         assert_eq!(json["size"], "4096");
@@ -207,6 +240,22 @@ mod tests {
         assert!(json.get("symlinkTarget").is_none());
         assert_eq!(permissions(Kind::Symlink, 0o777), "Lrwxrwxrwx");
         assert_eq!(permissions(Kind::File, 0o640), "-rw-r-----");
+    }
+
+    #[test]
+    fn metadata_comes_from_its_headers() {
+        let headers = [
+            ("X-Metadata-Author", &b"mish"[..]),
+            ("content-type", b"text/plain"),
+            ("x-metadata-purpose", b"upload"),
+        ];
+        let metadata = metadata_of(headers.into_iter()).unwrap();
+        assert_eq!(
+            metadata,
+            BTreeMap::from([("author".into(), "mish".into()), ("purpose".into(), "upload".into())])
+        );
+        assert!(metadata_of([("x-metadata-a", &b"\x01"[..])].into_iter()).is_err());
+        assert!(metadata_of([("x-metadata-", &b"v"[..])].into_iter()).is_err());
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     pub stdin: bool,
     pub tag: Option<String>,
+    /// Columns and rows of a terminal to run it on.
+    pub pty: Option<(u16, u16)>,
 }
 
 fn new_launch_id() -> Result<String, ServiceError> {
@@ -44,6 +46,7 @@ impl Commands {
                 env,
                 stdin: launch.stdin,
                 tag: launch.tag,
+                pty: launch.pty,
             })
             .await
             .map_err(process_error)
@@ -59,6 +62,21 @@ impl Commands {
         let mut infos = agent.processes().await.map_err(process_error)?;
         infos.sort_by(|a, b| a.started_ms.cmp(&b.started_ms).then_with(|| a.id.cmp(&b.id)));
         Ok(infos)
+    }
+
+    /// Resizes the terminal a background process runs on.
+    pub async fn resize_process(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        process_id: &str,
+        (cols, rows): (u16, u16),
+    ) -> Result<(), ServiceError> {
+        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
+        agent
+            .resize_process(process_id, cols, rows)
+            .await
+            .map_err(process_error)
     }
 
     /// Follows a background process's output and exit.

@@ -117,6 +117,7 @@ impl Commands {
                     .await?,
                 stdin: start.stdin,
                 tag: None,
+                pty: None,
             })
             .await
             .map_err(process_error)?;

@@ -98,6 +98,21 @@ impl Files {
         }
     }
 
+    /// Replaces a path's metadata.
+    pub async fn set_metadata(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        path: &str,
+        metadata: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), ServiceError> {
+        let agent = self.agent(caller, sandbox_id, SandboxNeed::Use).await?;
+        match agent.set_metadata(path, metadata).await {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.failed(sandbox_id, error).await),
+        }
+    }
+
     /// Makes a directory and its parents (mode 0755).
     pub async fn make_dir(
         &self,

@@ -306,6 +306,7 @@ impl SandboxChannel for Channel {
             stderr_bytes: 0,
             tag: spec.tag,
             cwd: spec.cwd,
+            pty: spec.pty.is_some(),
         };
         self.0.script.lock().unwrap().processes.push(info.clone());
         Ok(info)

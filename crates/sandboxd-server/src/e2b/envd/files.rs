@@ -19,7 +19,8 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt, TryStreamExt};
 use sandboxd_core::api::TransferFormat;
 use sandboxd_core::e2b::connect::Code;
-use sandboxd_core::e2b::filesystem::resolve;
+use sandboxd_core::e2b::filesystem::{metadata_of, resolve};
+use std::collections::BTreeMap;
 use sandboxd_core::validate::Upload;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncSeekExt as _, AsyncWriteExt as _};
@@ -144,6 +145,8 @@ pub(super) struct Written {
     name: String,
     #[serde(rename = "type")]
     kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<BTreeMap<String, String>>,
 }
 
 /// `POST /files`: writes every file of the body; answers them in order.
@@ -156,6 +159,12 @@ pub(super) async fn upload(
     let asked = query(asked)?;
     let who = envd(&state, &headers, asked.username.as_deref()).await?;
     let cap = state.service.files().transfer_cap();
+    let metadata = metadata_of(
+        headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_bytes())),
+    )
+    .map_err(ApiError::from)?;
     let gzip = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|value| value.to_str().ok())
@@ -185,7 +194,7 @@ pub(super) async fn upload(
             let path = resolve(&named, "path").map_err(ApiError::from)?;
             let chunks = field.map_err(std::io::Error::other);
             let (spooled, length) = spool(chunks, gzip, cap).await?;
-            written.push(put(&state, &who, path, spooled, length).await?);
+            written.push(put(&state, &who, (path, &metadata), spooled, length).await?);
         }
     } else {
         let named = asked
@@ -195,7 +204,7 @@ pub(super) async fn upload(
         let path = resolve(&named, "path").map_err(ApiError::from)?;
         let chunks = request.into_body().into_data_stream().map_err(std::io::Error::other);
         let (spooled, length) = spool(chunks, gzip, cap).await?;
-        written.push(put(&state, &who, path, spooled, length).await?);
+        written.push(put(&state, &who, (path, &metadata), spooled, length).await?);
     }
     Ok(Json(written))
 }
@@ -257,7 +266,7 @@ async fn spool(
 async fn put(
     state: &AppState,
     who: &super::Envd,
-    path: String,
+    (path, metadata): (String, &BTreeMap<String, String>),
     file: tokio::fs::File,
     length: u64,
 ) -> Result<Written, FilesError> {
@@ -277,10 +286,20 @@ async fn put(
             ServiceError::Refused(message) => invalid(message),
             other => other.into(),
         })?;
+    // The file is a new one (written aside, renamed into place): it has no metadata
+    // but what this upload gives it.
+    if !metadata.is_empty() {
+        state
+            .service
+            .files()
+            .set_metadata(&who.caller, &who.sandbox_id, &path, metadata.clone())
+            .await?;
+    }
     let name = path.rsplit('/').next().unwrap_or_default().to_owned();
     Ok(Written {
         path,
         name,
         kind: "file",
+        metadata: (!metadata.is_empty()).then(|| metadata.clone()),
     })
 }

@@ -90,6 +90,7 @@ fn found(entry: PathEntry) -> Found {
         owner: entry.owner.unwrap_or_else(|| entry.uid.to_string()),
         group: entry.group.unwrap_or_else(|| entry.gid.to_string()),
         link_target: entry.link_target,
+        metadata: entry.metadata,
     }
 }
 

@@ -46,9 +46,10 @@ pub(super) async fn call(
         "SendInput" => send_input(&state, &who, &body).await,
         "SendSignal" => send_signal(&state, &who, &body).await,
         "CloseStdin" => close_stdin(&state, &who, &body).await,
-        "Update" | "StreamInput" => Err(RpcError::new(
+        "Update" => update(&state, &who, &body).await,
+        "StreamInput" => Err(RpcError::new(
             Code::Unimplemented,
-            format!("process.Process/{method} is not served yet (terminals through E2B's API)"),
+            "process.Process/StreamInput is not served: send input with SendInput",
         )),
         _ => Err(RpcError::new(
             Code::Unimplemented,
@@ -91,7 +92,7 @@ enum AtDeadline {
 async fn pump(
     out: StreamOut,
     mut follow: Box<dyn ProcessFollow>,
-    (sandbox_id, pid): (String, u32),
+    (sandbox_id, pid, pty): (String, u32, bool),
     (deadline, at_deadline): (Option<Instant>, AtDeadline),
     keepalive: Option<Duration>,
 ) {
@@ -112,6 +113,9 @@ async fn pump(
         let tick = keepalive.filter(|_| out.is_some()).map_or(far, |k| Instant::now() + k);
         tokio::select! {
             event = follow.next() => match event {
+                Ok(FollowEvent::Stdout(bytes)) if pty => {
+                    send(&mut out, Event::Data(Output::Pty(base64(&bytes)))).await;
+                }
                 Ok(FollowEvent::Stdout(bytes)) => {
                     send(&mut out, Event::Data(Output::Stdout(base64(&bytes)))).await;
                 }
@@ -173,7 +177,7 @@ async fn start(state: AppState, who: Envd, headers: &HeaderMap, body: &Bytes) ->
             tokio::spawn(pump(
                 out,
                 follow,
-                (who.sandbox_id.clone(), info.pid),
+                (who.sandbox_id.clone(), info.pid, info.pty),
                 (deadline, at_deadline),
                 rpc::keepalive(headers),
             ));
@@ -190,12 +194,6 @@ async fn start_following(
 ) -> Result<(ProcessInfo, Box<dyn ProcessFollow>), RpcError> {
     let request: wire::StartRequest = rpc::stream_request(body)?;
     let launch = wire::launch_of(request).map_err(crate::error::ApiError::from)?;
-    if launch.pty.is_some() {
-        return Err(RpcError::new(
-            Code::Unimplemented,
-            "terminals through E2B's API are not served yet",
-        ));
-    }
     let cwd = match launch.cwd {
         Some(cwd) => Some(resolve(&cwd, "process.cwd").map_err(crate::error::ApiError::from)?),
         None => None,
@@ -211,6 +209,7 @@ async fn start_following(
                 env: launch.env,
                 stdin: launch.stdin,
                 tag: launch.tag,
+                pty: launch.pty,
             },
         )
         .await?;
@@ -256,7 +255,15 @@ async fn connect(state: AppState, who: Envd, headers: &HeaderMap, body: &Bytes) 
         let follow = state
             .service
             .commands()
-            .follow(&who.caller, &who.sandbox_id, &info.id, FollowFrom::Now)
+            .follow(
+                &who.caller,
+                &who.sandbox_id,
+                &info.id,
+                FollowFrom::Offsets {
+                    stdout: info.stdout_bytes,
+                    stderr: info.stderr_bytes,
+                },
+            )
             .await?;
         Ok::<_, RpcError>((info, follow))
     };
@@ -267,7 +274,7 @@ async fn connect(state: AppState, who: Envd, headers: &HeaderMap, body: &Bytes) 
             tokio::spawn(pump(
                 out,
                 follow,
-                (who.sandbox_id.clone(), info.pid),
+                (who.sandbox_id.clone(), info.pid, info.pty),
                 (deadline, AtDeadline::End),
                 rpc::keepalive(headers),
             ));
@@ -306,16 +313,21 @@ async fn list(state: &AppState, who: &Envd) -> Result<Response, RpcError> {
 async fn send_input(state: &AppState, who: &Envd, body: &Bytes) -> Result<Response, RpcError> {
     let request: wire::SendInputRequest = rpc::unary_request(body)?;
     let input = request.input.unwrap_or_default();
-    if input.pty.is_some() {
+    let to_terminal = input.pty.is_some();
+    let data = base64_simd::STANDARD
+        .decode_to_vec(input.pty.or(input.stdin).unwrap_or_default())
+        .map_err(|_| RpcError::new(Code::InvalidArgument, "input: invalid base64"))?;
+    let info = find(state, who, request.process).await?;
+    if to_terminal != info.pty {
         return Err(RpcError::new(
             Code::FailedPrecondition,
-            "the process has no terminal",
+            if info.pty {
+                "the process runs on a terminal: send its input as pty"
+            } else {
+                "the process has no terminal: send its input as stdin"
+            },
         ));
     }
-    let data = base64_simd::STANDARD
-        .decode_to_vec(input.stdin.unwrap_or_default())
-        .map_err(|_| RpcError::new(Code::InvalidArgument, "input.stdin: invalid base64"))?;
-    let info = find(state, who, request.process).await?;
     state
         .service
         .commands()
@@ -337,6 +349,32 @@ async fn send_signal(state: &AppState, who: &Envd, body: &Bytes) -> Result<Respo
             .wait_process(&who.caller, &who.sandbox_id, &info.id, KILL_SETTLE)
             .await?;
     }
+    Ok(rpc::unary_answer(&serde_json::json!({})))
+}
+
+async fn update(state: &AppState, who: &Envd, body: &Bytes) -> Result<Response, RpcError> {
+    let request: wire::UpdateRequest = rpc::unary_request(body)?;
+    let size = request
+        .pty
+        .and_then(|pty| pty.size)
+        .filter(|size| (1..=1000).contains(&size.cols) && (1..=1000).contains(&size.rows))
+        .ok_or_else(|| {
+            RpcError::new(
+                Code::InvalidArgument,
+                "pty.size: columns and rows must be 1 to 1000",
+            )
+        })?;
+    let info = find(state, who, request.process).await?;
+    state
+        .service
+        .commands()
+        .resize_process(
+            &who.caller,
+            &who.sandbox_id,
+            &info.id,
+            (size.cols as u16, size.rows as u16),
+        )
+        .await?;
     Ok(rpc::unary_answer(&serde_json::json!({})))
 }
 

@@ -81,6 +81,7 @@ impl Commands {
                 env: self.service.command_env(&sandbox, Vec::new()).await?,
                 stdin: true,
                 tag: None,
+                pty: None,
             })
             .await
             .map_err(process_error)?;
