@@ -10,7 +10,7 @@ use sandboxd_core::api::{FileEntry, FileType, TransferFormat};
 use sandboxd_core::rfc3339::format_millis;
 use sandboxd_ports::{
     AgentChannels, ChannelError, Chunks, Download, ExecOutcome, ExecSpec, FollowEvent, FollowFrom,
-    OutputSlice, PathEntry, ProcessFollow, ProcessInfo, ProcessSpec, ProcessStream, SandboxChannel,
+    OutputSlice, PathEntry, ProcessFollow, WatchEvent, ProcessInfo, ProcessSpec, ProcessStream, SandboxChannel,
     Terminal, TerminalEvent, TerminalSpec, UploadShape, UploadSink, Via,
 };
 
@@ -190,6 +190,9 @@ impl SandboxChannel for AgentConn {
     }
 
     async fn spawn_process(&self, spec: ProcessSpec) -> Result<ProcessInfo, ChannelError> {
+        if spec.tag.is_some() || spec.pty.is_some() {
+            daemon(self)?;
+        }
         Ok(
             AgentConn::spawn_process(
                 self,
@@ -238,19 +241,23 @@ impl SandboxChannel for AgentConn {
         id: &str,
         from: FollowFrom,
     ) -> Result<Box<dyn ProcessFollow>, ChannelError> {
+        daemon(self)?;
         Ok(Box::new(AgentConn::follow_process(self, id, from).await?))
     }
 
     async fn resize_process(&self, id: &str, cols: u16, rows: u16) -> Result<(), ChannelError> {
+        daemon(self)?;
         AgentConn::resize_process(self, id, cols, rows).await?;
         Ok(())
     }
 
     async fn stat(&self, path: &str) -> Result<PathEntry, ChannelError> {
+        daemon(self)?;
         Ok(AgentConn::stat(self, path).await?)
     }
 
     async fn entries(&self, path: &str, max: usize) -> Result<Vec<PathEntry>, ChannelError> {
+        daemon(self)?;
         Ok(AgentConn::list_dir(self, path, max, true).await?)
     }
 
@@ -259,16 +266,45 @@ impl SandboxChannel for AgentConn {
         path: &str,
         metadata: std::collections::BTreeMap<String, String>,
     ) -> Result<(), ChannelError> {
+        daemon(self)?;
         Ok(AgentConn::set_metadata(self, path, metadata).await?)
     }
 
     async fn rename(&self, from: &str, to: &str) -> Result<(), ChannelError> {
+        daemon(self)?;
         Ok(AgentConn::rename(self, from, to).await?)
     }
 
     async fn remove(&self, path: &str) -> Result<(), ChannelError> {
+        daemon(self)?;
         Ok(AgentConn::remove(self, path).await?)
     }
+
+    async fn add_watcher(&self, id: &str, path: &str, recursive: bool) -> Result<(), ChannelError> {
+        daemon(self)?;
+        Ok(AgentConn::add_watcher(self, id, path, recursive).await?)
+    }
+
+    async fn watcher_events(&self, id: &str) -> Result<Vec<WatchEvent>, ChannelError> {
+        daemon(self)?;
+        Ok(AgentConn::watcher_events(self, id).await?)
+    }
+
+    async fn remove_watcher(&self, id: &str) -> Result<(), ChannelError> {
+        daemon(self)?;
+        Ok(AgentConn::remove_watcher(self, id).await?)
+    }
+}
+
+/// Refuses what only an agent of [`sandboxd_agent_protocol::DAEMON_VERSION`] does.
+fn daemon(conn: &AgentConn) -> Result<(), ChannelError> {
+    if conn.speaks_daemon() {
+        return Ok(());
+    }
+    Err(ChannelError::refused(
+        sandboxd_ports::RefusalKind::Invalid,
+        "this sandbox's agent is older than this server: E2B's calls need a sandbox made by this version",
+    ))
 }
 
 #[async_trait::async_trait]

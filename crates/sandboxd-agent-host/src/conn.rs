@@ -270,6 +270,11 @@ impl AgentConn {
         self.hello.version >= sandboxd_agent_protocol::TRANSFERS_VERSION
     }
 
+    /// Whether the agent does what E2B's in-sandbox daemon does.
+    pub fn speaks_daemon(&self) -> bool {
+        self.hello.version >= sandboxd_agent_protocol::DAEMON_VERSION
+    }
+
     /// Whether the connection is still up.
     pub fn is_open(&self) -> bool {
         !self.outgoing.is_closed()

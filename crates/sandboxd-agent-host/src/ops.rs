@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use sandboxd_agent_protocol::{
     DirEntry, Done, Exit, Failure, Frame, Kind, MAX_PAYLOAD, OutputSlice, ProcessInfo,
-    ProcessStream, Request, Signal,
+    ProcessStream, Request, Signal, WatchEvent,
 };
 use sandboxd_core::exec_kill::MARKER_ENV;
 use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
@@ -22,6 +22,9 @@ use super::conn::{AgentConn, AgentError, Channel};
 
 /// Unix signal number of SIGKILL.
 const SIGKILL: i32 = 9;
+/// Bytes of watch events one read takes at most (the agent sends at most 10,000
+/// events of at most a path each).
+const MAX_WATCH_BYTES: usize = 48 * 1024 * 1024;
 /// File content is sent in chunks of this size.
 const CHUNK: usize = 256 * 1024;
 /// A kill sent after an exec timed out must leave within this long.
@@ -527,6 +530,59 @@ impl AgentConn {
             path: path.to_owned(),
             metadata,
         };
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
+        finish(&mut channel, deadline).await?;
+        Ok(())
+    }
+
+    /// Starts watcher `id` of the directory `path`.
+    pub async fn add_watcher(
+        &self,
+        id: &str,
+        path: &str,
+        recursive: bool,
+    ) -> Result<(), FileOpError> {
+        let request = Request::AddWatcher {
+            id: id.to_owned(),
+            path: path.to_owned(),
+            recursive,
+        };
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
+        finish(&mut channel, deadline).await?;
+        Ok(())
+    }
+
+    /// The events of watcher `id` since the last read; at most [`MAX_WATCH_BYTES`] of
+    /// them are taken.
+    pub async fn watcher_events(&self, id: &str) -> Result<Vec<WatchEvent>, FileOpError> {
+        let request = Request::WatcherEvents { id: id.to_owned() };
+        let deadline = Deadline::after(self.op_timeout);
+        let mut channel = deadline.open(self, &request).await?;
+        let mut events = Vec::new();
+        let mut bytes = 0usize;
+        loop {
+            let frame = deadline.recv(&mut channel).await?;
+            match frame.kind {
+                Kind::Data => {
+                    bytes += frame.payload.len();
+                    if bytes > MAX_WATCH_BYTES {
+                        return Err(AgentError::Protocol("too many watch events".into()).into());
+                    }
+                    let batch: Vec<WatchEvent> = parse(&frame)?;
+                    events.extend(batch);
+                }
+                Kind::Done => return Ok(events),
+                Kind::Error => return Err(FileOpError::Refused(parse(&frame)?)),
+                _ => return Err(unexpected(&frame).into()),
+            }
+        }
+    }
+
+    /// Stops watcher `id`.
+    pub async fn remove_watcher(&self, id: &str) -> Result<(), FileOpError> {
+        let request = Request::RemoveWatcher { id: id.to_owned() };
         let deadline = Deadline::after(self.op_timeout);
         let mut channel = deadline.open(self, &request).await?;
         finish(&mut channel, deadline).await?;

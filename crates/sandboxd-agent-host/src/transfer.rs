@@ -54,8 +54,14 @@ impl AgentConn {
     /// Opens an upload of `path`. `NotSent` means that no byte went: another path may
     /// serve it.
     pub async fn open_upload(&self, path: &str, shape: UploadShape) -> Result<Upload, AgentError> {
+        let in_place = matches!(shape, UploadShape::FileInPlace { .. });
+        if in_place && !self.speaks_daemon() {
+            return Err(AgentError::NotSent);
+        }
         let (shape, mode, size) = match shape {
-            UploadShape::File { size, mode } => (TransferShape::Raw, mode, Some(size)),
+            UploadShape::File { size, mode } | UploadShape::FileInPlace { size, mode } => {
+                (TransferShape::Raw, mode, Some(size))
+            }
             UploadShape::Tree => (TransferShape::Tar, 0, None),
         };
         let request = Request::Upload {
@@ -63,6 +69,7 @@ impl AgentConn {
             shape,
             mode,
             size,
+            in_place,
         };
         let channel = Deadline::after(self.op_timeout)
             .open(self, &request)

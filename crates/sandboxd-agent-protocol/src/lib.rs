@@ -17,15 +17,19 @@ pub use messages::*;
 /// Version spoken by this build; the agent announces its own in [`Hello`]. Version 2
 /// adds the streamed transfers (`upload`, `download`) and their flow control (Credit,
 /// Cancel); version 3 the connections to the sandbox's ports (`openPort`); version 4
-/// the egress proxy's connections (`acceptEgress`). The host sends none of them to an
-/// agent that announced less.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// the egress proxy's connections (`acceptEgress`); version 5 what E2B's in-sandbox
+/// daemon does (`followProcess`, `resizeProcess`, `stat`, `rename`, `remove`,
+/// `setMetadata`, the watchers, a spawn's tag and terminal, a listing's metadata). The
+/// host sends none of them to an agent that announced less.
+pub const PROTOCOL_VERSION: u32 = 5;
 /// The first version that speaks the streamed transfers.
 pub const TRANSFERS_VERSION: u32 = 2;
 /// The first version that opens connections to the sandbox's ports.
 pub const PORTS_VERSION: u32 = 3;
 /// The first version that hands over the egress proxy's connections.
 pub const EGRESS_VERSION: u32 = 4;
+/// The first version that does what E2B's in-sandbox daemon does.
+pub const DAEMON_VERSION: u32 = 5;
 
 /// The port on the sandbox's loopback where the agent takes the connections of the
 /// sandbox's programs to the egress proxy (`HTTP_PROXY=http://127.0.0.1:49980`), which

@@ -119,6 +119,22 @@ pub enum Request {
     /// Removes a file, a link, or a directory with everything under it. Done.
     #[serde(rename_all = "camelCase")]
     Remove { path: String },
+    /// Starts watching the directory `path` (with `recursive`, every directory under
+    /// it too, and those made later) as watcher `id`: Done. Its events wait in the
+    /// kernel until read.
+    #[serde(rename_all = "camelCase")]
+    AddWatcher {
+        id: String,
+        path: String,
+        #[serde(default)]
+        recursive: bool,
+    },
+    /// The events of a watcher since the last read: Data frames of `[WatchEvent]`, Done.
+    #[serde(rename_all = "camelCase")]
+    WatcherEvents { id: String },
+    /// Stops a watcher. Done.
+    #[serde(rename_all = "camelCase")]
+    RemoveWatcher { id: String },
     /// The background processes: Data(`[ProcessInfo]`), Done.
     #[serde(rename_all = "camelCase")]
     Processes {},
@@ -142,8 +158,9 @@ pub enum Request {
     #[serde(rename_all = "camelCase")]
     WriteProcess { id: String, close: bool },
     /// A streamed upload: one file of `size` bytes and `mode` (`raw`: renamed into place
-    /// once whole), or a tar unpacked under the directory `path` (`tar`). The agent grants
-    /// Credit once ready; the host sends Data frames within it, then End. Done.
+    /// once whole, or with `inPlace` written where it goes as it arrives), or a tar
+    /// unpacked under the directory `path` (`tar`). The agent grants Credit once ready;
+    /// the host sends Data frames within it, then End. Done.
     #[serde(rename_all = "camelCase")]
     Upload {
         path: String,
@@ -152,6 +169,8 @@ pub enum Request {
         mode: u32,
         #[serde(default)]
         size: Option<u64>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        in_place: bool,
     },
     /// The sandbox may live `for_ms` more milliseconds (counted on the agent's own
     /// clock, so the host's and a server's clocks need not agree). When that passes with
@@ -245,6 +264,30 @@ pub struct ProcessInfo {
     /// It runs on a terminal.
     #[serde(default)]
     pub pty: bool,
+}
+
+/// What changed under a watched directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WatchKind {
+    Create,
+    Write,
+    Remove,
+    Rename,
+    Chmod,
+    /// The kernel's queue overflowed: events were lost.
+    Overflow,
+}
+
+/// One change under a watched directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchEvent {
+    /// The path that changed, relative to the watched directory.
+    pub name: String,
+    /// The same, absolute.
+    pub path: String,
+    pub kind: WatchKind,
 }
 
 /// Where a read of a process stream starts and ends: the buffer keeps the last bytes

@@ -18,7 +18,7 @@ use crate::input::Inputs;
 use crate::outbox::Outbox;
 use crate::procs::Processes;
 use crate::workers::Workers;
-use crate::{exec, files, pty, transfer};
+use crate::{exec, files, pty, transfer, watch};
 
 /// What the connection's socket may hold on its way to the host.
 const SEND_BUFFER: usize = 1024 * 1024;
@@ -187,6 +187,19 @@ fn dispatch(
                         inputs.close(channel);
                     });
                 }
+                Request::AddWatcher {
+                    id,
+                    path,
+                    recursive,
+                } => {
+                    workers.run(move || watch::add(&outbox, channel, id, &path, recursive));
+                }
+                Request::WatcherEvents { id } => {
+                    workers.run(move || watch::events(&outbox, channel, &id));
+                }
+                Request::RemoveWatcher { id } => {
+                    workers.run(move || watch::remove(&outbox, channel, &id));
+                }
                 Request::Stat { path } => {
                     workers.run(move || files::stat(&outbox, channel, &path));
                 }
@@ -210,6 +223,7 @@ fn dispatch(
                     shape,
                     mode,
                     size,
+                    in_place,
                 } => {
                     let input = inputs.open(channel);
                     workers.run(move || {
@@ -218,6 +232,7 @@ fn dispatch(
                             shape,
                             mode,
                             size,
+                            in_place,
                         };
                         transfer::upload(&outbox, channel, upload, &input);
                         inputs.close(channel);

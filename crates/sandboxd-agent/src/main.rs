@@ -21,6 +21,7 @@ mod pty;
 mod pump;
 mod supervise;
 mod transfer;
+mod watch;
 mod workdir;
 mod workers;
 mod xattrs;

@@ -391,6 +391,9 @@ pub struct Upload {
     pub path: String,
     pub format: TransferFormat,
     pub mode: Option<u32>,
+    /// A raw file is written where it goes as it arrives (E2B's daemon does so: a
+    /// watcher sees it made, then written), not aside and renamed into place once whole.
+    pub in_place: bool,
 }
 
 /// Checks `sandbox.upload`.
@@ -420,6 +423,7 @@ pub fn upload(req: UploadQuery) -> Result<Upload, Invalid> {
         path: path.unwrap_or_default(),
         format,
         mode,
+        in_place: false,
     })
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 pub use sandboxd_agent_protocol::{
     DirEntry as PathEntry, EntryKind as PathKind, Exit as ProcessExit, Failure as Refusal,
-    FailureKind as RefusalKind, OutputSlice, ProcessInfo, ProcessStream,
+    FailureKind as RefusalKind, OutputSlice, ProcessInfo, ProcessStream, WatchEvent, WatchKind,
 };
 use sandboxd_core::api::{FileEntry, TransferFormat};
 
@@ -75,6 +75,8 @@ impl ChannelError {
 pub enum UploadShape {
     /// One file of `size` bytes with `mode`, put in place once whole.
     File { size: u64, mode: u32 },
+    /// One file of `size` bytes with `mode`, written where it goes as it arrives.
+    FileInPlace { size: u64, mode: u32 },
     /// A tar unpacked under the directory.
     Tree,
 }
@@ -323,6 +325,26 @@ pub trait SandboxChannel: Send + Sync + Debug {
 
     /// Removes a file, a link, or a directory with everything under it.
     async fn remove(&self, _path: &str) -> Result<(), ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Starts watcher `id` of a directory (and with `recursive`, of everything under it).
+    async fn add_watcher(
+        &self,
+        _id: &str,
+        _path: &str,
+        _recursive: bool,
+    ) -> Result<(), ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// The events of a watcher since the last read (every change made before the call).
+    async fn watcher_events(&self, _id: &str) -> Result<Vec<WatchEvent>, ChannelError> {
+        Err(ChannelError::NeedsAgent)
+    }
+
+    /// Stops a watcher.
+    async fn remove_watcher(&self, _id: &str) -> Result<(), ChannelError> {
         Err(ChannelError::NeedsAgent)
     }
 

@@ -17,7 +17,7 @@ pub use channel::{
     AgentChannels, ChannelError, Download, FollowEvent, FollowFrom, OutputSlice, PathEntry,
     PathKind, ProcessExit, ProcessFollow, ProcessInfo, ProcessSpec, ProcessStream, Refusal,
     RefusalKind, SandboxChannel, Terminal, TerminalEvent, TerminalSpec, UploadShape, UploadSink,
-    Via,
+    Via, WatchEvent, WatchKind,
 };
 pub use engine::{Chunks, Commit, Deaths, Engine, HostResources, UsageSample};
 pub use errors::{EngineError, ReadFileError};

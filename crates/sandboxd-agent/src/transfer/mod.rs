@@ -31,13 +31,21 @@ pub struct Upload {
     pub shape: TransferShape,
     pub mode: u32,
     pub size: Option<u64>,
+    /// A raw file is written where it goes (not aside, renamed once whole).
+    pub in_place: bool,
 }
 
 /// Serves an upload; the reply is Done with the bytes taken, or Error.
 pub fn upload(outbox: &Outbox, channel: u32, upload: Upload, input: &Input) {
     let outcome = match upload.shape {
         TransferShape::Raw => match upload.size {
-            Some(size) => upload_file(outbox, channel, &upload.path, upload.mode, size, input),
+            Some(size) => upload_file(
+                outbox,
+                channel,
+                &upload.path,
+                (upload.mode, size, upload.in_place),
+                input,
+            ),
             None => {
                 return fail(
                     outbox,
@@ -70,8 +78,7 @@ fn upload_file(
     outbox: &Outbox,
     channel: u32,
     path: &str,
-    mode: u32,
-    size: u64,
+    (mode, size, in_place): (u32, u64, bool),
     input: &Input,
 ) -> io::Result<u64> {
     let target = Path::new(path);
@@ -82,7 +89,11 @@ fn upload_file(
         ));
     };
     fs::create_dir_all(dir)?;
-    let temp = temp_beside(dir, name, channel);
+    let temp = if in_place {
+        target.to_path_buf()
+    } else {
+        temp_beside(dir, name, channel)
+    };
     let file = fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -111,11 +122,17 @@ fn upload_file(
         let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
         file.set_permissions(fs::Permissions::from_mode(mode & 0o7777))?;
         drop(file);
+        if in_place {
+            return Ok(());
+        }
         // A directory in the way makes the rename fail (EISDIR): nothing is replaced.
         fs::rename(&temp, target)
     })();
     if let Err(error) = written {
-        let _ = fs::remove_file(&temp);
+        // What an in-place write got to stays, as E2B's daemon leaves it.
+        if !in_place {
+            let _ = fs::remove_file(&temp);
+        }
         return Err(error);
     }
     Ok(size)

@@ -7,6 +7,7 @@
 pub mod connect;
 pub mod filesystem;
 pub mod process;
+pub mod watch;
 
 use std::collections::BTreeMap;
 

@@ -36,7 +36,8 @@ impl UploadSink for EngineUpload {
             shape,
         } = *self;
         match shape {
-            UploadShape::File { size, mode } => {
+            // The engine's archive puts every file in place whole.
+            UploadShape::File { size, mode } | UploadShape::FileInPlace { size, mode } => {
                 put_file(&channel, &path, size, mode, body).await?;
                 Ok(size)
             }

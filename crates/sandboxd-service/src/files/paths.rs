@@ -5,7 +5,7 @@
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::limits::MAX_LISTING_BYTES;
 use sandboxd_core::model::Principal;
-use sandboxd_ports::{ChannelError, PathEntry, RefusalKind, SandboxChannel};
+use sandboxd_ports::{ChannelError, PathEntry, RefusalKind, SandboxChannel, WatchEvent};
 use std::sync::Arc;
 
 use super::Files;
@@ -109,6 +109,56 @@ impl Files {
         let agent = self.agent(caller, sandbox_id, SandboxNeed::Use).await?;
         match agent.set_metadata(path, metadata).await {
             Ok(()) => Ok(()),
+            Err(error) => Err(self.failed(sandbox_id, error).await),
+        }
+    }
+
+    /// Starts watching a directory; the watcher's id.
+    pub async fn add_watcher(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        path: &str,
+        recursive: bool,
+    ) -> Result<String, ServiceError> {
+        let agent = self.agent(caller, sandbox_id, SandboxNeed::Read).await?;
+        let id = format!("w_{}", &sandboxd_store::new_id()?[..12]);
+        match agent.add_watcher(&id, path, recursive).await {
+            Ok(()) => Ok(id),
+            Err(error) => Err(self.failed(sandbox_id, error).await),
+        }
+    }
+
+    /// The events of a watcher since the last read.
+    pub async fn watcher_events(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        id: &str,
+    ) -> Result<Vec<WatchEvent>, ServiceError> {
+        let agent = self.agent(caller, sandbox_id, SandboxNeed::Read).await?;
+        match agent.watcher_events(id).await {
+            Ok(events) => Ok(events),
+            Err(ChannelError::Refused(refusal)) if refusal.kind == RefusalKind::NotFound => {
+                Err(ServiceError::NotFound("watcher"))
+            }
+            Err(error) => Err(self.failed(sandbox_id, error).await),
+        }
+    }
+
+    /// Stops a watcher.
+    pub async fn remove_watcher(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        id: &str,
+    ) -> Result<(), ServiceError> {
+        let agent = self.agent(caller, sandbox_id, SandboxNeed::Read).await?;
+        match agent.remove_watcher(id).await {
+            Ok(()) => Ok(()),
+            Err(ChannelError::Refused(refusal)) if refusal.kind == RefusalKind::NotFound => {
+                Err(ServiceError::NotFound("watcher"))
+            }
             Err(error) => Err(self.failed(sandbox_id, error).await),
         }
     }

@@ -276,6 +276,7 @@ async fn put(
         path: path.clone(),
         format: TransferFormat::Raw,
         mode: Some(0o644),
+        in_place: true,
     };
     state
         .service
@@ -286,15 +287,12 @@ async fn put(
             ServiceError::Refused(message) => invalid(message),
             other => other.into(),
         })?;
-    // The file is a new one (written aside, renamed into place): it has no metadata
-    // but what this upload gives it.
-    if !metadata.is_empty() {
-        state
-            .service
-            .files()
-            .set_metadata(&who.caller, &who.sandbox_id, &path, metadata.clone())
-            .await?;
-    }
+    // Written in place, the file keeps the metadata it had: the upload's replaces it.
+    state
+        .service
+        .files()
+        .set_metadata(&who.caller, &who.sandbox_id, &path, metadata.clone())
+        .await?;
     let name = path.rsplit('/').next().unwrap_or_default().to_owned();
     Ok(Written {
         path,

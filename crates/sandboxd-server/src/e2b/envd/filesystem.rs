@@ -1,6 +1,6 @@
 //! `filesystem.Filesystem`: a path's entry, directories made, moved, listed to a depth
 //! and removed, as E2B's daemon answers them (see `sandboxd_core::e2b::filesystem`).
-//! Watchers are not served yet.
+//! Watchers are `watch`'s.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -51,12 +51,10 @@ pub(super) async fn call(
                     Err(error) => Err(error.into()),
                 }
             }
-            "WatchDir" | "CreateWatcher" | "GetWatcherEvents" | "RemoveWatcher" => {
-                Err(RpcError::new(
-                    Code::Unimplemented,
-                    format!("filesystem.Filesystem/{method} (watching a directory) is not served yet"),
-                ))
-            }
+            "WatchDir" => return Ok(super::watch::watch_dir(&fs, &headers, &body).await),
+            "CreateWatcher" => super::watch::create(&fs, &body).await,
+            "GetWatcherEvents" => super::watch::events(&fs, &body).await,
+            "RemoveWatcher" => super::watch::remove(&fs, &body).await,
             _ => Err(RpcError::new(
                 Code::Unimplemented,
                 format!("filesystem.Filesystem/{method} does not exist"),
@@ -67,9 +65,9 @@ pub(super) async fn call(
 }
 
 /// The calls of one caller on one sandbox.
-struct Fs<'a> {
-    state: &'a AppState,
-    who: &'a Envd,
+pub(super) struct Fs<'a> {
+    pub state: &'a AppState,
+    pub who: &'a Envd,
 }
 
 fn kind_of(kind: PathKind) -> Kind {
@@ -99,11 +97,11 @@ fn not_found(path: &str) -> RpcError {
 }
 
 impl Fs<'_> {
-    fn files(&self) -> sandboxd_service::Files {
+    pub fn files(&self) -> sandboxd_service::Files {
         self.state.service.files()
     }
 
-    async fn stat(&self, path: &str) -> Result<PathEntry, RpcError> {
+    pub async fn stat(&self, path: &str) -> Result<PathEntry, RpcError> {
         match self
             .files()
             .stat(&self.who.caller, &self.who.sandbox_id, path)
@@ -131,7 +129,7 @@ impl Fs<'_> {
         Ok(wire::entry_info(path, seen, rfc3339))
     }
 
-    async fn entry(&self, path: &str) -> Result<EntryInfo, RpcError> {
+    pub async fn entry(&self, path: &str) -> Result<EntryInfo, RpcError> {
         let entry = self.stat(path).await?;
         self.described(path, entry).await
     }

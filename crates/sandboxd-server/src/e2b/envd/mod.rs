@@ -9,6 +9,7 @@ mod files;
 mod filesystem;
 mod process;
 mod rpc;
+mod watch;
 
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};

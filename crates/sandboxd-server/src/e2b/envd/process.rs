@@ -73,6 +73,14 @@ fn follow_error(sandbox_id: &str, error: ChannelError) -> RpcError {
     }
 }
 
+/// Once the client of a stream is gone (never, when it already was).
+async fn closed(out: &Option<StreamOut>) {
+    match out {
+        Some(out) => out.closed().await,
+        None => std::future::pending().await,
+    }
+}
+
 fn base64(bytes: &[u8]) -> String {
     base64_simd::STANDARD.encode_to_string(bytes)
 }
@@ -159,6 +167,9 @@ async fn pump(
             }
             () = tokio::time::sleep_until(tick) => {
                 send(&mut out, Event::Keepalive {}).await;
+            }
+            () = closed(&out) => {
+                out = None;
             }
         }
     }

@@ -140,6 +140,16 @@ impl StreamOut {
         self.0.send(connect::message(message).into()).await.is_ok()
     }
 
+    /// Whether the client is gone.
+    pub fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+
+    /// Once the client is gone.
+    pub async fn closed(&self) {
+        self.0.closed().await;
+    }
+
     /// Ends the stream, with an error if any.
     pub async fn end(self, error: Option<RpcError>) {
         let _ = self.0.send(connect::end(error.map(|e| e.wire())).into()).await;

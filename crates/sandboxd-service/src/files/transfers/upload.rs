@@ -85,7 +85,11 @@ impl Files {
             }
             Ok(chunk)
         }));
-        let what = UploadShape::File { size: length, mode };
+        let what = if cmd.in_place {
+            UploadShape::FileInPlace { size: length, mode }
+        } else {
+            UploadShape::File { size: length, mode }
+        };
         executor.upload(&cmd.path, what, content, cut).await?;
         Ok(uploaded(cmd.path, 1, length))
     }
