@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # E2B's own Python SDK (`e2b` from PyPI, in a virtual environment of its own under
 # target/, so that its dependencies never meet the other clients') against the real
-# server's E2B control plane: runs tests/python/e2b_control_plane.py
-# (scripts/lib/test-server.sh starts the server).
+# server (scripts/lib/test-server.sh starts it): the control plane
+# (tests/python/e2b_control_plane.py), the in-sandbox daemon
+# (tests/python/e2b_in_sandbox.py), and the README's E2B example as written (its URL
+# and key those of the test server, its `pip install` the pinned one below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/e2b-venv
@@ -10,3 +12,20 @@ venv=target/e2b-venv
 "$venv/bin/python" -m pip install -q --disable-pip-version-check 'e2b==2.63.0' 2>&1 | grep -v 'root' || true
 source scripts/lib/test-server.sh
 "$venv/bin/python" tests/python/e2b_control_plane.py "$url" "$key"
+"$venv/bin/python" tests/python/e2b_in_sandbox.py "$url" "$key"
+
+# The README's example: the bash block after the e2b-example marker.
+example=$(awk '/<!-- e2b-example/ {found=1; next} found && /^```bash/ {inside=1; next}
+               inside && /^```/ {exit} inside {print}' README.md)
+[ -n "$example" ] || { echo "the README's E2B example is missing" >&2; exit 1; }
+example=$(printf '%s\n' "$example" | grep -v '^pip install e2b$' |
+  sed -e "s#http://127.0.0.1:3000#$url#g" -e "s#\$(cat sandboxd-data/owner.key)#$key#" \
+      -e "s#^python3 #$venv/bin/python #")
+out=$(bash -c "$example")
+expected=$'hello from Linux\nkept'
+if [ "$out" != "$expected" ]; then
+  echo "the README's E2B example printed:" >&2
+  printf '%s\n' "$out" >&2
+  exit 1
+fi
+echo "the README's E2B example: ok"
