@@ -176,6 +176,7 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
             labels: Default::default(),
             egress: Vec::new(),
             auto_pause: false,
+            fixed_timeout: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
             volumes: Vec::new(),

@@ -202,6 +202,9 @@ pub struct Sandbox {
     pub egress: Vec<String>,
     /// At its idle timeout it is paused instead of killed.
     pub auto_pause: bool,
+    /// It ends `timeout_ms` after it was made or its timeout last set, whatever it
+    /// does (activity does not extend it).
+    pub fixed_timeout: bool,
     /// How long it may stay paused before it is killed.
     pub paused_timeout_ms: i64,
     /// When it was paused (while it is).

@@ -304,6 +304,7 @@ mod tests {
             labels: Default::default(),
             egress: Vec::new(),
             auto_pause: false,
+            fixed_timeout: false,
             paused_timeout_ms: crate::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
             volumes: Vec::new(),

@@ -82,6 +82,7 @@ mod tests {
             egress: Vec::new(),
             egress_credentials: Vec::new(),
             auto_pause: false,
+            fixed_timeout: false,
             paused_timeout_ms: crate::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             volumes: Vec::new(),
         }

@@ -58,6 +58,8 @@ pub struct CreateSandbox {
     pub labels: BTreeMap<String, String>,
     /// Paused instead of killed at the idle timeout.
     pub auto_pause: bool,
+    /// Activity does not extend its timeout.
+    pub fixed_timeout: bool,
     /// Killed after this long paused.
     pub paused_timeout_ms: i64,
     /// The volumes to mount, checked (not yet found).
@@ -260,6 +262,7 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         workdir,
         labels,
         auto_pause: req.auto_pause.unwrap_or(false),
+        fixed_timeout: req.fixed_timeout.unwrap_or(false),
         paused_timeout_ms,
         volumes,
     };

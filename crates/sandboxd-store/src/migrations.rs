@@ -95,6 +95,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "volumes",
         include_str!("../migrations/sqlite/0017_volumes.sql"),
     ),
+    (
+        18,
+        "fixed timeouts",
+        include_str!("../migrations/sqlite/0018_fixed_timeout.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -182,6 +187,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         17,
         "volumes",
         include_str!("../migrations/postgres/0017_volumes.sql"),
+    ),
+    (
+        18,
+        "fixed timeouts",
+        include_str!("../migrations/postgres/0018_fixed_timeout.sql"),
     ),
 ];
 

@@ -75,7 +75,9 @@ impl RowCache {
             && row.status == SandboxStatus::Running
         {
             row.last_activity_at = Some(now);
-            row.expires_at = Some(now + row.timeout_ms);
+            if !row.fixed_timeout {
+                row.expires_at = Some(now + row.timeout_ms);
+            }
         }
     }
 
@@ -140,6 +142,7 @@ mod tests {
             labels: Default::default(),
             egress: Vec::new(),
             auto_pause: false,
+            fixed_timeout: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
             volumes: Vec::new(),

@@ -13,7 +13,8 @@ macro_rules! select_sandboxes {
             "SELECT sandbox_id, name, organization_id, project_id, environment_id, server_id, ",
             "image, template, container_id, status, cpu, memory_mb, pids_limit, timeout_ms, ",
             "network_mode, workdir, run_as, runtime, created_at, expires_at, last_activity_at, ",
-            "killed_at, env_per_exec, labels, egress, auto_pause, paused_timeout_ms, paused_at, volumes ",
+            "killed_at, env_per_exec, labels, egress, auto_pause, paused_timeout_ms, paused_at, volumes, ",
+            "fixed_timeout ",
             "FROM sandboxes ",
             $tail
         )
@@ -55,6 +56,7 @@ pub(crate) fn sandbox(row: &AnyRow) -> Result<Sandbox, StoreError> {
         egress: serde_json::from_str(&row.try_get::<String, _>("egress")?)
             .map_err(|e| StoreError::Corrupt(format!("sandbox egress: {e}")))?,
         auto_pause: row.try_get::<i64, _>("auto_pause")? != 0,
+        fixed_timeout: row.try_get::<i64, _>("fixed_timeout")? != 0,
         paused_timeout_ms: row.try_get("paused_timeout_ms")?,
         paused_at: row.try_get("paused_at")?,
         volumes: serde_json::from_str(&row.try_get::<String, _>("volumes")?)

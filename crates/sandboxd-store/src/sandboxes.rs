@@ -52,9 +52,9 @@ impl Store {
              server_id, image, template, container_id, status, cpu, memory_mb, pids_limit, \
              timeout_ms, network_mode, env_vars, workdir, run_as, runtime, created_by, created_at, \
              expires_at, last_activity_at, killed_at, env_per_exec, labels, agent_replica, egress, \
-             auto_pause, paused_timeout_ms, volumes) \
+             auto_pause, paused_timeout_ms, volumes, fixed_timeout) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)",
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)",
         )
         .bind(&sandbox.sandbox_id)
         .bind(&sandbox.name)
@@ -88,6 +88,7 @@ impl Store {
         .bind(i64::from(sandbox.auto_pause))
         .bind(sandbox.paused_timeout_ms)
         .bind(crate::rows::volumes_json(&sandbox.volumes))
+        .bind(i64::from(sandbox.fixed_timeout))
         .execute(&mut *tx)
         .await?;
         sqlx::query(
@@ -284,7 +285,8 @@ impl Store {
     /// Refreshes the activity of a running sandbox: `expiresAt` becomes now + its timeout.
     pub async fn touch(&self, sandbox_id: &str, now: i64) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE sandboxes SET last_activity_at = $1, expires_at = $1 + timeout_ms \
+            "UPDATE sandboxes SET last_activity_at = $1, \
+             expires_at = CASE WHEN fixed_timeout <> 0 THEN expires_at ELSE $1 + timeout_ms END \
              WHERE sandbox_id = $2 AND status = 'running'",
         )
         .bind(now)

@@ -30,6 +30,7 @@ on_every_backend!(
     a_sandbox_has_at_most_twenty_egress_requests_waiting_and_one_per_host,
     snapshots_are_kept_per_organization_within_their_quota,
     volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted,
+    activity_does_not_move_the_end_of_a_fixed_timeout,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -1184,4 +1185,37 @@ async fn volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted(db
         store.begin_volume_removal(org, "v1", 10).await,
         Err(StoreError::Unknown(_))
     ));
+}
+
+async fn activity_does_not_move_the_end_of_a_fixed_timeout(db: &TestDb) {
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let owner = store
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut row = sandbox(&boot.organization_id, &boot.project_id, &boot.environment_id, 1);
+    row.status = SandboxStatus::Running;
+    row.fixed_timeout = true;
+    row.timeout_ms = 3_000;
+    row.expires_at = Some(1 + 3_000);
+    store
+        .insert_sandbox(&row, None, &owner.user_id, &Quotas::default())
+        .await
+        .unwrap();
+    let id = row.sandbox_id.clone();
+    store.touch(&id, 2_000).await.unwrap();
+    let touched = store.sandbox(&id).await.unwrap().unwrap();
+    assert!(touched.fixed_timeout);
+    assert_eq!(touched.last_activity_at, Some(2_000), "activity is still recorded");
+    assert_eq!(touched.expires_at, Some(3_001), "the end stays");
+    let stored = db.open().await.sandbox(&id).await.unwrap().unwrap();
+    assert_eq!(stored.expires_at, Some(3_001), "in the database too");
+    // Setting the timeout moves it, from then.
+    store.set_timeout(&id, 5_000, 2_500).await.unwrap();
+    assert_eq!(
+        store.sandbox(&id).await.unwrap().unwrap().expires_at,
+        Some(7_500)
+    );
 }

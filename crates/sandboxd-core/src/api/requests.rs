@@ -96,6 +96,9 @@ pub struct CreateSandboxRequest {
     /// At the idle timeout, pause the sandbox (processes and memory kept, no CPU)
     /// instead of killing it; any later call resumes it (default false).
     pub auto_pause: Option<bool>,
+    /// End the sandbox `timeoutMs` after it is made (or its timeout last set) whatever
+    /// it does, instead of after its last activity (default false).
+    pub fixed_timeout: Option<bool>,
     /// How long the sandbox may stay paused before it is killed, 10 s–30 days
     /// (default 24 h).
     #[schema(minimum = 10000, maximum = 2592000000_i64)]

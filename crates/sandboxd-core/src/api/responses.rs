@@ -47,6 +47,9 @@ pub struct SandboxView {
     /// Paused at the idle timeout instead of killed.
     #[serde(default)]
     pub auto_pause: bool,
+    /// Ends `timeoutMs` after it was made or its timeout last set, whatever it does.
+    #[serde(default)]
+    pub fixed_timeout: bool,
     /// How long it may stay paused before it is killed.
     #[serde(default)]
     pub paused_timeout_ms: i64,
@@ -97,6 +100,7 @@ impl SandboxView {
                 allow: sandbox.egress.clone(),
             }),
             auto_pause: sandbox.auto_pause,
+            fixed_timeout: sandbox.fixed_timeout,
             paused_timeout_ms: sandbox.paused_timeout_ms,
             paused_at: time(sandbox.paused_at),
             volumes: sandbox.volumes.clone(),

@@ -125,25 +125,38 @@ pub fn state_of(status: SandboxStatus) -> Option<&'static str> {
     }
 }
 
-/// A timeout in seconds as sandboxd's milliseconds, if in sandboxd's bounds.
+/// The shortest timeout E2B's API takes here (sandboxd's own starts at 10 s).
+pub const MIN_TIMEOUT_MS: i64 = 1000;
+
+/// A timeout in seconds as milliseconds, 1 s to 24 h.
 pub fn timeout_ms(field: &str, seconds: i64) -> Result<i64, Invalid> {
     let ms = seconds.saturating_mul(1000);
-    if !(crate::limits::MIN_TIMEOUT_MS..=crate::limits::MAX_TIMEOUT_MS).contains(&ms) {
+    if !(MIN_TIMEOUT_MS..=crate::limits::MAX_TIMEOUT_MS).contains(&ms) {
         return Err(Invalid::one(
             field,
-            "must be between 10 and 86400 seconds (24 h)",
+            "must be between 1 and 86400 seconds (24 h)",
         ));
     }
     Ok(ms)
 }
 
+/// Whether a sandbox's fixed end has passed: E2B shows it as gone at once, whenever
+/// the reaper gets to it.
+pub fn past_its_end(sandbox: &Sandbox, now_ms: i64) -> bool {
+    sandbox.fixed_timeout
+        && sandbox.status == SandboxStatus::Running
+        && sandbox.expires_at.is_some_and(|end| end <= now_ms)
+}
+
 /// The sandboxd create of an E2B create, in `environment_id`: the template by name,
 /// metadata as labels, variables as `KEY=value` lines, internet access unless refused
-/// (E2B's default), the timeout in milliseconds.
+/// (E2B's default), a fixed timeout (E2B's sandboxes end at their end, whatever they
+/// do). The timeout asked for is second in the answer: sandboxd's create takes 10 s
+/// at least, so a shorter one is set once the create is checked.
 pub fn create_request(
     new: NewSandbox,
     environment_id: String,
-) -> Result<CreateSandboxRequest, Invalid> {
+) -> Result<(CreateSandboxRequest, i64), Invalid> {
     let mut issues = Issues::default();
     if new.template_id.is_empty() {
         issues.push("templateID", "is required");
@@ -180,14 +193,15 @@ pub fn create_request(
     let request = CreateSandboxRequest {
         environment_id,
         template: Some(new.template_id),
-        timeout_ms,
+        timeout_ms: timeout_ms.map(|ms| ms.max(crate::limits::MIN_TIMEOUT_MS)),
         network_mode: Some(network_mode),
         env_vars: env_vars.filter(|text| !text.is_empty()),
         labels: new.metadata,
         auto_pause: new.auto_pause,
+        fixed_timeout: Some(true),
         ..Default::default()
     };
-    issues.finish(request)
+    issues.finish((request, timeout_ms.unwrap_or_default()))
 }
 
 fn ids(sandbox: &Sandbox) -> SandboxIds {
@@ -288,23 +302,31 @@ mod tests {
                 "envVars":{"A":"1","B":"two words"},"secure":true}"#,
         )
         .unwrap();
-        let request = create_request(new, "env".into()).unwrap();
+        let (request, timeout_ms) = create_request(new, "env".into()).unwrap();
         assert_eq!(request.template.as_deref(), Some("base"));
-        assert_eq!(request.timeout_ms, Some(60_000));
+        assert_eq!((request.timeout_ms, timeout_ms), (Some(60_000), 60_000));
+        assert_eq!(request.fixed_timeout, Some(true), "E2B's sandboxes end at their end");
         assert_eq!(request.env_vars.as_deref(), Some("A=1\nB=two words"));
         assert_eq!(request.network_mode, Some(NetworkMode::Internet));
         assert_eq!(request.labels.unwrap()["who"], "me");
         let closed: NewSandbox =
             serde_json::from_str(r#"{"templateID":"base","allow_internet_access":false}"#).unwrap();
-        let request = create_request(closed, "env".into()).unwrap();
+        let (request, _) = create_request(closed, "env".into()).unwrap();
         assert_eq!(request.network_mode, Some(NetworkMode::Isolated));
         assert_eq!(request.timeout_ms, Some(300_000));
+        let short: NewSandbox = serde_json::from_str(r#"{"templateID":"base","timeout":3}"#).unwrap();
+        let (request, timeout_ms) = create_request(short, "env".into()).unwrap();
+        assert_eq!(
+            (request.timeout_ms, timeout_ms),
+            (Some(10_000), 3_000),
+            "checked as sandboxd's, then set as asked"
+        );
     }
 
     #[test]
     fn bad_creates_are_refused_by_field() {
         let bad: NewSandbox =
-            serde_json::from_str(r#"{"templateID":"","timeout":3,"envVars":{"A":"x\ny"}}"#)
+            serde_json::from_str(r#"{"templateID":"","timeout":0,"envVars":{"A":"x\ny"}}"#)
                 .unwrap();
         let paths: Vec<String> = create_request(bad, "env".into())
             .unwrap_err()

@@ -77,10 +77,29 @@ async fn live_sandbox(
     need: SandboxNeed,
 ) -> E2bResult<Sandbox> {
     let sandbox = state.service.access().sandbox_for(caller, id, need).await?;
-    if e2b::state_of(sandbox.status).is_none() {
+    if e2b::state_of(sandbox.status).is_none() || ended(state, &sandbox) {
         return Err(crate::service::ServiceError::NotFound("sandbox").into());
     }
     Ok(sandbox)
+}
+
+/// Whether a sandbox's fixed end has passed; if so, it is killed now rather than at the
+/// reaper's next pass.
+pub(super) fn ended(state: &AppState, sandbox: &Sandbox) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    if !e2b::past_its_end(sandbox, now) {
+        return false;
+    }
+    let sandboxes = state.service.sandboxes();
+    let sandbox = sandbox.clone();
+    tokio::spawn(async move {
+        if let Err(error) = sandboxes.kill(sandbox).await {
+            tracing::warn!(%error, "cannot end a sandbox past its end");
+        }
+    });
+    true
 }
 
 /// The access token of the in-sandbox half for the caller's key and this sandbox.
@@ -113,8 +132,9 @@ async fn create(
     let who = caller(who)?;
     let new = body(new)?;
     let environment_id = environment_of(&state, &who).await?;
-    let request = e2b::create_request(new, environment_id)?;
-    let cmd = validate::create_sandbox(request)?;
+    let (request, timeout_ms) = e2b::create_request(new, environment_id)?;
+    let mut cmd = validate::create_sandbox(request)?;
+    cmd.timeout_ms = timeout_ms;
     let sandbox = state.service.sandboxes().create(&who, cmd).await?;
     let token = envd_token(&state, &who, &sandbox);
     Ok((StatusCode::CREATED, Json(e2b::answer(&sandbox, token))))

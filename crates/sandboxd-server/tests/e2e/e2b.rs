@@ -188,7 +188,7 @@ async fn e2b_errors_are_e2bs_and_tenants_stay_apart() {
     assert_eq!(body["code"], 401, "{body}");
     for (path, body) in [
         ("/sandboxes", json!({"templateID": ""})),
-        ("/sandboxes", json!({"templateID": "base", "timeout": 1})),
+        ("/sandboxes", json!({"templateID": "base", "timeout": 0})),
         ("/sandboxes", json!({"templateID": "no-such-template"})),
         ("/sandboxes", json!({"template": 3})),
     ] {
@@ -227,4 +227,62 @@ async fn e2b_errors_are_e2bs_and_tenants_stay_apart() {
         StatusCode::OK,
         "still there for its own organization"
     );
+}
+
+#[tokio::test]
+async fn an_e2b_sandbox_ends_at_its_end_whatever_it_does() {
+    let server = TestServer::start().await;
+    let (status, made) = call(
+        &server,
+        Method::POST,
+        "/v2/sandboxes",
+        KEY,
+        Some(json!({"templateID": "base", "timeout": 3, "allow_internet_access": false})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let id = made["sandboxID"].as_str().unwrap().to_owned();
+    let (_, before) = server.get("sandbox.one", &[("sandboxId", &id)]).await;
+    assert_eq!(before["fixedTimeout"], true, "{before}");
+    assert_eq!(before["timeoutMs"], 3000, "shorter than sandboxd's own 10 s");
+    // Activity does not move its end.
+    server.exec(&json!({"sandboxId": id}), "true").await;
+    let (_, after) = server.get("sandbox.one", &[("sandboxId", &id)]).await;
+    assert_eq!(after["expiresAt"], before["expiresAt"]);
+    // Past it, E2B sees it gone at once (the reaper runs every 15 s), and it is killed.
+    tokio::time::sleep(std::time::Duration::from_millis(3300)).await;
+    let (status, _) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let mut status_now = String::new();
+    for _ in 0..50 {
+        let (_, now) = server.get("sandbox.one", &[("sandboxId", &id)]).await;
+        status_now = now["status"].as_str().unwrap_or_default().to_owned();
+        if status_now == "killed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status_now, "killed");
+    // A timeout set moves the end of another one, from now.
+    let (_, made) = call(
+        &server,
+        Method::POST,
+        "/v2/sandboxes",
+        KEY,
+        Some(json!({"templateID": "base", "timeout": 60, "allow_internet_access": false})),
+    )
+    .await;
+    let id = made["sandboxID"].as_str().unwrap().to_owned();
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/timeout"),
+        KEY,
+        Some(json!({"timeout": 2})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
+    let (status, _) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "shortened, and over");
 }

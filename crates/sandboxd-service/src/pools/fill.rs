@@ -183,6 +183,7 @@ impl Pools {
             labels: Default::default(),
             egress: Vec::new(),
             auto_pause: false,
+            fixed_timeout: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
             volumes: Vec::new(),

@@ -233,6 +233,7 @@ impl Sandboxes {
             labels: cmd.labels.clone(),
             egress: cmd.egress.clone(),
             auto_pause: cmd.auto_pause,
+            fixed_timeout: cmd.fixed_timeout,
             paused_timeout_ms: cmd.paused_timeout_ms,
             paused_at: None,
             volumes: cmd.volumes.clone(),

@@ -75,6 +75,7 @@ impl Sandboxes {
             workdir: None,
             labels: source.labels.clone(),
             auto_pause: source.auto_pause,
+            fixed_timeout: source.fixed_timeout,
             paused_timeout_ms: source.paused_timeout_ms,
             // A fork gets the files, not the volumes (two sandboxes writing one volume
             // is for their creator to ask for).

@@ -130,7 +130,10 @@ async fn health(
         )
         .await;
     match sandbox {
-        Ok(sandbox) if sandbox.status == sandboxd_core::model::SandboxStatus::Running => {
+        Ok(sandbox)
+            if sandbox.status == sandboxd_core::model::SandboxStatus::Running
+                && !super::control::ended(&state, &sandbox) =>
+        {
             Ok(StatusCode::NO_CONTENT)
         }
         Ok(_) | Err(crate::service::ServiceError::NotFound(_)) => Err(files::FilesError::gone(
