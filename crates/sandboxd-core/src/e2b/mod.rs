@@ -6,6 +6,7 @@
 
 pub mod connect;
 pub mod filesystem;
+pub mod lifecycle;
 pub mod process;
 pub mod watch;
 

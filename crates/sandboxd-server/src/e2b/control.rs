@@ -24,7 +24,7 @@ use crate::time::rfc3339;
 
 /// A failure in E2B's shape: the status, and `{code: status, message}`. The request
 /// log still sees the failure behind it.
-struct E2bError(ApiError);
+pub(super) struct E2bError(ApiError);
 
 impl<E: Into<ApiError>> From<E> for E2bError {
     fn from(error: E) -> Self {
@@ -44,7 +44,7 @@ impl IntoResponse for E2bError {
     }
 }
 
-type E2bResult<T> = Result<T, E2bError>;
+pub(super) type E2bResult<T> = Result<T, E2bError>;
 
 /// The routes of E2B's control plane.
 pub(super) fn router() -> Router<AppState> {
@@ -58,19 +58,21 @@ pub(super) fn router() -> Router<AppState> {
 }
 
 /// The caller, or E2B's 401.
-fn caller(caller: Result<Caller, ApiError>) -> E2bResult<Principal> {
+pub(super) fn caller(caller: Result<Caller, ApiError>) -> E2bResult<Principal> {
     Ok(caller?.0)
 }
 
 /// A JSON body, or E2B's 400.
-fn body<T>(body: Result<Json<T>, axum::extract::rejection::JsonRejection>) -> E2bResult<T> {
+pub(super) fn body<T>(
+    body: Result<Json<T>, axum::extract::rejection::JsonRejection>,
+) -> E2bResult<T> {
     body.map(|Json(value)| value).map_err(|rejection| {
         ApiError::BadRequest(format!("invalid JSON body: {}", rejection.body_text())).into()
     })
 }
 
 /// A sandbox of the caller's E2B may see (a killed or failed one is not found).
-async fn live_sandbox(
+pub(super) async fn live_sandbox(
     state: &AppState,
     caller: &Principal,
     id: &str,
@@ -103,7 +105,7 @@ pub(super) fn ended(state: &AppState, sandbox: &Sandbox) -> bool {
 }
 
 /// The access token of the in-sandbox half for the caller's key and this sandbox.
-fn envd_token(state: &AppState, caller: &Principal, sandbox: &Sandbox) -> String {
+pub(super) fn envd_token(state: &AppState, caller: &Principal, sandbox: &Sandbox) -> String {
     state
         .service
         .store()
@@ -132,7 +134,12 @@ async fn create(
     let who = caller(who)?;
     let new = body(new)?;
     let environment_id = environment_of(&state, &who).await?;
-    let (request, timeout_ms) = e2b::create_request(new, environment_id)?;
+    let snapshot = super::lifecycle::snapshot_named(&state, &who, &new.template_id).await?;
+    let (mut request, timeout_ms) = e2b::create_request(new, environment_id)?;
+    if let Some(snapshot) = snapshot {
+        request.template = None;
+        request.snapshot_id = Some(snapshot.snapshot_id);
+    }
     let mut cmd = validate::create_sandbox(request)?;
     cmd.timeout_ms = timeout_ms;
     let sandbox = state.service.sandboxes().create(&who, cmd).await?;

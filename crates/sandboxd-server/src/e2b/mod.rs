@@ -5,6 +5,7 @@
 
 mod control;
 mod envd;
+mod lifecycle;
 
 use axum::Router;
 
@@ -12,5 +13,7 @@ use crate::AppState;
 
 /// Both halves.
 pub fn router() -> Router<AppState> {
-    control::router().merge(envd::router())
+    control::router()
+        .merge(lifecycle::router())
+        .merge(envd::router())
 }
