@@ -286,3 +286,129 @@ async fn an_e2b_sandbox_ends_at_its_end_whatever_it_does() {
     let (status, _) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "shortened, and over");
 }
+
+#[tokio::test]
+async fn e2b_pause_metrics_snapshots_and_forks_are_sandboxds() {
+    let server = TestServer::start().await;
+    let (_, made) = call(
+        &server,
+        Method::POST,
+        "/v2/sandboxes",
+        KEY,
+        Some(json!({"templateID": "base", "timeout": 120, "allow_internet_access": false})),
+    )
+    .await;
+    let id = made["sandboxID"].as_str().unwrap().to_owned();
+    server
+        .exec(&json!({"sandboxId": id}), "echo kept > /home/user/mark")
+        .await;
+
+    let (status, metrics) =
+        call(&server, Method::GET, &format!("/sandboxes/{id}/metrics"), KEY, None).await;
+    assert_eq!(status, StatusCode::OK, "{metrics}");
+    assert_eq!(metrics[0]["memTotal"], 512 * 1024 * 1024, "{metrics}");
+    assert!(metrics[0]["timestampUnix"].as_i64().unwrap() > 0);
+    let (_, past) = call(
+        &server,
+        Method::GET,
+        &format!("/sandboxes/{id}/metrics?start=1&end=2"),
+        KEY,
+        None,
+    )
+    .await;
+    assert_eq!(past, json!([]), "no reading in that interval");
+
+    let (status, snapshot) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/snapshots"),
+        KEY,
+        Some(json!({"name": "golden"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{snapshot}");
+    assert_eq!(snapshot["names"], json!(["golden"]));
+    let (_, listed) = call(
+        &server,
+        Method::GET,
+        &format!("/snapshots?sandboxID={id}"),
+        KEY,
+        None,
+    )
+    .await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    // A create names a snapshot as its template, by name or id.
+    let (status, from) = call(
+        &server,
+        Method::POST,
+        "/v2/sandboxes",
+        KEY,
+        Some(json!({"templateID": "golden", "allow_internet_access": false})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{from}");
+    let from_id = from["sandboxID"].as_str().unwrap();
+    let run = server
+        .exec(&json!({"sandboxId": from_id}), "cat /home/user/mark")
+        .await;
+    assert_eq!(run["stdout"], "kept\n");
+
+    let (status, forks) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/fork"),
+        KEY,
+        Some(json!({"count": 2, "timeout": 60})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{forks}");
+    let forks = forks.as_array().unwrap();
+    assert_eq!(forks.len(), 2);
+    for fork in forks {
+        let fork_id = fork["sandbox"]["sandboxID"].as_str().unwrap();
+        assert!(fork["sandbox"]["envdAccessToken"].is_string());
+        let run = server
+            .exec(&json!({"sandboxId": fork_id}), "cat /home/user/mark")
+            .await;
+        assert_eq!(run["stdout"], "kept\n");
+    }
+
+    let (status, _) =
+        call(&server, Method::POST, &format!("/sandboxes/{id}/pause"), KEY, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, again) =
+        call(&server, Method::POST, &format!("/sandboxes/{id}/pause"), KEY, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::CONFLICT, "paused already: {again}");
+    let (_, detail) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(detail["state"], "paused");
+    let (status, resumed) =
+        call(&server, Method::POST, &format!("/sandboxes/{id}/resume"), KEY, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{resumed}");
+
+    let snapshot_id = snapshot["snapshotID"].as_str().unwrap();
+    // The sandbox made from it is killed first: a snapshot in use is kept.
+    for sandbox in [from_id.to_owned()]
+        .into_iter()
+        .chain(forks.iter().map(|f| f["sandbox"]["sandboxID"].as_str().unwrap().to_owned()))
+    {
+        call(&server, Method::DELETE, &format!("/sandboxes/{sandbox}"), KEY, None).await;
+    }
+    let (status, removed) = call(
+        &server,
+        Method::DELETE,
+        &format!("/templates/{snapshot_id}"),
+        KEY,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{removed}");
+    let (status, _) = call(
+        &server,
+        Method::DELETE,
+        &format!("/templates/{snapshot_id}"),
+        KEY,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
