@@ -1,0 +1,68 @@
+"""One client's side of scripts/bench-e2b-sdk.sh: E2B's SDK (`e2b`) through sandboxd's
+E2B API, or sandboxd's own SDK, on the same server. Per run: create → first output
+(a sandbox of the `base` template made, `echo hi` run in it, its output back), then
+`true` run RUNS_PER_SANDBOX times; the sandbox killed. Prints the medians as JSON.
+
+    python3 scripts/bench_e2b_sdk.py e2b|sandboxd RUNS   (SANDBOXD_URL, SANDBOXD_KEY set)
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+RUNS_PER_SANDBOX = 20
+
+client, runs = sys.argv[1], int(sys.argv[2])
+url, key = os.environ["SANDBOXD_URL"], os.environ["SANDBOXD_KEY"]
+
+if client == "e2b":
+    os.environ["E2B_API_URL"] = f"{url}/e2b"
+    os.environ["E2B_SANDBOX_URL"] = f"{url}/e2b/envd"
+    os.environ["E2B_API_KEY"] = key
+    from e2b import Sandbox
+
+    def make():
+        return Sandbox.create("base", timeout=120, allow_internet_access=False)
+
+    def run(sbx, cmd):
+        return sbx.commands.run(cmd).stdout
+
+    def kill(sbx):
+        sbx.kill()
+
+else:
+    from sandboxd import Sandbox
+
+    def make():
+        return Sandbox.create("base", timeout=120)
+
+    def run(sbx, cmd):
+        return sbx.commands.run(cmd).stdout
+
+    def kill(sbx):
+        sbx.kill()
+
+
+first, trues = [], []
+for _ in range(runs):
+    start = time.perf_counter()
+    sbx = make()
+    assert run(sbx, "echo hi") == "hi\n"
+    first.append(time.perf_counter() - start)
+    for _ in range(RUNS_PER_SANDBOX):
+        start = time.perf_counter()
+        run(sbx, "true")
+        trues.append(time.perf_counter() - start)
+    kill(sbx)
+    time.sleep(0.5)
+print(
+    json.dumps(
+        {
+            "client": client,
+            "create_first_output_ms": statistics.median(first) * 1000,
+            "run_true_ms": statistics.median(trues) * 1000,
+        }
+    )
+)
