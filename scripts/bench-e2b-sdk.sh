@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # E2B's SDK through sandboxd's E2B API next to sandboxd's own Python SDK, same release
 # server, same template, same run (scripts/bench_e2b_sdk.py): create → first output and
-# `commands.run("true")`, medians, and the ratio of E2B's to sandboxd's. The two SDKs
+# `commands.run("true")`, medians, and the ratio of E2B's to sandboxd's; then the same
+# process both ways (E2B's SDK runs `bash -l -c true`, sandboxd's `sh -c true`). The two SDKs
 # run in processes of their own (E2B's from target/e2b-venv), taking turns.
 #   bash scripts/bench-e2b-sdk.sh [runs, default 5]
 set -euo pipefail
@@ -27,7 +28,11 @@ rows = [json.loads(line) for line in open(sys.argv[1])]
 def med(client, field):
     return statistics.median(r[field] for r in rows if r["client"] == client)
 print(f"{'':28} {'E2B SDK':>10} {'sandboxd SDK':>13} {'ratio':>7}")
-for field, label in [("create_first_output_ms", "create → first output (ms)"), ("run_true_ms", 'commands.run("true") (ms)')]:
+for field, label in [
+    ("create_first_output_ms", "create → first output (ms)"),
+    ("run_true_ms", 'commands.run("true") (ms)'),
+    ("same_process_ms", "the same process (ms)"),
+]:
     e2b, own = med("e2b", field), med("sandboxd", field)
     print(f"{label:28} {e2b:10.1f} {own:13.1f} {e2b / own:7.2f}")
 PY

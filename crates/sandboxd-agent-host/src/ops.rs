@@ -22,9 +22,9 @@ use super::conn::{AgentConn, AgentError, Channel};
 
 /// Unix signal number of SIGKILL.
 const SIGKILL: i32 = 9;
-/// Bytes of watch events one read takes at most (the agent sends at most 10,000
-/// events of at most a path each).
-const MAX_WATCH_BYTES: usize = 48 * 1024 * 1024;
+/// Bytes of watch events one read takes at most (the agent sends at most 4 MiB of
+/// names and paths, and their JSON around them).
+const MAX_WATCH_BYTES: usize = 8 * 1024 * 1024;
 /// File content is sent in chunks of this size.
 const CHUNK: usize = 256 * 1024;
 /// A kill sent after an exec timed out must leave within this long.

@@ -5,8 +5,8 @@
 //! under its root, and each one made later, as its creation is read.
 //!
 //! Bounded: [`MAX_WATCHERS`] watchers, [`MAX_DIRS`] directories each, [`MAX_EVENTS`]
-//! events per read (the rest wait for the next); a kernel queue that overflowed is
-//! reported as such.
+//! events and [`MAX_EVENT_BYTES`] per read (the rest wait for the next); a kernel queue
+//! that overflowed is reported as such.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -29,6 +29,8 @@ pub const MAX_WATCHERS: usize = 32;
 pub const MAX_DIRS: usize = 8192;
 /// Events one read returns at most.
 pub const MAX_EVENTS: usize = 10_000;
+/// Bytes of names and paths one read returns at most (the host takes no more).
+pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
 struct Watcher {
     fd: OwnedFd,
@@ -108,11 +110,15 @@ impl Watcher {
     /// The events queued now, at most [`MAX_EVENTS`].
     fn read(&mut self) -> Vec<WatchEvent> {
         let mut buf = [MaybeUninit::<u8>::uninit(); 64 * 1024];
-        let mut events = Vec::new();
+        let mut events: Vec<WatchEvent> = Vec::new();
         let mut made_dirs = Vec::new();
+        let mut bytes = 0usize;
         {
             let mut reader = inotify::Reader::new(&self.fd, &mut buf);
-            while events.len() < MAX_EVENTS {
+            while events.len() < MAX_EVENTS && bytes < MAX_EVENT_BYTES {
+                if let Some(last) = events.last() {
+                    bytes += last.name.len() + last.path.len() + 48;
+                }
                 let event = match reader.next() {
                     Ok(event) => event,
                     Err(Errno::INTR) => continue,
@@ -158,6 +164,25 @@ impl Watcher {
         }
         for dir in made_dirs {
             let _ = self.watch_tree(&dir, Some(&mut events));
+        }
+        // What a new directory held is reported within the same bounds; past them, an
+        // overflow says that some was left out.
+        let mut total = 0usize;
+        let fits = events
+            .iter()
+            .take_while(|event| {
+                total += event.name.len() + event.path.len() + 48;
+                total <= MAX_EVENT_BYTES
+            })
+            .count()
+            .min(MAX_EVENTS);
+        if fits < events.len() {
+            events.truncate(fits);
+            events.push(WatchEvent {
+                name: String::new(),
+                path: self.root.to_string_lossy().into_owned(),
+                kind: WatchKind::Overflow,
+            });
         }
         events
     }
