@@ -10,8 +10,8 @@ use sandboxd_core::api::{FileEntry, FileType, TransferFormat};
 use sandboxd_core::rfc3339::format_millis;
 use sandboxd_ports::{
     AgentChannels, ChannelError, Chunks, Download, ExecOutcome, ExecSpec, FollowEvent, FollowFrom,
-    OutputSlice, PathEntry, ProcessFollow, WatchEvent, ProcessInfo, ProcessSpec, ProcessStream, SandboxChannel,
-    Terminal, TerminalEvent, TerminalSpec, UploadShape, UploadSink, Via,
+    OutputSlice, PathEntry, ProcessFollow, ProcessInfo, ProcessSpec, ProcessStream, SandboxChannel,
+    Terminal, TerminalEvent, TerminalSpec, UploadShape, UploadSink, Via, WatchEvent,
 };
 
 use crate::transfer::{TransferError, Upload};
@@ -193,17 +193,15 @@ impl SandboxChannel for AgentConn {
         if spec.tag.is_some() || spec.pty.is_some() {
             daemon(self)?;
         }
-        Ok(
-            AgentConn::spawn_process(
-                self,
-                &spec.id,
-                spec.argv,
-                spec.cwd,
-                spec.env,
-                (spec.stdin, spec.tag, spec.pty),
-            )
-            .await?,
+        Ok(AgentConn::spawn_process(
+            self,
+            &spec.id,
+            spec.argv,
+            spec.cwd,
+            spec.env,
+            (spec.stdin, spec.tag, spec.pty),
         )
+        .await?)
     }
 
     async fn processes(&self) -> Result<Vec<ProcessInfo>, ChannelError> {

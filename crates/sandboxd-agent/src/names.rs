@@ -16,8 +16,8 @@ pub struct Names {
 
 fn table(path: &str) -> HashMap<u32, String> {
     let mut text = String::new();
-    let read = std::fs::File::open(path)
-        .and_then(|file| file.take(MAX_FILE).read_to_string(&mut text));
+    let read =
+        std::fs::File::open(path).and_then(|file| file.take(MAX_FILE).read_to_string(&mut text));
     if read.is_err() {
         return HashMap::new();
     }
@@ -29,8 +29,7 @@ fn parse(text: &str) -> HashMap<u32, String> {
     let mut names = HashMap::new();
     for line in text.lines() {
         let mut fields = line.split(':');
-        let (Some(name), Some(_), Some(id)) = (fields.next(), fields.next(), fields.next())
-        else {
+        let (Some(name), Some(_), Some(id)) = (fields.next(), fields.next(), fields.next()) else {
             continue;
         };
         if let Ok(id) = id.parse::<u32>() {
@@ -63,7 +62,9 @@ mod tests {
 
     #[test]
     fn ids_map_to_the_first_name() {
-        let names = parse("root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000::/home/user:/bin/bash\nbad\nalias:x:0:0::/:/bin/sh\n");
+        let names = parse(
+            "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000::/home/user:/bin/bash\nbad\nalias:x:0:0::/:/bin/sh\n",
+        );
         assert_eq!(names.get(&0).map(String::as_str), Some("root"));
         assert_eq!(names.get(&1000).map(String::as_str), Some("user"));
         assert_eq!(names.len(), 2);

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustix::process::{Pid, Signal, kill_process_group};
 use sandboxd_agent_protocol::{
-    Done, Exit, FailureKind, Frame, Kind, OutputSlice, ProcessInfo, ProcessStream, Request,
-    Resize,
+    Done, Exit, FailureKind, Frame, Kind, OutputSlice, ProcessInfo, ProcessStream, Request, Resize,
 };
 
 use crate::exec::{self, Command};

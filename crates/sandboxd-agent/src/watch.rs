@@ -73,7 +73,7 @@ impl Watcher {
                     "a watcher watches at most {MAX_DIRS} directories"
                 )));
             }
-            let wd = inotify::add_watch(&self.fd, &self.root.join(&dir), flags())?;
+            let wd = inotify::add_watch(&self.fd, self.root.join(&dir), flags())?;
             self.dirs.insert(wd, dir.clone());
             if !self.recursive {
                 continue;
@@ -151,8 +151,7 @@ impl Watcher {
                 } else {
                     continue;
                 };
-                if self.recursive && kind == WatchKind::Create && flags.contains(ReadFlags::ISDIR)
-                {
+                if self.recursive && kind == WatchKind::Create && flags.contains(ReadFlags::ISDIR) {
                     made_dirs.push(relative.clone());
                 }
                 events.push(WatchEvent {

@@ -1195,7 +1195,12 @@ async fn activity_does_not_move_the_end_of_a_fixed_timeout(db: &TestDb) {
         .await
         .unwrap()
         .unwrap();
-    let mut row = sandbox(&boot.organization_id, &boot.project_id, &boot.environment_id, 1);
+    let mut row = sandbox(
+        &boot.organization_id,
+        &boot.project_id,
+        &boot.environment_id,
+        1,
+    );
     row.status = SandboxStatus::Running;
     row.fixed_timeout = true;
     row.timeout_ms = 3_000;
@@ -1208,7 +1213,11 @@ async fn activity_does_not_move_the_end_of_a_fixed_timeout(db: &TestDb) {
     store.touch(&id, 2_000).await.unwrap();
     let touched = store.sandbox(&id).await.unwrap().unwrap();
     assert!(touched.fixed_timeout);
-    assert_eq!(touched.last_activity_at, Some(2_000), "activity is still recorded");
+    assert_eq!(
+        touched.last_activity_at,
+        Some(2_000),
+        "activity is still recorded"
+    );
     assert_eq!(touched.expires_at, Some(3_001), "the end stays");
     let stored = db.open().await.sandbox(&id).await.unwrap().unwrap();
     assert_eq!(stored.expires_at, Some(3_001), "in the database too");

@@ -130,9 +130,12 @@ pub enum EnvelopeError {
     Compressed,
 }
 
+/// One envelope split off: its flag, its message, and the bytes after it.
+pub type Split<'a> = (u8, &'a [u8], &'a [u8]);
+
 /// Splits the first envelope off `bytes`: its flag and message, and what follows; `None`
 /// when `bytes` holds no whole envelope yet.
-pub fn split_envelope(bytes: &[u8]) -> Result<Option<(u8, &[u8], &[u8])>, EnvelopeError> {
+pub fn split_envelope(bytes: &[u8]) -> Result<Option<Split<'_>>, EnvelopeError> {
     let Some(header) = bytes.get(..5) else {
         return Ok(None);
     };
@@ -153,7 +156,7 @@ pub fn split_envelope(bytes: &[u8]) -> Result<Option<(u8, &[u8], &[u8])>, Envelo
 /// The one message of a request body that must hold exactly one envelope.
 pub fn only_message(body: &[u8]) -> Result<&[u8], EnvelopeError> {
     match split_envelope(body)? {
-        Some((_, message, rest)) if rest.is_empty() => Ok(message),
+        Some((_, message, [])) => Ok(message),
         Some(_) | None => Err(EnvelopeError::Truncated),
     }
 }
@@ -187,7 +190,10 @@ mod tests {
         assert_eq!(only_message(&framed), Err(EnvelopeError::Truncated));
         let huge = [&[0u8][..], &(MAX_MESSAGE as u32 + 1).to_be_bytes()].concat();
         assert_eq!(split_envelope(&huge), Err(EnvelopeError::TooLarge));
-        assert_eq!(split_envelope(&[1, 0, 0, 0, 0]), Err(EnvelopeError::Compressed));
+        assert_eq!(
+            split_envelope(&[1, 0, 0, 0, 0]),
+            Err(EnvelopeError::Compressed)
+        );
     }
 
     #[test]

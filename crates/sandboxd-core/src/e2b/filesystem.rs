@@ -123,7 +123,11 @@ pub fn permissions(kind: Kind, mode: u32) -> String {
 
 /// The entry of `path`.
 pub fn entry_info(path: &str, found: Found, format_time: impl Fn(i64) -> String) -> EntryInfo {
-    let name = path.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("/");
+    let name = path
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("/");
     EntryInfo {
         name: name.to_owned(),
         kind: found.kind.wire(),
@@ -252,7 +256,10 @@ mod tests {
         let metadata = metadata_of(headers.into_iter()).unwrap();
         assert_eq!(
             metadata,
-            BTreeMap::from([("author".into(), "mish".into()), ("purpose".into(), "upload".into())])
+            BTreeMap::from([
+                ("author".into(), "mish".into()),
+                ("purpose".into(), "upload".into())
+            ])
         );
         assert!(metadata_of([("x-metadata-a", &b"\x01"[..])].into_iter()).is_err());
         assert!(metadata_of([("x-metadata-", &b"v"[..])].into_iter()).is_err());

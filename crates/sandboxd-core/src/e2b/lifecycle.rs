@@ -111,7 +111,10 @@ mod tests {
         };
         let metric = metric_of(&stats, 5_000);
         assert_eq!((metric.cpu_count, metric.cpu_used_pct), (2, 75.0));
-        assert_eq!((metric.mem_used, metric.mem_total, metric.timestamp_unix), (10, 20, 5));
+        assert_eq!(
+            (metric.mem_used, metric.mem_total, metric.timestamp_unix),
+            (10, 20, 5)
+        );
         let json = serde_json::to_value(&metric).unwrap();
         assert!(json.get("timestampUnix").is_some() && json.get("cpuUsedPct").is_some());
     }

@@ -306,7 +306,11 @@ mod tests {
         let (request, timeout_ms) = create_request(new, "env".into()).unwrap();
         assert_eq!(request.template.as_deref(), Some("base"));
         assert_eq!((request.timeout_ms, timeout_ms), (Some(60_000), 60_000));
-        assert_eq!(request.fixed_timeout, Some(true), "E2B's sandboxes end at their end");
+        assert_eq!(
+            request.fixed_timeout,
+            Some(true),
+            "E2B's sandboxes end at their end"
+        );
         assert_eq!(request.env_vars.as_deref(), Some("A=1\nB=two words"));
         assert_eq!(request.network_mode, Some(NetworkMode::Internet));
         assert_eq!(request.labels.unwrap()["who"], "me");
@@ -315,7 +319,8 @@ mod tests {
         let (request, _) = create_request(closed, "env".into()).unwrap();
         assert_eq!(request.network_mode, Some(NetworkMode::Isolated));
         assert_eq!(request.timeout_ms, Some(300_000));
-        let short: NewSandbox = serde_json::from_str(r#"{"templateID":"base","timeout":3}"#).unwrap();
+        let short: NewSandbox =
+            serde_json::from_str(r#"{"templateID":"base","timeout":3}"#).unwrap();
         let (request, timeout_ms) = create_request(short, "env".into()).unwrap();
         assert_eq!(
             (request.timeout_ms, timeout_ms),

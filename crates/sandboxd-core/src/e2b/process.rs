@@ -226,7 +226,11 @@ pub fn launch_of(request: StartRequest) -> Result<Launch, Invalid> {
     if config.envs.len() > MAX_ENVS {
         issues.push("process.envs", format!("at most {MAX_ENVS} variables"));
     }
-    if let Some(bad) = config.envs.iter().find(|(k, v)| !env_name_ok(k) || v.contains('\0')) {
+    if let Some(bad) = config
+        .envs
+        .iter()
+        .find(|(k, v)| !env_name_ok(k) || v.contains('\0'))
+    {
         issues.push("process.envs", format!("invalid variable {:?}", bad.0));
     }
     let cwd = config.cwd.filter(|cwd| !cwd.is_empty());
@@ -234,7 +238,10 @@ pub fn launch_of(request: StartRequest) -> Result<Launch, Invalid> {
         issues.push("process.cwd", "must not contain NUL bytes");
     }
     let tag = request.tag.filter(|tag| !tag.is_empty());
-    if tag.as_ref().is_some_and(|tag| tag.chars().count() > MAX_TAG) {
+    if tag
+        .as_ref()
+        .is_some_and(|tag| tag.chars().count() > MAX_TAG)
+    {
         issues.push("tag", format!("at most {MAX_TAG} characters"));
     }
     let pty = request.pty.map(|pty| {
@@ -264,7 +271,9 @@ pub fn signal_of(value: Option<&serde_json::Value>) -> Result<i32, Invalid> {
             "SIGNAL_SIGTERM" => Some(15),
             _ => None,
         },
-        Some(serde_json::Value::Number(n)) => n.as_i64().filter(|n| [9, 15].contains(n)).map(|n| n as i32),
+        Some(serde_json::Value::Number(n)) => {
+            n.as_i64().filter(|n| [9, 15].contains(n)).map(|n| n as i32)
+        }
         _ => None,
     };
     number.ok_or_else(|| Invalid::one("signal", "must be SIGNAL_SIGKILL or SIGNAL_SIGTERM"))
@@ -326,9 +335,12 @@ mod tests {
         assert!(!launch.stdin);
         assert_eq!(launch.tag.as_deref(), Some("t"));
         assert_eq!(launch.pty, None);
-        let defaults = start(r#"{"process":{"cmd":"ls"},"pty":{"size":{"cols":100,"rows":30}}}"#)
-            .unwrap();
-        assert!(defaults.stdin, "stdin stays open unless the SDK says otherwise");
+        let defaults =
+            start(r#"{"process":{"cmd":"ls"},"pty":{"size":{"cols":100,"rows":30}}}"#).unwrap();
+        assert!(
+            defaults.stdin,
+            "stdin stays open unless the SDK says otherwise"
+        );
         assert_eq!(defaults.pty, Some((100, 30)));
     }
 
@@ -336,9 +348,15 @@ mod tests {
     fn bad_starts_are_refused_naming_the_field() {
         for (json, field) in [
             (r#"{}"#, "process.cmd"),
-            (r#"{"process":{"cmd":"a","envs":{"A=B":"1"}}}"#, "process.envs"),
+            (
+                r#"{"process":{"cmd":"a","envs":{"A=B":"1"}}}"#,
+                "process.envs",
+            ),
             (r#"{"process":{"cmd":"a\u0000b"}}"#, "process.args"),
-            (r#"{"process":{"cmd":"a"},"pty":{"size":{"cols":0,"rows":5}}}"#, "pty.size"),
+            (
+                r#"{"process":{"cmd":"a"},"pty":{"size":{"cols":0,"rows":5}}}"#,
+                "pty.size",
+            ),
         ] {
             let error = start(json).unwrap_err();
             assert!(error.to_string().contains(field), "{json}: {error}");
@@ -348,7 +366,10 @@ mod tests {
     #[test]
     fn events_are_protojson() {
         let event = |event| serde_json::to_string(&EventMessage { event }).unwrap();
-        assert_eq!(event(Event::Start { pid: 7 }), r#"{"event":{"start":{"pid":7}}}"#);
+        assert_eq!(
+            event(Event::Start { pid: 7 }),
+            r#"{"event":{"start":{"pid":7}}}"#
+        );
         assert_eq!(
             event(Event::Data(Output::Stdout("aGk=".into()))),
             r#"{"event":{"data":{"stdout":"aGk="}}}"#

@@ -73,7 +73,7 @@ pub struct EventsAnswer {
 #[serde(rename_all = "lowercase")]
 pub enum WatchMessage {
     Start {},
-    Filesystem(FilesystemEvent),
+    Filesystem(Box<FilesystemEvent>),
     Keepalive {},
 }
 
@@ -111,7 +111,7 @@ mod tests {
             entry: None,
         };
         assert_eq!(
-            serde_json::to_string(&WatchMessage::Filesystem(event)).unwrap(),
+            serde_json::to_string(&WatchMessage::Filesystem(Box::new(event))).unwrap(),
             r#"{"filesystem":{"name":"a/b","type":"EVENT_TYPE_WRITE"}}"#
         );
         assert_eq!(

@@ -7,44 +7,20 @@ use axum::Json;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::e2b::{
     self, ConnectBody, NewSandbox, SandboxAnswer, SandboxDetail, TimeoutBody,
 };
-use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
+use sandboxd_core::model::{Principal, SandboxStatus};
 use sandboxd_core::validate::{self, ListScope};
 use serde::Deserialize;
 
+use super::calls::{E2bResult, body, caller, envd_token, live_sandbox};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::time::rfc3339;
-
-/// A failure in E2B's shape: the status, and `{code: status, message}`. The request
-/// log still sees the failure behind it.
-pub(super) struct E2bError(ApiError);
-
-impl<E: Into<ApiError>> From<E> for E2bError {
-    fn from(error: E) -> Self {
-        Self(error.into())
-    }
-}
-
-impl IntoResponse for E2bError {
-    fn into_response(self) -> Response {
-        let (status, body) = self.0.status_and_body();
-        let (parts, _) = self.0.into_response().into_parts();
-        let answer = e2b::ErrorAnswer {
-            code: status.as_u16(),
-            message: body.message,
-        };
-        Response::from_parts(parts, Json(answer).into_response().into_body())
-    }
-}
-
-pub(super) type E2bResult<T> = Result<T, E2bError>;
 
 /// The routes of E2B's control plane.
 pub(super) fn router() -> Router<AppState> {
@@ -55,61 +31,6 @@ pub(super) fn router() -> Router<AppState> {
         .route("/e2b/sandboxes/{id}/timeout", post(timeout))
         .route("/e2b/sandboxes/{id}/connect", post(connect))
         .route("/e2b/v2/sandboxes/{id}/connect", post(connect))
-}
-
-/// The caller, or E2B's 401.
-pub(super) fn caller(caller: Result<Caller, ApiError>) -> E2bResult<Principal> {
-    Ok(caller?.0)
-}
-
-/// A JSON body, or E2B's 400.
-pub(super) fn body<T>(
-    body: Result<Json<T>, axum::extract::rejection::JsonRejection>,
-) -> E2bResult<T> {
-    body.map(|Json(value)| value).map_err(|rejection| {
-        ApiError::BadRequest(format!("invalid JSON body: {}", rejection.body_text())).into()
-    })
-}
-
-/// A sandbox of the caller's E2B may see (a killed or failed one is not found).
-pub(super) async fn live_sandbox(
-    state: &AppState,
-    caller: &Principal,
-    id: &str,
-    need: SandboxNeed,
-) -> E2bResult<Sandbox> {
-    let sandbox = state.service.access().sandbox_for(caller, id, need).await?;
-    if e2b::state_of(sandbox.status).is_none() || ended(state, &sandbox) {
-        return Err(crate::service::ServiceError::NotFound("sandbox").into());
-    }
-    Ok(sandbox)
-}
-
-/// Whether a sandbox's fixed end has passed; if so, it is killed now rather than at the
-/// reaper's next pass.
-pub(super) fn ended(state: &AppState, sandbox: &Sandbox) -> bool {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    if !e2b::past_its_end(sandbox, now) {
-        return false;
-    }
-    let sandboxes = state.service.sandboxes();
-    let sandbox = sandbox.clone();
-    tokio::spawn(async move {
-        if let Err(error) = sandboxes.kill(sandbox).await {
-            tracing::warn!(%error, "cannot end a sandbox past its end");
-        }
-    });
-    true
-}
-
-/// The access token of the in-sandbox half for the caller's key and this sandbox.
-pub(super) fn envd_token(state: &AppState, caller: &Principal, sandbox: &Sandbox) -> String {
-    state
-        .service
-        .store()
-        .envd_token(&sandbox.sandbox_id, &caller.key_id)
 }
 
 /// The first environment the caller sees (E2B has no environments).

@@ -17,7 +17,7 @@ use sandboxd_core::snapshots::Snapshot;
 use sandboxd_core::validate;
 use serde::Deserialize;
 
-use super::control::{E2bResult, caller, envd_token, live_sandbox};
+use super::calls::{E2bResult, caller, envd_token, live_sandbox};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -162,12 +162,22 @@ async fn snapshots(
         ApiError::BadRequest(format!("invalid query: {}", rejection.body_text()))
     })?;
     let mut found = state.service.sandboxes().snapshots(&who).await?;
-    found.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    found.sort_by_key(|s| std::cmp::Reverse(s.created_at));
     Ok(Json(
         found
             .iter()
-            .filter(|s| query.sandbox_id.as_ref().is_none_or(|id| &s.sandbox_id == id))
-            .filter(|s| query.name.as_ref().is_none_or(|name| wire::names_snapshot(s, name)))
+            .filter(|s| {
+                query
+                    .sandbox_id
+                    .as_ref()
+                    .is_none_or(|id| &s.sandbox_id == id)
+            })
+            .filter(|s| {
+                query
+                    .name
+                    .as_ref()
+                    .is_none_or(|name| wire::names_snapshot(s, name))
+            })
             .map(wire::snapshot_answer)
             .collect(),
     ))
@@ -220,4 +230,3 @@ async fn fork(
         .collect();
     Ok((StatusCode::CREATED, Json(results)))
 }
-

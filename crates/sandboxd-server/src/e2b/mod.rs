@@ -3,6 +3,7 @@
 //! in-sandbox daemon ("envd") under `/e2b/envd` (`envd`). The wire format and its
 //! mapping are `sandboxd_core::e2b`'s.
 
+mod calls;
 mod control;
 mod envd;
 mod lifecycle;

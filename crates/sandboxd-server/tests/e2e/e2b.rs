@@ -244,7 +244,10 @@ async fn an_e2b_sandbox_ends_at_its_end_whatever_it_does() {
     let id = made["sandboxID"].as_str().unwrap().to_owned();
     let (_, before) = server.get("sandbox.one", &[("sandboxId", &id)]).await;
     assert_eq!(before["fixedTimeout"], true, "{before}");
-    assert_eq!(before["timeoutMs"], 3000, "shorter than sandboxd's own 10 s");
+    assert_eq!(
+        before["timeoutMs"], 3000,
+        "shorter than sandboxd's own 10 s"
+    );
     // Activity does not move its end.
     server.exec(&json!({"sandboxId": id}), "true").await;
     let (_, after) = server.get("sandbox.one", &[("sandboxId", &id)]).await;
@@ -303,8 +306,14 @@ async fn e2b_pause_metrics_snapshots_and_forks_are_sandboxds() {
         .exec(&json!({"sandboxId": id}), "echo kept > /home/user/mark")
         .await;
 
-    let (status, metrics) =
-        call(&server, Method::GET, &format!("/sandboxes/{id}/metrics"), KEY, None).await;
+    let (status, metrics) = call(
+        &server,
+        Method::GET,
+        &format!("/sandboxes/{id}/metrics"),
+        KEY,
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{metrics}");
     assert_eq!(metrics[0]["memTotal"], 512 * 1024 * 1024, "{metrics}");
     assert!(metrics[0]["timestampUnix"].as_i64().unwrap() > 0);
@@ -373,25 +382,51 @@ async fn e2b_pause_metrics_snapshots_and_forks_are_sandboxds() {
         assert_eq!(run["stdout"], "kept\n");
     }
 
-    let (status, _) =
-        call(&server, Method::POST, &format!("/sandboxes/{id}/pause"), KEY, Some(json!({}))).await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/pause"),
+        KEY,
+        Some(json!({})),
+    )
+    .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    let (status, again) =
-        call(&server, Method::POST, &format!("/sandboxes/{id}/pause"), KEY, Some(json!({}))).await;
+    let (status, again) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/pause"),
+        KEY,
+        Some(json!({})),
+    )
+    .await;
     assert_eq!(status, StatusCode::CONFLICT, "paused already: {again}");
     let (_, detail) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
     assert_eq!(detail["state"], "paused");
-    let (status, resumed) =
-        call(&server, Method::POST, &format!("/sandboxes/{id}/resume"), KEY, Some(json!({}))).await;
+    let (status, resumed) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/resume"),
+        KEY,
+        Some(json!({})),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{resumed}");
 
     let snapshot_id = snapshot["snapshotID"].as_str().unwrap();
     // The sandbox made from it is killed first: a snapshot in use is kept.
-    for sandbox in [from_id.to_owned()]
-        .into_iter()
-        .chain(forks.iter().map(|f| f["sandbox"]["sandboxID"].as_str().unwrap().to_owned()))
-    {
-        call(&server, Method::DELETE, &format!("/sandboxes/{sandbox}"), KEY, None).await;
+    for sandbox in [from_id.to_owned()].into_iter().chain(
+        forks
+            .iter()
+            .map(|f| f["sandbox"]["sandboxID"].as_str().unwrap().to_owned()),
+    ) {
+        call(
+            &server,
+            Method::DELETE,
+            &format!("/sandboxes/{sandbox}"),
+            KEY,
+            None,
+        )
+        .await;
     }
     let (status, removed) = call(
         &server,

@@ -24,7 +24,10 @@ async fn e2b_sandbox(server: &TestServer, key: &str) -> (String, String) {
         .await
         .unwrap();
     let id = made["sandboxID"].as_str().expect("made").to_owned();
-    let token = made["envdAccessToken"].as_str().expect("a token").to_owned();
+    let token = made["envdAccessToken"]
+        .as_str()
+        .expect("a token")
+        .to_owned();
     (id, token)
 }
 
@@ -75,14 +78,22 @@ async fn a_command_streams_as_connect_envelopes_and_ends_with_the_stream() {
     );
     let frames = envelopes(&response.bytes().await.unwrap());
     let (last_flag, last) = frames.last().unwrap().clone();
-    assert_eq!((last_flag, last), (2, json!({})), "ended cleanly: {frames:?}");
-    let pid = frames[0].1["event"]["start"]["pid"].as_u64().expect("start first");
+    assert_eq!(
+        (last_flag, last),
+        (2, json!({})),
+        "ended cleanly: {frames:?}"
+    );
+    let pid = frames[0].1["event"]["start"]["pid"]
+        .as_u64()
+        .expect("start first");
     assert!(pid > 1, "the sandbox's own pid: {pid}");
     let decoded = |stream: &str| -> String {
         frames
             .iter()
             .filter_map(|(_, m)| m["event"]["data"][stream].as_str())
-            .map(|b64| String::from_utf8(base64_simd::STANDARD.decode_to_vec(b64).unwrap()).unwrap())
+            .map(|b64| {
+                String::from_utf8(base64_simd::STANDARD.decode_to_vec(b64).unwrap()).unwrap()
+            })
             .collect()
     };
     assert_eq!(decoded("stdout"), "out\n");
@@ -102,7 +113,10 @@ async fn a_command_streams_as_connect_envelopes_and_ends_with_the_stream() {
     let frames = envelopes(&response.bytes().await.unwrap());
     assert_eq!(frames.len(), 1);
     assert_eq!(frames[0].0, 2);
-    assert_eq!(frames[0].1["error"]["code"], "invalid_argument", "{frames:?}");
+    assert_eq!(
+        frames[0].1["error"]["code"], "invalid_argument",
+        "{frames:?}"
+    );
 
     // A pid nothing runs under: not_found, as the SDK's kill() reads it.
     let response = envd(&server, "/process.Process/SendSignal", &id, &token)
@@ -146,7 +160,10 @@ async fn an_access_token_opens_its_own_sandbox_for_its_own_organization_only() {
     let other_key = other["apiKey"]["secret"].as_str().unwrap();
     let refused = server
         .client
-        .post(format!("{}/e2b/envd/filesystem.Filesystem/Stat", server.url))
+        .post(format!(
+            "{}/e2b/envd/filesystem.Filesystem/Stat",
+            server.url
+        ))
         .header("E2b-Sandbox-Id", &first)
         .header("X-API-Key", other_key)
         .json(&json!({"path": "/"}))
@@ -200,9 +217,9 @@ async fn files_go_in_and_out_and_health_follows_the_sandbox() {
     let written: Value = files(reqwest::Method::POST, "path=notes/a.txt")
         .header("content-type", "application/octet-stream")
         .header("x-metadata-author", "me")
-        .body(reqwest::Body::wrap_stream(futures_util::stream::iter([Ok::<_, std::io::Error>(
-            bytes::Bytes::from_static(b"plain"),
-        )])))
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter([
+            Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"plain")),
+        ])))
         .send()
         .await
         .unwrap()
@@ -228,11 +245,20 @@ async fn files_go_in_and_out_and_health_follows_the_sandbox() {
         assert_eq!(read.status(), StatusCode::OK);
         assert_eq!(read.text().await.unwrap(), content);
     }
-    let missing = files(reqwest::Method::GET, "path=/nope").send().await.unwrap();
+    let missing = files(reqwest::Method::GET, "path=/nope")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     let body: Value = missing.json().await.unwrap();
-    assert_eq!(body, json!({"code": 404, "message": "path '/nope' does not exist"}));
-    let directory = files(reqwest::Method::GET, "path=/home").send().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"code": 404, "message": "path '/nope' does not exist"})
+    );
+    let directory = files(reqwest::Method::GET, "path=/home")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(directory.status(), StatusCode::BAD_REQUEST);
     // A gzip body that is not gzip is refused, not written.
     let bad = files(reqwest::Method::POST, "path=bad.txt")
@@ -250,7 +276,10 @@ async fn files_go_in_and_out_and_health_follows_the_sandbox() {
             .header("E2b-Sandbox-Id", id.to_owned())
             .header("X-Access-Token", &token)
     };
-    assert_eq!(health(&id).send().await.unwrap().status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        health(&id).send().await.unwrap().status(),
+        StatusCode::NO_CONTENT
+    );
     let (status, _) = server.post("sandbox.kill", json!({"sandboxId": id})).await;
     assert_eq!(status, StatusCode::OK);
     let gone = health(&id).send().await.unwrap();

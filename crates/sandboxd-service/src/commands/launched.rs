@@ -58,9 +58,15 @@ impl Commands {
         caller: &Principal,
         sandbox_id: &str,
     ) -> Result<Vec<ProcessInfo>, ServiceError> {
-        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Read).await?;
+        let (_, agent) = self
+            .agent_for(caller, sandbox_id, SandboxNeed::Read)
+            .await?;
         let mut infos = agent.processes().await.map_err(process_error)?;
-        infos.sort_by(|a, b| a.started_ms.cmp(&b.started_ms).then_with(|| a.id.cmp(&b.id)));
+        infos.sort_by(|a, b| {
+            a.started_ms
+                .cmp(&b.started_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
         Ok(infos)
     }
 
@@ -87,7 +93,9 @@ impl Commands {
         process_id: &str,
         from: FollowFrom,
     ) -> Result<Box<dyn ProcessFollow>, ServiceError> {
-        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Read).await?;
+        let (_, agent) = self
+            .agent_for(caller, sandbox_id, SandboxNeed::Read)
+            .await?;
         agent
             .follow_process(process_id, from)
             .await

@@ -33,10 +33,12 @@ impl Files {
     }
 
     async fn failed(&self, sandbox_id: &str, error: ChannelError) -> ServiceError {
-        channel_failure(&self.service, sandbox_id, error, |refusal| match refusal.kind {
-            RefusalKind::NotFound => ServiceError::NotFound("path"),
-            RefusalKind::PermissionDenied => ServiceError::Forbidden(refusal.message),
-            _ => ServiceError::Refused(refusal.message),
+        channel_failure(&self.service, sandbox_id, error, |refusal| {
+            match refusal.kind {
+                RefusalKind::NotFound => ServiceError::NotFound("path"),
+                RefusalKind::PermissionDenied => ServiceError::Forbidden(refusal.message),
+                _ => ServiceError::Refused(refusal.message),
+            }
         })
         .await
     }

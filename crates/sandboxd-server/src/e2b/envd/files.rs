@@ -20,9 +20,9 @@ use futures_util::{Stream, StreamExt, TryStreamExt};
 use sandboxd_core::api::TransferFormat;
 use sandboxd_core::e2b::connect::Code;
 use sandboxd_core::e2b::filesystem::{metadata_of, resolve};
-use std::collections::BTreeMap;
 use sandboxd_core::validate::Upload;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use tokio::io::{AsyncSeekExt as _, AsyncWriteExt as _};
 
 use super::envd;
@@ -88,7 +88,9 @@ pub(super) struct FilesQuery {
     username: Option<String>,
 }
 
-fn query(query: Result<Query<FilesQuery>, axum::extract::rejection::QueryRejection>) -> Result<FilesQuery, FilesError> {
+fn query(
+    query: Result<Query<FilesQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<FilesQuery, FilesError> {
     query.map(|Query(q)| q).map_err(|rejection| {
         FilesError(RpcError::new(
             Code::InvalidArgument,
@@ -109,11 +111,17 @@ pub(super) async fn download(
 ) -> Result<Response, FilesError> {
     let asked = query(asked)?;
     let who = envd(&state, &headers, asked.username.as_deref()).await?;
-    let path = resolve(asked.path.as_deref().unwrap_or_default(), "path").map_err(ApiError::from)?;
+    let path =
+        resolve(asked.path.as_deref().unwrap_or_default(), "path").map_err(ApiError::from)?;
     let download = state
         .service
         .files()
-        .download(&who.caller, &who.sandbox_id, &path, Some(TransferFormat::Raw))
+        .download(
+            &who.caller,
+            &who.sandbox_id,
+            &path,
+            Some(TransferFormat::Raw),
+        )
         .await;
     let download = match download {
         Ok(download) => download,
@@ -202,7 +210,10 @@ pub(super) async fn upload(
             .clone()
             .ok_or_else(|| invalid("a raw upload needs ?path="))?;
         let path = resolve(&named, "path").map_err(ApiError::from)?;
-        let chunks = request.into_body().into_data_stream().map_err(std::io::Error::other);
+        let chunks = request
+            .into_body()
+            .into_data_stream()
+            .map_err(std::io::Error::other);
         let (spooled, length) = spool(chunks, gzip, cap).await?;
         written.push(put(&state, &who, (path, &metadata), spooled, length).await?);
     }

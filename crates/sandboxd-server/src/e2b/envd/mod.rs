@@ -7,6 +7,7 @@
 
 mod files;
 mod filesystem;
+mod fs;
 mod process;
 mod rpc;
 mod watch;
@@ -56,7 +57,8 @@ fn check_user(headers: &HeaderMap, username: Option<&str>) -> Result<(), RpcErro
         .and_then(|encoded| base64_simd::STANDARD.decode_to_vec(encoded.trim()).ok())
         .map(|decoded| {
             let text = String::from_utf8_lossy(&decoded).into_owned();
-            text.split_once(':').map_or(text.clone(), |(user, _)| user.to_owned())
+            text.split_once(':')
+                .map_or(text.clone(), |(user, _)| user.to_owned())
         });
     match from_header.as_deref().or(username) {
         None | Some("") | Some(USER) => Ok(()),
@@ -80,7 +82,10 @@ async fn envd(
     let sandbox_id = header(headers, "e2b-sandbox-id")
         .filter(|id| !id.is_empty())
         .ok_or_else(|| {
-            RpcError::new(Code::InvalidArgument, "the E2b-Sandbox-Id header is required")
+            RpcError::new(
+                Code::InvalidArgument,
+                "the E2b-Sandbox-Id header is required",
+            )
         })?
         .to_owned();
     if let Some(port) = header(headers, "e2b-sandbox-port")
@@ -94,7 +99,9 @@ async fn envd(
     let caller = if let Some(token) = header(headers, "x-access-token") {
         let store = state.service.store();
         let refused = || RpcError::new(Code::Unauthenticated, "invalid access token");
-        let key_id = store.envd_token_key(&sandbox_id, token).ok_or_else(refused)?;
+        let key_id = store
+            .envd_token_key(&sandbox_id, token)
+            .ok_or_else(refused)?;
         let principal = store
             .principal_of_key(&key_id)
             .await
@@ -132,13 +139,13 @@ async fn health(
     match sandbox {
         Ok(sandbox)
             if sandbox.status == sandboxd_core::model::SandboxStatus::Running
-                && !super::control::ended(&state, &sandbox) =>
+                && !super::calls::ended(&state, &sandbox) =>
         {
             Ok(StatusCode::NO_CONTENT)
         }
-        Ok(_) | Err(crate::service::ServiceError::NotFound(_)) => Err(files::FilesError::gone(
-            &who.sandbox_id,
-        )),
+        Ok(_) | Err(crate::service::ServiceError::NotFound(_)) => {
+            Err(files::FilesError::gone(&who.sandbox_id))
+        }
         Err(error) => Err(RpcError::from(error).into()),
     }
 }

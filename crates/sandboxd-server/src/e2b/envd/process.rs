@@ -14,7 +14,9 @@ use sandboxd_core::e2b::filesystem::resolve;
 use sandboxd_core::e2b::process::{
     self as wire, Event, EventMessage, ListAnswer, ListedConfig, ListedProcess, Output, Selector,
 };
-use sandboxd_ports::{ChannelError, FollowEvent, FollowFrom, ProcessFollow, ProcessInfo, RefusalKind};
+use sandboxd_ports::{
+    ChannelError, FollowEvent, FollowFrom, ProcessFollow, ProcessInfo, RefusalKind,
+};
 use sandboxd_service::Launch;
 use tokio::time::Instant;
 
@@ -85,11 +87,17 @@ fn base64(bytes: &[u8]) -> String {
     base64_simd::STANDARD.encode_to_string(bytes)
 }
 
+/// Whose process a `Start`'s timeout kills.
+struct KillAt {
+    state: AppState,
+    who: Envd,
+    id: String,
+}
+
 /// What a stream does when its timeout passes.
-#[derive(Clone)]
 enum AtDeadline {
     /// Kill the process (a `Start`'s timeout bounds the command).
-    Kill { state: AppState, who: Envd, id: String },
+    Kill(Box<KillAt>),
     /// End the stream only (a `Connect`'s bounds the following).
     End,
 }
@@ -115,10 +123,12 @@ async fn pump(
     send(&mut out, Event::Start { pid }).await;
     let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
     loop {
-        if out.is_none() && !matches!(at_deadline, AtDeadline::Kill { .. } if deadline.is_some()) {
+        if out.is_none() && !matches!(at_deadline, AtDeadline::Kill(_) if deadline.is_some()) {
             return;
         }
-        let tick = keepalive.filter(|_| out.is_some()).map_or(far, |k| Instant::now() + k);
+        let tick = keepalive
+            .filter(|_| out.is_some())
+            .map_or(far, |k| Instant::now() + k);
         tokio::select! {
             event = follow.next() => match event {
                 Ok(FollowEvent::Stdout(bytes)) if pty => {
@@ -149,7 +159,8 @@ async fn pump(
                 }
             },
             () = tokio::time::sleep_until(deadline.unwrap_or(far)) => {
-                if let AtDeadline::Kill { state, who, id } = &at_deadline {
+                if let AtDeadline::Kill(kill) = &at_deadline {
+                    let KillAt { state, who, id } = kill.as_ref();
                     let _ = state
                         .service
                         .commands()
@@ -180,11 +191,11 @@ async fn start(state: AppState, who: Envd, headers: &HeaderMap, body: &Bytes) ->
         Ok((info, follow)) => {
             let deadline = rpc::timeout(headers).map(|t| Instant::now() + t);
             let (out, response) = rpc::stream_answer();
-            let at_deadline = AtDeadline::Kill {
+            let at_deadline = AtDeadline::Kill(Box::new(KillAt {
                 state: state.clone(),
                 who: who.clone(),
                 id: info.id.clone(),
-            };
+            }));
             tokio::spawn(pump(
                 out,
                 follow,
@@ -231,30 +242,34 @@ async fn start_following(
 }
 
 /// The process a selector names: the running one of that pid or tag, else the latest.
-async fn find(state: &AppState, who: &Envd, selector: Option<Selector>) -> Result<ProcessInfo, RpcError> {
+async fn find(
+    state: &AppState,
+    who: &Envd,
+    selector: Option<Selector>,
+) -> Result<ProcessInfo, RpcError> {
     let selector = selector.unwrap_or_default();
     let infos = state
         .service
         .commands()
         .process_infos(&who.caller, &who.sandbox_id)
         .await?;
-    let (matches, named): (Box<dyn Fn(&ProcessInfo) -> bool>, String) =
-        match (selector.pid, selector.tag) {
-            (Some(pid), _) => (Box::new(move |p| p.pid == pid), format!("pid {pid}")),
-            (None, Some(tag)) => {
-                let named = format!("tag {tag:?}");
-                (Box::new(move |p| p.tag.as_deref() == Some(tag.as_str())), named)
-            }
-            (None, None) => {
-                return Err(RpcError::new(
-                    Code::InvalidArgument,
-                    "process: a pid or a tag is required",
-                ));
-            }
-        };
+    let named = match (&selector.pid, &selector.tag) {
+        (Some(pid), _) => format!("pid {pid}"),
+        (None, Some(tag)) => format!("tag {tag:?}"),
+        (None, None) => {
+            return Err(RpcError::new(
+                Code::InvalidArgument,
+                "process: a pid or a tag is required",
+            ));
+        }
+    };
+    let selected = |p: &ProcessInfo| match (&selector.pid, &selector.tag) {
+        (Some(pid), _) => p.pid == *pid,
+        (None, tag) => p.tag.as_ref() == tag.as_ref(),
+    };
     infos
         .into_iter()
-        .filter(|p| matches(p))
+        .filter(|p| selected(p))
         .max_by_key(|p| (p.exit.is_none(), p.started_ms))
         .ok_or_else(|| RpcError::new(Code::NotFound, format!("process with {named} not found")))
 }

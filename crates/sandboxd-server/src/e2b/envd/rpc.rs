@@ -47,7 +47,12 @@ impl RpcError {
     }
 
     /// The answer with `status`, and the failure for the request log.
-    pub fn respond(self, status: StatusCode, body: Vec<u8>, content_type: &'static str) -> Response {
+    pub fn respond(
+        self,
+        status: StatusCode,
+        body: Vec<u8>,
+        content_type: &'static str,
+    ) -> Response {
         let mut response = (status, [(header::CONTENT_TYPE, content_type)], body).into_response();
         if let Some(cause) = self.cause {
             let (parts, _) = cause.into_response().into_parts();
@@ -152,7 +157,10 @@ impl StreamOut {
 
     /// Ends the stream, with an error if any.
     pub async fn end(self, error: Option<RpcError>) {
-        let _ = self.0.send(connect::end(error.map(|e| e.wire())).into()).await;
+        let _ = self
+            .0
+            .send(connect::end(error.map(|e| e.wire())).into())
+            .await;
     }
 }
 

@@ -17,9 +17,9 @@ use sandboxd_core::e2b::watch::{
 use sandboxd_ports::{PathKind, WatchEvent, WatchKind};
 use tokio::time::Instant;
 
-use super::filesystem::Fs;
-use super::rpc::{self, RpcError};
 use super::Envd;
+use super::fs::Fs;
+use super::rpc::{self, RpcError};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::service::ServiceError;
@@ -59,7 +59,10 @@ async fn read(fs: &Fs<'_>, id: &str, with_entries: bool) -> Result<Vec<Filesyste
         .await
     {
         Err(ServiceError::NotFound("watcher")) => {
-            return Err(RpcError::new(Code::NotFound, format!("watcher {id} not found")));
+            return Err(RpcError::new(
+                Code::NotFound,
+                format!("watcher {id} not found"),
+            ));
         }
         other => other?,
     };
@@ -150,7 +153,10 @@ pub(super) async fn watch_dir(fs: &Fs<'_>, headers: &HeaderMap, body: &Bytes) ->
                     break;
                 }
                 if deadline.is_some_and(|at| Instant::now() >= at) {
-                    ended = Some(RpcError::new(Code::DeadlineExceeded, "the watch's timeout passed"));
+                    ended = Some(RpcError::new(
+                        Code::DeadlineExceeded,
+                        "the watch's timeout passed",
+                    ));
                     break;
                 }
                 match read(&fs, &id, with_entries).await {
@@ -158,7 +164,7 @@ pub(super) async fn watch_dir(fs: &Fs<'_>, headers: &HeaderMap, body: &Bytes) ->
                         let mut gone = false;
                         for event in events {
                             quiet_since = Instant::now();
-                            if !out.send(&WatchMessage::Filesystem(event)).await {
+                            if !out.send(&WatchMessage::Filesystem(Box::new(event))).await {
                                 gone = true;
                                 break;
                             }
