@@ -260,7 +260,7 @@ pub fn parse_user(user: &str) -> Option<(u32, u32)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::SandboxStatus;
 
@@ -276,7 +276,8 @@ mod tests {
         assert_eq!(isolation_tier(Some("my-runtime")), "container");
     }
 
-    fn sandbox(mode: NetworkMode) -> Sandbox {
+    /// A sandbox row for tests.
+    pub(crate) fn sandbox(mode: NetworkMode) -> Sandbox {
         Sandbox {
             sandbox_id: "sb_1".into(),
             name: "n".into(),

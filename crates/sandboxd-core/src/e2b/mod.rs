@@ -245,6 +245,55 @@ pub fn detail(sandbox: &Sandbox, format_time: impl Fn(i64) -> String) -> Option<
     })
 }
 
+/// The most sandboxes a listing page holds, and its default size.
+pub const MAX_PAGE: usize = 100;
+
+/// One page of a listing of sandboxes, newest first (then by id), after the sandbox a
+/// `next_token` names; the token of the page after it, when there is one. A token is
+/// `<made ms>_<sandbox id>` of the last sandbox of a page, so a page is the same
+/// whatever was made or killed since.
+pub fn page<'a>(
+    mut sandboxes: Vec<&'a Sandbox>,
+    limit: Option<usize>,
+    next_token: Option<&str>,
+) -> Result<(Vec<&'a Sandbox>, Option<String>), Invalid> {
+    let limit = limit.unwrap_or(MAX_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(Invalid::one(
+            "limit",
+            format!("must be between 1 and {MAX_PAGE}"),
+        ));
+    }
+    let after = match next_token.filter(|token| !token.is_empty()) {
+        None => None,
+        Some(token) => {
+            let (made, id) = token
+                .split_once('_')
+                .and_then(|(made, id)| Some((made.parse::<i64>().ok()?, id)))
+                .ok_or_else(|| Invalid::one("nextToken", "is not a token of this listing"))?;
+            Some((made, id.to_owned()))
+        }
+    };
+    sandboxes.sort_by(|a, b| (b.created_at, &b.sandbox_id).cmp(&(a.created_at, &a.sandbox_id)));
+    let rest: Vec<&'a Sandbox> = sandboxes
+        .into_iter()
+        .filter(|s| {
+            after
+                .as_ref()
+                .is_none_or(|(made, id)| (s.created_at, &s.sandbox_id) < (*made, id))
+        })
+        .collect();
+    let more = rest.len() > limit;
+    let page: Vec<&'a Sandbox> = rest.into_iter().take(limit).collect();
+    let token = more
+        .then(|| {
+            page.last()
+                .map(|s| format!("{}_{}", s.created_at, s.sandbox_id))
+        })
+        .flatten();
+    Ok((page, token))
+}
+
 /// Whether a sandbox's labels hold every `key=value` of `wanted`.
 pub fn has_metadata(sandbox: &Sandbox, wanted: &BTreeMap<String, String>) -> bool {
     wanted
@@ -327,6 +376,37 @@ mod tests {
             (Some(10_000), 3_000),
             "checked as sandboxd's, then set as asked"
         );
+    }
+
+    #[test]
+    fn listings_are_paged_newest_first_and_stable() {
+        let made = |id: &str, at: i64| Sandbox {
+            sandbox_id: id.into(),
+            created_at: at,
+            ..crate::plan::tests::sandbox(NetworkMode::Isolated)
+        };
+        let all = [made("a", 1), made("b", 3), made("c", 2), made("d", 3)];
+        let (first, token) = page(all.iter().collect(), Some(2), None).unwrap();
+        let ids = |page: &[&Sandbox]| {
+            page.iter()
+                .map(|s| s.sandbox_id.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&first), ["d", "b"]);
+        let token = token.unwrap();
+        // A sandbox made since does not shift the next page.
+        let more = [
+            made("e", 9),
+            made("a", 1),
+            made("b", 3),
+            made("c", 2),
+            made("d", 3),
+        ];
+        let (second, last) = page(more.iter().collect(), Some(2), Some(&token)).unwrap();
+        assert_eq!(ids(&second), ["c", "a"]);
+        assert_eq!(last, None);
+        assert!(page(all.iter().collect(), Some(0), None).is_err());
+        assert!(page(all.iter().collect(), None, Some("x")).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use axum::Json;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::e2b::{
@@ -140,18 +141,25 @@ async fn connect(
 
 /// Query of the listings.
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct ListQuery {
     /// `key=value&…`, each part percent-encoded.
     metadata: Option<String>,
     /// `running`, `paused`, or both comma-separated (default both).
     state: Option<String>,
+    /// Sandboxes per page, 1–100 (default 100).
+    limit: Option<usize>,
+    /// The `x-next-token` of the page before.
+    next_token: Option<String>,
 }
 
+/// The sandboxes of every project the caller sees, newest first, filtered by metadata
+/// and state, a page at a time (the next page's token in `x-next-token`).
 async fn list(
     State(state): State<AppState>,
     who: Result<Caller, ApiError>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> E2bResult<Json<Vec<SandboxDetail>>> {
+) -> E2bResult<axum::response::Response> {
     let who = caller(who)?;
     let Query(query) = query.map_err(|rejection| {
         ApiError::BadRequest(format!("invalid query: {}", rejection.body_text()))
@@ -168,21 +176,37 @@ async fn list(
         .split(',')
         .map(|s| s.trim().to_owned())
         .collect();
-    let mut found = Vec::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut seen = Vec::new();
     for (project, _) in state.service.tenancy().projects(&who).await? {
-        let sandboxes = state
-            .service
-            .sandboxes()
-            .list(&who, ListScope::Project(project.project_id))
-            .await?;
-        found.extend(
-            sandboxes
-                .iter()
-                .filter(|sandbox| e2b::has_metadata(sandbox, &wanted))
-                .filter_map(|sandbox| e2b::detail(sandbox, rfc3339))
-                .filter(|detail| states.contains(&detail.state)),
+        seen.extend(
+            state
+                .service
+                .sandboxes()
+                .list(&who, ListScope::Project(project.project_id))
+                .await?,
         );
     }
-    found.sort_by(|a, b| b.started_at.cmp(&a.started_at));
-    Ok(Json(found))
+    let shown: Vec<_> = seen
+        .iter()
+        .filter(|sandbox| e2b::has_metadata(sandbox, &wanted))
+        .filter(|sandbox| !e2b::past_its_end(sandbox, now))
+        .filter(|sandbox| {
+            e2b::state_of(sandbox.status).is_some_and(|s| states.iter().any(|w| w == s))
+        })
+        .collect();
+    let (page, next) = e2b::page(shown, query.limit, query.next_token.as_deref())?;
+    let details: Vec<SandboxDetail> = page
+        .into_iter()
+        .filter_map(|sandbox| e2b::detail(sandbox, rfc3339))
+        .collect();
+    let mut response = Json(details).into_response();
+    if let Some(next) = next
+        && let Ok(value) = axum::http::HeaderValue::from_str(&next)
+    {
+        response.headers_mut().insert("x-next-token", value);
+    }
+    Ok(response)
 }

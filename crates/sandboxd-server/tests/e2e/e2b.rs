@@ -447,3 +447,73 @@ async fn e2b_pause_metrics_snapshots_and_forks_are_sandboxds() {
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn e2b_listings_come_a_page_at_a_time() {
+    let server = TestServer::start().await;
+    let mut made = Vec::new();
+    for _ in 0..3 {
+        let (status, sandbox) = call(
+            &server,
+            Method::POST,
+            "/v2/sandboxes",
+            KEY,
+            Some(json!({"templateID": "base", "allow_internet_access": false,
+                        "metadata": {"batch": "paged"}})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{sandbox}");
+        made.push(sandbox["sandboxID"].as_str().unwrap().to_owned());
+    }
+    let page = |query: String| {
+        let server = &server;
+        async move {
+            let response = server
+                .client
+                .get(format!(
+                    "{}/e2b/v2/sandboxes?metadata=batch%3Dpaged&{query}",
+                    server.url
+                ))
+                .header("X-API-Key", KEY)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            let next = response
+                .headers()
+                .get("x-next-token")
+                .map(|v| v.to_str().unwrap().to_owned());
+            let ids: Vec<String> = response
+                .json::<Value>()
+                .await
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["sandboxID"].as_str().unwrap().to_owned())
+                .collect();
+            (ids, next)
+        }
+    };
+    let (first, next) = page("limit=2".into()).await;
+    assert_eq!(first.len(), 2);
+    let next = next.expect("a next page");
+    let (second, last) = page(format!("limit=2&nextToken={next}")).await;
+    assert_eq!(second.len(), 1);
+    assert_eq!(last, None, "no page after the last");
+    let mut all: Vec<String> = first.into_iter().chain(second).collect();
+    all.sort();
+    made.sort();
+    assert_eq!(all, made, "every sandbox once");
+    for bad in ["limit=0", "limit=101", "nextToken=nonsense"] {
+        let (status, body) = call(
+            &server,
+            Method::GET,
+            &format!("/v2/sandboxes?{bad}"),
+            KEY,
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+}
