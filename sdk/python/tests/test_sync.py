@@ -128,6 +128,15 @@ def test_the_timeout_is_extended(server):
         assert info.timeout_ms == 3_600_000 and info.expires_at > before
 
 
+def test_a_fixed_timeout_is_not_extended_by_activity(server):
+    with Sandbox.create("base", timeout=60, fixed_timeout=True) as sb:
+        before = sb.info.expires_at
+        assert sb.info.fixed_timeout
+        assert sb.commands.run("true").exit_code == 0
+        assert sb.refresh().expires_at == before
+        assert sb.set_timeout(120).expires_at > before, "setting it moves it"
+
+
 def test_a_paused_sandbox_keeps_its_processes_and_any_call_resumes_it(server):
     with Sandbox.create("base", auto_pause=True, paused_timeout=600) as sb:
         assert sb.info.auto_pause and sb.info.paused_timeout_ms == 600_000

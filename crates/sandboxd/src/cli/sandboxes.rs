@@ -38,6 +38,10 @@ pub struct CreateArgs {
     /// How long it may stay paused before it is killed [default: 24h].
     #[arg(long, value_parser = parse_duration)]
     paused_timeout: Option<std::time::Duration>,
+    /// End it --timeout after it is made (or its timeout last set) whatever it does,
+    /// instead of after its last activity.
+    #[arg(long)]
+    fixed_timeout: bool,
     /// `isolated` (default), `internet`, or `allowlist` (only the hosts of --allow).
     #[arg(long)]
     network: Option<String>,
@@ -103,6 +107,9 @@ pub async fn create(client: &Client, args: CreateArgs) -> Result<Value, Failure>
     }
     if args.auto_pause {
         body["autoPause"] = json!(true);
+    }
+    if args.fixed_timeout {
+        body["fixedTimeout"] = json!(true);
     }
     if let Some(paused) = args.paused_timeout {
         body["pausedTimeoutMs"] = json!(paused.as_millis() as u64);

@@ -145,6 +145,7 @@ class AsyncSandbox:
         labels: dict[str, str] | None = None,
         auto_pause: bool | None = None,
         paused_timeout: float | None = None,
+        fixed_timeout: bool | None = None,
         snapshot: SnapshotInfo | str | None = None,
         volumes: Mapping[str, VolumeInfo | str] | Sequence[VolumeMount] | None = None,
         url: str | None = None,
@@ -157,7 +158,9 @@ class AsyncSandbox:
         with it and returned (who it is for, which session made it). Without
         `environment_id`, the first environment the key can see. With `auto_pause`,
         the idle timeout pauses it instead of killing it (any later call resumes it) and
-        it is killed after `paused_timeout` seconds paused (default 24 h). `volumes`
+        it is killed after `paused_timeout` seconds paused (default 24 h). With
+        `fixed_timeout`, it ends `timeout` seconds after it is made (or its timeout last
+        set) whatever it does, instead of after its last activity. `volumes`
         mounts volumes: `{"/data": volume}` read-write, or a list of `VolumeMount`
         (with `read_only`); the sandbox runs on their server."""
         conn = Connection(resolve(url, key))
@@ -180,6 +183,7 @@ class AsyncSandbox:
                 labels=labels,
                 auto_pause=auto_pause,
                 paused_timeout=paused_timeout,
+                fixed_timeout=fixed_timeout,
                 snapshot=snapshot,
                 volumes=volumes,
             ))
@@ -218,6 +222,7 @@ class AsyncSandbox:
         labels: dict[str, str] | None = None,
         auto_pause: bool | None = None,
         paused_timeout: float | None = None,
+        fixed_timeout: bool | None = None,
         snapshot: SnapshotInfo | str | None = None,
         volumes: Mapping[str, VolumeInfo | str] | Sequence[VolumeMount] | None = None,
     ) -> AsyncSandbox:
@@ -242,6 +247,7 @@ class AsyncSandbox:
             "labels": labels or None,
             "autoPause": auto_pause,
             "pausedTimeoutMs": None if paused_timeout is None else int(paused_timeout * 1000),
+            "fixedTimeout": fixed_timeout,
             "snapshotId": snapshot.snapshot_id if isinstance(snapshot, SnapshotInfo) else snapshot,
             "volumes": _mounts_body(volumes),
         }

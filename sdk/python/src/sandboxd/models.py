@@ -137,6 +137,9 @@ class SandboxInfo:
     auto_pause: bool = False
     #: How long it may stay paused before it is killed.
     paused_timeout_ms: int = 0
+    #: Whether it ends `timeout_ms` after it was made (or its timeout last set),
+    #: whatever it does, rather than after its last activity.
+    fixed_timeout: bool = False
     #: When it was paused (`status == "paused"`), else `None`.
     paused_at: str | None = None
     #: The volumes mounted into it.
@@ -168,6 +171,7 @@ class SandboxInfo:
             egress=None if data.get("egress") is None else list(data["egress"].get("allow") or []),
             auto_pause=bool(data.get("autoPause", False)),
             paused_timeout_ms=int(data.get("pausedTimeoutMs", 0)),
+            fixed_timeout=bool(data.get("fixedTimeout", False)),
             paused_at=data.get("pausedAt"),
             volumes=[VolumeMount.from_json(v) for v in data.get("volumes") or []],
             raw=data,
