@@ -32,6 +32,9 @@ cleanup() {
   # And so does every snapshot image it made.
   images=$(docker images -q --filter "label=sandboxd.instance=$instance" | sort -u)
   [ -z "$images" ] || docker rmi -f $images >/dev/null
+  # The internet bridge, made for the first `internet` sandbox (E2B's default), unless
+  # another server's sandboxes are still on it (then the engine refuses).
+  docker network rm sandboxd-internet >/dev/null 2>&1 || true
   rm -rf "$data"
 }
 trap cleanup EXIT
