@@ -275,9 +275,22 @@ impl AgentConn {
             path: path.to_owned(),
             metadata,
         };
+        self.batches(&request, max_bytes, "listing too large").await
+    }
+}
+
+impl AgentConn {
+    /// Sends `request` and takes its reply of Data frames, each a JSON array, up to
+    /// Done: at most `max_bytes` of them (past that, `too_much`).
+    async fn batches<T: serde::de::DeserializeOwned>(
+        &self,
+        request: &Request,
+        max_bytes: usize,
+        too_much: &str,
+    ) -> Result<Vec<T>, FileOpError> {
         let deadline = Deadline::after(self.op_timeout);
-        let mut channel = deadline.open(self, &request).await?;
-        let mut entries = Vec::new();
+        let mut channel = deadline.open(self, request).await?;
+        let mut items = Vec::new();
         let mut bytes = 0usize;
         loop {
             let frame = deadline.recv(&mut channel).await?;
@@ -285,12 +298,12 @@ impl AgentConn {
                 Kind::Data => {
                     bytes += frame.payload.len();
                     if bytes > max_bytes {
-                        return Err(AgentError::Protocol("listing too large".into()).into());
+                        return Err(AgentError::Protocol(too_much.into()).into());
                     }
-                    let batch: Vec<DirEntry> = parse(&frame)?;
-                    entries.extend(batch);
+                    let batch: Vec<T> = parse(&frame)?;
+                    items.extend(batch);
                 }
-                Kind::Done => return Ok(entries),
+                Kind::Done => return Ok(items),
                 Kind::Error => return Err(FileOpError::Refused(parse(&frame)?)),
                 _ => return Err(unexpected(&frame).into()),
             }
@@ -558,26 +571,8 @@ impl AgentConn {
     /// them are taken.
     pub async fn watcher_events(&self, id: &str) -> Result<Vec<WatchEvent>, FileOpError> {
         let request = Request::WatcherEvents { id: id.to_owned() };
-        let deadline = Deadline::after(self.op_timeout);
-        let mut channel = deadline.open(self, &request).await?;
-        let mut events = Vec::new();
-        let mut bytes = 0usize;
-        loop {
-            let frame = deadline.recv(&mut channel).await?;
-            match frame.kind {
-                Kind::Data => {
-                    bytes += frame.payload.len();
-                    if bytes > MAX_WATCH_BYTES {
-                        return Err(AgentError::Protocol("too many watch events".into()).into());
-                    }
-                    let batch: Vec<WatchEvent> = parse(&frame)?;
-                    events.extend(batch);
-                }
-                Kind::Done => return Ok(events),
-                Kind::Error => return Err(FileOpError::Refused(parse(&frame)?)),
-                _ => return Err(unexpected(&frame).into()),
-            }
-        }
+        self.batches(&request, MAX_WATCH_BYTES, "too many watch events")
+            .await
     }
 
     /// Stops watcher `id`.

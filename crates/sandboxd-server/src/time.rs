@@ -8,6 +8,13 @@ pub fn rfc3339(ms: i64) -> String {
     sandboxd_core::rfc3339::format_millis(ms)
 }
 
+/// Now, in milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// An RFC 3339 time (`2026-01-31T12:00:00Z`, fractions allowed) as epoch milliseconds.
 pub fn parse_rfc3339(text: &str) -> Option<i64> {
     let at = humantime::parse_rfc3339(text).ok()?;

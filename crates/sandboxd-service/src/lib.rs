@@ -240,6 +240,20 @@ impl Service {
     /// The environment a command in `sandbox` runs with besides its own `env`: the
     /// sandbox's variables (never in its container's configuration, see
     /// `Sandbox::env_per_exec`), nothing when it has none. `env` comes last and wins.
+    /// A running sandbox of the caller's and its connected agent.
+    pub(crate) async fn agent_for(
+        &self,
+        caller: &sandboxd_core::model::Principal,
+        sandbox_id: &str,
+        need: sandboxd_core::access::SandboxNeed,
+    ) -> Result<(Sandbox, Arc<dyn SandboxChannel>), ServiceError> {
+        let sandbox = self.access().sandbox_for(caller, sandbox_id, need).await?;
+        let agent = self.executor(&sandbox).await?.agent_only()?;
+        self.store().touch(&sandbox.sandbox_id, now_ms()).await?;
+        self.served(&sandbox.sandbox_id, Via::Agent);
+        Ok((sandbox, agent))
+    }
+
     pub(crate) async fn command_env(
         &self,
         sandbox: &Sandbox,

@@ -67,9 +67,7 @@ pub(super) async fn live_sandbox(
 /// Whether a sandbox's fixed end has passed; if so, it is killed now rather than at the
 /// reaper's next pass.
 pub(super) fn ended(state: &AppState, sandbox: &Sandbox) -> bool {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now = crate::time::now_ms();
     if !e2b::past_its_end(sandbox, now) {
         return false;
     }

@@ -127,9 +127,7 @@ async fn connect(
     }
     if let Some(seconds) = asked.timeout {
         let timeout_ms = e2b::timeout_ms("timeout", seconds)?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+        let now = crate::time::now_ms();
         let wanted = now + timeout_ms;
         if sandbox.expires_at.is_none_or(|at| at < wanted) {
             sandbox = sandboxes.set_timeout(&who, &id, timeout_ms).await?;
@@ -176,9 +174,7 @@ async fn list(
         .split(',')
         .map(|s| s.trim().to_owned())
         .collect();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now = crate::time::now_ms();
     let mut seen = Vec::new();
     for (project, _) in state.service.tenancy().projects(&who).await? {
         seen.extend(

@@ -34,12 +34,6 @@ pub(super) fn router() -> Router<AppState> {
         .route("/e2b/templates/{id}", delete(remove_snapshot))
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 /// The snapshot of the caller's a create's template names (its id or name), if any.
 pub(super) async fn snapshot_named(
     state: &AppState,
@@ -117,12 +111,12 @@ async fn metrics(
         ApiError::BadRequest(format!("invalid query: {}", rejection.body_text()))
     })?;
     live_sandbox(&state, &who, &id, SandboxNeed::Read).await?;
-    let now = now_ms() / 1000;
+    let now = crate::time::now_ms() / 1000;
     if query.start.is_some_and(|start| now < start) || query.end.is_some_and(|end| now > end) {
         return Ok(Json(Vec::new()));
     }
     let stats = state.service.sandboxes().sandbox_stats(&who, &id).await?;
-    Ok(Json(vec![wire::metric_of(&stats, now_ms())]))
+    Ok(Json(vec![wire::metric_of(&stats, crate::time::now_ms())]))
 }
 
 /// Takes a snapshot (of the files; a paused sandbox's memory is not kept): 201.

@@ -36,7 +36,10 @@ impl Commands {
         sandbox_id: &str,
         launch: Launch,
     ) -> Result<ProcessInfo, ServiceError> {
-        let (sandbox, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
+        let (sandbox, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         let env = self.service.command_env(&sandbox, launch.env).await?;
         agent
             .spawn_process(ProcessSpec {
@@ -59,6 +62,7 @@ impl Commands {
         sandbox_id: &str,
     ) -> Result<Vec<ProcessInfo>, ServiceError> {
         let (_, agent) = self
+            .service
             .agent_for(caller, sandbox_id, SandboxNeed::Read)
             .await?;
         let mut infos = agent.processes().await.map_err(process_error)?;
@@ -78,7 +82,10 @@ impl Commands {
         process_id: &str,
         (cols, rows): (u16, u16),
     ) -> Result<(), ServiceError> {
-        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
+        let (_, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         agent
             .resize_process(process_id, cols, rows)
             .await
@@ -94,6 +101,7 @@ impl Commands {
         from: FollowFrom,
     ) -> Result<Box<dyn ProcessFollow>, ServiceError> {
         let (_, agent) = self
+            .service
             .agent_for(caller, sandbox_id, SandboxNeed::Read)
             .await?;
         agent

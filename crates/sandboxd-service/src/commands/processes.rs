@@ -4,17 +4,13 @@
 use sandboxd_core::access::SandboxNeed;
 use std::time::Duration;
 
-use std::sync::Arc;
-
 use sandboxd_core::api::{Encoding, ProcessOutputResult, ProcessView, StreamName};
-use sandboxd_core::model::{Principal, Sandbox};
+use sandboxd_core::model::Principal;
 use sandboxd_core::validate::StartProcess;
-use sandboxd_ports::{
-    ChannelError, ProcessInfo, ProcessSpec, ProcessStream, RefusalKind, SandboxChannel,
-};
+use sandboxd_ports::{ChannelError, ProcessInfo, ProcessSpec, ProcessStream, RefusalKind};
 
 use super::Commands;
-use crate::{ServiceError, Via, now_ms};
+use crate::ServiceError;
 use sandboxd_core::rfc3339::format_millis as rfc3339;
 
 /// A read of process output returns at most this much.
@@ -72,27 +68,6 @@ fn new_process_id() -> Result<String, ServiceError> {
 }
 
 impl Commands {
-    /// A running sandbox of the caller's and its connected agent.
-    pub(super) async fn agent_for(
-        &self,
-        caller: &Principal,
-        sandbox_id: &str,
-        need: SandboxNeed,
-    ) -> Result<(Sandbox, Arc<dyn SandboxChannel>), ServiceError> {
-        let sandbox = self
-            .service
-            .access()
-            .sandbox_for(caller, sandbox_id, need)
-            .await?;
-        let agent = self.service.executor(&sandbox).await?.agent_only()?;
-        self.service
-            .store()
-            .touch(&sandbox.sandbox_id, now_ms())
-            .await?;
-        self.service.served(&sandbox.sandbox_id, Via::Agent);
-        Ok((sandbox, agent))
-    }
-
     /// Starts a background process and returns its handle at once.
     #[tracing::instrument(skip_all, fields(sandbox_id = %start.command.sandbox_id))]
     pub async fn start_process(
@@ -101,6 +76,7 @@ impl Commands {
         start: StartProcess,
     ) -> Result<ProcessView, ServiceError> {
         let (sandbox, agent) = self
+            .service
             .agent_for(caller, &start.command.sandbox_id, SandboxNeed::Use)
             .await?;
         let id = new_process_id()?;
@@ -131,18 +107,10 @@ impl Commands {
         caller: &Principal,
         sandbox_id: &str,
     ) -> Result<Vec<ProcessView>, ServiceError> {
-        let (sandbox, agent) = self
-            .agent_for(caller, sandbox_id, SandboxNeed::Read)
-            .await?;
-        let mut infos = agent.processes().await.map_err(process_error)?;
-        infos.sort_by(|a, b| {
-            a.started_ms
-                .cmp(&b.started_ms)
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        let infos = self.process_infos(caller, sandbox_id).await?;
         Ok(infos
             .into_iter()
-            .map(|info| view(&sandbox.sandbox_id, info))
+            .map(|info| view(sandbox_id, info))
             .collect())
     }
 
@@ -156,6 +124,7 @@ impl Commands {
         timeout: Duration,
     ) -> Result<ProcessView, ServiceError> {
         let (sandbox, agent) = self
+            .service
             .agent_for(caller, sandbox_id, SandboxNeed::Read)
             .await?;
         let info = agent
@@ -174,7 +143,10 @@ impl Commands {
         process_id: &str,
         signal: i32,
     ) -> Result<ProcessView, ServiceError> {
-        let (sandbox, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
+        let (sandbox, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         let info = agent
             .signal_process(process_id, signal)
             .await
@@ -192,7 +164,10 @@ impl Commands {
         data: &[u8],
         close: bool,
     ) -> Result<u64, ServiceError> {
-        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
+        let (_, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         agent
             .write_process(process_id, data, close)
             .await
@@ -211,6 +186,7 @@ impl Commands {
         encoding: Encoding,
     ) -> Result<ProcessOutputResult, ServiceError> {
         let (_, agent) = self
+            .service
             .agent_for(caller, sandbox_id, SandboxNeed::Read)
             .await?;
         let which = match stream {

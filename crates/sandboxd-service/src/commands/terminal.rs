@@ -20,7 +20,10 @@ impl Commands {
         cols: u16,
         rows: u16,
     ) -> Result<Box<dyn Terminal>, ServiceError> {
-        let (sandbox, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
+        let (sandbox, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         let argv = match cmd {
             Some(cmd) => vec!["sh".into(), "-c".into(), cmd],
             None => vec!["sh".into()],

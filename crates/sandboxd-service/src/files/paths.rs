@@ -9,8 +9,8 @@ use sandboxd_ports::{ChannelError, PathEntry, RefusalKind, SandboxChannel, Watch
 use std::sync::Arc;
 
 use super::Files;
+use crate::ServiceError;
 use crate::executor::channel_failure;
-use crate::{ServiceError, now_ms};
 
 impl Files {
     async fn agent(
@@ -19,17 +19,17 @@ impl Files {
         sandbox_id: &str,
         need: SandboxNeed,
     ) -> Result<Arc<dyn SandboxChannel>, ServiceError> {
-        let sandbox = self
-            .service
-            .access()
-            .sandbox_for(caller, sandbox_id, need)
-            .await?;
-        let agent = self.service.executor(&sandbox).await?.agent_only()?;
-        self.service
-            .store()
-            .touch(&sandbox.sandbox_id, now_ms())
-            .await?;
-        Ok(agent)
+        Ok(self.service.agent_for(caller, sandbox_id, need).await?.1)
+    }
+
+    /// A watcher call's failure: an unknown watcher is not found.
+    async fn watcher_failed(&self, sandbox_id: &str, error: ChannelError) -> ServiceError {
+        match error {
+            ChannelError::Refused(refusal) if refusal.kind == RefusalKind::NotFound => {
+                ServiceError::NotFound("watcher")
+            }
+            error => self.failed(sandbox_id, error).await,
+        }
     }
 
     async fn failed(&self, sandbox_id: &str, error: ChannelError) -> ServiceError {
@@ -141,10 +141,7 @@ impl Files {
         let agent = self.agent(caller, sandbox_id, SandboxNeed::Read).await?;
         match agent.watcher_events(id).await {
             Ok(events) => Ok(events),
-            Err(ChannelError::Refused(refusal)) if refusal.kind == RefusalKind::NotFound => {
-                Err(ServiceError::NotFound("watcher"))
-            }
-            Err(error) => Err(self.failed(sandbox_id, error).await),
+            Err(error) => Err(self.watcher_failed(sandbox_id, error).await),
         }
     }
 
@@ -158,10 +155,7 @@ impl Files {
         let agent = self.agent(caller, sandbox_id, SandboxNeed::Read).await?;
         match agent.remove_watcher(id).await {
             Ok(()) => Ok(()),
-            Err(ChannelError::Refused(refusal)) if refusal.kind == RefusalKind::NotFound => {
-                Err(ServiceError::NotFound("watcher"))
-            }
-            Err(error) => Err(self.failed(sandbox_id, error).await),
+            Err(error) => Err(self.watcher_failed(sandbox_id, error).await),
         }
     }
 

@@ -70,7 +70,10 @@ impl Commands {
         if language.is_some_and(|l| l != "python") {
             return Err(Invalid::one("language", "only python is supported").into());
         }
-        let (sandbox, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
+        let (sandbox, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         let id = format!("c_{}", &sandboxd_store::new_id()?[..12]);
         let argv = vec!["python3".into(), "-u".into(), "-c".into(), DRIVER.into()];
         let info = agent
@@ -113,7 +116,10 @@ impl Commands {
             return Err(Invalid::one("code", "must be 1 to 65536 bytes").into());
         }
         let timeout = run_timeout(timeout_ms)?;
-        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
+        let (_, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         let info = agent
             .processes()
             .await
@@ -177,7 +183,10 @@ impl Commands {
         if !context_id.starts_with("c_") {
             return Err(ServiceError::NotFound("context"));
         }
-        let (_, agent) = self.agent_for(caller, sandbox_id, SandboxNeed::Use).await?;
+        let (_, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
         agent
             .signal_process(context_id, SIGKILL)
             .await
