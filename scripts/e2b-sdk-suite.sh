@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs E2B's own Python SDK tests against a live sandboxd, set up as E2B's users set
 # it up (E2B_API_URL at /e2b, E2B_SANDBOX_URL at /e2b/envd, a sandboxd key as
-# E2B_API_KEY), and reports passed / failed / skipped per directory.
+# E2B_API_KEY), and reports passed / failed / skipped per directory. With
+# E2B_SUITE_DOMAIN=1 the SDK is given E2B_DOMAIN instead, and reaches the server over
+# TLS through a proxy on loopback (scripts/lib/e2b-domain.sh).
 #
-#   bash scripts/e2b-sdk-suite.sh PYTHON_SDK_DIR [PYTEST_ARGS...]
+#   [E2B_SUITE_DOMAIN=1] bash scripts/e2b-sdk-suite.sh PYTHON_SDK_DIR [PYTEST_ARGS...]
 #
 # PYTHON_SDK_DIR is E2B's packages/python-sdk (from a checkout of e2b-dev/E2B made
 # outside this repository: nothing of it is kept here, and nothing is fetched at test
@@ -21,7 +23,15 @@ venv=$repo/target/e2b-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
   'e2b==2.63.0' 'pytest>=8' pytest-timeout pytest-asyncio 2>&1 | grep -v 'root' || true
-source scripts/lib/test-server.sh
+if [ -n "${E2B_SUITE_DOMAIN:-}" ]; then
+  source scripts/lib/e2b-domain.sh
+  source scripts/lib/test-server.sh
+  e2b_domain_proxy
+  settings=("${e2b_domain_env[@]}")
+else
+  source scripts/lib/test-server.sh
+  settings=(E2B_API_URL="$url/e2b" E2B_SANDBOX_URL="$url/e2b/envd" E2B_API_KEY="$key")
+fi
 report=$(mktemp -d)
 args=("$@")
 if [ ${#args[@]} = 0 ]; then
@@ -30,7 +40,7 @@ fi
 status=0
 (
   cd "$sdk"
-  E2B_API_URL="$url/e2b" E2B_SANDBOX_URL="$url/e2b/envd" E2B_API_KEY="$key" \
+  env -u E2B_API_URL -u E2B_SANDBOX_URL "${settings[@]}" \
     "$venv/bin/python" -m pytest -p no:cacheprovider -q -rfE \
     --junitxml="$report/junit.xml" "${args[@]}"
 ) || status=$?

@@ -48,7 +48,8 @@ echo "fuzz-api: exit $status"
 if [ "$status" != 0 ]; then
   # Requests that got no answer (connection errors, timeouts) are listed here in full.
   sed -n '/ERRORS/,/SUMMARY/p' "$report/out.txt" | head -n 80
-  grep -i -E "error|panick" "$data/server.log" | tail -n 20 || true
+  # The log holds what the fuzzer sent, binary bytes included: read it as text.
+  grep -a -i -E "error|panick" "$data/server.log" | grep -a -v -E "reconcile skipped|server test failed|changed server could not" | tail -n 20 || true
 fi
 if [ -n "${FUZZ_KEEP_REPORT:-}" ]; then
   mkdir -p "$FUZZ_KEEP_REPORT"

@@ -3,14 +3,18 @@
 # target/, so that its dependencies never meet the other clients') against the real
 # server (scripts/lib/test-server.sh starts it): the control plane
 # (tests/python/e2b_control_plane.py), the in-sandbox daemon
-# (tests/python/e2b_in_sandbox.py), and the README's E2B example as written (its URL
-# and key those of the test server, its `pip install` the pinned one below).
+# (tests/python/e2b_in_sandbox.py), the README's E2B example as written (its URL
+# and key those of the test server, its `pip install` the pinned one below), and the
+# SDK given only `E2B_DOMAIN` (tests/python/e2b_domain.py), over TLS through a proxy
+# on loopback (tests/python/tls_proxy.py) as an operator's proxy would be.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/e2b-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check 'e2b==2.63.0' 2>&1 | grep -v 'root' || true
+source scripts/lib/e2b-domain.sh
 source scripts/lib/test-server.sh
+e2b_domain_proxy
 "$venv/bin/python" tests/python/e2b_control_plane.py "$url" "$key"
 "$venv/bin/python" tests/python/e2b_in_sandbox.py "$url" "$key"
 
@@ -29,3 +33,6 @@ if [ "$out" != "$expected" ]; then
   exit 1
 fi
 echo "the README's E2B example: ok"
+
+env -u E2B_API_URL -u E2B_SANDBOX_URL "${e2b_domain_env[@]}" \
+  "$venv/bin/python" tests/python/e2b_domain.py

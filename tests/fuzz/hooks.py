@@ -159,6 +159,10 @@ def aim(fields, part, operation, seed, forced):
     if operation == "sandbox.create" and part == "body" and seed % 8 == 2:
         # Now and then the fixtures' volume, read-only (the generated mounts name none).
         fields["volumes"] = [{"volumeId": FIXTURES["volumes"][0], "path": "/mnt/fuzz", "readOnly": True}]
+    if operation == "volume.create" and part == "body" and "serverId" in fields:
+        # As for sandbox.create: every server the fuzzer knows is unreachable on
+        # purpose (503), and schemathesis reuses ids from earlier answers.
+        del fields["serverId"]
     if operation == "volume.create" and part == "body" and seed % 4 != 0:
         # Mostly a name the API takes, in the fixtures' project (the fuzzer makes
         # projects of its own, and with several in sight a volume needs one named).

@@ -52,9 +52,9 @@ fn host_name(host: &str) -> &str {
     }
 }
 
-/// What a host names before `.<domain>` (compared without regard to case), if it lies
-/// under the domain.
-fn below<'a>(host: &'a str, domain: &str) -> Option<&'a str> {
+/// What a host names before `.<domain>` (its port left out; the domain compared
+/// without regard to case), if it lies under the domain.
+pub fn name_below<'a>(host: &'a str, domain: &str) -> Option<&'a str> {
     let name = host_name(host);
     let cut = name.len().checked_sub(domain.len() + 1)?;
     let (label, rest) = (name.get(..cut)?, name.get(cut..)?);
@@ -64,13 +64,13 @@ fn below<'a>(host: &'a str, domain: &str) -> Option<&'a str> {
 
 /// Whether a `Host` lies under the preview domain (the domain itself does not).
 pub fn under_domain(host: &str, domain: &str) -> bool {
-    below(host, domain).is_some()
+    name_below(host, domain).is_some()
 }
 
 /// The sandbox and port a `Host` names on the preview domain (its port, if any, left
 /// out; compared without regard to case), or `None` for any other host.
 pub fn parse_preview_host(host: &str, domain: &str) -> Option<(String, u16)> {
-    let label = below(host, domain).filter(|label| !label.contains('.'))?;
+    let label = name_below(host, domain).filter(|label| !label.contains('.'))?;
     let (port, handle) = label.split_once('-')?;
     let port = port.parse::<u16>().ok().filter(|p| *p > 0)?;
     Some((sandbox_of(handle)?, port))

@@ -120,6 +120,9 @@ pub struct ServerConfig {
     /// The domain whose hosts serve previews (`<port>-<handle>.<domain>`); path-based
     /// previews when unset.
     pub preview_domain: Option<String>,
+    /// The domain of E2B's SDKs' `E2B_DOMAIN` (`api.<domain>`, `<port>-<id>.<domain>`);
+    /// E2B's calls come under `/e2b` only when unset.
+    pub e2b_domain: Option<String>,
     /// Whether connections to a sandbox's ports (previews, `port-forward`) and their
     /// traffic count as its activity for the idle timeout.
     pub port_traffic_is_activity: bool,
@@ -168,6 +171,7 @@ impl ServerConfig {
             cookie_secure: CookieSecure::Auto,
             public_url: None,
             preview_domain: None,
+            e2b_domain: None,
             port_traffic_is_activity: true,
             server_registration: sandboxd_core::access::ServerRegistration::Operator,
             lease_grace: sandboxd_service::DEFAULT_LEASE_GRACE,
@@ -185,6 +189,8 @@ pub struct AppState {
     pub limits: Arc<rate_limit::UserLimiter>,
     pub sessions: routes::session::SessionSettings,
     pub previews: previews::PreviewSettings,
+    /// The domain of E2B's SDKs' `E2B_DOMAIN`, when the server has one.
+    pub e2b_domain: Option<String>,
     /// Connections to apps in sandboxes kept open between preview requests.
     pub app_connections: Arc<app_connections::AppConnections>,
 }
@@ -363,6 +369,7 @@ impl Server {
                 cookie_secure: self.config.cookie_secure,
             },
             previews,
+            e2b_domain: self.config.e2b_domain.clone(),
             app_connections: app_connections::AppConnections::new(),
         })
     }
@@ -470,7 +477,7 @@ pub fn app(state: AppState) -> Router {
     // Serialized once: the handler (cloned by the router for every request and
     // connection) then holds a reference-counted buffer, not the document itself.
     let document = bytes::Bytes::from(serde_json::to_vec(&api).unwrap_or_default());
-    router
+    let app = router
         .route(
             "/api/openapi.json",
             get(move || async move {
@@ -527,7 +534,19 @@ pub fn app(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn(metrics::record))
         .layer(DefaultBodyLimit::max(body_limit::MAX_FILE_BODY_BYTES))
         .layer(axum::middleware::from_fn(request_log::log))
-        .with_state(state)
+        .with_state(state.clone());
+    match state.e2b_domain {
+        // Outside the router: it changes the path that routing reads.
+        Some(domain) => {
+            Router::new()
+                .fallback_service(app)
+                .layer(axum::middleware::from_fn_with_state(
+                    domain,
+                    e2b::hosts::by_host,
+                ))
+        }
+        None => app,
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const ALPHABET: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 /// Fills `out` with random bytes from the operating system.
 pub(crate) fn random_bytes(out: &mut [u8]) -> Result<(), crate::StoreError> {
@@ -11,18 +11,32 @@ pub(crate) fn random_bytes(out: &mut [u8]) -> Result<(), crate::StoreError> {
 
 /// A new random id of 21 alphanumeric characters (about 125 bits).
 pub fn new_id() -> Result<String, crate::StoreError> {
-    let mut bytes = [0u8; 21];
+    random_id(ALPHABET, 21)
+}
+
+/// A new sandbox id: 24 lower-case letters and digits (about 124 bits), so that a host
+/// name can carry it (`<port>-<id>.<domain>`, which clients lower-case).
+pub fn new_sandbox_id() -> Result<String, crate::StoreError> {
+    random_id(&ALPHABET[..36], 24)
+}
+
+/// `len` symbols of `alphabet` (at most 256), each equally likely.
+fn random_id(alphabet: &[u8], len: usize) -> Result<String, crate::StoreError> {
+    // The alphabet's size need not divide 256: values past its last whole multiple
+    // would bias the first symbols, so they are drawn again.
+    let size = alphabet.len();
+    let bound = 256 - 256 % size;
+    let mut id = String::with_capacity(len);
+    let mut bytes = vec![0u8; len];
     random_bytes(&mut bytes)?;
-    // 62 does not divide 256, so values past 247 would bias the first symbols; redraw them.
-    let mut id = String::with_capacity(21);
     for byte in bytes {
-        let mut value = byte;
-        while value >= 248 {
+        let mut value = usize::from(byte);
+        while value >= bound {
             let mut one = [0u8; 1];
             random_bytes(&mut one)?;
-            value = one[0];
+            value = usize::from(one[0]);
         }
-        id.push(ALPHABET[usize::from(value % 62)] as char);
+        id.push(char::from(alphabet[value % size]));
     }
     Ok(id)
 }
@@ -50,5 +64,16 @@ mod tests {
         assert_eq!(a.len(), 21);
         assert!(a.chars().all(|c| c.is_ascii_alphanumeric()));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn sandbox_ids_are_lower_case_and_distinct() {
+        let a = new_sandbox_id().unwrap();
+        assert_eq!(a.len(), 24);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        );
+        assert_ne!(a, new_sandbox_id().unwrap());
     }
 }

@@ -41,7 +41,7 @@ pub use dashboard_sessions::{MAX_SESSIONS_PER_KEY, dashboard_csrf};
 pub use database::{Backend, Database};
 pub use egress_requests::Asked;
 pub use error::StoreError;
-pub use ids::new_id;
+pub use ids::{new_id, new_sandbox_id};
 pub use keys::{Bootstrap, NewKey};
 pub use leases::Leases;
 pub use members::AccessList;

@@ -83,6 +83,13 @@ pub struct Config {
     /// used from the same machine); previews are paths on sandboxd's own address
     /// (`/preview/<handle>/<port>/`) when unset.
     pub preview_domain: Option<String>,
+    /// The domain E2B's SDKs are pointed at with `E2B_DOMAIN` (`e2b.example.com`, a
+    /// wildcard DNS name behind a TLS proxy): `api.<domain>` serves E2B's control plane
+    /// and `<port>-<sandbox id>.<domain>` a sandbox's daemon (port 49983) and its
+    /// ports, including the signed file URLs the SDKs make; `:<port>` after it when
+    /// the TLS proxy is not on 443 (the SDKs are then given the same). Unset: E2B's SDKs use
+    /// `E2B_API_URL` and `E2B_SANDBOX_URL` (`/e2b`, `/e2b/envd`) only.
+    pub e2b_domain: Option<String>,
     /// Whether connections to a sandbox's ports (previews, `port-forward`) and their
     /// traffic keep it alive: count as activity for its idle timeout.
     pub port_traffic_is_activity: bool,
@@ -295,6 +302,7 @@ impl std::fmt::Debug for Config {
             .field("advertise_url", &self.advertise_url)
             .field("public_url", &self.public_url)
             .field("preview_domain", &self.preview_domain)
+            .field("e2b_domain", &self.e2b_domain)
             .field("port_traffic_is_activity", &self.port_traffic_is_activity)
             .field("cookie_secure", &self.cookie_secure)
             .field("servers", &self.servers)
@@ -335,6 +343,7 @@ impl Default for Config {
             advertise_url: None,
             public_url: None,
             preview_domain: None,
+            e2b_domain: None,
             port_traffic_is_activity: true,
             cookie_secure: CookieSecureSetting::Word("auto".into()),
             servers: ServersConfig::default(),

@@ -95,6 +95,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "preview_domain must be a lower-case host name such as preview.example.com or localhost, not {domain:?}"
         );
     }
+    if let Some(domain) = &config.e2b_domain {
+        if !sandboxd_core::e2b::host::valid_e2b_domain(domain) {
+            anyhow::bail!(
+                "e2b_domain must be a lower-case host name such as e2b.example.com (with :port when its TLS proxy is not on 443), not {domain:?}"
+            );
+        }
+        if config.preview_domain.as_deref() == Some(sandboxd_core::e2b::host::domain_name(domain)) {
+            anyhow::bail!(
+                "e2b_domain and preview_domain must differ: their hosts are named differently"
+            );
+        }
+    }
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&config.log))
         .with_writer(std::io::stderr)
@@ -191,6 +203,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(|url| url.trim_end_matches('/').to_owned());
     server_config.preview_domain = config.preview_domain.clone();
+    server_config.e2b_domain = config.e2b_domain.clone();
     server_config.port_traffic_is_activity = config.port_traffic_is_activity;
     server_config.egress = config.egress.resolve().map_err(anyhow::Error::msg)?;
     server_config.egress_trusted_ca = config.egress.trusted_ca.clone();

@@ -6,8 +6,10 @@
 
 pub mod connect;
 pub mod filesystem;
+pub mod host;
 pub mod lifecycle;
 pub mod process;
+pub mod signed;
 pub mod watch;
 
 use std::collections::BTreeMap;
@@ -75,7 +77,8 @@ pub struct SandboxAnswer {
     /// What the in-sandbox daemon's calls carry as `X-Access-Token`.
     #[serde(rename = "envdAccessToken", skip_serializing_if = "Option::is_none")]
     pub envd_access_token: Option<String>,
-    /// `null`: the SDK builds its URLs from its own settings.
+    /// The server's E2B domain (`e2b_domain`): the SDK reaches the sandbox at
+    /// `<port>-<id>.<domain>`; `null` when it has none (the SDK uses its own settings).
     pub domain: Option<String>,
 }
 
@@ -213,19 +216,24 @@ fn ids(sandbox: &Sandbox) -> SandboxIds {
     }
 }
 
-/// The create and connect answer of a sandbox.
-pub fn answer(sandbox: &Sandbox, envd_access_token: String) -> SandboxAnswer {
+/// The create and connect answer of a sandbox; `domain` is the server's E2B domain,
+/// if it has one (the SDK then reaches the sandbox at `<port>-<id>.<domain>`).
+pub fn answer(sandbox: &Sandbox, envd_access_token: String, domain: Option<&str>) -> SandboxAnswer {
     SandboxAnswer {
         ids: ids(sandbox),
         envd_version: ENVD_VERSION.to_owned(),
         envd_access_token: Some(envd_access_token),
-        domain: None,
+        domain: domain.map(str::to_owned),
     }
 }
 
 /// The detail of a sandbox E2B may see (`state_of` gives a state);
 /// `format_time` renders epoch milliseconds as RFC 3339.
-pub fn detail(sandbox: &Sandbox, format_time: impl Fn(i64) -> String) -> Option<SandboxDetail> {
+pub fn detail(
+    sandbox: &Sandbox,
+    format_time: impl Fn(i64) -> String,
+    domain: Option<&str>,
+) -> Option<SandboxDetail> {
     let state = state_of(sandbox.status)?;
     let end = sandbox
         .expires_at
@@ -241,7 +249,7 @@ pub fn detail(sandbox: &Sandbox, format_time: impl Fn(i64) -> String) -> Option<
         state: state.to_owned(),
         envd_version: ENVD_VERSION.to_owned(),
         metadata: sandbox.labels.clone(),
-        domain: None,
+        domain: domain.map(str::to_owned),
     })
 }
 

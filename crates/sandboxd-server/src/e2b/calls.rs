@@ -82,9 +82,14 @@ pub(super) fn ended(state: &AppState, sandbox: &Sandbox) -> bool {
 }
 
 /// The access token of the in-sandbox half for the caller's key and this sandbox.
-pub(super) fn envd_token(state: &AppState, caller: &Principal, sandbox: &Sandbox) -> String {
-    state
+pub(super) fn answer(
+    state: &AppState,
+    caller: &Principal,
+    sandbox: &Sandbox,
+) -> e2b::SandboxAnswer {
+    let token = state
         .service
         .store()
-        .envd_token(&sandbox.sandbox_id, &caller.key_id)
+        .envd_token(&sandbox.sandbox_id, &caller.key_id);
+    e2b::answer(sandbox, token, state.e2b_domain.as_deref())
 }

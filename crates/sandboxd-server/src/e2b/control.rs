@@ -17,7 +17,7 @@ use sandboxd_core::model::{Principal, SandboxStatus};
 use sandboxd_core::validate::{self, ListScope};
 use serde::Deserialize;
 
-use super::calls::{E2bResult, body, caller, envd_token, live_sandbox};
+use super::calls::{E2bResult, answer, body, caller, live_sandbox};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -65,8 +65,7 @@ async fn create(
     let mut cmd = validate::create_sandbox(request)?;
     cmd.timeout_ms = timeout_ms;
     let sandbox = state.service.sandboxes().create(&who, cmd).await?;
-    let token = envd_token(&state, &who, &sandbox);
-    Ok((StatusCode::CREATED, Json(e2b::answer(&sandbox, token))))
+    Ok((StatusCode::CREATED, Json(answer(&state, &who, &sandbox))))
 }
 
 async fn one(
@@ -76,8 +75,8 @@ async fn one(
 ) -> E2bResult<Json<SandboxDetail>> {
     let who = caller(who)?;
     let sandbox = live_sandbox(&state, &who, &id, SandboxNeed::Read).await?;
-    let detail =
-        e2b::detail(&sandbox, rfc3339).ok_or(crate::service::ServiceError::NotFound("sandbox"))?;
+    let detail = e2b::detail(&sandbox, rfc3339, state.e2b_domain.as_deref())
+        .ok_or(crate::service::ServiceError::NotFound("sandbox"))?;
     Ok(Json(detail))
 }
 
@@ -133,8 +132,7 @@ async fn connect(
             sandbox = sandboxes.set_timeout(&who, &id, timeout_ms).await?;
         }
     }
-    let token = envd_token(&state, &who, &sandbox);
-    Ok(Json(e2b::answer(&sandbox, token)))
+    Ok(Json(answer(&state, &who, &sandbox)))
 }
 
 /// Query of the listings.
@@ -196,7 +194,7 @@ async fn list(
     let (page, next) = e2b::page(shown, query.limit, query.next_token.as_deref())?;
     let details: Vec<SandboxDetail> = page
         .into_iter()
-        .filter_map(|sandbox| e2b::detail(sandbox, rfc3339))
+        .filter_map(|sandbox| e2b::detail(sandbox, rfc3339, state.e2b_domain.as_deref()))
         .collect();
     let mut response = Json(details).into_response();
     if let Some(next) = next

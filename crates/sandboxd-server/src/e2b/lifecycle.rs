@@ -17,7 +17,7 @@ use sandboxd_core::snapshots::Snapshot;
 use sandboxd_core::validate;
 use serde::Deserialize;
 
-use super::calls::{E2bResult, caller, envd_token, live_sandbox};
+use super::calls::{E2bResult, answer, caller, live_sandbox};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -87,8 +87,7 @@ async fn resume(
         .into());
     }
     let sandbox = state.service.sandboxes().resume_for(&who, &id).await?;
-    let token = envd_token(&state, &who, &sandbox);
-    Ok((StatusCode::CREATED, Json(e2b::answer(&sandbox, token))))
+    Ok((StatusCode::CREATED, Json(answer(&state, &who, &sandbox))))
 }
 
 /// Query of the metrics: an interval, in seconds since the epoch.
@@ -218,7 +217,7 @@ async fn fork(
     let results = forks
         .iter()
         .map(|sandbox| ForkResult {
-            sandbox: Some(e2b::answer(sandbox, envd_token(&state, &who, sandbox))),
+            sandbox: Some(answer(&state, &who, sandbox)),
             error: None::<ErrorAnswer>,
         })
         .collect();

@@ -6,6 +6,7 @@
 mod calls;
 mod control;
 mod envd;
+pub mod hosts;
 mod lifecycle;
 
 use axum::Router;
@@ -17,4 +18,6 @@ pub fn router() -> Router<AppState> {
     control::router()
         .merge(lifecycle::router())
         .merge(envd::router())
+        .route("/e2b", axum::routing::any(hosts::unknown_path))
+        .route("/e2b/{*rest}", axum::routing::any(hosts::unknown_path))
 }

@@ -15,6 +15,7 @@ mod containers;
 mod contexts;
 mod dashboard_sessions;
 mod e2b;
+mod e2b_domain;
 mod e2b_envd;
 mod egress;
 mod egress_credentials;

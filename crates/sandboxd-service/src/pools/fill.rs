@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use futures_util::future::join_all;
 use sandboxd_core::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT};
 use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
-use sandboxd_store::new_id;
+use sandboxd_store::new_sandbox_id;
 use tracing::warn;
 
 use super::{POOL_READY, POOL_REFILLS, PoolKey, Pools, Warm};
@@ -148,7 +148,7 @@ impl Pools {
             .fleet()
             .engine_of(key.server_id.as_deref())
             .await?;
-        let sandbox_id = new_id()?;
+        let sandbox_id = new_sandbox_id()?;
         // Owned by the pool before its container exists, so reconcile keeps it.
         self.service
             .inner

@@ -12,7 +12,7 @@ use sandboxd_core::plan::{self, NetworkPlan};
 use sandboxd_core::validate::CreateSandbox;
 use sandboxd_core::volumes;
 use sandboxd_ports::{Engine, EngineError, ExecSpec};
-use sandboxd_store::new_id;
+use sandboxd_store::new_sandbox_id;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
@@ -188,7 +188,7 @@ impl Sandboxes {
                 .ok_or(ServiceError::NotFound("template"))?,
         };
         let now = now_ms();
-        let sandbox_id = new_id()?;
+        let sandbox_id = new_sandbox_id()?;
         let row = Sandbox {
             name: cmd
                 .name

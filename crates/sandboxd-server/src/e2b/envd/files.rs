@@ -25,11 +25,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tokio::io::{AsyncSeekExt as _, AsyncWriteExt as _};
 
-use super::envd;
 use super::rpc::RpcError;
+use super::{Envd, envd, signed};
 use crate::AppState;
+use crate::auth::token_from;
 use crate::error::ApiError;
 use crate::service::ServiceError;
+use sandboxd_core::e2b::signed::{FileOperation, SignedFileUrl};
 
 /// A failure of the file routes: `{code: <status>, message}`.
 pub(super) struct FilesError(RpcError);
@@ -86,6 +88,35 @@ impl IntoResponse for FilesError {
 pub(super) struct FilesQuery {
     path: Option<String>,
     username: Option<String>,
+    /// A signed URL's: `v1_…`.
+    signature: Option<String>,
+    /// A signed URL's end, in Unix seconds.
+    signature_expiration: Option<i64>,
+}
+
+impl FilesQuery {
+    /// Who calls: by the call's headers, else by the URL's signature.
+    async fn caller(
+        &self,
+        state: &AppState,
+        headers: &HeaderMap,
+        operation: FileOperation,
+    ) -> Result<Envd, RpcError> {
+        let by_header = headers.contains_key("x-access-token") || token_from(headers).is_some();
+        match &self.signature {
+            Some(signature) if !by_header => {
+                let url = SignedFileUrl {
+                    path: self.path.as_deref().unwrap_or_default(),
+                    operation,
+                    user: self.username.as_deref().unwrap_or_default(),
+                    signature,
+                    expires_at_s: self.signature_expiration,
+                };
+                signed(state, headers, &url).await
+            }
+            _ => envd(state, headers, self.username.as_deref()).await,
+        }
+    }
 }
 
 fn query(
@@ -110,7 +141,7 @@ pub(super) async fn download(
     asked: Result<Query<FilesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, FilesError> {
     let asked = query(asked)?;
-    let who = envd(&state, &headers, asked.username.as_deref()).await?;
+    let who = asked.caller(&state, &headers, FileOperation::Read).await?;
     let path =
         resolve(asked.path.as_deref().unwrap_or_default(), "path").map_err(ApiError::from)?;
     let download = state
@@ -165,7 +196,7 @@ pub(super) async fn upload(
     request: Request,
 ) -> Result<Json<Vec<Written>>, FilesError> {
     let asked = query(asked)?;
-    let who = envd(&state, &headers, asked.username.as_deref()).await?;
+    let who = asked.caller(&state, &headers, FileOperation::Write).await?;
     let cap = state.service.files().transfer_cap();
     let metadata = metadata_of(
         headers

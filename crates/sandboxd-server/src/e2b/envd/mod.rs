@@ -16,6 +16,7 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use sandboxd_core::e2b::connect::Code;
+use sandboxd_core::e2b::signed::{SignatureRefusal, SignedFileUrl};
 use sandboxd_core::model::Principal;
 
 use crate::AppState;
@@ -23,7 +24,7 @@ use crate::auth::{self, token_from};
 use rpc::RpcError;
 
 /// The port of the daemon itself; the SDK names it in `E2b-Sandbox-Port`.
-const ENVD_PORT: &str = "49983";
+pub(super) const ENVD_PORT: u16 = 49983;
 /// The sandbox's user as E2B names it: the only one sandboxd runs anything as.
 const USER: &str = "user";
 
@@ -71,6 +72,19 @@ fn check_user(headers: &HeaderMap, username: Option<&str>) -> Result<(), RpcErro
     }
 }
 
+/// The sandbox a call names in `E2b-Sandbox-Id`.
+fn sandbox_named(headers: &HeaderMap) -> Result<String, RpcError> {
+    header(headers, "e2b-sandbox-id")
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            RpcError::new(
+                Code::InvalidArgument,
+                "the E2b-Sandbox-Id header is required",
+            )
+        })
+}
+
 /// The caller and sandbox of a call: the sandbox by `E2b-Sandbox-Id`, the caller by
 /// the sandbox's access token (the key it was made for, as that key stands now) or by
 /// a sandboxd key; counted against the caller's rate limit like every other request.
@@ -79,17 +93,9 @@ async fn envd(
     headers: &HeaderMap,
     username: Option<&str>,
 ) -> Result<Envd, RpcError> {
-    let sandbox_id = header(headers, "e2b-sandbox-id")
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| {
-            RpcError::new(
-                Code::InvalidArgument,
-                "the E2b-Sandbox-Id header is required",
-            )
-        })?
-        .to_owned();
+    let sandbox_id = sandbox_named(headers)?;
     if let Some(port) = header(headers, "e2b-sandbox-port")
-        && port != ENVD_PORT
+        && port.parse::<u16>() != Ok(ENVD_PORT)
     {
         return Err(RpcError::new(
             Code::Unimplemented,
@@ -117,6 +123,56 @@ async fn envd(
         ));
     };
     check_user(headers, username)?;
+    Ok(Envd { caller, sandbox_id })
+}
+
+/// The most keys of an organization tried against a signed URL.
+const MAX_SIGNERS: usize = 1_000;
+
+/// The caller and sandbox of a signed file URL (E2B's `download_url`, `upload_url`),
+/// sent without any header but the sandbox's (`E2b-Sandbox-Id`, which the daemon's
+/// host sets): signed with the access token of one of the keys of the sandbox's
+/// organization, which it then acts as, as that key stands now.
+async fn signed(
+    state: &AppState,
+    headers: &HeaderMap,
+    url: &SignedFileUrl<'_>,
+) -> Result<Envd, RpcError> {
+    let sandbox_id = sandbox_named(headers)?;
+    let unauthenticated = |message: &str| RpcError::new(Code::Unauthenticated, message);
+    let store = state.service.store();
+    let sandbox = store
+        .sandbox(&sandbox_id)
+        .await
+        .map_err(|error| RpcError::from(crate::service::ServiceError::from(error)))?
+        .ok_or_else(|| unauthenticated("invalid signature"))?;
+    let keys = store
+        .keys(&sandbox.organization_id, None)
+        .await
+        .map_err(|error| RpcError::from(crate::service::ServiceError::from(error)))?;
+    let tokens: Vec<String> = keys
+        .iter()
+        .filter(|key| key.revoked_at.is_none())
+        .take(MAX_SIGNERS)
+        .map(|key| store.envd_token(&sandbox_id, &key.key_id))
+        .collect();
+    let now_s = crate::time::now_ms() / 1000;
+    let token = url
+        .signer(tokens.iter().map(String::as_str), now_s)
+        .map_err(|refusal| match refusal {
+            SignatureRefusal::Expired => unauthenticated("signature is already expired"),
+            SignatureRefusal::Invalid => unauthenticated("invalid signature"),
+        })?;
+    let key_id = store
+        .envd_token_key(&sandbox_id, token)
+        .ok_or_else(|| unauthenticated("invalid signature"))?;
+    let principal = store
+        .principal_of_key(&key_id)
+        .await
+        .map_err(|error| RpcError::from(crate::service::ServiceError::from(error)))?
+        .ok_or_else(|| unauthenticated("invalid signature"))?;
+    let caller = auth::limited(state, principal)?;
+    check_user(headers, Some(url.user))?;
     Ok(Envd { caller, sandbox_id })
 }
 
