@@ -3,7 +3,8 @@
 # target/, so that its dependencies never meet the other clients') against the real
 # server (scripts/lib/test-server.sh starts it): the control plane
 # (tests/python/e2b_control_plane.py), the in-sandbox daemon
-# (tests/python/e2b_in_sandbox.py), the README's E2B example as written (its URL
+# (tests/python/e2b_in_sandbox.py), E2B's code interpreter SDK
+# (tests/python/e2b_interpreter.py), the README's E2B example as written (its URL
 # and key those of the test server, its `pip install` the pinned one below), and the
 # SDK given only `E2B_DOMAIN` (tests/python/e2b_domain.py), over TLS through a proxy
 # on loopback (tests/python/tls_proxy.py) as an operator's proxy would be.
@@ -11,12 +12,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/e2b-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check 'e2b==2.63.0' 2>&1 | grep -v 'root' || true
+"$venv/bin/python" -m pip install -q --disable-pip-version-check 'e2b==2.63.0' 'e2b-code-interpreter==2.11.5' 2>&1 | grep -v 'root' || true
 source scripts/lib/e2b-domain.sh
 source scripts/lib/test-server.sh
 e2b_domain_proxy
 "$venv/bin/python" tests/python/e2b_control_plane.py "$url" "$key"
 "$venv/bin/python" tests/python/e2b_in_sandbox.py "$url" "$key"
+"$venv/bin/python" tests/python/e2b_interpreter.py "$url" "$key"
 
 # The README's example: the bash block after the e2b-example marker.
 example=$(awk '/<!-- e2b-example/ {found=1; next} found && /^```bash/ {inside=1; next}

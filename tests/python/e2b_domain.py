@@ -1,8 +1,9 @@
 """E2B's own Python SDK (`e2b` on PyPI) set up as E2B's users set it up for a
 deployment of their own: `E2B_DOMAIN` and a key, nothing else. The SDK then calls
 `https://api.<domain>` and `https://49983-<id>.<domain>`, which a TLS proxy sends
-to sandboxd (`e2b_domain`). Commands and files through the domain, and the signed
-file URLs the SDK makes (`download_url`, `upload_url`), opened with no header at all.
+to sandboxd (`e2b_domain`). Commands and files through the domain, the signed file
+URLs the SDK makes (`download_url`, `upload_url`), opened with no header at all, and
+the code interpreter at `49999-<id>.<domain>`.
 
     E2B_DOMAIN=<domain>[:port] E2B_API_KEY=<key> SSL_CERT_FILE=<proxy's cert> \
         python3 tests/python/e2b_domain.py
@@ -17,6 +18,7 @@ import urllib.error
 import urllib.request
 
 from e2b import Sandbox
+from e2b_code_interpreter import Sandbox as CodeInterpreter
 
 assert "E2B_API_URL" not in os.environ and "E2B_SANDBOX_URL" not in os.environ
 
@@ -64,6 +66,11 @@ try:
     # Reconnecting by id goes through the domain too.
     again = Sandbox.connect(sbx.sandbox_id)
     assert again.files.read("notes.txt") == "kept"
+
+    # The code interpreter, at 49999-<id>.<domain>.
+    interpreter = CodeInterpreter.connect(sbx.sandbox_id)
+    assert interpreter.run_code("6 * 7").text == "42"
+    assert [c.language for c in interpreter.list_code_contexts()] == ["python"]
 finally:
     sbx.kill()
 print("e2b over E2B_DOMAIN: ok")

@@ -269,6 +269,7 @@ def test_code_keeps_its_state_per_context(server):
         assert sb.run_code("x = 41 + 1").error is None
         first = sb.run_code("print('x is', x); x * 2")
         assert (first.stdout, first.result, first.error) == ("x is 42\n", "84", None)
+        assert first.execution_count == 2
         other = sb.create_context()
         failed = sb.run_code("x", context=other)
         assert failed.error is not None and failed.error.name == "NameError"

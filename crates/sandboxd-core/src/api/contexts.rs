@@ -45,6 +45,9 @@ pub struct ContextView {
     /// `running` or `exited` (a context whose interpreter died cannot run code).
     pub status: String,
     pub started_at: String,
+    /// The directory it runs in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 /// An exception raised by a run.
@@ -66,4 +69,6 @@ pub struct ContextRunResult {
     pub result: Option<String>,
     pub error: Option<ContextError>,
     pub timed_out: bool,
+    /// The run's number in its context: 1 for its first.
+    pub execution_count: u64,
 }

@@ -7,6 +7,7 @@
 pub mod connect;
 pub mod filesystem;
 pub mod host;
+pub mod interpreter;
 pub mod lifecycle;
 pub mod process;
 pub mod signed;
@@ -77,6 +78,10 @@ pub struct SandboxAnswer {
     /// What the in-sandbox daemon's calls carry as `X-Access-Token`.
     #[serde(rename = "envdAccessToken", skip_serializing_if = "Option::is_none")]
     pub envd_access_token: Option<String>,
+    /// What calls to the sandbox's other ports carry as `E2B-Traffic-Access-Token`
+    /// (the code interpreter's SDK sends only this one on some calls): the same token.
+    #[serde(rename = "trafficAccessToken", skip_serializing_if = "Option::is_none")]
+    pub traffic_access_token: Option<String>,
     /// The server's E2B domain (`e2b_domain`): the SDK reaches the sandbox at
     /// `<port>-<id>.<domain>`; `null` when it has none (the SDK uses its own settings).
     pub domain: Option<String>,
@@ -222,6 +227,7 @@ pub fn answer(sandbox: &Sandbox, envd_access_token: String, domain: Option<&str>
     SandboxAnswer {
         ids: ids(sandbox),
         envd_version: ENVD_VERSION.to_owned(),
+        traffic_access_token: Some(envd_access_token.clone()),
         envd_access_token: Some(envd_access_token),
         domain: domain.map(str::to_owned),
     }

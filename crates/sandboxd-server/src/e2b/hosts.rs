@@ -14,6 +14,7 @@ use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sandboxd_core::e2b::host::{E2bHost, e2b_host};
+use sandboxd_core::e2b::interpreter::INTERPRETER_PORT;
 
 use super::envd::ENVD_PORT;
 
@@ -29,13 +30,15 @@ pub async fn by_host(State(domain): State<String>, mut request: Request, next: N
     let prefix = match e2b_host(&host, &domain) {
         None => return next.run(request).await,
         Some(E2bHost::Api) => "/e2b",
-        Some(E2bHost::Sandbox { port, sandbox_id }) if port == ENVD_PORT => {
+        Some(E2bHost::Sandbox { port, sandbox_id })
+            if port == ENVD_PORT || port == INTERPRETER_PORT =>
+        {
             let Ok(id) = HeaderValue::from_str(&sandbox_id) else {
                 return not_found(format!("no sandbox at {host}"));
             };
             let headers = request.headers_mut();
             headers.insert("e2b-sandbox-id", id);
-            headers.insert("e2b-sandbox-port", HeaderValue::from(ENVD_PORT));
+            headers.insert("e2b-sandbox-port", HeaderValue::from(port));
             "/e2b/envd"
         }
         Some(E2bHost::Sandbox { port, .. }) => {

@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 
 use super::held::{HeldOutputs, Owner};
 use crate::error::ApiError;
-use crate::service::{Service, ServiceError};
+use crate::service::{ContextRun, NewContext, Service, ServiceError};
 use crate::time::rfc3339;
 
 /// The MCP server of one session.
@@ -690,7 +690,7 @@ impl SandboxTools {
         ok(&attempt!(
             self.service
                 .commands()
-                .create_context(&who, &req.sandbox_id, req.language.as_deref())
+                .create_context(&who, &req.sandbox_id, NewContext::from(&req))
                 .await
         ))
     }
@@ -709,13 +709,7 @@ impl SandboxTools {
         ok(&attempt!(
             self.service
                 .commands()
-                .run_in_context(
-                    &who,
-                    &req.sandbox_id,
-                    &req.context_id,
-                    &req.code,
-                    req.timeout_ms
-                )
+                .run_in_context(&who, &req.sandbox_id, &req.context_id, &ContextRun::from(&req))
                 .await
         ))
     }

@@ -10,6 +10,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::ApiJson;
+use crate::service::{ContextRun, NewContext};
 
 type ApiResult<T> = Result<Json<T>, ApiError>;
 
@@ -37,7 +38,7 @@ async fn context_create(
         state
             .service
             .commands()
-            .create_context(&caller, &req.sandbox_id, req.language.as_deref())
+            .create_context(&caller, &req.sandbox_id, NewContext::from(&req))
             .await?,
     ))
 }
@@ -58,13 +59,7 @@ async fn context_run(
     let result = state
         .service
         .commands()
-        .run_in_context(
-            &caller,
-            &req.sandbox_id,
-            &req.context_id,
-            &req.code,
-            req.timeout_ms,
-        )
+        .run_in_context(&caller, &req.sandbox_id, &req.context_id, &ContextRun::from(&req))
         .await?;
     Ok(Json(result))
 }

@@ -49,10 +49,11 @@ async fn python_state_persists_between_runs() {
     let first = run(&server, &sandbox, &context, "x = 41\nprint('set')", 10_000).await;
     assert_eq!(
         first,
-        json!({"stdout": "set\n", "stderr": "", "result": null, "error": null, "timedOut": false})
+        json!({"stdout": "set\n", "stderr": "", "result": null, "error": null, "timedOut": false, "executionCount": 1})
     );
     let second = run(&server, &sandbox, &context, "x + 1", 10_000).await;
     assert_eq!(second["result"], "42");
+    assert_eq!(second["executionCount"], 2);
     let failed = run(
         &server,
         &sandbox,

@@ -286,3 +286,66 @@ async fn files_go_in_and_out_and_health_follows_the_sandbox() {
     assert_eq!(gone.status(), StatusCode::BAD_GATEWAY);
     assert!(gone.text().await.unwrap().contains("was not found"));
 }
+
+#[tokio::test]
+async fn the_code_interpreter_answers_e2bs_lines_to_its_callers_only() {
+    let server = TestServer::start().await;
+    let (id, token) = e2b_sandbox(&server, KEY).await;
+    let execute = |port: &str, token: &str| {
+        server
+            .client
+            .post(format!("{}/e2b/envd/execute", server.url))
+            .header("E2b-Sandbox-Id", &id)
+            .header("E2b-Sandbox-Port", port)
+            .header("E2B-Traffic-Access-Token", token)
+    };
+    let ran = execute("49999", &token)
+        .json(&json!({"code": "print('out'); 6 * 7", "env_vars": {"A": "b"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ran.status(), StatusCode::OK);
+    let lines: Vec<Value> = ran
+        .text()
+        .await
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<_> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["stdout", "result", "number_of_executions", "end_of_execution"]
+    );
+    assert_eq!(lines[1]["text"], "42");
+    // Another port's path, a made-up token, a bad body, a language not served.
+    let wrong_port = execute("49983", &token)
+        .json(&json!({"code": "1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_port.status(), StatusCode::NOT_IMPLEMENTED);
+    let forged = execute("49999", "key.forged")
+        .json(&json!({"code": "1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+    for body in [
+        json!({"code": 1}),
+        json!({"code": "1", "language": "r"}),
+        json!({"code": "1", "context_id": "c_x", "language": "python"}),
+        json!({"code": "1", "env_vars": {"A=B": "c"}}),
+    ] {
+        let refused = execute("49999", &token).json(&body).send().await.unwrap();
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{body}");
+        let answer: Value = refused.json().await.unwrap();
+        assert_eq!(answer["code"], 400, "{answer}");
+    }
+    let missing = execute("49999", &token)
+        .json(&json!({"code": "1", "context_id": "c_missing"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+}

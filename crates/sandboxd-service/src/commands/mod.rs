@@ -10,6 +10,7 @@ mod processes;
 mod terminal;
 mod tokens;
 
+pub use contexts::{ContextRun, NewContext};
 pub use launched::Launch;
 
 use crate::Service;

@@ -50,6 +50,8 @@ class Execution:
     error: RunError | None
     #: The run went past its timeout and was interrupted (the context stays).
     timed_out: bool
+    #: The run's number in its context: 1 for its first.
+    execution_count: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Execution:
@@ -66,6 +68,7 @@ class Execution:
                 traceback=error.get("traceback", ""),
             ),
             timed_out=bool(data.get("timedOut", False)),
+            execution_count=int(data.get("executionCount", 0)),
         )
 
 

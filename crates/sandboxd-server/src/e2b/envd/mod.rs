@@ -8,6 +8,7 @@
 mod files;
 mod filesystem;
 mod fs;
+mod interpreter;
 mod process;
 mod rpc;
 mod watch;
@@ -37,6 +38,19 @@ pub(super) fn router() -> Router<AppState> {
         )
         .route("/e2b/envd/files", get(files::download).post(files::upload))
         .route("/e2b/envd/health", get(health))
+        .route("/e2b/envd/execute", post(interpreter::execute))
+        .route(
+            "/e2b/envd/contexts",
+            get(interpreter::list).post(interpreter::create),
+        )
+        .route(
+            "/e2b/envd/contexts/{id}",
+            axum::routing::delete(interpreter::remove),
+        )
+        .route(
+            "/e2b/envd/contexts/{id}/restart",
+            post(interpreter::restart),
+        )
 }
 
 /// Who calls, for which sandbox.
@@ -93,16 +107,31 @@ async fn envd(
     headers: &HeaderMap,
     username: Option<&str>,
 ) -> Result<Envd, RpcError> {
+    envd_on(state, headers, username, ENVD_PORT).await
+}
+
+/// The caller and sandbox of a call to the sandbox's `port` (the daemon's, or the code
+/// interpreter's), which the call must name in `E2b-Sandbox-Port` if it names one. The
+/// access token may come as `E2B-Traffic-Access-Token` too (the code interpreter's
+/// SDK sends only that one on some calls).
+async fn envd_on(
+    state: &AppState,
+    headers: &HeaderMap,
+    username: Option<&str>,
+    port: u16,
+) -> Result<Envd, RpcError> {
     let sandbox_id = sandbox_named(headers)?;
-    if let Some(port) = header(headers, "e2b-sandbox-port")
-        && port.parse::<u16>() != Ok(ENVD_PORT)
+    if let Some(named) = header(headers, "e2b-sandbox-port")
+        && named.parse::<u16>() != Ok(port)
     {
         return Err(RpcError::new(
             Code::Unimplemented,
-            format!("port {port} of a sandbox is not served here; only envd's ({ENVD_PORT})"),
+            format!("port {named} of a sandbox is not served at this path; port {port} is"),
         ));
     }
-    let caller = if let Some(token) = header(headers, "x-access-token") {
+    let token = header(headers, "x-access-token")
+        .or_else(|| header(headers, "e2b-traffic-access-token"));
+    let caller = if let Some(token) = token {
         let store = state.service.store();
         let refused = || RpcError::new(Code::Unauthenticated, "invalid access token");
         let key_id = store

@@ -1,10 +1,24 @@
 # The driver of a Python interpreter context: one process whose globals persist between
-# runs. Requests are JSON lines on stdin: {"id": N, "code": "..."}. Each reply is one
-# line on stdout, after an ASCII record separator: {"id": N, "stdout", "stderr",
-# "result", "error"}. The value of a final expression is the result, as in a notebook.
-import ast, io, json, sys, traceback
+# runs. Requests are JSON lines on stdin: {"id": N, "code": "...", "env": {...}}, the
+# environment variables set for that run only. Each reply is one line on stdout, after
+# an ASCII record separator: {"id": N, "stdout", "stderr", "result", "error", "count"},
+# count being the run's number in the context. The value of a final expression is the
+# result, as in a notebook.
+import ast, io, json, os, sys, traceback
 
-_out, _globals = sys.stdout, {"__name__": "__main__"}
+_out, _globals, _count = sys.stdout, {"__name__": "__main__"}, 0
+
+def _with_env(env, run):
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        return run()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 def _run(code):
     out, err, result, error = io.StringIO(), io.StringIO(), None, None
@@ -33,7 +47,13 @@ while True:
         continue
     except ValueError:
         continue
-    stdout, stderr, result, error = _run(request.get("code", ""))
-    reply = {"id": request.get("id"), "stdout": stdout, "stderr": stderr, "result": result, "error": error}
+    _count += 1
+    env = request.get("env") or {}
+    try:
+        stdout, stderr, result, error = _with_env(env, lambda: _run(request.get("code", "")))
+    except Exception as exc:  # an environment the OS refuses
+        stdout, stderr, result, error = "", "", None, {"name": type(exc).__name__, "value": str(exc), "traceback": ""}
+    reply = {"id": request.get("id"), "stdout": stdout, "stderr": stderr, "result": result,
+             "error": error, "count": _count}
     _out.write("\x1e" + json.dumps(reply) + "\n")
     _out.flush()

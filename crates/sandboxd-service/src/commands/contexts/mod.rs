@@ -6,7 +6,9 @@
 use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
-use sandboxd_core::api::{ContextError, ContextRunResult, ContextView};
+use sandboxd_core::api::{
+    ContextCreateRequest, ContextError, ContextRunRequest, ContextRunResult, ContextView,
+};
 use sandboxd_core::error::Invalid;
 use sandboxd_core::limits::{
     DEFAULT_EXEC_TIMEOUT_MS, MAX_CMD_BYTES, MAX_EXEC_TIMEOUT_MS, MIN_EXEC_TIMEOUT_MS,
@@ -36,6 +38,28 @@ struct Reply {
     stderr: String,
     result: Option<String>,
     error: Option<ContextError>,
+    #[serde(default)]
+    count: u64,
+}
+
+/// A context to start.
+#[derive(Debug, Clone, Default)]
+pub struct NewContext<'a> {
+    /// Only `python`.
+    pub language: Option<&'a str>,
+    /// Where it runs; the sandbox's working directory when unset.
+    pub cwd: Option<&'a str>,
+    /// Its id (`c_…`); a new one when unset.
+    pub id: Option<String>,
+}
+
+/// A run in a context.
+#[derive(Debug, Clone, Default)]
+pub struct ContextRun<'a> {
+    pub code: &'a str,
+    pub timeout_ms: Option<u64>,
+    /// Environment variables set for this run only.
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// Finds the reply to run `id` in `buf`: records after a separator, up to a newline.
@@ -45,6 +69,25 @@ fn find_reply(buf: &[u8], id: u64) -> Option<Reply> {
         .filter_map(|record| record.split(|b| *b == b'\n').next())
         .filter_map(|line| serde_json::from_slice::<Reply>(line).ok())
         .find(|reply| reply.id == id)
+}
+
+impl<'a> From<&'a ContextCreateRequest> for NewContext<'a> {
+    fn from(request: &'a ContextCreateRequest) -> Self {
+        Self {
+            language: request.language.as_deref(),
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a> From<&'a ContextRunRequest> for ContextRun<'a> {
+    fn from(request: &'a ContextRunRequest) -> Self {
+        Self {
+            code: &request.code,
+            timeout_ms: request.timeout_ms,
+            env: Default::default(),
+        }
+    }
 }
 
 fn run_timeout(value: Option<u64>) -> Result<Duration, Invalid> {
@@ -65,22 +108,30 @@ impl Commands {
         &self,
         caller: &Principal,
         sandbox_id: &str,
-        language: Option<&str>,
+        new: NewContext<'_>,
     ) -> Result<ContextView, ServiceError> {
-        if language.is_some_and(|l| l != "python") {
+        if new.language.is_some_and(|l| l != "python") {
             return Err(Invalid::one("language", "only python is supported").into());
+        }
+        if new.cwd.is_some_and(|cwd| !cwd.starts_with('/') || cwd.contains('\0')) {
+            return Err(Invalid::one("cwd", "must be an absolute path").into());
         }
         let (sandbox, agent) = self
             .service
             .agent_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
-        let id = format!("c_{}", &sandboxd_store::new_id()?[..12]);
+        let id = match new.id {
+            Some(id) if id.starts_with("c_") && id.len() <= 64 => id,
+            Some(_) => return Err(Invalid::one("contextId", "must start with c_").into()),
+            None => format!("c_{}", &sandboxd_store::new_id()?[..12]),
+        };
         let argv = vec!["python3".into(), "-u".into(), "-c".into(), DRIVER.into()];
+        let cwd = new.cwd.map_or_else(|| sandbox.workdir.clone(), str::to_owned);
         let info = agent
             .spawn_process(ProcessSpec {
                 id: id.clone(),
                 argv,
-                cwd: Some(sandbox.workdir.clone()),
+                cwd: Some(cwd.clone()),
                 env: self.service.command_env(&sandbox, Vec::new()).await?,
                 stdin: true,
                 tag: None,
@@ -99,7 +150,34 @@ impl Commands {
             }
             .into(),
             started_at: rfc3339(info.started_ms),
+            cwd: Some(cwd),
         })
+    }
+
+    /// The contexts of a sandbox, running or ended, oldest first.
+    pub async fn contexts(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<Vec<ContextView>, ServiceError> {
+        let (sandbox, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        let mut listed = agent.processes().await.map_err(process_error)?;
+        listed.retain(|p| p.id.starts_with("c_") && p.argv.get(3).is_some_and(|code| code == DRIVER));
+        listed.sort_by(|a, b| (a.started_ms, &a.id).cmp(&(b.started_ms, &b.id)));
+        Ok(listed
+            .into_iter()
+            .map(|p| ContextView {
+                status: if p.exit.is_some() { "exited" } else { "running" }.into(),
+                started_at: rfc3339(p.started_ms),
+                context_id: p.id,
+                sandbox_id: sandbox.sandbox_id.clone(),
+                language: "python".into(),
+                cwd: p.cwd,
+            })
+            .collect())
     }
 
     /// Runs code in a context; its globals persist between runs.
@@ -109,13 +187,18 @@ impl Commands {
         caller: &Principal,
         sandbox_id: &str,
         context_id: &str,
-        code: &str,
-        timeout_ms: Option<u64>,
+        run: &ContextRun<'_>,
     ) -> Result<ContextRunResult, ServiceError> {
+        let code = run.code;
         if code.is_empty() || code.len() > MAX_CMD_BYTES {
             return Err(Invalid::one("code", "must be 1 to 65536 bytes").into());
         }
-        let timeout = run_timeout(timeout_ms)?;
+        if let Some(name) = run.env.iter().find_map(|(name, value)| {
+            (!sandboxd_core::env_vars::is_valid_key(name) || value.contains('\0')).then_some(name)
+        }) {
+            return Err(Invalid::one("envVars", format!("{name:?} is not a variable one can set")).into());
+        }
+        let timeout = run_timeout(run.timeout_ms)?;
         let (_, agent) = self
             .service
             .agent_for(caller, sandbox_id, SandboxNeed::Use)
@@ -137,8 +220,9 @@ impl Commands {
                 .try_into()
                 .map_err(|_| ServiceError::Unavailable("no randomness".into()))?,
         ) >> 11;
-        let mut line = serde_json::to_vec(&serde_json::json!({"id": run_id, "code": code}))
-            .unwrap_or_default();
+        let mut line =
+            serde_json::to_vec(&serde_json::json!({"id": run_id, "code": code, "env": run.env}))
+                .unwrap_or_default();
         line.push(b'\n');
         agent
             .write_process(context_id, &line, false)
@@ -215,6 +299,7 @@ fn result(reply: Reply, timed_out: bool) -> ContextRunResult {
         result: reply.result,
         error: reply.error,
         timed_out,
+        execution_count: reply.count,
     }
 }
 

@@ -1,0 +1,187 @@
+//! E2B's code interpreter (`e2b-code-interpreter`), which its SDK reaches on port
+//! 49999 of a sandbox: `POST /execute` runs code in a context and answers a line of
+//! JSON per output (`stdout`, `stderr`, `result`, `error`, `number_of_executions`,
+//! `end_of_execution`); `/contexts` makes, lists, restarts and removes contexts. Its
+//! contexts are sandboxd's Python contexts. A context keeps its E2B id when restarted:
+//! the n-th restart runs as the process `<id>-<n>`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::api::{ContextRunResult, ContextView};
+
+/// The port E2B's SDK names for the code interpreter.
+pub const INTERPRETER_PORT: u16 = 49999;
+
+/// The context code runs in when a run names none: one per sandbox, made at its first
+/// use.
+pub const DEFAULT_CONTEXT: &str = "c_e2bdefault";
+
+/// The only language served.
+pub const LANGUAGE: &str = "python";
+
+/// Body of `POST /execute`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ExecuteRequest {
+    pub code: String,
+    pub context_id: Option<String>,
+    pub language: Option<String>,
+    pub env_vars: Option<BTreeMap<String, String>>,
+}
+
+/// Body of `POST /contexts`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct NewContextRequest {
+    pub language: Option<String>,
+    pub cwd: Option<String>,
+}
+
+/// A context as E2B's SDK reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContextAnswer {
+    pub id: String,
+    pub language: String,
+    pub cwd: String,
+}
+
+/// Whether E2B's SDK names the one language served (`python`, or none).
+pub fn language_served(language: Option<&str>) -> bool {
+    language.is_none_or(|l| l.eq_ignore_ascii_case(LANGUAGE) || l.eq_ignore_ascii_case("py"))
+}
+
+/// The E2B id of a context's process (`c_x` for `c_x` and its restarts `c_x-3`).
+pub fn base_of(process_id: &str) -> &str {
+    match process_id.rsplit_once('-') {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => process_id,
+    }
+}
+
+fn generation(process_id: &str) -> u32 {
+    process_id
+        .rsplit_once('-')
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The process an E2B context runs as now: its latest restart.
+pub fn current<'a>(contexts: &'a [ContextView], id: &str) -> Option<&'a ContextView> {
+    contexts
+        .iter()
+        .filter(|c| base_of(&c.context_id) == id)
+        .max_by_key(|c| generation(&c.context_id))
+}
+
+/// The process id a context's next restart runs as.
+pub fn restarted_id(process_id: &str) -> String {
+    format!("{}-{}", base_of(process_id), generation(process_id) + 1)
+}
+
+/// The contexts E2B shows: each running one once, by its E2B id, oldest first.
+pub fn listed(contexts: &[ContextView], default_cwd: &str) -> Vec<ContextAnswer> {
+    let mut seen = Vec::<ContextAnswer>::new();
+    for context in contexts.iter().filter(|c| c.status == "running") {
+        let id = base_of(&context.context_id);
+        if seen.iter().all(|c| c.id != id) {
+            seen.push(ContextAnswer {
+                id: id.to_owned(),
+                language: LANGUAGE.to_owned(),
+                cwd: context.cwd.clone().unwrap_or_else(|| default_cwd.to_owned()),
+            });
+        }
+    }
+    seen
+}
+
+/// A run's answer, as the lines `/execute` streams (each one JSON value);
+/// `now_ns` is when it ended, in Unix nanoseconds.
+pub fn execution_lines(run: &ContextRunResult, now_ns: i64) -> Vec<Value> {
+    let mut lines = Vec::new();
+    for (kind, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        if !text.is_empty() {
+            lines.push(json!({"type": kind, "text": text, "timestamp": now_ns}));
+        }
+    }
+    if let Some(text) = &run.result {
+        lines.push(json!({"type": "result", "text": text, "is_main_result": true}));
+    }
+    if let Some(error) = &run.error {
+        lines.push(json!({
+            "type": "error",
+            "name": error.name,
+            "value": error.value,
+            "traceback": error.traceback,
+        }));
+    }
+    lines.push(json!({"type": "number_of_executions", "execution_count": run.execution_count}));
+    lines.push(json!({"type": "end_of_execution"}));
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ContextError;
+
+    fn context(id: &str, status: &str) -> ContextView {
+        ContextView {
+            context_id: id.into(),
+            sandbox_id: "s".into(),
+            language: "python".into(),
+            status: status.into(),
+            started_at: String::new(),
+            cwd: Some("/home/user".into()),
+        }
+    }
+
+    #[test]
+    fn a_restarted_context_keeps_its_id_and_runs_as_its_latest_process() {
+        assert_eq!(base_of("c_abc-2"), "c_abc");
+        assert_eq!(base_of("c_abc"), "c_abc");
+        assert_eq!(base_of("c_a-b"), "c_a-b");
+        assert_eq!(restarted_id("c_abc"), "c_abc-1");
+        assert_eq!(restarted_id("c_abc-1"), "c_abc-2");
+        let all = [
+            context("c_abc", "exited"),
+            context("c_abc-2", "running"),
+            context("c_abc-1", "exited"),
+            context("c_other", "running"),
+        ];
+        assert_eq!(current(&all, "c_abc").unwrap().context_id, "c_abc-2");
+        assert!(current(&all, "c_none").is_none());
+        let shown = listed(&all, "/home/user");
+        assert_eq!(
+            shown.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ["c_abc", "c_other"]
+        );
+    }
+
+    #[test]
+    fn a_run_is_told_as_e2bs_lines_ending_with_the_end_of_execution() {
+        let run = ContextRunResult {
+            stdout: "hi\n".into(),
+            stderr: String::new(),
+            result: Some("2".into()),
+            error: Some(ContextError {
+                name: "NameError".into(),
+                value: "x".into(),
+                traceback: "t".into(),
+            }),
+            timed_out: false,
+            execution_count: 3,
+        };
+        let lines = execution_lines(&run, 7);
+        let kinds: Vec<_> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["stdout", "result", "error", "number_of_executions", "end_of_execution"]
+        );
+        assert_eq!(lines[0], json!({"type": "stdout", "text": "hi\n", "timestamp": 7}));
+        assert_eq!(lines[1]["is_main_result"], true);
+        assert_eq!(lines[3]["execution_count"], 3);
+        assert!(language_served(None) && language_served(Some("Python")));
+        assert!(!language_served(Some("javascript")));
+    }
+}

@@ -1,0 +1,217 @@
+//! E2B's code interpreter (port 49999, `sandboxd_core::e2b::interpreter`) on
+//! sandboxd's Python contexts: `POST /execute` runs code in the context named, or in
+//! the sandbox's default one (made at its first use), and answers E2B's lines of JSON
+//! once the run ends; `/contexts` makes, lists, removes and restarts contexts.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use sandboxd_core::api::{ContextRunResult, ContextView};
+use sandboxd_core::e2b::connect::Code;
+use sandboxd_core::e2b::interpreter::{
+    ContextAnswer, DEFAULT_CONTEXT, ExecuteRequest, INTERPRETER_PORT, LANGUAGE, NewContextRequest,
+    current, execution_lines, language_served, listed, restarted_id,
+};
+use sandboxd_core::limits::MAX_EXEC_TIMEOUT_MS;
+
+use super::files::FilesError;
+use super::rpc::RpcError;
+use super::{Envd, envd_on};
+use crate::AppState;
+use crate::service::{ContextRun, NewContext, ServiceError};
+
+type Answer<T> = Result<T, FilesError>;
+
+async fn caller(state: &AppState, headers: &HeaderMap) -> Answer<Envd> {
+    Ok(envd_on(state, headers, None, INTERPRETER_PORT).await?)
+}
+
+fn invalid(message: impl Into<String>) -> FilesError {
+    FilesError::from(RpcError::new(Code::InvalidArgument, message))
+}
+
+fn body<T: serde::de::DeserializeOwned + Default>(bytes: &[u8]) -> Answer<T> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(bytes).map_err(|error| invalid(format!("invalid body: {error}")))
+}
+
+fn check_language(language: Option<&str>) -> Answer<()> {
+    if language_served(language) {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "only {LANGUAGE} is served here, not {:?}",
+        language.unwrap_or_default()
+    )))
+}
+
+/// The processes of the sandbox's contexts.
+async fn contexts_of(state: &AppState, who: &Envd) -> Answer<Vec<ContextView>> {
+    Ok(state
+        .service
+        .commands()
+        .contexts(&who.caller, &who.sandbox_id)
+        .await?)
+}
+
+/// Starts a context's process.
+async fn start(state: &AppState, who: &Envd, id: Option<String>, cwd: Option<&str>) -> Answer<ContextView> {
+    let new = NewContext {
+        language: Some(LANGUAGE),
+        cwd,
+        id,
+    };
+    Ok(state
+        .service
+        .commands()
+        .create_context(&who.caller, &who.sandbox_id, new)
+        .await?)
+}
+
+/// The running process of context `id`: the default one is made (or made again) when
+/// it is not running; any other must be.
+async fn running(state: &AppState, who: &Envd, id: &str) -> Answer<String> {
+    let contexts = contexts_of(state, who).await?;
+    match current(&contexts, id) {
+        Some(context) if context.status == "running" => Ok(context.context_id.clone()),
+        Some(ended) if id == DEFAULT_CONTEXT => {
+            let id = restarted_id(&ended.context_id);
+            Ok(start(state, who, Some(id), ended.cwd.as_deref()).await?.context_id)
+        }
+        None if id == DEFAULT_CONTEXT => match start(state, who, Some(id.to_owned()), None).await {
+            Ok(made) => Ok(made.context_id),
+            // Made by a run beside this one.
+            Err(_) => Ok(id.to_owned()),
+        },
+        Some(_) => Err(FilesError::from(RpcError::new(
+            Code::FailedPrecondition,
+            format!("context {id} has ended; restart it"),
+        ))),
+        None => Err(FilesError::from(RpcError::new(
+            Code::NotFound,
+            format!("context {id} not found"),
+        ))),
+    }
+}
+
+/// `POST /execute`.
+pub(super) async fn execute(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    bytes: bytes::Bytes,
+) -> Answer<Response> {
+    let who = caller(&state, &headers).await?;
+    let asked: ExecuteRequest = body(&bytes)?;
+    if asked.context_id.is_some() && asked.language.is_some() {
+        return Err(invalid("name a context or a language, not both"));
+    }
+    check_language(asked.language.as_deref())?;
+    let id = asked.context_id.as_deref().unwrap_or(DEFAULT_CONTEXT);
+    let process = running(&state, &who, id).await?;
+    let run = ContextRun {
+        code: &asked.code,
+        // The client bounds a run with its own timeout; this is the server's bound.
+        timeout_ms: Some(MAX_EXEC_TIMEOUT_MS),
+        env: asked.env_vars.unwrap_or_default(),
+    };
+    let ran: ContextRunResult = state
+        .service
+        .commands()
+        .run_in_context(&who.caller, &who.sandbox_id, &process, &run)
+        .await?;
+    let mut text = Vec::new();
+    for line in execution_lines(&ran, crate::time::now_ms().saturating_mul(1_000_000)) {
+        let _ = serde_json::to_writer(&mut text, &line);
+        text.push(b'\n');
+    }
+    Ok((
+        [(header::CONTENT_TYPE, "application/x-ndjson")],
+        Body::from(text),
+    )
+        .into_response())
+}
+
+/// `POST /contexts`.
+pub(super) async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    bytes: bytes::Bytes,
+) -> Answer<Json<ContextAnswer>> {
+    let who = caller(&state, &headers).await?;
+    let asked: NewContextRequest = body(&bytes)?;
+    check_language(asked.language.as_deref())?;
+    let made = start(&state, &who, None, asked.cwd.as_deref()).await?;
+    Ok(Json(ContextAnswer {
+        id: made.context_id,
+        language: LANGUAGE.into(),
+        cwd: made.cwd.unwrap_or_default(),
+    }))
+}
+
+/// `GET /contexts`.
+pub(super) async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Answer<Json<Vec<ContextAnswer>>> {
+    let who = caller(&state, &headers).await?;
+    Ok(Json(listed(&contexts_of(&state, &who).await?, "")))
+}
+
+/// The process of a context that exists, running or not.
+async fn existing(state: &AppState, who: &Envd, id: &str) -> Answer<ContextView> {
+    current(&contexts_of(state, who).await?, id)
+        .cloned()
+        .ok_or_else(|| {
+            FilesError::from(RpcError::new(
+                Code::NotFound,
+                format!("context {id} not found"),
+            ))
+        })
+}
+
+/// `DELETE /contexts/{id}`.
+pub(super) async fn remove(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Answer<StatusCode> {
+    let who = caller(&state, &headers).await?;
+    let context = existing(&state, &who, &id).await?;
+    remove_process(&state, &who, &context.context_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn remove_process(state: &AppState, who: &Envd, process: &str) -> Answer<()> {
+    match state
+        .service
+        .commands()
+        .remove_context(&who.caller, &who.sandbox_id, process)
+        .await
+    {
+        Ok(()) | Err(ServiceError::NotFound(_)) => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// `POST /contexts/{id}/restart`: its state is gone; its id and directory stay.
+pub(super) async fn restart(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Answer<StatusCode> {
+    let who = caller(&state, &headers).await?;
+    let context = existing(&state, &who, &id).await?;
+    remove_process(&state, &who, &context.context_id).await?;
+    start(
+        &state,
+        &who,
+        Some(restarted_id(&context.context_id)),
+        context.cwd.as_deref(),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

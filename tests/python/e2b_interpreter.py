@@ -1,0 +1,65 @@
+"""E2B's code interpreter SDK (`e2b-code-interpreter` on PyPI) against sandboxd, set up
+as its users set it up (E2B_API_URL, E2B_SANDBOX_URL, a sandboxd key): `run_code`
+with results, output, errors, environment variables and execution counts; state kept
+between runs; contexts made in a directory, listed, restarted and removed; a language
+that is not served refused.
+
+    python3 tests/python/e2b_interpreter.py URL KEY
+"""
+
+import os
+import sys
+
+url, key = sys.argv[1:3]
+os.environ["E2B_API_URL"] = f"{url}/e2b"
+os.environ["E2B_SANDBOX_URL"] = f"{url}/e2b/envd"
+os.environ["E2B_API_KEY"] = key
+
+from e2b import SandboxException  # noqa: E402
+from e2b_code_interpreter import Sandbox  # noqa: E402
+
+sbx = Sandbox.create("base", timeout=120, allow_internet_access=False)
+try:
+    first = sbx.run_code("x = 1; x")
+    assert first.text == "1", first
+    assert first.execution_count == 1, first.execution_count
+    # State is kept; output is told apart from the result.
+    seen = []
+    second = sbx.run_code("print('hi'); y = x + 1; y", on_stdout=lambda m: seen.append(m.line))
+    assert second.text == "2" and second.logs.stdout == ["hi\n"], second
+    assert seen == ["hi\n"], seen
+    assert second.execution_count == 2
+    # Errors, as E2B's interpreter tells them.
+    failed = sbx.run_code("1 / 0")
+    assert failed.error is not None and failed.error.name == "ZeroDivisionError", failed.error
+    assert "ZeroDivisionError" in failed.error.traceback
+    # Variables for one run only.
+    env = sbx.run_code("import os; os.environ.get('GREETING')", envs={"GREETING": "hello"})
+    assert env.text == "'hello'", env.text
+    assert sbx.run_code("os.environ.get('GREETING')").text is None
+
+    # Contexts: their own state and directory, listed, restarted, removed.
+    ctx = sbx.create_code_context(cwd="/tmp")
+    assert ctx.language == "python" and ctx.cwd == "/tmp", ctx
+    assert sbx.run_code("import os; os.getcwd()", context=ctx).text == "'/tmp'"
+    unknown = sbx.run_code("x", context=ctx)
+    assert unknown.error is not None and unknown.error.name == "NameError", unknown.error
+    sbx.run_code("z = 5", context=ctx)
+    assert ctx.id in [c.id for c in sbx.list_code_contexts()]
+    sbx.restart_code_context(ctx)
+    gone = sbx.run_code("z", context=ctx)
+    assert gone.error is not None and gone.error.value == "name 'z' is not defined", gone.error
+    assert sbx.run_code("import os; os.getcwd()", context=ctx).text == "'/tmp'"
+    sbx.remove_code_context(ctx)
+    assert ctx.id not in [c.id for c in sbx.list_code_contexts()]
+    # The default context is untouched by all that.
+    assert sbx.run_code("y").text == "2"
+
+    try:
+        sbx.run_code("console.log(1)", language="javascript")
+        raise AssertionError("a language not served is refused")
+    except SandboxException as refused:
+        assert "only python" in str(refused), refused
+finally:
+    sbx.kill()
+print("e2b code interpreter: ok")
