@@ -88,7 +88,10 @@ pub fn listed(contexts: &[ContextView], default_cwd: &str) -> Vec<ContextAnswer>
             seen.push(ContextAnswer {
                 id: id.to_owned(),
                 language: LANGUAGE.to_owned(),
-                cwd: context.cwd.clone().unwrap_or_else(|| default_cwd.to_owned()),
+                cwd: context
+                    .cwd
+                    .clone()
+                    .unwrap_or_else(|| default_cwd.to_owned()),
             });
         }
     }
@@ -176,9 +179,18 @@ mod tests {
         let kinds: Vec<_> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
-            ["stdout", "result", "error", "number_of_executions", "end_of_execution"]
+            [
+                "stdout",
+                "result",
+                "error",
+                "number_of_executions",
+                "end_of_execution"
+            ]
         );
-        assert_eq!(lines[0], json!({"type": "stdout", "text": "hi\n", "timestamp": 7}));
+        assert_eq!(
+            lines[0],
+            json!({"type": "stdout", "text": "hi\n", "timestamp": 7})
+        );
         assert_eq!(lines[1]["is_main_result"], true);
         assert_eq!(lines[3]["execution_count"], 3);
         assert!(language_served(None) && language_served(Some("Python")));

@@ -709,7 +709,12 @@ impl SandboxTools {
         ok(&attempt!(
             self.service
                 .commands()
-                .run_in_context(&who, &req.sandbox_id, &req.context_id, &ContextRun::from(&req))
+                .run_in_context(
+                    &who,
+                    &req.sandbox_id,
+                    &req.context_id,
+                    &ContextRun::from(&req)
+                )
                 .await
         ))
     }

@@ -59,7 +59,12 @@ async fn context_run(
     let result = state
         .service
         .commands()
-        .run_in_context(&caller, &req.sandbox_id, &req.context_id, &ContextRun::from(&req))
+        .run_in_context(
+            &caller,
+            &req.sandbox_id,
+            &req.context_id,
+            &ContextRun::from(&req),
+        )
         .await?;
     Ok(Json(result))
 }

@@ -315,7 +315,12 @@ async fn the_code_interpreter_answers_e2bs_lines_to_its_callers_only() {
     let kinds: Vec<_> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["stdout", "result", "number_of_executions", "end_of_execution"]
+        [
+            "stdout",
+            "result",
+            "number_of_executions",
+            "end_of_execution"
+        ]
     );
     assert_eq!(lines[1]["text"], "42");
     // Another port's path, a made-up token, a bad body, a language not served.

@@ -59,7 +59,12 @@ async fn contexts_of(state: &AppState, who: &Envd) -> Answer<Vec<ContextView>> {
 }
 
 /// Starts a context's process.
-async fn start(state: &AppState, who: &Envd, id: Option<String>, cwd: Option<&str>) -> Answer<ContextView> {
+async fn start(
+    state: &AppState,
+    who: &Envd,
+    id: Option<String>,
+    cwd: Option<&str>,
+) -> Answer<ContextView> {
     let new = NewContext {
         language: Some(LANGUAGE),
         cwd,
@@ -80,7 +85,9 @@ async fn running(state: &AppState, who: &Envd, id: &str) -> Answer<String> {
         Some(context) if context.status == "running" => Ok(context.context_id.clone()),
         Some(ended) if id == DEFAULT_CONTEXT => {
             let id = restarted_id(&ended.context_id);
-            Ok(start(state, who, Some(id), ended.cwd.as_deref()).await?.context_id)
+            Ok(start(state, who, Some(id), ended.cwd.as_deref())
+                .await?
+                .context_id)
         }
         None if id == DEFAULT_CONTEXT => match start(state, who, Some(id.to_owned()), None).await {
             Ok(made) => Ok(made.context_id),

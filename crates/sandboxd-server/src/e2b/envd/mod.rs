@@ -129,8 +129,8 @@ async fn envd_on(
             format!("port {named} of a sandbox is not served at this path; port {port} is"),
         ));
     }
-    let token = header(headers, "x-access-token")
-        .or_else(|| header(headers, "e2b-traffic-access-token"));
+    let token =
+        header(headers, "x-access-token").or_else(|| header(headers, "e2b-traffic-access-token"));
     let caller = if let Some(token) = token {
         let store = state.service.store();
         let refused = || RpcError::new(Code::Unauthenticated, "invalid access token");

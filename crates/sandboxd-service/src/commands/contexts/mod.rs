@@ -113,7 +113,10 @@ impl Commands {
         if new.language.is_some_and(|l| l != "python") {
             return Err(Invalid::one("language", "only python is supported").into());
         }
-        if new.cwd.is_some_and(|cwd| !cwd.starts_with('/') || cwd.contains('\0')) {
+        if new
+            .cwd
+            .is_some_and(|cwd| !cwd.starts_with('/') || cwd.contains('\0'))
+        {
             return Err(Invalid::one("cwd", "must be an absolute path").into());
         }
         let (sandbox, agent) = self
@@ -126,7 +129,9 @@ impl Commands {
             None => format!("c_{}", &sandboxd_store::new_id()?[..12]),
         };
         let argv = vec!["python3".into(), "-u".into(), "-c".into(), DRIVER.into()];
-        let cwd = new.cwd.map_or_else(|| sandbox.workdir.clone(), str::to_owned);
+        let cwd = new
+            .cwd
+            .map_or_else(|| sandbox.workdir.clone(), str::to_owned);
         let info = agent
             .spawn_process(ProcessSpec {
                 id: id.clone(),
@@ -165,12 +170,18 @@ impl Commands {
             .agent_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
         let mut listed = agent.processes().await.map_err(process_error)?;
-        listed.retain(|p| p.id.starts_with("c_") && p.argv.get(3).is_some_and(|code| code == DRIVER));
+        listed
+            .retain(|p| p.id.starts_with("c_") && p.argv.get(3).is_some_and(|code| code == DRIVER));
         listed.sort_by(|a, b| (a.started_ms, &a.id).cmp(&(b.started_ms, &b.id)));
         Ok(listed
             .into_iter()
             .map(|p| ContextView {
-                status: if p.exit.is_some() { "exited" } else { "running" }.into(),
+                status: if p.exit.is_some() {
+                    "exited"
+                } else {
+                    "running"
+                }
+                .into(),
                 started_at: rfc3339(p.started_ms),
                 context_id: p.id,
                 sandbox_id: sandbox.sandbox_id.clone(),
@@ -196,7 +207,9 @@ impl Commands {
         if let Some(name) = run.env.iter().find_map(|(name, value)| {
             (!sandboxd_core::env_vars::is_valid_key(name) || value.contains('\0')).then_some(name)
         }) {
-            return Err(Invalid::one("envVars", format!("{name:?} is not a variable one can set")).into());
+            return Err(
+                Invalid::one("envVars", format!("{name:?} is not a variable one can set")).into(),
+            );
         }
         let timeout = run_timeout(run.timeout_ms)?;
         let (_, agent) = self
