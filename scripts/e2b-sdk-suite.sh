@@ -9,7 +9,8 @@
 #
 # PYTHON_SDK_DIR is E2B's packages/python-sdk (from a checkout of e2b-dev/E2B made
 # outside this repository: nothing of it is kept here, and nothing is fetched at test
-# time). Without PYTEST_ARGS it runs the sandbox tests, sync and async: commands, files,
+# time), or the `python` directory of e2b-dev/code-interpreter (then give
+# E2B_TESTS_TEMPLATE=base and PYTEST_ARGS such as `-o addopts= tests/sync`). Without PYTEST_ARGS it runs the sandbox tests, sync and async: commands, files,
 # pty, and the lifecycle tests. The `e2b` package and pytest come from PyPI into
 # target/e2b-venv (as scripts/test-e2b-python.sh does); the server is a debug build
 # (SANDBOXD_PROFILE=release for a release one) with its own data dir, removed after.
@@ -22,7 +23,7 @@ repo=$(pwd)
 venv=$repo/target/e2b-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-  'e2b==2.63.0' 'pytest>=8' pytest-timeout pytest-asyncio 2>&1 | grep -v 'root' || true
+  'e2b==2.63.0' 'e2b-code-interpreter==2.11.5' 'pytest>=8' pytest-timeout pytest-asyncio 2>&1 | grep -v 'root' || true
 if [ -n "${E2B_SUITE_DOMAIN:-}" ]; then
   source scripts/lib/e2b-domain.sh
   source scripts/lib/test-server.sh

@@ -1,7 +1,7 @@
 """E2B's code interpreter SDK (`e2b-code-interpreter` on PyPI) against sandboxd, set up
 as its users set it up (E2B_API_URL, E2B_SANDBOX_URL, a sandboxd key): `run_code`
 with results, output, errors, environment variables and execution counts; state kept
-between runs; contexts made in a directory, listed, restarted and removed; a language
+between runs; a run whose client gave up interrupted; contexts made in a directory, listed, restarted and removed; a language
 that is not served refused.
 
     python3 tests/python/e2b_interpreter.py URL KEY
@@ -9,13 +9,14 @@ that is not served refused.
 
 import os
 import sys
+import time
 
 url, key = sys.argv[1:3]
 os.environ["E2B_API_URL"] = f"{url}/e2b"
 os.environ["E2B_SANDBOX_URL"] = f"{url}/e2b/envd"
 os.environ["E2B_API_KEY"] = key
 
-from e2b import SandboxException  # noqa: E402
+from e2b import SandboxException, TimeoutException  # noqa: E402
 from e2b_code_interpreter import Sandbox  # noqa: E402
 
 sbx = Sandbox.create("base", timeout=120, allow_internet_access=False)
@@ -35,13 +36,23 @@ try:
     assert "ZeroDivisionError" in failed.error.traceback
     # Variables for one run only.
     env = sbx.run_code("import os; os.environ.get('GREETING')", envs={"GREETING": "hello"})
-    assert env.text == "'hello'", env.text
+    assert env.text == "hello", env.text
     assert sbx.run_code("os.environ.get('GREETING')").text is None
+
+    # A client that gives up takes its run with it: the next run does not wait behind it.
+    try:
+        sbx.run_code("import time; time.sleep(300)", timeout=2)
+        raise AssertionError("the client's timeout ends the call")
+    except TimeoutException:
+        pass
+    started = time.monotonic()
+    assert sbx.run_code("y", timeout=30).text == "2"
+    assert time.monotonic() - started < 15, time.monotonic() - started
 
     # Contexts: their own state and directory, listed, restarted, removed.
     ctx = sbx.create_code_context(cwd="/tmp")
     assert ctx.language == "python" and ctx.cwd == "/tmp", ctx
-    assert sbx.run_code("import os; os.getcwd()", context=ctx).text == "'/tmp'"
+    assert sbx.run_code("import os; os.getcwd()", context=ctx).text == "/tmp"
     unknown = sbx.run_code("x", context=ctx)
     assert unknown.error is not None and unknown.error.name == "NameError", unknown.error
     sbx.run_code("z = 5", context=ctx)
@@ -49,7 +60,7 @@ try:
     sbx.restart_code_context(ctx)
     gone = sbx.run_code("z", context=ctx)
     assert gone.error is not None and gone.error.value == "name 'z' is not defined", gone.error
-    assert sbx.run_code("import os; os.getcwd()", context=ctx).text == "'/tmp'"
+    assert sbx.run_code("import os; os.getcwd()", context=ctx).text == "/tmp"
     sbx.remove_code_context(ctx)
     assert ctx.id not in [c.id for c in sbx.list_code_contexts()]
     # The default context is untouched by all that.

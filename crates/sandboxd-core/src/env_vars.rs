@@ -17,6 +17,14 @@ pub fn is_valid_key(key: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The first variable of `vars` that cannot be set: a name that is not a variable's,
+/// or a value holding a NUL byte.
+pub fn unsettable<'a>(vars: impl IntoIterator<Item = (&'a String, &'a String)>) -> Option<&'a str> {
+    vars.into_iter()
+        .find(|(name, value)| !is_valid_key(name) || value.contains('\0'))
+        .map(|(name, _)| name.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

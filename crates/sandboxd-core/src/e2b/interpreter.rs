@@ -98,6 +98,49 @@ pub fn listed(contexts: &[ContextView], default_cwd: &str) -> Vec<ContextAnswer>
     seen
 }
 
+/// A result's text as E2B's interpreter shows it: a string's own characters (its
+/// `repr()` unquoted and unescaped), any other value's `repr()` as it is.
+pub fn plain_text(repr: &str) -> String {
+    string_of_repr(repr).unwrap_or_else(|| repr.to_owned())
+}
+
+/// The string a Python `repr()` of a `str` stands for, if it is one.
+fn string_of_repr(repr: &str) -> Option<String> {
+    let quote = repr.chars().next().filter(|q| *q == '\'' || *q == '"')?;
+    let inner = repr.strip_prefix(quote)?.strip_suffix(quote)?;
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c == quote {
+            return None;
+        }
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let hex = |chars: &mut std::str::Chars<'_>, n: usize| {
+            let digits: String = chars.by_ref().take(n).collect();
+            (digits.len() == n)
+                .then(|| u32::from_str_radix(&digits, 16).ok())
+                .flatten()
+                .and_then(char::from_u32)
+        };
+        out.push(match chars.next()? {
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            '\\' => '\\',
+            '\'' => '\'',
+            '"' => '"',
+            'x' => hex(&mut chars, 2)?,
+            'u' => hex(&mut chars, 4)?,
+            'U' => hex(&mut chars, 8)?,
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
 /// A run's answer, as the lines `/execute` streams (each one JSON value);
 /// `now_ns` is when it ended, in Unix nanoseconds.
 pub fn execution_lines(run: &ContextRunResult, now_ns: i64) -> Vec<Value> {
@@ -108,6 +151,7 @@ pub fn execution_lines(run: &ContextRunResult, now_ns: i64) -> Vec<Value> {
         }
     }
     if let Some(text) = &run.result {
+        let text = plain_text(text);
         lines.push(json!({"type": "result", "text": text, "is_main_result": true}));
     }
     if let Some(error) = &run.error {
@@ -194,6 +238,18 @@ mod tests {
         assert_eq!(lines[1]["is_main_result"], true);
         assert_eq!(lines[3]["execution_count"], 3);
         assert!(language_served(None) && language_served(Some("Python")));
+    }
+
+    #[test]
+    fn a_strings_result_is_its_text_and_any_other_its_repr() {
+        assert_eq!(plain_text("'supertest'"), "supertest");
+        assert_eq!(plain_text(r#""it's""#), "it's");
+        assert_eq!(plain_text(r"'a\nb\\c\x41\u00e9'"), "a\nb\\cAé");
+        for kept in [
+            "1", "[1, 2]", "{'a': 1}", "'a' 'b'", "None", "'bad\\q'", "''x",
+        ] {
+            assert_eq!(plain_text(kept), kept, "{kept}");
+        }
         assert!(!language_served(Some("javascript")));
     }
 }

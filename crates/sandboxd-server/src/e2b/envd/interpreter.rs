@@ -118,28 +118,56 @@ pub(super) async fn execute(
     }
     check_language(asked.language.as_deref())?;
     let id = asked.context_id.as_deref().unwrap_or(DEFAULT_CONTEXT);
+    if let Some(name) = asked
+        .env_vars
+        .as_ref()
+        .and_then(sandboxd_core::env_vars::unsettable)
+    {
+        return Err(invalid(format!(
+            "env_vars: {name:?} is not a variable one can set"
+        )));
+    }
     let process = running(&state, &who, id).await?;
-    let run = ContextRun {
-        code: &asked.code,
-        // The client bounds a run with its own timeout; this is the server's bound.
-        timeout_ms: Some(MAX_EXEC_TIMEOUT_MS),
-        env: asked.env_vars.unwrap_or_default(),
-    };
-    let ran: ContextRunResult = state
-        .service
-        .commands()
-        .run_in_context(&who.caller, &who.sandbox_id, &process, &run)
-        .await?;
+    // The answer starts at once and its lines come when the run ends: a run that
+    // fails then (its sandbox killed) cuts the answer short, which E2B's SDK reads as
+    // the sandbox gone; a client that goes away drops the run, which interrupts it.
+    let (lines, body) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+    let commands = state.service.commands();
+    tokio::spawn(async move {
+        let run = ContextRun {
+            code: &asked.code,
+            // The client bounds a run with its own timeout; this is the server's bound.
+            timeout_ms: Some(MAX_EXEC_TIMEOUT_MS),
+            env: asked.env_vars.clone().unwrap_or_default(),
+        };
+        let ran = tokio::select! {
+            ran = commands.run_in_context(&who.caller, &who.sandbox_id, &process, &run) => ran,
+            () = lines.closed() => return,
+        };
+        let answer = match ran {
+            Ok(ran) => Ok(ndjson(&ran)),
+            Err(error) => Err(std::io::Error::other(error.to_string())),
+        };
+        let _ = lines.send(answer).await;
+    });
+    let body = futures_util::stream::unfold(body, |mut body| async move {
+        body.recv().await.map(|item| (item, body))
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/x-ndjson")],
+        Body::from_stream(body),
+    )
+        .into_response())
+}
+
+/// A run's lines, one JSON value each.
+fn ndjson(ran: &ContextRunResult) -> bytes::Bytes {
     let mut text = Vec::new();
-    for line in execution_lines(&ran, crate::time::now_ms().saturating_mul(1_000_000)) {
+    for line in execution_lines(ran, crate::time::now_ms().saturating_mul(1_000_000)) {
         let _ = serde_json::to_writer(&mut text, &line);
         text.push(b'\n');
     }
-    Ok((
-        [(header::CONTENT_TYPE, "application/x-ndjson")],
-        Body::from(text),
-    )
-        .into_response())
+    text.into()
 }
 
 /// `POST /contexts`.

@@ -204,9 +204,7 @@ impl Commands {
         if code.is_empty() || code.len() > MAX_CMD_BYTES {
             return Err(Invalid::one("code", "must be 1 to 65536 bytes").into());
         }
-        if let Some(name) = run.env.iter().find_map(|(name, value)| {
-            (!sandboxd_core::env_vars::is_valid_key(name) || value.contains('\0')).then_some(name)
-        }) {
+        if let Some(name) = sandboxd_core::env_vars::unsettable(&run.env) {
             return Err(
                 Invalid::one("envVars", format!("{name:?} is not a variable one can set")).into(),
             );
@@ -241,6 +239,11 @@ impl Commands {
             .write_process(context_id, &line, false)
             .await
             .map_err(process_error)?;
+        // A caller that goes away (a client disconnected) takes its run with it: the
+        // interpreter is interrupted, so that the next run does not wait behind it.
+        let mut pending = InterruptOnDrop {
+            agent: Some((agent.clone(), context_id.to_owned())),
+        };
         let started = Instant::now();
         let mut reader = ReplyReader {
             agent: agent.as_ref(),
@@ -249,8 +252,10 @@ impl Commands {
             buf: Vec::new(),
         };
         if let Some(reply) = reader.until(run_id, timeout).await? {
+            pending.agent = None;
             return Ok(result(reply, false));
         }
+        pending.agent = None;
         // Interrupt the run; the context and its state stay.
         agent
             .signal_process(context_id, SIGINT)
@@ -302,6 +307,24 @@ impl Commands {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Ok(())
+    }
+}
+
+/// Interrupts a context's run when dropped armed: its caller went away before the
+/// reply.
+struct InterruptOnDrop {
+    agent: Option<(std::sync::Arc<dyn SandboxChannel>, String)>,
+}
+
+impl Drop for InterruptOnDrop {
+    fn drop(&mut self) {
+        if let Some((agent, id)) = self.agent.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = agent.signal_process(&id, SIGINT).await;
+            });
+        }
     }
 }
 
