@@ -91,17 +91,18 @@ async fn running(state: &AppState, who: &Envd, id: &str) -> Answer<String> {
         }
         None if id == DEFAULT_CONTEXT => match start(state, who, Some(id.to_owned()), None).await {
             Ok(made) => Ok(made.context_id),
-            // Made by a run beside this one.
-            Err(_) => Ok(id.to_owned()),
+            // Made by a run beside this one meanwhile; any other failure (no `python3`
+            // in the image) is the caller's to read.
+            Err(error) => match current(&contexts_of(state, who).await?, id) {
+                Some(made) if made.status == "running" => Ok(made.context_id.clone()),
+                _ => Err(error),
+            },
         },
         Some(_) => Err(FilesError::from(RpcError::new(
             Code::FailedPrecondition,
             format!("context {id} has ended; restart it"),
         ))),
-        None => Err(FilesError::from(RpcError::new(
-            Code::NotFound,
-            format!("context {id} not found"),
-        ))),
+        None => Err(not_found(id)),
     }
 }
 
@@ -200,12 +201,30 @@ pub(super) async fn list(
 async fn existing(state: &AppState, who: &Envd, id: &str) -> Answer<ContextView> {
     current(&contexts_of(state, who).await?, id)
         .cloned()
-        .ok_or_else(|| {
-            FilesError::from(RpcError::new(
-                Code::NotFound,
-                format!("context {id} not found"),
-            ))
-        })
+        .ok_or_else(|| not_found(id))
+}
+
+fn not_found(id: &str) -> FilesError {
+    FilesError::from(RpcError::new(
+        Code::NotFound,
+        format!("context {id} not found"),
+    ))
+}
+
+/// Ends the interpreter of context `id` (which must exist): the caller, and the
+/// context as it was.
+async fn end(state: &AppState, headers: &HeaderMap, id: &str) -> Answer<(Envd, ContextView)> {
+    let who = caller(state, headers).await?;
+    let context = existing(state, &who, id).await?;
+    match state
+        .service
+        .commands()
+        .remove_context(&who.caller, &who.sandbox_id, &context.context_id)
+        .await
+    {
+        Ok(()) | Err(ServiceError::NotFound(_)) => Ok((who, context)),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// `DELETE /contexts/{id}`.
@@ -214,22 +233,8 @@ pub(super) async fn remove(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Answer<StatusCode> {
-    let who = caller(&state, &headers).await?;
-    let context = existing(&state, &who, &id).await?;
-    remove_process(&state, &who, &context.context_id).await?;
+    end(&state, &headers, &id).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-async fn remove_process(state: &AppState, who: &Envd, process: &str) -> Answer<()> {
-    match state
-        .service
-        .commands()
-        .remove_context(&who.caller, &who.sandbox_id, process)
-        .await
-    {
-        Ok(()) | Err(ServiceError::NotFound(_)) => Ok(()),
-        Err(error) => Err(error.into()),
-    }
 }
 
 /// `POST /contexts/{id}/restart`: its state is gone; its id and directory stay.
@@ -238,9 +243,7 @@ pub(super) async fn restart(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Answer<StatusCode> {
-    let who = caller(&state, &headers).await?;
-    let context = existing(&state, &who, &id).await?;
-    remove_process(&state, &who, &context.context_id).await?;
+    let (who, context) = end(&state, &headers, &id).await?;
     start(
         &state,
         &who,

@@ -169,36 +169,43 @@ async fn signed(
 ) -> Result<Envd, RpcError> {
     let sandbox_id = sandbox_named(headers)?;
     let unauthenticated = |message: &str| RpcError::new(Code::Unauthenticated, message);
+    let store_failure = |error| RpcError::from(crate::service::ServiceError::from(error));
     let store = state.service.store();
     let sandbox = store
         .sandbox(&sandbox_id)
         .await
-        .map_err(|error| RpcError::from(crate::service::ServiceError::from(error)))?
+        .map_err(store_failure)?
         .ok_or_else(|| unauthenticated("invalid signature"))?;
     let keys = store
         .keys(&sandbox.organization_id, None)
         .await
-        .map_err(|error| RpcError::from(crate::service::ServiceError::from(error)))?;
-    let tokens: Vec<String> = keys
+        .map_err(store_failure)?;
+    let signers: Vec<(&str, String)> = keys
         .iter()
         .filter(|key| key.revoked_at.is_none())
         .take(MAX_SIGNERS)
-        .map(|key| store.envd_token(&sandbox_id, &key.key_id))
+        .map(|key| {
+            (
+                key.key_id.as_str(),
+                store.envd_token(&sandbox_id, &key.key_id),
+            )
+        })
         .collect();
     let now_s = crate::time::now_ms() / 1000;
     let token = url
-        .signer(tokens.iter().map(String::as_str), now_s)
+        .signer(signers.iter().map(|(_, token)| token.as_str()), now_s)
         .map_err(|refusal| match refusal {
             SignatureRefusal::Expired => unauthenticated("signature is already expired"),
             SignatureRefusal::Invalid => unauthenticated("invalid signature"),
         })?;
-    let key_id = store
-        .envd_token_key(&sandbox_id, token)
+    let key_id = signers
+        .iter()
+        .find_map(|(key_id, signer)| (signer == token).then_some(*key_id))
         .ok_or_else(|| unauthenticated("invalid signature"))?;
     let principal = store
-        .principal_of_key(&key_id)
+        .principal_of_key(key_id)
         .await
-        .map_err(|error| RpcError::from(crate::service::ServiceError::from(error)))?
+        .map_err(store_failure)?
         .ok_or_else(|| unauthenticated("invalid signature"))?;
     let caller = auth::limited(state, principal)?;
     check_user(headers, Some(url.user))?;
