@@ -30,6 +30,16 @@ try:
     assert second.text == "2" and second.logs.stdout == ["hi\n"], second
     assert seen == ["hi\n"], seen
     assert second.execution_count == 2
+    # Output is told as it is printed, not when the run ends.
+    heard = []
+    started = time.monotonic()
+    streamed = sbx.run_code(
+        "import time\nprint('early')\ntime.sleep(2)\nprint('late')",
+        on_stdout=lambda m: heard.append((m.line, time.monotonic() - started)),
+    )
+    ended = time.monotonic() - started
+    assert [line for line, _ in heard] == ["early\n", "late\n"], heard
+    assert ended - heard[0][1] > 1.5, f"'early' came {heard[0][1]:.2f} s in, the run ended at {ended:.2f} s"
     # Errors, as E2B's interpreter tells them.
     failed = sbx.run_code("1 / 0")
     assert failed.error is not None and failed.error.name == "ZeroDivisionError", failed.error

@@ -32,7 +32,7 @@ use sandboxd_store::Store;
 use sandboxd_agent_host::AgentHub;
 
 pub use access::{Access, Resource};
-pub use commands::{Commands, ContextRun, Launch, NewContext};
+pub use commands::{Commands, ContextRun, Launch, NewContext, RunOutput};
 pub use duties::{DEFAULT_LEASE_GRACE, Duties, ReapReport, ReconcileReport};
 pub use egress::{
     EGRESS_BYTES, EGRESS_DECISIONS, EGRESS_LOG_DROPPED, Egress, EgressError, EgressLogPage, Gate,

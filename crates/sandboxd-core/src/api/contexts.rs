@@ -69,6 +69,8 @@ pub struct ContextRunResult {
     pub result: Option<String>,
     pub error: Option<ContextError>,
     pub timed_out: bool,
+    /// Whether stdout or stderr was cut at 1 MiB.
+    pub truncated: bool,
     /// The run's number in its context: 1 for its first.
     pub execution_count: u64,
 }

@@ -141,15 +141,16 @@ fn string_of_repr(repr: &str) -> Option<String> {
     Some(out)
 }
 
-/// A run's answer, as the lines `/execute` streams (each one JSON value);
-/// `now_ns` is when it ended, in Unix nanoseconds.
-pub fn execution_lines(run: &ContextRunResult, now_ns: i64) -> Vec<Value> {
+/// A piece of a run's output as it was printed (`stream`: `stdout` or `stderr`), as
+/// E2B's line for it.
+pub fn output_line(stream: &str, text: &str, now_ns: i64) -> Value {
+    json!({"type": stream, "text": text, "timestamp": now_ns})
+}
+
+/// The lines that end a run's answer, after its output: its result, its error, its
+/// number in the context, then the end.
+pub fn ending_lines(run: &ContextRunResult) -> Vec<Value> {
     let mut lines = Vec::new();
-    for (kind, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
-        if !text.is_empty() {
-            lines.push(json!({"type": kind, "text": text, "timestamp": now_ns}));
-        }
-    }
     if let Some(text) = &run.result {
         let text = plain_text(text);
         lines.push(json!({"type": "result", "text": text, "is_main_result": true}));
@@ -208,7 +209,7 @@ mod tests {
     #[test]
     fn a_run_is_told_as_e2bs_lines_ending_with_the_end_of_execution() {
         let run = ContextRunResult {
-            stdout: "hi\n".into(),
+            stdout: String::new(),
             stderr: String::new(),
             result: Some("2".into()),
             error: Some(ContextError {
@@ -217,26 +218,21 @@ mod tests {
                 traceback: "t".into(),
             }),
             timed_out: false,
+            truncated: false,
             execution_count: 3,
         };
-        let lines = execution_lines(&run, 7);
+        assert_eq!(
+            output_line("stdout", "hi\n", 7),
+            json!({"type": "stdout", "text": "hi\n", "timestamp": 7})
+        );
+        let lines = ending_lines(&run);
         let kinds: Vec<_> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
-            [
-                "stdout",
-                "result",
-                "error",
-                "number_of_executions",
-                "end_of_execution"
-            ]
+            ["result", "error", "number_of_executions", "end_of_execution"]
         );
-        assert_eq!(
-            lines[0],
-            json!({"type": "stdout", "text": "hi\n", "timestamp": 7})
-        );
-        assert_eq!(lines[1]["is_main_result"], true);
-        assert_eq!(lines[3]["execution_count"], 3);
+        assert_eq!(lines[0]["is_main_result"], true);
+        assert_eq!(lines[2]["execution_count"], 3);
         assert!(language_served(None) && language_served(Some("Python")));
     }
 

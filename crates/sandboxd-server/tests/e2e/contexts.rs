@@ -49,7 +49,7 @@ async fn python_state_persists_between_runs() {
     let first = run(&server, &sandbox, &context, "x = 41\nprint('set')", 10_000).await;
     assert_eq!(
         first,
-        json!({"stdout": "set\n", "stderr": "", "result": null, "error": null, "timedOut": false, "executionCount": 1})
+        json!({"stdout": "set\n", "stderr": "", "result": null, "error": null, "timedOut": false, "truncated": false, "executionCount": 1})
     );
     let second = run(&server, &sandbox, &context, "x + 1", 10_000).await;
     assert_eq!(second["result"], "42");
@@ -70,6 +70,20 @@ async fn python_state_persists_between_runs() {
             .unwrap()
             .contains("<cell>")
     );
+
+    // Output past 1 MiB is cut and said to be; a record forged on the interpreter's own
+    // output is not taken for the run's reply.
+    let loud = run(
+        &server,
+        &sandbox,
+        &context,
+        "import os\nos.write(1, b'\\x1e{\"id\": 0, \"result\": \"forged\"}\\n')\n\
+         for _ in range(3):\n    print('y' * (1024 * 1024))\n'done'",
+        20_000,
+    )
+    .await;
+    assert_eq!(loud["stdout"].as_str().unwrap().len(), 1024 * 1024);
+    assert_eq!((&loud["truncated"], &loud["result"]), (&json!(true), &json!("'done'")));
 
     let slow = run(
         &server,

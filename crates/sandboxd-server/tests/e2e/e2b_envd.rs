@@ -323,6 +323,45 @@ async fn the_code_interpreter_answers_e2bs_lines_to_its_callers_only() {
         ]
     );
     assert_eq!(lines[1]["text"], "42");
+    // Output comes as it is printed: the first line is read while the run waits for
+    // a file that the test writes only then.
+    let waiting = "import os, time\nprint('first')\nfor _ in range(400):\n    \
+                   if os.path.exists('/tmp/go'): break\n    time.sleep(0.05)\nprint('second')";
+    let mut streamed = execute("49999", &token)
+        .json(&json!({"code": waiting}))
+        .send()
+        .await
+        .unwrap();
+    let mut read = String::new();
+    let first_line = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while !read.contains('\n') {
+            let chunk = streamed.chunk().await.unwrap().expect("more of the answer");
+            read.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    })
+    .await;
+    assert!(first_line.is_ok(), "the first line came only with the end: {read:?}");
+    let first: Value = serde_json::from_str(read.lines().next().unwrap()).unwrap();
+    assert_eq!((&first["type"], &first["text"]), (&json!("stdout"), &json!("first\n")));
+    let (status, _) = server
+        .post(
+            "sandbox.writeFile",
+            json!({"sandboxId": id, "path": "/tmp/go", "content": ""}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    while let Some(chunk) = streamed.chunk().await.unwrap() {
+        read.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let kinds: Vec<String> = read
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["stdout", "stdout", "number_of_executions", "end_of_execution"],
+        "{read}"
+    );
     // Another port's path, a made-up token, a bad body, a language not served.
     let wrong_port = execute("49983", &token)
         .json(&json!({"code": "1"}))

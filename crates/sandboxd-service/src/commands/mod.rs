@@ -10,7 +10,7 @@ mod processes;
 mod terminal;
 mod tokens;
 
-pub use contexts::{ContextRun, NewContext};
+pub use contexts::{ContextRun, NewContext, RunOutput};
 pub use launched::Launch;
 
 use crate::Service;

@@ -52,6 +52,8 @@ class Execution:
     timed_out: bool
     #: The run's number in its context: 1 for its first.
     execution_count: int = 0
+    #: stdout or stderr was cut at 1 MiB.
+    truncated: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Execution:
@@ -69,6 +71,7 @@ class Execution:
             ),
             timed_out=bool(data.get("timedOut", False)),
             execution_count=int(data.get("executionCount", 0)),
+            truncated=bool(data.get("truncated", False)),
         )
 
 

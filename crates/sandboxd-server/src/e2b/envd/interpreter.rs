@@ -1,18 +1,18 @@
 //! E2B's code interpreter (port 49999, `sandboxd_core::e2b::interpreter`) on
 //! sandboxd's Python contexts: `POST /execute` runs code in the context named, or in
 //! the sandbox's default one (made at its first use), and answers E2B's lines of JSON
-//! once the run ends; `/contexts` makes, lists, removes and restarts contexts.
+//! as the code prints; `/contexts` makes, lists, removes and restarts contexts.
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use sandboxd_core::api::{ContextRunResult, ContextView};
+use sandboxd_core::api::ContextView;
 use sandboxd_core::e2b::connect::Code;
 use sandboxd_core::e2b::interpreter::{
     ContextAnswer, DEFAULT_CONTEXT, ExecuteRequest, INTERPRETER_PORT, LANGUAGE, NewContextRequest,
-    current, execution_lines, language_served, listed, restarted_id,
+    current, ending_lines, language_served, listed, output_line, restarted_id,
 };
 use sandboxd_core::limits::MAX_EXEC_TIMEOUT_MS;
 
@@ -20,7 +20,7 @@ use super::files::FilesError;
 use super::rpc::RpcError;
 use super::{Envd, envd_on};
 use crate::AppState;
-use crate::service::{ContextRun, NewContext, ServiceError};
+use crate::service::{ContextRun, NewContext, RunOutput, ServiceError};
 
 type Answer<T> = Result<T, FilesError>;
 
@@ -129,10 +129,10 @@ pub(super) async fn execute(
         )));
     }
     let process = running(&state, &who, id).await?;
-    // The answer starts at once and its lines come when the run ends: a run that
-    // fails then (its sandbox killed) cuts the answer short, which E2B's SDK reads as
-    // the sandbox gone; a client that goes away drops the run, which interrupts it.
-    let (lines, body) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+    // The answer starts at once and its lines come as the code prints: a run that
+    // fails (its sandbox killed) cuts the answer short, which E2B's SDK reads as the
+    // sandbox gone; a client that goes away drops the run, which interrupts it.
+    let (lines, body) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(4);
     let commands = state.service.commands();
     tokio::spawn(async move {
         let run = ContextRun {
@@ -141,12 +141,26 @@ pub(super) async fn execute(
             timeout_ms: Some(MAX_EXEC_TIMEOUT_MS),
             env: asked.env_vars.clone().unwrap_or_default(),
         };
-        let ran = tokio::select! {
-            ran = commands.run_in_context(&who.caller, &who.sandbox_id, &process, &run) => ran,
-            () = lines.closed() => return,
+        let (out, mut printed) = tokio::sync::mpsc::channel::<RunOutput>(64);
+        let running =
+            commands.stream_in_context(&who.caller, &who.sandbox_id, &process, &run, &out);
+        tokio::pin!(running);
+        let ran = loop {
+            tokio::select! {
+                ran = &mut running => break ran,
+                Some(piece) = printed.recv() => {
+                    if lines.send(Ok(printed_lines(piece, &mut printed))).await.is_err() {
+                        return;
+                    }
+                }
+                () = lines.closed() => return,
+            }
         };
+        if let Ok(piece) = printed.try_recv() {
+            let _ = lines.send(Ok(printed_lines(piece, &mut printed))).await;
+        }
         let answer = match ran {
-            Ok(ran) => Ok(ndjson(&ran)),
+            Ok(ran) => Ok(ndjson(ending_lines(&ran))),
             Err(error) => Err(std::io::Error::other(error.to_string())),
         };
         let _ = lines.send(answer).await;
@@ -161,10 +175,25 @@ pub(super) async fn execute(
         .into_response())
 }
 
-/// A run's lines, one JSON value each.
-fn ndjson(ran: &ContextRunResult) -> bytes::Bytes {
+/// The lines of `first` and of what else was printed by now, as one piece of the body.
+fn printed_lines(
+    first: RunOutput,
+    more: &mut tokio::sync::mpsc::Receiver<RunOutput>,
+) -> bytes::Bytes {
+    let now_ns = crate::time::now_ms().saturating_mul(1_000_000);
+    let lines = std::iter::once(first)
+        .chain(std::iter::from_fn(|| more.try_recv().ok()))
+        .map(|piece| match piece {
+            RunOutput::Stdout(text) => output_line("stdout", &text, now_ns),
+            RunOutput::Stderr(text) => output_line("stderr", &text, now_ns),
+        });
+    ndjson(lines)
+}
+
+/// Lines of JSON.
+fn ndjson(lines: impl IntoIterator<Item = serde_json::Value>) -> bytes::Bytes {
     let mut text = Vec::new();
-    for line in execution_lines(ran, crate::time::now_ms().saturating_mul(1_000_000)) {
+    for line in lines {
         let _ = serde_json::to_writer(&mut text, &line);
         text.push(b'\n');
     }

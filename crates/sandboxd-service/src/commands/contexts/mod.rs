@@ -1,46 +1,38 @@
 //! Interpreter contexts: a background Python process running a small driver
 //! (`driver.py`) that keeps its globals between runs. A run writes one JSON line to the
-//! driver's standard input and reads the driver's reply, marked by an ASCII record
-//! separator, from its output from where it stood before the run.
+//! driver's standard input and follows the driver's output from where it stood before
+//! the run: what the code prints, as it is printed, then the run's reply
+//! (`records`).
 
 use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
 use sandboxd_core::api::{
-    ContextCreateRequest, ContextError, ContextRunRequest, ContextRunResult, ContextView,
+    ContextCreateRequest, ContextRunRequest, ContextRunResult, ContextView,
 };
 use sandboxd_core::error::Invalid;
 use sandboxd_core::limits::{
-    DEFAULT_EXEC_TIMEOUT_MS, MAX_CMD_BYTES, MAX_EXEC_TIMEOUT_MS, MIN_EXEC_TIMEOUT_MS,
+    DEFAULT_EXEC_TIMEOUT_MS, MAX_EXEC_OUTPUT_BYTES, MAX_CMD_BYTES, MAX_EXEC_TIMEOUT_MS, MIN_EXEC_TIMEOUT_MS,
 };
 use sandboxd_core::model::Principal;
-use sandboxd_ports::{ProcessSpec, ProcessStream, SandboxChannel};
-use serde::Deserialize;
+use sandboxd_ports::{FollowEvent, FollowFrom, ProcessFollow, ProcessSpec, SandboxChannel};
 
 use super::processes::process_error;
 use crate::ServiceError;
 use crate::commands::Commands;
+use records::{Gathered, Record, Records, Reply};
+pub use records::RunOutput;
+
+mod records;
 use sandboxd_core::rfc3339::format_millis as rfc3339;
 
 const DRIVER: &str = include_str!("driver.py");
-const RECORD: u8 = 0x1e;
 const SIGINT: i32 = 2;
 const SIGKILL: i32 = 9;
 /// After an interrupt, the reply has this long to come before the context is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// How long a removal waits for the interpreter to be gone.
 const REMOVE_WAIT: Duration = Duration::from_secs(2);
-
-#[derive(Debug, Deserialize)]
-struct Reply {
-    id: u64,
-    stdout: String,
-    stderr: String,
-    result: Option<String>,
-    error: Option<ContextError>,
-    #[serde(default)]
-    count: u64,
-}
 
 /// A context to start.
 #[derive(Debug, Clone, Default)]
@@ -60,15 +52,6 @@ pub struct ContextRun<'a> {
     pub timeout_ms: Option<u64>,
     /// Environment variables set for this run only.
     pub env: std::collections::BTreeMap<String, String>,
-}
-
-/// Finds the reply to run `id` in `buf`: records after a separator, up to a newline.
-fn find_reply(buf: &[u8], id: u64) -> Option<Reply> {
-    buf.split(|b| *b == RECORD)
-        .skip(1)
-        .filter_map(|record| record.split(|b| *b == b'\n').next())
-        .filter_map(|line| serde_json::from_slice::<Reply>(line).ok())
-        .find(|reply| reply.id == id)
 }
 
 impl<'a> From<&'a ContextCreateRequest> for NewContext<'a> {
@@ -191,7 +174,8 @@ impl Commands {
             .collect())
     }
 
-    /// Runs code in a context; its globals persist between runs.
+    /// Runs code in a context; its globals persist between runs. Its stdout and
+    /// stderr are gathered, each up to [`MAX_EXEC_OUTPUT_BYTES`].
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn run_in_context(
         &self,
@@ -199,6 +183,41 @@ impl Commands {
         sandbox_id: &str,
         context_id: &str,
         run: &ContextRun<'_>,
+    ) -> Result<ContextRunResult, ServiceError> {
+        let mut sink = Sink::Gather(Gathered::default());
+        let mut ran = self
+            .run(caller, sandbox_id, context_id, run, &mut sink)
+            .await?;
+        if let Sink::Gather(gathered) = sink {
+            ran.stdout = gathered.stdout;
+            ran.stderr = gathered.stderr;
+            ran.truncated = gathered.truncated;
+        }
+        Ok(ran)
+    }
+
+    /// Runs code in a context, sending its output to `out` as it is printed (the
+    /// answer's stdout and stderr are empty). A caller that goes away ends the run.
+    #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
+    pub async fn stream_in_context(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        context_id: &str,
+        run: &ContextRun<'_>,
+        out: &tokio::sync::mpsc::Sender<RunOutput>,
+    ) -> Result<ContextRunResult, ServiceError> {
+        self.run(caller, sandbox_id, context_id, run, &mut Sink::Forward(out))
+            .await
+    }
+
+    async fn run(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        context_id: &str,
+        run: &ContextRun<'_>,
+        sink: &mut Sink<'_>,
     ) -> Result<ContextRunResult, ServiceError> {
         let code = run.code;
         if code.is_empty() || code.len() > MAX_CMD_BYTES {
@@ -222,15 +241,26 @@ impl Commands {
             .find(|p| p.id == context_id && p.id.starts_with("c_"))
             .ok_or(ServiceError::NotFound("context"))?;
         if info.exit.is_some() {
-            return Err(ServiceError::Conflict(
-                "the context's interpreter has ended".into(),
-            ));
+            return Err(ended());
         }
         let run_id = u64::from_le_bytes(
             sandboxd_store::new_id()?.as_bytes()[..8]
                 .try_into()
                 .map_err(|_| ServiceError::Unavailable("no randomness".into()))?,
         ) >> 11;
+        // Followed from where its output stood before the run: nothing of the run's
+        // is missed, nothing of an earlier one read.
+        let from = FollowFrom::Offsets {
+            stdout: info.stdout_bytes,
+            stderr: info.stderr_bytes,
+        };
+        let mut reader = RunReader {
+            follow: agent
+                .follow_process(context_id, from)
+                .await
+                .map_err(process_error)?,
+            records: Records::of_run(run_id),
+        };
         let mut line =
             serde_json::to_vec(&serde_json::json!({"id": run_id, "code": code, "env": run.env}))
                 .unwrap_or_default();
@@ -245,13 +275,7 @@ impl Commands {
             agent: Some((agent.clone(), context_id.to_owned())),
         };
         let started = Instant::now();
-        let mut reader = ReplyReader {
-            agent: agent.as_ref(),
-            id: context_id,
-            offset: info.stdout_bytes,
-            buf: Vec::new(),
-        };
-        if let Some(reply) = reader.until(run_id, timeout).await? {
+        if let Some(reply) = reader.until(sink, started + timeout).await? {
             pending.agent = None;
             return Ok(result(reply, false));
         }
@@ -261,7 +285,7 @@ impl Commands {
             .signal_process(context_id, SIGINT)
             .await
             .map_err(process_error)?;
-        if let Some(reply) = reader.until(run_id, INTERRUPT_GRACE).await? {
+        if let Some(reply) = reader.until(sink, Instant::now() + INTERRUPT_GRACE).await? {
             return Ok(result(reply, true));
         }
         agent
@@ -328,78 +352,76 @@ impl Drop for InterruptOnDrop {
     }
 }
 
+fn ended() -> ServiceError {
+    ServiceError::Conflict("the context's interpreter has ended".into())
+}
+
 fn result(reply: Reply, timed_out: bool) -> ContextRunResult {
     ContextRunResult {
-        stdout: reply.stdout,
-        stderr: reply.stderr,
+        stdout: String::new(),
+        stderr: String::new(),
         result: reply.result,
         error: reply.error,
         timed_out,
+        truncated: false,
         execution_count: reply.count,
     }
 }
 
-/// Reads a context's output from an offset, looking for one reply.
-struct ReplyReader<'a> {
-    agent: &'a dyn SandboxChannel,
-    id: &'a str,
-    offset: u64,
-    buf: Vec<u8>,
+/// Where a run's output goes as it is printed.
+enum Sink<'s> {
+    Gather(Gathered),
+    Forward(&'s tokio::sync::mpsc::Sender<RunOutput>),
 }
 
-impl ReplyReader<'_> {
-    /// The reply to `run_id`, or `None` when `wait` passed first.
-    async fn until(&mut self, run_id: u64, wait: Duration) -> Result<Option<Reply>, ServiceError> {
-        let deadline = Instant::now() + wait;
-        let mut pause = Duration::from_millis(2);
-        loop {
-            let (slice, bytes) = self
-                .agent
-                .read_process(self.id, ProcessStream::Stdout, self.offset, 1024 * 1024)
+impl Sink<'_> {
+    async fn put(&mut self, output: RunOutput) -> Result<(), ServiceError> {
+        match self {
+            Self::Gather(gathered) => {
+                gathered.add(output, MAX_EXEC_OUTPUT_BYTES);
+                Ok(())
+            }
+            Self::Forward(out) => out
+                .send(output)
                 .await
-                .map_err(process_error)?;
-            self.offset = slice.end;
-            self.buf.extend_from_slice(&bytes);
-            if let Some(reply) = find_reply(&self.buf, run_id) {
-                return Ok(Some(reply));
-            }
-            // It ended before replying: its whole output was read.
-            if slice.exited {
-                return Err(ServiceError::Conflict(
-                    "the context's interpreter has ended".into(),
-                ));
-            }
-            // Replies are small: keep only what may hold the start of one.
-            if self.buf.len() > 4 * 1024 * 1024 {
-                let keep = self.buf.len() - 1024 * 1024;
-                self.buf.drain(..keep);
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now()))).await;
-            pause = (pause * 2).min(Duration::from_millis(50));
+                .map_err(|_| ServiceError::Conflict("the run's caller went away".into())),
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Reads one run's records from its context's output as they come.
+struct RunReader {
+    follow: Box<dyn ProcessFollow>,
+    records: Records,
+}
 
-    #[test]
-    fn finds_its_reply_among_other_output() {
-        let buf = b"noise\n\x1e{\"id\":1,\"stdout\":\"a\",\"stderr\":\"\",\"result\":null,\"error\":null}\n\
-            \x1e{\"id\":2,\"stdout\":\"b\",\"stderr\":\"\",\"result\":\"42\",\"error\":null}\n";
-        assert_eq!(
-            find_reply(buf, 2).map(|r| r.result),
-            Some(Some("42".into()))
-        );
-        assert_eq!(find_reply(buf, 1).map(|r| r.stdout), Some("a".into()));
-        assert!(find_reply(buf, 3).is_none());
-        assert!(
-            find_reply(b"\x1e{\"id\":2,\"stdo", 2).is_none(),
-            "an incomplete reply"
-        );
+impl RunReader {
+    /// The run's reply, its output sent to `sink` on the way; `None` when `deadline`
+    /// passed first.
+    async fn until(
+        &mut self,
+        sink: &mut Sink<'_>,
+        deadline: Instant,
+    ) -> Result<Option<Reply>, ServiceError> {
+        loop {
+            let event = match tokio::time::timeout_at(deadline.into(), self.follow.next()).await
+            {
+                Err(_) => return Ok(None),
+                Ok(event) => event.map_err(process_error)?,
+            };
+            match event {
+                FollowEvent::Stdout(bytes) => {
+                    for record in self.records.push(&bytes) {
+                        match record {
+                            Record::Output(output) => sink.put(output).await?,
+                            Record::Reply(reply) => return Ok(Some(reply)),
+                        }
+                    }
+                }
+                // The interpreter's own complaints, not the run's.
+                FollowEvent::Stderr(_) => {}
+                FollowEvent::Exit(_) => return Err(ended()),
+            }
+        }
     }
 }
