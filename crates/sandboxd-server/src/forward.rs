@@ -1,6 +1,7 @@
 //! Requests on a sandbox whose agent connection another replica holds, forwarded to that
-//! replica: terminals, processes and contexts (which need the agent), and commands and
-//! files (which would otherwise take the slower engine path). The request goes as it
+//! replica: terminals, processes and contexts (which need the agent), commands and
+//! files (which would otherwise take the slower engine path), and every call to E2B's
+//! in-sandbox daemon. The request goes as it
 //! came, with the caller's credentials, and the holder checks them and the caller's
 //! access again; its answer comes back as it left. The caller is authenticated here
 //! first, before any of its body is read or passed on. A request is forwarded once at
@@ -50,6 +51,8 @@ enum Named {
     Body,
     /// `?sandboxId=` of a WebSocket.
     Socket,
+    /// `E2b-Sandbox-Id` of a call to E2B's daemon; its body is streamed on.
+    E2bHeader,
 }
 
 /// Whether requests on `path` are forwarded, and where they name the sandbox: the
@@ -57,6 +60,10 @@ enum Named {
 fn named(path: &str) -> Option<Named> {
     if matches!(path, "/sandbox-pty" | "/sandbox-exec" | "/sandbox-port") {
         return Some(Named::Socket);
+    }
+    // Every call to E2B's daemon but its health, which the store answers anywhere.
+    if path.starts_with("/e2b/envd/") && path != "/e2b/envd/health" {
+        return Some(Named::E2bHeader);
     }
     let procedure = procedures::at_path(path).filter(|p| p.forwarded)?;
     match procedure.names {
@@ -74,6 +81,14 @@ struct SandboxRef {
 
 fn sandbox_in_query(uri: &Uri) -> Option<String> {
     Query::<SandboxRef>::try_from_uri(uri).ok()?.0.sandbox_id
+}
+
+fn sandbox_in_header(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("e2b-sandbox-id")
+        .and_then(|value| value.to_str().ok())
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
 }
 
 fn sandbox_in_body(body: &[u8]) -> Option<String> {
@@ -177,10 +192,13 @@ fn too_large() -> Response {
 /// passed on (the holder checks them again, with the caller's access and rate limit).
 async fn authenticated(
     state: &AppState,
-    headers: &HeaderMap,
-    uri: &Uri,
+    parts: &axum::http::request::Parts,
     named: Named,
 ) -> Result<(), Response> {
+    let (headers, uri) = (&parts.headers, &parts.uri);
+    if named == Named::E2bHeader {
+        return crate::e2b::admitted(state, parts).await;
+    }
     let refused = |error: ApiError| error.into_response();
     if let Some(key) = token_from(headers) {
         return match state.service.store().authenticate(key.trim()).await {
@@ -221,15 +239,20 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
     }
     let me = state.service.store().replica_id().to_owned();
     match named {
-        Named::Query | Named::Socket => {
-            let Some(sandbox_id) = sandbox_in_query(request.uri()) else {
+        Named::Query | Named::Socket | Named::E2bHeader => {
+            let sandbox_id = if named == Named::E2bHeader {
+                sandbox_in_header(request.headers())
+            } else {
+                sandbox_in_query(request.uri())
+            };
+            let Some(sandbox_id) = sandbox_id else {
                 return next.run(request).await;
             };
             let Some(holder) = state.service.replicas().agent_holder(&sandbox_id).await else {
                 return next.run(request).await;
             };
             let (parts, body) = request.into_parts();
-            if let Err(refused) = authenticated(&state, &parts.headers, &parts.uri, named).await {
+            if let Err(refused) = authenticated(&state, &parts, named).await {
                 return refused;
             }
             let request = Request::from_parts(parts, body);
@@ -258,7 +281,7 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
         }
         Named::Body => {
             let (parts, body) = request.into_parts();
-            if let Err(refused) = authenticated(&state, &parts.headers, &parts.uri, named).await {
+            if let Err(refused) = authenticated(&state, &parts, named).await {
                 return refused;
             }
             let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
@@ -445,6 +468,23 @@ mod tests {
             assert!(document.paths.paths.contains_key(path), "{path}");
         }
         assert_eq!(named("/sandbox-pty"), Some(Named::Socket));
+        for e2b in [
+            "/e2b/envd/files",
+            "/e2b/envd/execute",
+            "/e2b/envd/process.Process/Start",
+        ] {
+            assert_eq!(named(e2b), Some(Named::E2bHeader), "{e2b}");
+        }
+        assert_eq!(
+            named("/e2b/envd/health"),
+            None,
+            "the store answers it anywhere"
+        );
+        assert_eq!(
+            named("/e2b/sandboxes"),
+            None,
+            "the control plane is served here"
+        );
         assert_eq!(
             named("/api/sandbox.kill"),
             None,

@@ -959,3 +959,100 @@ async fn a_preview_is_served_through_the_replica_without_the_agent() {
     assert_eq!(forged.status(), 403);
     ok(&a, "sandbox.kill", json!({"sandboxId": id})).await;
 }
+
+/// E2B's calls to a sandbox's daemon, made through the replica that does not hold its
+/// agent, are passed on to the one that does: a process listing, a file written and
+/// read, a signed URL with no header, the code interpreter's streamed lines; a call
+/// with a forged token goes no further than the replica it reached.
+#[tokio::test]
+async fn e2b_calls_work_through_the_replica_without_the_agent() {
+    use sandboxd_core::e2b::signed::{FileOperation, file_signature};
+    let db = TestDatabase::create().await;
+    let a = RunningServer::replica(&db, &FAST).await;
+    let b = RunningServer::replica(&db, &FAST).await;
+    let http = reqwest::Client::new();
+    let made: Value = http
+        .post(format!("{}/e2b/sandboxes", a.url))
+        .header("X-API-Key", KEY)
+        .json(&json!({"templateID": "base", "timeout": 120}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = made["sandboxID"].as_str().expect("made").to_owned();
+    let token = made["envdAccessToken"].as_str().unwrap().to_owned();
+    let through_b = |method: reqwest::Method, path: &str, port: &str| {
+        http.request(method, format!("{}/e2b/envd{path}", b.url))
+            .header("E2b-Sandbox-Id", &id)
+            .header("E2b-Sandbox-Port", port)
+    };
+    let before = b.metric(FORWARDED).await;
+
+    let listed = through_b(reqwest::Method::POST, "/process.Process/List", "49983")
+        .header("X-Access-Token", &token)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), 200, "{}", listed.text().await.unwrap());
+    let written = through_b(reqwest::Method::POST, "/files", "49983")
+        .query(&[("path", "/home/user/a.txt")])
+        .header("X-Access-Token", &token)
+        .header("content-type", "application/octet-stream")
+        .body("held by a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(written.status(), 200, "{}", written.text().await.unwrap());
+    let signature = file_signature("/home/user/a.txt", FileOperation::Read, "", &token, None);
+    let read = through_b(reqwest::Method::GET, "/files", "49983")
+        .query(&[("path", "/home/user/a.txt"), ("signature", &signature)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    assert_eq!(read.text().await.unwrap(), "held by a");
+    let ran = through_b(reqwest::Method::POST, "/execute", "49999")
+        .header("E2B-Traffic-Access-Token", &token)
+        .json(&json!({"code": "print('from a'); 6 * 7"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ran.status(), 200);
+    let lines = ran.text().await.unwrap();
+    assert!(
+        lines.contains(r#""text":"from a\n""#) && lines.contains(r#""text":"42""#),
+        "{lines}"
+    );
+    assert!(
+        lines.trim_end().ends_with(r#"{"type":"end_of_execution"}"#),
+        "{lines}"
+    );
+    assert!(
+        b.metric(FORWARDED).await >= before + 4,
+        "b passed each call on"
+    );
+
+    let forwarded = b.metric(FORWARDED).await;
+    for forged in [
+        through_b(reqwest::Method::POST, "/process.Process/List", "49983")
+            .header("X-Access-Token", "key.forged")
+            .header("content-type", "application/json")
+            .body("{}"),
+        through_b(reqwest::Method::GET, "/files", "49983")
+            .query(&[("path", "/home/user/a.txt"), ("signature", "v1_forged")]),
+        through_b(reqwest::Method::POST, "/execute", "49999").json(&json!({"code": "1"})),
+    ] {
+        let refused = forged.send().await.unwrap();
+        assert_eq!(refused.status(), 401);
+    }
+    assert_eq!(
+        b.metric(FORWARDED).await,
+        forwarded,
+        "nothing unauthenticated was passed on"
+    );
+    ok(&a, "sandbox.kill", json!({"sandboxId": id})).await;
+}

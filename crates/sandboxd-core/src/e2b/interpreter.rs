@@ -229,7 +229,12 @@ mod tests {
         let kinds: Vec<_> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
-            ["result", "error", "number_of_executions", "end_of_execution"]
+            [
+                "result",
+                "error",
+                "number_of_executions",
+                "end_of_execution"
+            ]
         );
         assert_eq!(lines[0]["is_main_result"], true);
         assert_eq!(lines[2]["execution_count"], 3);

@@ -13,6 +13,8 @@ use axum::Router;
 
 use crate::AppState;
 
+pub(crate) use envd::admitted;
+
 /// Both halves.
 pub fn router() -> Router<AppState> {
     control::router()

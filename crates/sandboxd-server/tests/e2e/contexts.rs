@@ -83,7 +83,10 @@ async fn python_state_persists_between_runs() {
     )
     .await;
     assert_eq!(loud["stdout"].as_str().unwrap().len(), 1024 * 1024);
-    assert_eq!((&loud["truncated"], &loud["result"]), (&json!(true), &json!("'done'")));
+    assert_eq!(
+        (&loud["truncated"], &loud["result"]),
+        (&json!(true), &json!("'done'"))
+    );
 
     let slow = run(
         &server,

@@ -340,9 +340,15 @@ async fn the_code_interpreter_answers_e2bs_lines_to_its_callers_only() {
         }
     })
     .await;
-    assert!(first_line.is_ok(), "the first line came only with the end: {read:?}");
+    assert!(
+        first_line.is_ok(),
+        "the first line came only with the end: {read:?}"
+    );
     let first: Value = serde_json::from_str(read.lines().next().unwrap()).unwrap();
-    assert_eq!((&first["type"], &first["text"]), (&json!("stdout"), &json!("first\n")));
+    assert_eq!(
+        (&first["type"], &first["text"]),
+        (&json!("stdout"), &json!("first\n"))
+    );
     let (status, _) = server
         .post(
             "sandbox.writeFile",
@@ -355,11 +361,21 @@ async fn the_code_interpreter_answers_e2bs_lines_to_its_callers_only() {
     }
     let kinds: Vec<String> = read
         .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap()["type"].as_str().unwrap().to_owned())
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert_eq!(
         kinds,
-        ["stdout", "stdout", "number_of_executions", "end_of_execution"],
+        [
+            "stdout",
+            "stdout",
+            "number_of_executions",
+            "end_of_execution"
+        ],
         "{read}"
     );
     // Another port's path, a made-up token, a bad body, a language not served.

@@ -95,6 +95,31 @@ pub(super) struct FilesQuery {
 }
 
 impl FilesQuery {
+    /// The query of `uri`, when it parses.
+    pub(super) fn of(uri: &axum::http::Uri) -> Option<Self> {
+        Query::<Self>::try_from_uri(uri).ok().map(|Query(q)| q)
+    }
+
+    /// The signed URL this is, for `operation`, when it is one and the call's headers
+    /// bring no credential (which then decide).
+    pub(super) fn signed_url(
+        &self,
+        headers: &HeaderMap,
+        operation: FileOperation,
+    ) -> Option<SignedFileUrl<'_>> {
+        let by_header = headers.contains_key("x-access-token") || token_from(headers).is_some();
+        if by_header {
+            return None;
+        }
+        Some(SignedFileUrl {
+            path: self.path.as_deref().unwrap_or_default(),
+            operation,
+            user: self.username.as_deref().unwrap_or_default(),
+            signature: self.signature.as_deref()?,
+            expires_at_s: self.signature_expiration,
+        })
+    }
+
     /// Who calls: by the call's headers, else by the URL's signature.
     async fn caller(
         &self,
@@ -102,19 +127,9 @@ impl FilesQuery {
         headers: &HeaderMap,
         operation: FileOperation,
     ) -> Result<Envd, RpcError> {
-        let by_header = headers.contains_key("x-access-token") || token_from(headers).is_some();
-        match &self.signature {
-            Some(signature) if !by_header => {
-                let url = SignedFileUrl {
-                    path: self.path.as_deref().unwrap_or_default(),
-                    operation,
-                    user: self.username.as_deref().unwrap_or_default(),
-                    signature,
-                    expires_at_s: self.signature_expiration,
-                };
-                signed(state, headers, &url).await
-            }
-            _ => envd(state, headers, self.username.as_deref()).await,
+        match self.signed_url(headers, operation) {
+            Some(url) => signed(state, headers, &url).await,
+            None => envd(state, headers, self.username.as_deref()).await,
         }
     }
 }

@@ -14,10 +14,12 @@ mod rpc;
 mod watch;
 
 use axum::Router;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use sandboxd_core::e2b::connect::Code;
-use sandboxd_core::e2b::signed::{SignatureRefusal, SignedFileUrl};
+use sandboxd_core::e2b::signed::{FileOperation, SignatureRefusal, SignedFileUrl};
 use sandboxd_core::model::Principal;
 
 use crate::AppState;
@@ -167,6 +169,18 @@ async fn signed(
     headers: &HeaderMap,
     url: &SignedFileUrl<'_>,
 ) -> Result<Envd, RpcError> {
+    let (principal, sandbox_id) = signer(state, headers, url).await?;
+    let caller = auth::limited(state, principal)?;
+    check_user(headers, Some(url.user))?;
+    Ok(Envd { caller, sandbox_id })
+}
+
+/// The key that signed a file URL, as it stands now, and the sandbox.
+async fn signer(
+    state: &AppState,
+    headers: &HeaderMap,
+    url: &SignedFileUrl<'_>,
+) -> Result<(Principal, String), RpcError> {
     let sandbox_id = sandbox_named(headers)?;
     let unauthenticated = |message: &str| RpcError::new(Code::Unauthenticated, message);
     let store_failure = |error| RpcError::from(crate::service::ServiceError::from(error));
@@ -207,9 +221,64 @@ async fn signed(
         .await
         .map_err(store_failure)?
         .ok_or_else(|| unauthenticated("invalid signature"))?;
-    let caller = auth::limited(state, principal)?;
-    check_user(headers, Some(url.user))?;
-    Ok(Envd { caller, sandbox_id })
+    Ok((principal, sandbox_id))
+}
+
+/// Whether a call names a caller for the sandbox it names (its access token, a key,
+/// or a signed file URL): checked by a replica before it passes the call on to the one
+/// that holds the sandbox's agent, which checks it again in full (the caller's access,
+/// user, port and rate limit).
+pub(crate) async fn admitted(state: &AppState, parts: &Parts) -> Result<(), Response> {
+    let path = parts.uri.path();
+    // The daemon's RPCs answer Connect's errors; the other routes `{code, message}`.
+    let answered = |error: RpcError| {
+        if path.starts_with("/e2b/envd/process.") || path.starts_with("/e2b/envd/filesystem.") {
+            error.into_response()
+        } else {
+            files::FilesError::from(error).into_response()
+        }
+    };
+    let headers = &parts.headers;
+    let unauthenticated = |message: &str| answered(RpcError::new(Code::Unauthenticated, message));
+    let sandbox_id = sandbox_named(headers).map_err(answered)?;
+    let store = state.service.store();
+    let token =
+        header(headers, "x-access-token").or_else(|| header(headers, "e2b-traffic-access-token"));
+    if let Some(token) = token {
+        return store
+            .envd_token_key(&sandbox_id, token)
+            .map(drop)
+            .ok_or_else(|| unauthenticated("invalid access token"));
+    }
+    if let Some(key) = token_from(headers) {
+        return match store.authenticate(key.trim()).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(unauthenticated("invalid API key")),
+            Err(error) => Err(answered(RpcError::from(
+                crate::service::ServiceError::from(error),
+            ))),
+        };
+    }
+    let operation = if parts.method == Method::GET {
+        FileOperation::Read
+    } else {
+        FileOperation::Write
+    };
+    let query = (path == "/e2b/envd/files")
+        .then(|| files::FilesQuery::of(&parts.uri))
+        .flatten();
+    if let Some(url) = query
+        .as_ref()
+        .and_then(|q| q.signed_url(headers, operation))
+    {
+        return signer(state, headers, &url)
+            .await
+            .map(drop)
+            .map_err(answered);
+    }
+    Err(unauthenticated(
+        "an X-Access-Token (or X-API-Key) header is required",
+    ))
 }
 
 /// `GET /health`: 204 while the sandbox runs; 502 saying it "was not found" once it

@@ -7,12 +7,11 @@
 use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
-use sandboxd_core::api::{
-    ContextCreateRequest, ContextRunRequest, ContextRunResult, ContextView,
-};
+use sandboxd_core::api::{ContextCreateRequest, ContextRunRequest, ContextRunResult, ContextView};
 use sandboxd_core::error::Invalid;
 use sandboxd_core::limits::{
-    DEFAULT_EXEC_TIMEOUT_MS, MAX_EXEC_OUTPUT_BYTES, MAX_CMD_BYTES, MAX_EXEC_TIMEOUT_MS, MIN_EXEC_TIMEOUT_MS,
+    DEFAULT_EXEC_TIMEOUT_MS, MAX_CMD_BYTES, MAX_EXEC_OUTPUT_BYTES, MAX_EXEC_TIMEOUT_MS,
+    MIN_EXEC_TIMEOUT_MS,
 };
 use sandboxd_core::model::Principal;
 use sandboxd_ports::{FollowEvent, FollowFrom, ProcessFollow, ProcessSpec, SandboxChannel};
@@ -20,8 +19,8 @@ use sandboxd_ports::{FollowEvent, FollowFrom, ProcessFollow, ProcessSpec, Sandbo
 use super::processes::process_error;
 use crate::ServiceError;
 use crate::commands::Commands;
-use records::{Gathered, Record, Records, Reply};
 pub use records::RunOutput;
+use records::{Gathered, Record, Records, Reply};
 
 mod records;
 use sandboxd_core::rfc3339::format_millis as rfc3339;
@@ -404,8 +403,7 @@ impl RunReader {
         deadline: Instant,
     ) -> Result<Option<Reply>, ServiceError> {
         loop {
-            let event = match tokio::time::timeout_at(deadline.into(), self.follow.next()).await
-            {
+            let event = match tokio::time::timeout_at(deadline.into(), self.follow.next()).await {
                 Err(_) => return Ok(None),
                 Ok(event) => event.map_err(process_error)?,
             };

@@ -150,7 +150,9 @@ mod tests {
         let mut records = Records::of_run(7);
         assert!(records.push(b"\x1e{\"id\":7,\"stream\":\"std").is_empty());
         assert_eq!(
-            records.push(b"out\",\"text\":\"a\\n\"}\n\x1e{\"id\":7,\"stream\":\"stderr\",\"text\":\"b\"}\n"),
+            records.push(
+                b"out\",\"text\":\"a\\n\"}\n\x1e{\"id\":7,\"stream\":\"stderr\",\"text\":\"b\"}\n"
+            ),
             [out("a\n"), Record::Output(RunOutput::Stderr("b".into()))]
         );
         assert_eq!(
@@ -197,7 +199,10 @@ mod tests {
         gathered.add(RunOutput::Stderr("e".into()), 4);
         assert!(!gathered.truncated);
         gathered.add(RunOutput::Stdout("cé".into()), 4);
-        assert_eq!((gathered.stdout.as_str(), gathered.truncated), ("abc", true));
+        assert_eq!(
+            (gathered.stdout.as_str(), gathered.truncated),
+            ("abc", true)
+        );
         gathered.add(RunOutput::Stdout("d".into()), 4);
         assert_eq!(gathered.stdout, "abc");
         assert_eq!(gathered.stderr, "e");
