@@ -4,7 +4,8 @@
 # starts the second engine that stands for a remote server (scripts/remote-engine.sh) and a
 # private PostgreSQL on loopback (scripts/postgres.sh), which the store's story and the
 # replica tests run on, and installs the headless Chromium of the dashboard's tests
-# (scripts/browser.sh).
+# (scripts/browser.sh), and gVisor's runtime, registered with the engine as `runsc`
+# (scripts/gvisor.sh).
 # Then the Python clients: the MCP SDK, the sandboxd Python SDK, E2B's Python SDK, the
 # fuzz pass.
 # The second engine and the private PostgreSQL are stopped when the suite ends, passed or
@@ -20,9 +21,18 @@ fi
 bash scripts/remote-engine.sh up >/dev/null
 eval "$(bash scripts/postgres.sh start)"
 bash scripts/browser.sh
+bash scripts/gvisor.sh
 # The agent is built into sandboxd by the ordinary build; the tests use that one.
 unset SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"
+# The end-to-end core again with every sandbox under gVisor: create, exec, streaming,
+# files, transfers, terminals, processes, contexts, kill, timeouts and the reaper. Two
+# tests watch a sandbox's processes through the engine's `top`, which sees none of a
+# gVisor sandbox's: they run under runc only.
+SANDBOXD_TEST_RUNTIME=runsc cargo nextest run -p sandboxd-server --test e2e --no-fail-fast \
+  -E 'test(/^(exec|files|stream|terminal|processes|contexts|lifecycle|transfers)::/)
+      - test(stream::a_client_that_stops_reading_does_not_hold_the_sandboxs_other_operations)
+      - test(stream::a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout)'
 bash scripts/test-mcp-python.sh
 bash scripts/test-sdk-python.sh
 bash scripts/test-e2b-python.sh

@@ -36,6 +36,10 @@ pub fn is_embedded() -> bool {
 /// under the agent's uid, can neither trace the agent nor read its environment.
 pub const MODE: u32 = 0o111;
 
+/// The suffix of the readable copy written beside it (mode 0555), which gVisor's
+/// sandboxes run: gVisor loads a program itself, so it must read it.
+pub const READABLE_SUFFIX: &str = "-readable";
+
 /// Writes the built-in agent into `dir` (see [`install_bytes`]).
 pub fn install(dir: &Path) -> Result<PathBuf, InstallError> {
     if AGENT.is_empty() {
@@ -60,16 +64,28 @@ pub fn install_copy(dir: &Path, source: &Path) -> Result<PathBuf, InstallError> 
 /// left alone, as running sandboxes of an earlier sandboxd still mount them.
 fn install_bytes(dir: &Path, digest: &str, agent: &[u8]) -> Result<PathBuf, InstallError> {
     let path = dir.join(format!("sandboxd-agent-{digest}"));
+    let readable = dir.join(format!("sandboxd-agent-{digest}{READABLE_SUFFIX}"));
+    place(dir, &readable, agent, 0o555)?;
+    place(dir, &path, agent, MODE)?;
+    Ok(path)
+}
+
+/// Writes `agent` at `path` with `mode`, unless it is there already.
+fn place(dir: &Path, path: &Path, agent: &[u8], mode: u32) -> Result<(), InstallError> {
     let io = |path: &Path| {
         let path = path.display().to_string();
         move |source| InstallError::Io { path, source }
     };
-    if holds_agent(&path, agent) {
-        return Ok(path);
+    if holds_agent(path, agent, mode) {
+        return Ok(());
     }
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(io(dir))?;
-    let partial = dir.join(format!(".sandboxd-agent-{digest}.{}", std::process::id()));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let partial = dir.join(format!(".{name}.{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -78,23 +94,23 @@ fn install_bytes(dir: &Path, digest: &str, agent: &[u8]) -> Result<PathBuf, Inst
         .open(&partial)
         .and_then(|mut file| {
             file.write_all(agent)?;
-            file.set_permissions(std::fs::Permissions::from_mode(MODE))?;
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
             file.sync_all()
         })
-        .and_then(|()| std::fs::rename(&partial, &path));
+        .and_then(|()| std::fs::rename(&partial, path));
     if let Err(source) = written {
         let _ = std::fs::remove_file(&partial);
-        return Err(io(&path)(source));
+        return Err(io(path)(source));
     }
-    Ok(path)
+    Ok(())
 }
 
-/// `true` when `path` is an execute-only file with exactly `agent`'s bytes. Without the
+/// `true` when `path` is a file of `mode` with exactly `agent`'s bytes. Without the
 /// right to read it (sandboxd not running as root), the file is written again.
-fn holds_agent(path: &Path, agent: &[u8]) -> bool {
+fn holds_agent(path: &Path, agent: &[u8], mode: u32) -> bool {
     let installed = std::fs::metadata(path).is_ok_and(|meta| {
         meta.is_file()
-            && meta.permissions().mode() & 0o777 == MODE
+            && meta.permissions().mode() & 0o777 == mode
             && meta.len() == agent.len() as u64
     });
     installed && std::fs::read(path).is_ok_and(|bytes| bytes == agent)
@@ -126,9 +142,16 @@ mod tests {
         std::fs::write(&path, b"not the agent").unwrap();
         assert_eq!(install(&bin).unwrap(), path);
         assert_eq!(std::fs::read(&path).unwrap(), AGENT);
+        let readable = bin.join(format!(
+            "{}{READABLE_SUFFIX}",
+            path.file_name().unwrap().to_string_lossy()
+        ));
+        assert_eq!(std::fs::read(&readable).unwrap(), AGENT);
+        let mode = std::fs::metadata(&readable).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o555, "the copy gVisor runs");
         assert_eq!(
             std::fs::read_dir(&bin).unwrap().count(),
-            1,
+            2,
             "no partial file left"
         );
     }

@@ -119,6 +119,28 @@ impl NetworkMode {
     }
 }
 
+/// How a sandbox is isolated from the host's kernel, as asked on create.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// Namespaces and cgroups on the host's kernel (runc).
+    Container,
+    /// gVisor's user-space kernel between the sandbox and the host's (runsc): no
+    /// network interface but loopback.
+    Gvisor,
+}
+
+impl Isolation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Container => "container",
+            Self::Gvisor => "gvisor",
+        }
+    }
+}
+
 /// Role of a member in an organization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]

@@ -85,6 +85,7 @@ mod tests {
             fixed_timeout: false,
             paused_timeout_ms: crate::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             volumes: Vec::new(),
+            isolation: None,
         }
     }
 

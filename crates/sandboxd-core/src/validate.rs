@@ -64,6 +64,8 @@ pub struct CreateSandbox {
     pub paused_timeout_ms: i64,
     /// The volumes to mount, checked (not yet found).
     pub volumes: Vec<crate::volumes::VolumeMount>,
+    /// The isolation asked for; the server's when `None`.
+    pub isolation: Option<crate::model::Isolation>,
 }
 
 /// A checked `sandbox.exec`.
@@ -265,6 +267,7 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         fixed_timeout: req.fixed_timeout.unwrap_or(false),
         paused_timeout_ms,
         volumes,
+        isolation: req.isolation,
     };
     issues.finish(command)
 }

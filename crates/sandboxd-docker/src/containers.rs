@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use bollard::models::{
     ContainerCreateBody, ContainerSummaryStateEnum, HostConfig, HostConfigLogConfig, Mount,
-    MountType, MountVolumeOptions, RestartPolicy, RestartPolicyNameEnum,
+    MountType, MountVolumeOptions, ResourcesUlimits, RestartPolicy, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
@@ -51,6 +51,13 @@ fn create_body(plan: &ContainerPlan) -> ContainerCreateBody {
             memory: Some(plan.memory_bytes),
             memory_swap: Some(plan.memory_bytes),
             pids_limit: Some(plan.pids_limit),
+            ulimits: plan.nproc.map(|nproc| {
+                vec![ResourcesUlimits {
+                    name: Some("nproc".into()),
+                    soft: Some(nproc),
+                    hard: Some(nproc),
+                }]
+            }),
             cap_drop: Some(strings(hardening::CAP_DROP)),
             security_opt: Some(strings(hardening::SECURITY_OPT)),
             restart_policy: Some(RestartPolicy {

@@ -4,6 +4,7 @@
 //! sshd listen on the sandbox's socket and forward each connection back; the agent in
 //! the sandbox connects to it as it would to a local one.
 
+use sandboxd_core::plan::READABLE_AGENT as READABLE;
 use std::sync::Arc;
 
 use sandboxd_ports::{ByteStream, EngineError, RemoteAgent, RemoteAgents};
@@ -79,7 +80,11 @@ impl SshAgents {
         let path = format!("{}/bin/sandboxd-agent-{}", self.remote_dir, &digest[..16]);
         let present = self
             .session
-            .run(&format!("sha256sum '{path}' 2>/dev/null"), b"", 256)
+            .run(
+                &format!("test -f '{path}{READABLE}' && sha256sum '{path}' 2>/dev/null"),
+                b"",
+                256,
+            )
             .await
             .map_err(unreachable)?;
         if String::from_utf8_lossy(&present.stdout).starts_with(digest.as_str()) {
@@ -102,11 +107,15 @@ impl SshAgents {
         if !String::from_utf8_lossy(&uploaded.stdout).starts_with(digest.as_str()) {
             return Err(failed("the agent's upload (checksum)", &uploaded));
         }
-        // Execute-only, as locally: the kernel starts it non-dumpable.
+        // Execute-only, as locally: the kernel starts it non-dumpable. Beside it the
+        // readable copy that gVisor's sandboxes run.
         let placed = self
             .session
             .run(
-                &format!("chmod 0111 '{tmp}' && mv -f '{tmp}' '{path}'"),
+                &format!(
+                    "cp '{tmp}' '{tmp}.r' && chmod 0555 '{tmp}.r' && mv -f '{tmp}.r' '{path}{READABLE}' \
+                     && chmod 0111 '{tmp}' && mv -f '{tmp}' '{path}'"
+                ),
                 b"",
                 256,
             )

@@ -88,6 +88,8 @@ pub struct ServerConfig {
     /// The engine runtime sandboxes run under (`runsc` for gVisor, `kata-runtime`…);
     /// `None`: the engine's default (runc). Checked against the engine at start.
     pub runtime: Option<String>,
+    /// The engine's name for gVisor's runtime (`"isolation": "gvisor"`).
+    pub gvisor_runtime: String,
     /// Warm pools: template name → started sandboxes kept ready to be claimed.
     pub pools: BTreeMap<String, usize>,
     /// Patterns of the images callers may ask for by `image` (templates are the
@@ -158,6 +160,7 @@ impl ServerConfig {
             rate_limit_per_second: 100,
             rate_limit_burst: 200,
             runtime: None,
+            gvisor_runtime: "runsc".into(),
             pools: BTreeMap::new(),
             allowed_images: Vec::new(),
             max_transfer_bytes: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES,
@@ -307,6 +310,7 @@ impl Server {
             service::Options {
                 audit_exec: config.audit_exec,
                 runtime: config.runtime.clone(),
+                gvisor_runtime: config.gvisor_runtime.clone(),
                 pools: config.pools.clone(),
                 allowed_images: config.allowed_images.clone(),
                 quotas: config.quotas,

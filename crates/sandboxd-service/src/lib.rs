@@ -105,6 +105,8 @@ pub struct Options {
     pub audit_exec: bool,
     /// The engine runtime of new sandboxes; `None`: the engine's default.
     pub runtime: Option<String>,
+    /// The engine's name for gVisor's runtime (`"isolation": "gvisor"`).
+    pub gvisor_runtime: String,
     /// Warm pools: template name → members kept ready.
     pub pools: std::collections::BTreeMap<String, usize>,
     /// Patterns of the images callers may ask for (`sandboxd_core::images`); empty: any.

@@ -50,6 +50,9 @@ pub struct Config {
     pub rate_limit_burst: u32,
     /// Engine runtime of sandboxes (`runsc`, `kata-runtime`…); the engine's default when unset.
     pub runtime: Option<String>,
+    /// The engine's name for gVisor's runtime, which `"isolation": "gvisor"` asks for
+    /// (`scripts/gvisor.sh` registers it as `runsc`).
+    pub gvisor_runtime: String,
     /// Warm pools by template, e.g. `[pools.python] size = 4`.
     pub pools: BTreeMap<String, PoolConfig>,
     /// Patterns of the images callers may name (`docker.io/library/*`); empty: any.
@@ -289,6 +292,7 @@ impl std::fmt::Debug for Config {
             .field("rate_limit_per_second", &self.rate_limit_per_second)
             .field("rate_limit_burst", &self.rate_limit_burst)
             .field("runtime", &self.runtime)
+            .field("gvisor_runtime", &self.gvisor_runtime)
             .field("pools", &self.pools)
             .field("allowed_images", &self.allowed_images)
             .field("max_transfer_mb", &self.max_transfer_mb)
@@ -330,6 +334,7 @@ impl Default for Config {
             rate_limit_per_second: 100,
             rate_limit_burst: 200,
             runtime: None,
+            gvisor_runtime: "runsc".into(),
             pools: BTreeMap::new(),
             allowed_images: Vec::new(),
             max_transfer_mb: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES / (1024 * 1024),

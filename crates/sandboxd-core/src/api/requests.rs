@@ -47,9 +47,10 @@ impl Encoding {
     }
 }
 
-/// Body of `sandbox.create`.
+/// Body of `sandbox.create`. A field it does not know is refused, never ignored: a
+/// sandbox is not made with less than was asked.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateSandboxRequest {
     /// Environment the sandbox belongs to.
     pub environment_id: String,
@@ -106,6 +107,10 @@ pub struct CreateSandboxRequest {
     /// Volumes to mount (at most 8, at distinct paths that do not nest), all of one
     /// server: the sandbox runs there. Mounted at every start of its container.
     pub volumes: Option<Vec<super::VolumeMountRequest>>,
+    /// `container` (runc, namespaces on the host's kernel) or `gvisor` (runsc: a
+    /// user-space kernel in between; `isolated` or `allowlist` networking only), where
+    /// the server's engine offers it; default: the server's.
+    pub isolation: Option<crate::model::Isolation>,
 }
 
 /// Body of `sandbox.exec`.

@@ -337,13 +337,15 @@ async fn the_runtime_is_configured_reported_and_checked() {
 
     let dir = tempfile::tempdir().unwrap();
     let mut config = sandboxd_server::ServerConfig::new(dir.path().to_path_buf());
-    config.runtime = Some("runsc".into());
+    config.runtime = Some("runsc-absent".into());
     let engine = std::sync::Arc::new(crate::harness::local_engine().await);
     let error = sandboxd_server::Server::start(config, engine)
         .await
         .unwrap_err();
     assert!(
-        error.to_string().contains("\"runsc\" is not offered"),
+        error
+            .to_string()
+            .contains("\"runsc-absent\" is not offered"),
         "{error}"
     );
 }

@@ -49,6 +49,9 @@ fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
     config.reaper_interval = Duration::from_millis(500);
     config.reconcile_interval = Duration::from_secs(3600);
     config.remote = Some(loopback_servers(&config));
+    if let Ok(runtime) = std::env::var("SANDBOXD_TEST_RUNTIME") {
+        config.runtime = Some(runtime);
+    }
     config
 }
 

@@ -29,6 +29,7 @@ mod hygiene;
 mod image_volumes;
 mod images;
 mod impostor;
+mod isolation;
 mod lifecycle;
 mod main_process;
 mod mcp;

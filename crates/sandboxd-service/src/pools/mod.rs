@@ -179,6 +179,13 @@ impl Pools {
         ) else {
             return Ok(None);
         };
+        // Under gVisor the processes a sandbox may run are its kernel's limit, set as
+        // it starts: a create with other limits than its pool's is made cold.
+        if matched.update_limits
+            && sandboxd_core::plan::isolation_tier(self.service.runtime()) == "gvisor"
+        {
+            return Ok(None);
+        }
         let key = PoolKey {
             server_id: server.map(|s| s.server_id.clone()),
             template: matched.pool.to_owned(),

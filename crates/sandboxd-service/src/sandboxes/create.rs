@@ -6,7 +6,7 @@ use sandboxd_core::api::Resources;
 use sandboxd_core::error::Invalid;
 use sandboxd_core::images;
 use sandboxd_core::limits::DEFAULT_WORKDIR;
-use sandboxd_core::model::{NotRunning, Principal, Sandbox, SandboxStatus};
+use sandboxd_core::model::{NetworkMode, NotRunning, Principal, Sandbox, SandboxStatus};
 use sandboxd_core::paths;
 use sandboxd_core::plan::{self, NetworkPlan};
 use sandboxd_core::validate::CreateSandbox;
@@ -157,8 +157,24 @@ impl Sandboxes {
             )
             .into());
         }
-        // A sandbox with credentials is made for them (they are kept before it starts).
+        let runtime = plan::runtime_for(
+            cmd.isolation,
+            self.service.runtime(),
+            &self.service.inner.options.gvisor_runtime,
+        );
+        if plan::isolation_tier(runtime.as_deref()) == "gvisor"
+            && cmd.network_mode == NetworkMode::Internet
+        {
+            return Err(Invalid::one(
+                "networkMode",
+                "`internet` is not available under gVisor, which has no network interface but loopback here: use `isolated`, or `allowlist` for the hosts it may reach",
+            )
+            .into());
+        }
+        // A sandbox with credentials is made for them (they are kept before it starts);
+        // the pools hold sandboxes of the server's runtime.
         if cmd.egress_credentials.is_empty()
+            && runtime.as_deref() == self.service.runtime()
             && snapshot.is_none()
             && let Some(warm) = self
                 .service
@@ -173,6 +189,22 @@ impl Sandboxes {
             .fleet()
             .engine_of(cmd.server_id.as_deref())
             .await?;
+        if let Some(wanted) = runtime.as_deref()
+            && runtime.as_deref() != self.service.runtime()
+        {
+            let offered = engine.runtimes().await?;
+            if !offered.iter().any(|name| name == wanted) {
+                let isolation = cmd.isolation.map_or("", |i| i.as_str());
+                return Err(Invalid::one(
+                    "isolation",
+                    format!(
+                        "{isolation} is not available on this server: its engine has no `{wanted}` runtime (it offers {}); scripts/gvisor.sh installs and registers gVisor's",
+                        offered.join(", ")
+                    ),
+                )
+                .into());
+            }
+        }
         let template = cmd
             .image
             .template
@@ -221,7 +253,7 @@ impl Sandboxes {
                 Some(snapshot) => snapshot.user.clone(),
                 None => template.and_then(|t| t.user.clone()),
             },
-            runtime: self.service.runtime().map(str::to_owned),
+            runtime,
             created_at: now,
             expires_at: None,
             last_activity_at: None,

@@ -80,6 +80,12 @@ impl Sandboxes {
             // A fork gets the files, not the volumes (two sandboxes writing one volume
             // is for their creator to ask for).
             volumes: Vec::new(),
+            // A fork runs as strongly isolated as its source.
+            isolation: match sandboxd_core::plan::isolation_tier(source.runtime.as_deref()) {
+                "gvisor" => Some(sandboxd_core::model::Isolation::Gvisor),
+                "container" => Some(sandboxd_core::model::Isolation::Container),
+                _ => None,
+            },
         };
         let outcomes: Vec<Result<Sandbox, ServiceError>> =
             futures_util::stream::iter((1..=cmd.count).map(|n| self.create(caller, create(n))))

@@ -45,6 +45,10 @@ pub struct CreateArgs {
     /// `isolated` (default), `internet`, or `allowlist` (only the hosts of --allow).
     #[arg(long)]
     network: Option<String>,
+    /// `container` (runc) or `gvisor` (gVisor's user-space kernel, where the server
+    /// offers it); the server's default when absent.
+    #[arg(long)]
+    isolation: Option<String>,
     /// A host an `allowlist` sandbox may reach (repeatable; implies --network allowlist):
     /// a name, a `*.` wildcard, either with `:port`.
     #[arg(long)]
@@ -116,6 +120,9 @@ pub async fn create(client: &Client, args: CreateArgs) -> Result<Value, Failure>
     }
     if let Some(network) = args.network {
         body["networkMode"] = json!(network);
+    }
+    if let Some(isolation) = args.isolation {
+        body["isolation"] = json!(isolation);
     }
     if !args.allow.is_empty() {
         if body.get("networkMode").is_none() {

@@ -148,6 +148,7 @@ class AsyncSandbox:
         fixed_timeout: bool | None = None,
         snapshot: SnapshotInfo | str | None = None,
         volumes: Mapping[str, VolumeInfo | str] | Sequence[VolumeMount] | None = None,
+        isolation: Literal["container", "gvisor"] | None = None,
         url: str | None = None,
         key: str | None = None,
     ) -> AsyncSandbox:
@@ -162,7 +163,9 @@ class AsyncSandbox:
         `fixed_timeout`, it ends `timeout` seconds after it is made (or its timeout last
         set) whatever it does, instead of after its last activity. `volumes`
         mounts volumes: `{"/data": volume}` read-write, or a list of `VolumeMount`
-        (with `read_only`); the sandbox runs on their server."""
+        (with `read_only`); the sandbox runs on their server. `isolation` is
+        `"container"` (runc) or `"gvisor"` (gVisor's user-space kernel, where the server
+        offers it; no `internet` network); the server's default when `None`."""
         conn = Connection(resolve(url, key))
         made: asyncio.Future[AsyncSandbox] | None = None
         try:
@@ -186,6 +189,7 @@ class AsyncSandbox:
                 fixed_timeout=fixed_timeout,
                 snapshot=snapshot,
                 volumes=volumes,
+                isolation=isolation,
             ))
             # Shielded: a caller that gives up does not stop the request, so the
             # sandbox it makes is known and killed rather than left to its timeout.
@@ -225,6 +229,7 @@ class AsyncSandbox:
         fixed_timeout: bool | None = None,
         snapshot: SnapshotInfo | str | None = None,
         volumes: Mapping[str, VolumeInfo | str] | Sequence[VolumeMount] | None = None,
+        isolation: Literal["container", "gvisor"] | None = None,
     ) -> AsyncSandbox:
         """`create` through a connection the caller made (the sandbox then owns it)."""
         env_vars = _env_text(env or {})
@@ -250,6 +255,7 @@ class AsyncSandbox:
             "fixedTimeout": fixed_timeout,
             "snapshotId": snapshot.snapshot_id if isinstance(snapshot, SnapshotInfo) else snapshot,
             "volumes": _mounts_body(volumes),
+            "isolation": isolation,
         }
         try:
             created = await conn.call("sandbox.create", body, timeout=600)

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs gVisor's runtime, `runsc`, from Debian bookworm-backports (its systrap
+# platform; bookworm's own runsc has only ptrace and KVM), and registers it with a
+# Docker engine as `runsc` with the arguments sandboxd's sandboxes need:
+#   --host-uds=open   the agent inside connects to its socket on the host, bind-mounted in
+#   --overlay2=none   files written in the root filesystem are the container's own, so
+#                     that `docker commit` (snapshots) keeps them
+# The engine is then told to reload its configuration (SIGHUP: runtimes are reloaded
+# without a restart, and running containers are left alone), and the script checks
+# that it offers `runsc`.
+#   bash scripts/gvisor.sh                          the local engine (/etc/docker/daemon.json)
+#   bash scripts/gvisor.sh CONFIG PIDFILE [HOST]    another engine: its daemon.json, the
+#                                                   pid file of its dockerd, its DOCKER_HOST
+set -euo pipefail
+config=${1:-/etc/docker/daemon.json}
+pidfile=${2:-/var/run/docker.pid}
+host=${3:-}
+
+if ! runsc --version 2>/dev/null | grep -q '^runsc version 0.0~2024'; then
+  if ! grep -rqs '^deb .* bookworm-backports ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "deb http://deb.debian.org/debian bookworm-backports main" \
+      >/etc/apt/sources.list.d/bookworm-backports.list
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
+fi
+
+mkdir -p "$(dirname "$config")"
+[ -s "$config" ] || echo '{}' >"$config"
+changed=$(python3 - "$config" "$(command -v runsc)" <<'PY'
+import json, sys
+path, runsc = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    config = json.load(f)
+wanted = {"path": runsc, "runtimeArgs": ["--network=none", "--host-uds=open", "--overlay2=none"]}
+if config.get("runtimes", {}).get("runsc") != wanted:
+    config.setdefault("runtimes", {})["runsc"] = wanted
+    with open(path + ".new", "w") as f:
+        json.dump(config, f, indent=2)
+    import os
+    os.replace(path + ".new", path)
+    print("changed")
+PY
+)
+
+docker_at() { if [ -n "$host" ]; then DOCKER_HOST=$host docker "$@"; else docker "$@"; fi; }
+if [ -n "$changed" ] || ! docker_at info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
+  pid=$(cat "$pidfile" 2>/dev/null || pgrep -xo dockerd)
+  kill -HUP "$pid"
+  for _ in $(seq 50); do
+    docker_at info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"' && break
+    sleep 0.1
+  done
+fi
+docker_at info --format '{{json .Runtimes}}' | grep -q '"runsc"' || {
+  echo "the engine does not offer runsc after reloading $config" >&2
+  exit 1
+}
+echo "runsc $(runsc --version | head -1 | cut -d' ' -f3) registered with the engine"
