@@ -19,6 +19,9 @@ pub struct Template {
     pub user: Option<String>,
     pub workdir: String,
     pub description: String,
+    /// The isolation of its sandboxes when their create asks for none; the server's
+    /// when `None`.
+    pub isolation: Option<crate::model::Isolation>,
 }
 
 /// The template table in force.
@@ -60,11 +63,20 @@ impl Templates {
                         user: Some(TEMPLATE_USER.into()),
                         workdir: DEFAULT_WORKDIR.into(),
                         description,
+                        isolation: None,
                     };
                     (name.to_owned(), template)
                 })
                 .collect(),
         )
+    }
+
+    /// These templates with the isolation named in `isolation` (by template name).
+    pub fn with_isolation(mut self, isolation: &BTreeMap<String, crate::model::Isolation>) -> Self {
+        for (name, template) in &mut self.0 {
+            template.isolation = isolation.get(name).copied();
+        }
+        self
     }
 
     pub fn get(&self, name: &str) -> Option<&Template> {
@@ -82,6 +94,7 @@ impl Templates {
                     user: t.user.clone(),
                     workdir: t.workdir.clone(),
                     description: t.description.clone(),
+                    isolation: t.isolation,
                 })
             })
             .collect()
@@ -109,5 +122,12 @@ mod tests {
         );
         let names: Vec<_> = templates.views().into_iter().map(|v| v.name).collect();
         assert_eq!(names, ["base", "python", "node"]);
+        let gvisor = BTreeMap::from([("node".to_owned(), crate::model::Isolation::Gvisor)]);
+        let templates = templates.with_isolation(&gvisor);
+        assert_eq!(
+            templates.get("node").and_then(|t| t.isolation),
+            Some(crate::model::Isolation::Gvisor)
+        );
+        assert_eq!(templates.get("base").and_then(|t| t.isolation), None);
     }
 }

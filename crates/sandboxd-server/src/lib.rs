@@ -60,6 +60,8 @@ pub struct ServerConfig {
     pub data_dir: PathBuf,
     /// Images of the built-in templates, by template name, replacing the defaults.
     pub template_images: BTreeMap<String, String>,
+    /// Isolation by template name, for creates that ask for none.
+    pub template_isolation: BTreeMap<String, sandboxd_core::model::Isolation>,
     /// The owner key to create on first start (32+ characters); generated when absent.
     pub bootstrap_key: Option<String>,
     /// The master key sealing secrets; `<data-dir>/master.key` (created) when absent.
@@ -148,6 +150,7 @@ impl ServerConfig {
         Self {
             data_dir,
             template_images: BTreeMap::new(),
+            template_isolation: BTreeMap::new(),
             bootstrap_key: None,
             master_key: None,
             database: None,
@@ -292,7 +295,8 @@ impl Server {
             .filter(|n| *n > 0)
             .map(|bytes| bytes / (1024 * 1024));
         info!(api_version = %engine.api_version(), %instance_id, ?host_cpus, "engine ready");
-        let templates = Templates::with_images(&config.template_images);
+        let templates = Templates::with_images(&config.template_images)
+            .with_isolation(&config.template_isolation);
         let agents = AgentHub::new(
             config.data_dir.join("agents"),
             config.agent_binary.clone(),

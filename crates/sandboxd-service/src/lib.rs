@@ -423,6 +423,25 @@ impl Service {
         &self.inner.templates
     }
 
+    /// The runtime of a sandbox whose create asks for `asked` (else its template's
+    /// isolation, else the server's).
+    pub fn runtime_of(
+        &self,
+        asked: Option<sandboxd_core::model::Isolation>,
+        template: Option<&str>,
+    ) -> Option<String> {
+        let isolation = asked.or_else(|| {
+            template
+                .and_then(|name| self.templates().get(name))
+                .and_then(|t| t.isolation)
+        });
+        sandboxd_core::plan::runtime_for(
+            isolation,
+            self.runtime(),
+            &self.inner.options.gvisor_runtime,
+        )
+    }
+
     /// The id containers of this installation are labelled with.
     pub fn instance_id(&self) -> &str {
         &self.inner.instance_id

@@ -11,7 +11,13 @@ use serde::{Deserialize, Serialize};
 /// The image of one template.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TemplateConfig {
-    pub image: String,
+    /// The image in place of the built-in one.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// `container` or `gvisor`: the isolation of the template's sandboxes when their
+    /// create asks for none.
+    #[serde(default)]
+    pub isolation: Option<sandboxd_core::model::Isolation>,
 }
 
 /// Everything `sandboxd serve` can be configured with.
@@ -316,6 +322,16 @@ impl std::fmt::Debug for Config {
     }
 }
 
+impl Config {
+    /// The templates' images set in place of the built-in ones, by template name.
+    pub fn template_images(&self) -> BTreeMap<String, String> {
+        self.templates
+            .iter()
+            .filter_map(|(name, t)| Some((name.clone(), t.image.clone()?)))
+            .collect()
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Self {
@@ -403,7 +419,10 @@ mod tests {
                 Config::load(Some(Path::new("sandboxd.toml"))).map_err(|e| e.to_string())?;
             assert_eq!(config.listen, "0.0.0.0:8080");
             assert_eq!(config.data_dir, PathBuf::from("/var/lib/sandboxd"));
-            assert_eq!(config.templates["base"].image, "local/base:1");
+            assert_eq!(
+                config.templates["base"].image.as_deref(),
+                Some("local/base:1")
+            );
             assert!(!format!("{config:?}").contains("kkkk"));
             Ok(())
         });

@@ -173,10 +173,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .iter()
         .map(|(template, pool)| (template.clone(), pool.size))
         .collect();
-    server_config.template_images = config
+    server_config.template_images = config.template_images();
+    server_config.template_isolation = config
         .templates
         .iter()
-        .map(|(name, t)| (name.clone(), t.image.clone()))
+        .filter_map(|(name, t)| Some((name.clone(), t.isolation?)))
         .collect();
     // The wiring: the local Docker engine behind the engine port.
     let engine = DockerEngine::connect_local().await.context(

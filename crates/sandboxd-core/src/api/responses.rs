@@ -189,6 +189,9 @@ pub struct TemplateView {
     pub user: Option<String>,
     pub workdir: String,
     pub description: String,
+    /// The isolation of its sandboxes when their create asks for none (`null`: the
+    /// server's).
+    pub isolation: Option<crate::model::Isolation>,
 }
 
 /// An environment as the API shows it.

@@ -152,3 +152,32 @@ async fn what_cannot_be_given_is_refused_by_name() {
         .await;
     assert_eq!(made["isolation"], "container");
 }
+
+#[tokio::test]
+async fn a_templates_isolation_holds_unless_the_create_asks_for_another() {
+    let server = TestServer::start_with(|config| {
+        config
+            .template_isolation
+            .insert("python".into(), sandboxd_core::model::Isolation::Gvisor);
+    })
+    .await;
+    let (status, templates) = server.get("sandbox.templates", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{templates}");
+    let python = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "python")
+        .unwrap();
+    assert_eq!(python["isolation"], "gvisor");
+    let by_template = server.create(json!({"template": "python"})).await;
+    assert_eq!(by_template["isolation"], "gvisor");
+    let kernel = server.exec(&by_template, "uname -r").await;
+    assert_eq!(kernel["stdout"], "4.4.0\n", "{kernel}");
+    let asked = server
+        .create(json!({"template": "python", "isolation": "container"}))
+        .await;
+    assert_eq!(asked["isolation"], "container");
+    let other = server.create(json!({"template": "base"})).await;
+    assert_eq!(other["isolation"], "container");
+}

@@ -206,3 +206,35 @@ async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
     let out = server.exec(&claimed, "echo $GREETING").await;
     assert_eq!(out["stdout"], "hello warm\n");
 }
+
+/// A gVisor template's pool holds gVisor members; a create with other limits, or
+/// asking for another isolation, is made cold (a gVisor sandbox's process limit is its
+/// kernel's, set as it starts).
+#[tokio::test]
+async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
+    let server = TestServer::start_with(|config| {
+        config.pools.insert("python".into(), 1);
+        config
+            .template_isolation
+            .insert("python".into(), sandboxd_core::model::Isolation::Gvisor);
+    })
+    .await;
+    let instance = server.instance().to_owned();
+    wait_ready(&server, "python", 1).await;
+    let members = pool_containers(&server, &instance).await;
+    let claimed = server.create(json!({"template": "python"})).await;
+    assert!(members.contains_key(id(&claimed)), "served by the pool");
+    assert_eq!(claimed["isolation"], "gvisor");
+    let kernel = server.exec(&claimed, "uname -r").await;
+    assert_eq!(kernel["stdout"], "4.4.0\n", "{kernel}");
+    wait_ready(&server, "python", 1).await;
+    let members = pool_containers(&server, &instance).await;
+    for (asked, isolation) in [
+        (json!({"template": "python", "pidsLimit": 100}), "gvisor"),
+        (json!({"template": "python", "isolation": "container"}), "container"),
+    ] {
+        let made = server.create(asked.clone()).await;
+        assert!(!members.contains_key(id(&made)), "made cold: {asked}");
+        assert_eq!(made["isolation"], isolation, "{asked}");
+    }
+}

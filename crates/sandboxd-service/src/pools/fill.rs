@@ -174,7 +174,7 @@ impl Pools {
             network_mode: NetworkMode::Isolated,
             workdir: template.workdir.clone(),
             user: template.user.clone(),
-            runtime: self.service.runtime().map(str::to_owned),
+            runtime: self.service.runtime_of(None, Some(&key.template)),
             created_at: now_ms(),
             expires_at: None,
             last_activity_at: None,

@@ -181,8 +181,9 @@ impl Pools {
         };
         // Under gVisor the processes a sandbox may run are its kernel's limit, set as
         // it starts: a create with other limits than its pool's is made cold.
+        let runtime = self.service.runtime_of(None, Some(matched.pool));
         if matched.update_limits
-            && sandboxd_core::plan::isolation_tier(self.service.runtime()) == "gvisor"
+            && sandboxd_core::plan::isolation_tier(runtime.as_deref()) == "gvisor"
         {
             return Ok(None);
         }
@@ -248,7 +249,7 @@ impl Pools {
             network_mode: cmd.network_mode,
             workdir: template.map(|t| t.workdir.clone()).unwrap_or_default(),
             user: warm.user.clone(),
-            runtime: self.service.runtime().map(str::to_owned),
+            runtime: self.service.runtime_of(None, Some(&key.template)),
             created_at: now,
             expires_at: Some(now + cmd.timeout_ms),
             last_activity_at: Some(now),

@@ -157,11 +157,9 @@ impl Sandboxes {
             )
             .into());
         }
-        let runtime = plan::runtime_for(
-            cmd.isolation,
-            self.service.runtime(),
-            &self.service.inner.options.gvisor_runtime,
-        );
+        let runtime = self
+            .service
+            .runtime_of(cmd.isolation, cmd.image.template.as_deref());
         if plan::isolation_tier(runtime.as_deref()) == "gvisor"
             && cmd.network_mode == NetworkMode::Internet
         {
@@ -172,9 +170,9 @@ impl Sandboxes {
             .into());
         }
         // A sandbox with credentials is made for them (they are kept before it starts);
-        // the pools hold sandboxes of the server's runtime.
+        // a pool's members run under its template's runtime.
         if cmd.egress_credentials.is_empty()
-            && runtime.as_deref() == self.service.runtime()
+            && runtime == self.service.runtime_of(None, cmd.image.template.as_deref())
             && snapshot.is_none()
             && let Some(warm) = self
                 .service
@@ -192,9 +190,10 @@ impl Sandboxes {
         if let Some(wanted) = runtime.as_deref()
             && runtime.as_deref() != self.service.runtime()
         {
+            // Named by the create or its template; the server's own was checked at start.
             let offered = engine.runtimes().await?;
             if !offered.iter().any(|name| name == wanted) {
-                let isolation = cmd.isolation.map_or("", |i| i.as_str());
+                let isolation = plan::isolation_tier(Some(wanted));
                 return Err(Invalid::one(
                     "isolation",
                     format!(

@@ -74,12 +74,7 @@ async fn engine_checks(engine: &DockerEngine, config: &Config) -> Vec<Check> {
     ];
     checks.push(runtime(&facts, config.runtime.as_deref()));
     checks.push(network(engine.network_state(INTERNET_NETWORK).await));
-    let overrides: std::collections::BTreeMap<String, String> = config
-        .templates
-        .iter()
-        .map(|(name, t)| (name.clone(), t.image.clone()))
-        .collect();
-    let templates = Templates::with_images(&overrides);
+    let templates = Templates::with_images(&config.template_images());
     for name in TEMPLATE_NAMES {
         if let Some(template) = templates.get(name) {
             let found = engine.image_availability(&template.image).await;
