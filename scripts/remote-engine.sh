@@ -61,6 +61,8 @@ up() {
       exit 1
     }
   fi
+  # gVisor's runtime, registered with this engine as with the local one.
+  bash scripts/gvisor.sh "$dir/daemon.json" "$dir/docker.pid" "unix://$dir/docker.sock" >/dev/null
   for image in "${images[@]}"; do
     local want have
     want=$(docker image inspect --format '{{.Id}}' "$image")

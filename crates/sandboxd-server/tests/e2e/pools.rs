@@ -231,7 +231,10 @@ async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
     let members = pool_containers(&server, &instance).await;
     for (asked, isolation) in [
         (json!({"template": "python", "pidsLimit": 100}), "gvisor"),
-        (json!({"template": "python", "isolation": "container"}), "container"),
+        (
+            json!({"template": "python", "isolation": "container"}),
+            "container",
+        ),
     ] {
         let made = server.create(asked.clone()).await;
         assert!(!members.contains_key(id(&made)), "made cold: {asked}");

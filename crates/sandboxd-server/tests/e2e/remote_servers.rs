@@ -1343,3 +1343,39 @@ async fn a_volume_on_a_remote_server_takes_its_sandboxes_there() {
         "removed from the remote engine"
     );
 }
+
+/// A gVisor sandbox on a remote server: its agent (the readable copy uploaded beside
+/// the execute-only one) serves it there.
+#[tokio::test]
+async fn a_gvisor_sandbox_runs_on_a_remote_server() {
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "gvisor").await;
+    let sandbox = server
+        .create(json!({"template": "base", "serverId": server_id, "isolation": "gvisor"}))
+        .await;
+    assert_eq!(sandbox["isolation"], "gvisor");
+    let inside = server.exec(&sandbox, "dmesg | head -1").await;
+    assert!(
+        inside["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Starting gVisor"),
+        "{inside}"
+    );
+    let (status, body) = server
+        .post(
+            "sandbox.writeFile",
+            json!({"sandboxId": id(&sandbox), "path": "/tmp/far.txt", "content": "far"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        server.exec(&sandbox, "cat /tmp/far.txt").await["stdout"],
+        "far"
+    );
+    let (status, _) = server
+        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
