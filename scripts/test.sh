@@ -26,11 +26,12 @@ bash scripts/gvisor.sh
 unset SANDBOXD_AGENT_BINARY
 cargo nextest run --workspace --no-fail-fast "$@"
 # The end-to-end core again with every sandbox under gVisor: create, exec, streaming,
-# files, transfers, terminals, processes, contexts, kill, timeouts and the reaper. Two
+# files, transfers, terminals, processes, contexts, kill, timeouts and the reaper, and
+# what the agent carries: allowlist egress, previews and exposed ports. Two
 # tests watch a sandbox's processes through the engine's `top`, which sees none of a
 # gVisor sandbox's: they run under runc only.
 SANDBOXD_TEST_RUNTIME=runsc cargo nextest run -p sandboxd-server --test e2e --no-fail-fast \
-  -E 'test(/^(exec|files|stream|terminal|processes|contexts|lifecycle|transfers)::/)
+  -E 'test(/^(exec|files|stream|terminal|processes|contexts|lifecycle|transfers|egress|egress_proxy|ports|preview|exposed_ports)::/)
       - test(stream::a_client_that_stops_reading_does_not_hold_the_sandboxs_other_operations)
       - test(stream::a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout)'
 bash scripts/test-mcp-python.sh
