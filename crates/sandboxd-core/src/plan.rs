@@ -188,6 +188,7 @@ pub fn plan_container(
         (LABEL_INSTANCE.to_owned(), instance_id.to_owned()),
     ]);
     let memory_bytes = sandbox.memory_mb * 1024 * 1024;
+    let gvisor = under_gvisor(sandbox.runtime.as_deref());
     ContainerPlan {
         name: container_name(&sandbox.sandbox_id),
         image: sandbox.image.clone(),
@@ -207,8 +208,7 @@ pub fn plan_container(
         nano_cpus: (sandbox.cpu * 1e9).round() as i64,
         memory_bytes,
         pids_limit: engine_pids_limit(sandbox.pids_limit, sandbox.runtime.as_deref()),
-        nproc: (isolation_tier(sandbox.runtime.as_deref()) == "gvisor")
-            .then_some(sandbox.pids_limit),
+        nproc: gvisor.then_some(sandbox.pids_limit),
         network: match sandbox.network_mode {
             NetworkMode::Isolated | NetworkMode::Allowlist => NetworkPlan::Disabled,
             NetworkMode::Internet => NetworkPlan::Bridge(INTERNET_NETWORK.to_owned()),
@@ -217,7 +217,7 @@ pub fn plan_container(
             .map(|agent| {
                 vec![
                     BindMount {
-                        source: if isolation_tier(sandbox.runtime.as_deref()) == "gvisor" {
+                        source: if gvisor {
                             format!("{}{READABLE_AGENT}", agent.binary)
                         } else {
                             agent.binary.clone()
@@ -271,7 +271,7 @@ pub fn isolation_tier(runtime: Option<&str>) -> &'static str {
 /// the whole sandbox, so they get ample room, and the sandbox's processes are held to
 /// their number by its own kernel instead (`ContainerPlan::nproc`).
 pub fn engine_pids_limit(pids_limit: i64, runtime: Option<&str>) -> i64 {
-    if isolation_tier(runtime) == "gvisor" {
+    if under_gvisor(runtime) {
         pids_limit.saturating_mul(3).saturating_add(128)
     } else {
         pids_limit
@@ -289,15 +289,24 @@ pub fn runtime_for(
     use crate::model::Isolation;
     match asked {
         None => default.map(str::to_owned),
-        Some(Isolation::Gvisor) if isolation_tier(default) == "gvisor" => {
-            default.map(str::to_owned)
-        }
+        Some(isolation) if isolation_of(default) == Some(isolation) => default.map(str::to_owned),
         Some(Isolation::Gvisor) => Some(gvisor.to_owned()),
-        Some(Isolation::Container) if isolation_tier(default) == "container" => {
-            default.map(str::to_owned)
-        }
         Some(Isolation::Container) => Some("runc".into()),
     }
+}
+
+/// The isolation a runtime gives, as a create names it; `None` for a microVM's.
+pub fn isolation_of(runtime: Option<&str>) -> Option<crate::model::Isolation> {
+    match isolation_tier(runtime) {
+        "gvisor" => Some(crate::model::Isolation::Gvisor),
+        "container" => Some(crate::model::Isolation::Container),
+        _ => None,
+    }
+}
+
+/// Whether a runtime is gVisor's.
+pub fn under_gvisor(runtime: Option<&str>) -> bool {
+    isolation_of(runtime) == Some(crate::model::Isolation::Gvisor)
 }
 
 /// Parses `uid[:gid]` as the engine reports or the templates give it.

@@ -182,9 +182,7 @@ impl Pools {
         // Under gVisor the processes a sandbox may run are its kernel's limit, set as
         // it starts: a create with other limits than its pool's is made cold.
         let runtime = self.service.runtime_of(None, Some(matched.pool));
-        if matched.update_limits
-            && sandboxd_core::plan::isolation_tier(runtime.as_deref()) == "gvisor"
-        {
+        if matched.update_limits && sandboxd_core::plan::under_gvisor(runtime.as_deref()) {
             return Ok(None);
         }
         let key = PoolKey {

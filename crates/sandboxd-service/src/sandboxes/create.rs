@@ -160,9 +160,7 @@ impl Sandboxes {
         let runtime = self
             .service
             .runtime_of(cmd.isolation, cmd.image.template.as_deref());
-        if plan::isolation_tier(runtime.as_deref()) == "gvisor"
-            && cmd.network_mode == NetworkMode::Internet
-        {
+        if plan::under_gvisor(runtime.as_deref()) && cmd.network_mode == NetworkMode::Internet {
             return Err(Invalid::one(
                 "networkMode",
                 "`internet` is not available under gVisor, which has no network interface but loopback here: use `isolated`, or `allowlist` for the hosts it may reach",

@@ -81,11 +81,7 @@ impl Sandboxes {
             // is for their creator to ask for).
             volumes: Vec::new(),
             // A fork runs as strongly isolated as its source.
-            isolation: match sandboxd_core::plan::isolation_tier(source.runtime.as_deref()) {
-                "gvisor" => Some(sandboxd_core::model::Isolation::Gvisor),
-                "container" => Some(sandboxd_core::model::Isolation::Container),
-                _ => None,
-            },
+            isolation: sandboxd_core::plan::isolation_of(source.runtime.as_deref()),
         };
         let outcomes: Vec<Result<Sandbox, ServiceError>> =
             futures_util::stream::iter((1..=cmd.count).map(|n| self.create(caller, create(n))))
