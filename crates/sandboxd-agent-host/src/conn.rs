@@ -12,6 +12,7 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
+use super::handover::KeyHandover;
 use super::routes::{CutFor, Delivered, Delivery, ROUTE_STALL, Routes};
 
 /// The agent must introduce itself this quickly after connecting.
@@ -345,17 +346,24 @@ pub async fn serve(
     stream: AgentStream,
     sandbox_id: String,
     key: &str,
+    handover: &dyn KeyHandover,
     op_timeout: Duration,
     on_ready: impl FnOnce(AgentConn) -> bool,
 ) -> Result<(), AgentError> {
     match stream {
         AgentStream::Local(stream) => {
             let (reader, writer) = stream.into_split();
-            serve_halves(reader, writer, sandbox_id, key, op_timeout, on_ready).await
+            serve_halves(
+                reader, writer, sandbox_id, key, handover, op_timeout, on_ready,
+            )
+            .await
         }
         AgentStream::Other(stream) => {
             let (reader, writer) = tokio::io::split(stream);
-            serve_halves(reader, writer, sandbox_id, key, op_timeout, on_ready).await
+            serve_halves(
+                reader, writer, sandbox_id, key, handover, op_timeout, on_ready,
+            )
+            .await
         }
     }
 }
@@ -384,6 +392,7 @@ async fn serve_halves<R, W>(
     mut writer: W,
     sandbox_id: String,
     key: &str,
+    handover: &dyn KeyHandover,
     op_timeout: Duration,
     on_ready: impl FnOnce(AgentConn) -> bool,
 ) -> Result<(), AgentError>
@@ -412,6 +421,14 @@ where
         return Err(AgentError::Impostor);
     }
     hello.key.clear();
+    // The agent holds the key now: the file that handed it over goes before the
+    // connection serves anything (no command runs while it is there).
+    if let Err(error) = handover.withdraw().await {
+        warn!(%sandbox_id, %error, "cannot take the agent's key file away; the agent is not used");
+        return Err(AgentError::Protocol(
+            "the key file could not be taken away".into(),
+        ));
+    }
     debug!(%sandbox_id, pid = hello.pid, uid = hello.uid, "agent connected");
 
     let (outgoing, mut queue) = mpsc::channel::<Frame>(OUTGOING_DEPTH);

@@ -3,8 +3,8 @@
 //! The sandbox can neither write into the directory nor make sandboxd connect anywhere:
 //! sandboxd only ever accepts on a socket it created. Any process in the sandbox can
 //! connect, but only the agent holds the sandbox's agent key (a random 256-bit value
-//! kept beside the directory, `<id>.key`, and given to the container's main process in
-//! its environment): a connection without it is refused.
+//! kept beside the directory, `<id>.key`, and handed to the agent as its container
+//! starts: see [`crate::handover`]): a connection without it is refused.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 use super::conn::{self, AgentConn, AgentStream, ByteStream};
+use super::handover::{KeyHandover, LocalHandover};
 use tokio::sync::mpsc;
 
 const SOCKET_NAME: &str = "agent.sock";
@@ -26,6 +27,7 @@ const SOCKET_NAME: &str = "agent.sock";
 struct Slot {
     conn: watch::Receiver<Option<AgentConn>>,
     task: JoinHandle<()>,
+    handover: Arc<dyn KeyHandover>,
 }
 
 impl Drop for Slot {
@@ -101,9 +103,13 @@ impl AgentHub {
         self.inner.root.join(format!("{sandbox_id}.key"))
     }
 
-    /// Creates the sandbox's socket and starts accepting on it; returns what to mount.
-    /// Called before the container exists, and again after a server restart.
+    /// Creates the sandbox's socket and starts accepting on it, with the key offered to
+    /// the agent of the container about to be created; returns what to mount.
     pub fn listen(&self, sandbox_id: &str) -> Result<Option<AgentMount>, HubError> {
+        self.listen_local(sandbox_id, true)
+    }
+
+    fn listen_local(&self, sandbox_id: &str, offer: bool) -> Result<Option<AgentMount>, HubError> {
         let Some(binary) = &self.inner.binary else {
             return Ok(None);
         };
@@ -124,15 +130,51 @@ impl AgentHub {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(e)),
         }
+        if offer {
+            super::handover::offer_in(&dir, &key).map_err(io)?;
+        }
         let listener = bind(&socket).map_err(io)?;
         // The sandbox user (any uid) must be able to connect; only this sandbox sees it.
         set_mode(&socket, 0o666).map_err(io)?;
-        self.start_accepting(sandbox_id, Incoming::Listener(listener), key.clone());
+        let handover = Arc::new(LocalHandover { dir: dir.clone() });
+        self.start_accepting(sandbox_id, Incoming::Listener(listener), key, handover);
         Ok(Some(AgentMount {
             binary: binary.display().to_string(),
             run_dir: dir.display().to_string(),
-            key,
         }))
+    }
+
+    /// The sandbox's agent key (made now if it has none), for a remote server to offer
+    /// as its container is created.
+    pub fn key_of(&self, sandbox_id: &str) -> Result<String, HubError> {
+        let root = &self.inner.root;
+        let io = |source| HubError {
+            path: root.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(root).map_err(io)?;
+        set_mode(root, 0o700).map_err(io)?;
+        agent_key(&self.key_path(sandbox_id)).map_err(io)
+    }
+
+    /// Offers the sandbox's key again, for its container about to be started again (it
+    /// stopped, or was killed): no code of the sandbox runs until it has, and its agent
+    /// starts anew. Nothing is done for a sandbox not listened for (it has no agent).
+    pub async fn offer_again(&self, sandbox_id: &str) {
+        let handover = self
+            .inner
+            .slots
+            .lock()
+            .ok()
+            .and_then(|slots| slots.get(sandbox_id).map(|slot| slot.handover.clone()));
+        let Some(handover) = handover else { return };
+        let offered = match agent_key(&self.key_path(sandbox_id)) {
+            Ok(key) => handover.offer(&key).await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = offered {
+            warn!(%sandbox_id, %error, "cannot offer the agent its key; the sandbox's agent will not connect");
+        }
     }
 
     /// Takes the agent connections of a sandbox that arrive from elsewhere (a socket on a
@@ -145,24 +187,14 @@ impl AgentHub {
         incoming: mpsc::Receiver<Box<dyn ByteStream>>,
         binary: String,
         run_dir: String,
+        handover: Arc<dyn KeyHandover>,
     ) -> Result<Option<AgentMount>, HubError> {
         if self.inner.binary.is_none() {
             return Ok(None);
         }
-        let root = &self.inner.root;
-        let io = |source| HubError {
-            path: root.display().to_string(),
-            source,
-        };
-        std::fs::create_dir_all(root).map_err(io)?;
-        set_mode(root, 0o700).map_err(io)?;
-        let key = agent_key(&self.key_path(sandbox_id)).map_err(io)?;
-        self.start_accepting(sandbox_id, Incoming::Forwarded(incoming), key.clone());
-        Ok(Some(AgentMount {
-            binary,
-            run_dir,
-            key,
-        }))
+        let key = self.key_of(sandbox_id)?;
+        self.start_accepting(sandbox_id, Incoming::Forwarded(incoming), key, handover);
+        Ok(Some(AgentMount { binary, run_dir }))
     }
 
     /// The local agent binary sandboxes get, if any.
@@ -180,24 +212,39 @@ impl AgentHub {
         })
     }
 
-    fn start_accepting(&self, sandbox_id: &str, incoming: Incoming, key: String) {
+    fn start_accepting(
+        &self,
+        sandbox_id: &str,
+        incoming: Incoming,
+        key: String,
+        handover: Arc<dyn KeyHandover>,
+    ) {
         let (tx, rx) = watch::channel(None);
         let announce = self.inner.connected.clone();
         let task = tokio::spawn(accept_loop(
             incoming,
             sandbox_id.to_owned(),
             key.into(),
+            handover.clone(),
             self.inner.op_timeout,
             tx,
             announce,
         ));
         if let Ok(mut slots) = self.inner.slots.lock() {
-            slots.insert(sandbox_id.to_owned(), Slot { conn: rx, task });
+            slots.insert(
+                sandbox_id.to_owned(),
+                Slot {
+                    conn: rx,
+                    task,
+                    handover,
+                },
+            );
         }
     }
 
     /// Listens again for a sandbox whose agent directory exists but that has no socket
-    /// in this process (after a restart of sandboxd).
+    /// in this process (after a restart of sandboxd). Its agent holds its key already:
+    /// none is offered (the sandbox's code runs).
     pub fn restore(&self, sandbox_id: &str) {
         let known = self
             .inner
@@ -207,7 +254,7 @@ impl AgentHub {
         if known || !self.dir(sandbox_id).is_dir() {
             return;
         }
-        if let Err(error) = self.listen(sandbox_id) {
+        if let Err(error) = self.listen_local(sandbox_id, false) {
             warn!(%sandbox_id, %error, "cannot listen again for an agent");
         }
     }
@@ -375,6 +422,7 @@ async fn accept_loop(
     mut incoming: Incoming,
     sandbox_id: String,
     key: Arc<str>,
+    handover: Arc<dyn KeyHandover>,
     op_timeout: Duration,
     slot: watch::Sender<Option<AgentConn>>,
     subscribers: Subscribers,
@@ -410,6 +458,7 @@ async fn accept_loop(
         let id = sandbox_id.clone();
         let pending = handshakes.clone();
         let key = key.clone();
+        let handover = handover.clone();
         let warned = warned.clone();
         let subscribers = subscribers.clone();
         connections.spawn(async move {
@@ -418,7 +467,7 @@ async fn accept_loop(
             let keep = mine.clone();
             let handshake = pending.clone();
             let id_announced = id.clone();
-            let served = conn::serve(stream, id.clone(), &key, op_timeout, move |conn| {
+            let served = conn::serve(stream, id.clone(), &key, &*handover, op_timeout, move |conn| {
                 handshake.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                 if let Ok(mut mine) = keep.lock() {
                     *mine = Some(conn.clone());

@@ -5,6 +5,7 @@
 
 mod channel;
 mod conn;
+mod handover;
 mod hub;
 mod ops;
 mod port;
@@ -13,6 +14,7 @@ mod static_elf;
 mod transfer;
 
 pub use conn::{AgentConn, AgentError, ByteStream};
+pub use handover::{AGENT_KEY_FILE, KeyHandover};
 pub use hub::AgentHub;
 pub use ops::{FileOpError, Following, PtySession};
 pub use port::{PortError, PortStream};

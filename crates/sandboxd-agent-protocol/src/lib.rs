@@ -36,10 +36,16 @@ pub const DAEMON_VERSION: u32 = 5;
 /// sandboxd serves.
 pub const EGRESS_PROXY_PORT: u16 = 49980;
 
-/// The environment variable through which the container hands the agent its sandbox's
-/// key. Only the agent's own processes hold it: they are not dumpable, so the sandbox's
-/// code can neither read their environment nor trace them, and every command the agent
-/// starts runs without it. A connection whose [`Hello`] lacks the key is refused.
+/// The file of the agent's socket directory that holds the sandbox's key while the
+/// container starts: the supervisor reads it then, keeps the key in memory and hands it
+/// to each worker over a pipe; sandboxd takes the file away once an agent proved it
+/// holds the key, before any of the sandbox's code runs. A connection whose [`Hello`]
+/// lacks the key is refused.
+pub const AGENT_KEY_FILE: &str = "agent.key";
+
+/// The environment variable through which containers made by older versions of
+/// sandboxd handed the agent its key (read when there is no [`AGENT_KEY_FILE`]); it is
+/// never in the environment of a command the agent starts.
 pub const AGENT_KEY_VAR: &str = "SANDBOXD_AGENT_KEY";
 
 /// The variable giving the agent's supervisor its first lease, in milliseconds from its

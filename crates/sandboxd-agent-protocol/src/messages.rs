@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// First frame of a connection: who the agent is, and the sandbox's agent key, which
-/// proves it (see [`crate::AGENT_KEY_VAR`]).
+/// proves it (see [`crate::AGENT_KEY_FILE`]).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hello {

@@ -8,9 +8,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sandboxd_agent_protocol::{
-    AGENT_KEY_VAR, Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request,
-};
+use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request};
 
 use crate::egress::Egress;
 use crate::exec::Running;
@@ -29,11 +27,12 @@ pub fn serve_forever(socket: &str) -> ExitCode {
     let processes = Processes::default();
     let egress = Egress::default();
     let workers = Workers::started();
+    let key = crate::supervise::key_from_supervisor();
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => {
                 delay = Duration::from_millis(20);
-                serve(stream, &processes, &egress, &workers);
+                serve(stream, &key, &processes, &egress, &workers);
             }
             Err(_) => {
                 std::thread::sleep(delay);
@@ -43,19 +42,19 @@ pub fn serve_forever(socket: &str) -> ExitCode {
     }
 }
 
-fn hello() -> Hello {
+fn hello(key: &str) -> Hello {
     Hello {
         version: PROTOCOL_VERSION,
         pid: std::process::id(),
         uid: rustix::process::getuid().as_raw(),
         gid: rustix::process::getgid().as_raw(),
-        key: std::env::var(AGENT_KEY_VAR).unwrap_or_default(),
+        key: key.to_owned(),
     }
 }
 
 /// Serves one connection until it ends; every command it started is killed then
 /// (background processes are not).
-fn serve(stream: UnixStream, processes: &Processes, egress: &Egress, workers: &Workers) {
+fn serve(stream: UnixStream, key: &str, processes: &Processes, egress: &Egress, workers: &Workers) {
     // Room for a few frames in the socket, so that a fast stream (a download through a
     // port) does not wait on the host's every read; the kernel caps it at its maximum.
     let _ = rustix::net::sockopt::set_socket_send_buffer_size(&stream, SEND_BUFFER);
@@ -63,7 +62,7 @@ fn serve(stream: UnixStream, processes: &Processes, egress: &Egress, workers: &W
         return;
     };
     let outbox = Outbox::new(writer);
-    if !outbox.send(&Frame::json(0, Kind::Hello, &hello())) {
+    if !outbox.send(&Frame::json(0, Kind::Hello, &hello(key))) {
         return;
     }
     let running: Running = Arc::new(Mutex::new(HashMap::new()));

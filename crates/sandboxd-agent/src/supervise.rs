@@ -12,11 +12,12 @@
 //! exits, and the kernel ends every process of the container with it.
 
 use std::io::BufRead as _;
+use std::os::unix::net::UnixStream;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sandboxd_agent_protocol::LEASE_VAR;
+use sandboxd_agent_protocol::{AGENT_KEY_FILE, AGENT_KEY_VAR, LEASE_VAR};
 
 /// The exit code of a sandbox whose lease ran out.
 const LEASE_EXPIRED: u8 = 3;
@@ -65,7 +66,7 @@ fn watch(deadline: Deadline) {
 }
 
 /// Reads the leases a worker passes on, until it ends.
-fn follow(worker: std::process::ChildStdout, deadline: Deadline) {
+fn follow(worker: impl std::io::Read + Send + 'static, deadline: Deadline) {
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(worker).lines() {
             let Ok(line) = line else { return };
@@ -101,19 +102,13 @@ pub fn run(socket: &str) -> ExitCode {
         first.and_then(|lease| Instant::now().checked_add(lease)),
     ));
     watch(deadline.clone());
+    let key = sandbox_key(socket);
     let mut backoff = Duration::from_millis(50);
     loop {
         let started = Instant::now();
-        match Command::new(&me)
-            .args(["serve", "--socket", socket])
-            .env_remove(LEASE_VAR)
-            .stdout(Stdio::piped())
-            .spawn()
-        {
-            Ok(mut worker) => {
-                if let Some(out) = worker.stdout.take() {
-                    follow(out, deadline.clone());
-                }
+        match spawn_worker(&me, socket, &key) {
+            Ok((worker, leases)) => {
+                follow(leases, deadline.clone());
                 reap_until(worker.id());
                 eprintln!("sandboxd-agent: worker ended; restarting");
             }
@@ -131,6 +126,63 @@ pub fn run(socket: &str) -> ExitCode {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// Starts a worker, hands it the key on its standard input (closed once written) and
+/// returns it with where its leases come from, its standard output. Both are ends of
+/// socket pairs, not pipes: under gVisor the sandbox's code sees the agent's descriptors
+/// in `/proc` and could open a pipe there (to read the key, or write a lease), but
+/// never a socket.
+fn spawn_worker(
+    me: &std::path::Path,
+    socket: &str,
+    key: &str,
+) -> std::io::Result<(std::process::Child, UnixStream)> {
+    use std::io::Write as _;
+    use std::os::fd::OwnedFd;
+    let (mut to_worker, key_end) = UnixStream::pair()?;
+    let (leases, lease_end) = UnixStream::pair()?;
+    let worker = Command::new(me)
+        .args(["serve", "--socket", socket])
+        .env_remove(LEASE_VAR)
+        .env_remove(AGENT_KEY_VAR)
+        .stdin(Stdio::from(OwnedFd::from(key_end)))
+        .stdout(Stdio::from(OwnedFd::from(lease_end)))
+        .spawn()?;
+    let _ = writeln!(to_worker, "{key}");
+    Ok((worker, leases))
+}
+
+/// Longest key read: sandboxd's are 64 hex digits.
+const MAX_KEY: u64 = 256;
+
+/// The sandbox's key, read once as the container starts: from the key file beside the
+/// socket (sandboxd takes it away once the agent has connected), else from the
+/// environment (a container made by an older sandboxd). Empty: none was given, and
+/// sandboxd will refuse the worker.
+fn sandbox_key(socket: &str) -> String {
+    use std::io::Read as _;
+    let file = std::path::Path::new(socket).with_file_name(AGENT_KEY_FILE);
+    let mut key = String::new();
+    if let Ok(handle) = std::fs::File::open(file) {
+        let _ = handle.take(MAX_KEY).read_to_string(&mut key);
+    }
+    let key = key.trim().to_owned();
+    if !key.is_empty() {
+        return key;
+    }
+    std::env::var(AGENT_KEY_VAR).unwrap_or_default()
+}
+
+/// Called in the worker: the key its supervisor hands it on its standard input.
+pub fn key_from_supervisor() -> String {
+    use std::io::Read as _;
+    let mut key = String::new();
+    let _ = std::io::stdin()
+        .lock()
+        .take(MAX_KEY)
+        .read_to_string(&mut key);
+    key.trim().to_owned()
 }
 
 /// Reaps children as they end (orphans of the sandbox's commands become PID 1's) until

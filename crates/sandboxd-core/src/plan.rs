@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-pub use sandboxd_agent_protocol::AGENT_KEY_VAR;
+pub use sandboxd_agent_protocol::{AGENT_KEY_FILE, AGENT_KEY_VAR};
 
 use crate::env_vars;
 use crate::model::{NetworkMode, Sandbox};
@@ -70,10 +70,9 @@ pub fn reserved_var(name: &str, mode: NetworkMode) -> bool {
 pub struct AgentMount {
     /// The static agent binary.
     pub binary: String,
-    /// The per-sandbox directory holding the socket.
+    /// The per-sandbox directory holding the socket (and, while the container starts,
+    /// the agent's key: never in the container's environment).
     pub run_dir: String,
-    /// The sandbox's agent key, given to the agent in [`AGENT_KEY_VAR`].
-    pub key: String,
 }
 
 /// A read-only bind mount.
@@ -171,9 +170,6 @@ pub fn plan_container(
             sandbox.network_mode,
         )
     });
-    if let Some(agent) = agent {
-        env.push(format!("{AGENT_KEY_VAR}={}", agent.key));
-    }
     if sandbox.network_mode == NetworkMode::Allowlist {
         env.extend(proxy_env());
     }
@@ -482,18 +478,13 @@ pub(crate) mod tests {
         let agent = AgentMount {
             binary: "/opt/agent".into(),
             run_dir: "/data/agents/sb_1".into(),
-            key: "k1".into(),
         };
         let sandbox = sandbox(NetworkMode::Isolated);
         let env_vars = format!("A=1\n{AGENT_KEY_VAR}=mine");
         let plan = plan_container(&sandbox, Some(&env_vars), "inst", Some(&agent));
-        // The sandbox's own variables cannot replace the key.
-        let keys: Vec<&String> = plan
-            .env
-            .iter()
-            .filter(|e| e.starts_with(AGENT_KEY_VAR))
-            .collect();
-        assert_eq!(keys, [&format!("{AGENT_KEY_VAR}=k1")]);
+        // The key is never in the container's environment, and the sandbox's own
+        // variables cannot put one there (the agent of an older container reads it).
+        assert!(!plan.env.iter().any(|e| e.starts_with(AGENT_KEY_VAR)));
         assert!(plan.env.contains(&"A=1".to_owned()));
         assert_eq!(
             plan.cmd,

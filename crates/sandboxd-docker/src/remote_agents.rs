@@ -4,6 +4,7 @@
 //! sshd listen on the sandbox's socket and forward each connection back; the agent in
 //! the sandbox connects to it as it would to a local one.
 
+use sandboxd_core::plan::AGENT_KEY_FILE;
 use sandboxd_core::plan::READABLE_AGENT as READABLE;
 use std::sync::Arc;
 
@@ -29,6 +30,16 @@ impl AgentBinary {
             bytes: Arc::new(bytes),
         })
     }
+}
+
+/// The shell command that writes its standard input, whole, as the key file in `dir`:
+/// readable by the sandbox's user whatever its uid (the directory's parent keeps it from
+/// the server's other users).
+fn offer_command(dir: &str) -> String {
+    format!(
+        "(umask 0333 && rm -f '{dir}/{AGENT_KEY_FILE}.tmp' && cat > '{dir}/{AGENT_KEY_FILE}.tmp') \
+         && mv -f '{dir}/{AGENT_KEY_FILE}.tmp' '{dir}/{AGENT_KEY_FILE}'"
+    )
 }
 
 /// Connections waiting to be taken per sandbox.
@@ -131,7 +142,11 @@ impl SshAgents {
 
 #[async_trait::async_trait]
 impl RemoteAgents for SshAgents {
-    async fn listen(&self, sandbox_id: &str) -> Result<RemoteAgent, EngineError> {
+    async fn listen(
+        &self,
+        sandbox_id: &str,
+        key: Option<&str>,
+    ) -> Result<RemoteAgent, EngineError> {
         let binary = self
             .installed
             .get_or_try_init(|| self.install())
@@ -139,13 +154,16 @@ impl RemoteAgents for SshAgents {
             .clone();
         let dir = self.dir(sandbox_id);
         let agents = format!("{}/agents", self.remote_dir);
+        // One command: the directory, and the key when the container is to be created.
+        let mut command =
+            format!("mkdir -p '{dir}' && chmod 0700 '{agents}' && chmod 0755 '{dir}'");
+        if key.is_some() {
+            command.push_str(" && ");
+            command.push_str(&offer_command(&dir));
+        }
         let made = self
             .session
-            .run(
-                &format!("mkdir -p '{dir}' && chmod 0700 '{agents}' && chmod 0755 '{dir}'"),
-                b"",
-                1024,
-            )
+            .run(&command, key.unwrap_or_default().as_bytes(), 1024)
             .await
             .map_err(unreachable)?;
         if made.exit_code != Some(0) {
@@ -170,6 +188,32 @@ impl RemoteAgents for SshAgents {
             run_dir: dir,
             connections,
         })
+    }
+
+    async fn offer_key(&self, sandbox_id: &str, key: &str) -> Result<(), EngineError> {
+        let dir = self.dir(sandbox_id);
+        let offered = self
+            .session
+            .run(&offer_command(&dir), key.as_bytes(), 1024)
+            .await
+            .map_err(unreachable)?;
+        if offered.exit_code != Some(0) {
+            return Err(failed("offering the agent its key", &offered));
+        }
+        Ok(())
+    }
+
+    async fn withdraw_key(&self, sandbox_id: &str) -> Result<(), EngineError> {
+        let file = format!("{}/{AGENT_KEY_FILE}", self.dir(sandbox_id));
+        let removed = self
+            .session
+            .run(&format!("rm -f '{file}'"), b"", 1024)
+            .await
+            .map_err(unreachable)?;
+        if removed.exit_code != Some(0) {
+            return Err(failed("taking the agent's key file away", &removed));
+        }
+        Ok(())
     }
 
     async fn release(&self, sandbox_id: &str) {

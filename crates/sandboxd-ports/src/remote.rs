@@ -35,8 +35,18 @@ pub struct RemoteAgent {
 #[async_trait::async_trait]
 pub trait RemoteAgents: std::fmt::Debug + Send + Sync + 'static {
     /// Listens on the sandbox's agent socket on the server (again, after a restart of
-    /// sandboxd). The listening is kept across reconnections of the server.
-    async fn listen(&self, sandbox_id: &str) -> Result<RemoteAgent, EngineError>;
+    /// sandboxd). The listening is kept across reconnections of the server. With a key,
+    /// its container is about to be created: the key is put in its key file there (see
+    /// `sandboxd_agent_protocol::AGENT_KEY_FILE`).
+    async fn listen(&self, sandbox_id: &str, key: Option<&str>)
+    -> Result<RemoteAgent, EngineError>;
+
+    /// Puts the key in the sandbox's key file on the server (its container is about to
+    /// start again).
+    async fn offer_key(&self, sandbox_id: &str, key: &str) -> Result<(), EngineError>;
+
+    /// Takes the sandbox's key file away on the server (its agent holds the key).
+    async fn withdraw_key(&self, sandbox_id: &str) -> Result<(), EngineError>;
 
     /// Stops listening for the sandbox and removes its socket directory on the server.
     async fn release(&self, sandbox_id: &str);

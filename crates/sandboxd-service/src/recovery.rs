@@ -5,6 +5,7 @@
 use sandboxd_core::model::{NotRunning, SandboxStatus};
 use std::sync::Arc;
 
+use sandboxd_agent_host::AgentHub;
 use sandboxd_ports::{Engine, ExecOutcome, Reachability};
 use tracing::{debug, warn};
 
@@ -12,9 +13,11 @@ use crate::{Service, ServiceError, Via};
 
 /// The one policy for a timed-out command whose kill did not take (whichever path ran
 /// it): the container is killed and started again, which ends every process and keeps
-/// the files.
+/// the files. Its agent starts anew, and is offered its key once no process is left.
 pub(crate) async fn restart_after_failed_kill(
     engine: &Arc<dyn Engine>,
+    agents: &AgentHub,
+    sandbox_id: &str,
     container: &str,
     outcome: &mut ExecOutcome,
 ) {
@@ -24,6 +27,7 @@ pub(crate) async fn restart_after_failed_kill(
     );
     outcome.container_killed = engine.kill_container(container).await.is_ok();
     if outcome.container_killed {
+        agents.offer_again(sandbox_id).await;
         outcome.container_restarted = engine.start_container(container).await.is_ok();
     }
 }
@@ -40,6 +44,8 @@ impl Service {
         container: &str,
     ) -> Result<(), ServiceError> {
         warn!(%sandbox_id, "the sandbox's container had stopped; starting it again");
+        // Nothing of the sandbox runs: its agent, started anew, is offered its key.
+        self.agents().offer_again(sandbox_id).await;
         match engine.start_container(container).await {
             Ok(()) => Ok(()),
             Err(error) => {

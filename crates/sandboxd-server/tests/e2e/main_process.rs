@@ -135,6 +135,20 @@ async fn a_stopped_container_is_restarted_or_reported_at_once() {
     })
     .await;
     eprintln!("running again {took:?} after the kill");
+    // Its agent, started anew, was offered its key again, and the key's file is gone
+    // once it connected.
+    let agent = server
+        .service
+        .agents()
+        .wait_connected(id(&sandbox), Duration::from_secs(5))
+        .await;
+    assert!(agent.is_some(), "the restarted sandbox's agent connects");
+    let run_dir = server.data_dir().join("agents").join(id(&sandbox));
+    assert!(run_dir.join("agent.sock").exists());
+    assert!(
+        !run_dir.join("agent.key").exists(),
+        "the key file is taken away"
+    );
     let out = server.exec(&sandbox, "cat /tmp/kept").await;
     assert_eq!(out["stdout"], "kept\n", "{out}");
     still_running(&server, &sandbox).await;

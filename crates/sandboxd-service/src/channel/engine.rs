@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use sandboxd_agent_host::AgentHub;
 use sandboxd_ports::{ChannelError, Engine, EngineError, ExecOutcome, ExecSpec, RefusalKind};
 
 use crate::internal_exec;
@@ -16,14 +17,23 @@ pub(crate) struct EngineChannel {
     pub(super) engine: Arc<dyn Engine>,
     pub(super) container: String,
     pub(super) owner: (u32, u32),
+    /// The agents' hub and the sandbox's id: a restarted container's agent is offered
+    /// its key.
+    agent: (AgentHub, String),
 }
 
 impl EngineChannel {
-    pub(crate) fn new(engine: Arc<dyn Engine>, container: &str, owner: (u32, u32)) -> Self {
+    pub(crate) fn new(
+        engine: Arc<dyn Engine>,
+        container: &str,
+        owner: (u32, u32),
+        agent: (AgentHub, String),
+    ) -> Self {
         Self {
             engine,
             container: container.to_owned(),
             owner,
+            agent,
         }
     }
 
@@ -58,7 +68,15 @@ impl EngineChannel {
         };
         let mut outcome = self.engine.exec(&self.container, spec).await?;
         if outcome.kill_incomplete {
-            restart_after_failed_kill(&self.engine, &self.container, &mut outcome).await;
+            let (agents, sandbox_id) = &self.agent;
+            restart_after_failed_kill(
+                &self.engine,
+                agents,
+                sandbox_id,
+                &self.container,
+                &mut outcome,
+            )
+            .await;
         }
         Ok(outcome)
     }

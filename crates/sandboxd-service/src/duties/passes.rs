@@ -222,7 +222,7 @@ impl Duties {
                 Some(server_id) if !self.service.agents().is_listening(&row.sandbox_id) => {
                     self.service
                         .fleet()
-                        .listen_remote(&row.sandbox_id, server_id)
+                        .listen_remote(&row.sandbox_id, server_id, false)
                         .await;
                 }
                 Some(_) => {}

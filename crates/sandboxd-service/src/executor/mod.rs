@@ -71,7 +71,12 @@ impl Service {
         Ok(Executor {
             service: self,
             sandbox_id: &sandbox.sandbox_id,
-            engine: EngineChannel::new(engine, container, owner),
+            engine: EngineChannel::new(
+                engine,
+                container,
+                owner,
+                (self.agents().clone(), sandbox.sandbox_id.clone()),
+            ),
             agent: self.agent_channel(&sandbox.sandbox_id),
         })
     }
@@ -133,8 +138,14 @@ impl Executor<'_> {
         // A sandbox paused while the command ran could not be reached to kill it: its
         // processes are kept, as a pause promises.
         if outcome.kill_incomplete && !self.service.is_paused(self.sandbox_id).await {
-            restart_after_failed_kill(self.engine.engine(), self.engine.container(), &mut outcome)
-                .await;
+            restart_after_failed_kill(
+                self.engine.engine(),
+                self.service.agents(),
+                self.sandbox_id,
+                self.engine.container(),
+                &mut outcome,
+            )
+            .await;
         }
         Ok(outcome)
     }

@@ -139,11 +139,13 @@ impl Fleet {
     }
 
     /// Listens for the agent of a sandbox on a remote server; `None` (logged) when the
-    /// sandbox runs without it.
+    /// sandbox runs without it. `offer`: its container is about to be created, and its
+    /// key is put there for its agent (not when listening again after a restart).
     pub(crate) async fn listen_remote(
         &self,
         sandbox_id: &str,
         server_id: &str,
+        offer: bool,
     ) -> Option<AgentMount> {
         if !self.agents.enabled() {
             return None;
@@ -155,18 +157,31 @@ impl Fleet {
                 return None;
             }
         };
-        let remote = match agents.listen(sandbox_id).await {
+        let key = match offer.then(|| self.agents.key_of(sandbox_id)).transpose() {
+            Ok(key) => key,
+            Err(error) => {
+                warn!(%sandbox_id, %error, "sandbox runs without its agent");
+                return None;
+            }
+        };
+        let remote = match agents.listen(sandbox_id, key.as_deref()).await {
             Ok(remote) => remote,
             Err(error) => {
                 warn!(%sandbox_id, %error, "sandbox runs without its agent");
                 return None;
             }
         };
+        let handover = Arc::new(RemoteHandover {
+            agents: agents.clone(),
+            sandbox_id: sandbox_id.to_owned(),
+            pending: std::sync::atomic::AtomicBool::new(true),
+        });
         match self.agents.adopt(
             sandbox_id,
             remote.connections,
             remote.binary,
             remote.run_dir,
+            handover,
         ) {
             Ok(mount) => mount,
             Err(error) => {
@@ -233,4 +248,40 @@ pub(crate) fn host_key_not_pinned() -> ServiceError {
         "the server's host key is not pinned yet: run server.test (it learns and pins it) or set hostKey"
             .into(),
     )
+}
+
+/// The key file of a sandbox on a remote server. Taking it away costs a command over
+/// the server's connection, so it is done only when a key may be there: after an offer,
+/// and once after listening began (sandboxd may have stopped between an offer and its
+/// agent's hello).
+#[derive(Debug)]
+struct RemoteHandover {
+    agents: Arc<dyn RemoteAgents>,
+    sandbox_id: String,
+    pending: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl sandboxd_agent_host::KeyHandover for RemoteHandover {
+    async fn offer(&self, key: &str) -> std::io::Result<()> {
+        self.pending
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.agents
+            .offer_key(&self.sandbox_id, key)
+            .await
+            .map_err(std::io::Error::other)
+    }
+
+    async fn withdraw(&self) -> std::io::Result<()> {
+        if !self.pending.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(());
+        }
+        self.agents
+            .withdraw_key(&self.sandbox_id)
+            .await
+            .map_err(std::io::Error::other)?;
+        self.pending
+            .store(false, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
 }

@@ -350,7 +350,7 @@ impl Sandboxes {
             Some(server_id) => {
                 self.service
                     .fleet()
-                    .listen_remote(&row.sandbox_id, server_id)
+                    .listen_remote(&row.sandbox_id, server_id, true)
                     .await
             }
         };

@@ -365,32 +365,68 @@ async fn code_in_a_sandbox_cannot_pose_as_its_agent() {
 }
 
 /// Where the key could leak inside the sandbox, for its code to read (the engine's exec
-/// sets the variable, empty).
+/// sets the variable, empty); `{A}{B}` are the key's halves, so that no command line of
+/// the search holds it whole. Prints: variables named for it; what the socket directory
+/// holds (the key file is gone once the agent connected); the processes' environments
+/// and command lines that hold the key (gVisor serves the agent's to the same user,
+/// runc does not); the agent's executable; which of the descriptors between the agent's
+/// supervisor (PID 1) and its worker (`{W}`), through which the key and the leases go,
+/// open through `/proc` (gVisor lists the agent's descriptors, runc does not; neither
+/// opens a socket, and they are sockets).
 const LOOK_FOR_THE_KEY: &str = "\
     env | grep -c SANDBOXD_AGENT_KEY=.; \
-    cat /proc/1/environ >/dev/null 2>&1 && echo environ-of-pid-1-readable; \
-    for p in /proc/[0-9]*; do grep -l SANDBOXD_AGENT_KEY=. $p/environ 2>/dev/null; done; \
-    cat /.sandboxd/bin/sandboxd-agent >/dev/null 2>&1 && echo agent-readable; \
-    for p in /proc/[0-9]*; do readlink $p/exe $p/fd/*; done 2>/dev/null | grep -c -e sandboxd-agent -e socket:; \
+    ls -A /.sandboxd/run; \
+    printf '%s%s' {A} {B} > /tmp/k; \
+    grep -lsF -f /tmp/k /proc/[0-9]*/environ /proc/[0-9]*/cmdline | wc -l; \
+    rm -f /tmp/k; \
+    readlink /proc/[0-9]*/exe 2>/dev/null | grep -c sandboxd-agent; \
+    for f in $(ls -d /proc/1/fd/* | grep -v '/fd/[012]$') /proc/{W}/fd/0 /proc/{W}/fd/1; do (: <$f) 2>/dev/null && echo $f; (: >>$f) 2>/dev/null && echo $f; done | wc -l; \
     true";
+
+/// What [`LOOK_FOR_THE_KEY`] prints when nothing leaks.
+const NOTHING_LEAKS: &str = "0\nagent.sock\n0\n0\n0\n";
 
 #[tokio::test]
 async fn the_agent_key_is_out_of_reach_of_the_sandboxs_code() {
     let server = server().await;
-    // The template's user (1000) and an image's default user (root, without capabilities).
+    // The template's user (1000), an image's default user (root, without capabilities),
+    // and under gVisor, whose /proc serves the agent's environment to its user.
     for spec in [
         json!({"template": "base"}),
         json!({"image": crate::harness::DEBIAN}),
+        json!({"template": "base", "isolation": "gvisor"}),
     ] {
         let sandbox = server.create(spec).await;
         let key = agent_key(&server, id(&sandbox));
         assert_eq!(key.len(), 64);
-        let out = server.exec(&sandbox, LOOK_FOR_THE_KEY).await;
-        assert_eq!(out["stdout"], "0\n0\n", "{sandbox} {out}");
+        let worker = server
+            .service
+            .agents()
+            .connection(id(&sandbox))
+            .expect("the agent is connected")
+            .hello
+            .pid;
+        let look = LOOK_FOR_THE_KEY
+            .replace("{A}", &key[..32])
+            .replace("{B}", &key[32..])
+            .replace("{W}", &worker.to_string());
+        let out = server.exec(&sandbox, &look).await;
+        assert_eq!(out["stdout"], NOTHING_LEAKS, "{sandbox} {out}");
         assert!(!out.to_string().contains(&key));
+        // The container's configuration holds no key either.
+        let info = server
+            .docker()
+            .inspect_container(crate::harness::container(&sandbox), None)
+            .await
+            .unwrap();
+        let env = info.config.unwrap().env.unwrap_or_default();
+        assert!(
+            !env.iter().any(|e| e.contains(&key)),
+            "in the container's configuration: {env:?}"
+        );
         // Nor through the engine's exec (the path taken while the agent is away).
         let spec = sandboxd_docker::ExecSpec {
-            argv: vec!["sh".into(), "-c".into(), LOOK_FOR_THE_KEY.into()],
+            argv: vec!["sh".into(), "-c".into(), look],
             cwd: None,
             env: Vec::new(),
             user: None,
@@ -406,7 +442,7 @@ async fn the_agent_key_is_out_of_reach_of_the_sandboxs_code() {
             .unwrap();
         assert_eq!(
             String::from_utf8_lossy(&engine.stdout),
-            "0\n0\n",
+            NOTHING_LEAKS,
             "{}",
             String::from_utf8_lossy(&engine.stderr)
         );
