@@ -19,6 +19,8 @@ pub struct Setup {
     /// A PostgreSQL database (shared by replicas, with [`BENCH_MASTER_KEY`]); `None`:
     /// SQLite in the server's data directory.
     pub database: Option<String>,
+    /// More of the server's environment (settings), as name and value.
+    pub env: Vec<(String, String)>,
 }
 
 /// The master key of benchmark servers on PostgreSQL: replicas share it.
@@ -75,6 +77,7 @@ impl ChildServer {
             .env("SANDBOXD_RATE_LIMIT_PER_SECOND", "0")
             .env("SANDBOXD_SERVERS__ALLOWED_NETWORKS", "[\"127.0.0.0/8\"]")
             .env("SANDBOXD_LOG", "warn")
+            .envs(setup.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()?;

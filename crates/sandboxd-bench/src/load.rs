@@ -44,6 +44,7 @@ pub async fn run(args: &Args, agent: &Api, raw: &Floor) -> anyhow::Result<Load> 
             agent: true,
             pool: 0,
             database: None,
+            env: Vec::new(),
         },
     )
     .await?;
@@ -142,13 +143,53 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
         .into_iter()
         .filter_map(|r| r.ok().map(|(id, _)| id))
         .collect();
+    insert_history(agent, 900).await?;
+    let label = format!("sandboxd.instance={}", agent.instance());
+    let (mut reap, mut reconcile, mut list) =
+        (Samples::default(), Samples::default(), Samples::default());
+    for _ in 0..10 {
+        let started = Instant::now();
+        agent.service().duties().reap_once().await?;
+        reap.push(started.elapsed());
+        let started = Instant::now();
+        let report = agent.service().duties().reconcile_once().await?;
+        reconcile.push(started.elapsed());
+        anyhow::ensure!(
+            report.removed_containers.is_empty(),
+            "reconcile removed live containers"
+        );
+        let (count, took) = raw.list_labelled(&label).await?;
+        anyhow::ensure!(count >= ids.len(), "listed {count} containers");
+        list.push(took);
+    }
+    join_all(ids.iter().map(|id| agent.http().remove(id))).await;
+    Ok(vec![
+        Row::new(
+            "reconcile, 1000 rows/100 ctrs",
+            vec![
+                ("sandboxd reconcile pass", reconcile),
+                ("Docker API list (floor)", list.clone()),
+            ],
+        ),
+        Row::new(
+            "reaper, 1000 rows/100 ctrs",
+            vec![
+                ("sandboxd reaper pass", reap),
+                ("Docker API list (floor)", list),
+            ],
+        ),
+    ])
+}
+
+/// Writes `rows` killed sandboxes (history) into the environment of `agent`'s key.
+async fn insert_history(agent: &Api, rows: usize) -> anyhow::Result<()> {
     let store = agent.service().store();
     let caller = store.authenticate(KEY).await?.context("bench key")?;
     let environment = store
         .environment(&caller.organization_id, &agent.http().env_id)
         .await?
         .context("environment")?;
-    for _ in 0..900 {
+    for _ in 0..rows {
         let row = Sandbox {
             sandbox_id: sandboxd_store::new_id()?,
             name: "bench-history".into(),
@@ -185,39 +226,39 @@ async fn loops(agent: &Api, raw: &Floor) -> anyhow::Result<Vec<Row>> {
             .insert_sandbox(&row, None, &caller.user_id, &Quotas::unlimited())
             .await?;
     }
-    let label = format!("sandboxd.instance={}", agent.instance());
-    let (mut reap, mut reconcile, mut list) =
+    Ok(())
+}
+
+/// `sandbox.list` of an environment holding `rows` sandboxes, and the reaper and
+/// reconcile passes over them (in the benchmark's process), p50 of 20 each, in ms.
+pub async fn history(image: &str, rows: usize) -> anyhow::Result<Value> {
+    let agent = Api::start(image).await?;
+    insert_history(&agent, rows).await?;
+    let (mut list, mut reap, mut reconcile) =
         (Samples::default(), Samples::default(), Samples::default());
-    for _ in 0..10 {
+    for _ in 0..20 {
+        let started = Instant::now();
+        let listed = agent
+            .http()
+            .get("sandbox.list", &[("environmentId", &agent.http().env_id)])
+            .await?;
+        list.push(started.elapsed());
+        anyhow::ensure!(
+            listed.as_array().map_or(0, Vec::len) >= rows,
+            "sandbox.list gave fewer rows than written"
+        );
         let started = Instant::now();
         agent.service().duties().reap_once().await?;
         reap.push(started.elapsed());
         let started = Instant::now();
-        let report = agent.service().duties().reconcile_once().await?;
+        agent.service().duties().reconcile_once().await?;
         reconcile.push(started.elapsed());
-        anyhow::ensure!(
-            report.removed_containers.is_empty(),
-            "reconcile removed live containers"
-        );
-        let (count, took) = raw.list_labelled(&label).await?;
-        anyhow::ensure!(count >= ids.len(), "listed {count} containers");
-        list.push(took);
     }
-    join_all(ids.iter().map(|id| agent.http().remove(id))).await;
-    Ok(vec![
-        Row::new(
-            "reconcile, 1000 rows/100 ctrs",
-            vec![
-                ("sandboxd reconcile pass", reconcile),
-                ("Docker API list (floor)", list.clone()),
-            ],
-        ),
-        Row::new(
-            "reaper, 1000 rows/100 ctrs",
-            vec![
-                ("sandboxd reaper pass", reap),
-                ("Docker API list (floor)", list),
-            ],
-        ),
-    ])
+    agent.stop().await;
+    Ok(json!({
+        "rows": rows,
+        "list_ms": list.p50(),
+        "reaper_pass_ms": reap.p50(),
+        "reconcile_pass_ms": reconcile.p50(),
+    }))
 }

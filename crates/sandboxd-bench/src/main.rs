@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod child;
+mod density;
 mod floor;
 mod http;
 mod load;
@@ -68,6 +69,11 @@ pub struct Args {
     /// prints one).
     #[arg(long, value_name = "URL")]
     postgres: Option<String>,
+    /// Measure density only: the curves of create, warm claim and exec latency and of
+    /// memory per sandbox at these numbers of idle sandboxes running, per tier (runc,
+    /// gVisor), then `sandbox.list` and the passes over 10,000 rows.
+    #[arg(long, value_delimiter = ',', value_name = "LEVELS")]
+    density: Option<Vec<usize>>,
 }
 
 /// The servers of the latency scenarios.
@@ -86,6 +92,13 @@ async fn main() -> anyhow::Result<()> {
     if args.remote {
         let rows = remote::run(&args.server_binary, &args.image, args.iterations).await?;
         let json = report::print(&rows, args.iterations);
+        if let Some(path) = &args.json {
+            std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
+    if let Some(levels) = &args.density {
+        let json = density::run(&args, levels).await?;
         if let Some(path) = &args.json {
             std::fs::write(path, json)?;
         }
@@ -129,18 +142,21 @@ async fn start(args: &Args, instances: &mut Vec<String>) -> anyhow::Result<Serve
         agent: true,
         pool: 0,
         database: None,
+        env: Vec::new(),
     })
     .await?;
     let engine = child(Setup {
         agent: false,
         pool: 0,
         database: None,
+        env: Vec::new(),
     })
     .await?;
     let warm = child(Setup {
         agent: true,
         pool: WARM_POOL,
         database: None,
+        env: Vec::new(),
     })
     .await?;
     let inner = through_api::Api::start(&args.image).await?;

@@ -130,6 +130,7 @@ pub async fn run(
             agent: true,
             pool: 0,
             database: None,
+            env: Vec::new(),
         },
     )
     .await?;

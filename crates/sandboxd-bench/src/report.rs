@@ -13,6 +13,11 @@ impl Samples {
         self.0.push(took);
     }
 
+    /// The median, in ms.
+    pub fn p50(&self) -> f64 {
+        self.percentile(0.5)
+    }
+
     fn percentile(&self, p: f64) -> f64 {
         let mut sorted: Vec<f64> = self.0.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
         sorted.sort_by(f64::total_cmp);

@@ -84,6 +84,7 @@ pub async fn run(args: &Args, postgres: &str, raw: &Floor) -> anyhow::Result<(Ve
                 agent: true,
                 pool: 0,
                 database,
+                env: Vec::new(),
             };
             servers.push(ChildServer::start(&args.server_binary, &args.image, setup).await?);
         }

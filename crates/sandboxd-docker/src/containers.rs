@@ -17,8 +17,13 @@ use sandboxd_core::plan::{
 };
 use sandboxd_core::reconcile::ContainerState;
 
+use crate::cgroup_limits;
 use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, classify, fault, status_of};
+use tracing::debug;
+
+/// How long after limits were written to a container's cgroup the engine is told them.
+const ENGINE_RECORD_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn strings(values: &[&str]) -> Vec<String> {
     values.iter().map(|s| (*s).to_owned()).collect()
@@ -191,7 +196,10 @@ impl DockerEngine {
         self.remove_container(id).await
     }
 
-    /// Changes the CPU, memory (= memory + swap) and pids limits of a container.
+    /// Changes the CPU, memory (= memory + swap) and pids limits of a container. A
+    /// container of the local engine found on this host has them written to its cgroup
+    /// at once, and the engine told the same in the background (see `cgroup_limits`);
+    /// any other is updated through the engine.
     pub(crate) async fn update_limits(
         &self,
         id: &str,
@@ -206,6 +214,44 @@ impl DockerEngine {
             pids_limit: Some(pids_limit),
             ..Default::default()
         };
+        if self.session.is_none() {
+            let container = id.to_owned();
+            let direct = cgroup_limits::Limits {
+                nano_cpus,
+                memory_bytes,
+                pids_limit,
+            };
+            let written = tokio::task::spawn_blocking(move || {
+                cgroup_limits::write(
+                    std::path::Path::new(cgroup_limits::CGROUP_ROOT),
+                    &container,
+                    direct,
+                )
+            })
+            .await;
+            match written {
+                Ok(Ok(true)) => {
+                    let docker = self.docker.clone();
+                    let id = id.to_owned();
+                    tokio::spawn(async move {
+                        // Later, so that the engine's work does not compete with the
+                        // sandbox's first commands for the host's CPUs.
+                        tokio::time::sleep(ENGINE_RECORD_DELAY).await;
+                        if let Ok(Err(error)) =
+                            bounded("update container", docker.update_container(&id, limits)).await
+                        {
+                            debug!(container = %id, %error, "the engine's record of limits written to the cgroup was not updated");
+                        }
+                    });
+                    return Ok(());
+                }
+                Ok(Ok(false)) => {}
+                Ok(Err(error)) => {
+                    debug!(container = %id, %error, "limits not written to the cgroup; updating through the engine");
+                }
+                Err(_) => {}
+            }
+        }
         bounded("update container", self.docker.update_container(id, limits))
             .await?
             .map_err(fault)

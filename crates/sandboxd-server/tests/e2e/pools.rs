@@ -42,6 +42,17 @@ async fn pool_containers(server: &TestServer, instance: &str) -> HashMap<String,
         .collect()
 }
 
+/// Prints the sandbox's memory limit, CPU quota and period, and pids limit as its own
+/// cgroup has them (v2, or v1's controllers).
+const LIMITS_FROM_INSIDE: &str = "\
+    if [ -f /sys/fs/cgroup/memory.max ]; then \
+      cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max; \
+    else \
+      cat /sys/fs/cgroup/memory/memory.limit_in_bytes; \
+      echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); \
+      cat /sys/fs/cgroup/pids/pids.max; \
+    fi";
+
 async fn wait_ready(server: &TestServer, pool: &str, size: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let key = PoolKey::local(pool);
@@ -131,27 +142,38 @@ async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
         .create(json!({"template": "python", "memoryMb": 256, "cpu": 0.5, "pidsLimit": 64}))
         .await;
     assert!(members.contains_key(id(&limited)), "served by the pool");
-    let host = server
-        .docker()
-        .inspect_container(&members[id(&limited)], None)
-        .await
-        .unwrap()
-        .host_config
-        .unwrap();
-    assert_eq!(
-        (
+    // The first command already runs under them, as its own cgroup says.
+    let seen = server.exec(&limited, LIMITS_FROM_INSIDE).await;
+    assert_eq!(seen["stdout"], "268435456\n50000 100000\n64\n", "{seen}");
+    // And the engine reports them (told off the claim's path when they were written to
+    // the cgroup directly).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let host = server
+            .docker()
+            .inspect_container(&members[id(&limited)], None)
+            .await
+            .unwrap()
+            .host_config
+            .unwrap();
+        let reported = (
             host.memory,
             host.memory_swap,
             host.nano_cpus,
-            host.pids_limit
-        ),
-        (
+            host.pids_limit,
+        );
+        let wanted = (
             Some(256 << 20),
             Some(256 << 20),
             Some(500_000_000),
-            Some(64)
-        )
-    );
+            Some(64),
+        );
+        if reported == wanted {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{reported:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     assert_eq!(
         (limited["memoryMb"].as_i64(), limited["pidsLimit"].as_i64()),
         (Some(256), Some(64))

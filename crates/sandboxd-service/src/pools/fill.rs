@@ -201,7 +201,8 @@ impl Pools {
                     user,
                     engine,
                 };
-                if self.service.agent_channel(&warm.sandbox_id).is_some() {
+                if let Some(agent) = self.service.agent_channel(&warm.sandbox_id) {
+                    warm_up(agent.as_ref(), &row.workdir).await;
                     return Ok(warm);
                 }
                 // Without its agent a member would not be warm: do not keep it.
@@ -267,4 +268,24 @@ impl Pools {
             }
         }
     }
+}
+
+/// How long a member's warm-up command may take.
+const WARM_UP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs what a first command runs (`sh -c`, as the sandbox user, in its workdir) once in
+/// a new member, so that its claimer's first command does not pay for the container's
+/// first program start (on this engine's fuse-overlayfs, about 5 ms of reading the shell
+/// and its libraries into the new container's cache). Its outcome does not matter.
+async fn warm_up(agent: &dyn sandboxd_ports::SandboxChannel, workdir: &str) {
+    let spec = sandboxd_ports::ExecSpec {
+        argv: vec!["sh".into(), "-c".into(), "true".into()],
+        cwd: Some(workdir.to_owned()),
+        env: Vec::new(),
+        user: None,
+        timeout: WARM_UP_TIMEOUT,
+        max_output: 1024,
+        stream: None,
+    };
+    let _ = agent.exec(spec).await;
 }

@@ -1,0 +1,336 @@
+//! Density and its curves (`--density 1,50,200,500`): per tier (runc, then gVisor), one
+//! `sandboxd serve` process with a warm pool of 2 keeps a growing number of idle
+//! sandboxes running; at each level it measures a cold create → first output, a warm
+//! claim → first output (other limits and variables under runc; the pool's limits under
+//! gVisor, whose process limit is set at start), and `exec true` on an idle sandbox;
+//! and what the idle sandboxes cost: the server's resident memory growth, the
+//! proportional memory (PSS) of each container's processes (under runc the agent's
+//! supervisor and worker) and of its engine shim, and the host's memory (MemAvailable)
+//! per sandbox. A tier stops growing when the host would keep less than
+//! [`KEEP_AVAILABLE_MIB`] free. Cold creates use the `python` template, given the same
+//! image and no pool. Then `sandbox.list` and the reaper and reconcile passes
+//! over 10,000 rows, in the benchmark's own process.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use futures_util::StreamExt as _;
+use serde_json::{Value, json};
+
+use crate::child::{ChildServer, Setup};
+use crate::report::Samples;
+
+/// Host memory a tier leaves free; it grows no further.
+const KEEP_AVAILABLE_MIB: f64 = 4096.0;
+/// Creates in flight while a tier grows.
+const GROW_CONCURRENCY: usize = 8;
+/// Containers whose processes are measured at each level (their mean is reported).
+const MEASURED: usize = 40;
+/// Rows of the list and passes figures.
+const HISTORY_ROWS: usize = 10_000;
+
+/// One tier: its name and the server settings that make it.
+struct Tier {
+    name: &'static str,
+    env: Vec<(String, String)>,
+    /// What a warm claim asks beyond the template.
+    claim: Value,
+}
+
+fn tiers(image: &str) -> Vec<Tier> {
+    let cold = (
+        "SANDBOXD_TEMPLATES__PYTHON__IMAGE".to_owned(),
+        image.to_owned(),
+    );
+    let gvisor = |template: &str| {
+        (
+            format!("SANDBOXD_TEMPLATES__{template}__ISOLATION"),
+            "gvisor".to_owned(),
+        )
+    };
+    vec![
+        Tier {
+            name: "runc",
+            env: vec![cold.clone()],
+            claim: json!({"cpu": 0.5, "memoryMb": 1024, "pidsLimit": 128, "envVars": "GREETING=hello"}),
+        },
+        Tier {
+            name: "gvisor",
+            env: vec![cold, gvisor("BASE"), gvisor("PYTHON")],
+            claim: json!({"envVars": "GREETING=hello"}),
+        },
+    ]
+}
+
+/// A number from `/proc/meminfo`, in MiB.
+fn meminfo_mib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kib| kib / 1024.0)
+}
+
+/// Proportional memory of a process, in MiB (0 when it is gone).
+fn pss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// A process and all its descendants.
+fn tree(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while i < all.len() {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", all[i]))
+            .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+            .unwrap_or_default();
+        for task in tasks {
+            let children = std::fs::read_to_string(task.join("children")).unwrap_or_default();
+            all.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+        i += 1;
+    }
+    all
+}
+
+/// The engine shim of each container, by container id.
+fn shims() -> std::collections::HashMap<String, u32> {
+    let mut found = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if !args
+            .first()
+            .is_some_and(|a| String::from_utf8_lossy(a).contains("containerd-shim"))
+        {
+            continue;
+        }
+        if let Some(i) = args.iter().position(|a| *a == b"-id")
+            && let Some(id) = args.get(i + 1)
+        {
+            found.insert(String::from_utf8_lossy(id).into_owned(), pid);
+        }
+    }
+    found
+}
+
+/// Mean PSS of the containers' process trees and of their shims, in MiB.
+async fn container_memory(docker: &bollard::Docker, ids: &[String]) -> (f64, f64) {
+    let shims = shims();
+    let (mut tree_total, mut shim_total, mut n) = (0.0, 0.0, 0usize);
+    for sandbox_id in ids.iter().take(MEASURED) {
+        let Ok(info) = docker
+            .inspect_container(&format!("sandboxd-{sandbox_id}"), None)
+            .await
+        else {
+            continue;
+        };
+        let (Some(pid), Some(id)) = (info.state.and_then(|s| s.pid), info.id) else {
+            continue;
+        };
+        tree_total += tree(pid as u32).into_iter().map(pss_mib).sum::<f64>();
+        shim_total += shims.get(&id).map_or(0.0, |pid| pss_mib(*pid));
+        n += 1;
+    }
+    let n = n.max(1) as f64;
+    (tree_total / n, shim_total / n)
+}
+
+/// Medians of the latencies at one level.
+#[derive(Default)]
+struct Latencies {
+    cold: Samples,
+    warm: Samples,
+    exec: Samples,
+}
+
+async fn measure(
+    server: &ChildServer,
+    tier: &Tier,
+    idle: &[String],
+    iterations: usize,
+) -> anyhow::Result<Latencies> {
+    let http = &server.http;
+    let mut out = Latencies::default();
+    for i in 0..iterations {
+        server.settle(2).await?;
+        let (id, took) = http
+            .create_with_and_echo(json!({"template": "python"}))
+            .await?;
+        out.cold.push(took);
+        http.remove(&id).await?;
+        server.settle(2).await?;
+        let (id, took) = http.create_with_and_echo(tier.claim.clone()).await?;
+        out.warm.push(took);
+        http.remove(&id).await?;
+        server.settle(2).await?;
+        let target = &idle[i % idle.len()];
+        for _ in 0..3 {
+            out.exec.push(http.exec_true(target).await?);
+        }
+    }
+    Ok(out)
+}
+
+/// Grows `idle` to `level` sandboxes; false when the host's memory would not allow it.
+async fn grow(server: &ChildServer, idle: &mut Vec<String>, level: usize) -> anyhow::Result<bool> {
+    let http = &server.http;
+    while idle.len() < level {
+        if meminfo_mib("MemAvailable:") < KEEP_AVAILABLE_MIB {
+            return Ok(false);
+        }
+        let batch = (level - idle.len()).min(GROW_CONCURRENCY * 4);
+        let made: Vec<anyhow::Result<Value>> = futures_util::stream::iter(0..batch)
+            .map(|_| {
+                http.post(
+                    "sandbox.create",
+                    json!({"environmentId": http.env_id, "template": "python", "timeoutMs": 3_600_000, "memoryMb": 256}),
+                )
+            })
+            .buffer_unordered(GROW_CONCURRENCY)
+            .collect()
+            .await;
+        for sandbox in made {
+            let sandbox = sandbox?;
+            idle.push(
+                sandbox["sandboxId"]
+                    .as_str()
+                    .context("a sandbox id")?
+                    .to_owned(),
+            );
+        }
+    }
+    Ok(true)
+}
+
+async fn run_tier(
+    args: &crate::Args,
+    tier: &Tier,
+    levels: &[usize],
+    instances: &mut Vec<String>,
+) -> anyhow::Result<Vec<Value>> {
+    let server = ChildServer::start(
+        &args.server_binary,
+        &args.image,
+        Setup {
+            agent: true,
+            pool: 2,
+            database: None,
+            env: tier.env.clone(),
+        },
+    )
+    .await?;
+    instances.push(server.instance().to_owned());
+    let docker = bollard::Docker::connect_with_local_defaults()?;
+    server.settle(2).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss0 = server.memory_mib().0;
+    let available0 = meminfo_mib("MemAvailable:");
+    let mut idle = Vec::new();
+    let mut points = Vec::new();
+    for &level in levels {
+        let started = Instant::now();
+        if !grow(&server, &mut idle, level).await? {
+            println!(
+                "{}: stopped at {} sandboxes, the host keeping {KEEP_AVAILABLE_MIB} MiB free",
+                tier.name,
+                idle.len()
+            );
+            break;
+        }
+        let grew = started.elapsed();
+        // Let the engine finish what the starts left it.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let n = idle.len() as f64;
+        let rss = server.memory_mib().0;
+        let available = meminfo_mib("MemAvailable:");
+        let (tree, shim) = container_memory(&docker, &idle).await;
+        let latencies = measure(&server, tier, &idle, args.iterations).await?;
+        let (_, listed) = {
+            let started = Instant::now();
+            let listed = server
+                .http
+                .get("sandbox.list", &[("environmentId", &server.http.env_id)])
+                .await?;
+            (listed, started.elapsed())
+        };
+        let point = json!({
+            "tier": tier.name,
+            "running": idle.len(),
+            "grow_s": grew.as_secs_f64(),
+            "cold_create_first_output_ms": latencies.cold.p50(),
+            "warm_claim_first_output_ms": latencies.warm.p50(),
+            "exec_true_ms": latencies.exec.p50(),
+            "server_rss_mib": rss,
+            "server_rss_growth_per_sandbox_mib": (rss - rss0) / n,
+            "container_processes_pss_mib": tree,
+            "shim_pss_mib": shim,
+            "host_memory_per_sandbox_mib": (available0 - available) / n,
+            "list_ms": listed.as_secs_f64() * 1000.0,
+        });
+        println!(
+            "{:<7} {:>5} running: cold {:>7.1} ms, warm {:>5.2} ms, exec {:>5.2} ms; per sandbox: server {:.3} MiB, container processes {:.2} MiB (PSS), shim {:.2} MiB, host {:.1} MiB",
+            tier.name,
+            idle.len(),
+            latencies.cold.p50(),
+            latencies.warm.p50(),
+            latencies.exec.p50(),
+            (rss - rss0) / n,
+            tree,
+            shim,
+            (available0 - available) / n,
+        );
+        points.push(point);
+    }
+    let removed: Vec<anyhow::Result<Duration>> = futures_util::stream::iter(idle.iter())
+        .map(|id| server.http.remove(id))
+        .buffer_unordered(GROW_CONCURRENCY)
+        .collect()
+        .await;
+    removed.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(points)
+}
+
+/// Runs every tier at `levels`, then the 10,000-row figures; prints the curves and
+/// returns the JSON report. Every container made is removed, even on failure.
+pub async fn run(args: &crate::Args, levels: &[usize]) -> anyhow::Result<String> {
+    let mut instances = Vec::new();
+    let mut points = Vec::new();
+    let mut outcome = Ok(());
+    for tier in tiers(&args.image) {
+        match run_tier(args, &tier, levels, &mut instances).await {
+            Ok(mut tier_points) => points.append(&mut tier_points),
+            Err(error) => {
+                outcome = Err(error.context(tier.name));
+                break;
+            }
+        }
+    }
+    let floor = crate::floor::Floor::connect(&args.image).await?;
+    for instance in &instances {
+        floor
+            .remove_labelled(&format!("sandboxd.instance={instance}"))
+            .await;
+    }
+    outcome?;
+    let history = crate::load::history(&args.image, HISTORY_ROWS).await?;
+    println!("{HISTORY_ROWS} rows: {history}");
+    Ok(json!({"curves": points, "history": history}).to_string())
+}
