@@ -38,3 +38,10 @@ bash scripts/test-mcp-python.sh
 bash scripts/test-sdk-python.sh
 bash scripts/test-e2b-python.sh
 bash scripts/fuzz-api.sh
+# Nothing of gVisor is left running: every gVisor sandbox the tests made was removed with
+# its sentry and gofer (their processes are named `exe`; their command lines name runsc).
+if left=$(pgrep -af 'runsc-(sandbox|gofer)'); then
+  echo "gVisor processes left after the suite:" >&2
+  echo "$left" >&2
+  exit 1
+fi

@@ -6,15 +6,13 @@
 //!
 //! It exits on one condition only, its dead-man's switch: the sandbox lives as long as
 //! its lease, which sandboxd renews over the worker's connection (the worker passes
-//! each lease on through its standard output, a pipe only the supervisor reads; the
+//! each lease on through its standard output, a socket only the supervisor reads; the
 //! first lease comes in [`LEASE_VAR`]). When a lease runs out with no newer one,
 //! sandboxd is gone or cut off and nothing else would end the sandbox: the supervisor
 //! exits, and the kernel ends every process of the container with it.
 
-use std::io::BufRead as _;
 use std::os::unix::net::UnixStream;
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sandboxd_agent_protocol::{AGENT_KEY_FILE, AGENT_KEY_VAR, LEASE_VAR};
@@ -33,9 +31,6 @@ pub fn lease(for_ms: u64) {
     let _ = out.flush();
 }
 
-/// When the sandbox must end; `None`: no lease was ever given (an older sandboxd).
-type Deadline = Arc<Mutex<Option<Instant>>>;
-
 /// The lease a line from the worker gives, if it is one.
 fn parse_lease(line: &str) -> Option<Duration> {
     line.strip_prefix(LEASE_LINE)?
@@ -50,34 +45,59 @@ fn expired(deadline: Option<Instant>, now: Instant) -> bool {
     deadline.is_some_and(|deadline| now >= deadline)
 }
 
-fn watch(deadline: Deadline) {
+/// Longest lease line kept; a longer one is dropped (the worker's lines are the sandbox
+/// user's process's, not to be trusted with memory).
+const MAX_LINE: usize = 256;
+
+/// The dead-man's switch, on one thread: reads the leases every worker passes on (all
+/// write into one socket) and waits for each no longer than until the current lease
+/// runs out, then ends the sandbox. It wakes only for a lease or at the deadline.
+fn keep_leases(leases: UnixStream, first: Option<Duration>) {
+    use std::io::Read as _;
+    let mut deadline = first.and_then(|lease| Instant::now().checked_add(lease));
     std::thread::spawn(move || {
+        let mut leases = leases;
+        let mut line = Vec::with_capacity(64);
+        let mut buf = [0u8; 256];
         loop {
-            std::thread::sleep(Duration::from_millis(250));
-            let due = deadline.lock().map(|d| *d).unwrap_or(None);
-            if expired(due, Instant::now()) {
+            let now = Instant::now();
+            if expired(deadline, now) {
                 eprintln!(
                     "sandboxd-agent: the sandbox's lease ran out with no word from sandboxd; ending it"
                 );
                 std::process::exit(i32::from(LEASE_EXPIRED));
             }
-        }
-    });
-}
-
-/// Reads the leases a worker passes on, until it ends.
-fn follow(worker: impl std::io::Read + Send + 'static, deadline: Deadline) {
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(worker).lines() {
-            let Ok(line) = line else { return };
-            if let Some(lease) = parse_lease(&line)
-                && let Ok(mut due) = deadline.lock()
-            {
-                // A lease too long to count is no change (the worker's lines are the
-                // sandbox user's process's, not to be trusted with a panic).
-                if let Some(at) = Instant::now().checked_add(lease) {
-                    *due = Some(at);
+            // `None`: wait for a lease however long it takes (no lease was ever given).
+            let wait = deadline.map(|at| (at - now).max(Duration::from_millis(1)));
+            if leases.set_read_timeout(wait).is_err() {
+                std::thread::sleep(Duration::from_millis(250));
+                continue;
+            }
+            let n = match leases.read(&mut buf) {
+                Ok(0) => {
+                    // Every writer is gone, which cannot be while this process holds
+                    // one; wait out the deadline.
+                    std::thread::sleep(wait.unwrap_or(Duration::from_secs(3600)));
+                    continue;
                 }
+                Ok(n) => n,
+                Err(_) => continue,
+            };
+            for &byte in &buf[..n] {
+                if byte != b'\n' {
+                    if line.len() < MAX_LINE {
+                        line.push(byte);
+                    }
+                    continue;
+                }
+                let text = String::from_utf8_lossy(&line);
+                // A lease too long to count is no change.
+                if let Some(at) =
+                    parse_lease(&text).and_then(|lease| Instant::now().checked_add(lease))
+                {
+                    deadline = Some(at);
+                }
+                line.clear();
             }
         }
     });
@@ -98,17 +118,23 @@ pub fn run(socket: &str) -> ExitCode {
     let first = std::env::var(LEASE_VAR)
         .ok()
         .and_then(|ms| parse_lease(&format!("{LEASE_LINE}{ms}")));
-    let deadline: Deadline = Arc::new(Mutex::new(
-        first.and_then(|lease| Instant::now().checked_add(lease)),
-    ));
-    watch(deadline.clone());
+    // One socket for the leases of every worker: each gets a copy of its writing end.
+    let lease_writer = match UnixStream::pair() {
+        Ok((reader, writer)) => {
+            keep_leases(reader, first);
+            Some(writer)
+        }
+        Err(error) => {
+            eprintln!("sandboxd-agent: cannot keep leases: {error}");
+            None
+        }
+    };
     let key = sandbox_key(socket);
     let mut backoff = Duration::from_millis(50);
     loop {
         let started = Instant::now();
-        match spawn_worker(&me, socket, &key) {
-            Ok((worker, leases)) => {
-                follow(leases, deadline.clone());
+        match spawn_worker(&me, socket, &key, lease_writer.as_ref()) {
+            Ok(worker) => {
                 reap_until(worker.id());
                 eprintln!("sandboxd-agent: worker ended; restarting");
             }
@@ -128,29 +154,32 @@ pub fn run(socket: &str) -> ExitCode {
     }
 }
 
-/// Starts a worker, hands it the key on its standard input (closed once written) and
-/// returns it with where its leases come from, its standard output. Both are ends of
-/// socket pairs, not pipes: under gVisor the sandbox's code sees the agent's descriptors
-/// in `/proc` and could open a pipe there (to read the key, or write a lease), but
-/// never a socket.
+/// Starts a worker and hands it the key on its standard input (closed once written);
+/// its standard output, where it writes its leases, is `leases`. Both are sockets, not
+/// pipes: under gVisor the sandbox's code sees the agent's descriptors in `/proc` and
+/// could open a pipe there (to read the key, or write a lease), but never a socket.
 fn spawn_worker(
     me: &std::path::Path,
     socket: &str,
     key: &str,
-) -> std::io::Result<(std::process::Child, UnixStream)> {
+    leases: Option<&UnixStream>,
+) -> std::io::Result<std::process::Child> {
     use std::io::Write as _;
     use std::os::fd::OwnedFd;
     let (mut to_worker, key_end) = UnixStream::pair()?;
-    let (leases, lease_end) = UnixStream::pair()?;
+    let stdout = match leases {
+        Some(leases) => Stdio::from(OwnedFd::from(leases.try_clone()?)),
+        None => Stdio::null(),
+    };
     let worker = Command::new(me)
         .args(["serve", "--socket", socket])
         .env_remove(LEASE_VAR)
         .env_remove(AGENT_KEY_VAR)
         .stdin(Stdio::from(OwnedFd::from(key_end)))
-        .stdout(Stdio::from(OwnedFd::from(lease_end)))
+        .stdout(stdout)
         .spawn()?;
     let _ = writeln!(to_worker, "{key}");
-    Ok((worker, leases))
+    Ok(worker)
 }
 
 /// Longest key read: sandboxd's are 64 hex digits.

@@ -142,6 +142,14 @@ impl ApiError {
                     "the store is unavailable; retry later".into(),
                     vec![],
                 ),
+                // The engine is there but did not answer in time (a host under load):
+                // the request may be tried again.
+                S::Engine(sandboxd_ports::EngineError::Timeout { .. }) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "SERVICE_UNAVAILABLE",
+                    "the container engine did not answer in time (it is busy); retry later".into(),
+                    vec![],
+                ),
                 // Internal faults: the cause goes to the log, never to the client.
                 S::Store(_) | S::Engine(_) => (
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -211,5 +219,25 @@ impl IntoResponse for ApiError {
                 .insert(RETRY_AFTER, HeaderValue::from(UNAVAILABLE_RETRY_SECS));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_that_does_not_answer_in_time_is_unavailable_not_a_fault() {
+        let timeout =
+            ApiError::Service(ServiceError::Engine(sandboxd_ports::EngineError::Timeout {
+                call: "info",
+            }));
+        let (status, body) = timeout.status_and_body();
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(body.message.contains("retry later"), "{}", body.message);
+        let other = ApiError::Service(ServiceError::Engine(
+            sandboxd_ports::EngineError::NotFound { what: "network" },
+        ));
+        assert_eq!(other.status_and_body().0, StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

@@ -186,18 +186,29 @@ impl Access {
         resource: Resource<'_>,
         metadata: Value,
     ) {
-        let entry = NewAuditEntry {
-            organization_id,
-            actor_user_id: actor.map(|a| a.user_id.as_str()),
-            actor_key_id: actor.map(|a| a.key_id.as_str()),
-            action,
-            resource_type: resource.kind,
-            resource_id: resource.id,
-            resource_name: resource.name,
-            metadata,
-        };
+        let entry = audit_entry(organization_id, actor, action, resource, metadata);
         if let Err(failure) = self.store.audit(entry).await {
             error!(%action, resource_id = %resource.id, error = %failure, "could not record an audit entry");
         }
+    }
+}
+
+/// The audit entry of an action (`actor`: `None` for what sandboxd does by itself).
+pub(crate) fn audit_entry<'a>(
+    organization_id: &'a str,
+    actor: Option<&'a Principal>,
+    action: &'a str,
+    resource: Resource<'a>,
+    metadata: Value,
+) -> NewAuditEntry<'a> {
+    NewAuditEntry {
+        organization_id,
+        actor_user_id: actor.map(|a| a.user_id.as_str()),
+        actor_key_id: actor.map(|a| a.key_id.as_str()),
+        action,
+        resource_type: resource.kind,
+        resource_id: resource.id,
+        resource_name: resource.name,
+        metadata,
     }
 }

@@ -32,25 +32,7 @@ pub struct AuditPage {
 impl Store {
     /// Appends an entry.
     pub async fn audit(&self, entry: NewAuditEntry<'_>) -> Result<(), StoreError> {
-        let now = now_ms();
-        sqlx::query(
-            "INSERT INTO audit_log (audit_id, organization_id, actor_user_id, actor_key_id, \
-             action, resource_type, resource_id, resource_name, metadata, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(ordered_id(now)?)
-        .bind(entry.organization_id)
-        .bind(entry.actor_user_id)
-        .bind(entry.actor_key_id)
-        .bind(entry.action)
-        .bind(entry.resource_type)
-        .bind(entry.resource_id)
-        .bind(entry.resource_name)
-        .bind(entry.metadata.to_string())
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        append(&self.pool, entry).await
     }
 
     /// A page of an organization's entries matching `filter`, newest first. Times are
@@ -109,6 +91,32 @@ impl Store {
         };
         Ok(AuditPage { entries, next })
     }
+}
+
+/// Appends `entry` through `executor`: the pool, or a transaction whose write it records.
+pub(crate) async fn append<'e, E>(executor: E, entry: NewAuditEntry<'_>) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO audit_log (audit_id, organization_id, actor_user_id, actor_key_id, \
+         action, resource_type, resource_id, resource_name, metadata, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(ordered_id(now)?)
+    .bind(entry.organization_id)
+    .bind(entry.actor_user_id)
+    .bind(entry.actor_key_id)
+    .bind(entry.action)
+    .bind(entry.resource_type)
+    .bind(entry.resource_id)
+    .bind(entry.resource_name)
+    .bind(entry.metadata.to_string())
+    .bind(now)
+    .execute(executor)
+    .await?;
+    Ok(())
 }
 
 #[cfg(test)]

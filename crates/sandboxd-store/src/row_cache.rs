@@ -32,6 +32,19 @@ struct State {
     rows: HashMap<String, (Sandbox, Instant)>,
 }
 
+/// Caches `row` as of now, unless the cache is suspended.
+fn keep(state: &mut State, row: &Sandbox) {
+    if state.suspended {
+        return;
+    }
+    if state.rows.len() >= MAX_ROWS {
+        state.rows.clear();
+    }
+    state
+        .rows
+        .insert(row.sandbox_id.clone(), (row.clone(), Instant::now()));
+}
+
 impl RowCache {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
@@ -55,15 +68,10 @@ impl RowCache {
     /// Caches a row read from the database, unless a write committed since `writes`.
     pub fn insert(&self, row: &Sandbox, writes: u64) {
         let mut state = self.lock();
-        if state.writes != writes || state.suspended {
+        if state.writes != writes {
             return;
         }
-        if state.rows.len() >= MAX_ROWS {
-            state.rows.clear();
-        }
-        state
-            .rows
-            .insert(row.sandbox_id.clone(), (row.clone(), Instant::now()));
+        keep(&mut state, row);
     }
 
     /// After a committed activity touch: what the database did to the row, done to the
@@ -79,6 +87,13 @@ impl RowCache {
                 row.expires_at = Some(now + row.timeout_ms);
             }
         }
+    }
+
+    /// After a committed insert of a whole row: cached as written.
+    pub fn written(&self, row: &Sandbox) {
+        let mut state = self.lock();
+        state.writes += 1;
+        keep(&mut state, row);
     }
 
     /// After any other committed write to a sandbox's row.
@@ -195,6 +210,21 @@ mod tests {
         assert_eq!(cache.get("s"), None, "kept while suspended");
         cache.insert(&row(SandboxStatus::Running), cache.writes());
         assert!(cache.get("s").is_some());
+    }
+
+    #[test]
+    fn a_row_written_whole_is_served_and_ends_reads_begun_before() {
+        let cache = RowCache::default();
+        let before = cache.writes();
+        cache.written(&row(SandboxStatus::Running));
+        assert!(cache.get("s").is_some());
+        // A read that began before the insert keeps nothing of its own.
+        cache.changed("s");
+        cache.insert(&row(SandboxStatus::Killed), before);
+        assert_eq!(cache.get("s"), None);
+        cache.suspend();
+        cache.written(&row(SandboxStatus::Running));
+        assert_eq!(cache.get("s"), None, "kept while suspended");
     }
 
     #[test]

@@ -37,6 +37,32 @@ impl Store {
         created_by: &str,
         quotas: &Quotas,
     ) -> Result<(), StoreError> {
+        self.insert_recorded(sandbox, env_vars, created_by, quotas, None)
+            .await
+    }
+
+    /// As [`Store::insert_sandbox`], with its audit entry written in the same
+    /// transaction (a sandbox that starts running as its row is written: a warm claim).
+    pub async fn insert_sandbox_audited(
+        &self,
+        sandbox: &Sandbox,
+        env_vars: Option<&str>,
+        created_by: &str,
+        quotas: &Quotas,
+        entry: crate::NewAuditEntry<'_>,
+    ) -> Result<(), StoreError> {
+        self.insert_recorded(sandbox, env_vars, created_by, quotas, Some(entry))
+            .await
+    }
+
+    async fn insert_recorded(
+        &self,
+        sandbox: &Sandbox,
+        env_vars: Option<&str>,
+        created_by: &str,
+        quotas: &Quotas,
+        entry: Option<crate::NewAuditEntry<'_>>,
+    ) -> Result<(), StoreError> {
         let sealed = env_vars
             .map(|text| self.secrets.seal(&sandbox.sandbox_id, text.as_bytes()))
             .transpose()?;
@@ -99,8 +125,12 @@ impl Store {
         .bind(&sandbox.sandbox_id)
         .execute(&mut *tx)
         .await?;
+        if let Some(entry) = entry {
+            crate::audit::append(&mut *tx, entry).await?;
+        }
         tx.commit().await?;
-        self.rows.changed(&sandbox.sandbox_id);
+        // The row as written is the row: the sandbox's next request finds it in memory.
+        self.rows.written(sandbox);
         Ok(())
     }
 

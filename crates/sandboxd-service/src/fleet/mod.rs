@@ -6,6 +6,7 @@
 pub(crate) mod made;
 mod placement;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use sandboxd_agent_host::AgentHub;
@@ -36,6 +37,8 @@ pub struct Fleet {
     background: TaskTracker,
     room: Room,
     made: Arc<Made>,
+    /// The runtimes each engine offered when last asked (`None`: the local engine).
+    runtimes: Arc<std::sync::Mutex<HashMap<Option<String>, Vec<String>>>>,
 }
 
 /// How a server is reached, from its record and its opened private key.
@@ -71,7 +74,35 @@ impl Fleet {
             background,
             room,
             made: Arc::default(),
+            runtimes: Arc::default(),
         }
+    }
+
+    /// Whether the engine of `server_id` offers the runtime `wanted`: `Ok(None)` when it
+    /// does, else what it offers. A runtime found once is not asked for again (asking is
+    /// a `docker info`, slow on a busy engine); one missing is asked for each time, so a
+    /// runtime registered since is found.
+    pub(crate) async fn offered_runtimes(
+        &self,
+        server_id: Option<&str>,
+        engine: &Arc<dyn Engine>,
+        wanted: &str,
+    ) -> Result<Option<Vec<String>>, ServiceError> {
+        let key = server_id.map(str::to_owned);
+        let known = |runtimes: &HashMap<Option<String>, Vec<String>>| {
+            runtimes
+                .get(&key)
+                .is_some_and(|offered| offered.iter().any(|name| name == wanted))
+        };
+        if self.runtimes.lock().is_ok_and(|runtimes| known(&runtimes)) {
+            return Ok(None);
+        }
+        let offered = engine.runtimes().await?;
+        let found = offered.iter().any(|name| name == wanted);
+        if let Ok(mut runtimes) = self.runtimes.lock() {
+            runtimes.insert(key, offered.clone());
+        }
+        Ok((!found).then_some(offered))
     }
 
     /// The local engine.
@@ -211,8 +242,18 @@ impl Fleet {
     /// connects again from the record as it is now.
     pub fn servers_changed(&self, change: &sandboxd_store::ServerChange) {
         match change {
-            sandboxd_store::ServerChange::One(server_id) => self.made.forget(server_id),
-            sandboxd_store::ServerChange::All => self.made.forget_all(),
+            sandboxd_store::ServerChange::One(server_id) => {
+                self.made.forget(server_id);
+                if let Ok(mut runtimes) = self.runtimes.lock() {
+                    runtimes.remove(&Some(server_id.clone()));
+                }
+            }
+            sandboxd_store::ServerChange::All => {
+                self.made.forget_all();
+                if let Ok(mut runtimes) = self.runtimes.lock() {
+                    runtimes.retain(|server, _| server.is_none());
+                }
+            }
         }
     }
 

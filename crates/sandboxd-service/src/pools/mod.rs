@@ -261,14 +261,23 @@ impl Pools {
             paused_at: None,
             volumes: Vec::new(),
         };
+        // The row and its audit entry in one write.
+        let entry = crate::access::audit_entry(
+            &row.organization_id,
+            Some(caller),
+            "sandbox.create",
+            Resource::sandbox(&row),
+            crate::sandboxes::created_metadata(&row, true, Some(&key.template)),
+        );
         let inserted = self
             .service
             .store()
-            .insert_sandbox(
+            .insert_sandbox_audited(
                 &row,
                 cmd.env_vars.as_deref(),
                 &caller.user_id,
                 &self.service.inner.options.quotas,
+                entry,
             )
             .await;
         pools.state().members.remove(&warm.sandbox_id);
@@ -276,16 +285,6 @@ impl Pools {
             self.discard_member(warm, key.server_id.as_deref());
             return Err(error.into());
         }
-        self.service
-            .access()
-            .record(
-                &row.organization_id,
-                Some(caller),
-                "sandbox.create",
-                Resource::sandbox(&row),
-                crate::sandboxes::created_metadata(&row, true, Some(&key.template)),
-            )
-            .await;
         info!(sandbox_id = %row.sandbox_id, pool = %key.template, server_id = key.server_label(), "sandbox claimed from a warm pool");
         Ok(Some(row))
     }

@@ -189,8 +189,12 @@ impl Sandboxes {
             && runtime.as_deref() != self.service.runtime()
         {
             // Named by the create or its template; the server's own was checked at start.
-            let offered = engine.runtimes().await?;
-            if !offered.iter().any(|name| name == wanted) {
+            if let Some(offered) = self
+                .service
+                .fleet()
+                .offered_runtimes(cmd.server_id.as_deref(), &engine, wanted)
+                .await?
+            {
                 let isolation = plan::isolation_tier(Some(wanted));
                 return Err(Invalid::one(
                     "isolation",
