@@ -29,9 +29,16 @@ cleanup() {
   # And every volume it made.
   volumes=$(docker volume ls -q --filter "label=sandboxd.instance=$instance")
   [ -z "$volumes" ] || docker volume rm -f $volumes >/dev/null
-  # And so does every snapshot image it made.
+  # And so does every snapshot image it made. A snapshot of a sandbox made from a
+  # snapshot is a child of that image, which the engine removes only after the child:
+  # a few rounds remove them all, whatever the order.
+  for _ in 1 2 3 4; do
+    images=$(docker images -q --filter "label=sandboxd.instance=$instance" | sort -u)
+    [ -z "$images" ] && break
+    docker rmi -f $images >/dev/null 2>&1 || true
+  done
   images=$(docker images -q --filter "label=sandboxd.instance=$instance" | sort -u)
-  [ -z "$images" ] || docker rmi -f $images >/dev/null
+  [ -z "$images" ] || { echo "snapshot images left: $images" >&2; return 1; }
   # The internet bridge, made for the first `internet` sandbox (E2B's default), unless
   # another server's sandboxes are still on it (then the engine refuses).
   docker network rm sandboxd-internet >/dev/null 2>&1 || true
