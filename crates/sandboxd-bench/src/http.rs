@@ -61,6 +61,23 @@ impl Http {
             .with_context(|| procedure.to_owned())
     }
 
+    /// A GET procedure's body as it arrives, unparsed: the time to its last byte is the
+    /// server's, whatever the client then does with it.
+    pub async fn get_body(
+        &self,
+        procedure: &str,
+        query: &[(&str, &str)],
+    ) -> anyhow::Result<Vec<u8>> {
+        let response = reqwest::Client::new()
+            .get(format!("{}/api/{procedure}", self.url))
+            .header("x-api-key", KEY)
+            .query(query)
+            .send()
+            .await?
+            .error_for_status()?;
+        Ok(response.bytes().await?.to_vec())
+    }
+
     /// Creates a sandbox and runs `echo hi`; the time until the output is back.
     pub async fn create_and_echo(&self) -> anyhow::Result<(String, Duration)> {
         self.create_with_and_echo(json!({})).await

@@ -234,17 +234,22 @@ async fn insert_history(agent: &Api, rows: usize) -> anyhow::Result<()> {
 pub async fn history(image: &str, rows: usize) -> anyhow::Result<Value> {
     let agent = Api::start(image).await?;
     insert_history(&agent, rows).await?;
-    let (mut list, mut reap, mut reconcile) =
-        (Samples::default(), Samples::default(), Samples::default());
+    let (mut list, mut body, mut reap, mut reconcile) = (
+        Samples::default(),
+        Samples::default(),
+        Samples::default(),
+        Samples::default(),
+    );
+    let query = [("environmentId", agent.http().env_id.as_str())];
     for _ in 0..20 {
         let started = Instant::now();
-        let listed = agent
-            .http()
-            .get("sandbox.list", &[("environmentId", &agent.http().env_id)])
-            .await?;
+        let bytes = agent.http().get_body("sandbox.list", &query).await?;
+        body.push(started.elapsed());
+        let started = Instant::now();
+        let listed = agent.http().get("sandbox.list", &query).await?;
         list.push(started.elapsed());
         anyhow::ensure!(
-            listed.as_array().map_or(0, Vec::len) >= rows,
+            listed.as_array().map_or(0, Vec::len) >= rows && bytes.len() > rows,
             "sandbox.list gave fewer rows than written"
         );
         let started = Instant::now();
@@ -258,6 +263,7 @@ pub async fn history(image: &str, rows: usize) -> anyhow::Result<Value> {
     Ok(json!({
         "rows": rows,
         "list_ms": list.p50(),
+        "list_body_ms": body.p50(),
         "reaper_pass_ms": reap.p50(),
         "reconcile_pass_ms": reconcile.p50(),
     }))

@@ -4,6 +4,11 @@
 //! median, p90 and the ratio of medians, and a JSON line for machines.
 #![forbid(unsafe_code)]
 
+/// The allocator of `sandboxd` itself: the scenarios that run the service in this
+/// process (`through_api.rs`) measure it as it runs in the product.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod child;
 mod density;
 mod floor;
@@ -74,6 +79,10 @@ pub struct Args {
     /// gVisor), then `sandbox.list` and the passes over 10,000 rows.
     #[arg(long, value_delimiter = ',', value_name = "LEVELS")]
     density: Option<Vec<usize>>,
+    /// Measure `sandbox.list` and the reaper and reconcile passes only, over this many
+    /// rows (the last part of `--density`).
+    #[arg(long, value_name = "ROWS")]
+    history: Option<usize>,
 }
 
 /// The servers of the latency scenarios.
@@ -94,6 +103,14 @@ async fn main() -> anyhow::Result<()> {
         let json = report::print(&rows, args.iterations);
         if let Some(path) = &args.json {
             std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
+    if let Some(rows) = args.history {
+        let history = load::history(&args.image, rows).await?;
+        println!("{rows} rows: {history}");
+        if let Some(path) = &args.json {
+            std::fs::write(path, history.to_string())?;
         }
         return Ok(());
     }

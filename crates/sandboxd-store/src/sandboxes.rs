@@ -5,7 +5,7 @@ use sandboxd_core::quotas::{Quotas, Usage};
 use sandboxd_core::reconcile::RowState;
 use sqlx::Row as _;
 
-use crate::rows::{self, select_sandboxes};
+use crate::rows::{self, list_sandboxes, select_sandboxes};
 use crate::{Store, StoreError};
 
 /// `status IN (…)`: the statuses a row may move to a status from, as
@@ -160,7 +160,7 @@ impl Store {
             return Ok(Some(row));
         }
         let writes = self.rows.writes();
-        let row = sqlx::query(select_sandboxes!("WHERE sandbox_id = $1"))
+        let row = sqlx::query(select_sandboxes!(self.backend, "WHERE sandbox_id = $1"))
             .bind(sandbox_id)
             .fetch_optional(&self.pool)
             .await?;
@@ -176,24 +176,20 @@ impl Store {
         &self,
         environment_id: &str,
     ) -> Result<Vec<Sandbox>, StoreError> {
-        let found = sqlx::query(select_sandboxes!(
-            "WHERE environment_id = $1 ORDER BY created_at DESC, sandbox_id"
-        ))
-        .bind(environment_id)
-        .fetch_all(&self.pool)
-        .await?;
-        found.iter().map(rows::sandbox).collect()
+        let found = sqlx::query(list_sandboxes!(self.backend, "WHERE environment_id = $1"))
+            .bind(environment_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(rows::newest_first(rows::sandboxes(&found)?))
     }
 
     /// The sandboxes of a project, newest first.
     pub async fn sandboxes_in_project(&self, project_id: &str) -> Result<Vec<Sandbox>, StoreError> {
-        let found = sqlx::query(select_sandboxes!(
-            "WHERE project_id = $1 ORDER BY created_at DESC, sandbox_id"
-        ))
-        .bind(project_id)
-        .fetch_all(&self.pool)
-        .await?;
-        found.iter().map(rows::sandbox).collect()
+        let found = sqlx::query(list_sandboxes!(self.backend, "WHERE project_id = $1"))
+            .bind(project_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(rows::newest_first(rows::sandboxes(&found)?))
     }
 
     /// Records that a sandbox's container runs, if it is still `creating`; returns the
@@ -469,13 +465,14 @@ impl Store {
 
     /// Running and paused sandboxes whose `expiresAt` has passed.
     pub async fn expired_sandboxes(&self, now: i64) -> Result<Vec<Sandbox>, StoreError> {
-        let found = sqlx::query(select_sandboxes!(
+        let found = sqlx::query(list_sandboxes!(
+            self.backend,
             "WHERE status IN ('running', 'paused') AND expires_at IS NOT NULL AND expires_at <= $1"
         ))
         .bind(now)
-        .fetch_all(&self.pool)
+        .fetch_one(&self.pool)
         .await?;
-        found.iter().map(rows::sandbox).collect()
+        rows::sandboxes(&found)
     }
 
     /// The `creating`, `running` and `paused` rows, as reconcile sees them.

@@ -31,6 +31,7 @@ on_every_backend!(
     snapshots_are_kept_per_organization_within_their_quota,
     volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted,
     activity_does_not_move_the_end_of_a_fixed_timeout,
+    lists_read_every_field_back_newest_first,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -1227,4 +1228,79 @@ async fn activity_does_not_move_the_end_of_a_fixed_timeout(db: &TestDb) {
         store.sandbox(&id).await.unwrap().unwrap().expires_at,
         Some(7_500)
     );
+}
+
+/// The lists read each row as one JSON value made by the database: every field comes
+/// back as written, text that needs escaping included, newest first with ties by id.
+async fn lists_read_every_field_back_newest_first(db: &TestDb) {
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let key = boot.generated_key.clone().unwrap();
+    let principal = store.authenticate(&key).await.unwrap().unwrap();
+    let (org, project, env) = (
+        &boot.organization_id,
+        &boot.project_id,
+        &boot.environment_id,
+    );
+    let mut full = sandbox(org, project, env, 5);
+    full.name = "a \"quoted\" name\\ with\nlines, tabs\t and ✓ 🦀".into();
+    full.template = Some("python".into());
+    full.container_id = Some("c0ffee".into());
+    full.status = SandboxStatus::Running;
+    full.cpu = 1.25;
+    full.memory_mb = 4096;
+    full.pids_limit = 1_000_000;
+    full.timeout_ms = i64::from(i32::MAX) * 4;
+    full.network_mode = NetworkMode::Allowlist;
+    full.user = Some("1000:1000".into());
+    full.runtime = Some("runsc".into());
+    full.expires_at = Some(9_007_199_254_740_993);
+    full.last_activity_at = Some(6);
+    full.env_per_exec = true;
+    full.labels = [
+        ("team".to_owned(), "a\"b\\c".to_owned()),
+        ("é".to_owned(), String::new()),
+    ]
+    .into();
+    full.egress = vec!["example.com".into(), "*.pypi.org:443".into()];
+    full.auto_pause = true;
+    full.fixed_timeout = true;
+    full.paused_timeout_ms = 1;
+    let older = sandbox(org, project, env, 1);
+    let (mut tie_a, mut tie_b) = (sandbox(org, project, env, 7), sandbox(org, project, env, 7));
+    if tie_a.sandbox_id > tie_b.sandbox_id {
+        std::mem::swap(&mut tie_a, &mut tie_b);
+    }
+    for row in [&older, &tie_b, &full, &tie_a] {
+        store
+            .insert_sandbox(row, None, &principal.user_id, &Quotas::default())
+            .await
+            .unwrap();
+    }
+    let newest_first = vec![tie_a.clone(), tie_b.clone(), full.clone(), older.clone()];
+    assert_eq!(
+        store.sandboxes_in_environment(env).await.unwrap(),
+        newest_first
+    );
+    assert_eq!(
+        store.sandboxes_in_project(project).await.unwrap(),
+        newest_first
+    );
+    assert!(
+        store
+            .sandboxes_in_environment("none")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.sandboxes_in_project("none").await.unwrap().is_empty());
+    // `full` is running and past its end at that time; the others are creating.
+    assert_eq!(
+        store
+            .expired_sandboxes(9_007_199_254_740_993)
+            .await
+            .unwrap(),
+        vec![full.clone()]
+    );
+    assert!(store.expired_sandboxes(0).await.unwrap().is_empty());
 }
