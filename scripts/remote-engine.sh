@@ -103,6 +103,7 @@ X11Forwarding no
 PidFile none
 MaxSessions 100
 MaxStartups 100
+Subsystem sftp internal-sftp
 CONF
   unshare -m --propagation private sh -c \
     "mount --bind '$dir/docker.sock' /var/run/docker.sock && exec /usr/sbin/sshd -D -e -f '$conf/sshd_config'" \

@@ -32,15 +32,9 @@ impl AgentBinary {
     }
 }
 
-/// The shell command that writes its standard input, whole, as the key file in `dir`:
-/// readable by the sandbox's user whatever its uid (the directory's parent keeps it from
-/// the server's other users).
-fn offer_command(dir: &str) -> String {
-    format!(
-        "(umask 0333 && rm -f '{dir}/{AGENT_KEY_FILE}.tmp' && cat > '{dir}/{AGENT_KEY_FILE}.tmp') \
-         && mv -f '{dir}/{AGENT_KEY_FILE}.tmp' '{dir}/{AGENT_KEY_FILE}'"
-    )
-}
+/// The key file's mode: readable by the sandbox's user whatever its uid (the
+/// directory's parent keeps it from the server's other users).
+const KEY_MODE: u32 = 0o444;
 
 /// Connections waiting to be taken per sandbox.
 const BACKLOG: usize = 16;
@@ -57,6 +51,17 @@ pub(crate) struct SshAgents {
 
 fn unreachable(error: SshError) -> EngineError {
     EngineError::Unreachable(Box::new(error))
+}
+
+/// A file operation on the server that failed.
+fn file_failed(what: &str, error: SshError) -> EngineError {
+    match error {
+        SshError::Refused { what: why } => EngineError::Rejected {
+            status: 500,
+            message: format!("{what} failed on the server: {why}"),
+        },
+        other => unreachable(other),
+    }
 }
 
 /// A command that failed on the server.
@@ -153,21 +158,18 @@ impl RemoteAgents for SshAgents {
             .await?
             .clone();
         let dir = self.dir(sandbox_id);
-        let agents = format!("{}/agents", self.remote_dir);
-        // One command: the directory, and the key when the container is to be created.
-        let mut command =
-            format!("mkdir -p '{dir}' && chmod 0700 '{agents}' && chmod 0755 '{dir}'");
-        if key.is_some() {
-            command.push_str(" && ");
-            command.push_str(&offer_command(&dir));
-        }
-        let made = self
-            .session
-            .run(&command, key.unwrap_or_default().as_bytes(), 1024)
+        // The directory, and the key when the container is to be created: requests on
+        // the connection's file channel, no process on the server.
+        self.session
+            .make_dir(&format!("{}/agents", self.remote_dir), 0o700)
             .await
-            .map_err(unreachable)?;
-        if made.exit_code != Some(0) {
-            return Err(failed("making the agent's directory", &made));
+            .map_err(|e| file_failed("making the agents' directory", e))?;
+        self.session
+            .make_dir(&dir, 0o755)
+            .await
+            .map_err(|e| file_failed("making the agent's directory", e))?;
+        if let Some(key) = key {
+            self.offer_key(sandbox_id, key).await?;
         }
         // The sandbox user (any uid) must be able to connect; only this sandbox sees it.
         let mut forwarded = self
@@ -191,29 +193,19 @@ impl RemoteAgents for SshAgents {
     }
 
     async fn offer_key(&self, sandbox_id: &str, key: &str) -> Result<(), EngineError> {
-        let dir = self.dir(sandbox_id);
-        let offered = self
-            .session
-            .run(&offer_command(&dir), key.as_bytes(), 1024)
+        let file = format!("{}/{AGENT_KEY_FILE}", self.dir(sandbox_id));
+        self.session
+            .put_file(&file, key.as_bytes(), KEY_MODE)
             .await
-            .map_err(unreachable)?;
-        if offered.exit_code != Some(0) {
-            return Err(failed("offering the agent its key", &offered));
-        }
-        Ok(())
+            .map_err(|e| file_failed("offering the agent its key", e))
     }
 
     async fn withdraw_key(&self, sandbox_id: &str) -> Result<(), EngineError> {
         let file = format!("{}/{AGENT_KEY_FILE}", self.dir(sandbox_id));
-        let removed = self
-            .session
-            .run(&format!("rm -f '{file}'"), b"", 1024)
+        self.session
+            .remove_file(&file)
             .await
-            .map_err(unreachable)?;
-        if removed.exit_code != Some(0) {
-            return Err(failed("taking the agent's key file away", &removed));
-        }
-        Ok(())
+            .map_err(|e| file_failed("taking the agent's key file away", e))
     }
 
     async fn release(&self, sandbox_id: &str) {

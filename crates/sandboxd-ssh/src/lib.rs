@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod files;
 mod host_key;
 mod link;
 mod session;

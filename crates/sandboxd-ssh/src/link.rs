@@ -49,6 +49,8 @@ pub struct SshLink {
     handle: Arc<Handle<Client>>,
     forwards: Forwards,
     host_key: HostKey,
+    /// Its SFTP channel, for file operations (`files.rs`).
+    sftp: crate::files::SftpCell,
 }
 
 impl std::fmt::Debug for SshLink {
@@ -220,6 +222,7 @@ impl SshLink {
             handle: Arc::new(handle),
             forwards,
             host_key,
+            sftp: Default::default(),
         })
     }
 
@@ -231,6 +234,15 @@ impl SshLink {
     /// Whether the connection is gone (closed by either side, or keepalives unanswered).
     pub fn is_closed(&self) -> bool {
         self.handle.is_closed()
+    }
+
+    pub(crate) fn sftp_cell(&self) -> &crate::files::SftpCell {
+        &self.sftp
+    }
+
+    /// A new session channel (for a command or a subsystem).
+    pub(crate) async fn open_session_channel(&self) -> Result<russh::Channel<Msg>, SshError> {
+        Ok(self.handle.channel_open_session().await?)
     }
 
     /// A stream to the unix socket at `path` on the server.

@@ -175,6 +175,21 @@ impl SshSession {
         self.link().await?.run(command, stdin, max_output).await
     }
 
+    /// Makes a directory on the server (see [`SshLink::make_dir`]).
+    pub async fn make_dir(&self, path: &str, mode: u32) -> Result<(), SshError> {
+        self.link().await?.make_dir(path, mode).await
+    }
+
+    /// Writes a small file on the server (see [`SshLink::put_file`]).
+    pub async fn put_file(&self, path: &str, content: &[u8], mode: u32) -> Result<(), SshError> {
+        self.link().await?.put_file(path, content, mode).await
+    }
+
+    /// Removes a file on the server (see [`SshLink::remove_file`]).
+    pub async fn remove_file(&self, path: &str) -> Result<(), SshError> {
+        self.link().await?.remove_file(path).await
+    }
+
     /// How the connection is doing, without trying to connect.
     pub async fn health(&self) -> Health {
         let state = self.state.lock().await;
@@ -206,28 +221,10 @@ impl SshSession {
 
 /// Forwards `path` on `link` and gives the socket `mode`.
 async fn forward_on(link: &SshLink, path: &str, mode: Option<u32>) -> Result<(), SshError> {
-    // The path goes into a command line: held to a plain alphabet.
-    if !path
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
-    {
-        return Err(SshError::Refused {
-            what: format!("a forward of {path:?} (not a plain path)"),
-        });
-    }
+    let path = crate::files::plain(path)?;
     link.request_forward(path).await?;
     if let Some(mode) = mode {
-        let done = link
-            .run(&format!("chmod {mode:o} '{path}'"), b"", 1024)
-            .await?;
-        if done.exit_code != Some(0) {
-            return Err(SshError::Refused {
-                what: format!(
-                    "a mode for {path}: {}",
-                    String::from_utf8_lossy(&done.stderr).trim()
-                ),
-            });
-        }
+        link.set_mode(path, mode).await?;
     }
     Ok(())
 }

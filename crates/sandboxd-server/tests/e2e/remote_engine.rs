@@ -316,3 +316,68 @@ async fn a_socket_on_the_server_is_forwarded_back_and_commands_run_on_the_connec
     );
     assert_eq!(host.sessions(), 1, "one SSH connection for all of it");
 }
+
+/// Directories, modes and small files on the server: over the connection's SFTP
+/// channel where the server has one, as commands where it has none; the same outcome
+/// either way, on one connection, and only plain absolute paths.
+#[tokio::test]
+async fn files_on_the_server_are_made_replaced_and_removed_with_or_without_sftp() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    for host in [RemoteHost::start(), RemoteHost::start_without_sftp()] {
+        let link = SshLink::connect(&host.target(), CONNECT).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sbx_1");
+        let sub = sub.to_str().unwrap();
+        let mode = |path: &str| {
+            std::fs::metadata(path)
+                .map(|m| m.permissions().mode() & 0o7777)
+                .unwrap()
+        };
+        for bits in [0o700, 0o755] {
+            link.make_dir(sub, bits).await.unwrap();
+            assert_eq!(mode(sub), bits, "made, then given its mode when it exists");
+        }
+        let key = format!("{sub}/agent.key");
+        for content in [&b"first key"[..], b"second"] {
+            link.put_file(&key, content, 0o444).await.unwrap();
+            assert_eq!(
+                std::fs::read(&key).unwrap(),
+                content,
+                "written whole, replaced"
+            );
+            assert_eq!(mode(&key), 0o444);
+        }
+        link.set_mode(&key, 0o400).await.unwrap();
+        assert_eq!(mode(&key), 0o400);
+        for _ in 0..2 {
+            link.remove_file(&key).await.unwrap();
+            assert!(
+                !std::path::Path::new(&key).exists(),
+                "gone, and gone is fine"
+            );
+        }
+        for bad in [
+            format!("{sub}/a b"),
+            format!("{sub}/x';touch '{sub}/owned"),
+            "relative/path".to_owned(),
+        ] {
+            assert!(link.put_file(&bad, b"x", 0o444).await.is_err(), "{bad}");
+            assert!(link.make_dir(&bad, 0o755).await.is_err(), "{bad}");
+        }
+        assert!(!std::path::Path::new(&format!("{sub}/owned")).exists());
+        let missing = format!("{sub}/no/such/dir");
+        assert!(link.make_dir(&missing, 0o755).await.is_err(), "no parent");
+        assert!(
+            link.put_file(&format!("{missing}/f"), b"x", 0o444)
+                .await
+                .is_err()
+        );
+        link.put_file(&key, b"k", 0o444).await.unwrap();
+        assert!(
+            link.make_dir(&key, 0o755).await.is_err(),
+            "a file is in the way"
+        );
+        assert_eq!(host.sessions(), 1, "one SSH connection for all of it");
+    }
+}

@@ -39,8 +39,17 @@ impl RemoteHost {
         Self::start_for(remote_dir().join("docker.sock"))
     }
 
+    /// As [`RemoteHost::start`], with no SFTP subsystem (as some servers are set up).
+    pub fn start_without_sftp() -> Self {
+        Self::start_with(remote_dir().join("docker.sock"), false)
+    }
+
     /// An sshd whose `/var/run/docker.sock` is `socket` (an engine of the test's own).
     pub fn start_for(socket: PathBuf) -> Self {
+        Self::start_with(socket, true)
+    }
+
+    fn start_with(socket: PathBuf, sftp: bool) -> Self {
         let dir = remote_dir();
         assert!(
             dir.join("docker.sock").exists() && dir.join("client_key").exists(),
@@ -58,8 +67,13 @@ impl RemoteHost {
              PermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n\
              AllowStreamLocalForwarding yes\nStreamLocalBindUnlink yes\n\
              AllowTcpForwarding yes\nX11Forwarding no\nPidFile none\nMaxSessions 100\n\
-             MaxStartups 100\n",
-            dir = dir.display()
+             MaxStartups 100\n{subsystem}",
+            dir = dir.display(),
+            subsystem = if sftp {
+                "Subsystem sftp internal-sftp\n"
+            } else {
+                ""
+            },
         );
         std::fs::write(config.path().join("sshd_config"), text).expect("sshd config");
         let mut host = Self {
