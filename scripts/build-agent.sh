@@ -6,7 +6,6 @@ cd "$(dirname "$0")/.."
 target=$(rustc -vV | sed -n 's/^host: //p')
 # The allocator reserves no arena ahead, as in the agent sandboxd embeds
 # (crates/sandboxd-agent-embed/build.rs): about 170 KiB less per agent process.
-export "CFLAGS_${target//-/_}=-DMI_DEFAULT_ARENA_RESERVE=0"
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --quiet -p sandboxd-agent \
   --target "$target" --target-dir target/agent
 binary="target/agent/$target/release/sandboxd-agent"

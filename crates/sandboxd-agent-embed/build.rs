@@ -51,9 +51,6 @@ fn write(path: &Path, bytes: &[u8]) {
     }
 }
 
-/// C flags of the agent's allocator (mimalloc): see `build_agent`.
-const MIMALLOC_CFLAGS: &str = "-DMI_DEFAULT_ARENA_RESERVE=0";
-
 /// Builds the agent for the target being built; returns the executable's path.
 fn build_agent(out: &Path) -> Result<PathBuf, String> {
     let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR"));
@@ -92,12 +89,6 @@ fn build_agent(out: &Path) -> Result<PathBuf, String> {
         // With `--target`, these flags reach the agent only, never build scripts or
         // procedural macros (which cannot be static).
         .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+crt-static")
-        // Every sandbox runs the agent twice (supervisor and worker): its allocator
-        // reserves no arena ahead, which costs each process about 170 KiB of memory.
-        .env(
-            format!("CFLAGS_{}", target.replace('-', "_")),
-            MIMALLOC_CFLAGS,
-        )
         .env_remove("RUSTFLAGS")
         // `cargo clippy` wraps rustc for the outer build; the agent is built plainly.
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
