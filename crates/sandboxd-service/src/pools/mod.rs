@@ -206,23 +206,22 @@ impl Pools {
             warn!(sandbox_id = %warm.sandbox_id, "discarding a warm sandbox whose agent is gone");
             self.discard_member(warm, key.server_id.as_deref());
         };
-        if matched.update_limits {
-            let updated = warm
-                .engine
+        // Other limits than the pool's are written while the row is (neither waits for
+        // the other); the sandbox is handed out only once both are done, so its first
+        // command runs under its own limits.
+        let limits = async {
+            if !matched.update_limits {
+                return Ok(());
+            }
+            warm.engine
                 .update_limits(
                     &warm.container_id,
                     (cmd.cpu * 1e9).round() as i64,
                     cmd.memory_mb * 1024 * 1024,
                     cmd.pids_limit,
                 )
-                .await;
-            if let Err(error) = updated {
-                // Not servable warm (e.g. less memory than the member uses): cold.
-                warn!(sandbox_id = %warm.sandbox_id, %error, "could not set the limits of a warm sandbox; creating cold");
-                self.discard_member(warm, key.server_id.as_deref());
-                return Ok(None);
-            }
-        }
+                .await
+        };
         key.count_claim("hit");
         let template = self.service.templates().get(&key.template);
         let now = now_ms();
@@ -269,21 +268,36 @@ impl Pools {
             Resource::sandbox(&row),
             crate::sandboxes::created_metadata(&row, true, Some(&key.template)),
         );
-        let inserted = self
-            .service
-            .store()
-            .insert_sandbox_audited(
-                &row,
-                cmd.env_vars.as_deref(),
-                &caller.user_id,
-                &self.service.inner.options.quotas,
-                entry,
-            )
-            .await;
+        let inserted = self.service.store().insert_sandbox_audited(
+            &row,
+            cmd.env_vars.as_deref(),
+            &caller.user_id,
+            &self.service.inner.options.quotas,
+            entry,
+        );
+        let (updated, inserted) = tokio::join!(limits, inserted);
         pools.state().members.remove(&warm.sandbox_id);
         if let Err(error) = inserted {
             self.discard_member(warm, key.server_id.as_deref());
             return Err(error.into());
+        }
+        if let Err(error) = updated {
+            // Not servable warm: the row goes (with a note in the audit log), and the
+            // create is made cold.
+            warn!(sandbox_id = %warm.sandbox_id, %error, "could not set the limits of a warm sandbox; creating cold");
+            self.discard_member(warm, key.server_id.as_deref());
+            self.service
+                .access()
+                .record(
+                    &row.organization_id,
+                    Some(caller),
+                    "sandbox.remove",
+                    Resource::sandbox(&row),
+                    serde_json::json!({"reason": "its limits could not be set; made again cold"}),
+                )
+                .await;
+            self.service.store().delete_sandbox(&row.sandbox_id).await?;
+            return Ok(None);
         }
         info!(sandbox_id = %row.sandbox_id, pool = %key.template, server_id = key.server_label(), "sandbox claimed from a warm pool");
         Ok(Some(row))

@@ -44,6 +44,8 @@ pub struct Script {
     pub kill_fails: bool,
     /// Destroys fail.
     pub destroy_fails: bool,
+    /// Updates of a container's limits fail.
+    pub update_fails: bool,
     /// What a listing of sandbox containers returns besides those created.
     pub foreign: Vec<ContainerState>,
     /// Containers created through this engine that no longer exist.
@@ -202,6 +204,12 @@ impl Engine for RecordingEngine {
     }
 
     async fn update_limits(&self, _: &str, _: i64, _: i64, _: i64) -> Result<(), EngineError> {
+        if self.script.lock().unwrap().update_fails {
+            return Err(EngineError::Rejected {
+                status: 500,
+                message: "cannot update".into(),
+            });
+        }
         Ok(())
     }
 

@@ -1,7 +1,8 @@
 //! Warm pools: members made ahead with their agent connected, a create of the pool's
 //! template served by one (no container made for it), refilled at the next pass; a
 //! member whose agent went away is not handed out; variables given on create reach
-//! every command of a claimed member.
+//! every command of a claimed member; a member whose limits cannot be set is not handed
+//! out, and its row goes.
 
 use std::collections::BTreeMap;
 
@@ -92,5 +93,32 @@ async fn variables_given_on_create_reach_every_command_of_a_claimed_member() {
         envs.last().unwrap(),
         &[("GREETING".to_owned(), "hello".to_owned())],
         "{envs:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_member_whose_limits_cannot_be_set_is_not_handed_out_and_its_row_goes() {
+    let world = pooled(1).await;
+    world.service.pools().fill_once().await;
+    world.engine.clear();
+    world.script(|s| s.update_fails = true);
+
+    let sandbox = world
+        .create(json!({"cpu": 0.5, "memoryMb": 1024, "pidsLimit": 128}))
+        .await
+        .unwrap();
+    assert_eq!(created(&world), 1, "made cold");
+    assert_eq!(ready(&world), 0);
+    assert_ne!(sandbox.container_id.as_deref(), Some("c1"));
+    let listed = world
+        .service
+        .store()
+        .sandboxes_in_environment(&sandbox.environment_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.iter().map(|s| &s.sandbox_id).collect::<Vec<_>>(),
+        [&sandbox.sandbox_id],
+        "the claimed member's row is gone; the cold sandbox's is there"
     );
 }
