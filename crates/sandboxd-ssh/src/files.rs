@@ -13,24 +13,12 @@ use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
 use tracing::debug;
 
 use crate::SshError;
-use crate::link::SshLink;
+use crate::link::{Sftp, SshLink};
 
 /// The longest one request may take; a server that does not answer fails the operation.
 const REQUEST_TIMEOUT_SECS: u64 = 10;
 /// The longest opening the channel may take, before the commands are used instead.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The SFTP channel of a link: opened on first use, and again after it failed.
-#[derive(Default)]
-pub(crate) enum Sftp {
-    #[default]
-    Untried,
-    /// The server refused it: its commands do the work.
-    Absent,
-    Open(Arc<RawSftpSession>),
-}
-
-pub(crate) type SftpCell = Arc<tokio::sync::Mutex<Sftp>>;
 
 /// Refuses a path that is not plain (letters, digits, `/._-`): paths go into commands
 /// when the server has no SFTP.

@@ -35,6 +35,19 @@ const KEEPALIVE_MAX: usize = 3;
 /// so a socket forwarded again after a reconnection delivers to the same receiver.
 pub(crate) type Forwards = Arc<Mutex<HashMap<String, mpsc::Sender<SshStream>>>>;
 
+/// The SFTP channel of a link (`files.rs`): opened on first use, and again after it
+/// failed.
+#[derive(Default)]
+pub(crate) enum Sftp {
+    #[default]
+    Untried,
+    /// The server refused it: its commands do the work.
+    Absent,
+    Open(Arc<russh_sftp::client::RawSftpSession>),
+}
+
+pub(crate) type SftpCell = Arc<tokio::sync::Mutex<Sftp>>;
+
 /// What a command did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommandOutput {
@@ -50,7 +63,7 @@ pub struct SshLink {
     forwards: Forwards,
     host_key: HostKey,
     /// Its SFTP channel, for file operations (`files.rs`).
-    sftp: crate::files::SftpCell,
+    sftp: SftpCell,
 }
 
 impl std::fmt::Debug for SshLink {
@@ -236,7 +249,7 @@ impl SshLink {
         self.handle.is_closed()
     }
 
-    pub(crate) fn sftp_cell(&self) -> &crate::files::SftpCell {
+    pub(crate) fn sftp_cell(&self) -> &SftpCell {
         &self.sftp
     }
 
