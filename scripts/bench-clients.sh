@@ -12,8 +12,7 @@ export SANDBOXD_PROFILE=release
 source scripts/lib/test-server.sh
 bench_cleanup() {
   for label in sandboxd.bench=clients io.sandboxio.managed=true; do
-    ids=$(docker ps -aq --filter "label=$label")
-    [ -z "$ids" ] || docker rm -fv $ids >/dev/null
+    remove_containers "label=$label"
   done
   cleanup
 }

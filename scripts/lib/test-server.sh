@@ -20,12 +20,13 @@ SANDBOXD_BOOTSTRAP_KEY=$key SANDBOXD_TEMPLATES__BASE__IMAGE=sandboxd-local/debia
   "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" >"$data/server.log" 2>&1 &
 server=$!
 instance=none
+source scripts/lib/remove-containers.sh
 cleanup() {
   kill -TERM "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
   # Every container of this server carries its installation id.
-  ids=$(docker ps -aq --filter "label=sandboxd.instance=$instance")
-  [ -z "$ids" ] || docker rm -fv $ids >/dev/null
+  local failed=0
+  remove_containers "label=sandboxd.instance=$instance" || failed=1
   # And every volume it made.
   volumes=$(docker volume ls -q --filter "label=sandboxd.instance=$instance")
   [ -z "$volumes" ] || docker volume rm -f $volumes >/dev/null
@@ -38,11 +39,12 @@ cleanup() {
     docker rmi -f $images >/dev/null 2>&1 || true
   done
   images=$(docker images -q --filter "label=sandboxd.instance=$instance" | sort -u)
-  [ -z "$images" ] || { echo "snapshot images left: $images" >&2; return 1; }
+  [ -z "$images" ] || { echo "snapshot images left: $images" >&2; failed=1; }
   # The internet bridge, made for the first `internet` sandbox (E2B's default), unless
   # another server's sandboxes are still on it (then the engine refuses).
   docker network rm sandboxd-internet >/dev/null 2>&1 || true
   rm -rf "$data"
+  return "$failed"
 }
 trap cleanup EXIT
 for _ in $(seq 1 100); do curl -fs "$url/health" >/dev/null 2>&1 && break; sleep 0.1; done
