@@ -19,7 +19,7 @@ use sandboxd_core::reconcile::ContainerState;
 
 use crate::cgroup_limits;
 use crate::engine::{DockerEngine, bounded};
-use crate::error::{EngineError, classify, fault, status_of};
+use crate::error::{EngineError, classify, fault, message_of, status_of};
 use tracing::debug;
 
 /// How long after limits were written to a container's cgroup the engine is told them.
@@ -164,8 +164,17 @@ impl DockerEngine {
         self.check_mount_paths(id).await?;
         match bounded("start container", self.docker.start_container(id, None)).await? {
             Ok(()) => Ok(()),
-            Err(e) if status_of(&e) == Some(304) => Ok(()),
-            Err(e) => Err(classify("container", e)),
+            Err(e) => match status_of(&e) {
+                Some(304) => Ok(()),
+                Some(404) => Err(EngineError::NotFound { what: "container" }),
+                // The engine answered: its runtime failed the start. runc's refusals of an
+                // image come as 400, runsc's (gVisor's) as 500.
+                Some(status) => Err(EngineError::CannotStart {
+                    status,
+                    message: message_of(&e),
+                }),
+                None => Err(fault(e)),
+            },
         }
     }
 

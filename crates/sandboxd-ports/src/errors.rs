@@ -10,6 +10,11 @@ pub enum EngineError {
     Pull { image: String, reason: String },
     #[error("engine rejected the request: {message}")]
     Rejected { status: u16, message: String },
+    /// The engine answered a container's start with a failure: its runtime could not
+    /// start it (the image or the settings, or the runtime itself). The message is the
+    /// engine's, for the log.
+    #[error("the container could not start: {message}")]
+    CannotStart { status: u16, message: String },
     /// sandboxd's own check refused what the engine was asked (the text is sandboxd's,
     /// never the engine's: it may be shown to the caller).
     #[error("{0}")]

@@ -73,7 +73,9 @@ impl From<StoreError> for ServiceError {
 impl From<EngineError> for ServiceError {
     fn from(error: EngineError) -> Self {
         match error {
-            EngineError::Pull { .. } | EngineError::Rejected { .. } => Self::EngineRefused(error),
+            EngineError::Pull { .. }
+            | EngineError::Rejected { .. }
+            | EngineError::CannotStart { .. } => Self::EngineRefused(error),
             EngineError::NotRunning => Self::NotRunning(NotRunning(SandboxStatus::Error)),
             EngineError::Unsafe(message) => Self::Refused(message),
             EngineError::NotFound { what: "volume" } => Self::Refused(
@@ -104,6 +106,9 @@ fn refused_message(error: &EngineError) -> String {
     match error {
         EngineError::Pull { image, .. } => {
             format!("image {image} is not present and could not be pulled")
+        }
+        EngineError::CannotStart { .. } => {
+            "the sandbox's container could not start: its runtime refused the image or the settings (the server's log holds the runtime's words)".to_owned()
         }
         _ => "the engine refused the request".to_owned(),
     }

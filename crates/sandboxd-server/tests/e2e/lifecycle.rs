@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt as _;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -157,4 +158,127 @@ async fn a_stop_right_after_a_kill_leaves_no_container() {
             .is_err(),
         "removed before the server exited"
     );
+}
+
+/// An image whose `/.sandboxd` is a file, removed when dropped: the agent's directory
+/// cannot be mounted there, so no container of it starts.
+struct UnstartableImage(String);
+
+impl UnstartableImage {
+    fn import() -> Self {
+        let tag = format!("sandboxd-test/unstartable:{}", std::process::id());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".sandboxd"), "in the way\n").unwrap();
+        let imported = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "tar -C '{}' -c . | docker import --change 'LABEL sandboxd.test=unstartable' - {tag}",
+                dir.path().display()
+            ))
+            .output()
+            .unwrap();
+        assert!(imported.status.success(), "docker import: {imported:?}");
+        Self(tag)
+    }
+}
+
+impl Drop for UnstartableImage {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker")
+            .args(["image", "rm", "-f", &self.0])
+            .output();
+    }
+}
+
+/// The runtime processes (gVisor's sandbox and gofer) whose command line names the
+/// container `container_id`.
+fn runtime_processes(container_id: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("runsc") && cmdline.contains(container_id) {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+/// A sandbox whose container cannot start (its image has a file where the agent's
+/// directory is mounted) is refused with the reason, its row says `error`,
+/// and nothing of it is left running: no container, and under gVisor none of the
+/// sandbox and gofer processes runsc made before the start failed.
+#[tokio::test]
+async fn a_sandbox_that_cannot_start_leaves_nothing_running() {
+    let image = UnstartableImage::import();
+    let server = TestServer::start().await;
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (status, body) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "image": image.0}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("could not start"),
+        "what failed is named: {body}"
+    );
+    let (_, listed) = server
+        .get("sandbox.list", &[("environmentId", &server.env_id)])
+        .await;
+    let rows = listed.as_array().expect("a list");
+    assert_eq!(rows.len(), 1, "{listed}");
+    assert_eq!(rows[0]["status"], "error", "{listed}");
+    let containers = server
+        .docker()
+        .list_containers(Some(bollard::query_parameters::ListContainersOptions {
+            all: true,
+            filters: Some(std::collections::HashMap::from([(
+                "label".to_owned(),
+                vec![format!("sandboxd.instance={}", server.instance())],
+            )])),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    assert!(containers.is_empty(), "no container left: {containers:?}");
+    // The container the engine made (and sandboxd removed), from the engine's events.
+    let label = format!("sandboxd.instance={}", server.instance());
+    let events: Vec<_> = server
+        .docker()
+        .events(Some(bollard::query_parameters::EventsOptions {
+            since: Some(since.to_string()),
+            until: Some((since + 120).to_string()),
+            filters: Some(std::collections::HashMap::from([
+                ("type".to_owned(), vec!["container".to_owned()]),
+                ("event".to_owned(), vec!["create".to_owned()]),
+                ("label".to_owned(), vec![label]),
+            ])),
+        }))
+        .take(1)
+        .collect()
+        .await;
+    let container_id = events
+        .into_iter()
+        .next()
+        .and_then(|e| e.ok()?.actor?.id)
+        .expect("the engine made a container");
+    // The engine's shim ends runsc's processes of a failed start within a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = runtime_processes(&container_id);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "runtime processes left: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
