@@ -53,7 +53,7 @@ impl Sandboxes {
     ) -> Result<Sandbox, ServiceError> {
         let environment = self
             .service
-            .store()
+            .tenancy()
             .environment(&caller.organization_id, &cmd.environment_id)
             .await?
             .ok_or(ServiceError::NotFound("environment"))?;

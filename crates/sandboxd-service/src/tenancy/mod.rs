@@ -2,8 +2,11 @@
 //! environments, and reading the audit log. Depends on the store and the access checks
 //! only; it never touches a sandbox.
 
+mod environments;
 mod members;
 mod projects;
+
+use std::sync::Arc;
 
 use sandboxd_core::quotas::Quotas;
 use sandboxd_store::Store;
@@ -18,6 +21,7 @@ pub struct Tenancy {
     access: Access,
     /// What each organization may hold; a new key is counted against them.
     quotas: Quotas,
+    environments: Arc<environments::KnownEnvironments>,
 }
 
 impl Tenancy {
@@ -26,6 +30,7 @@ impl Tenancy {
             store,
             access,
             quotas,
+            environments: Default::default(),
         }
     }
 }
