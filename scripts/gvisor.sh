@@ -5,6 +5,10 @@
 #   --host-uds=open   the agent inside connects to its socket on the host, bind-mounted in
 #   --overlay2=none   files written in the root filesystem are the container's own, so
 #                     that `docker commit` (snapshots) keeps them
+# GVISOR_PLATFORM=ptrace registers it on gVisor's ptrace platform instead of systrap:
+# an idle sandbox then costs almost no CPU (systrap keeps about 3 % of a CPU busy per
+# idle sandbox here), but every system call costs about 18 times as much
+# (docs/performance.md). For hosts of many idle sandboxes whose code makes few calls.
 # The engine is then told to reload its configuration (SIGHUP: runtimes are reloaded
 # without a restart, and running containers are left alone), and the script checks
 # that it offers `runsc`.
@@ -27,12 +31,20 @@ fi
 
 mkdir -p "$(dirname "$config")"
 [ -s "$config" ] || echo '{}' >"$config"
-changed=$(python3 - "$config" "$(command -v runsc)" <<'PY'
+platform=${GVISOR_PLATFORM:-systrap}
+case $platform in
+  systrap | ptrace) ;;
+  *) echo "GVISOR_PLATFORM must be systrap or ptrace, not $platform" >&2; exit 2 ;;
+esac
+changed=$(python3 - "$config" "$(command -v runsc)" "$platform" <<'PY'
 import json, sys
-path, runsc = sys.argv[1], sys.argv[2]
+path, runsc, platform = sys.argv[1], sys.argv[2], sys.argv[3]
 with open(path) as f:
     config = json.load(f)
-wanted = {"path": runsc, "runtimeArgs": ["--network=none", "--host-uds=open", "--overlay2=none"]}
+args = ["--network=none", "--host-uds=open", "--overlay2=none"]
+if platform != "systrap":
+    args.append(f"--platform={platform}")
+wanted = {"path": runsc, "runtimeArgs": args}
 if config.get("runtimes", {}).get("runsc") != wanted:
     config.setdefault("runtimes", {})["runsc"] = wanted
     with open(path + ".new", "w") as f:
@@ -56,4 +68,4 @@ docker_at info --format '{{json .Runtimes}}' | grep -q '"runsc"' || {
   echo "the engine does not offer runsc after reloading $config" >&2
   exit 1
 }
-echo "runsc $(runsc --version | head -1 | cut -d' ' -f3) registered with the engine"
+echo "runsc $(runsc --version | head -1 | cut -d' ' -f3) registered with the engine ($platform platform)"

@@ -5,8 +5,8 @@
 //! gVisor, whose process limit is set at start), and `exec true` on an idle sandbox;
 //! and what the idle sandboxes cost: the server's resident memory growth, the
 //! proportional memory (PSS) of each container's processes (under runc the agent's
-//! supervisor and worker) and of its engine shim, and the host's memory (MemAvailable)
-//! per sandbox. A tier stops growing when the host would keep less than
+//! supervisor and worker) and of its engine shim, the host's memory (MemAvailable)
+//! per sandbox, and the share of a CPU each idle sandbox keeps busy. A tier stops growing when the host would keep less than
 //! [`KEEP_AVAILABLE_MIB`] free. Cold creates use the `python` template, given the same
 //! image and no pool. Then `sandbox.list` and the reaper and reconcile passes
 //! over 10,000 rows, in the benchmark's own process.
@@ -26,6 +26,14 @@ const KEEP_AVAILABLE_MIB: f64 = 4096.0;
 const GROW_CONCURRENCY: usize = 8;
 /// Containers whose processes are measured at each level (their mean is reported).
 const MEASURED: usize = 40;
+/// `exec true` samples per iteration at each level, of each kind: in one sandbox after
+/// another (as a client driving one sandbox does), and each in the next idle sandbox
+/// (one that has not run anything for a while). The ratio of exec at the top level to
+/// exec at one running rests on the figure at one, which moved by a quarter between
+/// runs of 18 samples.
+const EXECS_PER_ITERATION: usize = 8;
+/// How long the idle containers' CPU time is counted at each level.
+const IDLE_CPU_WINDOW: Duration = Duration::from_secs(10);
 /// Rows of the list and passes figures.
 const HISTORY_ROWS: usize = 10_000;
 
@@ -170,12 +178,56 @@ async fn container_memory(docker: &bollard::Docker, ids: &[String]) -> (f64, f64
     (tree_total / n, shim_total / n)
 }
 
+/// CPU time (user and system, all threads) a process has used, in seconds; 0 when it
+/// is gone. `/proc` counts it in ticks of 1/100 s.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => 0.0,
+    }
+}
+
+/// The share of a CPU an idle container keeps busy, in percent: the CPU time of its
+/// shim and every process under it (the container's, and under gVisor runsc's sandbox,
+/// gofer and stubs) over [`IDLE_CPU_WINDOW`], the mean of up to [`MEASURED`] containers.
+async fn idle_cpu_percent(docker: &bollard::Docker, ids: &[String]) -> f64 {
+    let shims = shims();
+    let mut pids = Vec::new();
+    let mut n = 0usize;
+    for sandbox_id in ids.iter().take(MEASURED) {
+        let Ok(info) = docker
+            .inspect_container(&format!("sandboxd-{sandbox_id}"), None)
+            .await
+        else {
+            continue;
+        };
+        if let Some(shim) = info.id.and_then(|id| shims.get(&id).copied()) {
+            pids.extend(tree(shim));
+            n += 1;
+        }
+    }
+    let used = |pids: &[u32]| pids.iter().map(|p| cpu_seconds(*p)).sum::<f64>();
+    let before = used(&pids);
+    tokio::time::sleep(IDLE_CPU_WINDOW).await;
+    let after = used(&pids);
+    (after - before) / IDLE_CPU_WINDOW.as_secs_f64() / n.max(1) as f64 * 100.0
+}
+
 /// Medians of the latencies at one level.
 #[derive(Default)]
 struct Latencies {
     cold: Samples,
     warm: Samples,
+    /// Commands one after another in one sandbox.
     exec: Samples,
+    /// Each command in the next idle sandbox.
+    exec_spread: Samples,
 }
 
 async fn measure(
@@ -198,9 +250,13 @@ async fn measure(
         out.warm.push(took);
         http.remove(&id).await?;
         server.settle(2).await?;
-        let target = &idle[i % idle.len()];
-        for _ in 0..3 {
-            out.exec.push(http.exec_true(target).await?);
+        let one = &idle[i % idle.len()];
+        for _ in 0..EXECS_PER_ITERATION {
+            out.exec.push(http.exec_true(one).await?);
+        }
+        for k in 0..EXECS_PER_ITERATION {
+            let next = &idle[(i * EXECS_PER_ITERATION + k) % idle.len()];
+            out.exec_spread.push(http.exec_true(next).await?);
         }
     }
     Ok(out)
@@ -293,6 +349,7 @@ async fn run_tier(
         let rss = server.memory_mib().0;
         let available = meminfo_mib("MemAvailable:");
         let (tree, shim) = container_memory(&docker, &idle).await;
+        let idle_cpu = idle_cpu_percent(&docker, &idle).await;
         let latencies = measure(&server, tier, &idle, args.iterations).await?;
         let (_, listed) = {
             let started = Instant::now();
@@ -309,26 +366,45 @@ async fn run_tier(
             "cold_create_first_output_ms": latencies.cold.p50(),
             "warm_claim_first_output_ms": latencies.warm.p50(),
             "exec_true_ms": latencies.exec.p50(),
+            "exec_true_spread_ms": latencies.exec_spread.p50(),
             "server_rss_mib": rss,
             "server_rss_growth_per_sandbox_mib": (rss - rss0) / n,
             "container_processes_pss_mib": tree,
             "shim_pss_mib": shim,
             "host_memory_per_sandbox_mib": (available0 - available) / n,
+            "idle_cpu_percent_per_sandbox": idle_cpu,
             "list_ms": listed.as_secs_f64() * 1000.0,
         });
         println!(
-            "{:<7} {:>5} running: cold {:>7.1} ms, warm {:>5.2} ms, exec {:>5.2} ms; per sandbox: server {:.3} MiB, container processes {:.2} MiB (PSS), shim {:.2} MiB, host {:.1} MiB",
+            "{:<7} {:>5} running: cold {:>7.1} ms, warm {:>5.2} ms, exec {:>5.2} ms (spread {:>5.2}); per sandbox: server {:.3} MiB, container processes {:.2} MiB (PSS), shim {:.2} MiB, host {:.1} MiB; idle CPU {:.2} %",
             tier.name,
             idle.len(),
             latencies.cold.p50(),
             latencies.warm.p50(),
             latencies.exec.p50(),
+            latencies.exec_spread.p50(),
             (rss - rss0) / n,
             tree,
             shim,
             (available0 - available) / n,
+            idle_cpu,
         );
         points.push(point);
+    }
+    if let (Some(first), Some(last)) = (points.first(), points.last())
+        && points.len() > 1
+    {
+        let ratio = |field: &str| {
+            last[field].as_f64().unwrap_or(f64::NAN) / first[field].as_f64().unwrap_or(f64::NAN)
+        };
+        println!(
+            "{}: exec at {} running / exec at {}: {:.2}x in one sandbox, {:.2}x spread",
+            tier.name,
+            last["running"],
+            first["running"],
+            ratio("exec_true_ms"),
+            ratio("exec_true_spread_ms"),
+        );
     }
     let removed: Vec<anyhow::Result<Duration>> = futures_util::stream::iter(idle.iter())
         .map(|id| server.http.remove(id))
