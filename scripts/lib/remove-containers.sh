@@ -35,7 +35,7 @@ remove_containers() {
 describe_container() {
   local id=$1 dir pid task
   docker inspect -f '{{.Id}}: {{.State.Status}} paused={{.State.Paused}} pid={{.State.Pid}}' "$id" || return 0
-  dir=$(find /sys/fs/cgroup/freezer /sys/fs/cgroup -maxdepth 4 -type d -name "*$id*" 2>/dev/null | head -n 1)
+  dir=$(find /sys/fs/cgroup/freezer /sys/fs/cgroup -maxdepth 4 -type d -name "*$id*" 2>/dev/null | head -n 1 || true)
   [ -n "$dir" ] || return 0
   echo "cgroup $dir"
   [ -f "$dir/freezer.state" ] && echo "freezer: $(cat "$dir/freezer.state")"

@@ -25,7 +25,10 @@ pub const LINGER: Duration = Duration::from_millis(250);
 const CHUNK: usize = 64 * 1024;
 
 thread_local! {
-    /// The read buffer of the request thread, kept for its next command.
+    /// The read buffer of the request thread, kept for its next command. It is read
+    /// into as spare capacity, never zeroed: only the pages output was written to are
+    /// ever resident, so the idle threads of a sandbox whose commands printed little
+    /// hold little.
     static BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
@@ -47,7 +50,8 @@ pub fn forward(
         pipes.push((File::from(OwnedFd::from(stderr)), Kind::Stderr));
     }
     let mut buf = BUFFER.take();
-    buf.resize(CHUNK, 0);
+    buf.clear();
+    buf.reserve_exact(CHUNK);
     let mut status = None;
     let mut deadline: Option<Instant> = None;
     loop {
@@ -91,15 +95,16 @@ pub fn forward(
             if !ready[index] {
                 continue;
             }
-            let (pipe, kind) = &mut pipes[index];
-            match pipe.read(&mut buf) {
+            let (pipe, kind) = &pipes[index];
+            buf.clear();
+            match rustix::io::read(pipe, rustix::buffer::spare_capacity(&mut buf)) {
                 Ok(0) => {
                     pipes.remove(index);
                 }
-                Ok(n) => {
-                    outbox.send_bytes(channel, *kind, &buf[..n]);
+                Ok(_) => {
+                    outbox.send_bytes(channel, *kind, &buf);
                 }
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(Errno::INTR) => {}
                 Err(_) => {
                     pipes.remove(index);
                 }
