@@ -27,7 +27,10 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     browser.element("#key").await;
     let loaded = started.elapsed();
     eprintln!("the sign-in form was usable {loaded:?} after navigation began");
-    assert!(loaded.as_secs() < 5, "the sign-in form took {loaded:?}");
+    // A guard against a page that hangs, not a measure of its speed: the browser's
+    // first navigation, started beside the suite's other tests on two cores, took over
+    // 5 s once.
+    assert!(loaded.as_secs() < 30, "the sign-in form took {loaded:?}");
     browser.screenshot("sign-in").await;
 
     // A wrong key is refused with a message a person understands.
