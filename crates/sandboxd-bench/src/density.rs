@@ -156,10 +156,16 @@ fn shims() -> std::collections::HashMap<String, u32> {
     found
 }
 
-/// Mean PSS of the containers' process trees and of their shims, in MiB.
-async fn container_memory(docker: &bollard::Docker, ids: &[String]) -> (f64, f64) {
+/// A measured container: its main process and its engine shim.
+struct Measured {
+    init: u32,
+    shim: Option<u32>,
+}
+
+/// Up to [`MEASURED`] of the sandboxes' containers, looked up once per level.
+async fn measured(docker: &bollard::Docker, ids: &[String]) -> Vec<Measured> {
     let shims = shims();
-    let (mut tree_total, mut shim_total, mut n) = (0.0, 0.0, 0usize);
+    let mut found = Vec::new();
     for sandbox_id in ids.iter().take(MEASURED) {
         let Ok(info) = docker
             .inspect_container(&format!("sandboxd-{sandbox_id}"), None)
@@ -170,11 +176,22 @@ async fn container_memory(docker: &bollard::Docker, ids: &[String]) -> (f64, f64
         let (Some(pid), Some(id)) = (info.state.and_then(|s| s.pid), info.id) else {
             continue;
         };
-        tree_total += tree(pid as u32).into_iter().map(pss_mib).sum::<f64>();
-        shim_total += shims.get(&id).map_or(0.0, |pid| pss_mib(*pid));
-        n += 1;
+        found.push(Measured {
+            init: pid as u32,
+            shim: shims.get(&id).copied(),
+        });
     }
-    let n = n.max(1) as f64;
+    found
+}
+
+/// Mean PSS of the containers' process trees and of their shims, in MiB.
+fn container_memory(containers: &[Measured]) -> (f64, f64) {
+    let tree_total: f64 = containers
+        .iter()
+        .map(|c| tree(c.init).into_iter().map(pss_mib).sum::<f64>())
+        .sum();
+    let shim_total: f64 = containers.iter().map(|c| c.shim.map_or(0.0, pss_mib)).sum();
+    let n = containers.len().max(1) as f64;
     (tree_total / n, shim_total / n)
 }
 
@@ -196,22 +213,10 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// The share of a CPU an idle container keeps busy, in percent: the CPU time of its
 /// shim and every process under it (the container's, and under gVisor runsc's sandbox,
 /// gofer and stubs) over [`IDLE_CPU_WINDOW`], the mean of up to [`MEASURED`] containers.
-async fn idle_cpu_percent(docker: &bollard::Docker, ids: &[String]) -> f64 {
-    let shims = shims();
-    let mut pids = Vec::new();
-    let mut n = 0usize;
-    for sandbox_id in ids.iter().take(MEASURED) {
-        let Ok(info) = docker
-            .inspect_container(&format!("sandboxd-{sandbox_id}"), None)
-            .await
-        else {
-            continue;
-        };
-        if let Some(shim) = info.id.and_then(|id| shims.get(&id).copied()) {
-            pids.extend(tree(shim));
-            n += 1;
-        }
-    }
+async fn idle_cpu_percent(containers: &[Measured]) -> f64 {
+    let shims: Vec<u32> = containers.iter().filter_map(|c| c.shim).collect();
+    let pids: Vec<u32> = shims.iter().flat_map(|shim| tree(*shim)).collect();
+    let n = shims.len();
     let used = |pids: &[u32]| pids.iter().map(|p| cpu_seconds(*p)).sum::<f64>();
     let before = used(&pids);
     tokio::time::sleep(IDLE_CPU_WINDOW).await;
@@ -348,8 +353,9 @@ async fn run_tier(
         let n = idle.len() as f64;
         let rss = server.memory_mib().0;
         let available = meminfo_mib("MemAvailable:");
-        let (tree, shim) = container_memory(&docker, &idle).await;
-        let idle_cpu = idle_cpu_percent(&docker, &idle).await;
+        let containers = measured(&docker, &idle).await;
+        let (tree, shim) = container_memory(&containers);
+        let idle_cpu = idle_cpu_percent(&containers).await;
         let latencies = measure(&server, tier, &idle, args.iterations).await?;
         let (_, listed) = {
             let started = Instant::now();
