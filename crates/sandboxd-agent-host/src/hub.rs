@@ -89,6 +89,13 @@ impl AgentHub {
         rx
     }
 
+    /// Tells the subscribers again that a sandbox's agent is connected (it connected
+    /// before its sandbox's record said what to serve it: a warm pool's member, now
+    /// claimed).
+    pub fn announce(&self, sandbox_id: &str) {
+        announce(&self.inner.connected, sandbox_id);
+    }
+
     /// Whether sandboxes get an agent.
     pub fn enabled(&self) -> bool {
         self.inner.binary.is_some()

@@ -73,6 +73,8 @@ impl ChildServer {
             .env("SANDBOXD_AGENT", setup.agent.to_string())
             .env("SANDBOXD_TEMPLATES__BASE__IMAGE", image)
             .env("SANDBOXD_POOLS__BASE__SIZE", setup.pool.to_string())
+            // Cold creates are measured as such: no pool is kept for their demand.
+            .env("SANDBOXD_WARM_ON_DEMAND__BUDGET", "0")
             // The benchmark drives one key hard; the per-key limit would measure itself.
             .env("SANDBOXD_RATE_LIMIT_PER_SECOND", "0")
             .env("SANDBOXD_SERVERS__ALLOWED_NETWORKS", "[\"127.0.0.0/8\"]")
@@ -124,7 +126,7 @@ impl ChildServer {
         loop {
             let ready = self
                 .http
-                .metric("sandboxd_pool_ready{pool=\"base\",server=\"local\"}")
+                .metric("sandboxd_pool_ready{pool=\"base\",server=\"local\",network=\"isolated\"}")
                 .await?
                 .unwrap_or(0.0);
             let removing = self

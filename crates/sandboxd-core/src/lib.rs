@@ -25,6 +25,7 @@ pub mod paths;
 pub mod permissions;
 pub mod placement;
 pub mod plan;
+pub mod pool_demand;
 pub mod pools;
 pub mod ports;
 pub mod quotas;

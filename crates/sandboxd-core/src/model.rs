@@ -81,6 +81,8 @@ impl SandboxStatus {
     Copy,
     PartialEq,
     Eq,
+    PartialOrd,
+    Ord,
     Hash,
     Default,
     Serialize,

@@ -1,56 +1,109 @@
-//! Warm pools: which creates a pool of started sandboxes can serve. A pool belongs to a
-//! template and holds containers made as a create of that template with the default
-//! limits and isolated networking would make them. Other limits are applied to a member
+//! Warm pools: which creates a pool of started sandboxes can serve. A pool holds
+//! containers made as a create of its [`Shape`] (a template or an image, and a network
+//! mode) with the default limits would make them. Other limits are applied to a member
 //! on claim (the engine updates CPU, memory and pids of a running container); a create
-//! that asks for anything else (image, workdir, network, volumes) is served cold. Pools are kept
-//! per engine: the caller passes the pools of the engine the create goes to.
+//! that asks for anything else of its container (another workdir, volumes, a snapshot)
+//! is served cold. Pools are kept per engine: the caller looks in the pools of the
+//! engine the create goes to. How many members a pool kept for demand holds is
+//! `pool_demand`'s.
 
-use crate::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT};
+use crate::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT, DEFAULT_WORKDIR};
 use crate::model::NetworkMode;
 use crate::templates::Templates;
 use crate::validate::CreateSandbox;
 
-/// A pool that can serve a create.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolMatch<'a> {
-    /// The pool (template name).
-    pub pool: &'a str,
+/// What a pool's members are made of: everything a started container cannot change.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Shape {
+    /// The template giving the user, the workdir and the isolation (and the image when
+    /// `image` is `None`).
+    pub template: Option<String>,
+    /// An image other than the template's; with no template, the workdir is the
+    /// default one and the user the image's.
+    pub image: Option<String>,
+    pub network: NetworkMode,
+}
+
+impl Shape {
+    /// The shape of a configured pool: a template's image, `isolated`.
+    pub fn of_template(template: &str) -> Self {
+        Self {
+            template: Some(template.to_owned()),
+            image: None,
+            network: NetworkMode::Isolated,
+        }
+    }
+
+    /// The template of a configured pool of this shape, if it is one's.
+    pub fn configured_template(&self) -> Option<&str> {
+        match (&self.template, &self.image, self.network) {
+            (Some(template), None, NetworkMode::Isolated) => Some(template),
+            _ => None,
+        }
+    }
+
+    /// The name metrics and the container's pool label give it: its image, or its
+    /// template.
+    pub fn label(&self) -> &str {
+        self.image
+            .as_deref()
+            .or(self.template.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// The workdir of its members (and of the sandboxes claimed from it).
+    pub fn workdir<'t>(&self, templates: &'t Templates) -> &'t str {
+        self.template
+            .as_deref()
+            .and_then(|name| templates.get(name))
+            .map_or(DEFAULT_WORKDIR, |t| t.workdir.as_str())
+    }
+}
+
+/// The pool that can serve a create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolMatch {
+    pub shape: Shape,
     /// The create asks for other limits than the members were made with: the claimed
     /// container's limits are updated first.
     pub update_limits: bool,
 }
 
-/// The pool that can serve `cmd`, if it matches one of `pooled` (the pools of the
-/// engine the create goes to). Environment
-/// variables, name and timeout do not matter: they are applied on claim (the variables
-/// to every command, since a started container's environment is fixed).
-pub fn pool_for<'a>(
-    cmd: &CreateSandbox,
-    templates: &Templates,
-    pooled: impl IntoIterator<Item = &'a str>,
-) -> Option<PoolMatch<'a>> {
-    let name = cmd.image.template.as_deref()?;
-    let template = templates.get(name)?;
-    let same_image = cmd
-        .image
-        .image
+/// The shape of pool that can serve `cmd`, if any can. Environment variables, name,
+/// labels, egress list and timeout do not matter: they are applied on claim (the
+/// variables to every command, since a started container's environment is fixed).
+pub fn pool_for(cmd: &CreateSandbox, templates: &Templates) -> Option<PoolMatch> {
+    // A started container's mounts are fixed: one with volumes is made for them.
+    if !cmd.volumes.is_empty() || cmd.image.snapshot.is_some() {
+        return None;
+    }
+    let template = match cmd.image.template.as_deref() {
+        Some(name) => Some((name, templates.get(name)?)),
+        None => None,
+    };
+    let image = match (&cmd.image.image, template) {
+        (Some(image), Some((_, t))) if *image == t.image => None,
+        (Some(image), _) => Some(image.clone()),
+        (None, Some(_)) => None,
+        (None, None) => return None,
+    };
+    let shape = Shape {
+        template: template.map(|(name, _)| name.to_owned()),
+        image,
+        network: cmd.network_mode,
+    };
+    if cmd
+        .workdir
         .as_deref()
-        .is_none_or(|i| i == template.image);
-    let same_workdir = cmd.workdir.as_deref().is_none_or(|w| w == template.workdir);
+        .is_some_and(|w| w != shape.workdir(templates))
+    {
+        return None;
+    }
     let default_limits = cmd.cpu == DEFAULT_CPU
         && cmd.memory_mb == DEFAULT_MEMORY_MB
         && cmd.pids_limit == DEFAULT_PIDS_LIMIT;
-    // A started container's mounts are fixed: one with volumes is made for them.
-    let plain = same_image
-        && same_workdir
-        && cmd.network_mode == NetworkMode::Isolated
-        && cmd.volumes.is_empty();
-    if !plain {
-        return None;
-    }
-    let pool = pooled.into_iter().find(|pool| *pool == name)?;
     Some(PoolMatch {
-        pool,
+        shape,
         update_limits: !default_limits,
     })
 }
@@ -90,16 +143,19 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_create_of_a_pooled_template_is_served_by_its_pool() {
+    fn a_plain_create_of_a_template_is_served_by_its_configured_pool() {
         let templates = Templates::default();
+        let matched = pool_for(&create("python"), &templates).unwrap();
+        assert_eq!(matched.shape, Shape::of_template("python"));
+        assert_eq!(matched.shape.configured_template(), Some("python"));
+        assert!(!matched.update_limits);
+        let mut same_image = create("python");
+        same_image.image.image = Some(templates.get("python").unwrap().image.clone());
         assert_eq!(
-            pool_for(&create("python"), &templates, ["python"]),
-            Some(PoolMatch {
-                pool: "python",
-                update_limits: false
-            })
+            pool_for(&same_image, &templates).unwrap().shape,
+            Shape::of_template("python"),
+            "naming the template's own image changes nothing"
         );
-        assert_eq!(pool_for(&create("base"), &templates, ["python"]), None);
     }
 
     #[test]
@@ -113,13 +169,48 @@ mod tests {
         for change in variants {
             let mut cmd = create("python");
             change(&mut cmd);
-            let matched = pool_for(&cmd, &templates, ["python"]).unwrap();
+            let matched = pool_for(&cmd, &templates).unwrap();
             assert!(matched.update_limits, "{cmd:?}");
         }
     }
 
     #[test]
-    fn another_image_workdir_network_or_volumes_goes_cold() {
+    fn another_network_or_image_is_another_shape() {
+        let templates = Templates::default();
+        let mut internet = create("python");
+        internet.network_mode = NetworkMode::Internet;
+        let shape = pool_for(&internet, &templates).unwrap().shape;
+        assert_eq!(shape.network, NetworkMode::Internet);
+        assert_eq!(shape.configured_template(), None);
+
+        let mut image = create("python");
+        image.image.image = Some("other:1".into());
+        let shape = pool_for(&image, &templates).unwrap().shape;
+        assert_eq!(
+            (
+                shape.template.as_deref(),
+                shape.image.as_deref(),
+                shape.label()
+            ),
+            (Some("python"), Some("other:1"), "other:1")
+        );
+
+        let mut bare = create("python");
+        bare.image = ImageChoice {
+            template: None,
+            image: Some("other:1".into()),
+            snapshot: None,
+        };
+        bare.workdir = Some(DEFAULT_WORKDIR.into());
+        let shape = pool_for(&bare, &templates).unwrap().shape;
+        assert_eq!(
+            (shape.template, shape.image.as_deref()),
+            (None, Some("other:1"))
+        );
+    }
+
+    #[test]
+    fn another_workdir_volumes_a_snapshot_or_an_unknown_template_go_cold() {
         let templates = Templates::default();
         let variants: [fn(&mut CreateSandbox); 5] = [
             |c| {
@@ -129,15 +220,19 @@ mod tests {
                     read_only: false,
                 }]
             },
-            |c| c.network_mode = NetworkMode::Internet,
-            |c| c.network_mode = NetworkMode::Allowlist,
             |c| c.workdir = Some("/elsewhere".into()),
-            |c| c.image.image = Some("other:1".into()),
+            |c| c.image.snapshot = Some("snap".into()),
+            |c| c.image.template = Some("nope".into()),
+            |c| {
+                c.image.template = None;
+                c.image.image = Some("other:1".into());
+                c.workdir = Some("/elsewhere".into());
+            },
         ];
         for change in variants {
             let mut cmd = create("python");
             change(&mut cmd);
-            assert_eq!(pool_for(&cmd, &templates, ["python"]), None, "{cmd:?}");
+            assert_eq!(pool_for(&cmd, &templates), None, "{cmd:?}");
         }
     }
 }

@@ -94,6 +94,9 @@ pub struct ServerConfig {
     pub gvisor_runtime: String,
     /// Warm pools: template name → started sandboxes kept ready to be claimed.
     pub pools: BTreeMap<String, usize>,
+    /// How far the pools kept for demand (any other shape of create: an image, a
+    /// network mode) may grow.
+    pub warm_on_demand: sandboxd_core::pool_demand::DemandBounds,
     /// Patterns of the images callers may ask for by `image` (templates are the
     /// operator's own); empty: any image.
     pub allowed_images: Vec<String>,
@@ -165,6 +168,7 @@ impl ServerConfig {
             runtime: None,
             gvisor_runtime: "runsc".into(),
             pools: BTreeMap::new(),
+            warm_on_demand: sandboxd_core::pool_demand::DemandBounds::default(),
             allowed_images: Vec::new(),
             max_transfer_bytes: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES,
             session_max_lifetime: Duration::from_secs(DEFAULT_SESSION_LIFETIME_SECS),
@@ -316,6 +320,7 @@ impl Server {
                 runtime: config.runtime.clone(),
                 gvisor_runtime: config.gvisor_runtime.clone(),
                 pools: config.pools.clone(),
+                warm_on_demand: config.warm_on_demand,
                 allowed_images: config.allowed_images.clone(),
                 quotas: config.quotas,
                 host_cpus,

@@ -105,9 +105,7 @@ pub async fn render_open(State(service): State<crate::Service>) -> Response {
     }
     // Claims happen between refill passes: the gauge is read fresh at each scrape.
     for (key, ready) in service.pools().ready() {
-        let server = key.server_id.unwrap_or_else(|| "local".into());
-        metrics::gauge!(crate::service::POOL_READY, "pool" => key.template, "server" => server)
-            .set(ready as f64);
+        metrics::gauge!(crate::service::POOL_READY, &key.labels()).set(ready as f64);
     }
     let handle = handle();
     handle.run_upkeep();

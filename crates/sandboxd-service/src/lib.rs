@@ -109,6 +109,9 @@ pub struct Options {
     pub gvisor_runtime: String,
     /// Warm pools: template name → members kept ready.
     pub pools: std::collections::BTreeMap<String, usize>,
+    /// How far pools kept for demand (shapes of create without a configured pool) may
+    /// grow.
+    pub warm_on_demand: sandboxd_core::pool_demand::DemandBounds,
     /// Patterns of the images callers may ask for (`sandboxd_core::images`); empty: any.
     pub allowed_images: Vec<String>,
     /// What each organization may hold at once.
@@ -190,7 +193,7 @@ impl Service {
                 templates,
                 instance_id,
                 paths: PathCounts::default(),
-                pools: pools::Stock::new(options.pools.clone()),
+                pools: pools::Stock::new(options.pools.clone(), options.warm_on_demand),
                 options,
                 oom_seen: Default::default(),
                 restarts: Default::default(),

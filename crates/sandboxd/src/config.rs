@@ -61,6 +61,10 @@ pub struct Config {
     pub gvisor_runtime: String,
     /// Warm pools by template, e.g. `[pools.python] size = 4`.
     pub pools: BTreeMap<String, PoolConfig>,
+    /// Pools kept for demand: any other shape of create (an image, `internet`,
+    /// `allowlist`) gets a pool while it is asked for, e.g.
+    /// `[warm_on_demand] budget = 8`.
+    pub warm_on_demand: WarmOnDemandConfig,
     /// Patterns of the images callers may name (`docker.io/library/*`); empty: any.
     pub allowed_images: Vec<String>,
     /// The cap of one streamed transfer (`sandbox.upload`, `sandbox.download`, `cp`),
@@ -273,6 +277,40 @@ impl QuotasConfig {
     }
 }
 
+/// `[warm_on_demand]`: how far pools kept for demand may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WarmOnDemandConfig {
+    /// Members of all of them together; 0 turns them off.
+    pub budget: usize,
+    /// Members of one of them.
+    pub per_pool: usize,
+    /// Seconds back creates count: a pool holds as many members as its shape had
+    /// creates in that time (at most `per_pool`), and none after that long without.
+    pub window_secs: u64,
+}
+
+impl Default for WarmOnDemandConfig {
+    fn default() -> Self {
+        let bounds = sandboxd_core::pool_demand::DemandBounds::default();
+        Self {
+            budget: bounds.budget,
+            per_pool: bounds.per_pool,
+            window_secs: bounds.window.as_secs(),
+        }
+    }
+}
+
+impl WarmOnDemandConfig {
+    pub fn bounds(&self) -> sandboxd_core::pool_demand::DemandBounds {
+        sandboxd_core::pool_demand::DemandBounds {
+            budget: self.budget,
+            per_pool: self.per_pool,
+            window: std::time::Duration::from_secs(self.window_secs),
+        }
+    }
+}
+
 /// A warm pool of a template.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolConfig {
@@ -300,6 +338,7 @@ impl std::fmt::Debug for Config {
             .field("runtime", &self.runtime)
             .field("gvisor_runtime", &self.gvisor_runtime)
             .field("pools", &self.pools)
+            .field("warm_on_demand", &self.warm_on_demand)
             .field("allowed_images", &self.allowed_images)
             .field("max_transfer_mb", &self.max_transfer_mb)
             .field("session_max_lifetime_secs", &self.session_max_lifetime_secs)
@@ -352,6 +391,7 @@ impl Default for Config {
             runtime: None,
             gvisor_runtime: "runsc".into(),
             pools: BTreeMap::new(),
+            warm_on_demand: WarmOnDemandConfig::default(),
             allowed_images: Vec::new(),
             max_transfer_mb: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES / (1024 * 1024),
             session_max_lifetime_secs: sandboxd_server::DEFAULT_SESSION_LIFETIME_SECS,

@@ -173,6 +173,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .iter()
         .map(|(template, pool)| (template.clone(), pool.size))
         .collect();
+    server_config.warm_on_demand = config.warm_on_demand.bounds();
     server_config.template_images = config.template_images();
     server_config.template_isolation = config
         .templates

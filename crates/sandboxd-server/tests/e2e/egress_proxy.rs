@@ -49,7 +49,14 @@ async fn pretend_internet() -> SocketAddr {
 }
 
 async fn server_with_pretend_names() -> TestServer {
+    server_with_pretend_names_and(|_| {}).await
+}
+
+async fn server_with_pretend_names_and(
+    tweak: impl FnOnce(&mut sandboxd_server::ServerConfig),
+) -> TestServer {
     TestServer::start_with(|config| {
+        tweak(config);
         let mut hosts: std::collections::BTreeMap<String, String> = [
             "allowed.test",
             "api.allowed.test",
@@ -227,6 +234,64 @@ async fn an_internet_sandbox_has_no_proxy_and_an_isolated_one_no_way_out() {
     .await;
     assert_ne!(code, 0, "nothing listens where the proxy would: {out}");
     assert!(!out.contains("pretend internet"), "{out}");
+}
+
+/// A warm `allowlist` sandbox (from the pool kept for that shape's demand) serves its
+/// proxy as soon as it is claimed, with its own list: the member started before any
+/// list was known.
+#[tokio::test]
+async fn a_warm_allowlist_sandbox_reaches_its_own_list_through_the_proxy() {
+    let far = pretend_internet().await;
+    let port = far.port();
+    let server = server_with_pretend_names_and(|config| {
+        config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds::default();
+    })
+    .await;
+    let cold = allowlisted(&server, json!([format!("blocked.test:{port}")])).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let members = loop {
+        let members = server.service.pools().members();
+        let ready: usize = server.service.pools().ready().values().sum();
+        if ready == 1 {
+            break members;
+        }
+        assert!(std::time::Instant::now() < deadline, "no member made");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let warm = allowlisted(&server, json!([format!("allowed.test:{port}")])).await;
+    assert!(members.contains(id(&warm)), "served by the pool");
+    assert_eq!(warm["networkMode"], "allowlist");
+
+    let (code, out) = sh(
+        &server,
+        &warm,
+        &format!("curl -sS http://allowed.test:{port}/warm"),
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("hello from the pretend internet\nGET /warm"),
+        "{out}"
+    );
+    // Its own list, not the one of the create that made the pool.
+    let (code, out) = sh(
+        &server,
+        &warm,
+        &format!("curl -sSf http://blocked.test:{port}/"),
+    )
+    .await;
+    assert_ne!(code, 0, "{out}");
+    assert!(!out.contains("pretend internet"), "{out}");
+    let (code, out) = sh(
+        &server,
+        &cold,
+        &format!("curl -sSf http://blocked.test:{port}/"),
+    )
+    .await;
+    assert_eq!(code, 0, "the cold one keeps its own: {out}");
+    // Its user's variables cannot point it elsewhere: the proxy is the container's.
+    let (_, out) = sh(&server, &warm, "echo $HTTP_PROXY").await;
+    assert_eq!(out.trim(), "http://127.0.0.1:49980");
 }
 
 /// An `allowlist` sandbox of the base template with the list `allow`.

@@ -48,6 +48,9 @@ fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
         .insert("python".into(), BUSYBOX.into());
     config.reaper_interval = Duration::from_millis(500);
     config.reconcile_interval = Duration::from_secs(3600);
+    // Containers are counted exactly here: pools kept for demand only where a test
+    // asks for them.
+    config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds::OFF;
     config.remote = Some(loopback_servers(&config));
     if let Ok(runtime) = std::env::var("SANDBOXD_TEST_RUNTIME") {
         config.runtime = Some(runtime);

@@ -1,7 +1,9 @@
 //! Warm pools on the real engine: members are made in the background and never visible
 //! as sandboxes; a matching create claims one (env vars given to every command), a
 //! different one goes cold; reconcile keeps members and removes strangers; a stop
-//! removes the unclaimed members and a restart keeps claimed sandboxes working.
+//! removes the unclaimed members and a restart keeps claimed sandboxes working. Pools
+//! kept for demand: an `internet` create's shape gets one, whose members are on the
+//! internet bridge, and the next such create is warm.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -261,5 +263,91 @@ async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
         let made = server.create(asked.clone()).await;
         assert!(!members.contains_key(id(&made)), "made cold: {asked}");
         assert_eq!(made["isolation"], isolation, "{asked}");
+    }
+}
+
+/// Sandboxes of a shape no pool is configured for (here `internet`, the default of
+/// E2B's creates) are warm from the second on: the first one's create makes the server
+/// keep a member of that shape, on the internet bridge, until creates of it stop.
+#[tokio::test]
+async fn an_internet_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
+    let server = TestServer::start_with(|config| {
+        config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds {
+            window: Duration::from_secs(3),
+            ..Default::default()
+        };
+    })
+    .await;
+    let instance = server.instance().to_owned();
+    let asked = json!({"template": "python", "networkMode": "internet"});
+    let first = server.create(asked.clone()).await;
+    let key = PoolKey {
+        server_id: None,
+        shape: sandboxd_core::pools::Shape {
+            network: sandboxd_core::model::NetworkMode::Internet,
+            ..sandboxd_core::pools::Shape::of_template("python")
+        },
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.service.pools().ready().get(&key).copied() != Some(1) {
+        assert!(Instant::now() < deadline, "no member of the internet shape");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let members = pool_containers(&server, &instance).await;
+    let member = members
+        .iter()
+        .find(|(sandbox_id, _)| *sandbox_id != id(&first))
+        .map(|(_, container)| container.clone())
+        .expect("a member");
+    let networks = server
+        .docker()
+        .inspect_container(&member, None)
+        .await
+        .unwrap()
+        .network_settings
+        .and_then(|n| n.networks)
+        .unwrap_or_default();
+    assert!(
+        networks.contains_key(sandboxd_core::plan::INTERNET_NETWORK),
+        "{networks:?}"
+    );
+
+    let warm = server
+        .create(json!({"template": "python", "networkMode": "internet", "envVars": "WHO=warm"}))
+        .await;
+    assert!(members.contains_key(id(&warm)), "served by the pool");
+    assert_eq!(warm["networkMode"], "internet");
+    let out = server.exec(&warm, "echo $WHO; ls /sys/class/net").await;
+    let text = out["stdout"].as_str().unwrap();
+    assert!(text.starts_with("warm\n") && text.contains("eth0"), "{out}");
+    // Two creates of it in the window: two members kept.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.service.pools().ready().get(&key).copied() != Some(2) {
+        assert!(Instant::now() < deadline, "the pool never grew to two");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(pool_containers(&server, &instance).await.len(), 3);
+    // An `isolated` create of the same template is another shape: made cold.
+    let isolated = server.create(json!({"template": "python"})).await;
+    assert!(
+        !pool_containers(&server, &instance)
+            .await
+            .contains_key(id(&isolated))
+    );
+
+    // Without creates for its window the pool is emptied, and its members removed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = pool_containers(&server, &instance).await;
+        let pooled = server.service.pools().members();
+        // What is left of the pool's containers is the claimed sandbox.
+        if pooled.is_empty() && left.len() == 1 && left.contains_key(id(&warm)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "left: {left:?}, members: {pooled:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

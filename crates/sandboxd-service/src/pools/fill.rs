@@ -1,5 +1,5 @@
-//! Keeping the pools full: each pass reads the sizes in force (the local ones and every
-//! server's), trims pools that shrank, and makes members where pools are short; each
+//! Keeping the pools full: each pass reads the sizes in force (the local ones, every
+//! server's and those of demand), trims pools that shrank, and makes members where pools are short; each
 //! engine's pools are filled beside the others', so a slow or unreachable server never
 //! holds the local pools back. A server that is removed or reached otherwise has its
 //! members removed first.
@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use futures_util::future::join_all;
 use sandboxd_core::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT};
-use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
+use sandboxd_core::model::{Sandbox, SandboxStatus};
 use sandboxd_store::new_sandbox_id;
 use tracing::warn;
 
@@ -16,8 +16,9 @@ use super::{POOL_READY, POOL_REFILLS, PoolKey, Pools, Warm};
 use crate::{ServiceError, now_ms};
 
 impl Pools {
-    /// The sizes of every pool: the local ones and those of each server whose host key
-    /// is pinned. `None` when the servers could not be read (nothing is trimmed then).
+    /// The sizes of every pool: the local ones, those of each server whose host key is
+    /// pinned, and those of demand. `None` when the servers could not be read (nothing
+    /// is trimmed then).
     async fn pool_sizes(&self) -> Option<BTreeMap<PoolKey, usize>> {
         let servers = match self.service.store().all_servers().await {
             Ok(servers) => servers,
@@ -43,7 +44,12 @@ impl Pools {
                     .filter(|(_, size)| **size > 0)
                     .map(|(template, size)| (PoolKey::on(&server.server_id, template), *size))
             });
-        Some(local.chain(remote).collect())
+        let demand = self.service.inner.pools.state().demand.sizes(now_ms());
+        let mut sizes: BTreeMap<PoolKey, usize> = demand;
+        for (key, size) in local.chain(remote) {
+            sizes.insert(key, size);
+        }
+        Some(sizes)
     }
 
     /// Makes members until every pool is full again; returns how many were made. Pools
@@ -100,12 +106,7 @@ impl Pools {
 
     async fn fill_pool(&self, key: &PoolKey, size: usize) -> usize {
         let pools = &self.service.inner.pools;
-        let labels = || {
-            [
-                ("pool", key.template.clone()),
-                ("server", key.server_label()),
-            ]
-        };
+        let labels = || key.labels();
         let mut made = 0;
         while pools.state().ready_in(key) < size {
             match self.make_member(key).await {
@@ -128,7 +129,11 @@ impl Pools {
                     }
                 }
                 Err(error) => {
-                    warn!(pool = %key.template, server_id = key.server_label(), %error, "could not make a warm sandbox; retrying later");
+                    // A pool kept for demand is dropped until its shape is created
+                    // again (a cold create of it then says whether it can be made);
+                    // a configured one is tried again at the next pass.
+                    pools.state().demand.forget(key);
+                    warn!(pool = key.shape.label(), network = key.shape.network.as_str(), server_id = key.server_label(), %error, "could not make a warm sandbox; retrying later");
                     break;
                 }
             }
@@ -138,10 +143,20 @@ impl Pools {
     }
 
     async fn make_member(&self, key: &PoolKey) -> Result<Warm, ServiceError> {
-        let template = self
-            .service
-            .templates()
-            .get(&key.template)
+        let templates = self.service.templates();
+        let template = match &key.shape.template {
+            Some(name) => Some(
+                templates
+                    .get(name)
+                    .ok_or(ServiceError::NotFound("template"))?,
+            ),
+            None => None,
+        };
+        let image = key
+            .shape
+            .image
+            .clone()
+            .or_else(|| template.map(|t| t.image.clone()))
             .ok_or(ServiceError::NotFound("template"))?;
         let engine = self
             .service
@@ -163,18 +178,18 @@ impl Pools {
             project_id: String::new(),
             environment_id: String::new(),
             server_id: key.server_id.clone(),
-            image: template.image.clone(),
-            template: Some(key.template.clone()),
+            image,
+            template: key.shape.template.clone(),
             container_id: None,
             status: SandboxStatus::Creating,
             cpu: DEFAULT_CPU,
             memory_mb: DEFAULT_MEMORY_MB,
             pids_limit: DEFAULT_PIDS_LIMIT,
             timeout_ms: 0,
-            network_mode: NetworkMode::Isolated,
-            workdir: template.workdir.clone(),
-            user: template.user.clone(),
-            runtime: self.service.runtime_of(None, Some(&key.template)),
+            network_mode: key.shape.network,
+            workdir: key.shape.workdir(templates).to_owned(),
+            user: template.and_then(|t| t.user.clone()),
+            runtime: self.service.runtime_of(None, key.shape.template.as_deref()),
             created_at: now_ms(),
             expires_at: None,
             last_activity_at: None,
@@ -191,7 +206,7 @@ impl Pools {
         match self
             .service
             .sandboxes()
-            .start_container(&engine, &row, Some(&key.template))
+            .start_container(&engine, &row, Some(key.shape.label()))
             .await
         {
             Ok((container_id, user)) => {

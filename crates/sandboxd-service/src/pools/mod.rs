@@ -1,9 +1,11 @@
-//! Warm pools: per engine and template, a number of sandboxes made and started ahead of
-//! time, with their agent connected, and no row. The local engine's pools come from the
-//! configuration, a remote server's from its record (`warmPools`). A create that a pool
-//! of the engine it goes to can serve (`sandboxd_core::pools::pool_for`) claims one:
-//! its row is written straight as `running`, and the pool is refilled in the
-//! background. Pool members are not sandboxes: they are never listed, never reaped, and
+//! Warm pools: per engine and shape (template or image, network mode), a number of
+//! sandboxes made and started ahead of time, with their agent connected, and no row.
+//! The local engine's template pools come from the configuration, a remote server's
+//! from its record (`warmPools`); any other shape of create gets a pool while creates
+//! of it keep coming, within the bounds of `[warm_on_demand]`
+//! (`sandboxd_core::pool_demand`). A create that a pool of the engine it goes to can
+//! serve (`sandboxd_core::pools::pool_for`) claims one: its row is written straight as
+//! `running`, and the pool is refilled in the background. Pool members are not sandboxes: they are never listed, never reaped, and
 //! kept by reconcile only while the pools know them; a server stop removes them, and
 //! one that did not stop cleanly has them removed by the next start's reconcile (then
 //! refilled).
@@ -13,8 +15,9 @@ mod fill;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use sandboxd_core::model::{Environment, Principal, Sandbox, SandboxStatus, Server};
-use sandboxd_core::pools::pool_for;
+use sandboxd_core::model::{Environment, NetworkMode, Principal, Sandbox, SandboxStatus, Server};
+use sandboxd_core::pool_demand::{DemandBounds, DemandLog};
+use sandboxd_core::pools::{Shape, pool_for};
 use sandboxd_core::validate::CreateSandbox;
 use sandboxd_ports::Engine;
 use tracing::{info, warn};
@@ -25,28 +28,28 @@ pub const POOL_READY: &str = "sandboxd_pool_ready";
 pub const POOL_CLAIMS: &str = "sandboxd_pool_claims_total";
 pub const POOL_REFILLS: &str = "sandboxd_pool_refills_total";
 
-/// A pool: the engine it is kept on and its template.
+/// A pool: the engine it is kept on and the shape of its members.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PoolKey {
     /// `None`: the local engine.
     pub server_id: Option<String>,
-    pub template: String,
+    pub shape: Shape,
 }
 
 impl PoolKey {
-    /// A pool of the local engine.
+    /// A configured pool of the local engine: the template's, `isolated`.
     pub fn local(template: &str) -> Self {
         Self {
             server_id: None,
-            template: template.to_owned(),
+            shape: Shape::of_template(template),
         }
     }
 
-    /// A pool of a remote server.
+    /// A configured pool of a remote server.
     pub fn on(server_id: &str, template: &str) -> Self {
         Self {
             server_id: Some(server_id.to_owned()),
-            template: template.to_owned(),
+            shape: Shape::of_template(template),
         }
     }
 
@@ -55,10 +58,32 @@ impl PoolKey {
         self.server_id.clone().unwrap_or_else(|| "local".into())
     }
 
-    fn count_claim(&self, outcome: &'static str) {
-        metrics::counter!(POOL_CLAIMS, "pool" => self.template.clone(), "server" => self.server_label(), "outcome" => outcome)
-            .increment(1);
+    /// The labels of its metrics.
+    pub fn labels(&self) -> [(&'static str, String); 3] {
+        [
+            ("pool", self.shape.label().to_owned()),
+            ("server", self.server_label()),
+            ("network", self.shape.network.as_str().to_owned()),
+        ]
     }
+
+    fn count_claim(&self, outcome: &'static str) {
+        let [pool, server, network] = self.labels();
+        metrics::counter!(
+            POOL_CLAIMS,
+            &[pool, server, network, ("outcome", outcome.to_owned())]
+        )
+        .increment(1);
+    }
+}
+
+/// What a pool made of a create.
+pub(super) enum Claimed {
+    /// Served by a member.
+    Warm(Box<Sandbox>),
+    /// To be made cold; once it runs, a create of the pool kept for its shape's demand
+    /// (none when its shape cannot be pooled, or has a configured pool).
+    Cold(Option<PoolKey>),
 }
 
 /// A started pool member, with the engine it was made on (kept even when the fleet
@@ -72,17 +97,20 @@ struct Warm {
 }
 
 /// The pools of a sandboxd: their target sizes and their members.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Stock {
     /// The local engine's pools, as configured.
     local: BTreeMap<String, usize>,
     state: Mutex<PoolState>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct PoolState {
-    /// Sizes in force: the local ones, and each server's as read by the last fill pass.
+    /// Sizes in force: the configured ones (local, and each server's as read by the
+    /// last fill pass) and those of demand.
     sizes: BTreeMap<PoolKey, usize>,
+    /// Recent creates of shapes without a configured pool.
+    demand: DemandLog<PoolKey>,
     /// Started members ready to be claimed, oldest first, per pool.
     ready: HashMap<PoolKey, VecDeque<Warm>>,
     /// Every sandbox id the pools own: ready, being made, or being claimed. Reconcile
@@ -98,8 +126,8 @@ impl PoolState {
 
 impl Stock {
     /// The local engine's pools of `sizes` (template name → members to keep ready; 0
-    /// means no pool).
-    pub(crate) fn new(sizes: BTreeMap<String, usize>) -> Self {
+    /// means no pool), and pools for demand within `demand`.
+    pub(crate) fn new(sizes: BTreeMap<String, usize>, demand: DemandBounds) -> Self {
         let local: BTreeMap<String, usize> =
             sizes.into_iter().filter(|(_, size)| *size > 0).collect();
         let state = PoolState {
@@ -107,7 +135,9 @@ impl Stock {
                 .iter()
                 .map(|(template, size)| (PoolKey::local(template), *size))
                 .collect(),
-            ..PoolState::default()
+            demand: DemandLog::new(demand),
+            ready: HashMap::new(),
+            members: HashSet::new(),
         };
         Self {
             local,
@@ -134,14 +164,16 @@ impl Stock {
             .collect()
     }
 
-    /// Ready members of one server's pools, per template.
+    /// Ready members of one server's configured pools, per template.
     fn ready_on(&self, server_id: &str) -> BTreeMap<String, usize> {
         let state = self.state();
         state
             .ready
             .iter()
             .filter(|(key, _)| key.server_id.as_deref() == Some(server_id))
-            .map(|(key, members)| (key.template.clone(), members.len()))
+            .filter_map(|(key, members)| {
+                Some((key.shape.configured_template()?.to_owned(), members.len()))
+            })
             .collect()
     }
 }
@@ -166,38 +198,46 @@ impl Pools {
         cmd: &CreateSandbox,
         environment: &Environment,
         server: Option<&Server>,
-    ) -> Result<Option<Sandbox>, ServiceError> {
+    ) -> Result<Claimed, ServiceError> {
         let pools = &self.service.inner.pools;
-        let pooled = match server {
-            None => &pools.local,
-            Some(server) => &server.warm_pools,
-        };
-        let Some(matched) = pool_for(
-            cmd,
-            self.service.templates(),
-            pooled.keys().map(String::as_str),
-        ) else {
-            return Ok(None);
+        let Some(matched) = pool_for(cmd, self.service.templates()) else {
+            return Ok(Claimed::Cold(None));
         };
         // Under gVisor the processes a sandbox may run are its kernel's limit, set as
         // it starts: a create with other limits than its pool's is made cold.
-        let runtime = self.service.runtime_of(None, Some(matched.pool));
+        let runtime = self
+            .service
+            .runtime_of(None, matched.shape.template.as_deref());
         if matched.update_limits && sandboxd_core::plan::under_gvisor(runtime.as_deref()) {
-            return Ok(None);
+            return Ok(Claimed::Cold(None));
         }
+        let configured = matched
+            .shape
+            .configured_template()
+            .is_some_and(|template| match server {
+                None => pools.local.contains_key(template),
+                Some(server) => server
+                    .warm_pools
+                    .get(template)
+                    .is_some_and(|size| *size > 0),
+            });
         let key = PoolKey {
             server_id: server.map(|s| s.server_id.clone()),
-            template: matched.pool.to_owned(),
+            shape: matched.shape,
         };
         let warm = loop {
-            let taken = pools
-                .state()
-                .ready
-                .get_mut(&key)
-                .and_then(VecDeque::pop_front);
+            let (taken, in_force) = {
+                let mut state = pools.state();
+                let taken = state.ready.get_mut(&key).and_then(VecDeque::pop_front);
+                (taken, state.sizes.contains_key(&key))
+            };
             let Some(warm) = taken else {
-                key.count_claim("miss");
-                return Ok(None);
+                // Only pools in force are counted: a series per shape ever asked for
+                // would grow without bound.
+                if in_force {
+                    key.count_claim("miss");
+                }
+                return Ok(Claimed::Cold((!configured).then_some(key)));
             };
             if self.service.agent_channel(&warm.sandbox_id).is_some() {
                 break warm;
@@ -223,7 +263,11 @@ impl Pools {
                 .await
         };
         key.count_claim("hit");
-        let template = self.service.templates().get(&key.template);
+        if !configured {
+            self.note_demand(&key);
+        }
+        let templates = self.service.templates();
+        let template = key.shape.template.as_deref().and_then(|t| templates.get(t));
         let now = now_ms();
         let row = Sandbox {
             name: cmd
@@ -235,8 +279,13 @@ impl Pools {
             project_id: environment.project_id.clone(),
             environment_id: environment.environment_id.clone(),
             server_id: key.server_id.clone(),
-            image: template.map(|t| t.image.clone()).unwrap_or_default(),
-            template: Some(key.template.clone()),
+            image: key
+                .shape
+                .image
+                .clone()
+                .or_else(|| template.map(|t| t.image.clone()))
+                .unwrap_or_default(),
+            template: key.shape.template.clone(),
             container_id: Some(warm.container_id.clone()),
             status: SandboxStatus::Running,
             cpu: cmd.cpu,
@@ -244,9 +293,9 @@ impl Pools {
             pids_limit: cmd.pids_limit,
             timeout_ms: cmd.timeout_ms,
             network_mode: cmd.network_mode,
-            workdir: template.map(|t| t.workdir.clone()).unwrap_or_default(),
+            workdir: key.shape.workdir(templates).to_owned(),
             user: warm.user.clone(),
-            runtime: self.service.runtime_of(None, Some(&key.template)),
+            runtime,
             created_at: now,
             expires_at: Some(now + cmd.timeout_ms),
             last_activity_at: Some(now),
@@ -266,7 +315,7 @@ impl Pools {
             Some(caller),
             "sandbox.create",
             Resource::sandbox(&row),
-            crate::sandboxes::created_metadata(&row, true, Some(&key.template)),
+            crate::sandboxes::created_metadata(&row, true, Some(key.shape.label())),
         );
         let inserted = self.service.store().insert_sandbox_audited(
             &row,
@@ -297,10 +346,20 @@ impl Pools {
                 )
                 .await;
             self.service.store().delete_sandbox(&row.sandbox_id).await?;
-            return Ok(None);
+            return Ok(Claimed::Cold(None));
         }
-        info!(sandbox_id = %row.sandbox_id, pool = %key.template, server_id = key.server_label(), "sandbox claimed from a warm pool");
-        Ok(Some(row))
+        if row.network_mode == NetworkMode::Allowlist {
+            // Its agent connected before its row said what to serve it: its egress
+            // proxy is looked up again now.
+            self.service.agents().announce(&row.sandbox_id);
+        }
+        info!(sandbox_id = %row.sandbox_id, pool = key.shape.label(), network = row.network_mode.as_str(), server_id = key.server_label(), "sandbox claimed from a warm pool");
+        Ok(Claimed::Warm(Box::new(row)))
+    }
+
+    /// Counts a create of `key`'s shape (served or made cold) for its pool's size.
+    pub(super) fn note_demand(&self, key: &PoolKey) {
+        self.service.inner.pools.state().demand.note(key, now_ms());
     }
 
     /// Removes a member that will not be used, in the background, on the engine it was

@@ -18,6 +18,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use super::Sandboxes;
+use crate::pools::Claimed;
 use crate::{Resource, ServiceError, internal_exec, now_ms};
 use serde_json::{Value, json};
 
@@ -169,16 +170,20 @@ impl Sandboxes {
         }
         // A sandbox with credentials is made for them (they are kept before it starts);
         // a pool's members run under its template's runtime.
+        let mut demand = None;
         if cmd.egress_credentials.is_empty()
             && runtime == self.service.runtime_of(None, cmd.image.template.as_deref())
             && snapshot.is_none()
-            && let Some(warm) = self
+        {
+            match self
                 .service
                 .pools()
                 .claim(caller, &cmd, &environment, server.as_ref())
                 .await?
-        {
-            return Ok(warm);
+            {
+                Claimed::Warm(warm) => return Ok(*warm),
+                Claimed::Cold(pool) => demand = pool,
+            }
         }
         let engine = self
             .service
@@ -318,6 +323,11 @@ impl Sandboxes {
                     return Err(ServiceError::NotRunning(NotRunning(now.status)));
                 }
                 info!(sandbox_id = %row.sandbox_id, image = %row.image, "sandbox running");
+                // Only a create that ran counts for its shape's pool: one of an image
+                // that cannot be made never has a pool.
+                if let Some(pool) = demand {
+                    self.service.pools().note_demand(&pool);
+                }
                 Ok(now)
             }
             Err(error) => {
