@@ -122,13 +122,18 @@ impl ChildServer {
     /// Waits until the warm pool has `size` members ready and no removal is running, so
     /// the next measurement competes with no background work.
     pub async fn settle(&self, size: usize) -> anyhow::Result<()> {
+        self.settle_pool("isolated", size).await
+    }
+
+    /// As [`ChildServer::settle`], for the base template's pool of `network` (one kept
+    /// for demand, unless `isolated`).
+    pub async fn settle_pool(&self, network: &str, size: usize) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(60);
+        let metric = format!(
+            "sandboxd_pool_ready{{pool=\"base\",server=\"local\",network=\"{network}\",image=\"template\"}}"
+        );
         loop {
-            let ready = self
-                .http
-                .metric("sandboxd_pool_ready{pool=\"base\",server=\"local\",network=\"isolated\"}")
-                .await?
-                .unwrap_or(0.0);
+            let ready = self.http.metric(&metric).await?.unwrap_or(0.0);
             let removing = self
                 .http
                 .metric("sandboxd_container_removals_pending")

@@ -10,6 +10,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod child;
+mod demand;
 mod density;
 mod floor;
 mod http;
@@ -79,6 +80,10 @@ pub struct Args {
     /// gVisor), then `sandbox.list` and the passes over 10,000 rows.
     #[arg(long, value_delimiter = ',', value_name = "LEVELS")]
     density: Option<Vec<usize>>,
+    /// Measure pools kept for demand only: an `internet` create served by one, against
+    /// the same create cold and a configured pool's claim.
+    #[arg(long)]
+    demand: bool,
     /// Measure `sandbox.list` and the reaper and reconcile passes only, over this many
     /// rows (the last part of `--density`).
     #[arg(long, value_name = "ROWS")]
@@ -122,6 +127,19 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let raw = floor::Floor::connect(&args.image).await?;
+    if args.demand {
+        let mut instances = Vec::new();
+        let outcome = demand::run(&args, &mut instances).await;
+        for instance in instances {
+            raw.remove_labelled(&format!("sandboxd.instance={instance}"))
+                .await;
+        }
+        let json = report::print(&outcome?, args.iterations);
+        if let Some(path) = &args.json {
+            std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
     if let Some(postgres) = &args.postgres {
         let (rows, figures) = store::run(&args, postgres, &raw).await?;
         let json = load::annotate(report::print(&rows, args.iterations), &figures);

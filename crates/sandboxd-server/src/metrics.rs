@@ -104,8 +104,8 @@ pub async fn render_open(State(service): State<crate::Service>) -> Response {
         }
     }
     // Claims happen between refill passes: the gauge is read fresh at each scrape.
-    for (key, ready) in service.pools().ready() {
-        metrics::gauge!(crate::service::POOL_READY, &key.labels()).set(ready as f64);
+    for (labels, ready) in service.pools().ready_series() {
+        metrics::gauge!(crate::service::POOL_READY, &labels).set(ready as f64);
     }
     let handle = handle();
     handle.run_upkeep();

@@ -41,7 +41,7 @@ pub use egress::{
 pub use error::ServiceError;
 pub use files::Files;
 pub use fleet::Fleet;
-pub use pools::{POOL_READY, PoolKey, Pools};
+pub use pools::{POOL_READY, PoolKey, PoolSeries, Pools};
 pub use ports::{Admitted, Exposed, Link, Ports};
 pub use replicas::{HEARTBEAT_EVERY, Replicas};
 pub use servers::Servers;

@@ -447,6 +447,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pools_kept_for_demand_are_on_by_default_and_bounded_as_configured() {
+        figment::Jail::expect_with(|jail| {
+            let config = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(
+                config.warm_on_demand.bounds(),
+                sandboxd_core::pool_demand::DemandBounds::default()
+            );
+            assert!(!config.warm_on_demand.bounds().is_off());
+            jail.create_file(
+                "sandboxd.toml",
+                "[warm_on_demand]\nper_pool = 3\nwindow_secs = 10\n",
+            )?;
+            jail.set_env("SANDBOXD_WARM_ON_DEMAND__BUDGET", "0");
+            let config =
+                Config::load(Some(Path::new("sandboxd.toml"))).map_err(|e| e.to_string())?;
+            let bounds = config.warm_on_demand.bounds();
+            assert_eq!(
+                (bounds.budget, bounds.per_pool, bounds.window.as_secs()),
+                (0, 3, 10)
+            );
+            assert!(bounds.is_off());
+            Ok(())
+        });
+    }
+
+    #[test]
     fn file_then_environment() {
         figment::Jail::expect_with(|jail| {
             jail.create_file(

@@ -327,6 +327,10 @@ async fn an_internet_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(pool_containers(&server, &instance).await.len(), 3);
+    let series =
+        r#"sandboxd_pool_ready{pool="python",server="local",network="internet",image="template"}"#;
+    let metrics = server.metrics().await;
+    assert!(metrics.contains(&format!("{series} 2\n")), "{metrics}");
     // An `isolated` create of the same template is another shape: made cold.
     let isolated = server.create(json!({"template": "python"})).await;
     assert!(
@@ -350,4 +354,9 @@ async fn an_internet_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let metrics = server.metrics().await;
+    assert!(
+        metrics.contains(&format!("{series} 0\n")),
+        "emptied reads 0: {metrics}"
+    );
 }

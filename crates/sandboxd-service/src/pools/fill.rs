@@ -12,7 +12,7 @@ use sandboxd_core::model::{Sandbox, SandboxStatus};
 use sandboxd_store::new_sandbox_id;
 use tracing::warn;
 
-use super::{POOL_READY, POOL_REFILLS, PoolKey, Pools, Warm};
+use super::{POOL_REFILLS, PoolKey, Pools, Warm};
 use crate::{ServiceError, now_ms};
 
 impl Pools {
@@ -100,6 +100,8 @@ impl Pools {
             }
         }
         state.ready.retain(|_, members| !members.is_empty());
+        let series: Vec<_> = sizes.keys().map(PoolKey::labels).collect();
+        state.series.extend(series);
         state.sizes = sizes;
         extra
     }
@@ -138,7 +140,6 @@ impl Pools {
                 }
             }
         }
-        metrics::gauge!(POOL_READY, &labels()).set(pools.state().ready_in(key) as f64);
         made
     }
 

@@ -12,7 +12,7 @@
 
 mod fill;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use sandboxd_core::model::{Environment, NetworkMode, Principal, Sandbox, SandboxStatus, Server};
@@ -58,24 +58,48 @@ impl PoolKey {
         self.server_id.clone().unwrap_or_else(|| "local".into())
     }
 
-    /// The labels of its metrics.
-    pub fn labels(&self) -> [(&'static str, String); 3] {
+    /// The labels of its metrics: its template (`none` without one), server, network
+    /// and whether its image is the template's. Never the image's name: the series
+    /// stay as many as templates, servers and network modes, whatever images are asked
+    /// for (pools of two other images of one template share theirs).
+    pub fn labels(&self) -> PoolSeries {
         [
-            ("pool", self.shape.label().to_owned()),
+            (
+                "pool",
+                self.shape.template.clone().unwrap_or_else(|| "none".into()),
+            ),
             ("server", self.server_label()),
             ("network", self.shape.network.as_str().to_owned()),
+            (
+                "image",
+                if self.shape.image.is_some() {
+                    "other"
+                } else {
+                    "template"
+                }
+                .to_owned(),
+            ),
         ]
     }
 
     fn count_claim(&self, outcome: &'static str) {
-        let [pool, server, network] = self.labels();
+        let [pool, server, network, image] = self.labels();
         metrics::counter!(
             POOL_CLAIMS,
-            &[pool, server, network, ("outcome", outcome.to_owned())]
+            &[
+                pool,
+                server,
+                network,
+                image,
+                ("outcome", outcome.to_owned())
+            ]
         )
         .increment(1);
     }
 }
+
+/// The labels of a pool's metrics.
+pub type PoolSeries = [(&'static str, String); 4];
 
 /// What a pool made of a create.
 pub(super) enum Claimed {
@@ -116,6 +140,9 @@ struct PoolState {
     /// Every sandbox id the pools own: ready, being made, or being claimed. Reconcile
     /// keeps their containers.
     members: HashSet<String>,
+    /// The metric series of every pool that was ever in force, so that one emptied
+    /// reads 0 rather than its last count.
+    series: BTreeSet<PoolSeries>,
 }
 
 impl PoolState {
@@ -138,6 +165,10 @@ impl Stock {
             demand: DemandLog::new(demand),
             ready: HashMap::new(),
             members: HashSet::new(),
+            series: local
+                .keys()
+                .map(|template| PoolKey::local(template).labels())
+                .collect(),
         };
         Self {
             local,
@@ -162,6 +193,21 @@ impl Stock {
             .keys()
             .map(|key| (key.clone(), state.ready_in(key)))
             .collect()
+    }
+
+    /// Ready members per metric series of every pool ever in force (0 for those
+    /// emptied or gone).
+    fn ready_series(&self) -> BTreeMap<PoolSeries, usize> {
+        let state = self.state();
+        let mut series: BTreeMap<PoolSeries, usize> = state
+            .series
+            .iter()
+            .map(|labels| (labels.clone(), 0))
+            .collect();
+        for (key, members) in &state.ready {
+            *series.entry(key.labels()).or_default() += members.len();
+        }
+        series
     }
 
     /// Ready members of one server's configured pools, per template.
@@ -387,6 +433,12 @@ impl Pools {
     /// Ready members per pool in force.
     pub fn ready(&self) -> BTreeMap<PoolKey, usize> {
         self.service.inner.pools.ready()
+    }
+
+    /// Ready members per metric series (`sandboxd_pool_ready`) of every pool ever in
+    /// force.
+    pub fn ready_series(&self) -> BTreeMap<PoolSeries, usize> {
+        self.service.inner.pools.ready_series()
     }
 
     /// Ready members of a server's pools, per template.
