@@ -273,7 +273,9 @@ async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
 async fn an_internet_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
     let server = TestServer::start_with(|config| {
         config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds {
-            window: Duration::from_secs(3),
+            // Long enough for both creates to count on a loaded machine; short
+            // enough to watch the pool emptied.
+            window: Duration::from_secs(8),
             ..Default::default()
         };
     })
