@@ -2,7 +2,9 @@
 //! lease grace: the server is killed with SIGKILL (nothing is left to reap its
 //! sandboxes), and each sandbox's main process ends it once its lease runs out: one the
 //! lease pass renewed after a command, and one made just before, which has only the
-//! lease it started with. While the server lives, the pass keeps them alive.
+//! lease it started with (with the binary's defaults, the second create of the shape
+//! is served by a pool kept for its demand: its lease is the one the claim told it).
+//! While the server lives, the pass keeps them alive.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

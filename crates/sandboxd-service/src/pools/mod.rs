@@ -271,7 +271,7 @@ impl Pools {
             server_id: server.map(|s| s.server_id.clone()),
             shape: matched.shape,
         };
-        let warm = loop {
+        let (warm, agent) = loop {
             let (taken, in_force) = {
                 let mut state = pools.state();
                 let taken = state.ready.get_mut(&key).and_then(VecDeque::pop_front);
@@ -285,28 +285,43 @@ impl Pools {
                 }
                 return Ok(Claimed::Cold((!configured).then_some(key)));
             };
-            if self.service.agent_channel(&warm.sandbox_id).is_some() {
-                break warm;
+            if let Some(agent) = self.service.agent_channel(&warm.sandbox_id) {
+                break (warm, agent);
             }
             // Its agent went away: the member is unusable.
             warn!(sandbox_id = %warm.sandbox_id, "discarding a warm sandbox whose agent is gone");
             self.discard_member(warm, key.server_id.as_deref());
         };
-        // Other limits than the pool's are written while the row is (neither waits for
-        // the other); the sandbox is handed out only once both are done, so its first
-        // command runs under its own limits.
-        let limits = async {
-            if !matched.update_limits {
-                return Ok(());
-            }
-            warm.engine
-                .update_limits(
-                    &warm.container_id,
-                    (cmd.cpu * 1e9).round() as i64,
-                    cmd.memory_mb * 1024 * 1024,
-                    cmd.pids_limit,
-                )
-                .await
+        // Other limits than the pool's are written, and the sandbox's lease told to
+        // its agent, while the row is (none waits for another); the sandbox is handed
+        // out only once all are done, so its first command runs under its own limits,
+        // and a server gone right after the claim leaves it its whole timeout and the
+        // grace (a member's lease is the grace alone).
+        let lease = std::time::Duration::from_millis(cmd.timeout_ms.max(0) as u64)
+            + self.service.lease_grace();
+        let prepared = async {
+            let limits = async {
+                if !matched.update_limits {
+                    return Ok(());
+                }
+                warm.engine
+                    .update_limits(
+                        &warm.container_id,
+                        (cmd.cpu * 1e9).round() as i64,
+                        cmd.memory_mb * 1024 * 1024,
+                        cmd.pids_limit,
+                    )
+                    .await
+                    .map_err(|error| ("its limits could not be set", error.to_string()))
+            };
+            let leased = async {
+                match agent.lease(lease).await {
+                    Ok(()) | Err(sandboxd_ports::ChannelError::NeedsAgent) => Ok(()),
+                    Err(error) => Err(("its lease could not be told", error.to_string())),
+                }
+            };
+            let (limits, leased) = tokio::join!(limits, leased);
+            limits.and(leased)
         };
         key.count_claim("hit");
         if !configured {
@@ -370,16 +385,16 @@ impl Pools {
             &self.service.inner.options.quotas,
             entry,
         );
-        let (updated, inserted) = tokio::join!(limits, inserted);
+        let (prepared, inserted) = tokio::join!(prepared, inserted);
         pools.state().members.remove(&warm.sandbox_id);
         if let Err(error) = inserted {
             self.discard_member(warm, key.server_id.as_deref());
             return Err(error.into());
         }
-        if let Err(error) = updated {
+        if let Err((reason, error)) = prepared {
             // Not servable warm: the row goes (with a note in the audit log), and the
             // create is made cold.
-            warn!(sandbox_id = %warm.sandbox_id, %error, "could not set the limits of a warm sandbox; creating cold");
+            warn!(sandbox_id = %warm.sandbox_id, reason, %error, "could not prepare a warm sandbox; creating cold");
             self.discard_member(warm, key.server_id.as_deref());
             self.service
                 .access()
@@ -388,7 +403,8 @@ impl Pools {
                     Some(caller),
                     "sandbox.remove",
                     Resource::sandbox(&row),
-                    serde_json::json!({"reason": "its limits could not be set; made again cold"}),
+                    // The engine's or agent's own words stay in the server's log.
+                    serde_json::json!({"reason": format!("{reason}; made again cold")}),
                 )
                 .await;
             self.service.store().delete_sandbox(&row.sandbox_id).await?;

@@ -59,6 +59,8 @@ pub struct AgentScript {
     pub processes: Vec<ProcessInfo>,
     /// The environment each exec was given, in order.
     pub exec_envs: Vec<Vec<(String, String)>>,
+    /// Each lease told, in order.
+    pub leases: Vec<std::time::Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -130,6 +132,11 @@ impl UploadSink for Sink {
 impl SandboxChannel for Channel {
     fn via(&self) -> Via {
         Via::Agent
+    }
+
+    async fn lease(&self, duration: std::time::Duration) -> Result<(), ChannelError> {
+        self.0.script.lock().unwrap().leases.push(duration);
+        Ok(())
     }
 
     async fn exec(&self, spec: ExecSpec) -> Result<ExecOutcome, ChannelError> {

@@ -1,8 +1,8 @@
 //! Warm pools: members made ahead with their agent connected, a create of the pool's
 //! template served by one (no container made for it), refilled at the next pass; a
 //! member whose agent went away is not handed out; variables given on create reach
-//! every command of a claimed member; a member whose limits cannot be set is not handed
-//! out, and its row goes. Pools kept for demand: a shape created cold gets one and its
+//! every command of a claimed member, and its lease before it is handed out; a member
+//! whose limits cannot be set is not handed out, and its row goes. Pools kept for demand: a shape created cold gets one and its
 //! next create is warm, with its network; it shrinks to nothing without creates; all of
 //! them stay within their budget; one whose members cannot be made is not tried again.
 
@@ -62,6 +62,21 @@ async fn a_create_claims_a_warm_member_and_the_pool_is_refilled() {
     assert_eq!(ready(&world), 1);
     assert_eq!(world.service.pools().fill_once().await, 1, "refilled");
     assert_eq!(ready(&world), 2);
+}
+
+/// A member's lease is the grace alone: the claim tells the sandbox its own (its
+/// timeout and the grace) before the create answers, so that a server gone right after
+/// the claim leaves it its whole timeout.
+#[tokio::test]
+async fn a_claimed_member_is_told_its_lease_before_it_is_handed_out() {
+    let world = pooled(1).await;
+    world.service.pools().fill_once().await;
+    world.create(json!({"timeoutMs": 120_000})).await.unwrap();
+    let leases = world.agent.script.lock().unwrap().leases.clone();
+    assert_eq!(
+        leases,
+        [Duration::from_secs(120) + world.service.duties().lease_grace()]
+    );
 }
 
 #[tokio::test]
