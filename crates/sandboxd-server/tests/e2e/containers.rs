@@ -153,7 +153,8 @@ async fn isolated_sandbox_has_only_loopback() {
 }
 
 /// Removes the `internet` network when the test ends, even after a failure. Only this
-/// test uses `internet` mode, so it owns the network while it runs.
+/// test uses `internet` mode, so it owns the network while it runs (the pools kept for
+/// demand are tested with `internet` here for that reason).
 struct NetworkGuard;
 
 impl Drop for NetworkGuard {
@@ -167,7 +168,10 @@ impl Drop for NetworkGuard {
 #[tokio::test]
 async fn internet_sandbox_is_on_a_dedicated_bridge_without_inter_container_traffic() {
     let _network = NetworkGuard;
-    let server = TestServer::start().await;
+    let server = TestServer::start_with(|config| {
+        config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds::default();
+    })
+    .await;
     // A network left by an older build that allows inter-container traffic, unused: it
     // must be recreated.
     let _ = std::process::Command::new("docker")
@@ -215,10 +219,19 @@ async fn internet_sandbox_is_on_a_dedicated_bridge_without_inter_container_traff
         .await;
     assert_eq!(out["stdout"], "eth0\nlo\n");
 
-    // A second sandbox reuses the correct network.
+    // A second sandbox reuses the correct network. It is served by the pool kept for the
+    // shape's demand, whose member was made on that network.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.service.pools().ready().values().sum::<usize>() != 1 {
+        assert!(std::time::Instant::now() < deadline, "no member made");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let members = server.service.pools().members();
     let second = server
         .create(json!({"template": "base", "networkMode": "internet"}))
         .await;
+    assert!(members.contains(id(&second)), "served warm");
+    assert_eq!(second["networkMode"], "internet");
     let again = server
         .docker()
         .inspect_network("sandboxd-internet", None)

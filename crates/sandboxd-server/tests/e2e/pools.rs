@@ -2,8 +2,8 @@
 //! as sandboxes; a matching create claims one (env vars given to every command), a
 //! different one goes cold; reconcile keeps members and removes strangers; a stop
 //! removes the unclaimed members and a restart keeps claimed sandboxes working. Pools
-//! kept for demand: an `internet` create's shape gets one, whose members are on the
-//! internet bridge, and the next such create is warm.
+//! kept for demand: another image's shape gets one, the next such create is warm, and
+//! the pool is emptied once creates stop (`internet` ones: `containers.rs`).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -266,11 +266,12 @@ async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
     }
 }
 
-/// Sandboxes of a shape no pool is configured for (here `internet`, the default of
-/// E2B's creates) are warm from the second on: the first one's create makes the server
-/// keep a member of that shape, on the internet bridge, until creates of it stop.
+/// Sandboxes of a shape no pool is configured for (here another image than the
+/// template's; `internet` is in `containers.rs`, which owns the internet bridge) are warm
+/// from the second on: the first one's create makes the server keep a member of that
+/// shape, until creates of it stop.
 #[tokio::test]
-async fn an_internet_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
+async fn another_images_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
     let server = TestServer::start_with(|config| {
         config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds {
             // Long enough for both creates to count on a loaded machine; short
@@ -281,47 +282,43 @@ async fn an_internet_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
     })
     .await;
     let instance = server.instance().to_owned();
-    let asked = json!({"template": "python", "networkMode": "internet"});
+    let asked = json!({"template": "base", "image": BUSYBOX});
     let first = server.create(asked.clone()).await;
+    assert_eq!(first["image"], BUSYBOX);
     let key = PoolKey {
         server_id: None,
         shape: sandboxd_core::pools::Shape {
-            network: sandboxd_core::model::NetworkMode::Internet,
-            ..sandboxd_core::pools::Shape::of_template("python")
+            image: Some(BUSYBOX.into()),
+            ..sandboxd_core::pools::Shape::of_template("base")
         },
     };
     let deadline = Instant::now() + Duration::from_secs(30);
     while server.service.pools().ready().get(&key).copied() != Some(1) {
-        assert!(Instant::now() < deadline, "no member of the internet shape");
+        assert!(Instant::now() < deadline, "no member of the image's shape");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let members = pool_containers(&server, &instance).await;
-    let member = members
-        .iter()
-        .find(|(sandbox_id, _)| *sandbox_id != id(&first))
-        .map(|(_, container)| container.clone())
-        .expect("a member");
-    let networks = server
+    assert_eq!(members.len(), 1, "{members:?}");
+    let member = members.values().next().unwrap().clone();
+    let config = server
         .docker()
         .inspect_container(&member, None)
         .await
         .unwrap()
-        .network_settings
-        .and_then(|n| n.networks)
-        .unwrap_or_default();
-    assert!(
-        networks.contains_key(sandboxd_core::plan::INTERNET_NETWORK),
-        "{networks:?}"
-    );
+        .config
+        .unwrap();
+    assert_eq!(config.image.as_deref(), Some(BUSYBOX), "made of the image");
 
     let warm = server
-        .create(json!({"template": "python", "networkMode": "internet", "envVars": "WHO=warm"}))
+        .create(json!({"template": "base", "image": BUSYBOX, "envVars": "WHO=warm"}))
         .await;
     assert!(members.contains_key(id(&warm)), "served by the pool");
-    assert_eq!(warm["networkMode"], "internet");
-    let out = server.exec(&warm, "echo $WHO; ls /sys/class/net").await;
-    let text = out["stdout"].as_str().unwrap();
-    assert!(text.starts_with("warm\n") && text.contains("eth0"), "{out}");
+    assert_eq!(
+        (warm["image"].as_str(), warm["template"].as_str()),
+        (Some(BUSYBOX), Some("base"))
+    );
+    let out = server.exec(&warm, "echo $WHO; pwd").await;
+    assert_eq!(out["stdout"], "warm\n/home/user\n", "{out}");
     // Two creates of it in the window: two members kept.
     let deadline = Instant::now() + Duration::from_secs(30);
     while server.service.pools().ready().get(&key).copied() != Some(2) {
@@ -330,15 +327,15 @@ async fn an_internet_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
     }
     assert_eq!(pool_containers(&server, &instance).await.len(), 3);
     let series =
-        r#"sandboxd_pool_ready{pool="python",server="local",network="internet",image="template"}"#;
+        r#"sandboxd_pool_ready{pool="base",server="local",network="isolated",image="other"}"#;
     let metrics = server.metrics().await;
     assert!(metrics.contains(&format!("{series} 2\n")), "{metrics}");
-    // An `isolated` create of the same template is another shape: made cold.
-    let isolated = server.create(json!({"template": "python"})).await;
+    // A create of the template's own image is another shape: made cold.
+    let plain = server.create(json!({"template": "base"})).await;
     assert!(
         !pool_containers(&server, &instance)
             .await
-            .contains_key(id(&isolated))
+            .contains_key(id(&plain))
     );
 
     // Without creates for its window the pool is emptied, and its members removed.
