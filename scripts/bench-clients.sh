@@ -9,6 +9,9 @@ bash scripts/build-local-images.sh
 python3 -m pip install -q --disable-pip-version-check './sdk/python[bench]' 2>&1 | grep -v 'root' || true
 python3 -m pip install -q --disable-pip-version-check --force-reinstall --no-deps ./sdk/python 2>&1 | grep -v 'root' || true
 export SANDBOXD_PROFILE=release
+# Every client's creates are cold, as those made on the engine directly are: no pool is
+# kept for their demand.
+export SANDBOXD_WARM_ON_DEMAND__BUDGET=0
 source scripts/lib/test-server.sh
 bench_cleanup() {
   for label in sandboxd.bench=clients io.sandboxio.managed=true; do

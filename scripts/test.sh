@@ -24,6 +24,10 @@ bash scripts/browser.sh
 bash scripts/gvisor.sh
 # The agent is built into sandboxd by the ordinary build; the tests use that one.
 unset SANDBOXD_AGENT_BINARY
+# Sandbox containers already on this engine (a server of the user's own): the suite must
+# leave none besides them.
+sandboxes() { docker ps -aq --no-trunc --filter label=sandboxd.sandbox=true | sort; }
+before=$(sandboxes)
 cargo nextest run --workspace --no-fail-fast "$@"
 # The end-to-end core again with every sandbox under gVisor: create, exec, streaming,
 # files, transfers, terminals, processes, contexts, kill, timeouts and the reaper, and
@@ -43,5 +47,19 @@ bash scripts/fuzz-api.sh
 if left=$(pgrep -af 'runsc-(sandbox|gofer)'); then
   echo "gVisor processes left after the suite:" >&2
   echo "$left" >&2
+  exit 1
+fi
+# Nor any sandbox container (warm pool members included), once the removals the last
+# servers started have had their time.
+for _ in $(seq 30); do
+  left=$(comm -13 <(echo "$before") <(sandboxes))
+  [ -z "$left" ] && break
+  sleep 1
+done
+if [ -n "$left" ]; then
+  echo "sandbox containers left after the suite:" >&2
+  for id in $left; do
+    docker inspect -f '{{.Name}} {{.State.Status}} instance={{index .Config.Labels "sandboxd.instance"}} pool={{index .Config.Labels "sandboxd.pool"}}' "$id" >&2 || true
+  done
   exit 1
 fi

@@ -52,6 +52,9 @@ pub struct RunningServer {
     pub env_id: String,
     /// The first project's id: the volumes made in it carry it.
     project_id: String,
+    /// The installation's id, which every container it makes carries (warm pool
+    /// members too, which belong to no environment).
+    instance: String,
     server: std::process::Child,
     data_dir: PathBuf,
     _data: tempfile::TempDir,
@@ -170,6 +173,7 @@ impl RunningServer {
             url,
             env_id: String::new(),
             project_id: String::new(),
+            instance: String::new(),
             server,
             data_dir,
             _data: dir,
@@ -196,6 +200,7 @@ impl RunningServer {
             .as_str()
             .unwrap()
             .to_owned();
+        running.instance = instance_of(&running.data_dir(), env).await;
         running
     }
 
@@ -271,12 +276,51 @@ impl RunningServer {
     }
 }
 
+/// The installation id of the server on `data_dir` and the database `env` names (its
+/// own SQLite when none).
+async fn instance_of(data_dir: &Path, env: &[(&str, &str)]) -> String {
+    let setting = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    let master = setting("SANDBOXD_MASTER_KEY").map(|hex| {
+        let mut key = [0u8; 32];
+        for (i, byte) in key.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+        }
+        key
+    });
+    let database =
+        sandboxd_store::Database::from_config(setting("SANDBOXD_DATABASE_URL"), data_dir).unwrap();
+    let store = sandboxd_store::Store::connect(&database, data_dir, master.as_ref())
+        .await
+        .unwrap();
+    let instance = store.instance_id().await.unwrap();
+    store.close().await;
+    instance
+}
+
 impl Drop for RunningServer {
     fn drop(&mut self) {
         let _ = self.server.kill();
         let _ = self.server.wait();
         if self.env_id.is_empty() {
             return;
+        }
+        // Warm pool members (the pools kept for demand are on by default) belong to no
+        // environment: found by the installation and the pool label.
+        let members = Command::new("docker")
+            .args([
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=sandboxd.instance={}", self.instance),
+                "--filter",
+                "label=sandboxd.pool",
+            ])
+            .output()
+            .unwrap();
+        for container in String::from_utf8_lossy(&members.stdout).split_whitespace() {
+            let _ = Command::new("docker")
+                .args(["rm", "-fv", container])
+                .output();
         }
         let listed = Command::new("docker")
             .args([
