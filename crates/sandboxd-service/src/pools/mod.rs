@@ -4,25 +4,26 @@
 //! from its record (`warmPools`); any other shape of create gets a pool while creates
 //! of it keep coming, within the bounds of `[warm_on_demand]`
 //! (`sandboxd_core::pool_demand`). A create that a pool of the engine it goes to can
-//! serve (`sandboxd_core::pools::pool_for`) claims one: its row is written straight as
-//! `running`, and the pool is refilled in the background. Pool members are not sandboxes: they are never listed, never reaped, and
-//! kept by reconcile only while the pools know them; a server stop removes them, and
+//! serve (`sandboxd_core::pools::pool_for`) claims one (`claim.rs`): its row is written
+//! straight as `running`, and the pool is refilled in the background (`fill.rs`). Pool
+//! members are not sandboxes: they are never listed, never reaped, and kept by
+//! reconcile only while the pools know them; a server stop removes them, and
 //! one that did not stop cleanly has them removed by the next start's reconcile (then
 //! refilled).
 
+mod claim;
 mod fill;
+
+pub(crate) use claim::Claimed;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use sandboxd_core::model::{Environment, NetworkMode, Principal, Sandbox, SandboxStatus, Server};
 use sandboxd_core::pool_demand::{DemandBounds, DemandLog};
-use sandboxd_core::pools::{Shape, pool_for};
-use sandboxd_core::validate::CreateSandbox;
+use sandboxd_core::pools::Shape;
 use sandboxd_ports::Engine;
-use tracing::{info, warn};
 
-use super::{Resource, Service, ServiceError, now_ms};
+use super::Service;
 
 pub const POOL_READY: &str = "sandboxd_pool_ready";
 pub const POOL_CLAIMS: &str = "sandboxd_pool_claims_total";
@@ -100,15 +101,6 @@ impl PoolKey {
 
 /// The labels of a pool's metrics.
 pub type PoolSeries = [(&'static str, String); 4];
-
-/// What a pool made of a create.
-pub(super) enum Claimed {
-    /// Served by a member.
-    Warm(Box<Sandbox>),
-    /// To be made cold; once it runs, a create of the pool kept for its shape's demand
-    /// (none when its shape cannot be pooled, or has a configured pool).
-    Cold(Option<PoolKey>),
-}
 
 /// A started pool member, with the engine it was made on (kept even when the fleet
 /// forgets its server, so the member can always be removed).
@@ -234,194 +226,6 @@ pub struct Pools {
 impl Pools {
     pub(crate) fn new(service: Service) -> Self {
         Self { service }
-    }
-
-    /// Serves `cmd` from a warm pool of the engine it goes to (`server`: a remote one)
-    /// when one matches and has a member ready.
-    pub(super) async fn claim(
-        &self,
-        caller: &Principal,
-        cmd: &CreateSandbox,
-        environment: &Environment,
-        server: Option<&Server>,
-    ) -> Result<Claimed, ServiceError> {
-        let pools = &self.service.inner.pools;
-        let Some(matched) = pool_for(cmd, self.service.templates()) else {
-            return Ok(Claimed::Cold(None));
-        };
-        // Under gVisor the processes a sandbox may run are its kernel's limit, set as
-        // it starts: a create with other limits than its pool's is made cold.
-        let runtime = self
-            .service
-            .runtime_of(None, matched.shape.template.as_deref());
-        if matched.update_limits && sandboxd_core::plan::under_gvisor(runtime.as_deref()) {
-            return Ok(Claimed::Cold(None));
-        }
-        let configured = matched
-            .shape
-            .configured_template()
-            .is_some_and(|template| match server {
-                None => pools.local.contains_key(template),
-                Some(server) => server
-                    .warm_pools
-                    .get(template)
-                    .is_some_and(|size| *size > 0),
-            });
-        let key = PoolKey {
-            server_id: server.map(|s| s.server_id.clone()),
-            shape: matched.shape,
-        };
-        let (warm, agent) = loop {
-            let (taken, in_force) = {
-                let mut state = pools.state();
-                let taken = state.ready.get_mut(&key).and_then(VecDeque::pop_front);
-                (taken, state.sizes.contains_key(&key))
-            };
-            let Some(warm) = taken else {
-                // Only pools in force are counted: a series per shape ever asked for
-                // would grow without bound.
-                if in_force {
-                    key.count_claim("miss");
-                }
-                return Ok(Claimed::Cold((!configured).then_some(key)));
-            };
-            if let Some(agent) = self.service.agent_channel(&warm.sandbox_id) {
-                break (warm, agent);
-            }
-            // Its agent went away: the member is unusable.
-            warn!(sandbox_id = %warm.sandbox_id, "discarding a warm sandbox whose agent is gone");
-            self.discard_member(warm, key.server_id.as_deref());
-        };
-        // Other limits than the pool's are written, and the sandbox's lease told to
-        // its agent, while the row is (none waits for another); the sandbox is handed
-        // out only once all are done, so its first command runs under its own limits,
-        // and a server gone right after the claim leaves it its whole timeout and the
-        // grace (a member's lease is the grace alone).
-        let lease = std::time::Duration::from_millis(cmd.timeout_ms.max(0) as u64)
-            + self.service.lease_grace();
-        let prepared = async {
-            let limits = async {
-                if !matched.update_limits {
-                    return Ok(());
-                }
-                warm.engine
-                    .update_limits(
-                        &warm.container_id,
-                        (cmd.cpu * 1e9).round() as i64,
-                        cmd.memory_mb * 1024 * 1024,
-                        cmd.pids_limit,
-                    )
-                    .await
-                    .map_err(|error| ("its limits could not be set", error.to_string()))
-            };
-            let leased = async {
-                match agent.lease(lease).await {
-                    Ok(()) | Err(sandboxd_ports::ChannelError::NeedsAgent) => Ok(()),
-                    Err(error) => Err(("its lease could not be told", error.to_string())),
-                }
-            };
-            let (limits, leased) = tokio::join!(limits, leased);
-            limits.and(leased)
-        };
-        key.count_claim("hit");
-        if !configured {
-            self.note_demand(&key);
-        }
-        let templates = self.service.templates();
-        let template = key.shape.template.as_deref().and_then(|t| templates.get(t));
-        let now = now_ms();
-        let row = Sandbox {
-            name: cmd
-                .name
-                .clone()
-                .unwrap_or_else(|| format!("sandbox-{}", &warm.sandbox_id[..8].to_lowercase())),
-            sandbox_id: warm.sandbox_id.clone(),
-            organization_id: caller.organization_id.clone(),
-            project_id: environment.project_id.clone(),
-            environment_id: environment.environment_id.clone(),
-            server_id: key.server_id.clone(),
-            image: key
-                .shape
-                .image
-                .clone()
-                .or_else(|| template.map(|t| t.image.clone()))
-                .unwrap_or_default(),
-            template: key.shape.template.clone(),
-            container_id: Some(warm.container_id.clone()),
-            status: SandboxStatus::Running,
-            cpu: cmd.cpu,
-            memory_mb: cmd.memory_mb,
-            pids_limit: cmd.pids_limit,
-            timeout_ms: cmd.timeout_ms,
-            network_mode: cmd.network_mode,
-            workdir: key.shape.workdir(templates).to_owned(),
-            user: warm.user.clone(),
-            runtime,
-            created_at: now,
-            expires_at: Some(now + cmd.timeout_ms),
-            last_activity_at: Some(now),
-            killed_at: None,
-            env_per_exec: cmd.env_vars.is_some(),
-            labels: cmd.labels.clone(),
-            egress: cmd.egress.clone(),
-            auto_pause: cmd.auto_pause,
-            fixed_timeout: cmd.fixed_timeout,
-            paused_timeout_ms: cmd.paused_timeout_ms,
-            paused_at: None,
-            volumes: Vec::new(),
-        };
-        // The row and its audit entry in one write.
-        let entry = crate::access::audit_entry(
-            &row.organization_id,
-            Some(caller),
-            "sandbox.create",
-            Resource::sandbox(&row),
-            crate::sandboxes::created_metadata(&row, true, Some(key.shape.label())),
-        );
-        let inserted = self.service.store().insert_sandbox_audited(
-            &row,
-            cmd.env_vars.as_deref(),
-            &caller.user_id,
-            &self.service.inner.options.quotas,
-            entry,
-        );
-        let (prepared, inserted) = tokio::join!(prepared, inserted);
-        pools.state().members.remove(&warm.sandbox_id);
-        if let Err(error) = inserted {
-            self.discard_member(warm, key.server_id.as_deref());
-            return Err(error.into());
-        }
-        if let Err((reason, error)) = prepared {
-            // Not servable warm: the row goes (with a note in the audit log), and the
-            // create is made cold.
-            warn!(sandbox_id = %warm.sandbox_id, reason, %error, "could not prepare a warm sandbox; creating cold");
-            self.discard_member(warm, key.server_id.as_deref());
-            self.service
-                .access()
-                .record(
-                    &row.organization_id,
-                    Some(caller),
-                    "sandbox.remove",
-                    Resource::sandbox(&row),
-                    // The engine's or agent's own words stay in the server's log.
-                    serde_json::json!({"reason": format!("{reason}; made again cold")}),
-                )
-                .await;
-            self.service.store().delete_sandbox(&row.sandbox_id).await?;
-            return Ok(Claimed::Cold(None));
-        }
-        if row.network_mode == NetworkMode::Allowlist {
-            // Its agent connected before its row said what to serve it: its egress
-            // proxy is looked up again now.
-            self.service.agents().announce(&row.sandbox_id);
-        }
-        info!(sandbox_id = %row.sandbox_id, pool = key.shape.label(), network = row.network_mode.as_str(), server_id = key.server_label(), "sandbox claimed from a warm pool");
-        Ok(Claimed::Warm(Box::new(row)))
-    }
-
-    /// Counts a create of `key`'s shape (served or made cold) for its pool's size.
-    pub(super) fn note_demand(&self, key: &PoolKey) {
-        self.service.inner.pools.state().demand.note(key, now_ms());
     }
 
     /// Removes a member that will not be used, in the background, on the engine it was
