@@ -44,11 +44,9 @@ impl Pools {
                     .filter(|(_, size)| **size > 0)
                     .map(|(template, size)| (PoolKey::on(&server.server_id, template), *size))
             });
-        let demand = self.service.inner.pools.state().demand.sizes(now_ms());
-        let mut sizes: BTreeMap<PoolKey, usize> = demand;
-        for (key, size) in local.chain(remote) {
-            sizes.insert(key, size);
-        }
+        // A configured size wins over demand's for the same pool.
+        let mut sizes = self.service.inner.pools.state().demand.sizes(now_ms());
+        sizes.extend(local.chain(remote));
         Some(sizes)
     }
 

@@ -297,6 +297,21 @@ async fn instance_of(data_dir: &Path, env: &[(&str, &str)]) -> String {
     instance
 }
 
+/// Lists what `docker LIST…` prints (one id per line; each once), then runs
+/// `docker REMOVE… <id>` for each, ignoring failures.
+fn remove_listed(list: &[&str], remove: &[&str]) {
+    let Ok(listed) = Command::new("docker").args(list).output() else {
+        return;
+    };
+    let ids: std::collections::BTreeSet<String> = String::from_utf8_lossy(&listed.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    for id in ids {
+        let _ = Command::new("docker").args(remove).arg(&id).output();
+    }
+}
+
 impl Drop for RunningServer {
     fn drop(&mut self) {
         let _ = self.server.kill();
@@ -304,71 +319,31 @@ impl Drop for RunningServer {
         if self.env_id.is_empty() {
             return;
         }
+        let environment = format!("label=sandboxd.environmentId={}", self.env_id);
+        let containers = ["rm", "-fv"];
         // Warm pool members (the pools kept for demand are on by default) belong to no
         // environment: found by the installation and the pool label.
-        let members = Command::new("docker")
-            .args([
+        let instance = format!("label=sandboxd.instance={}", self.instance);
+        remove_listed(
+            &[
                 "ps",
                 "-aq",
                 "--filter",
-                &format!("label=sandboxd.instance={}", self.instance),
+                &instance,
                 "--filter",
                 "label=sandboxd.pool",
-            ])
-            .output()
-            .unwrap();
-        for container in String::from_utf8_lossy(&members.stdout).split_whitespace() {
-            let _ = Command::new("docker")
-                .args(["rm", "-fv", container])
-                .output();
-        }
-        let listed = Command::new("docker")
-            .args([
-                "ps",
-                "-aq",
-                "--filter",
-                &format!("label=sandboxd.environmentId={}", self.env_id),
-            ])
-            .output()
-            .unwrap();
-        for container in String::from_utf8_lossy(&listed.stdout).split_whitespace() {
-            let _ = Command::new("docker")
-                .args(["rm", "-fv", container])
-                .output();
-        }
+            ],
+            &containers,
+        );
+        remove_listed(&["ps", "-aq", "--filter", &environment], &containers);
         // Snapshot images carry the labels of the container they were taken of.
-        let images = Command::new("docker")
-            .args([
-                "images",
-                "-q",
-                "--filter",
-                &format!("label=sandboxd.environmentId={}", self.env_id),
-            ])
-            .output()
-            .unwrap();
-        let images: std::collections::BTreeSet<String> = String::from_utf8_lossy(&images.stdout)
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect();
-        for image in images {
-            let _ = Command::new("docker").args(["rmi", "-f", &image]).output();
-        }
+        remove_listed(&["images", "-q", "--filter", &environment], &["rmi", "-f"]);
         // Volumes carry their project's.
-        let volumes = Command::new("docker")
-            .args([
-                "volume",
-                "ls",
-                "-q",
-                "--filter",
-                &format!("label=sandboxd.projectId={}", self.project_id),
-            ])
-            .output()
-            .unwrap();
-        for volume in String::from_utf8_lossy(&volumes.stdout).split_whitespace() {
-            let _ = Command::new("docker")
-                .args(["volume", "rm", "-f", volume])
-                .output();
-        }
+        let project = format!("label=sandboxd.projectId={}", self.project_id);
+        remove_listed(
+            &["volume", "ls", "-q", "--filter", &project],
+            &["volume", "rm", "-f"],
+        );
     }
 }
 
