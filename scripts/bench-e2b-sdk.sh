@@ -16,8 +16,8 @@ venv=target/e2b-venv
 python3 -m pip install -q --disable-pip-version-check --force-reinstall --no-deps ./sdk/python 2>&1 | grep -v 'root' || true
 python3 -m pip install -q --disable-pip-version-check ./sdk/python 2>&1 | grep -v 'root' || true
 export SANDBOXD_PROFILE=release
-# Creates after each SDK's first are served by the pools kept for their shape's demand.
-export SANDBOXD_WARM_ON_DEMAND__BUDGET=8
+# Creates after each SDK's first are served by the pools kept for their shape's demand
+# (on by default).
 source scripts/lib/test-server.sh
 export SANDBOXD_URL=$url SANDBOXD_KEY=$key
 results=$(mktemp)

@@ -168,7 +168,7 @@ impl ServerConfig {
             runtime: None,
             gvisor_runtime: "runsc".into(),
             pools: BTreeMap::new(),
-            warm_on_demand: sandboxd_core::pool_demand::DemandBounds::OFF,
+            warm_on_demand: sandboxd_core::pool_demand::DemandBounds::default(),
             allowed_images: Vec::new(),
             max_transfer_bytes: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES,
             session_max_lifetime: Duration::from_secs(DEFAULT_SESSION_LIFETIME_SECS),

@@ -63,7 +63,7 @@ pub struct Config {
     pub pools: BTreeMap<String, PoolConfig>,
     /// Pools kept for demand: any other shape of create (an image, `internet`,
     /// `allowlist`) gets a pool while it is asked for, e.g.
-    /// `[warm_on_demand] budget = 8` (off by default).
+    /// `[warm_on_demand] budget = 8` (the default; 0 turns them off).
     pub warm_on_demand: WarmOnDemandConfig,
     /// Patterns of the images callers may name (`docker.io/library/*`); empty: any.
     pub allowed_images: Vec<String>,
@@ -291,12 +291,10 @@ pub struct WarmOnDemandConfig {
 }
 
 impl Default for WarmOnDemandConfig {
-    /// Off (a budget of 0) until an operator sets one: a context run in a claimed warm
-    /// sandbox is not always interrupted yet (docs/api.md, "Pools kept for demand").
     fn default() -> Self {
         let bounds = sandboxd_core::pool_demand::DemandBounds::default();
         Self {
-            budget: 0,
+            budget: bounds.budget,
             per_pool: bounds.per_pool,
             window_secs: bounds.window.as_secs(),
         }
@@ -449,23 +447,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pools_kept_for_demand_are_off_by_default_and_bounded_as_configured() {
+    fn pools_kept_for_demand_are_on_by_default_and_bounded_as_configured() {
         figment::Jail::expect_with(|jail| {
             let config = Config::load(None).map_err(|e| e.to_string())?;
-            assert!(config.warm_on_demand.bounds().is_off());
+            assert_eq!(
+                config.warm_on_demand.bounds(),
+                sandboxd_core::pool_demand::DemandBounds::default()
+            );
             jail.create_file(
                 "sandboxd.toml",
                 "[warm_on_demand]\nper_pool = 3\nwindow_secs = 10\n",
             )?;
-            jail.set_env("SANDBOXD_WARM_ON_DEMAND__BUDGET", "8");
+            jail.set_env("SANDBOXD_WARM_ON_DEMAND__BUDGET", "0");
             let config =
                 Config::load(Some(Path::new("sandboxd.toml"))).map_err(|e| e.to_string())?;
             let bounds = config.warm_on_demand.bounds();
             assert_eq!(
                 (bounds.budget, bounds.per_pool, bounds.window.as_secs()),
-                (8, 3, 10)
+                (0, 3, 10)
             );
-            assert!(!bounds.is_off());
+            assert!(bounds.is_off());
             Ok(())
         });
     }

@@ -3,8 +3,8 @@
 //! sandboxes), and each sandbox's main process ends it once its lease runs out: one the
 //! lease pass renewed after a command, and one made just before, which has only the
 //! lease it started with. While the server lives, the pass keeps them alive. Pools kept
-//! for demand are on: the second is served by the one of its shape, and its lease is
-//! the one the claim told it.
+//! for demand are on (the default): the second is served by the one of its shape, and
+//! its lease is the one the claim told it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -54,11 +54,7 @@ async fn create(server: &RunningServer) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sandbox_ends_itself_when_its_server_is_gone() {
     let grace = GRACE_SECS.to_string();
-    let mut server = RunningServer::start_with_env(&[
-        ("SANDBOXD_LEASE_GRACE_SECS", &grace),
-        ("SANDBOXD_WARM_ON_DEMAND__BUDGET", "8"),
-    ])
-    .await;
+    let mut server = RunningServer::start_with_env(&[("SANDBOXD_LEASE_GRACE_SECS", &grace)]).await;
     let (renewed, renewed_container) = create(&server).await;
     // Used now and then for longer than its timeout and grace: the lease pass (every
     // second here) keeps it alive past its first lease.

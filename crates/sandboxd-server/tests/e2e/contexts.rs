@@ -143,3 +143,66 @@ async fn python_state_persists_between_runs() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+/// Interrupts that keep coming (a client's and the server's for the same run, or a
+/// timeout's as the run ends) interrupt runs' code only: one that lands while the
+/// interpreter reads a request or reports a run loses neither, nor ends the context.
+#[tokio::test]
+async fn interrupts_that_come_between_runs_lose_no_run_and_end_no_context() {
+    let server = TestServer::start_with(|config| {
+        config.rate_limit_per_second = 10_000;
+        config.rate_limit_burst = 10_000;
+    })
+    .await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let (status, context) = server
+        .post("sandbox.contextCreate", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{context}");
+    assert_eq!(
+        run(&server, &sandbox, &context, "n = 0", 10_000).await["error"],
+        Value::Null
+    );
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let signal =
+        json!({"sandboxId": id(&sandbox), "processId": context["contextId"], "signal": "INT"});
+    let interrupt = || async {
+        let mut sent = 0;
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            let (status, body) = server.post("sandbox.processSignal", signal.clone()).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            sent += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        sent
+    };
+    let runs = async {
+        let mut interrupted = 0;
+        for i in 0..60 {
+            // Each run answers within its timeout: a lost request would time out, and
+            // an interpreter ended by an interrupt would be said to have ended.
+            let code = if i % 2 == 0 {
+                "import time\ntime.sleep(0.005)\nn += 1"
+            } else {
+                "1/0"
+            };
+            let answer = run(&server, &sandbox, &context, code, 5_000).await;
+            assert_eq!(answer["timedOut"], false, "{answer}");
+            match answer["error"]["name"].as_str() {
+                Some("KeyboardInterrupt") => interrupted += 1,
+                None | Some("ZeroDivisionError") => {}
+                Some(_) => panic!("{answer}"),
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        interrupted
+    };
+    let (interrupted, first, second) = tokio::join!(runs, interrupt(), interrupt());
+    let sent = first + second;
+    assert!(
+        sent >= 60 && interrupted > 0,
+        "{sent} interrupts, {interrupted} runs interrupted"
+    );
+    let after = run(&server, &sandbox, &context, "n >= 0", 10_000).await;
+    assert_eq!(after["result"], "True", "the state survived: {after}");
+}

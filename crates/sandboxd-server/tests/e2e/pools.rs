@@ -266,6 +266,49 @@ async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
     }
 }
 
+/// A claimed sandbox's interpreter contexts run under the member's agent as under a
+/// cold one's: state kept between runs, a run interrupted at its timeout, and the next
+/// run served at once.
+#[tokio::test]
+async fn a_claimed_sandboxs_context_is_interrupted_at_its_timeout_and_keeps_its_state() {
+    let server = TestServer::start_with(|config| {
+        config.pools.insert("base".into(), 1);
+    })
+    .await;
+    let instance = server.instance().to_owned();
+    wait_ready(&server, "base", 1).await;
+    let members = pool_containers(&server, &instance).await;
+    let claimed = server.create(json!({"template": "base"})).await;
+    assert!(members.contains_key(id(&claimed)), "served by the pool");
+    let (status, context) = server
+        .post("sandbox.contextCreate", json!({"sandboxId": id(&claimed)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{context}");
+    let run = |code: &'static str, timeout_ms: u64| {
+        let body = json!({"sandboxId": id(&claimed), "contextId": context["contextId"], "code": code, "timeoutMs": timeout_ms});
+        let server = &server;
+        async move {
+            let (status, answer) = server.post("sandbox.contextRun", body).await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+            answer
+        }
+    };
+    assert_eq!(run("x = 41", 10_000).await["error"], json!(null));
+    let slow = run("import time\ntime.sleep(30)", 1_000).await;
+    assert_eq!(
+        (&slow["timedOut"], &slow["error"]["name"]),
+        (&json!(true), &json!("KeyboardInterrupt")),
+        "{slow}"
+    );
+    let started = Instant::now();
+    assert_eq!(run("x + 1", 10_000).await["result"], "42");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// Sandboxes of a shape no pool is configured for (here another image than the
 /// template's; `internet` is in `containers.rs`, which owns the internet bridge) are warm
 /// from the second on: the first one's create makes the server keep a member of that

@@ -237,7 +237,7 @@ impl Sandboxes {
             let id = sandbox.sandbox_id;
             self.service.inner.removals.spawn(async move {
                 if let Err(error) = engine.destroy_container(&container).await {
-                    warn!(sandbox_id = %id, %error, "could not remove the container of a killed sandbox; reconcile will");
+                    warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "could not remove the container of a killed sandbox; reconcile will");
                 }
             });
         }

@@ -3,7 +3,6 @@ definitions between runs, as a notebook's kernel does."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -108,24 +107,18 @@ class AsyncCode:
                 self._default = await self.create_context()
             context = self._default
         context_id = context if isinstance(context, str) else context.context_id
-        try:
-            answer = await self._sandbox._conn.call(
-                "sandbox.contextRun",
-                {
-                    "sandboxId": self._sandbox.id,
-                    "contextId": context_id,
-                    "code": code,
-                    "timeoutMs": max(1000, int(timeout * 1000)),
-                },
-                timeout=timeout + 30,
-            )
-        except asyncio.CancelledError:
-            # The server interrupts a run only while its request lasts: a caller that
-            # gives up interrupts it here, so the context is free for the next run.
-            interrupt = asyncio.ensure_future(self.interrupt(context_id))
-            _pending.add(interrupt)
-            interrupt.add_done_callback(_pending.discard)
-            raise
+        # A caller that gives up closes the request, and the server interrupts the run
+        # then (once: a second interrupt of our own could reach the next run).
+        answer = await self._sandbox._conn.call(
+            "sandbox.contextRun",
+            {
+                "sandboxId": self._sandbox.id,
+                "contextId": context_id,
+                "code": code,
+                "timeoutMs": max(1000, int(timeout * 1000)),
+            },
+            timeout=timeout + 30,
+        )
         return Execution.from_json(answer)
 
     async def interrupt(self, context: Context | str) -> None:
@@ -139,7 +132,3 @@ class AsyncCode:
             )
         except errors.SandboxdError:
             pass  # it ended, or the sandbox did
-
-
-#: Interrupts on their way, kept until done (a task nobody holds may be collected).
-_pending: set[asyncio.Future[None]] = set()
