@@ -314,6 +314,18 @@ fn remove_listed(list: &[&str], remove: &[&str]) {
 
 impl Drop for RunningServer {
     fn drop(&mut self) {
+        // Stopped as an operator would (SIGTERM): the server finishes the warm members
+        // it is making and removes its pools. SIGKILL after a bound; what it leaves is
+        // removed below.
+        if matches!(self.server.try_wait(), Ok(None)) {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.server.id().to_string()])
+                .output();
+        }
+        let bound = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while matches!(self.server.try_wait(), Ok(None)) && std::time::Instant::now() < bound {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let _ = self.server.kill();
         let _ = self.server.wait();
         if self.env_id.is_empty() {
