@@ -28,6 +28,13 @@ unset SANDBOXD_AGENT_BINARY
 # leave none besides them.
 sandboxes() { docker ps -aq --no-trunc --filter label=sandboxd.sandbox=true | sort; }
 before=$(sandboxes)
+# Cgroup directories named by a container id (cgroup v1 and v2, cgroupfs and systemd
+# drivers), each with its path.
+cgroups() {
+  { find /sys/fs/cgroup -maxdepth 3 -type d -regextype posix-extended \
+    -regex '.*/(docker/|docker-)[0-9a-f]{64}(\.scope)?' 2>/dev/null || true; } | sort
+}
+cgroups_before=$(cgroups)
 cargo nextest run --workspace --no-fail-fast "$@"
 # The end-to-end core again with every sandbox under gVisor: create, exec, streaming,
 # files, transfers, terminals, processes, contexts, kill, timeouts and the reaper, and
@@ -61,5 +68,18 @@ if [ -n "$left" ]; then
   for id in $left; do
     docker inspect -f '{{.Name}} {{.State.Status}} instance={{index .Config.Labels "sandboxd.instance"}} pool={{index .Config.Labels "sandboxd.pool"}}' "$id" >&2 || true
   done
+  exit 1
+fi
+# Nor the cgroup directories of a container that is gone (runsc leaves them after a
+# failed start; sandboxd removes them).
+containers=$(docker ps -aq --no-trunc)
+for _ in $(seq 30); do
+  left=$(comm -13 <(echo "$cgroups_before") <(cgroups) | grep -v -F "${containers:-no container}" || true)
+  [ -z "$left" ] && break
+  sleep 1
+done
+if [ -n "$left" ]; then
+  echo "cgroup directories of removed containers left after the suite:" >&2
+  echo "$left" >&2
   exit 1
 fi

@@ -297,10 +297,21 @@ impl DockerEngine {
         )
         .await?
         {
-            Ok(()) => Ok(()),
-            Err(e) if status_of(&e) == Some(404) => Ok(()),
-            Err(e) => Err(fault(e)),
+            Ok(()) => {}
+            Err(e) if status_of(&e) == Some(404) => {}
+            Err(e) => return Err(fault(e)),
         }
+        // What a failed gVisor start left of the container on this host.
+        if self.session.is_none() {
+            let container = id.to_owned();
+            tokio::task::spawn_blocking(move || {
+                crate::cgroup_leftovers::remove(
+                    std::path::Path::new(cgroup_limits::CGROUP_ROOT),
+                    &container,
+                );
+            });
+        }
+        Ok(())
     }
 
     /// Every container (running or not) labelled as a sandbox of this installation.

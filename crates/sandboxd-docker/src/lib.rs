@@ -7,6 +7,7 @@ mod answer_bounds;
 mod archive;
 mod as_user;
 mod census;
+mod cgroup_leftovers;
 mod cgroup_limits;
 mod changes;
 mod containers;

@@ -206,8 +206,8 @@ fn runtime_processes(container_id: &str) -> Vec<String> {
 
 /// A sandbox whose container cannot start (its image has a file where the agent's
 /// directory is mounted) is refused with the reason, its row says `error`,
-/// and nothing of it is left running: no container, and under gVisor none of the
-/// sandbox and gofer processes runsc made before the start failed.
+/// and nothing of it is left: no container, and under gVisor none of the sandbox and
+/// gofer processes runsc made before the start failed, nor its cgroup directories.
 #[tokio::test]
 async fn a_sandbox_that_cannot_start_leaves_nothing_running() {
     let image = UnstartableImage::import();
@@ -281,4 +281,36 @@ async fn a_sandbox_that_cannot_start_leaves_nothing_running() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // Nor its cgroup directories, which runsc leaves after a failed start.
+    let deadline = Instant::now() + Duration::from_secs(25);
+    loop {
+        let left = cgroup_dirs(&container_id);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cgroup directories left: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The cgroup directories of a container on this host, under any hierarchy.
+fn cgroup_dirs(container_id: &str) -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    let hierarchies = std::fs::read_dir(root)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_else(|_| Vec::new());
+    std::iter::once(root.to_path_buf())
+        .chain(hierarchies)
+        .flat_map(|base| {
+            [
+                base.join("docker").join(container_id),
+                base.join("system.slice")
+                    .join(format!("docker-{container_id}.scope")),
+            ]
+        })
+        .filter(|dir| dir.is_dir())
+        .collect()
 }
