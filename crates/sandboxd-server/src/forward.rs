@@ -273,7 +273,7 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
                 Ok(answer) => relay(answer),
                 // The body went with the attempt: it cannot be served here instead.
                 Err(error) => {
-                    debug!(%error, %holder, "cannot forward a request");
+                    debug!(error = %sandboxd_core::error::chain(&error), %holder, "cannot forward a request");
                     counted("unreachable");
                     holder_gone()
                 }
@@ -304,11 +304,11 @@ pub async fn forward(State(state): State<AppState>, request: Request, next: Next
                 {
                     Ok(answer) => return relay(answer),
                     Err(error) if error.is_connect() || error.is_timeout() => {
-                        debug!(%error, %holder, "cannot reach a replica; serving here");
+                        debug!(error = %sandboxd_core::error::chain(&error), %holder, "cannot reach a replica; serving here");
                         counted("unreachable");
                     }
                     Err(error) => {
-                        debug!(%error, %holder, "a forwarded request failed");
+                        debug!(error = %sandboxd_core::error::chain(&error), %holder, "a forwarded request failed");
                         counted("unreachable");
                         return holder_gone();
                     }

@@ -408,7 +408,7 @@ impl Server {
             self.service.replicas().register(address).await;
         }
         if let Err(error) = loops::reconcile_or_restore(&self.service).await {
-            warn!(%error, "startup reconcile failed; the periodic pass will retry");
+            warn!(error = %sandboxd_core::error::chain(&error), "startup reconcile failed; the periodic pass will retry");
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let metrics_task = self.metrics_listener.take().map(|listener| {
@@ -430,7 +430,7 @@ impl Server {
         // for the ACK of a previous segment.
         let listener = listener.tap_io(|stream| {
             if let Err(error) = stream.set_nodelay(true) {
-                tracing::debug!(%error, "could not set TCP_NODELAY");
+                tracing::debug!(error = %sandboxd_core::error::chain(&error), "could not set TCP_NODELAY");
             }
         });
         let served = axum::serve(listener, router)

@@ -53,7 +53,7 @@ where
                 _ = stop.changed() => return,
                 _ = ticks.tick() => {
                     if let Err(error) = pass().await {
-                        warn!(loop_name = name, %error, "background pass failed");
+                        warn!(loop_name = name, error = %sandboxd_core::error::chain(&error), "background pass failed");
                     }
                 }
             }
@@ -155,7 +155,7 @@ fn watch_deaths(
                             "the engine answers again; its sandboxes were reconciled"
                         ),
                         Err(error) => {
-                            warn!(%error, "the engine answers again but could not be reconciled yet")
+                            warn!(error = %sandboxd_core::error::chain(&error), "the engine answers again but could not be reconciled yet")
                         }
                     }
                 }
@@ -177,12 +177,12 @@ fn watch_deaths(
                                 return;
                             }
                             if let Err(error) = service.sandboxes().revive(&death).await {
-                                warn!(sandbox_id = %death.sandbox_id, %error, "cannot act on a stopped container");
+                                warn!(sandbox_id = %death.sandbox_id, error = %sandboxd_core::error::chain(&error), "cannot act on a stopped container");
                             }
                         });
                     }
                     Some(Err(error)) => {
-                        warn!(%error, "the engine's event stream failed; subscribing again");
+                        warn!(error = %sandboxd_core::error::chain(&error), "the engine's event stream failed; subscribing again");
                         break;
                     }
                     None => break,

@@ -315,7 +315,7 @@ impl Service {
     ) -> T {
         let (touched, output) = tokio::join!(self.store().touch(sandbox_id, now_ms()), work);
         if let Err(error) = touched {
-            tracing::warn!(%sandbox_id, %error, "could not record the sandbox's activity");
+            tracing::warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "could not record the sandbox's activity");
         }
         output
     }

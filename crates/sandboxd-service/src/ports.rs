@@ -91,7 +91,7 @@ impl Ports {
         let (touched, opened) =
             tokio::join!(store.touch(sandbox_id, now_ms()), agent.open_port(port));
         if let Err(error) = touched {
-            tracing::warn!(%sandbox_id, %error, "could not record the sandbox's activity");
+            tracing::warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "could not record the sandbox's activity");
         }
         let stream = opened.map_err(port_error)?;
         let every = crate::traffic::every(sandbox.timeout_ms);

@@ -49,7 +49,7 @@ impl Service {
         match engine.start_container(container).await {
             Ok(()) => Ok(()),
             Err(error) => {
-                warn!(%sandbox_id, %error, "cannot start the stopped container; the sandbox is in error");
+                warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "cannot start the stopped container; the sandbox is in error");
                 self.store()
                     .set_status(sandbox_id, SandboxStatus::Error)
                     .await?;

@@ -75,7 +75,7 @@ impl Replicas {
             return;
         };
         if let Err(error) = self.store.heartbeat(address, now_ms()).await {
-            warn!(%error, "cannot record this replica's heartbeat");
+            warn!(error = %sandboxd_core::error::chain(&error), "cannot record this replica's heartbeat");
         }
     }
 
@@ -85,7 +85,7 @@ impl Replicas {
             return;
         }
         if let Err(error) = self.store.leave().await {
-            warn!(%error, "cannot take this replica out of the registry");
+            warn!(error = %sandboxd_core::error::chain(&error), "cannot take this replica out of the registry");
         }
     }
 
@@ -109,7 +109,7 @@ impl Replicas {
             let ids: HashSet<String> = batch.drain(..).collect();
             for sandbox_id in ids {
                 if let Err(error) = self.store.hold_agent(&sandbox_id).await {
-                    warn!(%sandbox_id, %error, "cannot record that this replica holds an agent");
+                    warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "cannot record that this replica holds an agent");
                 }
             }
         }
@@ -125,7 +125,7 @@ impl Replicas {
         let holder = match self.store.agent_replica(sandbox_id).await {
             Ok(holder) => holder?,
             Err(error) => {
-                debug!(%sandbox_id, %error, "cannot read which replica holds an agent");
+                debug!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "cannot read which replica holds an agent");
                 return None;
             }
         };
@@ -151,7 +151,7 @@ impl Replicas {
         let live: HashMap<String, String> = match self.store.live_replicas(since).await {
             Ok(live) => live.into_iter().collect(),
             Err(error) => {
-                debug!(%error, "cannot read the live replicas");
+                debug!(error = %sandboxd_core::error::chain(&error), "cannot read the live replicas");
                 HashMap::new()
             }
         };

@@ -196,7 +196,7 @@ impl Servers {
                 }
             }
             Err(error) => {
-                warn!(%server_id, %error, "could not read a changed server's sandboxes; the next reconcile gives their agents back")
+                warn!(%server_id, error = %sandboxd_core::error::chain(&error), "could not read a changed server's sandboxes; the next reconcile gives their agents back")
             }
         }
         self.service.fleet().made().forget(server_id);
@@ -204,7 +204,7 @@ impl Servers {
         let server_id = server_id.to_owned();
         tokio::spawn(async move {
             if let Err(error) = service.duties().reconcile_on(Some(&server_id)).await {
-                warn!(%server_id, %error, "a changed server could not be reached; the next reconcile tries again");
+                warn!(%server_id, error = %sandboxd_core::error::chain(&error), "a changed server could not be reached; the next reconcile tries again");
             }
         });
     }

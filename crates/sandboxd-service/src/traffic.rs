@@ -51,7 +51,7 @@ impl Traffic {
         let (store, sandbox_id) = (self.store.clone(), self.sandbox_id.clone());
         tokio::spawn(async move {
             if let Err(error) = store.touch(&sandbox_id, now_ms()).await {
-                tracing::warn!(%sandbox_id, %error, "could not record the sandbox's activity");
+                tracing::warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "could not record the sandbox's activity");
             }
         });
     }

@@ -75,7 +75,7 @@ pub(super) fn ended(state: &AppState, sandbox: &Sandbox) -> bool {
     let sandbox = sandbox.clone();
     tokio::spawn(async move {
         if let Err(error) = sandboxes.kill(sandbox).await {
-            tracing::warn!(%error, "cannot end a sandbox past its end");
+            tracing::warn!(error = %sandboxd_core::error::chain(&error), "cannot end a sandbox past its end");
         }
     });
     true

@@ -81,7 +81,7 @@ async fn accept(gate: Gate, tls: tokio_rustls::TlsConnector) {
                 return;
             }
             Err(error) => {
-                tracing::debug!(sandbox_id = gate.sandbox_id(), %error, "the egress gate closed");
+                tracing::debug!(sandbox_id = gate.sandbox_id(), error = %sandboxd_core::error::chain(&error), "the egress gate closed");
                 return;
             }
         }

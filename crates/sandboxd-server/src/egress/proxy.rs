@@ -47,7 +47,7 @@ pub async fn serve(stream: Box<dyn ByteStream>, gate: Gate, tls: TlsConnector) {
         .with_upgrades()
         .await;
     if let Err(error) = served {
-        tracing::debug!(%error, "an egress proxy connection ended");
+        tracing::debug!(error = %sandboxd_core::error::chain(&error), "an egress proxy connection ended");
     }
 }
 

@@ -70,12 +70,12 @@ pub async fn through_holder<T: DeserializeOwned>(
     match send(service, &parts, (body.into(), &digest), &holder, &me).await {
         Ok(answer) => Some(read(answer).await),
         Err(error) if error.is_connect() || error.is_timeout() => {
-            debug!(%error, %holder, "cannot reach a replica; serving the tool here");
+            debug!(error = %sandboxd_core::error::chain(&error), %holder, "cannot reach a replica; serving the tool here");
             counted("unreachable");
             None
         }
         Err(error) => {
-            debug!(%error, %holder, "a forwarded tool call failed");
+            debug!(error = %sandboxd_core::error::chain(&error), %holder, "a forwarded tool call failed");
             counted("unreachable");
             Some(Err(holder_gone()))
         }

@@ -225,7 +225,7 @@ async fn forward(
 fn public_message(error: &ServiceError) -> String {
     match error {
         ServiceError::Store(_) | ServiceError::Engine(_) => {
-            tracing::error!(%error, "streaming exec failed");
+            tracing::error!(error = %sandboxd_core::error::chain(&error), "streaming exec failed");
             "internal error".into()
         }
         other => other.to_string(),

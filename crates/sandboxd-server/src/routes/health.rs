@@ -101,7 +101,7 @@ pub struct Readiness {
     pub engine: PartHealth,
 }
 
-async fn check<E: std::fmt::Display>(
+async fn check<E: std::error::Error>(
     part: &'static str,
     probe: impl std::future::Future<Output = Result<(), E>>,
 ) -> PartHealth {
@@ -109,7 +109,7 @@ async fn check<E: std::fmt::Display>(
     let status = match tokio::time::timeout(READY_TIMEOUT, probe).await {
         Ok(Ok(())) => "ok",
         Ok(Err(error)) => {
-            tracing::warn!(part, %error, "readiness check failed");
+            tracing::warn!(part, error = %sandboxd_core::error::chain(&error), "readiness check failed");
             "failing"
         }
         Err(_) => {

@@ -160,7 +160,7 @@ impl SessionAuth {
             Ok(Some(caller)) if caller.user_id == self.caller.user_id => caller,
             Ok(_) => return Err(KEY_GONE),
             Err(error) => {
-                warn!(%error, "cannot check a session's key; keeping it open");
+                warn!(error = %sandboxd_core::error::chain(&error), "cannot check a session's key; keeping it open");
                 return Ok(&self.caller);
             }
         };
@@ -175,7 +175,7 @@ impl SessionAuth {
                 return Err(NOT_ALLOWED);
             }
             Err(error) => {
-                warn!(%error, "cannot check a session's grant; keeping it open");
+                warn!(error = %sandboxd_core::error::chain(&error), "cannot check a session's grant; keeping it open");
             }
         }
         self.caller = caller;

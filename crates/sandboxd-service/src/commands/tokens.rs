@@ -58,14 +58,14 @@ impl Commands {
         let key_id = match redeemed {
             Ok(key_id) => key_id?,
             Err(error) => {
-                warn!(%error, "cannot redeem a WebSocket token");
+                warn!(error = %sandboxd_core::error::chain(&error), "cannot redeem a WebSocket token");
                 return None;
             }
         };
         match self.service.store().principal_of_key(&key_id).await {
             Ok(principal) => principal,
             Err(error) => {
-                warn!(%error, "cannot read the key of a WebSocket token");
+                warn!(error = %sandboxd_core::error::chain(&error), "cannot read the key of a WebSocket token");
                 None
             }
         }

@@ -44,7 +44,7 @@ impl Duties {
                 match self.service.sandboxes().pause_idle(sandbox).await {
                     Ok(_) => report.paused.push(id),
                     Err(error) => {
-                        warn!(sandbox_id = %id, %error, "reaper could not pause an idle sandbox; it tries again");
+                        warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "reaper could not pause an idle sandbox; it tries again");
                         report.failed.push(id);
                     }
                 }
@@ -69,7 +69,7 @@ impl Duties {
                     report.killed.push(id)
                 }
                 Err(error) => {
-                    warn!(sandbox_id = %id, %error, "reaper could not kill an expired sandbox");
+                    warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "reaper could not kill an expired sandbox");
                     report.failed.push(id);
                 }
             }
@@ -102,7 +102,7 @@ impl Duties {
                     report.thawed.extend(done.thawed);
                 }
                 Err(error) => {
-                    warn!(server_id = %server.server_id, %error, "reconcile skipped an unreachable server");
+                    warn!(server_id = %server.server_id, error = %sandboxd_core::error::chain(&error), "reconcile skipped an unreachable server");
                     report.unreachable_servers.push(server.server_id);
                 }
             }
@@ -180,7 +180,7 @@ impl Duties {
             match engine.remove_container(container).await {
                 Ok(()) => report.removed_containers.push(container.clone()),
                 Err(error) => {
-                    warn!(container_id = %container, %error, "reconcile could not remove a container")
+                    warn!(container_id = %container, error = %sandboxd_core::error::chain(&error), "reconcile could not remove a container")
                 }
             }
         }
@@ -197,7 +197,7 @@ impl Duties {
                 Ok(crate::Revival::Restarted) => report.restarted.push(sandbox_id.clone()),
                 Ok(_) => {}
                 Err(error) => {
-                    warn!(%sandbox_id, %error, "reconcile could not start a stopped container")
+                    warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "reconcile could not start a stopped container")
                 }
             }
         }

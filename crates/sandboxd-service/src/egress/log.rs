@@ -56,7 +56,7 @@ async fn write(store: Store, mut queue: mpsc::Receiver<EgressRecord>) {
     let mut batch = Vec::with_capacity(BATCH);
     while queue.recv_many(&mut batch, BATCH).await > 0 {
         if let Err(error) = store.write_egress_log(&batch).await {
-            tracing::warn!(%error, entries = batch.len(), "could not write egress log entries");
+            tracing::warn!(error = %sandboxd_core::error::chain(&error), entries = batch.len(), "could not write egress log entries");
             metrics::counter!(EGRESS_LOG_DROPPED).increment(batch.len() as u64);
         }
         if since_trim.len() > COUNTED_SANDBOXES {
@@ -73,7 +73,7 @@ async fn write(store: Store, mut queue: mpsc::Receiver<EgressRecord>) {
                 .trim_egress_log(&record.sandbox_id, KEPT_PER_SANDBOX)
                 .await
             {
-                tracing::warn!(%error, "could not trim an egress log");
+                tracing::warn!(error = %sandboxd_core::error::chain(&error), "could not trim an egress log");
             }
         }
     }

@@ -87,7 +87,7 @@ impl Egress {
         let sandbox = match self.service.store().sandbox(sandbox_id).await {
             Ok(sandbox) => sandbox?,
             Err(error) => {
-                tracing::warn!(%sandbox_id, %error, "cannot read a sandbox to serve its egress");
+                tracing::warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "cannot read a sandbox to serve its egress");
                 return None;
             }
         };
@@ -104,7 +104,7 @@ impl Egress {
             Ok(credentials) => credentials,
             Err(error) => {
                 // Its requests then go without them (and the host refuses them).
-                tracing::warn!(%sandbox_id, %error, "cannot open a sandbox's egress credentials");
+                tracing::warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "cannot open a sandbox's egress credentials");
                 Vec::new()
             }
         };

@@ -184,21 +184,21 @@ impl Fleet {
         let agents: Arc<dyn RemoteAgents> = match self.remote_server(server_id).await {
             Ok(server) => server.agents?,
             Err(error) => {
-                warn!(%sandbox_id, %error, "sandbox runs without its agent");
+                warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "sandbox runs without its agent");
                 return None;
             }
         };
         let key = match offer.then(|| self.agents.key_of(sandbox_id)).transpose() {
             Ok(key) => key,
             Err(error) => {
-                warn!(%sandbox_id, %error, "sandbox runs without its agent");
+                warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "sandbox runs without its agent");
                 return None;
             }
         };
         let remote = match agents.listen(sandbox_id, key.as_deref()).await {
             Ok(remote) => remote,
             Err(error) => {
-                warn!(%sandbox_id, %error, "sandbox runs without its agent");
+                warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "sandbox runs without its agent");
                 return None;
             }
         };
@@ -216,7 +216,7 @@ impl Fleet {
         ) {
             Ok(mount) => mount,
             Err(error) => {
-                warn!(%sandbox_id, %error, "sandbox runs without its agent");
+                warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "sandbox runs without its agent");
                 agents.release(sandbox_id).await;
                 None
             }

@@ -100,12 +100,20 @@ impl Pools {
                         cmd.pids_limit,
                     )
                     .await
-                    .map_err(|error| ("its limits could not be set", error.to_string()))
+                    .map_err(|error| {
+                        (
+                            "its limits could not be set",
+                            sandboxd_core::error::chain(&error),
+                        )
+                    })
             };
             let leased = async {
                 match agent.lease(lease).await {
                     Ok(()) | Err(sandboxd_ports::ChannelError::NeedsAgent) => Ok(()),
-                    Err(error) => Err(("its lease could not be told", error.to_string())),
+                    Err(error) => Err((
+                        "its lease could not be told",
+                        sandboxd_core::error::chain(&error),
+                    )),
                 }
             };
             let (limits, leased) = tokio::join!(limits, leased);

@@ -23,7 +23,7 @@ impl Pools {
         let servers = match self.service.store().all_servers().await {
             Ok(servers) => servers,
             Err(error) => {
-                warn!(%error, "could not read the servers' warm pools; keeping them as they are");
+                warn!(error = %sandboxd_core::error::chain(&error), "could not read the servers' warm pools; keeping them as they are");
                 return None;
             }
         };
@@ -133,7 +133,7 @@ impl Pools {
                     // again (a cold create of it then says whether it can be made);
                     // a configured one is tried again at the next pass.
                     pools.state().demand.forget(key);
-                    warn!(pool = key.shape.label(), network = key.shape.network.as_str(), server_id = key.server_label(), %error, "could not make a warm sandbox; retrying later");
+                    warn!(pool = key.shape.label(), network = key.shape.network.as_str(), server_id = key.server_label(), error = %sandboxd_core::error::chain(&error), "could not make a warm sandbox; retrying later");
                     break;
                 }
             }
@@ -278,7 +278,7 @@ impl Pools {
                 .fleet()
                 .release_agent(&warm.sandbox_id, Some(server_id));
             if let Err(error) = warm.engine.remove_container(&warm.container_id).await {
-                warn!(container_id = %warm.container_id, %error, "could not remove a warm sandbox of a server");
+                warn!(container_id = %warm.container_id, error = %sandboxd_core::error::chain(&error), "could not remove a warm sandbox of a server");
             }
         }
     }

@@ -318,7 +318,7 @@ impl Sandboxes {
                         .fleet()
                         .release_agent(&row.sandbox_id, row.server_id.as_deref());
                     if let Err(error) = engine.destroy_container(&container_id).await {
-                        warn!(sandbox_id = %row.sandbox_id, %error, "could not remove the container of a sandbox ended while it was created; reconcile will");
+                        warn!(sandbox_id = %row.sandbox_id, error = %sandboxd_core::error::chain(&error), "could not remove the container of a sandbox ended while it was created; reconcile will");
                     }
                     return Err(ServiceError::NotRunning(NotRunning(now.status)));
                 }
@@ -331,7 +331,7 @@ impl Sandboxes {
                 Ok(now)
             }
             Err(error) => {
-                warn!(sandbox_id = %row.sandbox_id, %error, "sandbox creation failed");
+                warn!(sandbox_id = %row.sandbox_id, error = %sandboxd_core::error::chain(&error), "sandbox creation failed");
                 self.service
                     .store()
                     .set_status(&row.sandbox_id, SandboxStatus::Error)
@@ -357,7 +357,7 @@ impl Sandboxes {
             None => match self.service.agents().listen(&row.sandbox_id) {
                 Ok(agent) => agent,
                 Err(error) => {
-                    warn!(sandbox_id = %row.sandbox_id, %error, "sandbox runs without its agent");
+                    warn!(sandbox_id = %row.sandbox_id, error = %sandboxd_core::error::chain(&error), "sandbox runs without its agent");
                     None
                 }
             },

@@ -101,7 +101,7 @@ impl Sandboxes {
         let Some(error) = error else {
             return Ok((snapshot, made));
         };
-        warn!(failed = failure.unwrap_or_default() + 1, %error, "a fork could not be made; the others and the snapshot go");
+        warn!(failed = failure.unwrap_or_default() + 1, error = %sandboxd_core::error::chain(&error), "a fork could not be made; the others and the snapshot go");
         for sandbox in made {
             let id = sandbox.sandbox_id.clone();
             if let Err(cleanup) = self.kill(sandbox).await {

@@ -230,7 +230,7 @@ impl Sandboxes {
             {
                 Ok(engine) => engine,
                 Err(error) => {
-                    warn!(sandbox_id = %sandbox.sandbox_id, %error, "the sandbox's server is unreachable; its container is removed when it is back");
+                    warn!(sandbox_id = %sandbox.sandbox_id, error = %sandboxd_core::error::chain(&error), "the sandbox's server is unreachable; its container is removed when it is back");
                     return Ok(killed);
                 }
             };

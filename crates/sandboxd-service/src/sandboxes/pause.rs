@@ -208,7 +208,7 @@ impl Service {
             return Err(self.changed_state(id).await);
         };
         if let Err(error) = engine.pause_container(&container).await {
-            warn!(sandbox_id = %id, %error, "the engine could not pause the sandbox; it runs on");
+            warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine could not pause the sandbox; it runs on");
             self.store().resume(id, now_ms(), None).await?;
             return Err(match error {
                 EngineError::NotFound { .. } => self.container_lost(id).await,
@@ -259,7 +259,7 @@ impl Service {
             }
             Err(EngineError::NotFound { .. }) => return Err(self.container_lost(id).await),
             Err(error) => {
-                warn!(sandbox_id = %id, %error, "the engine could not resume the sandbox; it stays paused");
+                warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine could not resume the sandbox; it stays paused");
                 self.store().pause(id, now_ms()).await?;
                 return Err(error.into());
             }
@@ -339,7 +339,7 @@ impl Service {
                 true
             }
             Err(error) => {
-                warn!(%sandbox_id, %error, "cannot thaw a running sandbox's frozen container");
+                warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "cannot thaw a running sandbox's frozen container");
                 false
             }
         }

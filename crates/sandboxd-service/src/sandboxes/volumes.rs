@@ -82,7 +82,7 @@ impl Sandboxes {
             .create_volume(&volumes::engine_name(&volume.volume_id), &labels)
             .await
         {
-            warn!(volume_id = %volume.volume_id, %error, "the engine did not make a volume");
+            warn!(volume_id = %volume.volume_id, error = %sandboxd_core::error::chain(&error), "the engine did not make a volume");
             store.delete_volume(&volume.volume_id).await?;
             return Err(error.into());
         }
