@@ -7,34 +7,29 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::cgroup_limits::{dirs_under, is_container_id};
+
 /// How often, and how many times, directories still in use are tried again: runsc's
 /// processes of a failed start end within a few seconds of the engine's removal.
 const RETRY_EVERY: Duration = Duration::from_millis(500);
 const TRIES: usize = 40;
 
-/// The directories the engine's cgroup layouts (cgroupfs and systemd drivers, cgroup
-/// v1 and v2) would give `container_id` under `root`, given the hierarchies mounted
-/// there (`controllers`: the names of `root`'s entries). None for anything but a
-/// container id, so that nothing else can be reached.
+/// The directories the engine's cgroup layouts (`cgroup_limits::dirs_under`: cgroupfs
+/// and systemd drivers, cgroup v1 and v2) would give `container_id` under `root`, given
+/// the hierarchies mounted there (`controllers`: the names of `root`'s entries). None
+/// for anything but a container id, so that nothing else can be reached.
 pub(crate) fn candidates(root: &Path, controllers: &[String], container_id: &str) -> Vec<PathBuf> {
-    if container_id.len() != 64 || !container_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !is_container_id(container_id) {
         return Vec::new();
     }
-    let under = |base: PathBuf| {
-        [
-            base.join("docker").join(container_id),
-            base.join("system.slice")
-                .join(format!("docker-{container_id}.scope")),
-        ]
-    };
-    let mut dirs: Vec<PathBuf> = under(root.to_path_buf()).into();
-    for controller in controllers {
-        if controller.is_empty() || controller.contains('/') || controller.starts_with('.') {
-            continue;
-        }
-        dirs.extend(under(root.join(controller)));
-    }
-    dirs
+    let hierarchies = controllers
+        .iter()
+        .filter(|c| !c.is_empty() && !c.contains('/') && !c.starts_with('.'))
+        .map(|c| root.join(c));
+    std::iter::once(root.to_path_buf())
+        .chain(hierarchies)
+        .flat_map(|base| dirs_under(&base, container_id))
+        .collect()
 }
 
 /// Removes what is left of a removed container's cgroup directories under `root`,

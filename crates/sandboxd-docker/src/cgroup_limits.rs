@@ -36,33 +36,40 @@ pub(crate) enum Layout {
     V2(PathBuf),
 }
 
+/// Whether `id` is a container id: only such an id names cgroup directories, so that
+/// nothing else may reach a path.
+pub(crate) fn is_container_id(id: &str) -> bool {
+    id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Where the engine's cgroup drivers put a container's directory in the hierarchy at
+/// `base`: cgroupfs (`docker/<id>`), then systemd (`system.slice/docker-<id>.scope`).
+/// `container_id` must be a container id (`is_container_id`).
+pub(crate) fn dirs_under(base: &Path, container_id: &str) -> [PathBuf; 2] {
+    [
+        base.join("docker").join(container_id),
+        base.join("system.slice")
+            .join(format!("docker-{container_id}.scope")),
+    ]
+}
+
 /// The container's cgroup directories under `root`, if the engine made them there.
 pub(crate) fn find(root: &Path, container_id: &str) -> Option<Layout> {
-    // An id is what names the directories: nothing else may reach a path.
-    if container_id.len() != 64 || !container_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !is_container_id(container_id) {
         return None;
     }
     let v1 = |controller: &str| {
-        [
-            root.join(controller).join("docker").join(container_id),
-            root.join(controller)
-                .join("system.slice")
-                .join(format!("docker-{container_id}.scope")),
-        ]
-        .into_iter()
-        .find(|dir| dir.is_dir())
+        dirs_under(&root.join(controller), container_id)
+            .into_iter()
+            .find(|dir| dir.is_dir())
     };
     if let (Some(memory), Some(cpu), Some(pids)) = (v1("memory"), v1("cpu"), v1("pids")) {
         return Some(Layout::V1 { memory, cpu, pids });
     }
-    [
-        root.join("docker").join(container_id),
-        root.join("system.slice")
-            .join(format!("docker-{container_id}.scope")),
-    ]
-    .into_iter()
-    .find(|dir| dir.join("memory.max").is_file())
-    .map(Layout::V2)
+    dirs_under(root, container_id)
+        .into_iter()
+        .find(|dir| dir.join("memory.max").is_file())
+        .map(Layout::V2)
 }
 
 /// The files to write, in order, for `limits`. Under v1 the memory + swap limit may

@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use crate::harness::{TestServer, id};
 
-async fn run(
+/// Runs `code` in `context`; the answer of a run that answered (200).
+pub(crate) async fn run(
     server: &TestServer,
     sandbox: &Value,
     context: &Value,
@@ -21,6 +22,15 @@ async fn run(
         .await;
     assert_eq!(status, StatusCode::OK, "{result}");
     result
+}
+
+/// A new Python context in `sandbox`.
+pub(crate) async fn create_context(server: &TestServer, sandbox: &Value) -> Value {
+    let (status, context) = server
+        .post("sandbox.contextCreate", json!({"sandboxId": id(sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{context}");
+    context
 }
 
 #[tokio::test]
@@ -155,10 +165,7 @@ async fn interrupts_that_come_between_runs_lose_no_run_and_end_no_context() {
     })
     .await;
     let sandbox = server.create(json!({"template": "base"})).await;
-    let (status, context) = server
-        .post("sandbox.contextCreate", json!({"sandboxId": id(&sandbox)}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{context}");
+    let context = create_context(&server, &sandbox).await;
     assert_eq!(
         run(&server, &sandbox, &context, "n = 0", 10_000).await["error"],
         Value::Null

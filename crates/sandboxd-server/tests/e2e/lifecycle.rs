@@ -269,29 +269,30 @@ async fn a_sandbox_that_cannot_start_leaves_nothing_running() {
         .and_then(|e| e.ok()?.actor?.id)
         .expect("the engine made a container");
     // The engine's shim ends runsc's processes of a failed start within a few seconds.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let left = runtime_processes(&container_id);
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "runtime processes left: {left:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    none_left_within(Duration::from_secs(15), "runtime processes", || {
+        runtime_processes(&container_id)
+    })
+    .await;
     // Nor its cgroup directories, which runsc leaves after a failed start.
-    let deadline = Instant::now() + Duration::from_secs(25);
+    none_left_within(Duration::from_secs(25), "cgroup directories", || {
+        cgroup_dirs(&container_id)
+    })
+    .await;
+}
+
+/// Waits until `left` finds nothing; fails naming what is left of `what` after `within`.
+async fn none_left_within<T: std::fmt::Debug>(
+    within: Duration,
+    what: &str,
+    left: impl Fn() -> Vec<T>,
+) {
+    let deadline = Instant::now() + within;
     loop {
-        let left = cgroup_dirs(&container_id);
-        if left.is_empty() {
-            break;
+        let found = left();
+        if found.is_empty() {
+            return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "cgroup directories left: {left:?}"
-        );
+        assert!(Instant::now() < deadline, "{what} left: {found:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -12,6 +12,7 @@ use bollard::query_parameters::ListContainersOptionsBuilder;
 use reqwest::StatusCode;
 use serde_json::json;
 
+use crate::contexts::{create_context, run};
 use crate::harness::{BUSYBOX, TestServer, id};
 use sandboxd_server::service::PoolKey;
 
@@ -280,19 +281,8 @@ async fn a_claimed_sandboxs_context_is_interrupted_at_its_timeout_and_keeps_its_
     let members = pool_containers(&server, &instance).await;
     let claimed = server.create(json!({"template": "base"})).await;
     assert!(members.contains_key(id(&claimed)), "served by the pool");
-    let (status, context) = server
-        .post("sandbox.contextCreate", json!({"sandboxId": id(&claimed)}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{context}");
-    let run = |code: &'static str, timeout_ms: u64| {
-        let body = json!({"sandboxId": id(&claimed), "contextId": context["contextId"], "code": code, "timeoutMs": timeout_ms});
-        let server = &server;
-        async move {
-            let (status, answer) = server.post("sandbox.contextRun", body).await;
-            assert_eq!(status, StatusCode::OK, "{answer}");
-            answer
-        }
-    };
+    let context = create_context(&server, &claimed).await;
+    let run = |code, timeout_ms| run(&server, &claimed, &context, code, timeout_ms);
     assert_eq!(run("x = 41", 10_000).await["error"], json!(null));
     let slow = run("import time\ntime.sleep(30)", 1_000).await;
     assert_eq!(
