@@ -7,9 +7,13 @@
 # of its processes is stuck in the kernel (a request to the fuse-overlayfs storage
 # driver under load, for one). Such a container is described once (its processes, their
 # states and kernel stacks) and tried again, for up to two minutes, before this fails.
+# The engine then removes the container but not its cgroup directories (they still held
+# the zombie when it tried): what is left of them goes too, as sandboxd's own removal
+# does.
 remove_containers() {
-  local filter=$1 ids tries=0 described=no
+  local filter=$1 ids tries=0 described=no removed=""
   while ids=$(docker ps -aq --no-trunc --filter "$filter") && [ -n "$ids" ]; do
+    removed="$removed $ids"
     # shellcheck disable=SC2086
     docker rm -fv $ids >/dev/null 2>"${TMPDIR:-/tmp}/remove-containers.$$" && continue
     cat "${TMPDIR:-/tmp}/remove-containers.$$" >&2
@@ -28,6 +32,32 @@ remove_containers() {
     sleep 10
   done
   rm -f "${TMPDIR:-/tmp}/remove-containers.$$"
+  # shellcheck disable=SC2086
+  remove_cgroups $removed
+}
+
+# Removes the cgroup directories (cgroup v1 and v2, cgroupfs and systemd drivers) left of
+# the removed containers IDS: `rmdir` takes an empty cgroup only, so one still in use
+# is tried again, for up to 20 s, and then named.
+remove_cgroups() {
+  local id dirs tries
+  for id in $(printf '%s\n' "$@" | sort -u); do
+    [[ $id =~ ^[0-9a-f]{64}$ ]] || continue
+    for tries in $(seq 40); do
+      dirs=$(cgroups_of "$id")
+      [ -z "$dirs" ] && break
+      # shellcheck disable=SC2086
+      rmdir $dirs 2>/dev/null || true
+      dirs=$(cgroups_of "$id")
+      [ -z "$dirs" ] && break
+      sleep 0.5
+    done
+    [ -z "$dirs" ] || echo "cgroup directories of removed container $id still in use: $dirs" >&2
+  done
+}
+
+cgroups_of() {
+  find /sys/fs/cgroup -maxdepth 3 -type d \( -name "$1" -o -name "docker-$1.scope" \) 2>/dev/null || true
 }
 
 # What a container that will not go is doing: its state, and every process in its
