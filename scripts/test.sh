@@ -13,7 +13,10 @@
 # once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's start, so that the output shows where the suite's time goes.
+step() { echo "=== $1 (at $((SECONDS / 60))m$((SECONDS % 60))s)"; }
 docker info >/dev/null 2>&1 || { echo "the test suite needs a running Docker engine" >&2; exit 1; }
+step "what the tests need"
 bash scripts/build-local-images.sh
 if [ "${SANDBOXD_TEST_KEEP:-0}" != 1 ]; then
   trap 'bash scripts/postgres.sh stop >/dev/null 2>&1 || true; bash scripts/remote-engine.sh down >/dev/null 2>&1 || true' EXIT
@@ -35,20 +38,24 @@ cgroups() {
     -regex '.*/(docker/|docker-)[0-9a-f]{64}(\.scope)?' 2>/dev/null || true; } | sort
 }
 cgroups_before=$(cgroups)
+step "the workspace's tests"
 cargo nextest run --workspace --no-fail-fast "$@"
 # The end-to-end core again with every sandbox under gVisor: create, exec, streaming,
 # files, transfers, terminals, processes, contexts, kill, timeouts and the reaper, and
 # what the agent carries: allowlist egress, previews and exposed ports. Two
 # tests watch a sandbox's processes through the engine's `top`, which sees none of a
 # gVisor sandbox's: they run under runc only.
+step "the end-to-end core under gVisor"
 SANDBOXD_TEST_RUNTIME=runsc cargo nextest run -p sandboxd-server --test e2e --no-fail-fast \
   -E 'test(/^(exec|files|stream|terminal|processes|contexts|lifecycle|transfers|egress|egress_proxy|ports|preview|exposed_ports)::/)
       - test(stream::a_client_that_stops_reading_does_not_hold_the_sandboxs_other_operations)
       - test(stream::a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout)'
+step "the Python clients and the fuzz pass"
 bash scripts/test-mcp-python.sh
 bash scripts/test-sdk-python.sh
 bash scripts/test-e2b-python.sh
 bash scripts/fuzz-api.sh
+step "what is left"
 # Nothing of gVisor is left running: every gVisor sandbox the tests made was removed with
 # its sentry and gofer (their processes are named `exe`; their command lines name runsc).
 if left=$(pgrep -af 'runsc-(sandbox|gofer)'); then
