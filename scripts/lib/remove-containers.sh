@@ -1,6 +1,7 @@
-# Sourced: `remove_containers FILTER` force-removes every container the engine lists
-# for a `docker ps` filter (for example label=sandboxd.instance=ID), with their
-# anonymous volumes.
+# Sourced: `remove_containers FILTER...` force-removes every container the engine
+# (DOCKER_HOST, or the local one) lists for all of the `docker ps` filters (for example
+# label=sandboxd.instance=ID), with their anonymous volumes. The tests' harnesses of the
+# real binary and of the end-to-end suite remove what their servers left with it.
 #
 # The engine gives up on a container whose processes are not gone 10 s after its
 # SIGKILL: its init, the last of its pid namespace to go, stays a zombie while another
@@ -11,15 +12,16 @@
 # the zombie when it tried): what is left of them goes too, as sandboxd's own removal
 # does.
 remove_containers() {
-  local filter=$1 ids tries=0 described=no removed=""
-  while ids=$(docker ps -aq --no-trunc --filter "$filter") && [ -n "$ids" ]; do
+  local filters=() filter ids tries=0 described=no removed=""
+  for filter in "$@"; do filters+=(--filter "$filter"); done
+  while ids=$(docker ps -aq --no-trunc "${filters[@]}") && [ -n "$ids" ]; do
     removed="$removed $ids"
     # shellcheck disable=SC2086
     docker rm -fv $ids >/dev/null 2>"${TMPDIR:-/tmp}/remove-containers.$$" && continue
     cat "${TMPDIR:-/tmp}/remove-containers.$$" >&2
     if [ "$described" = no ]; then
       described=yes
-      for id in $(docker ps -aq --no-trunc --filter "$filter"); do
+      for id in $(docker ps -aq --no-trunc "${filters[@]}"); do
         describe_container "$id" >&2
       done
     fi

@@ -1,6 +1,8 @@
-//! The cgroup directories a removed container left on this host. A container whose
-//! start failed under gVisor keeps its directories after the engine removed it (runsc
-//! made them; nothing removes them), one per controller. Once the container is gone,
+//! The cgroup directories a removed container left on this host, one per controller.
+//! The engine leaves them in two cases seen here: a container whose start failed under
+//! gVisor (runsc made them; nothing removes them), and a container whose init was still
+//! a zombie at its kill (a process of it stuck in the kernel): the engine's first removal
+//! fails, and the one that later succeeds does not remove them. Once the container is gone,
 //! what is left of them is removed: `rmdir` removes an empty cgroup only, so a
 //! directory that still holds a process stays, and is tried again for a while.
 

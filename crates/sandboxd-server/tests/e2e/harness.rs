@@ -400,18 +400,17 @@ pub fn remove_labelled_on(host: Option<&str>, label: &str) {
         }
         command
     };
-    let listed = docker()
-        .args(["ps", "-aq", "--filter", &format!("label={label}")])
+    // The containers, by the scripts' removal: it tries a container the engine could not
+    // kill at once again, and takes the cgroup directories the engine left of it.
+    let _ = std::process::Command::new("bash")
+        .args(["-c", r#"source "$0" && remove_containers "$1""#])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/lib/remove-containers.sh"
+        ))
+        .arg(format!("label={label}"))
+        .envs(host.map(|host| ("DOCKER_HOST", host)))
         .output();
-    if let Ok(out) = listed {
-        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect();
-        if !ids.is_empty() {
-            let _ = docker().arg("rm").arg("-fv").args(&ids).output();
-        }
-    }
     // Volumes carry the installation's label too.
     let volumes = docker()
         .args(["volume", "ls", "-q", "--filter", &format!("label={label}")])

@@ -312,6 +312,20 @@ fn remove_listed(list: &[&str], remove: &[&str]) {
     }
 }
 
+/// Removes every container listed for all of `filters` by the scripts' removal: it tries
+/// a container the engine could not kill at once again, and takes the cgroup directories
+/// the engine left of it.
+fn remove_containers(filters: &[&str]) {
+    let _ = Command::new("bash")
+        .args(["-c", r#"source "$0" && remove_containers "$@""#])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/lib/remove-containers.sh"
+        ))
+        .args(filters)
+        .output();
+}
+
 impl Drop for RunningServer {
     fn drop(&mut self) {
         // Stopped as an operator would (SIGTERM): the server finishes the warm members
@@ -332,22 +346,11 @@ impl Drop for RunningServer {
             return;
         }
         let environment = format!("label=sandboxd.environmentId={}", self.env_id);
-        let containers = ["rm", "-fv"];
         // Warm pool members (the pools kept for demand are on by default) belong to no
         // environment: found by the installation and the pool label.
         let instance = format!("label=sandboxd.instance={}", self.instance);
-        remove_listed(
-            &[
-                "ps",
-                "-aq",
-                "--filter",
-                &instance,
-                "--filter",
-                "label=sandboxd.pool",
-            ],
-            &containers,
-        );
-        remove_listed(&["ps", "-aq", "--filter", &environment], &containers);
+        remove_containers(&[&instance, "label=sandboxd.pool"]);
+        remove_containers(&[&environment]);
         // Snapshot images carry the labels of the container they were taken of.
         remove_listed(&["images", "-q", "--filter", &environment], &["rmi", "-f"]);
         // Volumes carry their project's.
