@@ -146,7 +146,7 @@ impl DockerEngine {
                         }
                         Ok(LogOutput::StdIn { .. }) => {}
                         Err(error) => {
-                            warn!(%error, "exec output stream failed");
+                            warn!(error = %sandboxd_core::error::chain(&error), "exec output stream failed");
                             break;
                         }
                     }

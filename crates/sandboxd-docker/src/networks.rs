@@ -96,7 +96,7 @@ impl DockerEngine {
                 Ok(()) => {}
                 Err(e) if status_of(&e) == Some(404) => {}
                 Err(e) => {
-                    warn!(network = name, id = %extra, error = %e, "a second network of this name is in use and stays")
+                    warn!(network = name, id = %extra, error = %sandboxd_core::error::chain(&e), "a second network of this name is in use and stays")
                 }
             }
         }

@@ -216,7 +216,7 @@ impl RemoteAgents for SshAgents {
             .run(&format!("rm -rf '{dir}'"), b"", 1024)
             .await
         {
-            warn!(%sandbox_id, %error, "the agent's directory on the server was not removed");
+            warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "the agent's directory on the server was not removed");
         }
     }
 }
