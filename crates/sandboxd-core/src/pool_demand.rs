@@ -1,8 +1,10 @@
 //! Pools kept for demand: a shape of create no pool is configured for (another image,
 //! `internet` or `allowlist`) gets a pool of its own while creates of it keep coming.
 //! Its size is the number of its creates in a recent window, at most `per_pool`; all
-//! such pools together hold at most `budget` members, given to the most asked-for
-//! first. Without creates for a window a pool shrinks to nothing.
+//! such pools together hold at most `budget` members. The budget is shared fairly
+//! between tenants: every tenant's most asked-for shape is served before any tenant's
+//! second, so that one tenant creating many shapes cannot push the others' creates to
+//! cold. Without creates for a window a pool shrinks to nothing.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -41,19 +43,20 @@ impl Default for DemandBounds {
     }
 }
 
-/// At most this many shapes are remembered at once; creates of others while that many
-/// are recent are not counted.
+/// At most this many pairs of a shape and a tenant are remembered at once; creates of
+/// others while that many are recent are not counted.
 pub const MAX_SHAPES: usize = 1024;
 
-/// The recent creates of each shape (`K`: a pool's key), as milliseconds since the
-/// epoch; at most `per_pool` kept per shape (more would not make its pool bigger).
+/// The recent creates of each shape (`K`: a pool's key) by each tenant (`T`), as
+/// milliseconds since the epoch; at most `per_pool` kept per pair (more would not make
+/// its pool bigger).
 #[derive(Debug, Clone)]
-pub struct DemandLog<K> {
+pub struct DemandLog<K, T> {
     bounds: DemandBounds,
-    seen: BTreeMap<K, VecDeque<i64>>,
+    seen: BTreeMap<(K, T), VecDeque<i64>>,
 }
 
-impl<K: Ord + Clone> DemandLog<K> {
+impl<K: Ord + Clone, T: Ord + Clone> DemandLog<K, T> {
     pub fn new(bounds: DemandBounds) -> Self {
         Self {
             bounds,
@@ -61,16 +64,17 @@ impl<K: Ord + Clone> DemandLog<K> {
         }
     }
 
-    /// Counts a create of `key`'s shape at `now`.
-    pub fn note(&mut self, key: &K, now: i64) {
+    /// Counts a create of `key`'s shape by `tenant` at `now`.
+    pub fn note(&mut self, key: &K, tenant: &T, now: i64) {
         if self.bounds.is_off() {
             return;
         }
         self.expire(now);
-        if !self.seen.contains_key(key) && self.seen.len() >= MAX_SHAPES {
+        let pair = (key.clone(), tenant.clone());
+        if !self.seen.contains_key(&pair) && self.seen.len() >= MAX_SHAPES {
             return;
         }
-        let times = self.seen.entry(key.clone()).or_default();
+        let times = self.seen.entry(pair).or_default();
         times.push_back(now);
         while times.len() > self.bounds.per_pool {
             times.pop_front();
@@ -80,22 +84,21 @@ impl<K: Ord + Clone> DemandLog<K> {
     /// Forgets `key`'s creates (its members cannot be made: no pool until it is asked
     /// for again).
     pub fn forget(&mut self, key: &K) {
-        self.seen.remove(key);
+        self.seen.retain(|(shape, _), _| shape != key);
     }
 
     /// The size of every pool kept for demand at `now` (none of size 0).
     pub fn sizes(&mut self, now: i64) -> BTreeMap<K, usize> {
         self.expire(now);
-        let wanted = self
-            .seen
-            .iter()
-            .map(|(key, times)| Wanted {
+        let mut by_tenant: BTreeMap<&T, Vec<Wanted<K>>> = BTreeMap::new();
+        for ((key, tenant), times) in &self.seen {
+            by_tenant.entry(tenant).or_default().push(Wanted {
                 key: key.clone(),
                 creates: times.len(),
                 last: times.back().copied().unwrap_or_default(),
-            })
-            .collect();
-        demand_sizes(wanted, self.bounds)
+            });
+        }
+        demand_sizes(by_tenant.into_values().collect(), self.bounds)
     }
 
     fn expire(&mut self, now: i64) {
@@ -109,7 +112,7 @@ impl<K: Ord + Clone> DemandLog<K> {
     }
 }
 
-/// A shape's demand: its creates in the window and when the last came.
+/// A shape's demand by one tenant: its creates in the window and when the last came.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wanted<K> {
     pub key: K,
@@ -117,31 +120,63 @@ pub struct Wanted<K> {
     pub last: i64,
 }
 
-/// The pools' sizes: each as many members as it had creates, at most `per_pool`; the
-/// budget goes to the most created first, then the most recently.
-pub fn demand_sizes<K: Ord>(
-    mut wanted: Vec<Wanted<K>>,
+/// The most created first, then the most recently.
+fn most_asked_for<K: Ord>(a: &Wanted<K>, b: &Wanted<K>) -> std::cmp::Ordering {
+    b.creates
+        .cmp(&a.creates)
+        .then(b.last.cmp(&a.last))
+        .then(a.key.cmp(&b.key))
+}
+
+/// The pools' sizes, given each tenant's demand (`tenants`: one list per tenant). A
+/// shape wants as many members as its creates, at most `per_pool` (a shape several
+/// tenants ask for is one pool). The budget is handed out a member at a time, to each
+/// tenant in turn: each turn goes to the tenant's most asked-for shape that can still
+/// grow (most created, then most recent). Tenants take their turns in the order of
+/// their most asked-for shape.
+pub fn demand_sizes<K: Ord + Clone>(
+    tenants: Vec<Vec<Wanted<K>>>,
     bounds: DemandBounds,
 ) -> BTreeMap<K, usize> {
-    if bounds.is_off() {
-        return BTreeMap::new();
-    }
-    wanted.sort_by(|a, b| {
-        b.creates
-            .cmp(&a.creates)
-            .then(b.last.cmp(&a.last))
-            .then(a.key.cmp(&b.key))
-    });
-    let mut left = bounds.budget;
     let mut sizes = BTreeMap::new();
-    for shape in wanted {
-        let size = shape.creates.min(bounds.per_pool).min(left);
-        if size == 0 {
-            continue;
-        }
-        left -= size;
-        sizes.insert(shape.key, size);
+    if bounds.is_off() {
+        return sizes;
     }
+    // Each tenant's wants, one per member, in its order.
+    let mut queues: Vec<(Wanted<K>, std::vec::IntoIter<K>)> = tenants
+        .into_iter()
+        .filter_map(|mut shapes| {
+            shapes.sort_by(most_asked_for);
+            let first = shapes.first()?.clone();
+            let members: Vec<K> = shapes
+                .into_iter()
+                .flat_map(|shape| {
+                    std::iter::repeat_n(shape.key, shape.creates.min(bounds.per_pool))
+                })
+                .collect();
+            Some((first, members.into_iter()))
+        })
+        .collect();
+    queues.sort_by(|a, b| most_asked_for(&a.0, &b.0));
+    let mut left = bounds.budget;
+    while left > 0 && !queues.is_empty() {
+        queues.retain_mut(|(_, wants)| {
+            if left == 0 {
+                return true;
+            }
+            // This tenant's next want whose shape can still grow; none: it is done.
+            for key in wants.by_ref() {
+                let size = sizes.entry(key).or_insert(0);
+                if *size < bounds.per_pool {
+                    *size += 1;
+                    left -= 1;
+                    return true;
+                }
+            }
+            false
+        });
+    }
+    sizes.retain(|_, size| *size > 0);
     sizes
 }
 
@@ -158,18 +193,18 @@ mod tests {
     #[test]
     fn a_pool_is_as_big_as_its_recent_creates_up_to_its_bound() {
         let mut log = DemandLog::new(BOUNDS);
-        log.note(&"a", 1_000);
+        log.note(&"a", &"t", 1_000);
         assert_eq!(log.sizes(1_000), BTreeMap::from([("a", 1)]));
-        log.note(&"a", 2_000);
-        log.note(&"a", 3_000);
+        log.note(&"a", &"t", 2_000);
+        log.note(&"a", &"t", 3_000);
         assert_eq!(log.sizes(3_000), BTreeMap::from([("a", 2)]));
     }
 
     #[test]
     fn without_creates_for_a_window_a_pool_is_gone() {
         let mut log = DemandLog::new(BOUNDS);
-        log.note(&"a", 0);
-        log.note(&"a", 30_000);
+        log.note(&"a", &"t", 0);
+        log.note(&"a", &"t", 30_000);
         assert_eq!(log.sizes(60_001), BTreeMap::from([("a", 1)]));
         assert_eq!(log.sizes(90_001), BTreeMap::new());
     }
@@ -199,7 +234,7 @@ mod tests {
             },
         ];
         assert_eq!(
-            demand_sizes(wanted, BOUNDS),
+            demand_sizes(vec![wanted], BOUNDS),
             BTreeMap::from([("busy", 2), ("two", 2), ("new", 1)])
         );
     }
@@ -207,11 +242,11 @@ mod tests {
     #[test]
     fn forgotten_or_off_means_no_pool() {
         let mut log = DemandLog::new(BOUNDS);
-        log.note(&"a", 0);
+        log.note(&"a", &"t", 0);
         log.forget(&"a");
         assert!(log.sizes(0).is_empty());
         let mut off = DemandLog::new(DemandBounds::OFF);
-        off.note(&"a", 0);
+        off.note(&"a", &"t", 0);
         assert!(off.sizes(0).is_empty());
     }
 
@@ -222,11 +257,82 @@ mod tests {
             ..BOUNDS
         });
         for n in 0..MAX_SHAPES + 10 {
-            log.note(&n, 0);
+            log.note(&n, &"t", 0);
         }
         assert_eq!(log.sizes(0).len(), MAX_SHAPES);
         // Once they are old, others count again.
-        log.note(&(MAX_SHAPES + 20), 61_000);
+        log.note(&(MAX_SHAPES + 20), &"t", 61_000);
         assert_eq!(log.sizes(61_000).len(), 1);
+    }
+
+    #[test]
+    fn one_tenants_many_shapes_do_not_take_the_budget_from_anothers_first() {
+        let mut log = DemandLog::new(BOUNDS);
+        // A busy tenant asks for four shapes, twice each, after the quiet tenant's one
+        // create: by counts alone, its shapes would take the whole budget of 5.
+        log.note(&"quiet", &"q", 0);
+        for shape in ["a", "b", "c", "d"] {
+            log.note(&shape, &"busy", 1_000);
+            log.note(&shape, &"busy", 2_000);
+        }
+        let sizes = log.sizes(3_000);
+        assert_eq!(sizes.get("quiet"), Some(&1), "{sizes:?}");
+        assert_eq!(sizes.values().sum::<usize>(), BOUNDS.budget, "{sizes:?}");
+        // The busy tenant's most recent first of its equals ("a" by key), then more.
+        assert_eq!(sizes.get("a"), Some(&2), "{sizes:?}");
+    }
+
+    #[test]
+    fn a_budget_too_small_for_everyone_is_shared_a_member_at_a_time() {
+        let bounds = DemandBounds {
+            budget: 2,
+            ..BOUNDS
+        };
+        let mut log = DemandLog::new(bounds);
+        log.note(&"x", &"busy", 0);
+        log.note(&"x", &"busy", 1);
+        log.note(&"z", &"quiet", 2);
+        assert_eq!(log.sizes(10), BTreeMap::from([("x", 1), ("z", 1)]));
+        // One tenant alone takes its shape's whole want, as before.
+        let mut alone = DemandLog::new(bounds);
+        alone.note(&"x", &"busy", 0);
+        alone.note(&"x", &"busy", 1);
+        alone.note(&"y", &"busy", 2);
+        assert_eq!(alone.sizes(10), BTreeMap::from([("x", 2)]));
+    }
+
+    #[test]
+    fn a_shape_several_tenants_ask_for_counts_all_their_creates_and_its_best_place() {
+        let mut log = DemandLog::new(DemandBounds {
+            budget: 3,
+            ..BOUNDS
+        });
+        // "shared" is the second shape of each of two tenants, once each; "x" and "y"
+        // are their firsts, twice each.
+        for (tenant, first) in [("t1", "x"), ("t2", "y")] {
+            log.note(&first, &tenant, 0);
+            log.note(&first, &tenant, 1);
+            log.note(&"shared", &tenant, 2);
+        }
+        assert_eq!(
+            log.sizes(10),
+            BTreeMap::from([("x", 2), ("y", 1)]),
+            "a member for every tenant before a second for any"
+        );
+        let mut log = DemandLog::new(BOUNDS);
+        log.note(&"shared", &"t1", 0);
+        log.note(&"shared", &"t2", 1);
+        log.note(&"shared", &"t3", 2);
+        assert_eq!(log.sizes(10), BTreeMap::from([("shared", 2)]));
+    }
+
+    #[test]
+    fn forgetting_a_shape_forgets_it_for_every_tenant() {
+        let mut log = DemandLog::new(BOUNDS);
+        log.note(&"a", &"t1", 0);
+        log.note(&"a", &"t2", 0);
+        log.note(&"b", &"t2", 0);
+        log.forget(&"a");
+        assert_eq!(log.sizes(0), BTreeMap::from([("b", 1)]));
     }
 }

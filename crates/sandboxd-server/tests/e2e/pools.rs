@@ -3,7 +3,8 @@
 //! different one goes cold; reconcile keeps members and removes strangers; a stop
 //! removes the unclaimed members and a restart keeps claimed sandboxes working. Pools
 //! kept for demand: another image's shape gets one, the next such create is warm, and
-//! the pool is emptied once creates stop (`internet` ones: `containers.rs`).
+//! the pool is emptied once creates stop (`internet` ones: `containers.rs`); their
+//! budget is shared between organizations.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -391,4 +392,85 @@ async fn another_images_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
         metrics.contains(&format!("{series} 0\n")),
         "emptied reads 0: {metrics}"
     );
+}
+
+/// The budget of pools kept for demand is shared between organizations a member at a
+/// time: one organization's busy shape cannot keep another's from a warm member.
+#[tokio::test]
+async fn organizations_share_the_budget_of_pools_kept_for_demand() {
+    let server = TestServer::start_with(|config| {
+        config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds {
+            budget: 2,
+            per_pool: 2,
+            window: Duration::from_secs(120),
+        };
+    })
+    .await;
+    let busy = PoolKey {
+        server_id: None,
+        shape: sandboxd_core::pools::Shape {
+            image: Some(BUSYBOX.into()),
+            ..sandboxd_core::pools::Shape::of_template("base")
+        },
+    };
+    let quiet = PoolKey {
+        server_id: None,
+        shape: sandboxd_core::pools::Shape::of_template("python"),
+    };
+    let ready = |key: &PoolKey| server.service.pools().ready().get(key).copied();
+    // This organization asks for its shape twice: alone, it has the whole budget.
+    for _ in 0..2 {
+        server
+            .create(json!({"template": "base", "image": BUSYBOX}))
+            .await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ready(&busy) != Some(2) {
+        assert!(
+            Instant::now() < deadline,
+            "the busy shape's pool never grew to two"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Another organization asks for another shape once: a member of each.
+    let (status, other) = server
+        .post("organization.create", json!({"name": "other"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{other}");
+    let key = other["apiKey"]["secret"].as_str().unwrap();
+    let (status, project) = server
+        .post_with_key("project.create", Some(key), json!({"name": "p"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{project}");
+    let environment = &project["environments"][0]["environmentId"];
+    let (status, made) = server
+        .post_with_key(
+            "sandbox.create",
+            Some(key),
+            json!({"environmentId": environment, "template": "python"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{made}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (ready(&busy), ready(&quiet)) != (Some(1), Some(1)) {
+        assert!(
+            Instant::now() < deadline,
+            "busy: {:?}, quiet: {:?}",
+            ready(&busy),
+            ready(&quiet)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The other organization's next create of its shape is warm.
+    let members = server.service.pools().members();
+    let (status, warm) = server
+        .post_with_key(
+            "sandbox.create",
+            Some(key),
+            json!({"environmentId": environment, "template": "python"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{warm}");
+    assert!(members.contains(id(&warm)), "served by its pool: {warm}");
 }

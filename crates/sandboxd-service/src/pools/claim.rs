@@ -121,7 +121,7 @@ impl Pools {
         };
         key.count_claim("hit");
         if !configured {
-            self.note_demand(&key);
+            self.note_demand(&key, &caller.organization_id);
         }
         let templates = self.service.templates();
         let template = key.shape.template.as_deref().and_then(|t| templates.get(t));
@@ -215,8 +215,14 @@ impl Pools {
         Ok(Claimed::Warm(Box::new(row)))
     }
 
-    /// Counts a create of `key`'s shape (served or made cold) for its pool's size.
-    pub(crate) fn note_demand(&self, key: &PoolKey) {
-        self.service.inner.pools.state().demand.note(key, now_ms());
+    /// Counts a create of `key`'s shape (served or made cold) by `organization_id` for
+    /// its pool's size.
+    pub(crate) fn note_demand(&self, key: &PoolKey, organization_id: &str) {
+        self.service
+            .inner
+            .pools
+            .state()
+            .demand
+            .note(key, &organization_id.to_owned(), now_ms());
     }
 }

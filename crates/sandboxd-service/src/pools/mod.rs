@@ -125,8 +125,8 @@ struct PoolState {
     /// Sizes in force: the configured ones (local, and each server's as read by the
     /// last fill pass) and those of demand.
     sizes: BTreeMap<PoolKey, usize>,
-    /// Recent creates of shapes without a configured pool.
-    demand: DemandLog<PoolKey>,
+    /// Recent creates of shapes without a configured pool, by organization.
+    demand: DemandLog<PoolKey, String>,
     /// Started members ready to be claimed, oldest first, per pool.
     ready: HashMap<PoolKey, VecDeque<Warm>>,
     /// Every sandbox id the pools own: ready, being made, or being claimed. Reconcile

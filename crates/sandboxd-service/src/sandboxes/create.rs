@@ -326,7 +326,9 @@ impl Sandboxes {
                 // Only a create that ran counts for its shape's pool: one of an image
                 // that cannot be made never has a pool.
                 if let Some(pool) = demand {
-                    self.service.pools().note_demand(&pool);
+                    self.service
+                        .pools()
+                        .note_demand(&pool, &row.organization_id);
                 }
                 Ok(now)
             }
