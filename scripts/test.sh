@@ -44,12 +44,15 @@ cargo nextest run --workspace --no-fail-fast "$@"
 # files, transfers, terminals, processes, contexts, kill, timeouts and the reaper, and
 # what the agent carries: allowlist egress, previews and exposed ports. Two
 # tests watch a sandbox's processes through the engine's `top`, which sees none of a
-# gVisor sandbox's: they run under runc only.
+# gVisor sandbox's: they run under runc only. The workspace is named as above, so that the
+# build above is used as it is (one package alone would build its dependencies again,
+# with its own features).
 step "the end-to-end core under gVisor"
-SANDBOXD_TEST_RUNTIME=runsc cargo nextest run -p sandboxd-server --test e2e --no-fail-fast \
-  -E 'test(/^(exec|files|stream|terminal|processes|contexts|lifecycle|transfers|egress|egress_proxy|ports|preview|exposed_ports)::/)
-      - test(stream::a_client_that_stops_reading_does_not_hold_the_sandboxs_other_operations)
-      - test(stream::a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout)'
+SANDBOXD_TEST_RUNTIME=runsc cargo nextest run --workspace --no-fail-fast \
+  -E 'binary_id(sandboxd-server::e2e) & (
+        test(/^(exec|files|stream|terminal|processes|contexts|lifecycle|transfers|egress|egress_proxy|ports|preview|exposed_ports)::/)
+        - test(stream::a_client_that_stops_reading_does_not_hold_the_sandboxs_other_operations)
+        - test(stream::a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout))'
 step "the Python clients and the fuzz pass"
 bash scripts/test-mcp-python.sh
 bash scripts/test-sdk-python.sh
