@@ -12,7 +12,9 @@
 # the zombie when it tried): what is left of them goes too, as sandboxd's own removal
 # does.
 remove_containers() {
-  local filters=() filter ids tries=0 described=no removed=""
+  local filters=() filter ids id tries=0 described=no removed=""
+  # No filter would name every container of the engine.
+  [ $# -gt 0 ] || { echo "remove_containers: no filter given" >&2; return 2; }
   for filter in "$@"; do filters+=(--filter "$filter"); done
   while ids=$(docker ps -aq --no-trunc "${filters[@]}") && [ -n "$ids" ]; do
     removed="$removed $ids"
@@ -45,6 +47,8 @@ remove_cgroups() {
   local id dirs tries
   for id in $(printf '%s\n' "$@" | sort -u); do
     [[ $id =~ ^[0-9a-f]{64}$ ]] || continue
+    # Still there (the engine stopped answering before it was removed): not ours to touch.
+    docker inspect "$id" >/dev/null 2>&1 && continue
     for tries in $(seq 40); do
       dirs=$(cgroups_of "$id")
       [ -z "$dirs" ] && break

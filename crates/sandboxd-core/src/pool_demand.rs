@@ -1,10 +1,10 @@
 //! Pools kept for demand: a shape of create no pool is configured for (another image,
 //! `internet` or `allowlist`) gets a pool of its own while creates of it keep coming.
 //! Its size is the number of its creates in a recent window, at most `per_pool`; all
-//! such pools together hold at most `budget` members. The budget is shared fairly
-//! between tenants: every tenant's most asked-for shape is served before any tenant's
-//! second, so that one tenant creating many shapes cannot push the others' creates to
-//! cold. Without creates for a window a pool shrinks to nothing.
+//! such pools together hold at most `budget` members. The budget is shared between
+//! tenants a member at a time: every tenant gets its first member before any tenant
+//! its second, and so on, so that one tenant creating many shapes cannot push the
+//! others' creates to cold. Without creates for a window a pool shrinks to nothing.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -45,7 +45,11 @@ impl Default for DemandBounds {
 
 /// At most this many pairs of a shape and a tenant are remembered at once; creates of
 /// others while that many are recent are not counted.
-pub const MAX_SHAPES: usize = 1024;
+pub const MAX_PAIRS: usize = 1024;
+
+/// At most this many shapes are remembered per tenant, so that one tenant's many shapes
+/// cannot fill the log and leave the others' creates uncounted.
+pub const MAX_SHAPES_PER_TENANT: usize = 64;
 
 /// The recent creates of each shape (`K`: a pool's key) by each tenant (`T`), as
 /// milliseconds since the epoch; at most `per_pool` kept per pair (more would not make
@@ -71,7 +75,10 @@ impl<K: Ord + Clone, T: Ord + Clone> DemandLog<K, T> {
         }
         self.expire(now);
         let pair = (key.clone(), tenant.clone());
-        if !self.seen.contains_key(&pair) && self.seen.len() >= MAX_SHAPES {
+        if !self.seen.contains_key(&pair)
+            && (self.seen.len() >= MAX_PAIRS
+                || self.seen.keys().filter(|(_, t)| t == tenant).count() >= MAX_SHAPES_PER_TENANT)
+        {
             return;
         }
         let times = self.seen.entry(pair).or_default();
@@ -128,6 +135,9 @@ fn most_asked_for<K: Ord>(a: &Wanted<K>, b: &Wanted<K>) -> std::cmp::Ordering {
         .then(a.key.cmp(&b.key))
 }
 
+/// A tenant's shapes in its order, each with the members it still wants.
+type Wants<K> = VecDeque<(K, usize)>;
+
 /// The pools' sizes, given each tenant's demand (`tenants`: one list per tenant). A
 /// shape wants as many members as its creates, at most `per_pool` (a shape several
 /// tenants ask for is one pool). The budget is handed out a member at a time, to each
@@ -142,19 +152,17 @@ pub fn demand_sizes<K: Ord + Clone>(
     if bounds.is_off() {
         return sizes;
     }
-    // Each tenant's wants, one per member, in its order.
-    let mut queues: Vec<(Wanted<K>, std::vec::IntoIter<K>)> = tenants
+    // Each tenant's shapes in its order, with the members each still wants.
+    let mut queues: Vec<(Wanted<K>, Wants<K>)> = tenants
         .into_iter()
         .filter_map(|mut shapes| {
             shapes.sort_by(most_asked_for);
             let first = shapes.first()?.clone();
-            let members: Vec<K> = shapes
+            let wants = shapes
                 .into_iter()
-                .flat_map(|shape| {
-                    std::iter::repeat_n(shape.key, shape.creates.min(bounds.per_pool))
-                })
+                .map(|shape| (shape.key, shape.creates.min(bounds.per_pool)))
                 .collect();
-            Some((first, members.into_iter()))
+            Some((first, wants))
         })
         .collect();
     queues.sort_by(|a, b| most_asked_for(&a.0, &b.0));
@@ -165,13 +173,16 @@ pub fn demand_sizes<K: Ord + Clone>(
                 return true;
             }
             // This tenant's next want whose shape can still grow; none: it is done.
-            for key in wants.by_ref() {
-                let size = sizes.entry(key).or_insert(0);
-                if *size < bounds.per_pool {
-                    *size += 1;
-                    left -= 1;
-                    return true;
+            while let Some((key, wanted)) = wants.front_mut() {
+                let size = sizes.get(key).copied().unwrap_or(0);
+                if *wanted == 0 || size >= bounds.per_pool {
+                    wants.pop_front();
+                    continue;
                 }
+                *wanted -= 1;
+                sizes.insert(key.clone(), size + 1);
+                left -= 1;
+                return true;
             }
             false
         });
@@ -256,12 +267,12 @@ mod tests {
             budget: usize::MAX,
             ..BOUNDS
         });
-        for n in 0..MAX_SHAPES + 10 {
-            log.note(&n, &"t", 0);
+        for n in 0..MAX_PAIRS + 10 {
+            log.note(&n, &n, 0);
         }
-        assert_eq!(log.sizes(0).len(), MAX_SHAPES);
+        assert_eq!(log.sizes(0).len(), MAX_PAIRS);
         // Once they are old, others count again.
-        log.note(&(MAX_SHAPES + 20), &"t", 61_000);
+        log.note(&(MAX_PAIRS + 20), &0, 61_000);
         assert_eq!(log.sizes(61_000).len(), 1);
     }
 
@@ -278,7 +289,7 @@ mod tests {
         let sizes = log.sizes(3_000);
         assert_eq!(sizes.get("quiet"), Some(&1), "{sizes:?}");
         assert_eq!(sizes.values().sum::<usize>(), BOUNDS.budget, "{sizes:?}");
-        // The busy tenant's most recent first of its equals ("a" by key), then more.
+        // The busy tenant's first of its equals (by key), then its next.
         assert_eq!(sizes.get("a"), Some(&2), "{sizes:?}");
     }
 
@@ -302,7 +313,7 @@ mod tests {
     }
 
     #[test]
-    fn a_shape_several_tenants_ask_for_counts_all_their_creates_and_its_best_place() {
+    fn a_shape_several_tenants_ask_for_is_one_pool_counting_all_their_creates() {
         let mut log = DemandLog::new(DemandBounds {
             budget: 3,
             ..BOUNDS
@@ -334,5 +345,24 @@ mod tests {
         log.note(&"b", &"t2", 0);
         log.forget(&"a");
         assert_eq!(log.sizes(0), BTreeMap::from([("b", 1)]));
+    }
+
+    #[test]
+    fn one_tenants_many_shapes_cannot_fill_the_log() {
+        let mut log = DemandLog::new(DemandBounds {
+            budget: usize::MAX,
+            ..BOUNDS
+        });
+        for n in 0..MAX_PAIRS {
+            log.note(&n, &"busy", 0);
+        }
+        log.note(&usize::MAX, &"quiet", 0);
+        let sizes = log.sizes(0);
+        assert_eq!(sizes.len(), MAX_SHAPES_PER_TENANT + 1);
+        assert_eq!(
+            sizes.get(&usize::MAX),
+            Some(&1),
+            "the other tenant's create counts"
+        );
     }
 }

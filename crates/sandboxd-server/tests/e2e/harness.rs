@@ -402,7 +402,7 @@ pub fn remove_labelled_on(host: Option<&str>, label: &str) {
     };
     // The containers, by the scripts' removal: it tries a container the engine could not
     // kill at once again, and takes the cgroup directories the engine left of it.
-    let _ = std::process::Command::new("bash")
+    let removed = std::process::Command::new("bash")
         .args(["-c", r#"source "$0" && remove_containers "$1""#])
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -410,7 +410,11 @@ pub fn remove_labelled_on(host: Option<&str>, label: &str) {
         ))
         .arg(format!("label={label}"))
         .envs(host.map(|host| ("DOCKER_HOST", host)))
-        .output();
+        .stdout(std::process::Stdio::null())
+        .status();
+    if !matches!(removed, Ok(status) if status.success()) {
+        eprintln!("the containers labelled {label} were not all removed: {removed:?}");
+    }
     // Volumes carry the installation's label too.
     let volumes = docker()
         .args(["volume", "ls", "-q", "--filter", &format!("label={label}")])

@@ -316,14 +316,18 @@ fn remove_listed(list: &[&str], remove: &[&str]) {
 /// a container the engine could not kill at once again, and takes the cgroup directories
 /// the engine left of it.
 fn remove_containers(filters: &[&str]) {
-    let _ = Command::new("bash")
+    let removed = Command::new("bash")
         .args(["-c", r#"source "$0" && remove_containers "$@""#])
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../scripts/lib/remove-containers.sh"
         ))
         .args(filters)
-        .output();
+        .stdout(Stdio::null())
+        .status();
+    if !matches!(removed, Ok(status) if status.success()) {
+        eprintln!("the containers of {filters:?} were not all removed: {removed:?}");
+    }
 }
 
 impl Drop for RunningServer {
