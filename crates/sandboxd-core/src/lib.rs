@@ -14,6 +14,7 @@ pub mod env_vars;
 pub mod error;
 pub mod exec_kill;
 pub mod images;
+pub mod isolation_floor;
 pub mod labels;
 pub mod limits;
 pub mod listing;

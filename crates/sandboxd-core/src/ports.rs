@@ -44,12 +44,14 @@ pub fn preview_host(sandbox_id: &str, port: u16, domain: &str) -> String {
     format!("{port}-{}.{domain}", handle_of(sandbox_id))
 }
 
-/// A `Host` without its port, if it names one.
-fn host_name(host: &str) -> &str {
-    match host.rsplit_once(':') {
+/// A `Host` without its port, if it names one, and without one trailing dot (`a.b.` is
+/// the fully qualified `a.b`: the same host, which must be routed as it is).
+pub fn host_name(host: &str) -> &str {
+    let name = match host.rsplit_once(':') {
         Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
         _ => host,
-    }
+    };
+    name.strip_suffix('.').unwrap_or(name)
 }
 
 /// What a host names before `.<domain>` (its port left out; the domain compared
@@ -200,8 +202,25 @@ mod tests {
             parse_preview_host(&upper, "preview.example.com"),
             Some((id.to_owned(), 8000))
         );
+        // One trailing dot is the same host; two are no host.
+        for dotted in [
+            format!("{host}."),
+            format!("{}.:3000", host.to_ascii_uppercase()),
+        ] {
+            assert_eq!(
+                parse_preview_host(&dotted, "preview.example.com"),
+                Some((id.to_owned(), 8000)),
+                "{dotted}"
+            );
+        }
+        assert!(under_domain(
+            "a.preview.example.com.",
+            "preview.example.com"
+        ));
+        assert!(!under_domain("preview.example.com.", "preview.example.com"));
         let handle = handle_of(id);
         for other in [
+            format!("{host}.."),
             "preview.example.com".to_owned(),
             "example.com".to_owned(),
             format!("8000-{handle}.other.com"),

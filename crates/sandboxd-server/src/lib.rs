@@ -92,6 +92,9 @@ pub struct ServerConfig {
     pub runtime: Option<String>,
     /// The engine's name for gVisor's runtime (`"isolation": "gvisor"`).
     pub gvisor_runtime: String,
+    /// The weakest isolation any sandbox may run under; `runtime`'s own tier raises it
+    /// (a server under `runsc` runs no sandbox on the host's kernel).
+    pub min_isolation: Option<sandboxd_core::model::Isolation>,
     /// Warm pools: template name → started sandboxes kept ready to be claimed.
     pub pools: BTreeMap<String, usize>,
     /// How far the pools kept for demand (any other shape of create: an image, a
@@ -167,6 +170,7 @@ impl ServerConfig {
             rate_limit_burst: 200,
             runtime: None,
             gvisor_runtime: "runsc".into(),
+            min_isolation: None,
             pools: BTreeMap::new(),
             warm_on_demand: sandboxd_core::pool_demand::DemandBounds::default(),
             allowed_images: Vec::new(),
@@ -319,6 +323,7 @@ impl Server {
                 audit_exec: config.audit_exec,
                 runtime: config.runtime.clone(),
                 gvisor_runtime: config.gvisor_runtime.clone(),
+                min_isolation: config.min_isolation,
                 pools: config.pools.clone(),
                 warm_on_demand: config.warm_on_demand,
                 allowed_images: config.allowed_images.clone(),

@@ -107,6 +107,8 @@ pub struct Options {
     pub runtime: Option<String>,
     /// The engine's name for gVisor's runtime (`"isolation": "gvisor"`).
     pub gvisor_runtime: String,
+    /// The weakest isolation a sandbox may run under (`runtime`'s own tier raises it).
+    pub min_isolation: Option<sandboxd_core::model::Isolation>,
     /// Warm pools: template name → members kept ready.
     pub pools: std::collections::BTreeMap<String, usize>,
     /// How far pools kept for demand (shapes of create without a configured pool) may
@@ -433,16 +435,68 @@ impl Service {
         asked: Option<sandboxd_core::model::Isolation>,
         template: Option<&str>,
     ) -> Option<String> {
-        let isolation = asked.or_else(|| {
-            template
-                .and_then(|name| self.templates().get(name))
-                .and_then(|t| t.isolation)
-        });
+        use sandboxd_core::model::Isolation;
+        let isolation = asked
+            .or_else(|| {
+                template
+                    .and_then(|name| self.templates().get(name))
+                    .and_then(|t| t.isolation)
+            })
+            .or_else(|| {
+                // A create that asks nothing gets the floor when the server's own
+                // runtime is below it (`min_isolation = "gvisor"` over runc).
+                let floor = self.isolation_floor();
+                (floor == Isolation::Gvisor.as_str()
+                    && !sandboxd_core::isolation_floor::meets(self.runtime(), floor))
+                .then_some(Isolation::Gvisor)
+            });
         sandboxd_core::plan::runtime_for(
             isolation,
             self.runtime(),
             &self.inner.options.gvisor_runtime,
         )
+    }
+
+    /// The server's isolation floor: `min_isolation`, raised by its own runtime's tier.
+    pub fn isolation_floor(&self) -> &'static str {
+        sandboxd_core::isolation_floor::server_floor(
+            self.inner.options.min_isolation,
+            self.runtime(),
+        )
+    }
+
+    /// Refuses a sandbox under `runtime` that is less isolated than the server's floor,
+    /// its template's isolation or its source's (`source`: the sandbox a snapshot or
+    /// fork was taken of), naming `isolation` and the floor (a 400).
+    pub fn check_isolation(
+        &self,
+        runtime: Option<&str>,
+        template: Option<&str>,
+        source: Option<sandboxd_core::model::Isolation>,
+    ) -> Result<(), ServiceError> {
+        use sandboxd_core::isolation_floor::{raised, refusal};
+        let server = self.isolation_floor();
+        let by_template = template
+            .and_then(|name| self.templates().get(name))
+            .and_then(|t| t.isolation);
+        let (floor, set_by) = if raised(server, by_template) != server {
+            (
+                raised(server, by_template),
+                format!("the template {}", template.unwrap_or_default()),
+            )
+        } else if raised(server, source) != server {
+            (
+                raised(server, source),
+                "the sandbox it was taken of".to_owned(),
+            )
+        } else {
+            (server, "this server".to_owned())
+        };
+        let floor = raised(floor, source);
+        match refusal(runtime, floor, &set_by) {
+            None => Ok(()),
+            Some(why) => Err(sandboxd_core::error::Invalid::one("isolation", why).into()),
+        }
     }
 
     /// The id containers of this installation are labelled with.

@@ -43,6 +43,18 @@ impl Service {
         sandbox_id: &str,
         container: &str,
     ) -> Result<(), ServiceError> {
+        // A sandbox made before the isolation floor was raised is not started again
+        // below it.
+        if let Some(row) = self.store().sandbox(sandbox_id).await?
+            && let Err(refused) =
+                self.check_isolation(row.runtime.as_deref(), row.template.as_deref(), None)
+        {
+            warn!(%sandbox_id, reason = %refused, "the sandbox's container had stopped and runs below the isolation floor: not started again; the sandbox is in error");
+            self.store()
+                .set_status(sandbox_id, SandboxStatus::Error)
+                .await?;
+            return Err(ServiceError::NotRunning(NotRunning(SandboxStatus::Error)));
+        }
         warn!(%sandbox_id, "the sandbox's container had stopped; starting it again");
         // Nothing of the sandbox runs: its agent, started anew, is offered its key.
         self.agents().offer_again(sandbox_id).await;

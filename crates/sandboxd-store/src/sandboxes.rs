@@ -343,19 +343,22 @@ impl Store {
         self.reread(sandbox_id, updated.rows_affected()).await
     }
 
-    /// Replaces the egress list of a running `allowlist` sandbox; `None` when it is no
-    /// longer running (or not in that mode).
+    /// Replaces the egress list `from` of a running `allowlist` sandbox with `allow`;
+    /// `None` when it is no longer running (or not in that mode), or its list is no
+    /// longer `from` (what was checked against the list is not applied to another).
     pub async fn set_egress(
         &self,
         sandbox_id: &str,
+        from: &[String],
         allow: &[String],
     ) -> Result<Option<Sandbox>, StoreError> {
         let updated = sqlx::query(
-            "UPDATE sandboxes SET egress = $1 \
-             WHERE sandbox_id = $2 AND status = 'running' AND network_mode = 'allowlist'",
+            "UPDATE sandboxes SET egress = $1 WHERE sandbox_id = $2 AND egress = $3 \
+             AND status = 'running' AND network_mode = 'allowlist'",
         )
         .bind(crate::rows::egress_json(allow))
         .bind(sandbox_id)
+        .bind(crate::rows::egress_json(from))
         .execute(&self.pool)
         .await?;
         self.reread(sandbox_id, updated.rows_affected()).await

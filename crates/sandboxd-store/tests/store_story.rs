@@ -736,7 +736,7 @@ async fn an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox
     let new = vec!["api.example.com:8443".to_owned()];
     assert!(
         store
-            .set_egress(&listed.sandbox_id, &new)
+            .set_egress(&listed.sandbox_id, &[], &new)
             .await
             .unwrap()
             .is_none(),
@@ -749,8 +749,16 @@ async fn an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox
             .unwrap()
             .unwrap();
     }
+    assert!(
+        store
+            .set_egress(&listed.sandbox_id, &["other.example".to_owned()], &new)
+            .await
+            .unwrap()
+            .is_none(),
+        "a list that changed since it was read is not replaced"
+    );
     let replaced = store
-        .set_egress(&listed.sandbox_id, &new)
+        .set_egress(&listed.sandbox_id, &[], &new)
         .await
         .unwrap()
         .unwrap();
@@ -767,7 +775,7 @@ async fn an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox
     );
     assert!(
         store
-            .set_egress(&plain.sandbox_id, &new)
+            .set_egress(&plain.sandbox_id, &[], &new)
             .await
             .unwrap()
             .is_none(),

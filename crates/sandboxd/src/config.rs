@@ -59,6 +59,10 @@ pub struct Config {
     /// The engine's name for gVisor's runtime, which `"isolation": "gvisor"` asks for
     /// (`scripts/gvisor.sh` registers it as `runsc`).
     pub gvisor_runtime: String,
+    /// The weakest isolation any sandbox may run under (`container` or `gvisor`); a
+    /// create, template, snapshot or pool below it is refused. `runtime = "runsc"`
+    /// implies `gvisor`.
+    pub min_isolation: Option<sandboxd_core::model::Isolation>,
     /// Warm pools by template, e.g. `[pools.python] size = 4`.
     pub pools: BTreeMap<String, PoolConfig>,
     /// Pools kept for demand: any other shape of create (an image, `internet`,
@@ -337,6 +341,7 @@ impl std::fmt::Debug for Config {
             .field("rate_limit_burst", &self.rate_limit_burst)
             .field("runtime", &self.runtime)
             .field("gvisor_runtime", &self.gvisor_runtime)
+            .field("min_isolation", &self.min_isolation)
             .field("pools", &self.pools)
             .field("warm_on_demand", &self.warm_on_demand)
             .field("allowed_images", &self.allowed_images)
@@ -390,6 +395,7 @@ impl Default for Config {
             rate_limit_burst: 200,
             runtime: None,
             gvisor_runtime: "runsc".into(),
+            min_isolation: None,
             pools: BTreeMap::new(),
             warm_on_demand: WarmOnDemandConfig::default(),
             allowed_images: Vec::new(),

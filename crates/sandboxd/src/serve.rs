@@ -151,6 +151,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     server_config.rate_limit_burst = config.rate_limit_burst;
     server_config.runtime = config.runtime.clone();
     server_config.gvisor_runtime = config.gvisor_runtime.clone();
+    server_config.min_isolation = config.min_isolation;
     server_config.allowed_images = config.allowed_images.clone();
     if config.max_transfer_mb == 0 {
         bail!("max_transfer_mb must be at least 1");

@@ -95,6 +95,15 @@ mod tests {
                 sandbox_id: "abc123".into()
             })
         );
+        // A fully qualified name (one trailing dot) is the same host.
+        assert_eq!(e2b_host("api.e2b.example.com.", domain), Some(E2bHost::Api));
+        assert_eq!(
+            e2b_host("49983-abc123.e2b.example.com.:8443", domain),
+            Some(E2bHost::Sandbox {
+                port: 49983,
+                sandbox_id: "abc123".into()
+            })
+        );
         assert_eq!(
             e2b_host("8000-abc123.e2b.example.com", domain),
             Some(E2bHost::Sandbox {

@@ -290,7 +290,7 @@ impl SandboxTools {
 
     #[tool(
         name = "sandbox-setEgress",
-        description = "Replace the list of hosts a running `allowlist` sandbox may reach (names, `*.` wildcards, optional `:port`; 80 and 443 otherwise). New connections see it within a second."
+        description = "Narrow the list of hosts a running `allowlist` sandbox may reach: give the list to keep (entries of the current list only). New connections see it within a second. To reach another host, ask with sandbox-requestEgress: a person approves it."
     )]
     async fn set_egress(
         &self,
@@ -299,7 +299,17 @@ impl SandboxTools {
     ) -> ToolResult {
         let who = caller(&parts)?;
         let (id, allow) = attempt!(validate::set_egress(req));
-        let sandbox = attempt!(self.service.sandboxes().set_egress(&who, &id, &allow).await);
+        let sandbox = attempt!(
+            self.service
+                .sandboxes()
+                .set_egress(
+                    &who,
+                    &id,
+                    &allow,
+                    sandboxd_core::egress_requests::ListChange::NarrowOnly
+                )
+                .await
+        );
         ok(&SandboxView::from_sandbox(&sandbox, rfc3339))
     }
 

@@ -321,6 +321,7 @@ async fn to_app(
     let mut response = over_kept(state, admitted, (sandbox_id, port), request).await?;
     match place {
         Place::Path(prefix) => {
+            drop_origin_wide(response.headers_mut());
             keep_cookies(response.headers_mut(), Some(&format!("{prefix}/")));
             response.headers_mut().append(
                 header::CONTENT_SECURITY_POLICY,
@@ -330,6 +331,25 @@ async fn to_app(
         Place::Host => keep_cookies(response.headers_mut(), None),
     }
     Ok(response)
+}
+
+/// Response headers that act on a whole origin (clear its storage and cookies, report
+/// its errors elsewhere, pin it to TLS, send it to another server): under a path, the
+/// origin is sandboxd's own, which an app may not speak for.
+const ORIGIN_WIDE: [&str; 7] = [
+    "clear-site-data",
+    "nel",
+    "report-to",
+    "reporting-endpoints",
+    "strict-transport-security",
+    "alt-svc",
+    "accept-ch",
+];
+
+fn drop_origin_wide(headers: &mut HeaderMap) {
+    for name in ORIGIN_WIDE {
+        headers.remove(name);
+    }
 }
 
 /// A request to the app over a connection an earlier request left open when there is

@@ -181,7 +181,8 @@ async fn set_timeout(
 #[utoipa::path(post, path = "/api/sandbox.setEgress", operation_id = "sandbox-setEgress", tag = "sandbox",
     request_body = SetEgressRequest,
     responses((status = 200, body = SandboxView), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 412, body = ErrorBody)),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 412, body = ErrorBody)),
     security(("apiKey" = [])))]
 async fn set_egress(
     State(state): State<AppState>,
@@ -193,7 +194,12 @@ async fn set_egress(
         &state
             .service
             .sandboxes()
-            .set_egress(&caller, &id, &allow)
+            .set_egress(
+                &caller,
+                &id,
+                &allow,
+                sandboxd_core::egress_requests::ListChange::MayWiden,
+            )
             .await?,
     )))
 }

@@ -100,9 +100,18 @@ impl TestServer {
 
     /// Starts a server again on the data dir of a stopped one; its containers are now
     /// this server's to clean up.
-    pub async fn start_in(mut stopped: StoppedServer) -> Self {
+    pub async fn start_in(stopped: StoppedServer) -> Self {
+        Self::start_in_with(stopped, |_| {}).await
+    }
+
+    /// Starts a server again on the data dir of a stopped one, its configuration
+    /// changed by `tweak`.
+    pub async fn start_in_with(
+        mut stopped: StoppedServer,
+        tweak: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
         stopped.instance.clear();
-        Self::start_on(stopped.data.take().expect("data dir"), true, |_| {}).await
+        Self::start_on(stopped.data.take().expect("data dir"), true, tweak).await
     }
 
     async fn start_on(

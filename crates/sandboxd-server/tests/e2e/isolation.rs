@@ -154,7 +154,7 @@ async fn what_cannot_be_given_is_refused_by_name() {
 }
 
 #[tokio::test]
-async fn a_templates_isolation_holds_unless_the_create_asks_for_another() {
+async fn a_templates_isolation_is_a_floor_its_creates_cannot_go_below() {
     let server = TestServer::start_with(|config| {
         config
             .template_isolation
@@ -174,10 +174,19 @@ async fn a_templates_isolation_holds_unless_the_create_asks_for_another() {
     assert_eq!(by_template["isolation"], "gvisor");
     let kernel = server.exec(&by_template, "uname -r").await;
     assert_eq!(kernel["stdout"], "4.4.0\n", "{kernel}");
-    let asked = server
-        .create(json!({"template": "python", "isolation": "container"}))
+    // The template's isolation is a floor: asking for a weaker one is refused.
+    let (status, refused) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "template": "python", "isolation": "container"}),
+        )
         .await;
-    assert_eq!(asked["isolation"], "container");
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    let told = refused.to_string();
+    assert!(
+        told.contains("isolation") && told.contains("gvisor") && told.contains("python"),
+        "{told}"
+    );
     let other = server.create(json!({"template": "base"})).await;
     assert_eq!(other["isolation"], "container");
 }

@@ -30,6 +30,7 @@ mod image_volumes;
 mod images;
 mod impostor;
 mod isolation;
+mod isolation_floor;
 mod lifecycle;
 mod main_process;
 mod mcp;

@@ -417,3 +417,35 @@ async fn a_session_is_bound_to_the_key_that_opened_it() {
     assert_eq!(own.status(), StatusCode::OK);
     assert!(own.text().await.unwrap().contains("sandbox-exec"));
 }
+
+/// An agent's MCP tool narrows an egress list, never widens it, even with a key that
+/// may decide: adding a host goes through `sandbox-requestEgress` and a person.
+#[tokio::test]
+async fn the_set_egress_tool_only_narrows() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"template": "base", "networkMode": "allowlist",
+            "egress": {"allow": ["a.example", "b.example"]}}))
+        .await;
+    let sid = sandbox["sandboxId"].as_str().unwrap().to_owned();
+    let client = connect(&server).await;
+    let (failed, refused) = call(
+        &client,
+        "sandbox-setEgress",
+        json!({"sandboxId": sid, "allow": ["a.example", "b.example", "c.example"]}),
+    )
+    .await;
+    assert!(failed, "{refused}");
+    assert_eq!(refused["code"], "FORBIDDEN", "{refused}");
+    let (_, one) = server.get("sandbox.one", &[("sandboxId", &sid)]).await;
+    assert_eq!(one["egress"]["allow"], json!(["a.example", "b.example"]));
+    let (failed, narrowed) = call(
+        &client,
+        "sandbox-setEgress",
+        json!({"sandboxId": sid, "allow": ["a.example"]}),
+    )
+    .await;
+    assert!(!failed, "{narrowed}");
+    assert_eq!(narrowed["egress"]["allow"], json!(["a.example"]));
+    client.cancel().await.ok();
+}

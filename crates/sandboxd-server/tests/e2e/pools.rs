@@ -18,7 +18,10 @@ use crate::harness::{BUSYBOX, TestServer, id};
 use sandboxd_server::service::PoolKey;
 
 /// Pool containers of a server (label `sandboxd.pool`), by sandbox id.
-async fn pool_containers(server: &TestServer, instance: &str) -> HashMap<String, String> {
+pub(crate) async fn pool_containers(
+    server: &TestServer,
+    instance: &str,
+) -> HashMap<String, String> {
     let filters = HashMap::from([(
         "label".to_owned(),
         vec![
@@ -57,7 +60,7 @@ const LIMITS_FROM_INSIDE: &str = "\
       cat /sys/fs/cgroup/pids/pids.max; \
     fi";
 
-async fn wait_ready(server: &TestServer, pool: &str, size: usize) {
+pub(crate) async fn wait_ready(server: &TestServer, pool: &str, size: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let key = PoolKey::local(pool);
     while server.service.pools().ready().get(&key).copied() != Some(size) {
@@ -233,8 +236,8 @@ async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
     assert_eq!(out["stdout"], "hello warm\n");
 }
 
-/// A gVisor template's pool holds gVisor members; a create with other limits, or
-/// asking for another isolation, is made cold (a gVisor sandbox's process limit is its
+/// A gVisor template's pool holds gVisor members; a create with other limits is made
+/// cold, and one asking for a weaker isolation is refused (a gVisor sandbox's process limit is its
 /// kernel's, set as it starts).
 #[tokio::test]
 async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
@@ -255,17 +258,18 @@ async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
     assert_eq!(kernel["stdout"], "4.4.0\n", "{kernel}");
     wait_ready(&server, "python", 1).await;
     let members = pool_containers(&server, &instance).await;
-    for (asked, isolation) in [
-        (json!({"template": "python", "pidsLimit": 100}), "gvisor"),
-        (
-            json!({"template": "python", "isolation": "container"}),
-            "container",
-        ),
-    ] {
-        let made = server.create(asked.clone()).await;
-        assert!(!members.contains_key(id(&made)), "made cold: {asked}");
-        assert_eq!(made["isolation"], isolation, "{asked}");
-    }
+    let asked = json!({"template": "python", "pidsLimit": 100});
+    let made = server.create(asked.clone()).await;
+    assert!(!members.contains_key(id(&made)), "made cold: {asked}");
+    assert_eq!(made["isolation"], "gvisor", "{asked}");
+    // The template's isolation is a floor: a weaker one is refused, never served.
+    let (status, refused) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "template": "python", "isolation": "container"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
 }
 
 /// A claimed sandbox's interpreter contexts run under the member's agent as under a

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::harness::{KEY, TestServer, id};
 
 /// A key for a new member of the owner's organization, created by the owner.
-async fn member_with_key(server: &TestServer, grants: Value) -> (String, String) {
+pub(crate) async fn member_with_key(server: &TestServer, grants: Value) -> (String, String) {
     let mut body = json!({"name": "member"});
     body.as_object_mut()
         .unwrap()

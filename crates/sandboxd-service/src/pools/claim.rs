@@ -45,6 +45,14 @@ impl Pools {
         if matched.update_limits && sandboxd_core::plan::under_gvisor(runtime.as_deref()) {
             return Ok(Claimed::Cold(None));
         }
+        // A member less isolated than the floor is never handed out (none is made).
+        if self
+            .service
+            .check_isolation(runtime.as_deref(), matched.shape.template.as_deref(), None)
+            .is_err()
+        {
+            return Ok(Claimed::Cold(None));
+        }
         let configured = matched
             .shape
             .configured_template()

@@ -202,6 +202,14 @@ impl Pools {
             paused_at: None,
             volumes: Vec::new(),
         };
+        if let Err(refused) = self.service.check_isolation(
+            row.runtime.as_deref(),
+            key.shape.template.as_deref(),
+            None,
+        ) {
+            self.service.inner.pools.state().members.remove(&sandbox_id);
+            return Err(refused);
+        }
         match self
             .service
             .sandboxes()

@@ -36,6 +36,15 @@ pub(crate) fn created_metadata(row: &Sandbox, started: bool, pool: Option<&str>)
     })
 }
 
+/// Where a new sandbox's egress list comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EgressList {
+    /// The create's own: adding hosts, which needs `egress:decide`.
+    Given,
+    /// A sandbox's the caller may use already (a fork carries its source's).
+    Copied,
+}
+
 /// How long a create waits for the new sandbox's agent to connect.
 const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How much of a workdir's listing the agent may send to show it is not empty.
@@ -45,12 +54,24 @@ const WORKDIR_LISTING_BYTES: usize = 64 * 1024;
 const WORKDIR_MODE: u32 = 0o755;
 
 impl Sandboxes {
-    /// Creates and starts a sandbox for `caller`.
-    #[tracing::instrument(skip_all, fields(environment_id = %cmd.environment_id))]
+    /// Creates and starts a sandbox for `caller`. An egress list it gives needs
+    /// `egress:decide`, as adding to one later would.
     pub async fn create(
         &self,
         caller: &Principal,
         cmd: CreateSandbox,
+    ) -> Result<Sandbox, ServiceError> {
+        self.make(caller, cmd, EgressList::Given).await
+    }
+
+    /// Creates and starts a sandbox for `caller`; `list`: whether its egress list is
+    /// the caller's own or one a sandbox the caller may use already holds (a fork's).
+    #[tracing::instrument(skip_all, fields(environment_id = %cmd.environment_id))]
+    pub(crate) async fn make(
+        &self,
+        caller: &Principal,
+        cmd: CreateSandbox,
+        list: EgressList,
     ) -> Result<Sandbox, ServiceError> {
         let environment = self
             .service
@@ -62,6 +83,9 @@ impl Sandboxes {
             .access()
             .check_create_in(caller, &environment.project_id)
             .await?;
+        if list == EgressList::Given && cmd.network_mode == NetworkMode::Allowlist {
+            sandboxd_core::egress_requests::check_list_given(caller, &cmd.egress)?;
+        }
         // The server is checked first, and its engine connected before any row is
         // written: an unreachable server leaves nothing behind. Without one, placement
         // (when on) picks where the most room is. A warm pool of that engine serves the
@@ -158,9 +182,36 @@ impl Sandboxes {
             )
             .into());
         }
-        let runtime = self
-            .service
-            .runtime_of(cmd.isolation, cmd.image.template.as_deref());
+        // A sandbox made from a snapshot is held to its template's isolation and to its
+        // source sandbox's, as a fork is; none runs below the server's floor.
+        let template = cmd
+            .image
+            .template
+            .clone()
+            .or_else(|| snapshot.as_ref().and_then(|s| s.template.clone()));
+        let source = match &snapshot {
+            Some(snapshot) => self
+                .service
+                .store()
+                .sandbox(&snapshot.sandbox_id)
+                .await?
+                .and_then(|source| plan::isolation_of(source.runtime.as_deref())),
+            None => None,
+        };
+        if cmd.isolation.is_none()
+            && let Some(source) = source
+            && !sandboxd_core::isolation_floor::meets(
+                self.service
+                    .runtime_of(None, template.as_deref())
+                    .as_deref(),
+                source.as_str(),
+            )
+        {
+            cmd.isolation = Some(source);
+        }
+        let runtime = self.service.runtime_of(cmd.isolation, template.as_deref());
+        self.service
+            .check_isolation(runtime.as_deref(), template.as_deref(), source)?;
         if plan::under_gvisor(runtime.as_deref()) && cmd.network_mode == NetworkMode::Internet {
             return Err(Invalid::one(
                 "networkMode",

@@ -83,11 +83,13 @@ impl Sandboxes {
             // A fork runs as strongly isolated as its source.
             isolation: sandboxd_core::plan::isolation_of(source.runtime.as_deref()),
         };
-        let outcomes: Vec<Result<Sandbox, ServiceError>> =
-            futures_util::stream::iter((1..=cmd.count).map(|n| self.create(caller, create(n))))
-                .buffered(FORKS_AT_ONCE)
-                .collect()
-                .await;
+        let outcomes: Vec<Result<Sandbox, ServiceError>> = futures_util::stream::iter(
+            (1..=cmd.count)
+                .map(|n| self.make(caller, create(n), super::create::EgressList::Copied)),
+        )
+        .buffered(FORKS_AT_ONCE)
+        .collect()
+        .await;
         let failure = outcomes.iter().position(Result::is_err);
         let mut made = Vec::new();
         let mut error = None;

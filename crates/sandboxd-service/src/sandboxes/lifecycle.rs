@@ -1,6 +1,7 @@
 //! `sandbox.one`, `list`, `setTimeout`, `kill`, `remove`.
 
 use sandboxd_core::access::{self, Denied, Permission, SandboxNeed};
+use sandboxd_core::egress_requests::{ListChange, check_list_change};
 use sandboxd_core::model::{NetworkMode, Principal, Sandbox, SandboxStatus};
 use sandboxd_core::validate::ListScope;
 use sandboxd_store::AccessList;
@@ -75,12 +76,15 @@ impl Sandboxes {
 
     /// Replaces the egress list of a running `allowlist` sandbox (`allow` as
     /// `validate::set_egress` gives it); new connections see it within a second.
+    /// Removing entries is free; adding one needs `egress:decide` (`how`: whether it
+    /// may add at all), as approving a request would.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn set_egress(
         &self,
         caller: &Principal,
         sandbox_id: &str,
         allow: &[String],
+        how: ListChange,
     ) -> Result<Sandbox, ServiceError> {
         let store = self.service.store();
         let change = Change {
@@ -94,7 +98,10 @@ impl Sandboxes {
                     sandbox.network_mode.as_str()
                 )));
             }
-            Ok(store.set_egress(&sandbox.sandbox_id, allow).await?)
+            check_list_change(caller, &sandbox.egress, allow, how)?;
+            Ok(store
+                .set_egress(&sandbox.sandbox_id, &sandbox.egress, allow)
+                .await?)
         })
         .await
     }

@@ -1,0 +1,98 @@
+//! The operator's isolation floor: the weakest isolation any sandbox of this server may
+//! run under. A sandbox's runtime is what its create, template, snapshot or fork asks
+//! for; the floor is what the operator allows, and a create below it is refused (never
+//! quietly raised: the caller learns what it gets).
+
+use crate::model::Isolation;
+use crate::plan::isolation_tier;
+
+/// The tiers from weakest to strongest (`plan::isolation_tier`'s names).
+const TIERS: [&str; 3] = ["container", "gvisor", "microvm"];
+
+/// The rank of a tier: the higher, the stronger (an unknown name ranks weakest).
+fn rank(tier: &str) -> usize {
+    TIERS.iter().position(|t| *t == tier).unwrap_or(0)
+}
+
+/// The floor of a server: its `min_isolation`, and its own runtime's tier (a server
+/// whose sandboxes run under gVisor promises that none runs on the host's kernel).
+pub fn server_floor(min_isolation: Option<Isolation>, runtime: Option<&str>) -> &'static str {
+    let own = isolation_tier(runtime);
+    match min_isolation {
+        Some(min) if rank(min.as_str()) > rank(own) => tier_name(min),
+        _ => own,
+    }
+}
+
+/// The stronger of a floor and an isolation a template or a source sandbox holds to.
+pub fn raised(floor: &'static str, by: Option<Isolation>) -> &'static str {
+    match by {
+        Some(isolation) if rank(isolation.as_str()) > rank(floor) => tier_name(isolation),
+        _ => floor,
+    }
+}
+
+fn tier_name(isolation: Isolation) -> &'static str {
+    match isolation {
+        Isolation::Container => TIERS[0],
+        Isolation::Gvisor => TIERS[1],
+    }
+}
+
+/// Whether a sandbox under `runtime` would be isolated at least as `floor` asks.
+pub fn meets(runtime: Option<&str>, floor: &str) -> bool {
+    rank(isolation_tier(runtime)) >= rank(floor)
+}
+
+/// Why a sandbox under `runtime` may not be made here (`None`: it may), named for the
+/// caller: the tier it would get, the floor, and who set it.
+pub fn refusal(runtime: Option<&str>, floor: &str, set_by: &str) -> Option<String> {
+    (!meets(runtime, floor)).then(|| {
+        format!(
+            "{} isolation is below the floor of {set_by}: sandboxes run with {floor} isolation or stronger",
+            isolation_tier(runtime)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Isolation::{Container, Gvisor};
+
+    #[test]
+    fn the_servers_floor_is_its_setting_or_its_own_runtimes_tier() {
+        assert_eq!(server_floor(None, None), "container");
+        assert_eq!(server_floor(None, Some("runc")), "container");
+        assert_eq!(
+            server_floor(None, Some("runsc")),
+            "gvisor",
+            "runsc implies it"
+        );
+        assert_eq!(server_floor(Some(Gvisor), None), "gvisor");
+        assert_eq!(server_floor(Some(Container), Some("runsc")), "gvisor");
+        assert_eq!(server_floor(Some(Gvisor), Some("kata-runtime")), "microvm");
+    }
+
+    #[test]
+    fn a_template_or_a_source_only_raises_the_floor() {
+        assert_eq!(raised("container", Some(Gvisor)), "gvisor");
+        assert_eq!(raised("gvisor", Some(Container)), "gvisor");
+        assert_eq!(raised("microvm", Some(Gvisor)), "microvm");
+        assert_eq!(raised("gvisor", None), "gvisor");
+    }
+
+    #[test]
+    fn a_weaker_runtime_is_refused_by_name() {
+        assert!(meets(Some("runsc"), "gvisor"));
+        assert!(meets(Some("kata-runtime"), "gvisor"));
+        assert!(meets(None, "container"));
+        assert!(!meets(None, "gvisor"));
+        assert!(!meets(Some("runc"), "gvisor"));
+        assert!(!meets(Some("runsc"), "microvm"));
+        assert_eq!(refusal(Some("runsc"), "gvisor", "this server"), None);
+        let told = refusal(Some("runc"), "gvisor", "this server").unwrap();
+        assert!(told.starts_with("container isolation is below"), "{told}");
+        assert!(told.contains("gvisor"), "{told}");
+    }
+}
