@@ -29,6 +29,7 @@ pub mod plan;
 pub mod pool_demand;
 pub mod pools;
 pub mod ports;
+pub mod preview_origin;
 pub mod quotas;
 pub mod reap;
 pub mod reconcile;

@@ -49,6 +49,9 @@ pub struct Admitted {
     /// A link opened with this request, valid until then (epoch ms): the browser keeps
     /// it as a cookie.
     pub link_until: Option<i64>,
+    /// It entered by a link's cookie alone (not a public port, a key or a link in the
+    /// address): what a browser sends whoever made the request, so its origin matters.
+    pub by_kept_link: bool,
     /// The exposure it entered by (its nonce), when it acts as the exposer.
     exposure: Option<String>,
 }
@@ -152,6 +155,7 @@ impl Ports {
                 principal: caller.clone(),
                 as_exposer: false,
                 link_until: None,
+                by_kept_link: false,
                 exposure: None,
             }),
             (Entry::AsExposer, _, Some(exposure)) => {
@@ -170,6 +174,9 @@ impl Ports {
                     as_exposer: true,
                     link_until: (opened && credential == Credential::Link { valid: true })
                         .then_some(exposure.expires_at),
+                    by_kept_link: !opened
+                        && !live_public
+                        && credential == Credential::Link { valid: true },
                     exposure: Some(exposure.nonce),
                 })
             }

@@ -27,6 +27,7 @@ use sandboxd_core::model::Principal;
 use sandboxd_core::ports::{
     LINK_COOKIE, LINK_PARAM, PREVIEW_PREFIX, parse_preview_host, sandbox_of, under_domain,
 };
+use sandboxd_core::preview_origin::{Served, from_own_origin, needs_own_origin};
 
 use crate::AppState;
 use crate::auth::{self, API_KEY_HEADER, SESSION_COOKIE};
@@ -171,6 +172,14 @@ async fn enter(
         .ports()
         .admit(sandbox_id, port, caller.as_ref(), link)
         .await?;
+    if admitted.by_kept_link
+        && needs_own_origin(request.method().as_str(), wants_upgrade(request.headers()))
+        && !from_its_own_origin(state, request.headers(), place, (sandbox_id, port))
+    {
+        return Err(ApiError::Service(ServiceError::Forbidden(
+            "a preview link's cookie opens no WebSocket and makes no change from another origin: open the link there, or use a key".into(),
+        )));
+    }
     if admitted.as_exposer {
         // Traffic through a link or a public port counts against its exposer's limit.
         auth::limited(state, admitted.principal.clone())?;
@@ -217,6 +226,32 @@ async fn enter(
         response.headers_mut().append(header::SET_COOKIE, set_link);
     }
     Ok(response)
+}
+
+/// Whether a request comes from the preview's own pages (`sandboxd_core::preview_origin`).
+fn from_its_own_origin(
+    state: &AppState,
+    headers: &HeaderMap,
+    place: &Place,
+    (sandbox_id, port): (&str, u16),
+) -> bool {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let served = match (place, state.previews.domain.as_deref()) {
+        (Place::Host, Some(domain)) => Served::Host {
+            domain,
+            sandbox_id,
+            port,
+        },
+        _ => Served::Path {
+            host: text("x-forwarded-host").or_else(|| text("host")),
+        },
+    };
+    from_own_origin(
+        text("origin"),
+        text("sec-fetch-site"),
+        served,
+        over_tls(state, headers),
+    )
 }
 
 /// Whether the request came over TLS: the operator's address is `https://`, or a proxy

@@ -54,6 +54,18 @@ async fn the_domains_hosts_are_the_control_plane_and_each_sandboxs_daemon() {
         .unwrap();
     assert_eq!(shown["sandboxID"], id.as_str());
     assert_eq!(shown["domain"], DOMAIN);
+    // A fully qualified host (a trailing dot) is the same host, not sandboxd's routes.
+    let dotted = server
+        .client
+        .get(format!("{}/sandboxes/{id}", server.url))
+        .header("host", format!("api.{DOMAIN}."))
+        .header("X-API-Key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(dotted.status(), StatusCode::OK);
+    let dotted: Value = dotted.json().await.unwrap();
+    assert_eq!(dotted["sandboxID"], id.as_str(), "{dotted}");
 
     // The daemon's host names the sandbox: a header naming another is not heeded.
     let daemon = format!("49983-{id}");

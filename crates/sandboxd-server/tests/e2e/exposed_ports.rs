@@ -16,14 +16,14 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use crate::harness::{KEY, TestServer, id};
 use crate::preview::{serving, serving_on};
 
-fn plain() -> reqwest::Client {
+pub(crate) fn plain() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(Policy::none())
         .build()
         .unwrap()
 }
 
-async fn expose(server: &TestServer, sandbox: &Value, body: Value) -> Value {
+pub(crate) async fn expose(server: &TestServer, sandbox: &Value, body: Value) -> Value {
     let mut body = body;
     body["sandboxId"] = json!(id(sandbox));
     let (status, exposed) = server.post("sandbox.exposePort", body).await;
@@ -32,7 +32,7 @@ async fn expose(server: &TestServer, sandbox: &Value, body: Value) -> Value {
 }
 
 /// The `name=value` of a `Set-Cookie` header and its attributes.
-fn cookie_of(response: &reqwest::Response) -> (String, String) {
+pub(crate) fn cookie_of(response: &reqwest::Response) -> (String, String) {
     let set = response.headers()["set-cookie"]
         .to_str()
         .unwrap()
@@ -47,7 +47,7 @@ async fn message(response: reqwest::Response) -> String {
 }
 
 /// What a WebSocket answers to `text`; `None` once it is closed.
-async fn echo<S>(socket: &mut S, text: &str) -> Option<String>
+pub(crate) async fn echo<S>(socket: &mut S, text: &str) -> Option<String>
 where
     S: futures_util::Sink<Message> + futures_util::Stream<Item = Result<Message, WsError>> + Unpin,
 {

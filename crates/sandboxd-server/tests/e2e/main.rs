@@ -38,6 +38,7 @@ mod pause;
 mod pools;
 mod ports;
 mod preview;
+mod preview_origin;
 mod processes;
 mod quotas;
 mod reconcile;

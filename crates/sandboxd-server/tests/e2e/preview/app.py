@@ -64,6 +64,15 @@ class App(BaseHTTPRequestHandler):
             for _ in range(mib):
                 self.wfile.write(block)
             return None
+        if url.path == "/origin-wide":
+            return self.answer(200, b"{}", extra=[
+                ("Clear-Site-Data", '"cookies", "storage"'),
+                ("NEL", '{"report_to": "x", "max_age": 86400}'),
+                ("Report-To", '{"group": "x", "max_age": 86400, "endpoints": [{"url": "https://evil.example"}]}'),
+                ("Reporting-Endpoints", 'x="https://evil.example"'),
+                ("Strict-Transport-Security", "max-age=31536000; includeSubDomains"),
+                ("Alt-Svc", 'h2="evil.example:443"'),
+            ])
         if url.path == "/ws":
             return self.websocket()
         return self.answer(200, b"hello from inside\n", "text/plain")

@@ -1,0 +1,213 @@
+//! A preview link's cookie, which a browser sends whoever made the request, opens a
+//! WebSocket or makes a change (`POST`…) only from the preview's own origin: another
+//! site, or another preview of the preview domain, cannot drive the app in the name of
+//! whoever opened the link. A key, a link in the address and a public port are not
+//! ambient, and are not checked. Under a path, the app's headers that act on the whole
+//! origin (sandboxd's) are dropped; a `Host` with a trailing dot is the same host.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Error as WsError;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+
+use crate::exposed_ports::{cookie_of, echo, expose, plain};
+use crate::harness::{KEY, TestServer, id};
+use crate::preview::{serving, serving_on};
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens a WebSocket at `url` with `headers`; its status when refused.
+async fn socket(url: &str, headers: &[(&str, &str)]) -> Result<Socket, StatusCode> {
+    let mut request = url.into_client_request().unwrap();
+    for (name, value) in headers {
+        request.headers_mut().insert(
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((socket, _)) => Ok(socket),
+        Err(WsError::Http(response)) => {
+            Err(StatusCode::from_u16(response.status().as_u16()).unwrap())
+        }
+        Err(other) => panic!("{other}"),
+    }
+}
+
+/// The link's cookie, as a browser keeps it after opening the link.
+async fn opened_cookie(client: &reqwest::Client, url: &str) -> String {
+    let opened = client
+        .get(url)
+        .header("sec-fetch-mode", "navigate")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), StatusCode::SEE_OTHER);
+    cookie_of(&opened).0
+}
+
+#[tokio::test]
+async fn under_a_path_a_links_cookie_is_not_taken_from_another_origin() {
+    let (server, sandbox, base) = serving().await;
+    let exposed = expose(&server, &sandbox, json!({"port": 8000})).await;
+    let url = exposed["url"].as_str().unwrap().to_owned();
+    let cookie = opened_cookie(&plain(), &url).await;
+    let ws = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let own = server.url.clone();
+
+    // Another site's page, a sandboxed (opaque) page and a request naming no origin
+    // cannot open the app's WebSocket on the cookie.
+    for origin in [Some("https://evil.example"), Some("null"), None] {
+        let mut headers = vec![("cookie", cookie.as_str())];
+        if let Some(origin) = origin {
+            headers.push(("origin", origin));
+        }
+        let refused = socket(&ws, &headers).await.err();
+        assert_eq!(refused, Some(StatusCode::FORBIDDEN), "origin {origin:?}");
+    }
+    let mut opened = socket(&ws, &[("cookie", &cookie), ("origin", &own)])
+        .await
+        .expect("the preview's own origin opens it");
+    assert_eq!(
+        echo(&mut opened, "mine").await.as_deref(),
+        Some("echo: mine")
+    );
+
+    // Nor post to it; reading stays open to the cookie, as a page's images do.
+    let post = |origin: &str| {
+        plain()
+            .post(format!("{base}/echo"))
+            .header("cookie", &cookie)
+            .header("origin", origin.to_owned())
+            .body("posted")
+            .send()
+    };
+    assert_eq!(
+        post("https://evil.example").await.unwrap().status(),
+        StatusCode::FORBIDDEN
+    );
+    let posted = post(&own).await.unwrap();
+    assert_eq!(posted.status(), StatusCode::OK);
+    assert_eq!(posted.text().await.unwrap(), "posted");
+    let read = plain()
+        .get(format!("{base}/"))
+        .header("cookie", &cookie)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), StatusCode::OK);
+
+    // A key is no ambient credential: it is not checked.
+    let mut keyed = socket(
+        &ws,
+        &[("x-api-key", KEY), ("origin", "https://evil.example")],
+    )
+    .await
+    .expect("a key opens it");
+    assert_eq!(
+        echo(&mut keyed, "keyed").await.as_deref(),
+        Some("echo: keyed")
+    );
+}
+
+#[tokio::test]
+async fn on_a_preview_domain_a_links_cookie_is_taken_from_its_own_host_only() {
+    let server =
+        TestServer::start_with(|config| config.preview_domain = Some("localhost".into())).await;
+    let (server, sandbox, _) = serving_on(server).await;
+    let exposed = expose(&server, &sandbox, json!({"port": 8000})).await;
+    let url = exposed["url"].as_str().unwrap().to_owned();
+    let listening = server.url.rsplit(':').next().unwrap().to_owned();
+    let name = sandboxd_core::ports::preview_host(id(&sandbox), 8000, "localhost");
+    let host = format!("{name}:{listening}");
+    let address: std::net::SocketAddr = format!("127.0.0.1:{listening}").parse().unwrap();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .resolve(&name, address)
+        .build()
+        .unwrap();
+    let cookie = opened_cookie(&client, &url).await;
+    let ws = format!("ws://127.0.0.1:{listening}/ws");
+    // Another preview of the same domain is the same site, but not the same origin.
+    let neighbour = format!(
+        "http://{}:{listening}",
+        sandboxd_core::ports::preview_host(id(&sandbox), 9000, "localhost")
+    );
+    let own = format!("http://{host}");
+    for origin in [neighbour.as_str(), "https://evil.example"] {
+        let refused = socket(
+            &ws,
+            &[("host", &host), ("cookie", &cookie), ("origin", origin)],
+        )
+        .await
+        .err();
+        assert_eq!(refused, Some(StatusCode::FORBIDDEN), "origin {origin}");
+        let posted = client
+            .post(format!("http://{host}/echo"))
+            .header("cookie", &cookie)
+            .header("origin", origin)
+            .body("posted")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(posted.status(), StatusCode::FORBIDDEN, "origin {origin}");
+    }
+    let mut opened = socket(
+        &ws,
+        &[("host", &host), ("cookie", &cookie), ("origin", &own)],
+    )
+    .await
+    .expect("its own host opens it");
+    assert_eq!(
+        echo(&mut opened, "mine").await.as_deref(),
+        Some("echo: mine")
+    );
+    let posted = client
+        .post(format!("http://{host}/echo"))
+        .header("cookie", &cookie)
+        .header("origin", &own)
+        .body("posted")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), StatusCode::OK);
+
+    // A host with a trailing dot is the same preview host, never sandboxd's own routes.
+    let dotted = client
+        .get(format!("http://{host}/api/sandbox.templates"))
+        .header("host", format!("{name}.:{listening}"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(dotted.status(), StatusCode::OK);
+    assert_eq!(dotted.text().await.unwrap(), "hello from inside\n");
+}
+
+/// Headers that act on a whole origin are the app's to send on a host of its own, not
+/// under a path of sandboxd's origin.
+#[tokio::test]
+async fn headers_that_act_on_a_whole_origin_are_dropped_under_a_path() {
+    let (server, _sandbox, base) = serving().await;
+    let answer = server
+        .client
+        .get(format!("{base}/origin-wide"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    for name in [
+        "clear-site-data",
+        "nel",
+        "report-to",
+        "reporting-endpoints",
+        "strict-transport-security",
+        "alt-svc",
+    ] {
+        assert!(!answer.headers().contains_key(name), "{name} passed");
+    }
+    let _: Value = answer.json().await.unwrap();
+}
