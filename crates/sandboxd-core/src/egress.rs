@@ -152,6 +152,12 @@ pub enum Refusal {
     Unresolved,
     /// Every address the name resolved to is in a range sandboxes may not reach.
     Forbidden(Range),
+    /// The name resolved to an address of sandboxd's own host.
+    OwnAddress,
+    /// An HTTP request's `Host` names another host than its URL, or is repeated.
+    HostMismatch,
+    /// A TLS tunnel's ClientHello names another host than its CONNECT (or none).
+    SniMismatch,
 }
 
 impl Refusal {
@@ -163,6 +169,9 @@ impl Refusal {
             Self::NotAllowed => "not_allowed",
             Self::Unresolved => "unresolved",
             Self::Forbidden(_) => "forbidden_address",
+            Self::OwnAddress => "own_address",
+            Self::HostMismatch => "host_mismatch",
+            Self::SniMismatch => "sni_mismatch",
         }
     }
 }
@@ -175,6 +184,13 @@ impl fmt::Display for Refusal {
             Self::NotAllowed => f.write_str("not in the sandbox's egress list"),
             Self::Unresolved => f.write_str("the name does not resolve"),
             Self::Forbidden(range) => write!(f, "it resolves to a {range} address"),
+            Self::OwnAddress => f.write_str("it resolves to an address of sandboxd's own host"),
+            Self::HostMismatch => f.write_str(
+                "the request's Host header names another host than its URL, or is repeated",
+            ),
+            Self::SniMismatch => {
+                f.write_str("the TLS handshake names another host than the tunnel's (or none)")
+            }
         }
     }
 }
@@ -298,9 +314,25 @@ fn range_of_v6(ip: Ipv6Addr) -> Option<Range> {
     })
 }
 
+/// Whether a request's `Host` header (`value`) names the host and port of its URL
+/// (`host`, `port` as the URL gives them; a port left out is HTTP's 80 on both sides):
+/// the same name, however cased, with or without a final dot.
+pub fn host_header_matches(value: &str, host: &str, port: Option<u16>) -> bool {
+    let value = value.trim();
+    let (name, given) = match value.rsplit_once(':') {
+        Some((name, digits)) if !name.contains(':') => match digits.parse::<u16>() {
+            Ok(given) => (name, Some(given)),
+            Err(_) => return false,
+        },
+        _ => (value, None),
+    };
+    let same_name = matches!((name_of(name), name_of(host)), (Ok(a), Ok(b)) if a == b);
+    same_name && given.unwrap_or(80) == port.unwrap_or(80)
+}
+
 /// The IPv4 address an IPv6 one carries: mapped (`::ffff:a.b.c.d`), NAT64
 /// (`64:ff9b::a.b.c.d`) or 6to4 (`2002:aabb:ccdd::…`).
-fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+pub(crate) fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return Some(v4);
     }
@@ -340,6 +372,14 @@ impl AllowedNetworks {
     pub fn contains(&self, ip: IpAddr) -> bool {
         self.0.iter().any(|net| net.contains(&ip))
     }
+
+    /// Whether `ip` is listed alone (`10.0.0.5`, `10.0.0.5/32`, `fd00::5/128`): what
+    /// opens an address of sandboxd's own host to sandboxes.
+    pub fn names(&self, ip: IpAddr) -> bool {
+        self.0
+            .iter()
+            .any(|net| net.prefix_len() == net.max_prefix_len() && net.addr() == ip)
+    }
 }
 
 /// Whether sandboxd may connect to `ip` for a sandbox: outside every special range, or
@@ -351,16 +391,26 @@ pub fn may_connect(ip: IpAddr, allowed: &AllowedNetworks) -> Result<(), Range> {
     }
 }
 
-/// Of the addresses a name resolved to, those sandboxd may connect to, in order; when
-/// there are none, why (the first address's range, or that there were none).
-pub fn reachable(addresses: &[IpAddr], allowed: &AllowedNetworks) -> Result<Vec<IpAddr>, Refusal> {
+/// Of the addresses a name resolved to, those sandboxd may connect to, in order: none
+/// of a special range the operator did not allow, none of sandboxd's own host
+/// (`own`) the operator did not list alone. When there are none, why (the first
+/// address's, or that there were none).
+pub fn reachable(
+    addresses: &[IpAddr],
+    allowed: &AllowedNetworks,
+    own: &crate::egress_own::OwnAddresses,
+) -> Result<Vec<IpAddr>, Refusal> {
     let first = addresses.first().ok_or(Refusal::Unresolved)?;
+    let hosts_own = |ip: IpAddr| own.contains(ip) && !allowed.names(ip);
     let kept: Vec<IpAddr> = addresses
         .iter()
         .copied()
-        .filter(|ip| may_connect(*ip, allowed).is_ok())
+        .filter(|ip| may_connect(*ip, allowed).is_ok() && !hosts_own(*ip))
         .collect();
     if kept.is_empty() {
+        if may_connect(*first, allowed).is_ok() && hosts_own(*first) {
+            return Err(Refusal::OwnAddress);
+        }
         let range = range_of(*first).unwrap_or(Range::Reserved);
         return Err(Refusal::Forbidden(range));
     }
@@ -546,12 +596,82 @@ mod tests {
             "127.0.0.1".parse().unwrap(),
             "93.184.216.34".parse().unwrap(),
         ];
-        assert_eq!(reachable(&mixed, &none).unwrap(), vec![mixed[1]]);
+        let nobody = crate::egress_own::OwnAddresses::default();
+        assert_eq!(reachable(&mixed, &none, &nobody).unwrap(), vec![mixed[1]]);
         assert_eq!(
-            reachable(&mixed[..1], &none),
+            reachable(&mixed[..1], &none, &nobody),
             Err(Refusal::Forbidden(Range::Loopback))
         );
-        assert_eq!(reachable(&[], &none), Err(Refusal::Unresolved));
+        assert_eq!(reachable(&[], &none, &nobody), Err(Refusal::Unresolved));
+    }
+
+    #[test]
+    fn a_host_header_names_the_urls_host_or_is_refused() {
+        assert!(host_header_matches("allowed.test", "allowed.test", None));
+        assert!(host_header_matches("Allowed.Test.", "allowed.test", None));
+        assert!(host_header_matches(
+            "allowed.test:8080",
+            "allowed.test",
+            Some(8080)
+        ));
+        assert!(host_header_matches("allowed.test:80", "allowed.test", None));
+        assert!(host_header_matches(
+            "allowed.test",
+            "allowed.test",
+            Some(80)
+        ));
+        for (value, port) in [
+            ("blocked.test", None),
+            ("allowed.test.blocked.test", None),
+            ("allowed.test:8081", Some(8080)),
+            ("allowed.test", Some(8080)),
+            ("allowed.test:x", None),
+            ("127.0.0.1", None),
+            ("", None),
+        ] {
+            assert!(!host_header_matches(value, "allowed.test", port), "{value}");
+        }
+    }
+
+    #[test]
+    fn the_hosts_own_addresses_are_refused_unless_listed_alone() {
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        let own = crate::egress_own::OwnAddresses::new(
+            vec!["10.1.2.3/32".parse().unwrap()],
+            [ip("93.184.216.34")],
+        );
+        let none = AllowedNetworks::default();
+        assert_eq!(
+            reachable(&[ip("93.184.216.34")], &none, &own),
+            Err(Refusal::OwnAddress)
+        );
+        assert_eq!(
+            reachable(&[ip("::ffff:93.184.216.34")], &none, &own),
+            Err(Refusal::OwnAddress)
+        );
+        // Another address of the name is still reached.
+        assert_eq!(
+            reachable(&[ip("93.184.216.34"), ip("93.184.216.35")], &none, &own).unwrap(),
+            vec![ip("93.184.216.35")]
+        );
+        // A network that contains the host's private address does not open it; the
+        // address listed alone does.
+        let lab = AllowedNetworks::parse(&["10.0.0.0/8"]).unwrap();
+        assert_eq!(
+            reachable(&[ip("10.1.2.3")], &lab, &own),
+            Err(Refusal::OwnAddress)
+        );
+        assert_eq!(
+            reachable(&[ip("10.1.2.4")], &lab, &own).unwrap(),
+            [ip("10.1.2.4")]
+        );
+        let named = AllowedNetworks::parse(&["10.0.0.0/8", "10.1.2.3/32"]).unwrap();
+        assert_eq!(
+            reachable(&[ip("10.1.2.3")], &named, &own).unwrap(),
+            [ip("10.1.2.3")]
+        );
+        let public = AllowedNetworks::parse(&["93.184.216.34"]).unwrap();
+        assert!(reachable(&[ip("93.184.216.34")], &public, &own).is_ok());
     }
 
     #[test]

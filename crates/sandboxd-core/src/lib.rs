@@ -9,6 +9,7 @@ pub mod e2b;
 pub mod egress;
 pub mod egress_credentials;
 pub mod egress_log;
+pub mod egress_own;
 pub mod egress_requests;
 pub mod env_vars;
 pub mod error;

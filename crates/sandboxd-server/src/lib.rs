@@ -403,6 +403,22 @@ impl Server {
         let holding = tokio::spawn(self.service.replicas().record_agent_connections());
         let tls = egress::tls::connector(self.config.egress_trusted_ca.as_deref())
             .map_err(StartError::EgressTls)?;
+        // Egress never reaches this server itself: the addresses it listens and is
+        // reached on are its own, beside its interfaces'.
+        let listening = [
+            listener.local_addr().ok(),
+            self.metrics_listener
+                .as_ref()
+                .and_then(|metrics| metrics.local_addr().ok()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|address| address.ip())
+        .collect();
+        self.service
+            .egress()
+            .set_own_addresses(listening, self.config.advertise_url.as_deref())
+            .await;
         let egress = tokio::spawn(egress::serve_gates(&self.service, tls));
         let address = self
             .config

@@ -91,6 +91,8 @@ struct Inner {
     readings: sandboxes::usage::Readings,
     /// The writer of the egress log.
     egress_log: egress::Recorder,
+    /// sandboxd's own addresses, which egress never reaches.
+    own_host: egress::OwnHost,
     /// Keeps the pauses and resumes of one sandbox apart.
     freezes: sandboxes::pause::Freezes,
 }
@@ -204,6 +206,7 @@ impl Service {
                 replicas,
                 readings: Default::default(),
                 egress_log,
+                own_host: egress::OwnHost::default(),
                 exec_env: Default::default(),
                 removals,
                 freezes: Default::default(),

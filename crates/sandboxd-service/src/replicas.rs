@@ -135,6 +135,16 @@ impl Replicas {
         self.live_replicas().await.get(&holder).cloned()
     }
 
+    /// The addresses (base URLs) of the replicas heard from lately, this one's among them.
+    pub(crate) async fn addresses(&self) -> Vec<String> {
+        if self.store.backend() != Backend::Postgres {
+            return Vec::new();
+        }
+        let mut addresses: Vec<String> = self.live_replicas().await.values().cloned().collect();
+        addresses.extend(self.state.address.get().cloned());
+        addresses
+    }
+
     async fn live_replicas(&self) -> Live {
         let cached = self
             .state

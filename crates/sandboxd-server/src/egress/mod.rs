@@ -2,6 +2,7 @@
 //! connects, a few requests wait for its programs' next connections to the proxy
 //! (`Gate::next`), and each connection is served by `proxy.rs` on a task of its own.
 
+mod client_hello;
 mod proxy;
 pub mod tls;
 

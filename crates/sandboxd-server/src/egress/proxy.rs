@@ -19,7 +19,10 @@ use sandboxd_ports::ByteStream;
 use sandboxd_service::{EgressError, Gate};
 use tokio_rustls::TlsConnector;
 
+use super::client_hello::{self, Hello};
 use super::tls;
+use sandboxd_core::egress::{Refusal, host_header_matches, name_of};
+use tokio::io::AsyncWriteExt as _;
 
 /// How long a program may take to send a request's head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
@@ -31,6 +34,16 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 const TUNNEL_BUFFER: usize = 256 * 1024;
 /// Marks sandboxd's own answers, so a program (or its user) tells them from the host's.
 const MARK: &str = "x-sandboxd-egress";
+/// The port whose tunnels must be TLS naming their host.
+const HTTPS_PORT: u16 = 443;
+/// A TLS alert record: fatal, `unrecognized_name` (what a server answers a name it does
+/// not serve).
+const UNRECOGNIZED_NAME_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70];
+
+/// Whether a TLS server name is the tunnel's host (as the policy compares names).
+fn same_host(name: &str, host: &str) -> bool {
+    matches!((name_of(name), name_of(host)), (Ok(a), Ok(b)) if a == b)
+}
 
 /// Serves one proxy connection until the program or the connection ends it.
 pub async fn serve(stream: Box<dyn ByteStream>, gate: Gate, tls: TlsConnector) {
@@ -78,10 +91,10 @@ async fn tunnel(mut request: Request<Incoming>, gate: Gate) -> Response<Body> {
     let Some(port) = authority.port_u16() else {
         return own(StatusCode::BAD_REQUEST, "CONNECT needs host:port");
     };
-    let host = authority.host();
-    let upstream = match gate.connect(host, port).await {
+    let host = authority.host().to_owned();
+    let upstream = match gate.connect(&host, port).await {
         Ok(upstream) => upstream,
-        Err(error) => return refused(host, port, &error),
+        Err(error) => return refused(&host, port, &error),
     };
     let upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
@@ -90,6 +103,26 @@ async fn tunnel(mut request: Request<Incoming>, gate: Gate) -> Response<Body> {
         };
         let mut program = TokioIo::new(upgraded);
         let mut far = upstream.stream;
+        // HTTPS's port: the handshake must ask for the host the tunnel was allowed to
+        // (a front end routes by that name), and nothing goes on before it is read.
+        if port == HTTPS_PORT {
+            match client_hello::read(&mut program).await {
+                Hello::Tls {
+                    bytes,
+                    name: Some(name),
+                } if same_host(&name, &host) => {
+                    if far.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                }
+                _ => {
+                    drop(far);
+                    gate.refuse(&host, port, Refusal::SniMismatch).await;
+                    let _ = program.write_all(&UNRECOGNIZED_NAME_ALERT).await;
+                    return;
+                }
+            }
+        }
         let _ = tokio::io::copy_bidirectional_with_sizes(
             &mut program,
             &mut far,
@@ -115,9 +148,31 @@ async fn pass_on(request: Request<Incoming>, gate: Gate, tls: TlsConnector) -> R
     let brokered = !credentials.is_empty();
     let port = match authority.port_u16() {
         Some(port) => port,
-        None if brokered => 443,
+        None if brokered => HTTPS_PORT,
         None => 80,
     };
+    // The request goes to the host its URL names, and says so: a `Host` naming another
+    // (which a shared front end would route by, credentials and all) is refused, and
+    // the one sent on is written here. (A URL naming no host name, an address, is the
+    // gate's to refuse.)
+    let hosts: Vec<&HeaderValue> = request.headers().get_all(header::HOST).iter().collect();
+    let host_named = match hosts.as_slice() {
+        [] => true,
+        [one] => one
+            .to_str()
+            .is_ok_and(|value| host_header_matches(value, host, authority.port_u16())),
+        _ => false,
+    };
+    if name_of(host).is_ok() && (!host_named || authority.as_str().contains('@')) {
+        gate.refuse(host, port, Refusal::HostMismatch).await;
+        return own(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "{}; send the request to the host the URL names",
+                Refusal::HostMismatch
+            ),
+        );
+    }
     let upstream = match gate.connect(host, port).await {
         Ok(upstream) => upstream,
         Err(error) => return refused(host, port, &error),
@@ -143,10 +198,15 @@ async fn pass_on(request: Request<Incoming>, gate: Gate, tls: TlsConnector) -> R
             parts.headers.insert(name, value);
         }
     }
-    if !parts.headers.contains_key(header::HOST)
-        && let Ok(value) = HeaderValue::from_str(authority.as_str())
-    {
-        parts.headers.insert(header::HOST, value);
+    let sent_host = match authority.port_u16() {
+        Some(port) => format!("{}:{port}", host.to_ascii_lowercase()),
+        None => host.to_ascii_lowercase(),
+    };
+    match HeaderValue::from_str(&sent_host) {
+        Ok(value) => {
+            parts.headers.insert(header::HOST, value);
+        }
+        Err(_) => return own(StatusCode::BAD_REQUEST, "the URL's host cannot be sent"),
     }
     let request = Request::from_parts(parts, body);
     let sent = async {

@@ -13,11 +13,11 @@ use tokio::net::TcpListener;
 use crate::harness::{TestServer, id};
 
 /// The pretend internet's address.
-const FAR: &str = "127.0.0.2";
+pub(crate) const FAR: &str = "127.0.0.2";
 
 /// A web server answering every request with `hello from the pretend internet`, then
 /// the request's head as it arrived (so a test sees what the proxy sent on).
-async fn pretend_internet() -> SocketAddr {
+pub(crate) async fn pretend_internet() -> SocketAddr {
     let listener = TcpListener::bind((FAR, 0))
         .await
         .expect("127.0.0.2 is loopback");
@@ -48,7 +48,7 @@ async fn pretend_internet() -> SocketAddr {
     address
 }
 
-async fn server_with_pretend_names() -> TestServer {
+pub(crate) async fn server_with_pretend_names() -> TestServer {
     server_with_pretend_names_and(|_| {}).await
 }
 
@@ -295,7 +295,7 @@ async fn a_warm_allowlist_sandbox_reaches_its_own_list_through_the_proxy() {
 }
 
 /// An `allowlist` sandbox of the base template with the list `allow`.
-async fn allowlisted(server: &TestServer, allow: Value) -> Value {
+pub(crate) async fn allowlisted(server: &TestServer, allow: Value) -> Value {
     server
         .create(json!({"template": "base", "networkMode": "allowlist", "egress": {"allow": allow}}))
         .await
@@ -317,7 +317,7 @@ async fn refusals_audited(server: &TestServer, sandbox: &Value) -> Vec<Value> {
 
 /// Reads the sandbox's egress log from `cursor` until `done` holds for what was read
 /// (the log is written in the background), or ten seconds pass.
-async fn log_until(
+pub(crate) async fn log_until(
     server: &TestServer,
     sandbox: &Value,
     cursor: Option<&str>,

@@ -18,6 +18,7 @@ mod e2b;
 mod e2b_domain;
 mod e2b_envd;
 mod egress;
+mod egress_bindings;
 mod egress_credentials;
 mod egress_proxy;
 mod engine_restart;

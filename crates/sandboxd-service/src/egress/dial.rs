@@ -7,6 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use sandboxd_core::egress::{self, Operator, Refusal};
+use sandboxd_core::egress_own::OwnAddresses;
 use sandboxd_ports::{ByteStream, RemoteDialer};
 use tokio::net::TcpStream;
 
@@ -16,7 +17,12 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The addresses of `name` that sandboxes may reach, in the resolver's order.
-pub async fn resolve(name: &str, port: u16, operator: &Operator) -> Result<Vec<IpAddr>, Refusal> {
+pub async fn resolve(
+    name: &str,
+    port: u16,
+    operator: &Operator,
+    own: &OwnAddresses,
+) -> Result<Vec<IpAddr>, Refusal> {
     let found: Vec<IpAddr> = match operator.host(name) {
         Some(ip) => vec![ip],
         None => {
@@ -34,7 +40,7 @@ pub async fn resolve(name: &str, port: u16, operator: &Operator) -> Result<Vec<I
             ips
         }
     };
-    egress::reachable(&found, &operator.allowed_networks)
+    egress::reachable(&found, &operator.allowed_networks, own)
 }
 
 /// A connection to the first of `addresses` that answers on `port`, made from this

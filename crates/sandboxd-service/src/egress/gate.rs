@@ -145,6 +145,26 @@ impl Gate {
     pub async fn connect(&self, host: &str, port: u16) -> Result<Upstream, EgressError> {
         let at = now_ms();
         let decided = self.decide(host, port).await;
+        self.settle(host, port, at, decided).await
+    }
+
+    /// Records a refusal the proxy made itself, of what a request or a tunnel carried
+    /// (a `Host` or a TLS name other than the one allowed): counted, logged and audited
+    /// as the gate's own.
+    pub async fn refuse(&self, host: &str, port: u16, why: Refusal) {
+        let _ = self
+            .settle(host, port, now_ms(), Err(EgressError::Refused(why)))
+            .await;
+    }
+
+    /// Counts, logs and audits a decision; the connection, counted as it carries.
+    async fn settle(
+        &self,
+        host: &str,
+        port: u16,
+        at: i64,
+        decided: Result<Upstream, EgressError>,
+    ) -> Result<Upstream, EgressError> {
         let (decision, code) = match &decided {
             Ok(_) => (Decision::Allowed, ""),
             Err(error) => error.decision(),
@@ -244,7 +264,14 @@ impl Gate {
             None => None,
         };
         let operator = &self.inner.service.inner.options.egress;
-        let addresses = dial::resolve(&name, port, operator)
+        let own = self
+            .inner
+            .service
+            .inner
+            .own_host
+            .current(&self.inner.service)
+            .await;
+        let addresses = dial::resolve(&name, port, operator, &own)
             .await
             .map_err(EgressError::Refused)?;
         let (stream, address) = dial::connect(&addresses, port, dialer.as_deref())

@@ -9,12 +9,14 @@ mod counted;
 mod dial;
 mod gate;
 mod log;
+mod own;
 mod requests;
 
 pub use counted::EGRESS_BYTES;
 pub use gate::{EGRESS_DECISIONS, EgressError, Gate, Upstream};
 pub use log::EGRESS_LOG_DROPPED;
 pub(crate) use log::Recorder;
+pub(crate) use own::OwnHost;
 
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::egress_log::EgressRecord;
@@ -44,6 +46,20 @@ pub struct Egress {
 impl Egress {
     pub(crate) fn new(service: Service) -> Self {
         Self { service }
+    }
+
+    /// The addresses this server listens and is reached on (its API, its metrics, the
+    /// host of the address it advertises): egress never reaches them, nor its
+    /// interfaces' addresses, unless `allowed_networks` lists one alone.
+    pub async fn set_own_addresses(
+        &self,
+        listening: Vec<std::net::IpAddr>,
+        advertised: Option<&str>,
+    ) {
+        let mut addresses = listening;
+        addresses
+            .extend(own::resolved(advertised.and_then(sandboxd_core::egress_own::url_host)).await);
+        self.service.inner.own_host.set_configured(addresses);
     }
 
     /// The ids of sandboxes whose agent connects to this replica from now on, one per
