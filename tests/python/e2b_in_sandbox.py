@@ -103,6 +103,12 @@ try:
     except FileNotFoundException:
         pass
     sbx.files.remove("moved")
+    # A file past 16 MiB by the SDK's default (multipart), which a body limit once cut.
+    big = bytes(range(256)) * (96 * 4096)
+    sbx.files.write("big.bin", big)
+    assert sbx.files.get_info("big.bin").size == len(big) == 96 << 20
+    assert bytes(sbx.files.read("big.bin", format="bytes")) == big
+    sbx.files.remove("big.bin")
     assert not sbx.files.exists("moved")
 
     # A directory watched: a change made before the read is in it.

@@ -207,6 +207,8 @@ pub struct AppState {
     pub e2b_domain: Option<String>,
     /// Connections to apps in sandboxes kept open between preview requests.
     pub app_connections: Arc<app_connections::AppConnections>,
+    /// E2B's uploads under way, and what their temporary files hold.
+    pub e2b_uploads: e2b::envd::uploads::UploadBounds,
 }
 
 /// A server that is ready to serve: store open, engine connected, first start done.
@@ -389,6 +391,10 @@ impl Server {
             previews,
             e2b_domain: self.config.e2b_domain.clone(),
             app_connections: app_connections::AppConnections::new(),
+            // Uploads of unknown length spool at most two whole transfers at once.
+            e2b_uploads: e2b::envd::uploads::UploadBounds::new(
+                self.service.files().transfer_cap().saturating_mul(2),
+            ),
         })
     }
 

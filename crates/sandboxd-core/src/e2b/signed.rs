@@ -41,7 +41,19 @@ pub struct SignedFileUrl<'a> {
 pub enum SignatureRefusal {
     Expired,
     Invalid,
+    /// Made for another user than the sandbox's.
+    OtherUser,
 }
+
+/// The users a signed URL may be made for: none named, or the sandbox's (`user`).
+///
+/// The message signed is E2B's, `<path>:<operation>:<user>:<token>[:<expiry>]`, and a
+/// path may hold `:`. With the user one of these it reads back one way only: the token
+/// holds no `:` and always a `.` (an expiry is digits alone), so the end is found; then
+/// `:read:`, `:write:`, `:read:user` and `:write:user` are told apart by their last
+/// characters, and what is before is the path. A read URL of `/tmp/a:write:b` is then
+/// no write URL of `/tmp/a` for a user `b:read:`: that user is refused.
+pub const SIGNED_USERS: [&str; 2] = ["", "user"];
 
 /// The signature of a file URL made with `token`.
 pub fn file_signature(
@@ -69,6 +81,9 @@ impl SignedFileUrl<'_> {
         tokens: impl IntoIterator<Item = &'t str>,
         now_s: i64,
     ) -> Result<&'t str, SignatureRefusal> {
+        if !SIGNED_USERS.contains(&self.user) {
+            return Err(SignatureRefusal::OtherUser);
+        }
         if self.expires_at_s.is_some_and(|at| at < now_s) {
             return Err(SignatureRefusal::Expired);
         }
@@ -108,6 +123,33 @@ mod tests {
             file_signature("a.txt", FileOperation::Write, "", "tok", None),
             file_signature("a.txt", FileOperation::Read, "", "tok", None)
         );
+    }
+
+    #[test]
+    fn a_read_url_of_a_path_with_colons_is_no_write_url() {
+        let token = "key_1.abc";
+        let read = file_signature("/tmp/a:write:b", FileOperation::Read, "", token, None);
+        // The same bytes signed, read as a write of `/tmp/a` for the user `b:read:`.
+        assert_eq!(
+            read,
+            file_signature("/tmp/a", FileOperation::Write, "b:read:", token, None)
+        );
+        let forged = SignedFileUrl {
+            path: "/tmp/a",
+            operation: FileOperation::Write,
+            user: "b:read:",
+            signature: &read,
+            expires_at_s: None,
+        };
+        assert_eq!(forged.signer([token], 0), Err(SignatureRefusal::OtherUser));
+        let honest = SignedFileUrl {
+            path: "/tmp/a:write:b",
+            operation: FileOperation::Read,
+            user: "",
+            signature: &read,
+            expires_at_s: None,
+        };
+        assert_eq!(honest.signer([token], 0), Ok(token));
     }
 
     #[test]

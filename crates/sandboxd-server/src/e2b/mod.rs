@@ -5,7 +5,7 @@
 
 mod calls;
 mod control;
-mod envd;
+pub(crate) mod envd;
 pub mod hosts;
 mod lifecycle;
 

@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::harness::{DEBIAN, TestServer, id};
+use crate::harness::{DEBIAN, TestServer, id, rss_kib};
 
 async fn exec_with(server: &TestServer, sandbox: &Value, cmd: &str, timeout_ms: u64) -> Value {
     let (status, result) = server
@@ -124,15 +124,6 @@ async fn a_fork_bomb_stops_at_the_pid_limit() {
     let count = server.exec(&sandbox, "ls -d /proc/[0-9]* | wc -l").await;
     let processes: u32 = count["stdout"].as_str().unwrap().trim().parse().unwrap();
     assert!(processes < 10, "the bomb's processes are gone: {processes}");
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap()
 }
 
 #[tokio::test]

@@ -216,6 +216,29 @@ async fn a_signed_file_url_works_without_headers_and_only_as_signed() {
             .unwrap(),
     )
     .await;
+    // A read URL of a path holding `:` is no write URL of a shorter path for a user
+    // that holds the rest (the same bytes signed), even with a header naming a user.
+    let colons = file_signature(
+        "/tmp/signed.txt:write:b",
+        FileOperation::Read,
+        "",
+        &token,
+        None,
+    );
+    let as_write = format!(
+        "/files?path=/tmp/signed.txt&username={}&signature={}",
+        urlencode("b:read:"),
+        urlencode(&colons)
+    );
+    let _ = refused(
+        at(&server, Method::POST, &daemon, &as_write)
+            .header("authorization", "Basic dXNlcjo=")
+            .body("forged")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     // The file is as the signed write left it.
     let got = at(&server, Method::GET, &daemon, &read)
         .send()

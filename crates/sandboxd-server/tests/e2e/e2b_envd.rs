@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::harness::{KEY, TestServer};
 
 /// A sandbox made through E2B's control plane: its id and access token.
-async fn e2b_sandbox(server: &TestServer, key: &str) -> (String, String) {
+pub(crate) async fn e2b_sandbox(server: &TestServer, key: &str) -> (String, String) {
     let made: Value = server
         .client
         .post(format!("{}/e2b/v2/sandboxes", server.url))
@@ -31,7 +31,7 @@ async fn e2b_sandbox(server: &TestServer, key: &str) -> (String, String) {
     (id, token)
 }
 
-fn envd(server: &TestServer, path: &str, id: &str, token: &str) -> RequestBuilder {
+pub(crate) fn envd(server: &TestServer, path: &str, id: &str, token: &str) -> RequestBuilder {
     server
         .client
         .post(format!("{}/e2b/envd{path}", server.url))

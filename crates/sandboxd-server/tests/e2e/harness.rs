@@ -468,3 +468,33 @@ pub fn free_port() -> u16 {
         .expect("a free port")
         .port()
 }
+
+/// This process's resident memory, in KiB (the test's server runs in it).
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// The peak of this process's memory (KiB) while `work` runs, sampled every 50 ms.
+pub async fn peak_while<T>(work: impl std::future::Future<Output = T>) -> (T, u64) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let sampler = tokio::spawn({
+        let done = done.clone();
+        async move {
+            let mut peak = 0;
+            while !done.load(Ordering::Relaxed) {
+                peak = peak.max(rss_kib());
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            peak.max(rss_kib())
+        }
+    });
+    let out = work.await;
+    done.store(true, Ordering::Relaxed);
+    (out, sampler.await.unwrap())
+}

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
@@ -18,7 +17,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::harness::TestServer;
+use crate::harness::{TestServer, peak_while, rss_kib};
 use crate::remote_host::RemoteHost;
 
 /// What sandboxd may hold because of one hostile server: its channels' answers at their
@@ -26,15 +25,6 @@ use crate::remote_host::RemoteHost;
 const BOUND_KIB: u64 = 256 * 1024;
 
 const VERSION: &str = r#"{"ApiVersion":"1.41","MinAPIVersion":"1.12","Version":"20.10.24","Os":"linux","Arch":"amd64"}"#;
-
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
 
 /// Reads one request's head (and a body it gives the length of); its request line.
 async fn request(stream: &mut UnixStream) -> Option<String> {
@@ -124,25 +114,6 @@ fn flooding_engine(dir: &Path) -> std::path::PathBuf {
         }
     });
     socket
-}
-
-/// The peak of this process's memory while `work` runs, sampled every 50 ms.
-async fn peak_while<T>(work: impl Future<Output = T>) -> (T, u64) {
-    let done = Arc::new(AtomicBool::new(false));
-    let sampler = tokio::spawn({
-        let done = done.clone();
-        async move {
-            let mut peak = 0;
-            while !done.load(Ordering::Relaxed) {
-                peak = peak.max(rss_kib());
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            peak.max(rss_kib())
-        }
-    });
-    let out = work.await;
-    done.store(true, Ordering::Relaxed);
-    (out, sampler.await.unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,24 +8,21 @@
 //! of the server's, capped at the transfer limit as it is written (decompressed bytes
 //! counted), then streamed in through the transfer path like `sandbox.upload`.
 
-use std::io::Write as _;
-
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{FromRequest, Multipart, Query, Request, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
-use futures_util::{Stream, StreamExt, TryStreamExt};
+use futures_util::TryStreamExt;
 use sandboxd_core::api::TransferFormat;
 use sandboxd_core::e2b::connect::Code;
 use sandboxd_core::e2b::filesystem::{metadata_of, resolve};
 use sandboxd_core::validate::Upload;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tokio::io::{AsyncSeekExt as _, AsyncWriteExt as _};
 
 use super::rpc::RpcError;
+use super::uploads::{self, Busy, Refused, UPLOADS_PER_ORGANIZATION, UPLOADS_PER_SANDBOX};
 use super::{Envd, envd, signed};
 use crate::AppState;
 use crate::auth::token_from;
@@ -203,7 +200,10 @@ pub(super) struct Written {
     metadata: Option<BTreeMap<String, String>>,
 }
 
-/// `POST /files`: writes every file of the body; answers them in order.
+/// `POST /files`: writes every file of the body; answers them in order. A raw body of
+/// known length goes to the sandbox as it arrives; one whose length is known only at
+/// its end (gzip, a multipart part) is held in a temporary file first, within the
+/// server's budget for them (`uploads`).
 pub(super) async fn upload(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -212,6 +212,10 @@ pub(super) async fn upload(
 ) -> Result<Json<Vec<Written>>, FilesError> {
     let asked = query(asked)?;
     let who = asked.caller(&state, &headers, FileOperation::Write).await?;
+    let mut slot = state
+        .e2b_uploads
+        .take(&who.sandbox_id, &who.caller.organization_id)
+        .map_err(busy)?;
     let cap = state.service.files().transfer_cap();
     let metadata = metadata_of(
         headers
@@ -223,15 +227,17 @@ pub(super) async fn upload(
         .get(header::CONTENT_ENCODING)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.trim().eq_ignore_ascii_case("gzip"));
-    let multipart = headers
+    let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("multipart/form-data"));
+        .unwrap_or_default();
     let mut written = Vec::new();
-    if multipart {
-        let mut form = Multipart::from_request(request, &state)
-            .await
-            .map_err(|rejection| invalid(rejection.body_text()))?;
+    if content_type.starts_with("multipart/form-data") {
+        // Read as a stream (not through a body limit): a part may be as large as the
+        // transfer cap.
+        let boundary = multer::parse_boundary(content_type)
+            .map_err(|error| invalid(format!("invalid multipart body: {error}")))?;
+        let mut form = multer::Multipart::new(request.into_body().into_data_stream(), boundary);
         while let Some(field) = form
             .next_field()
             .await
@@ -247,8 +253,12 @@ pub(super) async fn upload(
                 .ok_or_else(|| invalid("a file part needs a file name or ?path="))?;
             let path = resolve(&named, "path").map_err(ApiError::from)?;
             let chunks = field.map_err(std::io::Error::other);
-            let (spooled, length) = spool(chunks, gzip, cap).await?;
-            written.push(put(&state, &who, (path, &metadata), spooled, length).await?);
+            let (spooled, length) = uploads::spool(chunks, gzip, cap, &mut slot)
+                .await
+                .map_err(|refused| refusal(refused, cap))?;
+            let body: sandboxd_ports::Chunks = Box::pin(tokio_util::io::ReaderStream::new(spooled));
+            written.push(put(&state, &who, (path, &metadata), body, length).await?);
+            slot.unspool();
         }
     } else {
         let named = asked
@@ -256,78 +266,64 @@ pub(super) async fn upload(
             .clone()
             .ok_or_else(|| invalid("a raw upload needs ?path="))?;
         let path = resolve(&named, "path").map_err(ApiError::from)?;
+        let length = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
         let chunks = request
             .into_body()
             .into_data_stream()
             .map_err(std::io::Error::other);
-        let (spooled, length) = spool(chunks, gzip, cap).await?;
-        written.push(put(&state, &who, (path, &metadata), spooled, length).await?);
+        let (body, length): (sandboxd_ports::Chunks, u64) = match (gzip, length) {
+            (false, Some(length)) if length > cap => return Err(refusal(Refused::TooLarge, cap)),
+            (false, Some(length)) => (Box::pin(chunks), length),
+            _ => {
+                let (spooled, length) = uploads::spool(chunks, gzip, cap, &mut slot)
+                    .await
+                    .map_err(|refused| refusal(refused, cap))?;
+                (Box::pin(tokio_util::io::ReaderStream::new(spooled)), length)
+            }
+        };
+        written.push(put(&state, &who, (path, &metadata), body, length).await?);
     }
     Ok(Json(written))
 }
 
-/// Writes a stream of bytes (gunzipped when `gzip`) to a temporary file, refusing more
-/// than `cap` bytes; the file, rewound, and its length.
-async fn spool(
-    chunks: impl Stream<Item = Result<Bytes, std::io::Error>>,
-    gzip: bool,
-    cap: u64,
-) -> Result<(tokio::fs::File, u64), FilesError> {
-    let failed = |error: std::io::Error| {
-        FilesError(RpcError::new(
-            Code::Internal,
-            format!("cannot hold the upload: {error}"),
-        ))
+/// An upload refused as too many at once (429).
+fn busy(busy: Busy) -> FilesError {
+    let whose = match busy {
+        Busy::Sandbox => format!("the sandbox has {UPLOADS_PER_SANDBOX}"),
+        Busy::Organization => format!("the organization has {UPLOADS_PER_ORGANIZATION}"),
     };
-    let too_large = || {
-        FilesError::from(ApiError::TooLarge(format!(
-            "the file is larger than the transfer limit of {cap} bytes"
-        )))
-    };
-    let mut file = tokio::fs::File::from_std(tempfile::tempfile().map_err(failed)?);
-    let mut gunzip = gzip.then(|| flate2::write::GzDecoder::new(Vec::new()));
-    let mut length = 0u64;
-    let mut chunks = std::pin::pin!(chunks);
-    let mut take = async |file: &mut tokio::fs::File, bytes: &[u8]| {
-        length += bytes.len() as u64;
-        if length > cap {
-            return Err(too_large());
-        }
-        file.write_all(bytes).await.map_err(failed)
-    };
-    while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|error| invalid(format!("the upload's body failed: {error}")))?;
-        match gunzip.as_mut() {
-            Some(decoder) => {
-                decoder
-                    .write_all(&chunk)
-                    .map_err(|error| invalid(format!("invalid gzip body: {error}")))?;
-                let out = std::mem::take(decoder.get_mut());
-                take(&mut file, &out).await?;
-            }
-            None => take(&mut file, &chunk).await?,
-        }
-    }
-    if let Some(decoder) = gunzip {
-        let out = decoder
-            .finish()
-            .map_err(|error| invalid(format!("invalid gzip body: {error}")))?;
-        take(&mut file, &out).await?;
-    }
-    file.flush().await.map_err(failed)?;
-    file.rewind().await.map_err(failed)?;
-    Ok((file, length))
+    FilesError(RpcError::new(
+        Code::ResourceExhausted,
+        format!("{whose} uploads under way, the most it may have at once: retry when one ends"),
+    ))
 }
 
-/// Streams a spooled file into the sandbox at `path` (parents made, mode 0644).
+/// What a body that could not be taken is answered.
+fn refusal(refused: Refused, cap: u64) -> FilesError {
+    match refused {
+        Refused::TooLarge => FilesError::from(ApiError::TooLarge(format!(
+            "the file is larger than the transfer limit of {cap} bytes"
+        ))),
+        Refused::Invalid(message) => invalid(message),
+        Refused::NoRoom => FilesError(RpcError::new(
+            Code::Unavailable,
+            "the server's room for uploads of unknown length is taken: retry later, or send the file raw with its length".to_owned(),
+        )),
+        Refused::Failed(message) => FilesError(RpcError::new(Code::Internal, message)),
+    }
+}
+
+/// Streams a file of `length` bytes into the sandbox at `path` (parents made, mode 0644).
 async fn put(
     state: &AppState,
     who: &super::Envd,
     (path, metadata): (String, &BTreeMap<String, String>),
-    file: tokio::fs::File,
+    body: sandboxd_ports::Chunks,
     length: u64,
 ) -> Result<Written, FilesError> {
-    let body: sandboxd_ports::Chunks = Box::pin(tokio_util::io::ReaderStream::new(file));
     let cmd = Upload {
         sandbox_id: who.sandbox_id.clone(),
         path: path.clone(),

@@ -11,6 +11,7 @@ mod fs;
 mod interpreter;
 mod process;
 mod rpc;
+pub(crate) mod uploads;
 mod watch;
 
 use axum::Router;
@@ -171,7 +172,9 @@ async fn signed(
 ) -> Result<Envd, RpcError> {
     let (principal, sandbox_id) = signer(state, headers, url).await?;
     let caller = auth::limited(state, principal)?;
-    check_user(headers, Some(url.user))?;
+    // The user is the one signed for: a header naming another does not stand in for it.
+    check_user(headers, None)?;
+    check_user(&HeaderMap::new(), Some(url.user))?;
     Ok(Envd { caller, sandbox_id })
 }
 
@@ -211,6 +214,9 @@ async fn signer(
         .map_err(|refusal| match refusal {
             SignatureRefusal::Expired => unauthenticated("signature is already expired"),
             SignatureRefusal::Invalid => unauthenticated("invalid signature"),
+            SignatureRefusal::OtherUser => {
+                unauthenticated("a signed URL is made for the sandbox's user alone")
+            }
         })?;
     let key_id = signers
         .iter()
