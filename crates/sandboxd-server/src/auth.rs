@@ -68,6 +68,21 @@ pub(crate) fn limited(state: &AppState, principal: Principal) -> Result<Principa
     Ok(principal)
 }
 
+/// A preview's own bucket, for what comes through a link or a public port.
+pub(crate) fn preview_limited(
+    state: &AppState,
+    sandbox_id: &str,
+    port: u16,
+) -> Result<(), ApiError> {
+    state
+        .limits
+        .check_preview(sandbox_id, port)
+        .map_err(|wait| {
+            metrics::counter!(crate::rate_limit::RATE_LIMITED).increment(1);
+            ApiError::RateLimited(wait)
+        })
+}
+
 /// The cookie holding a dashboard session's secret.
 pub const SESSION_COOKIE: &str = "sandboxd_session";
 /// The header carrying the session's CSRF token on every mutation.

@@ -1,7 +1,9 @@
 //! Per-user request rate limits: a token bucket per user, shared by all of the user's
 //! keys (governor's GCRA), so more keys buy no more requests. Requests over the limit
 //! get 429 with `Retry-After`; other users are not affected. Only users that
-//! authenticated get a bucket, so the table is bounded by the users in the store.
+//! authenticated get a bucket, so the table is bounded by the users in the store. A
+//! preview's traffic through a link or a public port (anyone's) has a bucket of its
+//! own per port, never its exposer's: strangers cannot spend a user's limit.
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -11,6 +13,9 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 /// Counter of the requests refused for their rate limit.
 pub const RATE_LIMITED: &str = "sandboxd_rate_limited_total";
+
+/// Buckets kept before the full ones are let go.
+const MAX_BUCKETS: usize = 10_000;
 
 /// The limits of every user.
 #[derive(Debug)]
@@ -30,11 +35,27 @@ impl UserLimiter {
 
     /// Takes one request from the user's bucket; `Err(wait)` when it is empty.
     pub fn check(&self, user_id: &str) -> Result<(), Duration> {
+        self.take(user_id.to_owned())
+    }
+
+    /// Takes one request from the bucket of a preview (`port` of `sandbox_id`) that
+    /// admits what comes through a link or a public port.
+    pub fn check_preview(&self, sandbox_id: &str, port: u16) -> Result<(), Duration> {
+        if let Some(limiter) = &self.limiter
+            && limiter.len() > MAX_BUCKETS
+        {
+            // Full buckets are as good as none: the previews' come and go.
+            limiter.retain_recent();
+        }
+        self.take(format!("preview {sandbox_id} {port}"))
+    }
+
+    fn take(&self, key: String) -> Result<(), Duration> {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
         limiter
-            .check_key(&user_id.to_owned())
+            .check_key(&key)
             .map_err(|not_until| not_until.wait_time_from(limiter.clock().now()))
     }
 }
@@ -55,6 +76,17 @@ mod tests {
             "{wait:?}"
         );
         assert_eq!(limits.check("b"), Ok(()));
+    }
+
+    #[test]
+    fn a_previews_bucket_is_its_own() {
+        let limits = UserLimiter::new(1, 2);
+        for _ in 0..2 {
+            assert_eq!(limits.check_preview("s", 8000), Ok(()));
+        }
+        assert!(limits.check_preview("s", 8000).is_err());
+        assert_eq!(limits.check("s"), Ok(()), "the exposer's own is untouched");
+        assert_eq!(limits.check_preview("s", 8001), Ok(()));
     }
 
     #[test]

@@ -188,21 +188,24 @@ impl Ports {
 
     /// Resolves once what let `admitted` in no longer holds, checked every second: for a
     /// request that acts as the port's exposer, the exposure ended, was replaced or
-    /// expired, or the key that made it is no longer valid. Never for a caller's own
-    /// key. What a connection that outlives its request (a WebSocket) is closed by.
+    /// expired, or the key that made it is no longer valid; for a caller's own key (or
+    /// the key its session was opened with), the key is no longer valid or no longer
+    /// reaches the sandbox. What a connection that outlives its request (a WebSocket) is
+    /// closed by.
     pub fn withdrawn(
         &self,
         sandbox_id: &str,
         port: u16,
         admitted: &Admitted,
     ) -> impl Future<Output = ()> + Send + 'static {
+        let service = self.service.clone();
         let store = self.service.store().clone();
         let sandbox_id = sandbox_id.to_owned();
         let key_id = admitted.principal.key_id.clone();
         let nonce = admitted.exposure.clone();
         async move {
             let Some(nonce) = nonce else {
-                return std::future::pending().await;
+                return caller_withdrawn(&service, &sandbox_id, &key_id).await;
             };
             loop {
                 tokio::time::sleep(RECHECK).await;
@@ -333,5 +336,27 @@ fn port_error(error: ChannelError) -> ServiceError {
             ServiceError::Unavailable(NEEDS_AGENT.into())
         }
         lost => ServiceError::Agent(Box::new(lost)),
+    }
+}
+
+/// Resolves once the key `key_id` is no longer valid (revoked, expired, its member
+/// removed) or no longer reaches the sandbox, checked every second; a store that does
+/// not answer ends nothing.
+async fn caller_withdrawn(service: &Service, sandbox_id: &str, key_id: &str) {
+    loop {
+        tokio::time::sleep(RECHECK).await;
+        let principal = match service.store().principal_of_key(key_id).await {
+            Ok(Some(principal)) => principal,
+            Ok(None) => return,
+            Err(_) => continue,
+        };
+        match service
+            .access()
+            .sandbox_for(&principal, sandbox_id, SandboxNeed::Use)
+            .await
+        {
+            Err(ServiceError::NotFound(_) | ServiceError::Forbidden(_)) => return,
+            _ => {}
+        }
     }
 }

@@ -181,8 +181,9 @@ async fn enter(
         )));
     }
     if admitted.as_exposer {
-        // Traffic through a link or a public port counts against its exposer's limit.
-        auth::limited(state, admitted.principal.clone())?;
+        // Traffic through a link or a public port (anyone's) counts against the
+        // preview's own limit, never its exposer's.
+        auth::preview_limited(state, sandbox_id, port)?;
     }
     let set_link = admitted
         .link_until
@@ -417,10 +418,16 @@ async fn over_kept(
     }
     let stream = ports.connect(&admitted.principal, sandbox_id, port).await?;
     let mut sender = open(TokioIo::new(stream)).await.map_err(unreachable)?;
-    // A WebSocket that entered by an exposure ends with it.
-    let ends = admitted
-        .as_exposer
-        .then(|| Box::pin(ports.withdrawn(sandbox_id, port, admitted)) as Ends);
+    // A WebSocket ends with what let it in (an exposure, or the caller's key and its
+    // access), and at a session's longest life whatever it entered by.
+    let lifetime = state.sessions.max_lifetime;
+    let withdrawn = ports.withdrawn(sandbox_id, port, admitted);
+    let ends = Some(Box::pin(async move {
+        tokio::select! {
+            () = withdrawn => {}
+            () = tokio::time::sleep(lifetime) => {}
+        }
+    }) as Ends);
     let response = send(&mut sender, request, ends)
         .await
         .map_err(unreachable)?;

@@ -211,3 +211,70 @@ async fn headers_that_act_on_a_whole_origin_are_dropped_under_a_path() {
     }
     let _: Value = answer.json().await.unwrap();
 }
+
+/// A key's own WebSocket to a preview is checked every second as `/sandbox-port`'s
+/// are: it ends when the key is revoked; another key's goes on.
+#[tokio::test]
+async fn a_preview_websocket_opened_with_a_key_ends_when_the_key_is_revoked() {
+    let (server, _sandbox, base) = serving().await;
+    let (status, key) = server
+        .post("apiKey.create", json!({"name": "preview"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{key}");
+    let secret = key["secret"].as_str().unwrap();
+    let ws = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let mut revoked = socket(&ws, &[("x-api-key", secret)]).await.unwrap();
+    let mut kept = socket(&ws, &[("x-api-key", KEY)]).await.unwrap();
+    assert_eq!(echo(&mut revoked, "a").await.as_deref(), Some("echo: a"));
+    let (status, body) = server
+        .post("apiKey.revoke", json!({"keyId": key["keyId"]}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while echo(&mut revoked, "b").await.is_some() {
+        assert!(std::time::Instant::now() < deadline, "still open");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(echo(&mut kept, "c").await.as_deref(), Some("echo: c"));
+}
+
+/// No preview WebSocket outlives a session's longest life, whatever let it in.
+#[tokio::test]
+async fn a_preview_websocket_ends_at_a_sessions_longest_life() {
+    let server = TestServer::start_with(|config| {
+        config.session_max_lifetime = std::time::Duration::from_secs(2);
+    })
+    .await;
+    let (_server, _sandbox, base) = serving_on(server).await;
+    let ws = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let mut keyed = socket(&ws, &[("x-api-key", KEY)]).await.unwrap();
+    assert_eq!(echo(&mut keyed, "a").await.as_deref(), Some("echo: a"));
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(echo(&mut keyed, "b").await, None, "ended at its lifetime");
+}
+
+/// Traffic through a public port counts against the preview's own bucket: a stranger
+/// flooding it cannot get its exposer's keys refused.
+#[tokio::test]
+async fn a_public_previews_traffic_has_a_bucket_of_its_own() {
+    let server = TestServer::start_with(|config| {
+        config.rate_limit_per_second = 20;
+        config.rate_limit_burst = 20;
+    })
+    .await;
+    let (server, sandbox, base) = serving_on(server).await;
+    expose(&server, &sandbox, json!({"port": 8000, "public": true})).await;
+    let answers =
+        futures_util::future::join_all((0..60).map(|_| plain().get(format!("{base}/")).send()))
+            .await;
+    let limited = answers
+        .iter()
+        .filter(|a| {
+            a.as_ref()
+                .is_ok_and(|a| a.status() == StatusCode::TOO_MANY_REQUESTS)
+        })
+        .count();
+    assert!(limited >= 10, "the preview is limited: {limited} of 60");
+    let (status, body) = server.get("sandbox.templates", &[]).await;
+    assert_eq!(status, StatusCode::OK, "the exposer's key is not: {body}");
+}
