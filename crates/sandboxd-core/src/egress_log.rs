@@ -129,6 +129,39 @@ impl Allowance {
     }
 }
 
+/// Entries of one organization the writer's queue holds at once: the rest of the
+/// queue stays for the others, however many sandboxes one organization floods from.
+pub const QUEUED_PER_ORGANIZATION: usize = 1024;
+
+/// How much of the writer's queue each organization holds now (pure bookkeeping; an
+/// organization holding none is forgotten).
+#[derive(Debug, Default)]
+pub struct QueueShares {
+    held: std::collections::HashMap<String, usize>,
+}
+
+impl QueueShares {
+    /// Counts one more entry of `organization_id`, unless it holds its share already.
+    pub fn take(&mut self, organization_id: &str) -> bool {
+        let held = self.held.entry(organization_id.to_owned()).or_default();
+        if *held >= QUEUED_PER_ORGANIZATION {
+            return false;
+        }
+        *held += 1;
+        true
+    }
+
+    /// One entry of `organization_id` left the queue.
+    pub fn give_back(&mut self, organization_id: &str) {
+        if let Some(held) = self.held.get_mut(organization_id) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                self.held.remove(organization_id);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +208,25 @@ mod tests {
             assert_eq!(Decision::parse(decision.as_str()), Some(decision));
         }
         assert_eq!(Decision::parse("maybe"), None);
+    }
+
+    #[test]
+    fn one_organization_holds_no_more_than_its_share_of_the_queue() {
+        let mut shares = QueueShares::default();
+        for _ in 0..QUEUED_PER_ORGANIZATION {
+            assert!(shares.take("flooding"));
+        }
+        assert!(!shares.take("flooding"));
+        assert!(
+            shares.take("quiet"),
+            "another organization's entry is queued"
+        );
+        shares.give_back("flooding");
+        assert!(shares.take("flooding"));
+        for _ in 0..QUEUED_PER_ORGANIZATION {
+            shares.give_back("flooding");
+        }
+        shares.give_back("quiet");
+        assert!(shares.held.is_empty(), "forgotten when they hold none");
     }
 }

@@ -18,6 +18,8 @@ pub const EGRESS_BYTES: &str = "sandboxd_egress_bytes_total";
 pub(crate) struct Counted {
     stream: Box<dyn ByteStream>,
     service: Service,
+    /// The organization of the sandbox it was made for.
+    organization_id: String,
     /// The entry to complete; `None` when the decision was over the sandbox's
     /// allowance and not written.
     entry: Option<EgressRecord>,
@@ -29,11 +31,13 @@ impl Counted {
     pub(crate) fn new(
         stream: Box<dyn ByteStream>,
         service: Service,
+        organization_id: String,
         entry: Option<EgressRecord>,
     ) -> Self {
         Self {
             stream,
             service,
+            organization_id,
             entry,
             sent: 0,
             received: 0,
@@ -49,7 +53,10 @@ impl Drop for Counted {
             entry.bytes_out = self.sent;
             entry.bytes_in = self.received;
             entry.ended_at = Some(now_ms());
-            self.service.inner.egress_log.record(entry);
+            self.service
+                .inner
+                .egress_log
+                .record(&self.organization_id, entry);
         }
     }
 }

@@ -208,7 +208,11 @@ impl Gate {
             })
         });
         if let Some(entry) = &entry {
-            self.inner.service.inner.egress_log.record(entry.clone());
+            self.inner
+                .service
+                .inner
+                .egress_log
+                .record(&self.inner.sandbox.organization_id, entry.clone());
         }
         if let (Some(refused_before), Err(why)) = (audited, &decided) {
             self.audit_refusal(host, port, why, refused_before).await;
@@ -218,6 +222,7 @@ impl Gate {
             stream: Box::new(Counted::new(
                 upstream.stream,
                 self.inner.service.clone(),
+                self.inner.sandbox.organization_id.clone(),
                 entry,
             )),
             address: upstream.address,
