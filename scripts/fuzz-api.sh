@@ -6,7 +6,8 @@
 # reaches the code behind the ids; destructive operations aim only at objects made for
 # them, with a key made for them. Prints, per operation, the cases and the 2xx answers
 # (tests/fuzz/floor.py); fails on any 5xx, on any request that got no answer, or when an
-# operation's share of 2xx answers is under the floor.
+# operation's share of 2xx answers is under the floor. Then aims at the boundaries the
+# document does not describe (tests/fuzz/boundaries.py).
 #   bash scripts/fuzz-api.sh [max examples per operation, default 100] [floor %, default 5]
 # FUZZ_KEEP_REPORT=dir keeps schemathesis' NDJSON report, its output and the server's log there.
 set -euo pipefail
@@ -18,6 +19,8 @@ python3 -m pip install -q --disable-pip-version-check -r tests/python/requiremen
 export SANDBOXD_RATE_LIMIT_PER_SECOND=0
 # Every snapshot is a commit on the engine: a bound on how many the fuzzer makes.
 export SANDBOXD_QUOTAS__SNAPSHOTS=60
+# Previews on hosts of their own too, so that the odd hosts reach that routing.
+export SANDBOXD_PREVIEW_DOMAIN=localhost
 # The fixtures register servers on loopback.
 export SANDBOXD_SERVERS__ALLOWED_NETWORKS='["127.0.0.0/8"]'
 source scripts/lib/test-server.sh
@@ -44,6 +47,9 @@ SANDBOXD_FUZZ_FIXTURES="$report/fixtures.json" SANDBOXD_FUZZ_KEY="$key" \
   --no-color >"$report/out.txt" 2>&1 || status=$?
 tail -n 25 "$report/out.txt"
 python3 tests/fuzz/floor.py "$report/events.ndjson" "$floor" || status=1
+# The boundaries the API document does not describe: egress widening with a key that
+# may only ask, previews on a link's cookie from foreign origins, odd hosts, gzip bombs.
+python3 tests/fuzz/boundaries.py "$url" "$key" "$report/fixtures.json" "$examples" || status=1
 echo "fuzz-api: exit $status"
 if [ "$status" != 0 ]; then
   # Requests that got no answer (connection errors, timeouts) are listed here in full.

@@ -36,7 +36,7 @@ pub fn from_own_origin(
     served: Served<'_>,
     tls: bool,
 ) -> bool {
-    let Some(origin) = origin.map(str::trim).filter(|o| !o.is_empty()) else {
+    let Some(origin) = origin.map(str::trim) else {
         return fetch_site.is_some_and(|site| site.eq_ignore_ascii_case("same-origin"));
     };
     let Some((scheme, authority)) = origin.split_once("://") else {
@@ -124,6 +124,13 @@ mod tests {
         assert!(!from_own_origin(None, None, served, false));
         assert!(!from_own_origin(None, Some("cross-site"), served, false));
         assert!(from_own_origin(None, Some("same-origin"), served, false));
+        // An empty `Origin` is there, and names nothing.
+        assert!(!from_own_origin(
+            Some(""),
+            Some("same-origin"),
+            served,
+            false
+        ));
         let nowhere = Served::Path { host: None };
         assert!(!from_own_origin(
             Some("http://sandboxd.example:8080"),

@@ -237,6 +237,10 @@ fn from_its_own_origin(
     (sandbox_id, port): (&str, u16),
 ) -> bool {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // An `Origin` that is not text is there, and names no origin of the preview's.
+    let origin = headers
+        .get("origin")
+        .map(|value| value.to_str().unwrap_or("null"));
     let served = match (place, state.previews.domain.as_deref()) {
         (Place::Host, Some(domain)) => Served::Host {
             domain,
@@ -248,7 +252,7 @@ fn from_its_own_origin(
         },
     };
     from_own_origin(
-        text("origin"),
+        origin,
         text("sec-fetch-site"),
         served,
         over_tls(state, headers),
