@@ -13,7 +13,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 use crate::harness::{KEY, TestServer, id};
 
-const APP: &str = include_str!("preview/app.py");
+pub(crate) const APP: &str = include_str!("preview/app.py");
 
 /// A server with a sandbox running the app, once the app answers through its preview
 /// (at the base address returned, without its final slash).

@@ -258,15 +258,39 @@ async fn a_preview_websocket_ends_at_a_sessions_longest_life() {
 #[tokio::test]
 async fn a_public_previews_traffic_has_a_bucket_of_its_own() {
     let server = TestServer::start_with(|config| {
-        config.rate_limit_per_second = 20;
-        config.rate_limit_burst = 20;
+        config.rate_limit_per_second = 2;
+        config.rate_limit_burst = 8;
     })
     .await;
-    let (server, sandbox, base) = serving_on(server).await;
-    expose(&server, &sandbox, json!({"port": 8000, "public": true})).await;
-    let answers =
-        futures_util::future::join_all((0..60).map(|_| plain().get(format!("{base}/")).send()))
-            .await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let sid = id(&sandbox).to_owned();
+    let (status, _) = server
+        .post(
+            "sandbox.writeFile",
+            json!({"sandboxId": sid, "path": "/tmp/app.py", "content": crate::preview::APP}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": sid, "cmd": "exec python3 /tmp/app.py"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let exposed = expose(&server, &sandbox, json!({"port": 8000, "public": true})).await;
+    let url = exposed["url"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while plain().get(&url).send().await.unwrap().status() != StatusCode::OK {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the app did not come up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // The exposer's bucket fills again.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    let answers = futures_util::future::join_all((0..60).map(|_| plain().get(&url).send())).await;
     let limited = answers
         .iter()
         .filter(|a| {
@@ -274,7 +298,7 @@ async fn a_public_previews_traffic_has_a_bucket_of_its_own() {
                 .is_ok_and(|a| a.status() == StatusCode::TOO_MANY_REQUESTS)
         })
         .count();
-    assert!(limited >= 10, "the preview is limited: {limited} of 60");
+    assert!(limited >= 40, "the preview is limited: {limited} of 60");
     let (status, body) = server.get("sandbox.templates", &[]).await;
     assert_eq!(status, StatusCode::OK, "the exposer's key is not: {body}");
 }
