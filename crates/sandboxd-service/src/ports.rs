@@ -350,13 +350,12 @@ async fn caller_withdrawn(service: &Service, sandbox_id: &str, key_id: &str) {
             Ok(None) => return,
             Err(_) => continue,
         };
-        match service
+        if let Err(ServiceError::NotFound(_) | ServiceError::Forbidden(_)) = service
             .access()
             .sandbox_for(&principal, sandbox_id, SandboxNeed::Use)
             .await
         {
-            Err(ServiceError::NotFound(_) | ServiceError::Forbidden(_)) => return,
-            _ => {}
+            return;
         }
     }
 }
