@@ -295,7 +295,7 @@ fn range_of_v4(ip: Ipv4Addr) -> Option<Range> {
 }
 
 fn range_of_v6(ip: Ipv6Addr) -> Option<Range> {
-    if let Some(v4) = embedded_v4(ip) {
+    if let Some(v4) = crate::embedded_v4::embedded_v4(ip) {
         return range_of_v4(v4);
     }
     let s = ip.segments();
@@ -328,25 +328,6 @@ pub fn host_header_matches(value: &str, host: &str, port: Option<u16>) -> bool {
     };
     let same_name = matches!((name_of(name), name_of(host)), (Ok(a), Ok(b)) if a == b);
     same_name && given.unwrap_or(80) == port.unwrap_or(80)
-}
-
-/// The IPv4 address an IPv6 one carries: mapped (`::ffff:a.b.c.d`), NAT64
-/// (`64:ff9b::a.b.c.d`) or 6to4 (`2002:aabb:ccdd::…`).
-pub(crate) fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return Some(v4);
-    }
-    let s = ip.segments();
-    let from = |hi: u16, lo: u16| {
-        let [a, b] = hi.to_be_bytes();
-        let [c, d] = lo.to_be_bytes();
-        Ipv4Addr::new(a, b, c, d)
-    };
-    match s {
-        [0x0064, 0xff9b, 0, 0, 0, 0, hi, lo] => Some(from(hi, lo)),
-        [0x2002, hi, lo, ..] => Some(from(hi, lo)),
-        _ => None,
-    }
 }
 
 /// The networks an operator lets sandboxes reach although they are special

@@ -31,7 +31,7 @@ impl OwnAddresses {
     /// IPv6 one counts as itself).
     pub fn contains(&self, ip: IpAddr) -> bool {
         let plain = match ip {
-            IpAddr::V6(v6) => crate::egress::embedded_v4(v6).map(IpAddr::V4),
+            IpAddr::V6(v6) => crate::embedded_v4::embedded_v4(v6).map(IpAddr::V4),
             IpAddr::V4(_) => None,
         };
         self.0

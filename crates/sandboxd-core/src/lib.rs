@@ -11,6 +11,7 @@ pub mod egress_credentials;
 pub mod egress_log;
 pub mod egress_own;
 pub mod egress_requests;
+pub mod embedded_v4;
 pub mod env_vars;
 pub mod error;
 pub mod exec_kill;

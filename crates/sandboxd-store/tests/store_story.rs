@@ -736,7 +736,7 @@ async fn an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox
     let new = vec!["api.example.com:8443".to_owned()];
     assert!(
         store
-            .set_egress(&listed.sandbox_id, &[], &new)
+            .set_egress(&listed.sandbox_id, &listed.egress, &new)
             .await
             .unwrap()
             .is_none(),
@@ -758,7 +758,7 @@ async fn an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox
         "a list that changed since it was read is not replaced"
     );
     let replaced = store
-        .set_egress(&listed.sandbox_id, &[], &new)
+        .set_egress(&listed.sandbox_id, &listed.egress, &new)
         .await
         .unwrap()
         .unwrap();

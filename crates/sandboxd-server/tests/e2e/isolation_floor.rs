@@ -35,6 +35,15 @@ async fn refused_below_the_floor(server: &TestServer, mut body: Value, floor: &s
     assert_eq!(before, after, "nothing was made of {body}");
 }
 
+/// A snapshot of the sandbox: its id.
+async fn snapshot_of(server: &TestServer, sandbox: &Value) -> String {
+    let (status, snapshot) = server
+        .post("sandbox.snapshot", json!({"sandboxId": id(sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{snapshot}");
+    snapshot["snapshotId"].as_str().unwrap().to_owned()
+}
+
 async fn kernel(server: &TestServer, sandbox: &Value) -> String {
     let run = server.exec(sandbox, "uname -r").await;
     run["stdout"].as_str().unwrap_or_default().to_owned()
@@ -67,11 +76,7 @@ async fn a_tenant_cannot_opt_out_of_the_operators_gvisor_floor() {
     assert_eq!(kernel(&server, &plain).await, GVISOR_KERNEL);
 
     // From its snapshot: the floor holds; a fork runs under it too.
-    let (status, snapshot) = server
-        .post("sandbox.snapshot", json!({"sandboxId": id(&plain)}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{snapshot}");
-    let snapshot_id = snapshot["snapshotId"].as_str().unwrap();
+    let snapshot_id = &snapshot_of(&server, &plain).await;
     refused_below_the_floor(
         &server,
         json!({"snapshotId": snapshot_id, "isolation": "container"}),
@@ -89,19 +94,8 @@ async fn a_tenant_cannot_opt_out_of_the_operators_gvisor_floor() {
     );
 
     // E2B's create, which names no isolation, gets the floor.
-    let made: Value = server
-        .client
-        .post(format!("{}/e2b/v2/sandboxes", server.url))
-        .header("X-API-Key", KEY)
-        .json(&json!({"templateID": "base", "timeout": 60, "allow_internet_access": false}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let e2b = json!({"sandboxId": made["sandboxID"]});
-    let (_, one) = server.get("sandbox.one", &[("sandboxId", id(&e2b))]).await;
+    let (e2b, _) = crate::e2b_envd::e2b_sandbox(&server, KEY).await;
+    let (_, one) = server.get("sandbox.one", &[("sandboxId", &e2b)]).await;
     assert_eq!(one["isolation"], "gvisor", "{one}");
     assert_eq!(kernel(&server, &one).await, GVISOR_KERNEL);
 }
@@ -117,13 +111,10 @@ async fn a_server_under_runsc_runs_no_sandbox_on_the_hosts_kernel() {
     .await;
     let plain = server.create(json!({"template": "base"})).await;
     assert_eq!(kernel(&server, &plain).await, GVISOR_KERNEL);
-    let (status, snapshot) = server
-        .post("sandbox.snapshot", json!({"sandboxId": id(&plain)}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{snapshot}");
+    let snapshot_id = snapshot_of(&server, &plain).await;
     refused_below_the_floor(
         &server,
-        json!({"snapshotId": snapshot["snapshotId"], "isolation": "container"}),
+        json!({"snapshotId": snapshot_id, "isolation": "container"}),
         "gvisor",
     )
     .await;
@@ -137,18 +128,13 @@ async fn a_gvisor_sandboxs_snapshot_makes_gvisor_sandboxes_only() {
     let source = server
         .create(json!({"template": "base", "isolation": "gvisor"}))
         .await;
-    let (status, snapshot) = server
-        .post("sandbox.snapshot", json!({"sandboxId": id(&source)}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{snapshot}");
-    let from = server
-        .create(json!({"snapshotId": snapshot["snapshotId"]}))
-        .await;
+    let snapshot_id = snapshot_of(&server, &source).await;
+    let from = server.create(json!({"snapshotId": snapshot_id})).await;
     assert_eq!(from["isolation"], "gvisor", "{from}");
     assert_eq!(kernel(&server, &from).await, GVISOR_KERNEL);
     refused_below_the_floor(
         &server,
-        json!({"snapshotId": snapshot["snapshotId"], "isolation": "container"}),
+        json!({"snapshotId": snapshot_id, "isolation": "container"}),
         "gvisor",
     )
     .await;
