@@ -115,15 +115,19 @@ async fn gzip_bombs_leave_the_server_bounded() {
     assert_eq!(left["stdout"], "0\n", "{left}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sandbox_takes_four_uploads_at_once() {
     let server = TestServer::start().await;
     let (id, token) = e2b_sandbox(&server, KEY).await;
-    // Four uploads whose bodies do not end yet.
+    // Six uploads under way at once, each body held back after a gzip header: four
+    // hold their places until their bodies end, two are refused at once.
     let mut feeds = Vec::new();
     let mut pending = Vec::new();
-    for n in 0..4 {
+    for n in 0..6 {
         let (feed, mut fed) = tokio::sync::mpsc::channel::<Bytes>(1);
+        feed.send(Bytes::from_static(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]))
+            .await
+            .unwrap();
         feeds.push(feed);
         let body = futures_util::stream::poll_fn(move |cx| {
             fed.poll_recv(cx)
@@ -136,22 +140,23 @@ async fn a_sandbox_takes_four_uploads_at_once() {
                 .send(),
         ));
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let refused = loop {
-        let answer = upload(&server, &id, &token, "/tmp/fifth")
-            .body("five")
-            .send()
-            .await
-            .unwrap();
-        if answer.status() == StatusCode::TOO_MANY_REQUESTS {
-            break answer.json::<Value>().await.unwrap();
-        }
-        assert!(std::time::Instant::now() < deadline, "never refused");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while pending.iter().filter(|p| p.is_finished()).count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "none refused");
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert_eq!(refused["code"], 429, "{refused}");
+    }
+    // A moment more: no third is refused.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (ended, held): (Vec<_>, Vec<_>) = pending.into_iter().partition(|p| p.is_finished());
+    assert_eq!((ended.len(), held.len()), (2, 4));
+    for answer in ended {
+        let answer = answer.await.unwrap().unwrap();
+        assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+        let refused: Value = answer.json().await.unwrap();
+        assert_eq!(refused["code"], 429, "{refused}");
+    }
     drop(feeds);
-    for answer in pending {
+    for answer in held {
         let _ = answer.await;
     }
     // Their places are given back.
