@@ -450,29 +450,60 @@ async fn exposing_is_bounded_and_kept_to_the_sandboxs_organization() {
     assert_eq!(bad_port.status(), StatusCode::BAD_REQUEST);
 }
 
-#[tokio::test]
-async fn on_a_preview_domain_a_port_is_a_host_of_its_own() {
+/// A port 8000 of a sandbox serving the test app, on the preview domain `localhost`,
+/// exposed with a link.
+pub(crate) struct OnThePreviewDomain {
+    pub server: TestServer,
+    pub sandbox: Value,
+    /// The link.
+    pub url: String,
+    /// The preview's host name, and with the server's port.
+    pub name: String,
+    pub host: String,
+    /// A client that takes the preview's host to the server (`*.localhost` is
+    /// loopback: browsers know it, this client is told), following no redirect.
+    pub client: reqwest::Client,
+}
+
+pub(crate) async fn on_the_preview_domain() -> OnThePreviewDomain {
     let server =
         TestServer::start_with(|config| config.preview_domain = Some("localhost".into())).await;
     let (server, sandbox, _) = serving_on(server).await;
     let exposed = expose(&server, &sandbox, json!({"port": 8000})).await;
     let url = exposed["url"].as_str().unwrap().to_owned();
     let listening = server.url.rsplit(':').next().unwrap().to_owned();
-    let host = format!(
-        "{}:{listening}",
-        sandboxd_core::ports::preview_host(id(&sandbox), 8000, "localhost")
-    );
+    let name = sandboxd_core::ports::preview_host(id(&sandbox), 8000, "localhost");
+    let host = format!("{name}:{listening}");
+    let address: std::net::SocketAddr = format!("127.0.0.1:{listening}").parse().unwrap();
+    let client = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .resolve(&name, address)
+        .build()
+        .unwrap();
+    OnThePreviewDomain {
+        server,
+        sandbox,
+        url,
+        name,
+        host,
+        client,
+    }
+}
+
+#[tokio::test]
+async fn on_a_preview_domain_a_port_is_a_host_of_its_own() {
+    let OnThePreviewDomain {
+        server,
+        url,
+        host,
+        client,
+        ..
+    } = on_the_preview_domain().await;
     assert!(
         url.starts_with(&format!("http://{host}/?sandboxd_link=")),
         "{url}"
     );
-    // *.localhost is loopback (browsers know it; this client is told).
-    let address: std::net::SocketAddr = format!("127.0.0.1:{listening}").parse().unwrap();
-    let client = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .resolve(host.split(':').next().unwrap(), address)
-        .build()
-        .unwrap();
+    let listening = server.url.rsplit(':').next().unwrap().to_owned();
 
     let opened = client
         .get(&url)

@@ -114,20 +114,15 @@ async fn under_a_path_a_links_cookie_is_not_taken_from_another_origin() {
 
 #[tokio::test]
 async fn on_a_preview_domain_a_links_cookie_is_taken_from_its_own_host_only() {
-    let server =
-        TestServer::start_with(|config| config.preview_domain = Some("localhost".into())).await;
-    let (server, sandbox, _) = serving_on(server).await;
-    let exposed = expose(&server, &sandbox, json!({"port": 8000})).await;
-    let url = exposed["url"].as_str().unwrap().to_owned();
+    let crate::exposed_ports::OnThePreviewDomain {
+        server,
+        sandbox,
+        url,
+        name,
+        host,
+        client,
+    } = crate::exposed_ports::on_the_preview_domain().await;
     let listening = server.url.rsplit(':').next().unwrap().to_owned();
-    let name = sandboxd_core::ports::preview_host(id(&sandbox), 8000, "localhost");
-    let host = format!("{name}:{listening}");
-    let address: std::net::SocketAddr = format!("127.0.0.1:{listening}").parse().unwrap();
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .resolve(&name, address)
-        .build()
-        .unwrap();
     let cookie = opened_cookie(&client, &url).await;
     let ws = format!("ws://127.0.0.1:{listening}/ws");
     // Another preview of the same domain is the same site, but not the same origin.
