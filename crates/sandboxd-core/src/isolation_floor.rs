@@ -39,6 +39,45 @@ fn tier_name(isolation: Isolation) -> &'static str {
     }
 }
 
+/// Who set the floor a sandbox is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetBy<'a> {
+    Server,
+    Template(&'a str),
+    /// The sandbox a snapshot or fork was taken of.
+    Source,
+}
+
+impl SetBy<'_> {
+    /// As a refusal names it.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Server => "this server".to_owned(),
+            Self::Template(name) => format!("the template {name}"),
+            Self::Source => "the sandbox it was taken of".to_owned(),
+        }
+    }
+}
+
+/// The floor of one sandbox: the server's, raised by its template's isolation and by
+/// its source's, and who set it (the last to raise it).
+pub fn floor_of<'a>(
+    server: &'static str,
+    template: Option<(&'a str, Isolation)>,
+    source: Option<Isolation>,
+) -> (&'static str, SetBy<'a>) {
+    let mut floor = (server, SetBy::Server);
+    if let Some((name, isolation)) = template
+        && raised(floor.0, Some(isolation)) != floor.0
+    {
+        floor = (raised(floor.0, Some(isolation)), SetBy::Template(name));
+    }
+    if raised(floor.0, source) != floor.0 {
+        floor = (raised(floor.0, source), SetBy::Source);
+    }
+    floor
+}
+
 /// Whether a sandbox under `runtime` would be isolated at least as `floor` asks.
 pub fn meets(runtime: Option<&str>, floor: &str) -> bool {
     rank(isolation_tier(runtime)) >= rank(floor)
@@ -80,6 +119,31 @@ mod tests {
         assert_eq!(raised("gvisor", Some(Container)), "gvisor");
         assert_eq!(raised("microvm", Some(Gvisor)), "microvm");
         assert_eq!(raised("gvisor", None), "gvisor");
+    }
+
+    #[test]
+    fn a_sandboxs_floor_names_who_raised_it() {
+        assert_eq!(
+            floor_of("container", None, None),
+            ("container", SetBy::Server)
+        );
+        assert_eq!(
+            floor_of("container", Some(("python", Gvisor)), None),
+            ("gvisor", SetBy::Template("python"))
+        );
+        assert_eq!(
+            floor_of("container", None, Some(Gvisor)),
+            ("gvisor", SetBy::Source)
+        );
+        assert_eq!(
+            floor_of("gvisor", Some(("python", Gvisor)), Some(Gvisor)),
+            ("gvisor", SetBy::Server)
+        );
+        assert_eq!(
+            floor_of("container", Some(("base", Container)), None),
+            ("container", SetBy::Server)
+        );
+        assert!(SetBy::Template("python").describe().contains("python"));
     }
 
     #[test]

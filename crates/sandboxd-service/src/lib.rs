@@ -477,26 +477,13 @@ impl Service {
         template: Option<&str>,
         source: Option<sandboxd_core::model::Isolation>,
     ) -> Result<(), ServiceError> {
-        use sandboxd_core::isolation_floor::{raised, refusal};
-        let server = self.isolation_floor();
-        let by_template = template
-            .and_then(|name| self.templates().get(name))
-            .and_then(|t| t.isolation);
-        let (floor, set_by) = if raised(server, by_template) != server {
-            (
-                raised(server, by_template),
-                format!("the template {}", template.unwrap_or_default()),
-            )
-        } else if raised(server, source) != server {
-            (
-                raised(server, source),
-                "the sandbox it was taken of".to_owned(),
-            )
-        } else {
-            (server, "this server".to_owned())
-        };
-        let floor = raised(floor, source);
-        match refusal(runtime, floor, &set_by) {
+        use sandboxd_core::isolation_floor::{floor_of, refusal};
+        let by_template = template.and_then(|name| {
+            let isolation = self.templates().get(name)?.isolation?;
+            Some((name, isolation))
+        });
+        let (floor, set_by) = floor_of(self.isolation_floor(), by_template, source);
+        match refusal(runtime, floor, &set_by.describe()) {
             None => Ok(()),
             Some(why) => Err(sandboxd_core::error::Invalid::one("isolation", why).into()),
         }
