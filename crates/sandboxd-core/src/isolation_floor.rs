@@ -19,7 +19,7 @@ fn rank(tier: &str) -> usize {
 pub fn server_floor(min_isolation: Option<Isolation>, runtime: Option<&str>) -> &'static str {
     let own = isolation_tier(runtime);
     match min_isolation {
-        Some(min) if rank(min.as_str()) > rank(own) => tier_name(min),
+        Some(min) if rank(min.as_str()) > rank(own) => min.as_str(),
         _ => own,
     }
 }
@@ -27,15 +27,8 @@ pub fn server_floor(min_isolation: Option<Isolation>, runtime: Option<&str>) -> 
 /// The stronger of a floor and an isolation a template or a source sandbox holds to.
 pub fn raised(floor: &'static str, by: Option<Isolation>) -> &'static str {
     match by {
-        Some(isolation) if rank(isolation.as_str()) > rank(floor) => tier_name(isolation),
+        Some(isolation) if rank(isolation.as_str()) > rank(floor) => isolation.as_str(),
         _ => floor,
-    }
-}
-
-fn tier_name(isolation: Isolation) -> &'static str {
-    match isolation {
-        Isolation::Container => TIERS[0],
-        Isolation::Gvisor => TIERS[1],
     }
 }
 

@@ -14,13 +14,16 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 /// Counter of the requests refused for their rate limit.
 pub const RATE_LIMITED: &str = "sandboxd_rate_limited_total";
 
-/// Buckets kept before the full ones are let go.
+/// Buckets kept before the full ones are let go, at most every `SWEEP_EVERY`.
 const MAX_BUCKETS: usize = 10_000;
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 /// The limits of every user.
 #[derive(Debug)]
 pub struct UserLimiter {
     limiter: Option<DefaultKeyedRateLimiter<String>>,
+    /// When full buckets were last let go (a scan of the table: not at every request).
+    swept: std::sync::Mutex<std::time::Instant>,
 }
 
 impl UserLimiter {
@@ -30,7 +33,10 @@ impl UserLimiter {
             let burst = NonZeroU32::new(burst.max(per_second)).unwrap_or(rate);
             RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst))
         });
-        Self { limiter }
+        Self {
+            limiter,
+            swept: std::sync::Mutex::new(std::time::Instant::now()),
+        }
     }
 
     /// Takes one request from the user's bucket; `Err(wait)` when it is empty.
@@ -43,9 +49,12 @@ impl UserLimiter {
     pub fn check_preview(&self, sandbox_id: &str, port: u16) -> Result<(), Duration> {
         if let Some(limiter) = &self.limiter
             && limiter.len() > MAX_BUCKETS
+            && let Ok(mut swept) = self.swept.try_lock()
+            && swept.elapsed() >= SWEEP_EVERY
         {
             // Full buckets are as good as none: the previews' come and go.
             limiter.retain_recent();
+            *swept = std::time::Instant::now();
         }
         self.take(format!("preview {sandbox_id} {port}"))
     }

@@ -424,14 +424,16 @@ async fn over_kept(
     let mut sender = open(TokioIo::new(stream)).await.map_err(unreachable)?;
     // A WebSocket ends with what let it in (an exposure, or the caller's key and its
     // access), and at a session's longest life whatever it entered by.
-    let lifetime = state.sessions.max_lifetime;
-    let withdrawn = ports.withdrawn(sandbox_id, port, admitted);
-    let ends = Some(Box::pin(async move {
-        tokio::select! {
-            () = withdrawn => {}
-            () = tokio::time::sleep(lifetime) => {}
-        }
-    }) as Ends);
+    let ends = upgrade.then(|| {
+        let lifetime = state.sessions.max_lifetime;
+        let withdrawn = ports.withdrawn(sandbox_id, port, admitted);
+        Box::pin(async move {
+            tokio::select! {
+                () = withdrawn => {}
+                () = tokio::time::sleep(lifetime) => {}
+            }
+        }) as Ends
+    });
     let response = send(&mut sender, request, ends)
         .await
         .map_err(unreachable)?;

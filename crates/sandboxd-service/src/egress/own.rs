@@ -22,6 +22,9 @@ pub(crate) struct OwnHost {
     /// address it advertises), beside its interfaces'.
     configured: Mutex<Vec<IpAddr>>,
     read: Mutex<Option<(Instant, Arc<OwnAddresses>)>>,
+    /// Held while the addresses are read again: one reading at a time, the others wait
+    /// for it.
+    reading: tokio::sync::Mutex<()>,
 }
 
 impl OwnHost {
@@ -32,14 +35,11 @@ impl OwnHost {
 
     /// The host's addresses now (read again when the last read is stale).
     pub(crate) async fn current(&self, service: &Service) -> Arc<OwnAddresses> {
-        let fresh = self
-            .read
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .filter(|(at, _)| at.elapsed() < FRESH_FOR)
-            .map(|(_, own)| own.clone());
-        if let Some(own) = fresh {
+        if let Some(own) = self.fresh() {
+            return own;
+        }
+        let _reading = self.reading.lock().await;
+        if let Some(own) = self.fresh() {
             return own;
         }
         let networks = tokio::task::spawn_blocking(|| {
@@ -59,6 +59,17 @@ impl OwnHost {
         let own = Arc::new(OwnAddresses::new(networks, addresses));
         *self.read.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), own.clone()));
         own
+    }
+}
+
+impl OwnHost {
+    fn fresh(&self) -> Option<Arc<OwnAddresses>> {
+        self.read
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < FRESH_FOR)
+            .map(|(_, own)| own.clone())
     }
 }
 

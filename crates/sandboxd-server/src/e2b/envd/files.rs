@@ -20,6 +20,7 @@ use sandboxd_core::e2b::filesystem::{metadata_of, resolve};
 use sandboxd_core::validate::Upload;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::rpc::RpcError;
 use super::uploads::{self, Busy, Refused, UPLOADS_PER_ORGANIZATION, UPLOADS_PER_SANDBOX};
@@ -237,13 +238,34 @@ pub(super) async fn upload(
         // transfer cap.
         let boundary = multer::parse_boundary(content_type)
             .map_err(|error| invalid(format!("invalid multipart body: {error}")))?;
-        let mut form = multer::Multipart::new(request.into_body().into_data_stream(), boundary);
-        while let Some(field) = form
-            .next_field()
-            .await
-            .map_err(|error| invalid(format!("invalid multipart body: {error}")))?
-        {
+        let held = Arc::new(uploads::MultipartHeld::default());
+        let body = uploads::metered(
+            request
+                .into_body()
+                .into_data_stream()
+                .map_err(std::io::Error::other),
+            held.clone(),
+        );
+        let mut form = multer::Multipart::new(body, boundary);
+        loop {
+            // A part's headers come within a deadline (the parser is not fed past its
+            // bound while it looks for them).
+            let next = tokio::time::timeout(MULTIPART_HEADERS_TIMEOUT, form.next_field())
+                .await
+                .map_err(|_| invalid("invalid multipart body: no part's headers in time"))?
+                .map_err(|error| invalid(format!("invalid multipart body: {error}")))?;
+            let Some(mut field) = next else {
+                break;
+            };
             if field.name() != Some("file") {
+                // Read through, so that what it holds is taken out.
+                while let Some(chunk) = field
+                    .chunk()
+                    .await
+                    .map_err(|error| invalid(format!("invalid multipart body: {error}")))?
+                {
+                    held.took(chunk.len());
+                }
                 continue;
             }
             let named = asked
@@ -252,7 +274,10 @@ pub(super) async fn upload(
                 .or_else(|| field.file_name().map(str::to_owned))
                 .ok_or_else(|| invalid("a file part needs a file name or ?path="))?;
             let path = resolve(&named, "path").map_err(ApiError::from)?;
-            let chunks = field.map_err(std::io::Error::other);
+            let taken = held.clone();
+            let chunks = field
+                .inspect_ok(move |chunk| taken.took(chunk.len()))
+                .map_err(std::io::Error::other);
             let (spooled, length) = uploads::spool(chunks, gzip, cap, &mut slot)
                 .await
                 .map_err(|refused| refusal(refused, cap))?;
@@ -288,6 +313,9 @@ pub(super) async fn upload(
     }
     Ok(Json(written))
 }
+
+/// How long a multipart body may take to give a part's headers.
+const MULTIPART_HEADERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// An upload refused as too many at once (429).
 fn busy(busy: Busy) -> FilesError {

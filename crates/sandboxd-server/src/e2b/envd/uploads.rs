@@ -19,6 +19,58 @@ pub const UPLOADS_PER_ORGANIZATION: u32 = 16;
 /// its own buffer (32 KiB) more, whatever the ratio.
 const GZIP_STEP: usize = 4 * 1024;
 
+/// The most of a multipart body its parser may hold that has not come out of it as a
+/// part's bytes: its preamble, a part's headers, a boundary split across chunks. The
+/// parser buffers until it finds what it looks for, so without this a body that never
+/// says where its part starts would be held whole.
+const MULTIPART_HELD: u64 = 1 << 20;
+
+/// How much of a multipart body was handed to its parser and not yet taken out as a
+/// part's bytes; the body is not read further past `MULTIPART_HELD`.
+#[derive(Debug, Default)]
+pub struct MultipartHeld {
+    held: std::sync::atomic::AtomicU64,
+    reader: futures_util::task::AtomicWaker,
+}
+
+impl MultipartHeld {
+    /// `taken` bytes of a part came out of the parser: that much more may be read.
+    pub fn took(&self, taken: usize) {
+        let _ = self.held.fetch_update(
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+            |held| Some(held.saturating_sub(taken as u64)),
+        );
+        self.reader.wake();
+    }
+}
+
+/// `body`, read only while its parser holds less than `MULTIPART_HELD` of it.
+pub fn metered<S>(
+    body: S,
+    held: Arc<MultipartHeld>,
+) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static
+where
+    S: Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+{
+    use std::sync::atomic::Ordering;
+    use std::task::Poll;
+    let mut body = Box::pin(body);
+    futures_util::stream::poll_fn(move |cx| {
+        if held.held.load(Ordering::Acquire) >= MULTIPART_HELD {
+            held.reader.register(cx.waker());
+            if held.held.load(Ordering::Acquire) >= MULTIPART_HELD {
+                return Poll::Pending;
+            }
+        }
+        let next = body.as_mut().poll_next(cx);
+        if let Poll::Ready(Some(Ok(chunk))) = &next {
+            held.held.fetch_add(chunk.len() as u64, Ordering::AcqRel);
+        }
+        next
+    })
+}
+
 /// The uploads under way and what their spooled files hold. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct UploadBounds {
@@ -294,6 +346,29 @@ mod tests {
         total += decoder.finish().unwrap().len();
         assert_eq!(total, 64 << 20);
         assert!(largest <= 64 * 1024, "a piece of {largest} bytes");
+    }
+
+    #[tokio::test]
+    async fn a_multipart_parser_is_not_fed_past_what_it_holds() {
+        let held = Arc::new(MultipartHeld::default());
+        let chunks = (0..64).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![b'x'; 64 * 1024])));
+        let mut body = std::pin::pin!(metered(futures_util::stream::iter(chunks), held.clone()));
+        let mut fed = 0;
+        while let Ok(Some(Ok(chunk))) =
+            tokio::time::timeout(std::time::Duration::from_millis(50), body.next()).await
+        {
+            fed += chunk.len();
+        }
+        assert_eq!(
+            fed as u64, MULTIPART_HELD,
+            "read up to the bound, then held"
+        );
+        held.took(64 * 1024);
+        let next = tokio::time::timeout(std::time::Duration::from_millis(50), body.next()).await;
+        assert!(
+            matches!(next, Ok(Some(Ok(_)))),
+            "read again once a part's bytes came out"
+        );
     }
 
     #[tokio::test]
