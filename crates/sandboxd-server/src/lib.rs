@@ -616,4 +616,38 @@ mod tests {
             .collect();
         assert_eq!(served, table);
     }
+
+    /// `docs/openapi.json` is the document served at `/api/openapi.json`:
+    /// `scripts/snapshots.sh` writes it again after a deliberate change.
+    #[test]
+    fn the_committed_document_is_the_one_served() {
+        let (_, document) = super::api_routes().split_for_parts();
+        let served = serde_json::to_value(&document).expect("the document is JSON");
+        let written = serde_json::to_string_pretty(&sorted(served)).expect("JSON") + "\n";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
+        if std::env::var_os("SANDBOXD_UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(path, &written).expect("docs/openapi.json is writable");
+            return;
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == written,
+            "docs/openapi.json is not the document served; review the change and run \
+             scripts/snapshots.sh"
+        );
+    }
+
+    /// Objects' keys in order, so that the file changes only where the document does.
+    fn sorted(value: serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::Object(object) => {
+                let mut entries: Vec<_> = object.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+            }
+            Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+            other => other,
+        }
+    }
 }

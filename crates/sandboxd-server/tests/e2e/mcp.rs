@@ -305,8 +305,8 @@ async fn read_long_output_page_by_page(client: &Client, sid: &Value) {
 }
 
 /// The tool list as models see it (names, descriptions, input schemas) is kept in
-/// `docs/mcp-tools.json`, so a change to it shows in review. Run with
-/// `SANDBOXD_UPDATE_SNAPSHOTS=1` to accept a change.
+/// `docs/mcp-tools.json`, so a change to it shows in review. `scripts/snapshots.sh`
+/// writes it again after a deliberate change.
 #[tokio::test]
 async fn tool_list_matches_the_snapshot() {
     let server = TestServer::start().await;
