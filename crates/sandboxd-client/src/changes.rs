@@ -2,6 +2,8 @@
 
 use sandboxd_core::api::{ChangesQuery, ChangesResult};
 
+use sandboxd_core::api::procedures;
+
 use crate::{Client, Error};
 
 impl Client {
@@ -12,6 +14,6 @@ impl Client {
             sandbox_id: sandbox_id.to_owned(),
             all: Some(all),
         };
-        self.call("sandbox.changes", &query).await
+        self.invoke::<procedures::SandboxChanges>(&query).await
     }
 }

@@ -2,6 +2,7 @@
 //! procedure's response or as a typed refusal.
 
 use reqwest::{RequestBuilder, Response, StatusCode};
+use sandboxd_core::api::definition::Definition;
 use sandboxd_core::api::procedures::{self, Method, Procedure};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -86,6 +87,16 @@ impl Client {
             Method::Get => request.query(args),
             Method::Post => request.json(args),
         })
+    }
+
+    /// Calls the procedure `D` with `request`: its answer, typed by its definition, or
+    /// why not.
+    pub async fn invoke<D: Definition>(&self, request: &D::Request) -> Result<D::Response, Error>
+    where
+        D::Request: Serialize,
+        D::Response: DeserializeOwned,
+    {
+        self.call(D::PROCEDURE.name, request).await
     }
 
     /// Calls `name` with `args`; its response, or why not.

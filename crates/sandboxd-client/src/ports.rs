@@ -4,12 +4,14 @@ use sandboxd_core::api::{
     ExposePortRequest, ExposedPortView, PortRequest, SandboxIdQuery, UnexposedView,
 };
 
+use sandboxd_core::api::procedures;
+
 use crate::{Client, Error};
 
 impl Client {
     /// `sandbox.exposePort`: the port's preview URL (with a signed link when private).
     pub async fn expose_port(&self, request: &ExposePortRequest) -> Result<ExposedPortView, Error> {
-        self.call("sandbox.exposePort", request).await
+        self.invoke::<procedures::SandboxExposePort>(request).await
     }
 
     /// `sandbox.ports`: the exposed ports of a sandbox.
@@ -17,7 +19,7 @@ impl Client {
         let query = SandboxIdQuery {
             sandbox_id: sandbox_id.to_owned(),
         };
-        self.call("sandbox.ports", &query).await
+        self.invoke::<procedures::SandboxPorts>(&query).await
     }
 
     /// `sandbox.unexposePort`.
@@ -26,6 +28,7 @@ impl Client {
             sandbox_id: sandbox_id.to_owned(),
             port: i64::from(port),
         };
-        self.call("sandbox.unexposePort", &request).await
+        self.invoke::<procedures::SandboxUnexposePort>(&request)
+            .await
     }
 }

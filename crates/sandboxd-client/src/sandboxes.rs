@@ -7,38 +7,43 @@ use sandboxd_core::api::{
     WriteFileResult,
 };
 
+use sandboxd_core::api::procedures;
+
 use crate::{Client, Error};
 
 impl Client {
     /// `project.all`: the projects the key sees, with their environments.
     pub async fn projects(&self) -> Result<Vec<ProjectView>, Error> {
-        self.call("project.all", &()).await
+        self.invoke::<procedures::ProjectAll>(&procedures::NoArguments {})
+            .await
     }
 
     /// `sandbox.templates`.
     pub async fn templates(&self) -> Result<Vec<TemplateView>, Error> {
-        self.call("sandbox.templates", &()).await
+        self.invoke::<procedures::SandboxTemplates>(&procedures::NoArguments {})
+            .await
     }
 
     /// `sandbox.create`: the sandbox, running.
     pub async fn create(&self, request: &CreateSandboxRequest) -> Result<SandboxView, Error> {
-        self.call("sandbox.create", request).await
+        self.invoke::<procedures::SandboxCreate>(request).await
     }
 
     /// `sandbox.one`.
     pub async fn one(&self, sandbox_id: &str) -> Result<SandboxView, Error> {
-        self.call("sandbox.one", &id_query(sandbox_id)).await
+        self.invoke::<procedures::SandboxOne>(&id_query(sandbox_id))
+            .await
     }
 
     /// `sandbox.list`, of an environment or a project (`None`, `None`: every one the
     /// key sees).
     pub async fn list(&self, query: &ListSandboxesQuery) -> Result<Vec<SandboxView>, Error> {
-        self.call("sandbox.list", query).await
+        self.invoke::<procedures::SandboxList>(query).await
     }
 
     /// `sandbox.exec`: the command's exit code and output.
     pub async fn exec(&self, request: &ExecRequest) -> Result<ExecResult, Error> {
-        self.call("sandbox.exec", request).await
+        self.invoke::<procedures::SandboxExec>(request).await
     }
 
     /// `sandbox.exec` of `cmd` with the defaults.
@@ -53,7 +58,7 @@ impl Client {
 
     /// `sandbox.writeFile`.
     pub async fn write_file(&self, request: &WriteFileRequest) -> Result<WriteFileResult, Error> {
-        self.call("sandbox.writeFile", request).await
+        self.invoke::<procedures::SandboxWriteFile>(request).await
     }
 
     /// `sandbox.readFile`.
@@ -63,7 +68,7 @@ impl Client {
 
     /// `sandbox.listFiles`.
     pub async fn list_files(&self, query: &ListFilesQuery) -> Result<ListFilesResult, Error> {
-        self.call("sandbox.listFiles", query).await
+        self.invoke::<procedures::SandboxListFiles>(query).await
     }
 
     /// `sandbox.setTimeout`: the sandbox with its new expiry.
@@ -76,7 +81,7 @@ impl Client {
             sandbox_id: sandbox_id.to_owned(),
             timeout_ms,
         };
-        self.call("sandbox.setTimeout", &request).await
+        self.invoke::<procedures::SandboxSetTimeout>(&request).await
     }
 
     /// `sandbox.setEgress`: the `allowlist` sandbox with its new list.
@@ -89,27 +94,31 @@ impl Client {
             sandbox_id: sandbox_id.to_owned(),
             allow: allow.to_vec(),
         };
-        self.call("sandbox.setEgress", &request).await
+        self.invoke::<procedures::SandboxSetEgress>(&request).await
     }
 
     /// `sandbox.pause`: the sandbox, paused.
     pub async fn pause(&self, sandbox_id: &str) -> Result<SandboxView, Error> {
-        self.call("sandbox.pause", &id_body(sandbox_id)).await
+        self.invoke::<procedures::SandboxPause>(&id_body(sandbox_id))
+            .await
     }
 
     /// `sandbox.resume`: the sandbox, running again.
     pub async fn resume(&self, sandbox_id: &str) -> Result<SandboxView, Error> {
-        self.call("sandbox.resume", &id_body(sandbox_id)).await
+        self.invoke::<procedures::SandboxResume>(&id_body(sandbox_id))
+            .await
     }
 
     /// `sandbox.kill`: the sandbox, killed.
     pub async fn kill(&self, sandbox_id: &str) -> Result<SandboxView, Error> {
-        self.call("sandbox.kill", &id_body(sandbox_id)).await
+        self.invoke::<procedures::SandboxKill>(&id_body(sandbox_id))
+            .await
     }
 
     /// `sandbox.remove`: whether there was one to remove.
     pub async fn remove(&self, sandbox_id: &str) -> Result<bool, Error> {
-        self.call("sandbox.remove", &id_body(sandbox_id)).await
+        self.invoke::<procedures::SandboxRemove>(&id_body(sandbox_id))
+            .await
     }
 }
 

@@ -5,22 +5,25 @@ use sandboxd_core::api::{
     ForkRequest, ForkResult, SnapshotIdBody, SnapshotIdQuery, SnapshotRequest, SnapshotView,
 };
 
+use sandboxd_core::api::procedures;
+
 use crate::{Client, Error};
 
 impl Client {
     /// `sandbox.snapshot`: the snapshot taken.
     pub async fn snapshot(&self, request: &SnapshotRequest) -> Result<SnapshotView, Error> {
-        self.call("sandbox.snapshot", request).await
+        self.invoke::<procedures::SandboxSnapshot>(request).await
     }
 
     /// `sandbox.fork`: the snapshot taken and the sandboxes made from it.
     pub async fn fork(&self, request: &ForkRequest) -> Result<ForkResult, Error> {
-        self.call("sandbox.fork", request).await
+        self.invoke::<procedures::SandboxFork>(request).await
     }
 
     /// `snapshot.all`.
     pub async fn snapshots(&self) -> Result<Vec<SnapshotView>, Error> {
-        self.call("snapshot.all", &()).await
+        self.invoke::<procedures::SnapshotAll>(&procedures::NoArguments {})
+            .await
     }
 
     /// `snapshot.one`.
@@ -28,7 +31,7 @@ impl Client {
         let query = SnapshotIdQuery {
             snapshot_id: snapshot_id.to_owned(),
         };
-        self.call("snapshot.one", &query).await
+        self.invoke::<procedures::SnapshotOne>(&query).await
     }
 
     /// `snapshot.remove`.
@@ -36,6 +39,6 @@ impl Client {
         let body = SnapshotIdBody {
             snapshot_id: snapshot_id.to_owned(),
         };
-        self.call("snapshot.remove", &body).await
+        self.invoke::<procedures::SnapshotRemove>(&body).await
     }
 }

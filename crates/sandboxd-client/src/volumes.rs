@@ -2,17 +2,20 @@
 
 use sandboxd_core::api::{CreateVolumeRequest, VolumeIdBody, VolumeIdQuery, VolumeView};
 
+use sandboxd_core::api::procedures;
+
 use crate::{Client, Error};
 
 impl Client {
     /// `volume.create`: the volume made.
     pub async fn create_volume(&self, request: &CreateVolumeRequest) -> Result<VolumeView, Error> {
-        self.call("volume.create", request).await
+        self.invoke::<procedures::VolumeCreate>(request).await
     }
 
     /// `volume.all`.
     pub async fn volumes(&self) -> Result<Vec<VolumeView>, Error> {
-        self.call("volume.all", &()).await
+        self.invoke::<procedures::VolumeAll>(&procedures::NoArguments {})
+            .await
     }
 
     /// `volume.one`.
@@ -20,7 +23,7 @@ impl Client {
         let query = VolumeIdQuery {
             volume_id: volume_id.to_owned(),
         };
-        self.call("volume.one", &query).await
+        self.invoke::<procedures::VolumeOne>(&query).await
     }
 
     /// `volume.remove`.
@@ -28,6 +31,6 @@ impl Client {
         let body = VolumeIdBody {
             volume_id: volume_id.to_owned(),
         };
-        self.call("volume.remove", &body).await
+        self.invoke::<procedures::VolumeRemove>(&body).await
     }
 }

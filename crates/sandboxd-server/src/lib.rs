@@ -18,6 +18,7 @@ mod metrics;
 mod openapi;
 mod panic;
 pub mod previews;
+mod procedures;
 mod rate_limit;
 mod request_log;
 mod routes;
@@ -497,17 +498,8 @@ fn advertised(local: std::net::SocketAddr) -> String {
 fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(routes::sandbox::router())
-        .merge(routes::snapshots::router())
-        .merge(routes::volumes::router())
-        .merge(routes::changes::router())
-        .merge(routes::egress::router())
+        .merge(procedures::router())
         .merge(routes::transfers::router())
-        .merge(routes::ports::router())
-        .merge(routes::processes::router())
-        .merge(routes::contexts::router())
-        .merge(routes::projects::router())
-        .merge(routes::access::router())
-        .merge(routes::servers::router())
         .merge(routes::health::router())
 }
 

@@ -8,7 +8,7 @@ use crate::access::Permissions;
 use crate::model::{ApiKey, AuditRecord, Member, Organization, Role};
 
 /// Body of `organization.create`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateOrganizationRequest {
     #[schema(min_length = 1, max_length = 64)]
@@ -47,7 +47,7 @@ pub struct OrganizationCreated {
 
 /// What a member is given: on `member.create` (absent: the default), on
 /// `member.update` (absent: unchanged; a list given replaces the old one whole).
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberGrantsBody {
     /// `member` (default), `admin` or `owner`.
@@ -64,7 +64,7 @@ pub struct MemberGrantsBody {
 }
 
 /// Body of `member.create`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateMemberRequest {
     /// Display name of the new user.
@@ -75,7 +75,7 @@ pub struct CreateMemberRequest {
 }
 
 /// Body of `member.update`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateMemberRequest {
     pub user_id: String,
@@ -84,7 +84,7 @@ pub struct UpdateMemberRequest {
 }
 
 /// Body of `member.remove`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserIdBody {
     pub user_id: String,
@@ -122,7 +122,7 @@ impl MemberView {
 }
 
 /// Body of `apiKey.create`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateApiKeyRequest {
     #[schema(min_length = 1, max_length = 64)]
@@ -139,7 +139,7 @@ pub struct CreateApiKeyRequest {
 }
 
 /// Body of `apiKey.revoke`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyIdBody {
     pub key_id: String,
@@ -200,7 +200,7 @@ pub struct ApiKeyCreated {
 }
 
 /// Query of `audit.list`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {

@@ -4,6 +4,7 @@
 mod access;
 mod changes;
 mod contexts;
+pub mod definition;
 mod egress_log;
 mod egress_requests;
 mod file_json;

@@ -13,7 +13,7 @@ fn present<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
 }
 
 /// Body of `server.create`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateServerRequest {
     #[schema(min_length = 1, max_length = 64)]
@@ -52,7 +52,7 @@ pub struct CreateServerRequest {
 /// Body of `server.update`: absent fields are unchanged; `hostKey`, `cpu` and
 /// `memoryMb` set to `null` go back to learned (by the next `server.test`) and to the
 /// engine's figures.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateServerRequest {
     pub server_id: String,
@@ -77,7 +77,9 @@ pub struct UpdateServerRequest {
 }
 
 /// Body of `server.remove` and `server.test`; query of `server.one`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema, utoipa::IntoParams)]
+#[derive(
+    Debug, Clone, Default, Deserialize, ToSchema, utoipa::IntoParams, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ServerIdBody {

@@ -216,7 +216,10 @@ async fn openapi_document_describes_every_procedure() {
         .unwrap(),
     )
     .unwrap();
-    assert!(doc == committed, "the served document is not docs/openapi.json");
+    assert!(
+        doc == committed,
+        "the served document is not docs/openapi.json"
+    );
     let paths = doc["paths"].as_object().unwrap();
     assert_eq!(
         paths.len(),

@@ -224,7 +224,16 @@ async fn auto_pause_at_the_idle_timeout_then_an_exec_resumes_it() {
     let before = counted(&server, &sandbox, 500_000).await;
     // Idle for its timeout: paused, not killed.
     wait_status(&server, &sandbox, "paused", Duration::from_secs(30)).await;
-    assert!(engine_paused(&server, &sandbox).await);
+    // The row says paused before the engine has frozen the container (so that a call
+    // arriving meanwhile waits for the pause): the engine follows.
+    let frozen = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !engine_paused(&server, &sandbox).await {
+        assert!(
+            tokio::time::Instant::now() < frozen,
+            "the engine never paused the sandbox"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let out = server.exec(&sandbox, "cat /tmp/n").await;
     assert_eq!(out["exitCode"], 0, "{out}");
     let after: u64 = out["stdout"].as_str().unwrap().trim().parse().unwrap();

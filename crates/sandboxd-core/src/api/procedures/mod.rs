@@ -1,0 +1,257 @@
+//! The one list of the API's procedures: how each is called, where it names its
+//! sandbox, whether a replica passes it to the replica holding that sandbox's agent, and
+//! its MCP tool (or why it has none). The REST routes and the OpenAPI document are
+//! checked against it, replica forwarding and MCP read it, clients call by it.
+
+mod access;
+mod changes;
+mod contexts;
+mod egress;
+mod ports;
+mod processes;
+mod projects;
+mod sandboxes;
+mod servers;
+mod snapshots;
+mod volumes;
+pub use super::definition::NoArguments;
+pub use access::*;
+pub use changes::*;
+pub use contexts::*;
+pub use egress::*;
+pub use ports::*;
+pub use processes::*;
+pub use projects::*;
+pub use sandboxes::*;
+pub use servers::*;
+pub use snapshots::*;
+pub use volumes::*;
+
+/// The HTTP method of a procedure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// Arguments in the query string.
+    Get,
+    /// Arguments in a JSON body (or, for an upload, the query string and a raw body).
+    Post,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "get",
+            Self::Post => "post",
+        }
+    }
+}
+
+/// Where a request names the sandbox it acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Names {
+    /// No single sandbox (a listing, an administrative call).
+    Nothing,
+    /// `?sandboxId=`; the body, when there is one, is a stream.
+    InQuery,
+    /// `"sandboxId"` in the JSON body.
+    InBody,
+}
+
+/// The MCP tool of a procedure, or why it has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    Named(&'static str),
+    Without(&'static str),
+}
+
+/// One procedure of the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Procedure {
+    /// `sandbox.exec`: the REST path is `/api/<name>`, except for the probes.
+    pub name: &'static str,
+    pub path: &'static str,
+    pub method: Method,
+    pub names: Names,
+    /// Served by the replica that holds the sandbox's agent: a replica that does not
+    /// passes the request on (REST and MCP alike).
+    pub forwarded: bool,
+    pub tool: Tool,
+}
+
+pub const ADMINISTRATION: &str = "administration: kept out of an agent's tools, so an agent's key never manages keys, members, \
+     organizations or servers through them";
+pub const BINARY_STREAM: &str = "a raw byte stream, which MCP does not carry: sandbox-writeFile and sandbox-readFile move files \
+     (base64 for binary), and long content is read page by page";
+pub const BROWSER_TOKEN: &str = "a single-use token for a browser's WebSocket: MCP clients authenticate every call with their key";
+pub const EGRESS_DECISION: &str = "a person's decision: an agent asks with sandbox-requestEgress and is never the one to approve \
+     (a request is decided with another key than the one that asked)";
+pub const PROBE: &str = "a probe for load balancers and operators, not a tool";
+
+const fn procedure(
+    name: &'static str,
+    path: &'static str,
+    method: Method,
+    names: Names,
+    forwarded: bool,
+    tool: Tool,
+) -> Procedure {
+    Procedure {
+        name,
+        path,
+        method,
+        names,
+        forwarded,
+        tool,
+    }
+}
+
+use super::definition::Definition;
+use Method::{Get, Post};
+use Names::{InQuery, Nothing};
+use Tool::{Named, Without};
+
+/// Every procedure of the REST API.
+#[rustfmt::skip]
+pub const PROCEDURES: &[Procedure] = &[
+    // Sandboxes.
+    SandboxCreate::PROCEDURE,
+    SandboxExec::PROCEDURE,
+    SandboxWriteFile::PROCEDURE,
+    procedure("sandbox.readFile", "/api/sandbox.readFile", Get, InQuery, true, Named("sandbox-readFile")),
+    SandboxListFiles::PROCEDURE,
+    procedure("sandbox.upload", "/api/sandbox.upload", Post, InQuery, true, Without(BINARY_STREAM)),
+    procedure("sandbox.download", "/api/sandbox.download", Get, InQuery, true, Without(BINARY_STREAM)),
+    SandboxSetTimeout::PROCEDURE,
+    SandboxSetEgress::PROCEDURE,
+    SandboxEgressLog::PROCEDURE,
+    SandboxRequestEgress::PROCEDURE,
+    EgressRequests::PROCEDURE,
+    EgressDecide::PROCEDURE,
+    SandboxList::PROCEDURE,
+    SandboxOne::PROCEDURE,
+    SandboxStats::PROCEDURE,
+    SandboxPause::PROCEDURE,
+    SandboxResume::PROCEDURE,
+    SandboxChanges::PROCEDURE,
+    SandboxSnapshot::PROCEDURE,
+    SandboxFork::PROCEDURE,
+    SandboxKill::PROCEDURE,
+    SandboxRemove::PROCEDURE,
+    SandboxTemplates::PROCEDURE,
+    SandboxExecToken::PROCEDURE,
+    // Snapshots.
+    SnapshotAll::PROCEDURE,
+    SnapshotOne::PROCEDURE,
+    SnapshotRemove::PROCEDURE,
+    // Volumes.
+    VolumeCreate::PROCEDURE,
+    VolumeAll::PROCEDURE,
+    VolumeOne::PROCEDURE,
+    VolumeRemove::PROCEDURE,
+    // Ports exposed as preview URLs.
+    SandboxExposePort::PROCEDURE,
+    SandboxPorts::PROCEDURE,
+    SandboxUnexposePort::PROCEDURE,
+    // Background processes and interpreter contexts (the agent's).
+    SandboxProcessStart::PROCEDURE,
+    SandboxProcessList::PROCEDURE,
+    SandboxProcessWait::PROCEDURE,
+    SandboxProcessSignal::PROCEDURE,
+    SandboxProcessWrite::PROCEDURE,
+    SandboxProcessOutput::PROCEDURE,
+    SandboxContextCreate::PROCEDURE,
+    SandboxContextRun::PROCEDURE,
+    SandboxContextRemove::PROCEDURE,
+    // Projects and environments.
+    ProjectAll::PROCEDURE,
+    ProjectCreate::PROCEDURE,
+    EnvironmentCreate::PROCEDURE,
+    // Organizations, members, keys, audit.
+    OrganizationAll::PROCEDURE,
+    OrganizationCreate::PROCEDURE,
+    MemberAll::PROCEDURE,
+    MemberCreate::PROCEDURE,
+    MemberUpdate::PROCEDURE,
+    MemberRemove::PROCEDURE,
+    ApiKeyAll::PROCEDURE,
+    ApiKeyCreate::PROCEDURE,
+    ApiKeyCurrent::PROCEDURE,
+    ApiKeyRevoke::PROCEDURE,
+    AuditList::PROCEDURE,
+    // Remote servers.
+    ServerAll::PROCEDURE,
+    ServerOne::PROCEDURE,
+    ServerCreate::PROCEDURE,
+    ServerUpdate::PROCEDURE,
+    ServerRemove::PROCEDURE,
+    ServerTest::PROCEDURE,
+    // Probes.
+    procedure("health", "/health", Get, Nothing, false, Without(PROBE)),
+    procedure("ready", "/ready", Get, Nothing, false, Without(PROBE)),
+];
+
+/// The procedure served at `path`.
+pub fn at_path(path: &str) -> Option<&'static Procedure> {
+    PROCEDURES.iter().find(|p| p.path == path)
+}
+
+/// The procedure called `name`.
+pub fn named(name: &str) -> Option<&'static Procedure> {
+    PROCEDURES.iter().find(|p| p.name == name)
+}
+
+/// The procedure whose MCP tool is `tool`.
+pub fn of_tool(tool: &str) -> Option<&'static Procedure> {
+    PROCEDURES
+        .iter()
+        .find(|p| matches!(p.tool, Tool::Named(name) if name == tool))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_paths_and_tools_are_unique_and_agree() {
+        let mut seen = std::collections::BTreeSet::new();
+        for p in PROCEDURES {
+            assert!(seen.insert(p.name), "{} twice", p.name);
+            assert!(seen.insert(p.path), "{} twice", p.path);
+            if p.path.starts_with("/api/") {
+                assert_eq!(p.path, format!("/api/{}", p.name));
+            }
+            if let Tool::Named(tool) = p.tool {
+                assert!(seen.insert(tool), "{tool} twice");
+                assert_eq!(
+                    tool,
+                    p.name.replacen('.', "-", 1),
+                    "tools are named as the reference"
+                );
+            }
+            // A forwarded request must say which sandbox it is for.
+            assert!(!p.forwarded || p.names != Names::Nothing, "{}", p.name);
+        }
+        assert_eq!(
+            at_path("/api/sandbox.exec").map(|p| p.name),
+            Some("sandbox.exec")
+        );
+        assert_eq!(named("sandbox.kill").map(|p| p.forwarded), Some(false));
+        assert_eq!(
+            of_tool("sandbox-contextRemove").map(|p| p.name),
+            Some("sandbox.contextRemove")
+        );
+        assert_eq!(at_path("/api/sandbox.nothing"), None);
+    }
+
+    #[test]
+    fn every_sandbox_procedure_an_agent_uses_has_a_tool() {
+        for p in PROCEDURES.iter().filter(|p| p.name.starts_with("sandbox.")) {
+            if let Tool::Without(reason) = p.tool {
+                assert!(
+                    reason == BINARY_STREAM || reason == BROWSER_TOKEN,
+                    "{} has no tool: {reason}",
+                    p.name
+                );
+            }
+        }
+    }
+}
