@@ -54,6 +54,8 @@ SANDBOXD_TEST_RUNTIME=runsc cargo nextest run --workspace --no-fail-fast \
         - test(stream::a_client_that_stops_reading_does_not_hold_the_sandboxs_other_operations)
         - test(stream::a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout))'
 step "the Python clients and the fuzz pass"
+# Every client's calls and models against the committed API document (no server).
+python3 tests/surface/check_clients.py
 bash scripts/test-mcp-python.sh
 bash scripts/test-sdk-python.sh
 bash scripts/test-e2b-python.sh

@@ -6,19 +6,15 @@ Usage: python3 mcp_client.py URL KEY ENVIRONMENT_ID
 """
 import asyncio
 import json
+import os
 import sys
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 
-EXPECTED = sorted([
-    "sandbox-create", "sandbox-exec", "sandbox-writeFile", "sandbox-readFile", "sandbox-listFiles",
-    "sandbox-setEgress", "sandbox-egressLog", "sandbox-requestEgress", "egress-requests", "sandbox-setTimeout", "sandbox-pause", "sandbox-resume", "sandbox-snapshot", "sandbox-fork", "sandbox-changes", "snapshot-all", "snapshot-one", "snapshot-remove", "volume-create", "volume-all", "volume-one", "volume-remove", "sandbox-kill", "sandbox-remove", "sandbox-list", "sandbox-one", "sandbox-templates",
-    "sandbox-processStart", "sandbox-processList", "sandbox-processOutput", "sandbox-processWait",
-    "sandbox-processSignal", "sandbox-processWrite", "sandbox-contextCreate", "sandbox-contextRun",
-    "sandbox-contextRemove", "sandbox-outputPage", "sandbox-stats", "project-all",
-    "sandbox-exposePort", "sandbox-ports", "sandbox-unexposePort",
-])
+# The tools the server lists are the committed list's (docs/mcp-tools.json).
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "mcp-tools.json")) as listed:
+    EXPECTED = sorted(tool["name"] for tool in json.load(listed))
 
 
 async def call(session, tool, arguments):

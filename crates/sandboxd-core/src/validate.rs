@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::api::{
     CreateEnvironmentRequest, CreateProjectRequest, CreateSandboxRequest, DownloadQuery, Encoding,
-    ExecRequest, ListFilesQuery, ListSandboxesQuery, ReadFileQuery, SetEgressRequest,
-    SetTimeoutRequest, TransferFormat, UploadQuery, WriteFileRequest,
+    ExecRequest, ListFilesQuery, ListSandboxesQuery, ReadFileQuery, RenameSandboxRequest,
+    SetEgressRequest, SetTimeoutRequest, TransferFormat, UploadQuery, WriteFileRequest,
 };
 use crate::env_vars;
 use crate::error::{Invalid, Issues};
@@ -488,6 +488,14 @@ pub fn set_timeout(req: SetTimeoutRequest) -> Result<(String, i64), Invalid> {
     required_id(&mut issues, "sandboxId", &req.sandbox_id);
     check_timeout(&mut issues, req.timeout_ms);
     issues.finish((req.sandbox_id, req.timeout_ms))
+}
+
+/// Checks `sandbox.rename`; returns the sandbox id and its new name.
+pub fn rename(req: RenameSandboxRequest) -> Result<(String, String), Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    display_name(&mut issues, "name", &req.name);
+    issues.finish((req.sandbox_id, req.name))
 }
 
 /// Checks `sandbox.setEgress`; returns the sandbox id and the list as stored.

@@ -1,4 +1,4 @@
-// One sandbox: its facts, extend-timeout, kill and delete behind confirmations, and a
+// One sandbox: its facts, rename, extend-timeout, kill and delete behind confirmations, and a
 // console streaming commands over the exec WebSocket.
 
 import * as api from "./api.js";
@@ -55,6 +55,31 @@ function extendDialog(sandbox, done) {
   document.body.append(dialog);
   dialog.showModal();
   minutes.select();
+}
+
+function renameDialog(sandbox, done) {
+  const name = h("input", { id: "rename-name", value: sandbox.name || "", maxlength: "64", required: "" });
+  const error = h("p", { class: "error-text", role: "alert" });
+  const dialog = h("dialog", { "aria-label": "Rename the sandbox" },
+    h("form", { method: "dialog", onsubmit: async (event) => {
+      event.preventDefault();
+      try {
+        await api.post("sandbox.rename", { sandboxId: sandbox.sandboxId, name: name.value });
+        dialog.close();
+        done();
+      } catch (failure) {
+        error.textContent = (failure.issues[0] && failure.issues[0].message) || failure.message;
+      }
+    } },
+    h("h2", {}, "Rename the sandbox"),
+    h("div", { class: "field" }, h("label", { for: "rename-name" }, "Name"), name, error),
+    h("div", { class: "actions" },
+      h("button", { type: "button", class: "quiet", onclick: () => dialog.close() }, "Cancel"),
+      h("button", { type: "submit" }, "Rename"))));
+  dialog.addEventListener("close", () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+  name.select();
 }
 
 /// The console: one command at a time over `/sandbox-exec`.
@@ -115,12 +140,14 @@ function console_(sandbox) {
 export async function sandboxPage(sandboxId) {
   let sandbox = await api.get("sandbox.one", { sandboxId });
   const factsSlot = h("div");
+  const title = h("h1", { id: "sandbox-title" });
   const actions = h("div", { class: "actions" });
   const message = h("div", { role: "status" });
   let stopped = false;
   let shownStatus = null;
   const render = () => {
     factsSlot.replaceChildren(facts(sandbox));
+    title.textContent = sandbox.name || sandbox.sandboxId;
     // The buttons stay as they are (and keep focus) until the status changes.
     if (shownStatus === sandbox.status) return;
     shownStatus = sandbox.status;
@@ -132,6 +159,7 @@ export async function sandboxPage(sandboxId) {
     };
     actions.replaceChildren(
       h("a", { href: `#/env/${encodeURIComponent(sandbox.environmentId)}` }, "Back to the sandboxes"),
+      running || paused ? h("button", { type: "button", class: "quiet", id: "rename", onclick: () => renameDialog(sandbox, refresh) }, "Rename") : null,
       running ? h("button", { type: "button", class: "quiet", id: "extend", onclick: () => extendDialog(sandbox, refresh) }, "Extend timeout") : null,
       running ? h("button", { type: "button", class: "quiet", id: "pause", title: "Freeze its processes (memory kept, no CPU); any call resumes it", onclick: freeze("sandbox.pause") }, "Pause") : null,
       paused ? h("button", { type: "button", id: "resume", onclick: freeze("sandbox.resume") }, "Resume") : null,
@@ -171,7 +199,7 @@ export async function sandboxPage(sandboxId) {
   const processes = processesPanel(sandbox);
   const egress = egressPanel(sandbox);
   const timer = setInterval(refresh, REFRESH_MS);
-  show(h("h1", {}, sandbox.name || sandbox.sandboxId), actions, message,
+  show(title, actions, message,
     h("section", { class: "panel" }, factsSlot), usage.element, consoleView.element, terminal.element,
     processes.element, portsPanel(sandbox), egress.element, filesPanel(sandbox));
   return () => {

@@ -343,6 +343,24 @@ impl Store {
         self.reread(sandbox_id, updated.rows_affected()).await
     }
 
+    /// Names a sandbox that is not over (being made, running or paused) `name`; `None`
+    /// when it is over.
+    pub async fn rename(
+        &self,
+        sandbox_id: &str,
+        name: &str,
+    ) -> Result<Option<Sandbox>, StoreError> {
+        let updated = sqlx::query(
+            "UPDATE sandboxes SET name = $1 \
+             WHERE sandbox_id = $2 AND status IN ('creating', 'running', 'paused')",
+        )
+        .bind(name)
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
+        self.reread(sandbox_id, updated.rows_affected()).await
+    }
+
     /// Replaces the egress list `from` of a running `allowlist` sandbox with `allow`;
     /// `None` when it is no longer running (or not in that mode), or its list is no
     /// longer `from` (what was checked against the list is not applied to another).

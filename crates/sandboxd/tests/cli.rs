@@ -59,6 +59,13 @@ async fn the_sandbox_lifecycle_from_a_terminal() {
     assert_eq!(shown["status"], "running");
     assert_eq!(shown["timeoutMs"], 1_200_000);
 
+    let renamed = run(&["rename", &id, "renamed-in-cli"]);
+    assert_eq!(renamed.code, 0, "{}", renamed.stderr);
+    assert!(run(&["ls"]).stdout.contains("renamed-in-cli"));
+    let bad = run(&["rename", &id, ""]);
+    assert_eq!(bad.code, 1, "refused: {}", bad.stderr);
+    assert!(bad.stderr.contains("name"), "{}", bad.stderr);
+
     let extended = run(&["timeout", &id, "2h"]);
     assert_eq!(extended.code, 0, "{}", extended.stderr);
     assert!(
@@ -874,6 +881,7 @@ fn every_command_has_help_with_an_example() {
         &["logs"],
         &["show"],
         &["timeout"],
+        &["rename"],
         &["kill"],
         &["rm"],
         &["templates"],

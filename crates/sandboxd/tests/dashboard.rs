@@ -267,6 +267,16 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     let after = browser.text_in("[data-fact=Expires]", " h (").await;
     assert_ne!(before, after);
 
+    // Rename it: the title and the list follow.
+    browser.click("#rename").await;
+    browser.fill("#rename-name", "").await;
+    browser
+        .enter("#rename-name", "renamed in the browser")
+        .await;
+    browser
+        .text_in("#sandbox-title", "renamed in the browser")
+        .await;
+
     // Pause, then resume.
     browser.click("#pause").await;
     browser.element("[data-facts] [data-status=paused]").await;
@@ -297,6 +307,7 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     for action in [
         "sandbox.create",
         "sandbox.setTimeout",
+        "sandbox.rename",
         "sandbox.pause",
         "sandbox.resume",
         "sandbox.kill",

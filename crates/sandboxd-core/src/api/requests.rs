@@ -290,6 +290,16 @@ pub struct SetTimeoutRequest {
     pub timeout_ms: i64,
 }
 
+/// Body of `sandbox.rename`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RenameSandboxRequest {
+    pub sandbox_id: String,
+    /// Its new name: 1–64 characters, no control characters.
+    #[schema(min_length = 1, max_length = 64)]
+    pub name: String,
+}
+
 /// Body of `sandbox.kill` and `sandbox.remove`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,7 +1,8 @@
 //! The procedures served from their definitions (`sandboxd_core::api::definition`): each
 //! is one function ([`Serve`]) from which its REST route and OpenAPI operation (here) and
 //! its MCP tool (`mcp::defined`) are made. The procedures that need a handler of their
-//! own (streams, the probes) are listed in [`HANDWRITTEN`].
+//! own (streams, the probes) are `sandboxd_core::api::procedures::HANDWRITTEN`, served
+//! by `routes/`.
 
 mod access;
 mod changes;
@@ -60,90 +61,6 @@ pub(crate) trait Serve: Definition {
     ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send;
 }
 
-/// Procedures with a REST handler of their own (`routes/`), and why (the tests check
-/// that these and the ones served from their definitions are the procedure table).
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) const HANDWRITTEN: &[(&str, &str)] = &[
-    (
-        "sandbox.readFile",
-        "its answer is encoded by hand, the content written once (a 10 MiB file is not copied into a JSON string)",
-    ),
-    ("sandbox.upload", "a raw byte stream in, of any length"),
-    ("sandbox.download", "a raw byte stream out, of any length"),
-    ("health", "a probe: no key, and it cannot fail"),
-    ("ready", "a probe: no key, 503 with what is not ready"),
-];
-
-/// Calls `$visit!` with every procedure served from its definition.
-macro_rules! each_served {
-    ($visit:ident) => {
-        $visit!(
-            sandboxd_core::api::procedures::SandboxCreate,
-            sandboxd_core::api::procedures::SandboxExec,
-            sandboxd_core::api::procedures::SandboxWriteFile,
-            sandboxd_core::api::procedures::SandboxListFiles,
-            sandboxd_core::api::procedures::SandboxSetTimeout,
-            sandboxd_core::api::procedures::SandboxSetEgress,
-            sandboxd_core::api::procedures::SandboxEgressLog,
-            sandboxd_core::api::procedures::SandboxRequestEgress,
-            sandboxd_core::api::procedures::EgressRequests,
-            sandboxd_core::api::procedures::EgressDecide,
-            sandboxd_core::api::procedures::SandboxList,
-            sandboxd_core::api::procedures::SandboxOne,
-            sandboxd_core::api::procedures::SandboxStats,
-            sandboxd_core::api::procedures::SandboxPause,
-            sandboxd_core::api::procedures::SandboxResume,
-            sandboxd_core::api::procedures::SandboxChanges,
-            sandboxd_core::api::procedures::SandboxSnapshot,
-            sandboxd_core::api::procedures::SandboxFork,
-            sandboxd_core::api::procedures::SandboxKill,
-            sandboxd_core::api::procedures::SandboxRemove,
-            sandboxd_core::api::procedures::SandboxTemplates,
-            sandboxd_core::api::procedures::SandboxExecToken,
-            sandboxd_core::api::procedures::SnapshotAll,
-            sandboxd_core::api::procedures::SnapshotOne,
-            sandboxd_core::api::procedures::SnapshotRemove,
-            sandboxd_core::api::procedures::SandboxExposePort,
-            sandboxd_core::api::procedures::SandboxPorts,
-            sandboxd_core::api::procedures::SandboxUnexposePort,
-            sandboxd_core::api::procedures::SandboxProcessStart,
-            sandboxd_core::api::procedures::SandboxProcessList,
-            sandboxd_core::api::procedures::SandboxProcessWait,
-            sandboxd_core::api::procedures::SandboxProcessSignal,
-            sandboxd_core::api::procedures::SandboxProcessWrite,
-            sandboxd_core::api::procedures::SandboxProcessOutput,
-            sandboxd_core::api::procedures::SandboxContextCreate,
-            sandboxd_core::api::procedures::SandboxContextRun,
-            sandboxd_core::api::procedures::SandboxContextRemove,
-            sandboxd_core::api::procedures::ProjectAll,
-            sandboxd_core::api::procedures::ProjectCreate,
-            sandboxd_core::api::procedures::EnvironmentCreate,
-            sandboxd_core::api::procedures::OrganizationAll,
-            sandboxd_core::api::procedures::OrganizationCreate,
-            sandboxd_core::api::procedures::MemberAll,
-            sandboxd_core::api::procedures::MemberCreate,
-            sandboxd_core::api::procedures::MemberUpdate,
-            sandboxd_core::api::procedures::MemberRemove,
-            sandboxd_core::api::procedures::ApiKeyAll,
-            sandboxd_core::api::procedures::ApiKeyCreate,
-            sandboxd_core::api::procedures::ApiKeyCurrent,
-            sandboxd_core::api::procedures::ApiKeyRevoke,
-            sandboxd_core::api::procedures::AuditList,
-            sandboxd_core::api::procedures::ServerAll,
-            sandboxd_core::api::procedures::ServerOne,
-            sandboxd_core::api::procedures::ServerCreate,
-            sandboxd_core::api::procedures::ServerUpdate,
-            sandboxd_core::api::procedures::ServerRemove,
-            sandboxd_core::api::procedures::ServerTest,
-            sandboxd_core::api::procedures::VolumeCreate,
-            sandboxd_core::api::procedures::VolumeAll,
-            sandboxd_core::api::procedures::VolumeOne,
-            sandboxd_core::api::procedures::VolumeRemove,
-        )
-    };
-}
-pub(crate) use each_served;
-
 /// The REST routes, with their OpenAPI operations, of every procedure served from its
 /// definition.
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -152,7 +69,7 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
             OpenApiRouter::new()$(.routes(route::<$procedure>()))*
         };
     }
-    each_served!(routes)
+    sandboxd_core::each_defined!(routes)
 }
 
 /// `D`'s route and its operation.
@@ -203,22 +120,17 @@ fn rest<'a>(state: &'a AppState, headers: &'a HeaderMap) -> Context<'a> {
 
 #[cfg(test)]
 mod tests {
-    use sandboxd_core::api::definition::Definition;
-    use sandboxd_core::api::procedures::PROCEDURES;
+    use sandboxd_core::api::procedures::{HANDWRITTEN, PROCEDURES};
 
-    /// Every procedure of the table is served from its definition or listed with the
-    /// reason it has a handler of its own, not both.
+    /// The routes are the procedure table's: each defined procedure's generic route and
+    /// the handwritten ones'.
     #[test]
-    fn every_procedure_is_served_from_its_definition_or_listed_as_handwritten() {
-        macro_rules! names {
-            ($($procedure:ty),* $(,)?) => {
-                vec![$(<$procedure as Definition>::PROCEDURE.name),*]
-            };
-        }
-        let mut served = each_served!(names);
-        served.extend(super::HANDWRITTEN.iter().map(|(name, _)| *name));
+    fn the_table_is_the_defined_procedures_and_the_handwritten_ones() {
+        let (_, document) = super::router().split_for_parts();
+        let mut served: Vec<&str> = document.paths.paths.keys().map(String::as_str).collect();
+        served.extend(HANDWRITTEN.iter().map(|(procedure, _)| procedure.path));
         served.sort_unstable();
-        let mut table: Vec<&str> = PROCEDURES.iter().map(|p| p.name).collect();
+        let mut table: Vec<&str> = PROCEDURES.iter().map(|p| p.path).collect();
         table.sort_unstable();
         assert_eq!(served, table);
     }

@@ -26,6 +26,19 @@ impl Serve for procedures::SandboxCreate {
     }
 }
 
+impl Serve for procedures::SandboxRename {
+    async fn serve(
+        cx: Context<'_>,
+        caller: Principal,
+        request: RenameSandboxRequest,
+    ) -> Result<SandboxView, ApiError> {
+        let (id, name) = validate::rename(request)?;
+        Ok(view(
+            &cx.service.sandboxes().rename(&caller, &id, &name).await?,
+        ))
+    }
+}
+
 impl Serve for procedures::SandboxExec {
     async fn serve(
         cx: Context<'_>,

@@ -41,6 +41,73 @@ async fn activity_and_set_timeout_extend_the_sandbox() {
 }
 
 #[tokio::test]
+async fn a_sandbox_is_renamed_by_whoever_may_use_it_until_it_is_over() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"image": BUSYBOX, "name": "first"}))
+        .await;
+    let sid = id(&sandbox);
+    let (status, renamed) = server
+        .post(
+            "sandbox.rename",
+            json!({"sandboxId": sid, "name": "second"}),
+        )
+        .await;
+    assert_eq!(
+        (status, &renamed["name"]),
+        (StatusCode::OK, &json!("second"))
+    );
+    let (_, one) = server.get("sandbox.one", &[("sandboxId", sid)]).await;
+    assert_eq!(one["name"], "second");
+    // A paused sandbox is renamed where it is: it stays paused.
+    server
+        .post("sandbox.pause", json!({"sandboxId": sid}))
+        .await;
+    let (status, renamed) = server
+        .post("sandbox.rename", json!({"sandboxId": sid, "name": "third"}))
+        .await;
+    assert_eq!(
+        (status, &renamed["name"], &renamed["status"]),
+        (StatusCode::OK, &json!("third"), &json!("paused"))
+    );
+    for bad in ["", "a\nb", &"x".repeat(65)] {
+        let (status, body) = server
+            .post("sandbox.rename", json!({"sandboxId": sid, "name": bad}))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad:?}: {body}");
+        assert_eq!(body["issues"][0]["path"], "name", "{body}");
+    }
+    // A member of its project who may not use it (not on their access list) is refused.
+    let grants = json!({"permissions": ["service:read", "deployment:create"],
+        "projectIds": [server.project_id]});
+    let (_, key) = crate::tenancy::member_with_key(&server, grants).await;
+    let (status, _) = server
+        .post_with_key(
+            "sandbox.rename",
+            Some(&key),
+            json!({"sandboxId": sid, "name": "theirs"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // The audit log says who renamed it, and to what.
+    let (_, audit) = server.get("audit.list", &[("resourceId", sid)]).await;
+    let names: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "sandbox.rename")
+        .map(|e| e["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["third", "second"]);
+    // Once it is over, it keeps its last name.
+    server.post("sandbox.kill", json!({"sandboxId": sid})).await;
+    let (status, _) = server
+        .post("sandbox.rename", json!({"sandboxId": sid, "name": "late"}))
+        .await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED);
+}
+
+#[tokio::test]
 async fn kill_keeps_the_row_and_remove_deletes_it() {
     let server = TestServer::start().await;
     let sandbox = server

@@ -127,6 +127,41 @@ impl Sandboxes {
         .await
     }
 
+    /// Gives a sandbox the caller may use another name; a paused one stays paused.
+    pub async fn rename(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        name: &str,
+    ) -> Result<Sandbox, ServiceError> {
+        let access = self.service.access();
+        let sandbox = access
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        let Some(renamed) = self
+            .service
+            .store()
+            .rename(&sandbox.sandbox_id, name)
+            .await?
+        else {
+            // Over (or it became so since it was read): say in which state.
+            let now = access
+                .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+                .await?;
+            return Err(sandboxd_core::model::NotRunning(now.status).into());
+        };
+        access
+            .record(
+                &renamed.organization_id,
+                Some(caller),
+                "sandbox.rename",
+                Resource::sandbox(&renamed),
+                json!({"name": name}),
+            )
+            .await;
+        Ok(renamed)
+    }
+
     /// Changes a running sandbox the caller may use with `update` (the store's change,
     /// `None` when the sandbox stopped running meanwhile) and records it in the audit log.
     async fn change_running<F, Fut>(

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use reqwest::StatusCode;
 use sandboxd_client::Error;
+use sandboxd_core::api::definition::Definition;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -121,6 +122,14 @@ impl Client {
     /// A POST procedure with its JSON body.
     pub async fn post(&self, procedure: &str, body: &Value) -> Result<Value, Failure> {
         self.call(procedure, body).await
+    }
+
+    /// Calls the procedure `D` with its typed request; the answer's JSON, or why not.
+    pub async fn invoke<D: Definition>(&self, request: &D::Request) -> Result<Value, Failure>
+    where
+        D::Request: Serialize,
+    {
+        self.call(D::PROCEDURE.name, request).await
     }
 
     /// Calls `procedure` with `args`; the answer's JSON (`null` for none), or why not.

@@ -125,6 +125,15 @@ pub enum ClientCommand {
         #[arg(value_parser = sandboxes::parse_duration)]
         duration: std::time::Duration,
     },
+    /// Give a sandbox another name.
+    #[command(after_help = "Example:\n  sandboxd rename $ID build-42")]
+    Rename {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        /// 1–64 characters.
+        name: String,
+    },
     /// Pause sandboxes: processes and memory kept, no CPU, until resumed (any call on a
     /// paused sandbox resumes it).
     #[command(after_help = "Example:\n  sandboxd pause $ID")]
@@ -416,6 +425,10 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
             print(&common, &sandbox, |s| {
                 format!("expires at {}\n", s["expiresAt"].as_str().unwrap_or("-"))
             });
+        }
+        ClientCommand::Rename { common, id, name } => {
+            let sandbox = sandboxes::rename(&client(&common)?, &id, &name).await?;
+            print(&common, &sandbox, sandboxes::show_fields);
         }
         ClientCommand::Pause { common, ids } => freeze(&common, "sandbox.pause", ids).await?,
         ClientCommand::Resume { common, ids } => freeze(&common, "sandbox.resume", ids).await?,

@@ -2,6 +2,8 @@
 //! `files`.
 
 use clap::Args;
+use sandboxd_core::api::RenameSandboxRequest;
+use sandboxd_core::api::procedures;
 use serde_json::{Value, json};
 
 use super::client::{Client, Failure};
@@ -228,6 +230,14 @@ pub async fn set_timeout(
             &json!({"sandboxId": id, "timeoutMs": timeout.as_millis() as u64}),
         )
         .await
+}
+
+pub async fn rename(client: &Client, id: &str, name: &str) -> Result<Value, Failure> {
+    let request = RenameSandboxRequest {
+        sandbox_id: id.to_owned(),
+        name: name.to_owned(),
+    };
+    client.invoke::<procedures::SandboxRename>(&request).await
 }
 
 /// `sandbox.pause` or `sandbox.resume` (`procedure`).

@@ -86,6 +86,28 @@ pub const EGRESS_DECISION: &str = "a person's decision: an agent asks with sandb
      (a request is decided with another key than the one that asked)";
 pub const PROBE: &str = "a probe for load balancers and operators, not a tool";
 
+/// The procedures whose REST handler is written by hand (in the server's `routes/`), and
+/// why: each is a row of the table with no definition.
+pub const HANDWRITTEN: &[(Procedure, &str)] = &[
+    (
+        READ_FILE,
+        "its answer is encoded by hand, the content written once (a 10 MiB file is not copied into a JSON string)",
+    ),
+    (UPLOAD, "a raw byte stream in, of any length"),
+    (DOWNLOAD, "a raw byte stream out, of any length"),
+    (HEALTH, "a probe: no key, and it cannot fail"),
+    (READY, "a probe: no key, and 503 with what is not ready"),
+];
+
+#[rustfmt::skip]
+const READ_FILE: Procedure = procedure("sandbox.readFile", "/api/sandbox.readFile", Get, InQuery, true, Named("sandbox-readFile"));
+#[rustfmt::skip]
+const UPLOAD: Procedure = procedure("sandbox.upload", "/api/sandbox.upload", Post, InQuery, true, Without(BINARY_STREAM));
+#[rustfmt::skip]
+const DOWNLOAD: Procedure = procedure("sandbox.download", "/api/sandbox.download", Get, InQuery, true, Without(BINARY_STREAM));
+const HEALTH: Procedure = procedure("health", "/health", Get, Nothing, false, Without(PROBE));
+const READY: Procedure = procedure("ready", "/ready", Get, Nothing, false, Without(PROBE));
+
 const fn procedure(
     name: &'static str,
     path: &'static str,
@@ -109,85 +131,103 @@ use Method::{Get, Post};
 use Names::{InQuery, Nothing};
 use Tool::{Named, Without};
 
-/// Every procedure of the REST API.
-#[rustfmt::skip]
-pub const PROCEDURES: &[Procedure] = &[
-    // Sandboxes.
-    SandboxCreate::PROCEDURE,
-    SandboxExec::PROCEDURE,
-    SandboxWriteFile::PROCEDURE,
-    procedure("sandbox.readFile", "/api/sandbox.readFile", Get, InQuery, true, Named("sandbox-readFile")),
-    SandboxListFiles::PROCEDURE,
-    procedure("sandbox.upload", "/api/sandbox.upload", Post, InQuery, true, Without(BINARY_STREAM)),
-    procedure("sandbox.download", "/api/sandbox.download", Get, InQuery, true, Without(BINARY_STREAM)),
-    SandboxSetTimeout::PROCEDURE,
-    SandboxSetEgress::PROCEDURE,
-    SandboxEgressLog::PROCEDURE,
-    SandboxRequestEgress::PROCEDURE,
-    EgressRequests::PROCEDURE,
-    EgressDecide::PROCEDURE,
-    SandboxList::PROCEDURE,
-    SandboxOne::PROCEDURE,
-    SandboxStats::PROCEDURE,
-    SandboxPause::PROCEDURE,
-    SandboxResume::PROCEDURE,
-    SandboxChanges::PROCEDURE,
-    SandboxSnapshot::PROCEDURE,
-    SandboxFork::PROCEDURE,
-    SandboxKill::PROCEDURE,
-    SandboxRemove::PROCEDURE,
-    SandboxTemplates::PROCEDURE,
-    SandboxExecToken::PROCEDURE,
-    // Snapshots.
-    SnapshotAll::PROCEDURE,
-    SnapshotOne::PROCEDURE,
-    SnapshotRemove::PROCEDURE,
-    // Volumes.
-    VolumeCreate::PROCEDURE,
-    VolumeAll::PROCEDURE,
-    VolumeOne::PROCEDURE,
-    VolumeRemove::PROCEDURE,
-    // Ports exposed as preview URLs.
-    SandboxExposePort::PROCEDURE,
-    SandboxPorts::PROCEDURE,
-    SandboxUnexposePort::PROCEDURE,
-    // Background processes and interpreter contexts (the agent's).
-    SandboxProcessStart::PROCEDURE,
-    SandboxProcessList::PROCEDURE,
-    SandboxProcessWait::PROCEDURE,
-    SandboxProcessSignal::PROCEDURE,
-    SandboxProcessWrite::PROCEDURE,
-    SandboxProcessOutput::PROCEDURE,
-    SandboxContextCreate::PROCEDURE,
-    SandboxContextRun::PROCEDURE,
-    SandboxContextRemove::PROCEDURE,
-    // Projects and environments.
-    ProjectAll::PROCEDURE,
-    ProjectCreate::PROCEDURE,
-    EnvironmentCreate::PROCEDURE,
-    // Organizations, members, keys, audit.
-    OrganizationAll::PROCEDURE,
-    OrganizationCreate::PROCEDURE,
-    MemberAll::PROCEDURE,
-    MemberCreate::PROCEDURE,
-    MemberUpdate::PROCEDURE,
-    MemberRemove::PROCEDURE,
-    ApiKeyAll::PROCEDURE,
-    ApiKeyCreate::PROCEDURE,
-    ApiKeyCurrent::PROCEDURE,
-    ApiKeyRevoke::PROCEDURE,
-    AuditList::PROCEDURE,
-    // Remote servers.
-    ServerAll::PROCEDURE,
-    ServerOne::PROCEDURE,
-    ServerCreate::PROCEDURE,
-    ServerUpdate::PROCEDURE,
-    ServerRemove::PROCEDURE,
-    ServerTest::PROCEDURE,
-    // Probes.
-    procedure("health", "/health", Get, Nothing, false, Without(PROBE)),
-    procedure("ready", "/ready", Get, Nothing, false, Without(PROBE)),
-];
+/// Calls `$visit!` with the type of every procedure defined (`define!`): the one list a
+/// new procedure's definition is added to. The server routes and serves each, the table
+/// below holds each one's row.
+#[macro_export]
+macro_rules! each_defined {
+    ($visit:ident) => {
+        $visit!(
+            // Sandboxes.
+            $crate::api::procedures::SandboxCreate,
+            $crate::api::procedures::SandboxRename,
+            $crate::api::procedures::SandboxExec,
+            $crate::api::procedures::SandboxWriteFile,
+            $crate::api::procedures::SandboxListFiles,
+            $crate::api::procedures::SandboxSetTimeout,
+            $crate::api::procedures::SandboxSetEgress,
+            $crate::api::procedures::SandboxEgressLog,
+            $crate::api::procedures::SandboxRequestEgress,
+            $crate::api::procedures::EgressRequests,
+            $crate::api::procedures::EgressDecide,
+            $crate::api::procedures::SandboxList,
+            $crate::api::procedures::SandboxOne,
+            $crate::api::procedures::SandboxStats,
+            $crate::api::procedures::SandboxPause,
+            $crate::api::procedures::SandboxResume,
+            $crate::api::procedures::SandboxChanges,
+            $crate::api::procedures::SandboxSnapshot,
+            $crate::api::procedures::SandboxFork,
+            $crate::api::procedures::SandboxKill,
+            $crate::api::procedures::SandboxRemove,
+            $crate::api::procedures::SandboxTemplates,
+            $crate::api::procedures::SandboxExecToken,
+            // Snapshots.
+            $crate::api::procedures::SnapshotAll,
+            $crate::api::procedures::SnapshotOne,
+            $crate::api::procedures::SnapshotRemove,
+            // Volumes.
+            $crate::api::procedures::VolumeCreate,
+            $crate::api::procedures::VolumeAll,
+            $crate::api::procedures::VolumeOne,
+            $crate::api::procedures::VolumeRemove,
+            // Ports exposed as preview URLs.
+            $crate::api::procedures::SandboxExposePort,
+            $crate::api::procedures::SandboxPorts,
+            $crate::api::procedures::SandboxUnexposePort,
+            // Background processes and interpreter contexts (the agent's).
+            $crate::api::procedures::SandboxProcessStart,
+            $crate::api::procedures::SandboxProcessList,
+            $crate::api::procedures::SandboxProcessWait,
+            $crate::api::procedures::SandboxProcessSignal,
+            $crate::api::procedures::SandboxProcessWrite,
+            $crate::api::procedures::SandboxProcessOutput,
+            $crate::api::procedures::SandboxContextCreate,
+            $crate::api::procedures::SandboxContextRun,
+            $crate::api::procedures::SandboxContextRemove,
+            // Projects and environments.
+            $crate::api::procedures::ProjectAll,
+            $crate::api::procedures::ProjectCreate,
+            $crate::api::procedures::EnvironmentCreate,
+            // Organizations, members, keys, audit.
+            $crate::api::procedures::OrganizationAll,
+            $crate::api::procedures::OrganizationCreate,
+            $crate::api::procedures::MemberAll,
+            $crate::api::procedures::MemberCreate,
+            $crate::api::procedures::MemberUpdate,
+            $crate::api::procedures::MemberRemove,
+            $crate::api::procedures::ApiKeyAll,
+            $crate::api::procedures::ApiKeyCreate,
+            $crate::api::procedures::ApiKeyCurrent,
+            $crate::api::procedures::ApiKeyRevoke,
+            $crate::api::procedures::AuditList,
+            // Remote servers.
+            $crate::api::procedures::ServerAll,
+            $crate::api::procedures::ServerOne,
+            $crate::api::procedures::ServerCreate,
+            $crate::api::procedures::ServerUpdate,
+            $crate::api::procedures::ServerRemove,
+            $crate::api::procedures::ServerTest,
+        )
+    };
+}
+
+/// Every procedure of the REST API: the defined ones and the handwritten ones.
+pub const PROCEDURES: &[Procedure] = {
+    macro_rules! rows {
+        ($($procedure:ty),* $(,)?) => {
+            &[
+                $(<$procedure as Definition>::PROCEDURE,)*
+                READ_FILE,
+                UPLOAD,
+                DOWNLOAD,
+                HEALTH,
+                READY,
+            ]
+        };
+    }
+    crate::each_defined!(rows)
+};
 
 /// The procedure served at `path`.
 pub fn at_path(path: &str) -> Option<&'static Procedure> {

@@ -14,6 +14,16 @@ crate::define! {
         response: one(SandboxView),
     }
 
+    /// Give a sandbox another name (being made, running or paused; a paused one stays
+    /// paused).
+    SandboxRename {
+        name: "sandbox.rename", method: Post, names: InBody, forwarded: false,
+        tag: "sandbox", errors: [400, 401, 404, 412],
+        tool "sandbox-rename" "Give a sandbox another name (1–64 characters), shown by sandbox-list and sandbox-one.",
+        request: body(RenameSandboxRequest),
+        response: one(SandboxView),
+    }
+
     /// Run a command through `sh -c`; output is capped at 1 MiB per stream and the whole
     /// process tree is killed on timeout (exit code 124).
     SandboxExec {

@@ -12,7 +12,7 @@ use sandboxd_core::api::definition::Takes;
 use sandboxd_core::api::procedures::Tool;
 
 use super::{SandboxTools, ToolResult, caller, failed, ok, relayed};
-use crate::procedures::{Context, Serve, Surface, each_served};
+use crate::procedures::{Context, Serve, Surface};
 
 /// Tools written by hand, and why.
 pub(super) const HANDWRITTEN: &[(&str, &str)] = &[
@@ -41,7 +41,7 @@ pub(super) fn router() -> ToolRouter<SandboxTools> {
             router
         }};
     }
-    each_served!(tools)
+    sandboxd_core::each_defined!(tools)
 }
 
 /// `D`'s tool, when it has one.
