@@ -1,4 +1,4 @@
-//! The agent adapter of the sandbox channel port: a connection to a sandbox's agent
+//! The agent adapter of the sandbox channel contract: a connection to a sandbox's agent
 //! serves every operation of [`SandboxChannel`], and the hub hands out the channel of
 //! each sandbox whose agent is connected ([`AgentChannels`]).
 
@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sandboxd_agent_protocol::{DirEntry, EntryKind, TransferShape};
-use sandboxd_core::api::{FileEntry, FileType, TransferFormat};
-use sandboxd_core::rfc3339::format_millis;
-use sandboxd_ports::{
+use sandboxd_contracts::{
     AgentChannels, ChannelError, Chunks, Download, ExecOutcome, ExecSpec, FollowEvent, FollowFrom,
     OutputSlice, PathEntry, ProcessFollow, ProcessInfo, ProcessSpec, ProcessStream, SandboxChannel,
     Terminal, TerminalEvent, TerminalSpec, UploadShape, UploadSink, Via, WatchEvent,
 };
+use sandboxd_core::api::{FileEntry, FileType, TransferFormat};
+use sandboxd_core::rfc3339::format_millis;
 
 use crate::transfer::{TransferError, Upload};
 use crate::{AgentConn, AgentError, AgentHub, FileOpError, Following, PortError, PtySession};
@@ -50,7 +50,7 @@ impl From<PortError> for ChannelError {
         match error {
             PortError::Refused(failure) => Self::Refused(failure),
             PortError::Busy => Self::refused(
-                sandboxd_ports::RefusalKind::Limit,
+                sandboxd_contracts::RefusalKind::Limit,
                 format!(
                     "the sandbox has {} connections to its ports open, the most it may",
                     crate::port::PORTS
@@ -135,11 +135,11 @@ impl SandboxChannel for AgentConn {
     async fn open_port(
         &self,
         port: u16,
-    ) -> Result<Box<dyn sandboxd_ports::ByteStream>, ChannelError> {
+    ) -> Result<Box<dyn sandboxd_contracts::ByteStream>, ChannelError> {
         Ok(Box::new(AgentConn::open_port(self, port).await?))
     }
 
-    async fn accept_egress(&self) -> Result<Box<dyn sandboxd_ports::ByteStream>, ChannelError> {
+    async fn accept_egress(&self) -> Result<Box<dyn sandboxd_contracts::ByteStream>, ChannelError> {
         Ok(Box::new(AgentConn::accept_egress(self).await?))
     }
 
@@ -300,7 +300,7 @@ fn daemon(conn: &AgentConn) -> Result<(), ChannelError> {
         return Ok(());
     }
     Err(ChannelError::refused(
-        sandboxd_ports::RefusalKind::Invalid,
+        sandboxd_contracts::RefusalKind::Invalid,
         "this sandbox's agent is older than this server: E2B's calls need a sandbox made by this version",
     ))
 }

@@ -385,7 +385,7 @@ impl std::fmt::Debug for AgentStream {
     }
 }
 
-pub use sandboxd_ports::ByteStream;
+pub use sandboxd_contracts::ByteStream;
 
 async fn serve_halves<R, W>(
     reader: R,

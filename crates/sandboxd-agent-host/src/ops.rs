@@ -12,11 +12,11 @@ use sandboxd_agent_protocol::{
     DirEntry, Done, Exit, Failure, Frame, Kind, MAX_PAYLOAD, OutputSlice, ProcessInfo,
     ProcessStream, Request, Signal, WatchEvent,
 };
-use sandboxd_core::exec_kill::MARKER_ENV;
-use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
-use sandboxd_ports::{
+use sandboxd_contracts::{
     ExecOutcome, ExecSpec, FollowEvent, FollowFrom, OutputStream, TerminalEvent, TerminalSpec,
 };
+use sandboxd_core::exec_kill::MARKER_ENV;
+use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
 
 use super::conn::{AgentConn, AgentError, Channel};
 

@@ -14,7 +14,7 @@ use sandboxd_agent_protocol::{
     Credit, DOWNLOAD_WINDOW, Done, DownloadStart, Failure, Inflow, Kind, Outflow, Request,
     TransferShape,
 };
-use sandboxd_ports::Chunks;
+use sandboxd_contracts::Chunks;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::conn::{AgentConn, AgentError, Channel, SendOnDrop};
@@ -23,7 +23,7 @@ use super::ops::{Deadline, FileOpError, parse, unexpected};
 /// Content goes to the agent in frames of this size at most.
 const CHUNK: usize = 256 * 1024;
 
-pub use sandboxd_ports::UploadShape;
+pub use sandboxd_contracts::UploadShape;
 
 /// How a transfer over the agent failed.
 #[derive(Debug)]

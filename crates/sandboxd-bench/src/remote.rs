@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use bollard::Docker;
+use sandboxd_contracts::{Engine, ExecSpec};
 use sandboxd_docker::DockerEngine;
-use sandboxd_ports::{Engine, ExecSpec};
 use sandboxd_ssh::{HostKey, SshSession, SshTarget};
 use serde_json::json;
 

@@ -13,7 +13,7 @@ use crate::error::{EngineError, classify, message_of, status_of};
 
 const BLOCK: usize = 512;
 
-pub use sandboxd_ports::ReadFileError;
+pub use sandboxd_contracts::ReadFileError;
 
 fn now_secs() -> u64 {
     std::time::SystemTime::now()
@@ -80,7 +80,7 @@ impl DockerEngine {
                 message: format!("cannot archive {name}: {e}"),
             }
         })?;
-        let tar: sandboxd_ports::Chunks =
+        let tar: sandboxd_contracts::Chunks =
             Box::pin(futures_util::stream::once(
                 async move { Ok(Bytes::from(tar)) },
             ));

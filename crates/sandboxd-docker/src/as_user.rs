@@ -11,8 +11,8 @@ use bollard::container::LogOutput;
 use bollard::models::ExecConfig;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
+use sandboxd_contracts::Chunks;
 use sandboxd_core::plan::AGENT_KEY_VAR;
-use sandboxd_ports::Chunks;
 use tokio::io::AsyncWriteExt as _;
 
 use crate::engine::{DockerEngine, bounded};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bollard::Docker;
 
-use sandboxd_ports::HostResources;
+use sandboxd_contracts::HostResources;
 
 use crate::error::{EngineError, fault};
 

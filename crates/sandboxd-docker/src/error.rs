@@ -1,6 +1,6 @@
-//! Engine errors as the adapter classifies them (the error types are the ports').
+//! Engine errors as the adapter classifies them (the error types are the contracts').
 
-pub use sandboxd_ports::EngineError;
+pub use sandboxd_contracts::EngineError;
 
 /// The engine's error, classified by status code: 404 as not found, other client errors
 /// as rejected requests, the rest kept as engine faults.

@@ -7,7 +7,7 @@ use bollard::query_parameters::{EventsOptionsBuilder, InspectContainerOptions};
 use futures_util::{Stream, StreamExt as _};
 use sandboxd_core::plan::{LABEL_INSTANCE, LABEL_SANDBOX_ID};
 
-pub use sandboxd_ports::ContainerDeath;
+pub use sandboxd_contracts::ContainerDeath;
 
 use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, fault, status_of};

@@ -13,7 +13,7 @@ use sandboxd_core::limits::{KILL_GRACE_MS, TIMEOUT_EXIT_CODE};
 use sandboxd_core::plan::AGENT_KEY_VAR;
 use tracing::warn;
 
-pub use sandboxd_ports::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
+pub use sandboxd_contracts::{ExecOutcome, ExecSpec, OutputStream, OutputTx};
 
 use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, classify, fault, status_of};

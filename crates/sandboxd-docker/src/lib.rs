@@ -1,5 +1,5 @@
-//! The Docker engine adapter of sandboxd: implements the engine port
-//! (`sandboxd_ports::Engine`) through bollard, turning core plans into engine calls.
+//! The Docker engine adapter of sandboxd: implements the engine contract
+//! (`sandboxd_contracts::Engine`) through bollard, turning core plans into engine calls.
 //! One module per engine resource; every call has a timeout.
 #![forbid(unsafe_code)]
 

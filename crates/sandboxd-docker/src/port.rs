@@ -1,12 +1,12 @@
-//! The engine port implemented for Docker: each call goes to the adapter's method of
+//! The engine contract implemented for Docker: each call goes to the adapter's method of
 //! the same name.
 
-use sandboxd_core::plan::ContainerPlan;
-use sandboxd_core::reconcile::ContainerState;
-use sandboxd_ports::{
+use sandboxd_contracts::{
     Chunks, Commit, Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources,
     Reachability, ReadFileError, UsageSample,
 };
+use sandboxd_core::plan::ContainerPlan;
+use sandboxd_core::reconcile::ContainerState;
 use sandboxd_ssh::Health;
 
 use crate::engine::DockerEngine;

@@ -1,11 +1,11 @@
-//! The remote-server port for Docker: the engine of a server reached over one SSH
+//! The remote-server contract for Docker: the engine of a server reached over one SSH
 //! connection (`sandboxd-ssh`), each engine request a channel to its socket.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use sandboxd_contracts::{ConnectError, Connector, Probe, RemoteAgents, RemoteServer, RemoteSpec};
 use sandboxd_core::networks::AllowedNetworks;
-use sandboxd_ports::{ConnectError, Connector, Probe, RemoteAgents, RemoteServer, RemoteSpec};
 use sandboxd_ssh::{AddressPolicy, HostKey, SshLink, SshSession, SshTarget};
 
 use crate::engine::DockerEngine;
@@ -173,16 +173,16 @@ struct SshDialer {
 }
 
 #[async_trait::async_trait]
-impl sandboxd_ports::RemoteDialer for SshDialer {
+impl sandboxd_contracts::RemoteDialer for SshDialer {
     async fn dial(
         &self,
         address: std::net::SocketAddr,
-    ) -> Result<Box<dyn sandboxd_ports::ByteStream>, sandboxd_ports::EngineError> {
+    ) -> Result<Box<dyn sandboxd_contracts::ByteStream>, sandboxd_contracts::EngineError> {
         let stream = self
             .session
             .open_tcp(address)
             .await
-            .map_err(|error| sandboxd_ports::EngineError::Unreachable(Box::new(error)))?;
+            .map_err(|error| sandboxd_contracts::EngineError::Unreachable(Box::new(error)))?;
         Ok(Box::new(stream))
     }
 }

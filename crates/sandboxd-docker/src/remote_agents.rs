@@ -8,7 +8,7 @@ use sandboxd_core::plan::AGENT_KEY_FILE;
 use sandboxd_core::plan::READABLE_AGENT as READABLE;
 use std::sync::Arc;
 
-use sandboxd_ports::{ByteStream, EngineError, RemoteAgent, RemoteAgents};
+use sandboxd_contracts::{ByteStream, EngineError, RemoteAgent, RemoteAgents};
 use sandboxd_ssh::{SshError, SshSession};
 use tokio::sync::{OnceCell, mpsc};
 use tracing::{info, warn};

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use bollard::models::ContainerConfig;
 use bollard::query_parameters::{CommitContainerOptionsBuilder, RemoveImageOptionsBuilder};
+use sandboxd_contracts::Commit;
 use sandboxd_core::snapshots::{scrubbed_env, snapshot_labels};
-use sandboxd_ports::Commit;
 
 use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, classify, fault, status_of};

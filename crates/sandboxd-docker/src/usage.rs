@@ -4,7 +4,7 @@
 use bollard::models::ContainerStatsResponse;
 use bollard::query_parameters::StatsOptions;
 use futures_util::StreamExt as _;
-use sandboxd_ports::UsageSample;
+use sandboxd_contracts::UsageSample;
 
 use crate::engine::{DockerEngine, bounded};
 use crate::error::{EngineError, fault, status_of};

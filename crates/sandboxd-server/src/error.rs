@@ -144,7 +144,7 @@ impl ApiError {
                 ),
                 // The engine is there but did not answer in time (a host under load):
                 // the request may be tried again.
-                S::Engine(sandboxd_ports::EngineError::Timeout { .. }) => (
+                S::Engine(sandboxd_contracts::EngineError::Timeout { .. }) => (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "SERVICE_UNAVAILABLE",
                     "the container engine did not answer in time (it is busy); retry later".into(),
@@ -228,15 +228,14 @@ mod tests {
 
     #[test]
     fn an_engine_that_does_not_answer_in_time_is_unavailable_not_a_fault() {
-        let timeout =
-            ApiError::Service(ServiceError::Engine(sandboxd_ports::EngineError::Timeout {
-                call: "info",
-            }));
+        let timeout = ApiError::Service(ServiceError::Engine(
+            sandboxd_contracts::EngineError::Timeout { call: "info" },
+        ));
         let (status, body) = timeout.status_and_body();
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert!(body.message.contains("retry later"), "{}", body.message);
         let other = ApiError::Service(ServiceError::Engine(
-            sandboxd_ports::EngineError::NotFound { what: "network" },
+            sandboxd_contracts::EngineError::NotFound { what: "network" },
         ));
         assert_eq!(other.status_and_body().0, StatusCode::INTERNAL_SERVER_ERROR);
     }

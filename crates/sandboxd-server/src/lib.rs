@@ -34,9 +34,9 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{any, get};
 use axum::serve::ListenerExt as _;
+use sandboxd_contracts::{Engine, EngineError};
 use sandboxd_core::limits::{REAPER_INTERVAL_MS, RECONCILE_INTERVAL_MS};
 use sandboxd_core::templates::Templates;
-use sandboxd_ports::{Engine, EngineError};
 use sandboxd_store::{Bootstrap, Store};
 
 use crate::agent::AgentHub;
@@ -47,7 +47,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub use routes::session::CookieSecure;
 pub use sandboxd_agent_host as agent;
-pub use sandboxd_ports as ports;
+pub use sandboxd_contracts as contracts;
 pub use sandboxd_service as service;
 pub use service::Service;
 
@@ -113,9 +113,9 @@ pub struct ServerConfig {
     pub agent_op_timeout: Duration,
     /// What each organization may hold at once (sandboxes, CPU, memory, keys per user).
     pub quotas: sandboxd_core::quotas::Quotas,
-    /// The remote-server port (the binary wires the Docker-over-SSH one); `None`:
+    /// The remote-server contract (the binary wires the Docker-over-SSH one); `None`:
     /// sandboxes run on the local engine only and `server.*` answers 503.
-    pub remote: Option<Arc<dyn sandboxd_ports::Connector>>,
+    pub remote: Option<Arc<dyn sandboxd_contracts::Connector>>,
     /// Sandboxes run on remote servers only: `sandbox.create` needs a `serverId`.
     pub remote_only: bool,
     /// A create without `serverId` goes where the most room is.
@@ -138,7 +138,7 @@ pub struct ServerConfig {
     /// traffic count as its activity for the idle timeout.
     pub port_traffic_is_activity: bool,
     /// Which organizations may register remote servers (the networks they may be at
-    /// are the remote-server port's, set where it is made).
+    /// are the remote-server contract's, set where it is made).
     pub server_registration: sandboxd_core::access::ServerRegistration,
     /// How long a sandbox outlives its expiry when nothing more is heard from sandboxd
     /// (its agent's dead-man's switch).

@@ -12,7 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sandboxd_ports::Engine;
+use sandboxd_contracts::Engine;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;

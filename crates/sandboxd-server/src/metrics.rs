@@ -11,7 +11,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use sandboxd_ports::Reachability;
+use sandboxd_contracts::Reachability;
 
 use crate::AppState;
 use crate::auth::Caller;

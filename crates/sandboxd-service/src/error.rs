@@ -1,9 +1,9 @@
 //! Errors of the service layer: typed, with their causes kept. Only the API layer turns
 //! them into status codes.
 
+use sandboxd_contracts::{ConnectError, EngineError};
 use sandboxd_core::error::Invalid;
 use sandboxd_core::model::{NotRunning, SandboxStatus};
-use sandboxd_ports::{ConnectError, EngineError};
 use sandboxd_store::StoreError;
 
 /// Why an operation failed.

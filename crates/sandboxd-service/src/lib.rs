@@ -24,9 +24,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use sandboxd_contracts::{AgentChannels, Engine, ExecSpec, SandboxChannel, Via};
 use sandboxd_core::model::Sandbox;
 use sandboxd_core::templates::Templates;
-use sandboxd_ports::{AgentChannels, Engine, ExecSpec, SandboxChannel, Via};
 use sandboxd_store::Store;
 
 use sandboxd_agent_host::AgentHub;
@@ -49,7 +49,7 @@ pub use tenancy::Tenancy;
 
 /// Counter of the operations each path served (`path` = `agent` | `engine`).
 pub const SERVED: &str = "sandboxd_operations_served_total";
-pub use sandboxd_ports::Download;
+pub use sandboxd_contracts::Download;
 pub use sandboxes::{Revival, Sandboxes};
 
 /// Everything the operations need, shared by every request.
@@ -122,8 +122,8 @@ pub struct Options {
     pub quotas: sandboxd_core::quotas::Quotas,
     /// CPUs of the engine's host: no sandbox gets more. `None`: unknown, unchecked.
     pub host_cpus: Option<i64>,
-    /// The remote-server port; `None`: local sandboxes only.
-    pub remote: Option<Arc<dyn sandboxd_ports::Connector>>,
+    /// The remote-server contract; `None`: local sandboxes only.
+    pub remote: Option<Arc<dyn sandboxd_contracts::Connector>>,
     /// Sandboxes run on remote servers only: a create without `serverId` is refused.
     pub remote_only: bool,
     /// A create without `serverId` goes where the most room is (the local engine or a

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
+use sandboxd_contracts::{ByteStream, ChannelError, RefusalKind};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::{NotRunning, Principal, SandboxStatus};
 use sandboxd_core::ports::{self as rules, Credential, Entry, Exposure};
 use sandboxd_core::validate::ExposePort;
-use sandboxd_ports::{ByteStream, ChannelError, RefusalKind};
 use serde_json::json;
 
 use crate::access::Resource;

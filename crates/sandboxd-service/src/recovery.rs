@@ -6,7 +6,7 @@ use sandboxd_core::model::{NotRunning, SandboxStatus};
 use std::sync::Arc;
 
 use sandboxd_agent_host::AgentHub;
-use sandboxd_ports::{Engine, ExecOutcome, Reachability};
+use sandboxd_contracts::{Engine, ExecOutcome, Reachability};
 use tracing::{debug, warn};
 
 use crate::{Service, ServiceError, Via};

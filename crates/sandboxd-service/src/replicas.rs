@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use sandboxd_agent_host::AgentHub;
-use sandboxd_ports::AgentChannels;
+use sandboxd_contracts::AgentChannels;
 use sandboxd_store::{Backend, Store};
 use tracing::{debug, warn};
 

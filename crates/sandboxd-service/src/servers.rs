@@ -1,6 +1,6 @@
 //! `server.*`: remote servers of an organization. Administrators manage them; members
 //! see and use the servers on their access list. A server's private key is sealed by
-//! the store and goes only to the remote-server port; its host key is pinned (given,
+//! the store and goes only to the remote-server contract; its host key is pinned (given,
 //! or learned by `server.test` and enforced from then on).
 
 use std::time::Instant;

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use sandboxd_ports::ByteStream;
+use sandboxd_contracts::ByteStream;
 use sandboxd_store::Store;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 

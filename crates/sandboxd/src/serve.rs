@@ -181,7 +181,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .iter()
         .filter_map(|(name, t)| Some((name.clone(), t.isolation?)))
         .collect();
-    // The wiring: the local Docker engine behind the engine port.
+    // The wiring: the local Docker engine behind the engine contract.
     let engine = DockerEngine::connect_local().await.context(
         "cannot connect to the Docker engine (is it running, and may this user use its socket?)",
     )?;

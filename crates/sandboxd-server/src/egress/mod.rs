@@ -77,7 +77,7 @@ async fn accept(gate: Gate, tls: tokio_rustls::TlsConnector) {
             Ok(stream) => {
                 tokio::spawn(proxy::serve(stream, gate.clone(), tls.clone()));
             }
-            Err(sandboxd_ports::ChannelError::Refused(failure)) => {
+            Err(sandboxd_contracts::ChannelError::Refused(failure)) => {
                 tracing::warn!(sandbox_id = gate.sandbox_id(), message = %failure.message, "the sandbox's egress proxy cannot be offered");
                 return;
             }

@@ -15,7 +15,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use sandboxd_ports::ByteStream;
+use sandboxd_contracts::ByteStream;
 use sandboxd_service::{EgressError, Gate};
 use tokio_rustls::TlsConnector;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rustls::RootCertStore;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName};
-use sandboxd_ports::ByteStream;
+use sandboxd_contracts::ByteStream;
 use tokio_rustls::TlsConnector;
 
 /// The connector of the server's egress proxy; the operator's CA file is read now, and

@@ -9,11 +9,11 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use bytes::Bytes;
+use sandboxd_contracts::OutputStream;
 use sandboxd_core::api::ExecRequest;
 use sandboxd_core::api::stream::{ClientMessage, ServerMessage};
 use sandboxd_core::utf8_stream::Utf8Stream;
 use sandboxd_core::validate;
-use sandboxd_ports::OutputStream;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::session::{self, RECHECK_EVERY, close, send_json as text};
 use crate::AppState;
-use sandboxd_ports::TerminalEvent as PtyEvent;
+use sandboxd_contracts::TerminalEvent as PtyEvent;
 
 /// A terminal in use refreshes its sandbox's activity at most this often.
 const TOUCH_EVERY: Duration = Duration::from_secs(10);

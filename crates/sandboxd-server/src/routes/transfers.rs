@@ -6,9 +6,9 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse as _, Response};
 use futures_util::{StreamExt as _, TryStreamExt as _};
+use sandboxd_contracts::Chunks;
 use sandboxd_core::api::*;
 use sandboxd_core::validate;
-use sandboxd_ports::Chunks;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 

@@ -381,7 +381,7 @@ async fn networks_named(docker: &bollard::Docker, name: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn two_bridges_of_one_name_are_made_one() {
-    use sandboxd_ports::Engine as _;
+    use sandboxd_contracts::Engine as _;
     // Concurrent creates on a fresh engine (two processes, or two replicas) can leave
     // two networks of one name, which no container can name.
     let engine = crate::harness::local_engine().await;

@@ -58,9 +58,11 @@ fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
     config
 }
 
-/// The remote-server port as the binary makes it, allowed to reach servers on loopback
+/// The remote-server contract as the binary makes it, allowed to reach servers on loopback
 /// (where the tests' servers are: the operator's `allowed_networks = ["127.0.0.0/8"]`).
-pub fn loopback_servers(config: &ServerConfig) -> std::sync::Arc<dyn sandboxd_ports::Connector> {
+pub fn loopback_servers(
+    config: &ServerConfig,
+) -> std::sync::Arc<dyn sandboxd_contracts::Connector> {
     let allowed = sandboxd_core::networks::AllowedNetworks::parse(&["127.0.0.0/8".into()])
         .expect("a network");
     std::sync::Arc::new(

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
 use reqwest::StatusCode;
+use sandboxd_contracts::{Engine, EngineError};
 use sandboxd_docker::DockerEngine;
-use sandboxd_ports::{Engine, EngineError};
 use sandboxd_ssh::SshSession;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};

@@ -55,7 +55,7 @@ async fn connect(
     caller: &Principal,
     sandbox: &Value,
     port: u16,
-) -> Box<dyn sandboxd_ports::ByteStream> {
+) -> Box<dyn sandboxd_contracts::ByteStream> {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         match server

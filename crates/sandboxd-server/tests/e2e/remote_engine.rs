@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::CreateContainerOptionsBuilder;
+use sandboxd_contracts::{Engine, ExecSpec, ReadFileError};
 use sandboxd_docker::DockerEngine;
-use sandboxd_ports::{Engine, ExecSpec, ReadFileError};
 use sandboxd_ssh::{Health, HostKey, SshError, SshLink, SshSession};
 
 use crate::harness::{BUSYBOX, remove_labelled_on};

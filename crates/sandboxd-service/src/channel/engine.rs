@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use sandboxd_agent_host::AgentHub;
-use sandboxd_ports::{ChannelError, Engine, EngineError, ExecOutcome, ExecSpec, RefusalKind};
+use sandboxd_contracts::{ChannelError, Engine, EngineError, ExecOutcome, ExecSpec, RefusalKind};
 
 use crate::internal_exec;
 use crate::recovery::restart_after_failed_kill;

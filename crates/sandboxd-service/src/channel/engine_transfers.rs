@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt, stream};
+use sandboxd_contracts::UploadSink;
+use sandboxd_contracts::{ChannelError, Chunks, Download, EngineError, RefusalKind, UploadShape};
 use sandboxd_core::api::TransferFormat;
 use sandboxd_core::paths;
 use sandboxd_core::transfer::{self, FileOut, TransferRefused};
-use sandboxd_ports::UploadSink;
-use sandboxd_ports::{ChannelError, Chunks, Download, EngineError, RefusalKind, UploadShape};
 
 use super::engine::EngineChannel;
 use crate::files::transfers::{capped, with_idle_deadline};

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 /// A command running longer than this refreshes the sandbox's activity again at its end.
 const LONG_COMMAND: Duration = Duration::from_secs(1);
 
+use sandboxd_contracts::{ExecSpec, OutputTx};
 use sandboxd_core::api::ExecResult;
 use sandboxd_core::limits::MAX_EXEC_OUTPUT_BYTES;
 use sandboxd_core::model::{Principal, SandboxStatus};
 use sandboxd_core::oom;
 use sandboxd_core::validate::ExecCommand;
-use sandboxd_ports::{ExecSpec, OutputTx};
 use tracing::{info, warn};
 
 use super::Commands;

@@ -2,9 +2,9 @@
 //! named by a tag, and followed as they run: the process model of E2B's in-sandbox
 //! daemon, on the agent's background processes (which outlive every client).
 
+use sandboxd_contracts::{FollowFrom, ProcessFollow, ProcessInfo, ProcessSpec};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::Principal;
-use sandboxd_ports::{FollowFrom, ProcessFollow, ProcessInfo, ProcessSpec};
 
 use super::Commands;
 use super::processes::process_error;

@@ -4,10 +4,10 @@
 use sandboxd_core::access::SandboxNeed;
 use std::time::Duration;
 
+use sandboxd_contracts::{ChannelError, ProcessInfo, ProcessSpec, ProcessStream, RefusalKind};
 use sandboxd_core::api::{Encoding, ProcessOutputResult, ProcessView, StreamName};
 use sandboxd_core::model::Principal;
 use sandboxd_core::validate::StartProcess;
-use sandboxd_ports::{ChannelError, ProcessInfo, ProcessSpec, ProcessStream, RefusalKind};
 
 use super::Commands;
 use crate::ServiceError;

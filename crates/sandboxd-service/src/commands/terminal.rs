@@ -6,7 +6,7 @@ use sandboxd_core::model::Principal;
 
 use super::Commands;
 use crate::{ServiceError, now_ms};
-use sandboxd_ports::{Terminal, TerminalSpec};
+use sandboxd_contracts::{Terminal, TerminalSpec};
 
 impl Commands {
     /// Opens a terminal in a running sandbox of the caller's. `cmd` runs through `sh -c`;

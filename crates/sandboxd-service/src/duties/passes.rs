@@ -189,7 +189,7 @@ impl Duties {
             self.service.fleet().release_agent(sandbox_id, server_id);
         }
         for (sandbox_id, container_id) in &plan.restart {
-            let death = sandboxd_ports::ContainerDeath {
+            let death = sandboxd_contracts::ContainerDeath {
                 container_id: container_id.clone(),
                 sandbox_id: sandbox_id.clone(),
             };

@@ -6,8 +6,8 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use sandboxd_contracts::ByteStream;
 use sandboxd_core::egress_log::EgressRecord;
-use sandboxd_ports::ByteStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::{Service, now_ms};

@@ -6,9 +6,9 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use sandboxd_contracts::{ByteStream, RemoteDialer};
 use sandboxd_core::egress::{self, Operator, Refusal};
 use sandboxd_core::egress_own::OwnAddresses;
-use sandboxd_ports::{ByteStream, RemoteDialer};
 use tokio::net::TcpStream;
 
 /// How long resolving a name may take.

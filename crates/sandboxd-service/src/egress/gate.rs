@@ -6,11 +6,11 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use sandboxd_contracts::{ByteStream, ChannelError, SandboxChannel};
 use sandboxd_core::egress::{self, Policy, Refusal};
 use sandboxd_core::egress_credentials::EgressCredential;
 use sandboxd_core::egress_log::{Allowance, Decision, EgressRecord, shown_host};
 use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
-use sandboxd_ports::{ByteStream, ChannelError, SandboxChannel};
 use serde_json::json;
 
 use super::counted::Counted;

@@ -1,8 +1,8 @@
 //! File operations through the sandbox's channel.
 
+use sandboxd_contracts::{Refusal, RefusalKind};
 use sandboxd_core::api::FileEntry;
 use sandboxd_core::limits::MAX_FILE_BYTES;
-use sandboxd_ports::{Refusal, RefusalKind};
 
 use super::{Executor, refusal_error, through};
 use crate::ServiceError;

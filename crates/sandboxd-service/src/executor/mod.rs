@@ -9,11 +9,11 @@ mod files;
 
 use std::sync::Arc;
 
-use sandboxd_core::model::Sandbox;
-use sandboxd_core::plan;
-use sandboxd_ports::{
+use sandboxd_contracts::{
     ChannelError, EngineError, ExecOutcome, ExecSpec, Refusal, RefusalKind, SandboxChannel, Via,
 };
+use sandboxd_core::model::Sandbox;
+use sandboxd_core::plan;
 
 use crate::channel::EngineChannel;
 use crate::recovery::restart_after_failed_kill;
@@ -29,15 +29,15 @@ pub(crate) const NEEDS_AGENT: &str =
 macro_rules! through {
     ($executor:expr, |$channel:ident| $call:expr) => {{
         let executor = $executor;
-        let mut result = Err(::sandboxd_ports::ChannelError::NotSent);
-        let mut via = ::sandboxd_ports::Via::Engine;
+        let mut result = Err(::sandboxd_contracts::ChannelError::NotSent);
+        let mut via = ::sandboxd_contracts::Via::Engine;
         if let Some($channel) = executor.agent() {
-            via = ::sandboxd_ports::Via::Agent;
+            via = ::sandboxd_contracts::Via::Agent;
             result = $call.await;
         }
-        if matches!(result, Err(::sandboxd_ports::ChannelError::NotSent)) {
-            via = ::sandboxd_ports::Via::Engine;
-            let $channel: &dyn ::sandboxd_ports::SandboxChannel = executor.engine_channel();
+        if matches!(result, Err(::sandboxd_contracts::ChannelError::NotSent)) {
+            via = ::sandboxd_contracts::Via::Engine;
+            let $channel: &dyn ::sandboxd_contracts::SandboxChannel = executor.engine_channel();
             result = $call.await;
         }
         executor.served(via);

@@ -3,11 +3,11 @@
 //! sizes. The engine's diff says which paths; `find`, run as the sandbox's user, says
 //! what each is now (what that user cannot see stays without a type).
 
+use sandboxd_contracts::ExecSpec;
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::{ChangeKind, ChangesResult, FileType};
 use sandboxd_core::changes;
 use sandboxd_core::model::{Principal, Sandbox};
-use sandboxd_ports::ExecSpec;
 
 use super::Files;
 use crate::{ServiceError, internal_exec};

@@ -2,10 +2,10 @@
 //! entries of a directory, renames and removals. Done by the sandbox's agent as the
 //! sandbox user; the engine path does none of them.
 
+use sandboxd_contracts::{ChannelError, PathEntry, RefusalKind, SandboxChannel, WatchEvent};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::limits::MAX_LISTING_BYTES;
 use sandboxd_core::model::Principal;
-use sandboxd_ports::{ChannelError, PathEntry, RefusalKind, SandboxChannel, WatchEvent};
 use std::sync::Arc;
 
 use super::Files;

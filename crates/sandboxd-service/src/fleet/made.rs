@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use sandboxd_contracts::{Engine, RemoteServer};
 use sandboxd_core::api::Resources;
-use sandboxd_ports::{Engine, RemoteServer};
 use tokio::sync::OnceCell;
 
 type Slot = Arc<OnceCell<RemoteServer>>;

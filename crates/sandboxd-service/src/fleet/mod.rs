@@ -1,5 +1,5 @@
 //! The engines sandboxes run on: the local one, and one per remote server, connected on
-//! first use through the remote-server port and kept (its connection is made again
+//! first use through the remote-server contract and kept (its connection is made again
 //! whenever lost). A server's engine is made by one caller at a time; callers for other
 //! servers never wait on it.
 
@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sandboxd_agent_host::AgentHub;
+use sandboxd_contracts::{Connector, Engine, RemoteAgents, RemoteServer, RemoteSpec};
 use sandboxd_core::api::Resources;
 use sandboxd_core::model::Server;
 use sandboxd_core::plan::AgentMount;
-use sandboxd_ports::{Connector, Engine, RemoteAgents, RemoteServer, RemoteSpec};
 use sandboxd_store::Store;
 use tokio_util::task::TaskTracker;
 use tracing::warn;
@@ -25,7 +25,7 @@ use made::Made;
 
 /// The engines sandboxes run on and where a new one goes. Depends on the store (server
 /// records and reservations), the access checks (which servers a caller may use), the
-/// local engine, the remote-server port and the agent hub (agents of remote sandboxes).
+/// local engine, the remote-server contract and the agent hub (agents of remote sandboxes).
 #[derive(Debug, Clone)]
 pub struct Fleet {
     store: Store,
@@ -163,7 +163,7 @@ impl Fleet {
     pub(crate) async fn dialer_of(
         &self,
         server_id: &str,
-    ) -> Result<Arc<dyn sandboxd_ports::RemoteDialer>, ServiceError> {
+    ) -> Result<Arc<dyn sandboxd_contracts::RemoteDialer>, ServiceError> {
         self.remote_server(server_id).await?.dialer.ok_or_else(|| {
             ServiceError::Unavailable("the sandbox's server makes no connections for it".into())
         })
@@ -268,7 +268,7 @@ impl Fleet {
 
     /// How the connection to each server connected since start is doing (servers never
     /// used are not listed).
-    pub async fn servers_health(&self) -> Vec<(String, sandboxd_ports::Reachability)> {
+    pub async fn servers_health(&self) -> Vec<(String, sandboxd_contracts::Reachability)> {
         let mut health = Vec::new();
         for (server_id, server) in self.made.made_all() {
             health.push((server_id, server.engine.reachability().await.0));
@@ -276,7 +276,7 @@ impl Fleet {
         health
     }
 
-    /// The remote-server port; without one, this installation runs local sandboxes only.
+    /// The remote-server contract; without one, this installation runs local sandboxes only.
     pub(crate) fn connector(&self) -> Result<&Arc<dyn Connector>, ServiceError> {
         self.connector
             .as_ref()

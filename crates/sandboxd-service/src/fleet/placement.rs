@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use sandboxd_contracts::Reachability;
 use sandboxd_core::api::Resources;
 use sandboxd_core::model::Principal;
 use sandboxd_core::placement::{Candidate, choose};
-use sandboxd_ports::Reachability;
 use tracing::debug;
 
 use super::Fleet;

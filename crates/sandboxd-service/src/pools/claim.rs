@@ -117,7 +117,7 @@ impl Pools {
             };
             let leased = async {
                 match agent.lease(lease).await {
-                    Ok(()) | Err(sandboxd_ports::ChannelError::NeedsAgent) => Ok(()),
+                    Ok(()) | Err(sandboxd_contracts::ChannelError::NeedsAgent) => Ok(()),
                     Err(error) => Err((
                         "its lease could not be told",
                         sandboxd_core::error::chain(&error),

@@ -299,8 +299,8 @@ const WARM_UP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// a new member, so that its claimer's first command does not pay for the container's
 /// first program start (on this engine's fuse-overlayfs, about 5 ms of reading the shell
 /// and its libraries into the new container's cache). Its outcome does not matter.
-async fn warm_up(agent: &dyn sandboxd_ports::SandboxChannel, workdir: &str) {
-    let spec = sandboxd_ports::ExecSpec {
+async fn warm_up(agent: &dyn sandboxd_contracts::SandboxChannel, workdir: &str) {
+    let spec = sandboxd_contracts::ExecSpec {
         argv: vec!["sh".into(), "-c".into(), "true".into()],
         cwd: Some(workdir.to_owned()),
         env: Vec::new(),

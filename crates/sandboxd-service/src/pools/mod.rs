@@ -19,9 +19,9 @@ pub(crate) use claim::Claimed;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use sandboxd_contracts::Engine;
 use sandboxd_core::pool_demand::{DemandBounds, DemandLog};
 use sandboxd_core::pools::Shape;
-use sandboxd_ports::Engine;
 
 use super::Service;
 

@@ -1,6 +1,7 @@
 //! `sandbox.create`: a row in `creating`, then image, network, container, user and
 //! workdir; the row ends `running`, or `error` with no container left behind.
 
+use sandboxd_contracts::{Engine, EngineError, ExecSpec};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::Resources;
 use sandboxd_core::error::Invalid;
@@ -11,7 +12,6 @@ use sandboxd_core::paths;
 use sandboxd_core::plan::{self, NetworkPlan};
 use sandboxd_core::validate::CreateSandbox;
 use sandboxd_core::volumes;
-use sandboxd_ports::{Engine, EngineError, ExecSpec};
 use sandboxd_store::new_sandbox_id;
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,9 +13,9 @@
 
 use std::time::Duration;
 
+use sandboxd_contracts::EngineError;
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::model::{NotRunning, Principal, Sandbox, SandboxStatus};
-use sandboxd_ports::EngineError;
 use serde_json::json;
 use tokio::sync::{Mutex, MutexGuard};
 use tracing::{info, warn};
@@ -318,7 +318,7 @@ impl Service {
     /// it is under way; whether it did.
     pub(crate) async fn thaw_if_running(
         &self,
-        engine: &std::sync::Arc<dyn sandboxd_ports::Engine>,
+        engine: &std::sync::Arc<dyn sandboxd_contracts::Engine>,
         sandbox_id: &str,
         container_id: &str,
     ) -> bool {

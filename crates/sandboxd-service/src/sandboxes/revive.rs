@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use sandboxd_contracts::ContainerDeath;
 use sandboxd_core::model::SandboxStatus;
-use sandboxd_ports::ContainerDeath;
 use tracing::warn;
 
 use super::Sandboxes;

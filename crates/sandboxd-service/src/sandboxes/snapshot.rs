@@ -9,11 +9,11 @@
 
 use std::time::Duration;
 
+use sandboxd_contracts::{Commit, EngineError};
 use sandboxd_core::access::{Permission, SandboxNeed};
 use sandboxd_core::model::Principal;
 use sandboxd_core::snapshots::{self, Snapshot};
 use sandboxd_core::validate::{self, TakeSnapshot};
-use sandboxd_ports::{Commit, EngineError};
 use sandboxd_store::new_id;
 use serde_json::json;
 use tracing::{info, warn};

@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
+use sandboxd_contracts::EngineError;
 use sandboxd_core::access::{Permission, SandboxNeed};
 use sandboxd_core::error::Invalid;
 use sandboxd_core::model::Principal;
 use sandboxd_core::validate::{self, CreateVolume};
 use sandboxd_core::volumes::{self, Volume, VolumeMount};
-use sandboxd_ports::EngineError;
 use sandboxd_store::new_id;
 use serde_json::json;
 use tracing::{info, warn};

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
+use sandboxd_contracts::{Chunks, ExecOutcome};
 use sandboxd_core::api::{FileType, TransferFormat};
 use sandboxd_core::model::{NotRunning, Sandbox, SandboxStatus};
-use sandboxd_ports::{Chunks, ExecOutcome};
 use sandboxd_service::ServiceError;
 use serde_json::json;
 

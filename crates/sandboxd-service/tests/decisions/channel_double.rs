@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use sandboxd_core::api::{FileEntry, FileType, TransferFormat};
-use sandboxd_ports::{
+use sandboxd_contracts::{
     AgentChannels, ChannelError, Chunks, Download, ExecOutcome, ExecSpec, OutputSlice, ProcessInfo,
     ProcessSpec, ProcessStream, RefusalKind, SandboxChannel, UploadShape, UploadSink, Via,
 };
+use sandboxd_core::api::{FileEntry, FileType, TransferFormat};
 
 /// One call the service made of the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,7 +283,7 @@ impl SandboxChannel for Channel {
     async fn open_port(
         &self,
         port: u16,
-    ) -> Result<Box<dyn sandboxd_ports::ByteStream>, ChannelError> {
+    ) -> Result<Box<dyn sandboxd_contracts::ByteStream>, ChannelError> {
         self.0.record(AgentCall::OpenPort(port));
         if port == 9 {
             return Err(ChannelError::refused(

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use sandboxd_ports::{ConnectError, Connector, Probe, RemoteServer, RemoteSpec};
+use sandboxd_contracts::{ConnectError, Connector, Probe, RemoteServer, RemoteSpec};
 
 use crate::engine_double::RecordingEngine;
 

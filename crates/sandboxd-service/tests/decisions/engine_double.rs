@@ -4,11 +4,11 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use sandboxd_core::plan::ContainerPlan;
-use sandboxd_core::reconcile::ContainerState;
-use sandboxd_ports::{
+use sandboxd_contracts::{
     Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, ReadFileError,
 };
+use sandboxd_core::plan::ContainerPlan;
+use sandboxd_core::reconcile::ContainerState;
 
 /// One call the service made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,7 +169,7 @@ impl Engine for RecordingEngine {
     async fn commit_container(
         &self,
         _id: &str,
-        _commit: &sandboxd_ports::Commit,
+        _commit: &sandboxd_contracts::Commit,
     ) -> Result<i64, EngineError> {
         Err(Self::refused("commit"))
     }
@@ -307,7 +307,7 @@ impl Engine for RecordingEngine {
         &self,
         container: &str,
         dir: &str,
-        _tar: sandboxd_ports::Chunks,
+        _tar: sandboxd_contracts::Chunks,
         _user: &str,
     ) -> Result<(), EngineError> {
         self.record(Call::PutArchive(format!("{container}:{dir}")));
@@ -319,7 +319,7 @@ impl Engine for RecordingEngine {
         container: &str,
         path: &str,
         _user: &str,
-    ) -> Result<sandboxd_ports::Chunks, EngineError> {
+    ) -> Result<sandboxd_contracts::Chunks, EngineError> {
         self.record(Call::GetArchive(format!("{container}:{path}")));
         Err(EngineError::NotFound { what: "path" })
     }

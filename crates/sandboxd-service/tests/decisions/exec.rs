@@ -1,8 +1,8 @@
 //! `sandbox.exec` on the engine's path: a timed-out command whose kill did not take,
 //! and a container found stopped.
 
+use sandboxd_contracts::{EngineError, ExecOutcome};
 use sandboxd_core::model::{NotRunning, SandboxStatus};
-use sandboxd_ports::{EngineError, ExecOutcome};
 use sandboxd_service::ServiceError;
 
 use crate::World;

@@ -40,8 +40,8 @@ const KEY: &str = "sbx_decisions_owner_key_0123456789abcdefghij";
 const IMAGE: &str = "example/base:1";
 
 /// What a command that timed out reports; `kill_took`: its kill ended every process.
-fn timed_out(kill_took: bool) -> sandboxd_ports::ExecOutcome {
-    sandboxd_ports::ExecOutcome {
+fn timed_out(kill_took: bool) -> sandboxd_contracts::ExecOutcome {
+    sandboxd_contracts::ExecOutcome {
         exit_code: 137,
         timed_out: true,
         kill_incomplete: !kill_took,

@@ -1,4 +1,4 @@
-//! Remote servers through the connector port: where a sandbox runs, which engine its
+//! Remote servers through the connector contract: where a sandbox runs, which engine its
 //! operations reach, one connection per server, and placement's choice among the local
 //! engine and the reachable servers.
 

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sandboxd_contracts::{ContainerDeath, EngineError, ExecOutcome};
 use sandboxd_core::model::{NotRunning, SandboxStatus};
-use sandboxd_ports::{ContainerDeath, EngineError, ExecOutcome};
 use sandboxd_service::ServiceError;
 use serde_json::json;
 use tokio::sync::Semaphore;

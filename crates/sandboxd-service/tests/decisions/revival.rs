@@ -2,8 +2,8 @@
 //! sandbox in error past it or when the engine cannot start it; a death that is not a
 //! running sandbox's is ignored.
 
+use sandboxd_contracts::ContainerDeath;
 use sandboxd_core::model::{Sandbox, SandboxStatus};
-use sandboxd_ports::ContainerDeath;
 use sandboxd_service::Revival;
 
 use crate::World;

@@ -281,7 +281,8 @@ pub(super) async fn upload(
             let (spooled, length) = uploads::spool(chunks, gzip, cap, &mut slot)
                 .await
                 .map_err(|refused| refusal(refused, cap))?;
-            let body: sandboxd_ports::Chunks = Box::pin(tokio_util::io::ReaderStream::new(spooled));
+            let body: sandboxd_contracts::Chunks =
+                Box::pin(tokio_util::io::ReaderStream::new(spooled));
             written.push(put(&state, &who, (path, &metadata), body, length).await?);
             slot.unspool();
         }
@@ -299,7 +300,7 @@ pub(super) async fn upload(
             .into_body()
             .into_data_stream()
             .map_err(std::io::Error::other);
-        let (body, length): (sandboxd_ports::Chunks, u64) = match (gzip, length) {
+        let (body, length): (sandboxd_contracts::Chunks, u64) = match (gzip, length) {
             (false, Some(length)) if length > cap => return Err(refusal(Refused::TooLarge, cap)),
             (false, Some(length)) => (Box::pin(chunks), length),
             _ => {
@@ -349,7 +350,7 @@ async fn put(
     state: &AppState,
     who: &super::Envd,
     (path, metadata): (String, &BTreeMap<String, String>),
-    body: sandboxd_ports::Chunks,
+    body: sandboxd_contracts::Chunks,
     length: u64,
 ) -> Result<Written, FilesError> {
     let cmd = Upload {

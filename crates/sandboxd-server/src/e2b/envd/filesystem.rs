@@ -6,11 +6,11 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use sandboxd_contracts::PathKind;
 use sandboxd_core::e2b::connect::Code;
 use sandboxd_core::e2b::filesystem::{
     self as wire, EntryAnswer, EntryInfo, ListAnswer, MAX_ENTRIES, depth_of, resolve,
 };
-use sandboxd_ports::PathKind;
 
 use super::envd;
 use super::fs::{Fs, not_found};

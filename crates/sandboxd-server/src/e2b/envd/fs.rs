@@ -2,9 +2,9 @@
 //! the watchers: a path's entry as E2B's daemon describes it (a link as what it leads
 //! to), the service's file operations.
 
+use sandboxd_contracts::{PathEntry, PathKind};
 use sandboxd_core::e2b::connect::Code;
 use sandboxd_core::e2b::filesystem::{self as wire, EntryInfo, Found, Kind};
-use sandboxd_ports::{PathEntry, PathKind};
 
 use super::Envd;
 use super::rpc::RpcError;

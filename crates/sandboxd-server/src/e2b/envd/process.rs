@@ -9,13 +9,13 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use sandboxd_contracts::{
+    ChannelError, FollowEvent, FollowFrom, ProcessFollow, ProcessInfo, RefusalKind,
+};
 use sandboxd_core::e2b::connect::Code;
 use sandboxd_core::e2b::filesystem::resolve;
 use sandboxd_core::e2b::process::{
     self as wire, Event, EventMessage, ListAnswer, ListedConfig, ListedProcess, Output, Selector,
-};
-use sandboxd_ports::{
-    ChannelError, FollowEvent, FollowFrom, ProcessFollow, ProcessInfo, RefusalKind,
 };
 use sandboxd_service::Launch;
 use tokio::time::Instant;

@@ -8,13 +8,13 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use axum::response::Response;
+use sandboxd_contracts::{PathKind, WatchEvent, WatchKind};
 use sandboxd_core::e2b::connect::Code;
 use sandboxd_core::e2b::filesystem::resolve;
 use sandboxd_core::e2b::watch::{
     Change, EventsAnswer, FilesystemEvent, WatchMessage, WatchRequest, WatcherAnswer,
     WatcherRequest, agent_watcher, watcher_id,
 };
-use sandboxd_ports::{PathKind, WatchEvent, WatchKind};
 use tokio::time::Instant;
 
 use super::Envd;

@@ -7,6 +7,7 @@
 use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
+use sandboxd_contracts::{FollowEvent, FollowFrom, ProcessFollow, ProcessSpec, SandboxChannel};
 use sandboxd_core::api::{ContextCreateRequest, ContextRunRequest, ContextRunResult, ContextView};
 use sandboxd_core::error::Invalid;
 use sandboxd_core::limits::{
@@ -14,7 +15,6 @@ use sandboxd_core::limits::{
     MIN_EXEC_TIMEOUT_MS,
 };
 use sandboxd_core::model::Principal;
-use sandboxd_ports::{FollowEvent, FollowFrom, ProcessFollow, ProcessSpec, SandboxChannel};
 
 use super::processes::process_error;
 use crate::ServiceError;

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{StreamExt as _, stream};
+use sandboxd_contracts::{ChannelError, Download, RefusalKind};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::{ChangeEntry, ChangeKind, FileType, TransferFormat};
 use sandboxd_core::changes::{archive_name, is_whiteout, whiteout_name};
@@ -19,7 +20,6 @@ use sandboxd_core::limits::transfer_deadline_secs;
 use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::plan;
 use sandboxd_core::transfer::{BLOCK, dir_entry, link_entry, padded, raw_entry};
-use sandboxd_ports::{ChannelError, Download, RefusalKind};
 use tokio::sync::mpsc;
 
 use super::{consumer_deadline, overall_deadline};

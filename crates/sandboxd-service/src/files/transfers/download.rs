@@ -2,10 +2,10 @@
 //! as they flow. Whichever channel serves it, the whole download is bounded in time,
 //! and it is cut when its consumer takes nothing for a minute.
 
+use sandboxd_contracts::Download;
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::TransferFormat;
 use sandboxd_core::model::Principal;
-use sandboxd_ports::Download;
 
 use super::{consumer_deadline, overall_deadline};
 use crate::ServiceError;

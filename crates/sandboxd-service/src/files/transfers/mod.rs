@@ -10,9 +10,9 @@ mod download;
 mod upload;
 
 use futures_util::{StreamExt, TryStreamExt as _, stream};
+use sandboxd_contracts::{ChannelError, Chunks, EngineError, UploadShape};
 use sandboxd_core::limits::{DEFAULT_MAX_TRANSFER_BYTES, TRANSFER_IDLE_SECS};
 use sandboxd_core::transfer::TransferRefused;
-use sandboxd_ports::{ChannelError, Chunks, EngineError, UploadShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

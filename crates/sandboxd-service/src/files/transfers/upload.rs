@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt, stream};
+use sandboxd_contracts::{Chunks, UploadShape};
 use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::api::{TransferFormat, UploadResult};
 use sandboxd_core::limits::MAX_TRANSFER_ENTRIES;
@@ -14,7 +15,6 @@ use sandboxd_core::model::Principal;
 use sandboxd_core::paths;
 use sandboxd_core::transfer::{self, TarIn, TarPolicy, TransferRefused};
 use sandboxd_core::validate::Upload;
-use sandboxd_ports::{Chunks, UploadShape};
 
 use super::{Cut, overall_deadline, refused, with_idle_deadline};
 use crate::ServiceError;

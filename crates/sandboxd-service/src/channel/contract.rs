@@ -1,13 +1,13 @@
-//! The engine adapter of the sandbox channel port: each operation through the engine
+//! The engine adapter of the sandbox channel contract: each operation through the engine
 //! channel (`engine.rs`), transfers through its archive API (`engine_transfers.rs`). It
 //! does no processes or terminals: those answer [`ChannelError::NeedsAgent`].
 
-use sandboxd_core::api::{FileEntry, TransferFormat};
-use sandboxd_core::{listing, paths};
-use sandboxd_ports::{
+use sandboxd_contracts::{
     ChannelError, Download, EngineError, ExecOutcome, ExecSpec, ReadFileError, RefusalKind,
     SandboxChannel, UploadShape, UploadSink, Via,
 };
+use sandboxd_core::api::{FileEntry, TransferFormat};
+use sandboxd_core::{listing, paths};
 
 use super::engine::{EngineChannel, first_line};
 use super::engine_transfers::{EngineUpload, download};

@@ -1,4 +1,4 @@
-//! The remote-server port: how the service gets the engine of a server it does not run
+//! The remote-server contract: how the service gets the engine of a server it does not run
 //! on (the Docker adapter does it over one SSH connection per server), and what it
 //! learns testing one.
 

@@ -1,8 +1,8 @@
 //! The values that cross between the service and what it drives (an engine, the agent):
 //! what a command is and did, what an engine reports, and why an engine operation
-//! failed; the [`Engine`] port (the service drives any engine through it), the
-//! [`SandboxChannel`] port (the way into one running sandbox: its agent or the engine)
-//! and the [`Connector`] port (remote servers). Defined here, so that neither side
+//! failed; the [`Engine`] contract (the service drives any engine through it), the
+//! [`SandboxChannel`] contract (the way into one running sandbox: its agent or the engine)
+//! and the [`Connector`] contract (remote servers). Defined here, so that neither side
 //! depends on the other's crate.
 #![forbid(unsafe_code)]
 

@@ -1,4 +1,4 @@
-//! The sandbox channel port: what the service asks of one running sandbox — commands,
+//! The sandbox channel contract: what the service asks of one running sandbox — commands,
 //! files, streamed transfers, background processes, terminals, connections to its
 //! ports. Two adapters implement
 //! it: the sandbox's agent (`sandboxd-agent-host`), the path production takes, and the

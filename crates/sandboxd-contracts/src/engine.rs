@@ -1,4 +1,4 @@
-//! The engine port: what the service asks of the container engine of one server. The
+//! The engine contract: what the service asks of the container engine of one server. The
 //! Docker adapter implements it for a local or a remote engine; tests implement it with
 //! a recording double.
 
