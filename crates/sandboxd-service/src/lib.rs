@@ -19,6 +19,7 @@ mod sandboxes;
 mod servers;
 mod tenancy;
 mod traffic;
+mod volumes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,6 +52,7 @@ pub use tenancy::Tenancy;
 pub const SERVED: &str = "sandboxd_operations_served_total";
 pub use sandboxd_contracts::Download;
 pub use sandboxes::{Revival, Sandboxes};
+pub use volumes::Volumes;
 
 /// Everything the operations need, shared by every request.
 #[derive(Debug, Clone)]
@@ -416,6 +418,11 @@ impl Service {
     /// Creating, listing, extending and ending sandboxes.
     pub fn sandboxes(&self) -> Sandboxes {
         Sandboxes::new(self.clone())
+    }
+
+    /// The `volume.*` operations.
+    pub fn volumes(&self) -> Volumes {
+        Volumes::new(self.clone())
     }
 
     pub fn store(&self) -> &Store {

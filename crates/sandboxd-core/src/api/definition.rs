@@ -10,7 +10,7 @@ use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Required, ResponseBuilder, Schema};
 
-use super::procedures::{Method, Procedure};
+use super::row::{Method, Procedure};
 
 /// Schemas a document's components hold, by name.
 pub type Components = Vec<(String, RefOr<Schema>)>;

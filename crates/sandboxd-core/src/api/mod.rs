@@ -14,6 +14,7 @@ pub mod procedures;
 mod processes;
 mod requests;
 mod responses;
+mod row;
 mod servers;
 mod snapshots;
 pub mod stream;

@@ -17,11 +17,7 @@ impl Serve for procedures::VolumeCreate {
         request: CreateVolumeRequest,
     ) -> Result<VolumeView, ApiError> {
         let command = validate::create_volume(request)?;
-        let volume = cx
-            .service
-            .sandboxes()
-            .create_volume(&caller, command)
-            .await?;
+        let volume = cx.service.volumes().create_volume(&caller, command).await?;
         Ok(VolumeView::from_volume(&volume, Vec::new(), rfc3339))
     }
 }
@@ -32,7 +28,7 @@ impl Serve for procedures::VolumeAll {
         caller: Principal,
         _: procedures::NoArguments,
     ) -> Result<Vec<VolumeView>, ApiError> {
-        let volumes = cx.service.sandboxes().volumes(&caller).await?;
+        let volumes = cx.service.volumes().volumes(&caller).await?;
         Ok(volumes
             .into_iter()
             .map(|(volume, users)| VolumeView::from_volume(&volume, users, rfc3339))
@@ -46,11 +42,11 @@ impl Serve for procedures::VolumeOne {
         caller: Principal,
         request: VolumeIdQuery,
     ) -> Result<VolumeView, ApiError> {
-        let sandboxes = cx.service.sandboxes();
-        let volume = sandboxes
+        let volumes = cx.service.volumes();
+        let volume = volumes
             .volume_for(&caller, &request.volume_id, SandboxNeed::Read.permission())
             .await?;
-        let users = sandboxes.volume_users(&caller, &volume).await?;
+        let users = volumes.volume_users(&caller, &volume).await?;
         Ok(VolumeView::from_volume(&volume, users, rfc3339))
     }
 }
@@ -62,7 +58,7 @@ impl Serve for procedures::VolumeRemove {
         request: VolumeIdBody,
     ) -> Result<bool, ApiError> {
         cx.service
-            .sandboxes()
+            .volumes()
             .remove_volume(&caller, &request.volume_id)
             .await?;
         Ok(true)

@@ -117,6 +117,8 @@ impl Sandboxes {
         };
         // Volumes live on one server too: the sandbox runs where they are.
         let volumes_server = self
+            .service
+            .volumes()
             .mounts_server(caller, &cmd.volumes, &environment.project_id)
             .await?;
         if let Some(server) = &volumes_server {

@@ -10,7 +10,6 @@ pub(crate) mod pause;
 pub(crate) mod revive;
 mod snapshot;
 pub(crate) mod usage;
-mod volumes;
 
 pub(crate) use create::created_metadata;
 pub use revive::Revival;

@@ -15,8 +15,7 @@ use sandboxd_store::new_id;
 use serde_json::json;
 use tracing::{info, warn};
 
-use super::Sandboxes;
-use crate::{Resource, ServiceError, now_ms};
+use crate::{Resource, Service, ServiceError, now_ms};
 
 /// How long a removal waits for the containers of killed sandboxes to let go.
 const CONTAINERS_LEAVING: Duration = Duration::from_secs(10);
@@ -31,7 +30,17 @@ fn resource(volume: &Volume) -> Resource<'_> {
     }
 }
 
-impl Sandboxes {
+/// The `volume.*` operations, and the server the volumes a create mounts are on.
+#[derive(Debug, Clone)]
+pub struct Volumes {
+    service: Service,
+}
+
+impl Volumes {
+    pub(crate) fn new(service: Service) -> Self {
+        Self { service }
+    }
+
     /// Makes a volume on its server (the local engine unless one is named).
     pub async fn create_volume(
         &self,
@@ -307,7 +316,7 @@ impl Sandboxes {
     /// The server the volumes of a create live on (`None` when it mounts none;
     /// `Some(None)`: the local engine), each found as the caller may use it and of the
     /// sandbox's project.
-    pub(super) async fn mounts_server(
+    pub(crate) async fn mounts_server(
         &self,
         caller: &Principal,
         mounts: &[VolumeMount],
