@@ -3,13 +3,15 @@
 //! holding the sandbox's agent first.
 
 use axum::http::request::Parts;
+use rmcp::ErrorData;
 use rmcp::handler::server::common::{FromContextPart, schema_for_empty_input, schema_for_input};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::Extension;
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResponse, JsonObject};
+use rmcp::model::CallToolResponse;
 use sandboxd_core::api::definition::Takes;
 use sandboxd_core::api::procedures::Tool;
+use serde::Deserialize as _;
+use serde_json::Value;
 
 use super::{SandboxTools, ToolResult, caller, failed, ok, relayed};
 use crate::procedures::{Context, Serve, Surface};
@@ -64,12 +66,23 @@ where
     let attributes = rmcp::model::Tool::new(name, D::TOOL_DESCRIPTION, schema);
     Some(ToolRoute::new_dyn(attributes, |mut context| {
         let parts = Extension::<Parts>::from_context_part(&mut context);
-        let arguments = context.arguments.clone().unwrap_or_default();
-        let request = Parameters::<D::Request>::from_context_part(&mut context);
+        let arguments = Value::Object(context.arguments.take().unwrap_or_default());
         let tools: &SandboxTools = context.service;
         Box::pin(async move {
             let Extension(parts) = parts?;
-            let Parameters(request) = request?;
+            // A forwarded call keeps its arguments to pass them on (its request is read
+            // from them, not out of them); the others are read out of theirs, uncopied.
+            let (request, arguments) = if D::PROCEDURE.forwarded {
+                (D::Request::deserialize(&arguments), arguments)
+            } else {
+                (serde_json::from_value(arguments), Value::Null)
+            };
+            let request = request.map_err(|error| {
+                ErrorData::invalid_params(
+                    format!("failed to deserialize parameters: {error}"),
+                    None,
+                )
+            })?;
             tools
                 .call::<D>(&parts, &arguments, request)
                 .await
@@ -84,7 +97,7 @@ impl SandboxTools {
     async fn call<D: Serve>(
         &self,
         parts: &Parts,
-        arguments: &JsonObject,
+        arguments: &Value,
         request: D::Request,
     ) -> ToolResult {
         let who = caller(parts)?;
