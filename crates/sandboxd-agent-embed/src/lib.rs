@@ -1,6 +1,9 @@
 //! The static in-sandbox agent, built with the workspace (see `build.rs`) and carried
 //! inside the sandboxd binary. Installed into the data dir at startup, it is what the
 //! engine bind-mounts into every sandbox.
+//!
+//! `install` writes the embedded agent into the data dir execute-only; `install_copy`
+//! does the same for an operator's agent.
 #![forbid(unsafe_code)]
 
 use std::io::Write as _;

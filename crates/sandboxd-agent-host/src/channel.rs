@@ -1,6 +1,10 @@
 //! The agent adapter of the sandbox channel contract: a connection to a sandbox's agent
 //! serves every operation of [`SandboxChannel`], and the hub hands out the channel of
 //! each sandbox whose agent is connected ([`AgentChannels`]).
+//!
+//! The agent's errors become `ChannelError`s, `NotSent` kept apart from a channel lost
+//! after the request left; directory entries become the API's, a `PtySession` a
+//! `Terminal`.
 
 use std::sync::Arc;
 use std::time::Duration;

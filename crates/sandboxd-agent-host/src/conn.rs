@@ -1,5 +1,13 @@
 //! One agent connection: a reader task that routes frames to channels, a writer task,
 //! and channels opened by requests.
+//!
+//! The connection runs over any byte stream (a local socket is split without a lock):
+//! Hello and its key first, then the reader and writer tasks. The reader reads a large
+//! payload straight into the frame's own buffer once its header arrived
+//! (`Decoder::take_partial`). `SendOnDrop` signals a command, or cancels a transfer,
+//! whose caller gave up on it. Per connection: `PORTS` (128) port connections,
+//! `EGRESS_CONNECTIONS` (32) egress ones apart from those, four downloads at once
+//! (`NotSent` past that).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

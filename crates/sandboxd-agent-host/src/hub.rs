@@ -5,6 +5,13 @@
 //! connect, but only the agent holds the sandbox's agent key (a random 256-bit value
 //! kept beside the directory, `<id>.key`, and handed to the agent as its container
 //! starts: see [`crate::handover`]): a connection without it is refused.
+//!
+//! The hub keeps the accept policy and restores the sockets after a restart. A sandbox's
+//! connections come from its local socket or, with `adopt`, from any source of byte
+//! streams: a remote server's forwarded socket. `connections()` names each sandbox whose
+//! agent connects, for the replica registry and the egress proxy, any number subscribing;
+//! `announce` names one again (a claimed warm member). A socket path too long for a
+//! socket address is bound through `/proc/self/fd/<n>/` of its directory (`bind`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -5,6 +5,9 @@
 //! protocol error), and every operation runs under one overall deadline that covers
 //! each send and each receive, so an agent that drips frames or stops reading cannot
 //! hold a request past it.
+//!
+//! The deadline is one `Deadline` per operation, for its open, its sends and its
+//! receives.
 
 use std::time::Duration;
 

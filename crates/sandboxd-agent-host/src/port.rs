@@ -8,6 +8,9 @@
 //! they hold at most `PORTS × PORT_WINDOW_OUT` of the server's memory, plus what their
 //! windows were widened by (a window doubles while its agent waits for credit, up to
 //! [`WIDEST`], out of one pool per agent connection), however slowly their callers read.
+//!
+//! The stream polls its metered channel itself. `accept_egress` is the next connection a
+//! program made to the egress proxy's address, awaited without a deadline.
 
 use std::collections::VecDeque;
 use std::pin::Pin;

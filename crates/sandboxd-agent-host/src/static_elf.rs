@@ -1,5 +1,7 @@
 //! Whether a file is a statically linked ELF executable: one with no program interpreter
 //! (`PT_INTERP`), so it runs in images without a libc.
+//!
+//! An agent that is dynamically linked is refused.
 
 use std::io::Read as _;
 use std::path::Path;

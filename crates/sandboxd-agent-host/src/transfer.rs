@@ -5,6 +5,9 @@
 //! (and never gets its channel cut as a stalled consumer). An agent that sends past its
 //! credit, more than it announced, or nothing for the operation timeout ends the
 //! transfer. Dropping a transfer before its end cancels it in the agent.
+//!
+//! An upload's body failing is kept apart from the agent failing; a raw download is held
+//! to its announced size.
 
 use std::time::Duration;
 

@@ -3,6 +3,9 @@
 //! takes what came, so the bytes in flight on a channel never exceed the window: a slow
 //! consumer holds the sender back instead of filling the connection's queues. The
 //! receiver checks that the sender stays within what was granted.
+//!
+//! Two small counters: `Outflow` on the sending side, `Inflow` on the receiving side,
+//! which catches a sender past its credit (`Overdrawn`).
 
 /// What the agent grants the host for an upload: within the 16 MiB it queues per channel.
 pub const UPLOAD_WINDOW: u64 = 4 * 1024 * 1024;

@@ -1,4 +1,7 @@
 //! Frames: `u32 payload length | u32 channel | u8 kind | payload`, big-endian.
+//!
+//! Headers are written here and frames decoded incrementally, an oversized or unknown
+//! frame refused from its header.
 
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 9;

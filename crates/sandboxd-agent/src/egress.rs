@@ -4,6 +4,8 @@
 //! speaks the proxy's HTTP and decides what may be reached). One thread accepts, and
 //! only while a request waits: connections that arrive while none does wait in the
 //! listener's backlog, so the host's requests pace how many are taken.
+//!
+//! Each connection goes to the oldest request still waiting.
 
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpListener, TcpStream};

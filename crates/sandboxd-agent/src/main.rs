@@ -4,6 +4,15 @@
 //! connection ends, then connects again. It is linked statically, so it runs in any
 //! image, with or without a shell or libc, as the sandbox user. It proves itself to
 //! sandboxd with the sandbox's agent key, which the sandbox's code never sees.
+//!
+//! Plain std with threads, no async runtime: one reader per connection dispatches
+//! requests to a pool of threads started ahead (`workers.rs`) and routes input to them
+//! (`input.rs`); one mutex-guarded writer sends each frame in one vectored write
+//! (`outbox.rs`). A command's output is forwarded by the thread that runs it
+//! (`output.rs`); a background process is followed by one thread (`pump.rs`). What E2B's
+//! daemon does (protocol version 5) is the agent's too: processes on a terminal and
+//! followed (`pty.rs`, `procs.rs`), owners' names (`names.rs`), file metadata
+//! (`xattrs.rs`), watchers (`watch.rs`). See `docs/agent-protocol.md`.
 #![forbid(unsafe_code)]
 
 mod conn;

@@ -2,6 +2,8 @@
 //! pipes and a pidfd of the process, instead of a thread per pipe and one blocked in
 //! `wait`. Every thread that sleeps on its own adds a cross-CPU wake-up to a command's
 //! round trip, and a command's round trip is short.
+//!
+//! Where the kernel has no pidfds, a thread per pipe.
 
 use std::cell::Cell;
 use std::fs::File;

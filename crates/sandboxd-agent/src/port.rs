@@ -4,6 +4,8 @@
 //! receiver grants, so neither side queues more than a window of it. The thread serving
 //! the request takes the host's frames (bytes toward the port, its credit, its End or
 //! Cancel); a second thread reads the port and sends what it reads.
+//!
+//! `Carriage` carries one connection over a channel: credit each way, End, Cancel.
 
 use std::io::{self, Read as _, Write as _};
 use std::net::{Shutdown, SocketAddr, TcpStream};

@@ -1,5 +1,8 @@
 //! Background processes: started on request, kept by the worker across connections,
 //! each stream's last MiB kept in a ring buffer that can be read from an offset.
+//!
+//! `followProcess` sends a process's output from offsets as it comes, then its exit,
+//! until cancelled.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;

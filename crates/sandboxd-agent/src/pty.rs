@@ -2,6 +2,9 @@
 //! terminal as its controlling terminal. The child side is set up by re-running this
 //! binary as `pty-exec`, which makes itself a session leader, takes the terminal and
 //! replaces itself with the command, so no code runs between fork and exec.
+//!
+//! `spawn_on_terminal` also starts a background process on a terminal, whose `pump.rs`
+//! thread reads the terminal as its stdout.
 
 use std::fs::OpenOptions;
 use std::io::Write as _;

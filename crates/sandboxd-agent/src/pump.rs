@@ -1,6 +1,9 @@
 //! A background process's output and end, followed by one thread: a `poll` over its
 //! pipes and a pidfd of the process, instead of a thread per pipe and one blocked in
 //! `wait` (threads count against the sandbox's pids limit, as processes do).
+//!
+//! The thread is started before the process (`procs.rs`), so that a start past the pids
+//! limit is refused, not a panic.
 
 use std::fs::File;
 use std::io::Read as _;

@@ -10,6 +10,9 @@
 //! first lease comes in [`LEASE_VAR`]). When a lease runs out with no newer one,
 //! sandboxd is gone or cut off and nothing else would end the sandbox: the supervisor
 //! exits, and the kernel ends every process of the container with it.
+//!
+//! The supervisor reads the agent key once from its file and hands it to each worker it
+//! starts over a socket pair.
 
 use std::os::unix::net::UnixStream;
 use std::process::{Command, ExitCode, Stdio};

@@ -1,5 +1,7 @@
 //! `sandboxd serve` as a separate process, as users run it: its latency is not shared
 //! with the benchmark's own runtime, and its memory is measured alone.
+//!
+//! Every scenario goes through the API; its RSS is read.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,6 +2,8 @@
 //! pools for demand (each create measured once its shape's pool holds a member and no
 //! removal runs), against the same create made cold (a server keeping none) and a
 //! configured pool's claim (`isolated`) on the first server.
+//!
+//! Run with `--demand`.
 
 use crate::child::{ChildServer, Setup};
 use crate::report::{Row, Samples};

@@ -2,6 +2,12 @@
 //! floor, done directly against the Docker API with bollard (same image, same
 //! hardening). The two are interleaved so machine drift hits both; the report gives
 //! median, p90 and the ratio of medians, and a JSON line for machines.
+//!
+//! The modules: `child.rs` and `http.rs` (the server as users run it and call it),
+//! `through_api.rs` (a server in this process), `floor.rs` (bollard), `process_start.rs`,
+//! `load.rs`, `snapshots.rs`, `volumes.rs`, and the scenarios behind flags: `remote.rs`
+//! (`--remote`), `store.rs` (`--postgres`), `density.rs` (`--density`), `demand.rs`
+//! (`--demand`); `report.rs`.
 #![forbid(unsafe_code)]
 
 /// The allocator of `sandboxd` itself: the scenarios that run the service in this

@@ -4,6 +4,8 @@
 //! served by the agent, the remote one over the server's one SSH connection), and the
 //! transport alone: a Docker exec over the pooled connection against a Docker exec over
 //! a new SSH connection per request (the reference's way).
+//!
+//! Run with `--remote`.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,5 +1,13 @@
 //! One server and key: requests made by the procedure table, answers read as the
 //! procedure's response or as a typed refusal.
+//!
+//! `Client` is one server and key on a pooled reqwest client, its own or the caller's
+//! (for TLS settings and pool sizes). `request` makes a procedure's request from the
+//! procedure table with the key; `invoke::<D>(request)` calls the procedure `D` with its
+//! request type and reads its response type; `call(name, args)` does the same by name
+//! with any arguments (a GET's query or a POST's JSON body); `send` keeps a streamed
+//! request's response (uploads, downloads). The e2e harness and the binary's test helpers
+//! call the server through `raw_post` and `raw_get`.
 
 use reqwest::{RequestBuilder, Response, StatusCode};
 use sandboxd_core::api::definition::Definition;

@@ -1,5 +1,8 @@
 //! How a call failed: no answer, a refusal by the server, or an answer that is not
 //! what the procedure returns.
+//!
+//! A redirect is never followed, so the key never travels on. A refusal is a `Refusal`:
+//! status, message, issues and the body.
 
 use serde_json::Value;
 

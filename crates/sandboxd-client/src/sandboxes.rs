@@ -1,4 +1,7 @@
 //! The sandbox procedures, typed: what a program driving sandboxes calls most.
+//!
+//! Create, one, list, exec and `run`, files, timeout, kill, remove, projects, templates,
+//! over `sandboxd_core::api`'s types.
 
 use sandboxd_core::api::{
     CreateSandboxRequest, ExecRequest, ExecResult, ListFilesQuery, ListFilesResult,

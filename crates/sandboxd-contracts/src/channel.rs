@@ -8,6 +8,15 @@
 //! The values of processes, output slices and refusals are the agent protocol's own
 //! (`sandboxd-agent-protocol`, a crate of plain data): they are what a sandbox's
 //! processes are, whichever adapter reports them.
+//!
+//! `SandboxChannel` covers exec, files, streamed transfers (an `UploadSink` or a
+//! `Download`), leases, background processes and terminals; the operations only an agent
+//! does (processes, terminals, leases, following a process, resizing its terminal, a
+//! path's stat, entries, metadata, rename and removal, watchers: what E2B's daemon needs)
+//! default to `NeedsAgent`. `ChannelError`: `NotSent` (another channel may serve it),
+//! `NeedsAgent`, `Refused` (the agent protocol's refusal kinds), `Body`, `Lost` (the
+//! request left and the channel failed), `Engine`. `AgentChannels` is where the channels
+//! of connected agents come from.
 
 use std::fmt::Debug;
 use std::time::Duration;

@@ -1,6 +1,12 @@
 //! The engine contract: what the service asks of the container engine of one server. The
 //! Docker adapter implements it for a local or a remote engine; tests implement it with
 //! a recording double.
+//!
+//! `Engine` is an async-trait, so that it is held as `Arc<dyn Engine>`: images, the
+//! bridge, create, start, kill, destroy and remove, limits, listing by label, deaths,
+//! exec, archives, a container's filesystem diff (`container_changes`), a container
+//! committed as an image (`Commit`), an image removed, and named volumes made and removed
+//! (`create_volume`, `remove_volume`). The implementation bounds every call in time.
 
 use std::fmt::Debug;
 use std::pin::Pin;

@@ -1,6 +1,13 @@
 //! The remote-server contract: how the service gets the engine of a server it does not run
 //! on (the Docker adapter does it over one SSH connection per server), and what it
 //! learns testing one.
+//!
+//! `Connector::connect` makes a `RemoteServer` from a `RemoteSpec` (its private key never
+//! printed): the server's engine (an `Arc<dyn Engine>`), its `RemoteAgents` (the agent
+//! sockets there; none when sandboxes run without the agent) and its `RemoteDialer` (TCP
+//! connections made from the server's network, for its sandboxes' egress). A connector
+//! also probes a server (learning its host key) and checks keys. `Reachability` is what
+//! an engine reports of the way to it.
 
 use std::sync::Arc;
 

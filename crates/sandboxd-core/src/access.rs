@@ -1,6 +1,12 @@
 //! Who may do what: the permissions a caller holds (from their role, their grants and
 //! their key's scopes) and the decisions built on them. Callers from another
 //! organization never reach these checks: their ids resolve to nothing.
+//!
+//! Every access decision is a pure function: `check_sandbox(caller, need, listed)`,
+//! `check_create_in_project`, `check_manage_member`, `check_manage_key`, and the rules
+//! that nothing widens: `bound_new_key` (the scopes and expiry of a key made by another)
+//! and `check_grant`. What a caller holds is its role or grants, narrowed by its key's
+//! scopes (`effective`).
 
 use crate::model::{Principal, Role};
 pub use crate::permissions::{Permission, Permissions};

@@ -3,6 +3,15 @@
 //! type and size read by one `find` per batch of paths. Everything here comes from the
 //! sandbox (names are chosen by its code): paths are kept as bytes turned to text
 //! lossily, passed as arguments, never through a shell, and the list is bounded.
+//!
+//! `user_areas`: the workdir, `/tmp` and `/var/tmp`, an area inside another folded into
+//! it. `select`: the paths under the areas, never an area itself nor `/.sandboxd`,
+//! sorted, at most `MAX_CHANGES` (10,000), and whether there were more. `stat_argv`:
+//! `find -P PATH… -maxdepth 0 -printf` with the paths as arguments, `STAT_BATCH` at a
+//! time. `whole_records` drops what a cut at the output's bound left incomplete;
+//! `apply_stats` fills in type, size, mode and link target (a directory reported
+//! `changed` is dropped). `archive_name` and `whiteout_name` name the entries of the
+//! changes' tar, a removal as `.wh.<name>`.
 
 use crate::api::{ChangeEntry, ChangeKind, FileType};
 use crate::plan::AGENT_RUN_DIR;

@@ -5,6 +5,13 @@
 //! operator allows a network). The sandbox's word is never taken for an address: a
 //! request names a host, the policy says whether it may be reached, and sandboxd
 //! resolves and checks what it will connect to.
+//!
+//! Validation keeps a list as `Policy::entries` gives it; `plan` gives an `allowlist`
+//! container no network and the proxy's variables (`EGRESS_PROXY_PORT`). `name_of`
+//! refuses names that are disguised IP addresses; `reachable` says which of a name's
+//! addresses sandboxd may connect to (special ranges and its own host's addresses refused
+//! unless `allowed_networks` permits them); `host_header_matches` binds a request's
+//! `Host` to its URL.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

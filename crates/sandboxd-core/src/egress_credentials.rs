@@ -1,6 +1,10 @@
 //! Credentials that never enter the sandbox: a header sandboxd adds to the requests a
 //! program sends to one host through the proxy, in plain HTTP, while sandboxd speaks
 //! HTTPS to the host. What a credential may be, and how one is checked.
+//!
+//! An `EgressCredential` is a host, a header and a value; its `Debug` never shows the
+//! value. `check`: an exact host the sandbox's list allows on 443, a request header, a
+//! plain value.
 
 use std::fmt;
 

@@ -1,6 +1,9 @@
 //! The egress log's pure parts: what one decision of the proxy records, the allowance
 //! that bounds how fast a sandbox may add to the log and to the audit log, and how a
 //! host a program named is shown (it is the sandbox's text: bounded and printable).
+//!
+//! `EgressRecord` and `Decision`. `Allowance` is a token bucket counting what it holds
+//! back; `QueueShares` is each organization's share of the log writer's queue.
 
 use std::fmt;
 

@@ -4,6 +4,10 @@
 //! API, the API with its limits bypassed), unless the operator lists that address
 //! alone in `allowed_networks`: a network that merely contains it (`10.0.0.0/8` for an
 //! internal mirror) does not open the host.
+//!
+//! `OwnAddresses` counts an IPv4 address written inside IPv6 as itself; `local_networks`
+//! reads the kernel's `fib_trie` and `if_inet6` as text; `url_host`. `egress::reachable`
+//! refuses these addresses unless `allowed_networks` names the address alone (`names`).
 
 use std::net::IpAddr;
 

@@ -1,5 +1,11 @@
 //! Asking for a host and deciding: what an egress request is, who may decide it, and
 //! the list an approval leaves the sandbox with.
+//!
+//! `check_decider`: deciding needs `egress:decide`, never with the key that asked, nor by
+//! the asker's user unless an owner or admin with a key holding `organization:admin`.
+//! `approved_list` is the list an approval leaves. `check_list_change`: narrowing a list
+//! is free, adding needs `egress:decide` (`ListChange::NarrowOnly` for the MCP tool);
+//! `check_list_given` for a create's own list.
 
 use crate::access::{self, Denied};
 use crate::egress::{MAX_ALLOWED, Policy};

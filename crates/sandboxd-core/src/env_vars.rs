@@ -1,4 +1,6 @@
 //! Parsing of the `envVars` text given at creation and checks of per-command env.
+//!
+//! The text is parsed as the reference API parses it.
 
 /// The `KEY=value` entries of an `envVars` text, as the reference parses it: lines are
 /// trimmed, and blank lines, `#` comments and lines without `=` are skipped.

@@ -2,6 +2,8 @@
 //! variable, and a small script finds them through `/proc/*/environ` and kills them.
 //! It needs only `sh`, `grep` and `kill` (with `tr` on busybox), and one extra process
 //! per match, which matters when the command exhausted the pids limit.
+//!
+//! The marker is passed to the script as an argument, never interpolated into it.
 
 /// Environment variable that marks the processes of one exec.
 pub const MARKER_ENV: &str = "SANDBOXD_EXEC_ID";

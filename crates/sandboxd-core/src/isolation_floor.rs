@@ -2,6 +2,11 @@
 //! run under. A sandbox's runtime is what its create, template, snapshot or fork asks
 //! for; the floor is what the operator allows, and a create below it is refused (never
 //! quietly raised: the caller learns what it gets).
+//!
+//! `server_floor` (`min_isolation`, raised by the server's own runtime's tier), `raised`
+//! (by a template's isolation or a source sandbox's), `meets`, and `refusal` (the 400's
+//! words). The service checks the floor wherever a container is made, claimed or started
+//! again (`Service::check_isolation`).
 
 use crate::model::Isolation;
 use crate::plan::isolation_tier;

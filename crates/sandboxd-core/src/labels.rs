@@ -1,5 +1,8 @@
 //! The labels sandboxd puts on what it makes on an engine (containers, snapshot images,
 //! volumes): who made it, for which sandbox, project and environment.
+//!
+//! Re-exported by `plan`. A snapshot image's own label is in `snapshots.rs`, a volume's
+//! in `volumes.rs`; a warm pool member carries `sandboxd.pool`.
 
 /// Label present on every container sandboxd creates.
 pub const LABEL_SANDBOX: &str = "sandboxd.sandbox";

@@ -1,5 +1,8 @@
 //! Directory listings: the commands that produce them and the parsers of their output.
 //! Paths are passed as arguments, never through a shell.
+//!
+//! `find -printf` with NUL-separated records, and `ls -1Ap` as the fallback where there
+//! is no GNU find.
 
 use crate::api::{FileEntry, FileType};
 

@@ -1,4 +1,12 @@
 //! Domain records and their state guards.
+//!
+//! `Sandbox`, `SandboxStatus`, `NetworkMode`, `Role`, `Principal`, `Organization`,
+//! `Member`, `ApiKey`, `AuditRecord`, `Server`. The state guards:
+//! `Sandbox::running_container` (and `kept_container`: running or paused); the status
+//! machine `SandboxStatus::may_become` (the store writes a status only from the statuses
+//! it allows, in the same statement; `paused` is reached only from `running` and leaves
+//! only to `running`, `error` or `killed`); and `Sandbox::on_expiry` (`Expiry::Pause` for
+//! an `autoPause` sandbox at its idle timeout, else `Expiry::Kill`).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,6 @@
 //! Absolute paths inside a sandbox, checked and normalized without touching a filesystem.
+//!
+//! A path is never passed to a shell.
 
 use crate::error::Invalid;
 use crate::limits::MAX_PATH_CHARS;

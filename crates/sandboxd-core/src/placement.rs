@@ -2,6 +2,9 @@
 //! candidate (the local engine, and every reachable server the caller may use) has a
 //! capacity and what its sandboxes reserve; the sandbox goes where the most room is
 //! left after it, and nowhere when it fits nowhere.
+//!
+//! `choose(candidates, want)`: the scarcer of CPU and memory decides; when nothing fits,
+//! the `Shortfall` is named.
 
 use crate::api::Resources;
 

@@ -1,5 +1,12 @@
 //! The hardening policy of a sandbox container as plain data. The engine adapter turns a
 //! [`ContainerPlan`] into engine options; nothing here talks to an engine.
+//!
+//! `plan_container` gives the `ContainerPlan`: name, command, env, user, labels, limits,
+//! network, runtime, and each volume the sandbox mounts (`VolumePlan`). `isolation_tier`
+//! names a runtime's tier; `runtime_for` is the runtime a create's `isolation` asks for,
+//! else the server's; under gVisor, `engine_pids_limit` leaves room for gVisor's own
+//! threads and `nproc` has the sandbox's kernel hold its tasks to the limit, and the
+//! agent is mounted from a readable copy. The network names live here too.
 
 use std::collections::BTreeMap;
 

@@ -5,6 +5,12 @@
 //! tenants a member at a time: every tenant gets its first member before any tenant
 //! its second, and so on, so that one tenant creating many shapes cannot push the
 //! others' creates to cold. Without creates for a window a pool shrinks to nothing.
+//!
+//! `DemandLog` keeps each shape's recent creates by each tenant: at most `per_pool` per
+//! pair, `MAX_PAIRS` pairs, and `MAX_SHAPES_PER_TENANT` shapes of one tenant.
+//! `demand_sizes` hands the budget out a member at a time to each tenant in turn, each
+//! tenant's most created shape first. `DemandBounds` is the configuration's
+//! `[warm_on_demand]`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;

@@ -6,6 +6,9 @@
 //! is served cold. Pools are kept per engine: the caller looks in the pools of the
 //! engine the create goes to. How many members a pool kept for demand holds is
 //! `pool_demand`'s.
+//!
+//! `pool_for` gives the `Shape` of pool that can serve a create, and whether the claimed
+//! container's limits must then be updated.
 
 use crate::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT, DEFAULT_WORKDIR};
 use crate::model::NetworkMode;

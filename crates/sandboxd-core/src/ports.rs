@@ -1,5 +1,11 @@
 //! The ports of a sandbox as they are reached from outside: the handle that names a
 //! sandbox in a preview's address, what exposing a port records, and who may enter it.
+//!
+//! The handle is the sandbox's id in lower-case base32 (a DNS-safe name read in either
+//! case). An `Exposure` makes a port reachable without a key until it expires, for the
+//! key that exposed it, never past that key's expiry. `admit`: anyone may enter a public
+//! port, a valid link admits its holder, else the caller's own access decides.
+//! `host_name` is the one place a `Host` loses its port and one trailing dot.
 
 use data_encoding::BASE32_DNSSEC;
 

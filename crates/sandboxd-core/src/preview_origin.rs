@@ -3,6 +3,10 @@
 //! that changes something (not `GET`, `HEAD`, `OPTIONS`) is served on the cookie only
 //! from the preview's own origin: another site, or another preview of the same domain
 //! (all are one site), cannot drive the app in the victim's name.
+//!
+//! `needs_own_origin` (an upgrade, or a method that may change something) and
+//! `from_own_origin` (that preview host alone on a preview domain; sandboxd's own origin
+//! for a preview under a path).
 
 use crate::ports::{host_name, parse_preview_host};
 

@@ -2,6 +2,9 @@
 //! any more. Unlike reconcile (the server's own pass, over its own containers), this
 //! looks at every container labelled as a sandbox, whichever installation made it, and
 //! only lists; the command removes what it lists only when told to.
+//!
+//! A container is listed when it is another installation's, has no record, or its record
+//! ended, was replaced, is stuck creating or expired; narrowed by labels and age.
 
 use std::collections::{BTreeMap, HashMap};
 

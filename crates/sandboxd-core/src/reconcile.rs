@@ -1,4 +1,9 @@
 //! Planners of the reaper and of reconcile. Startup and periodic reconcile run the same plan.
+//!
+//! `plan_reconcile(rows, containers, now)`: orphan containers to remove, rows lost or
+//! stuck to mark `error`, stopped containers of running, unexpired rows to start again,
+//! frozen containers of running rows to thaw (a paused row's frozen container is left as
+//! it is). `expired(rows, now)` is the reaper's.
 
 use std::collections::{HashMap, HashSet};
 

@@ -2,6 +2,16 @@
 //! the sandboxes started from one. What a snapshot's image is named and labelled, what
 //! of its sandbox it keeps (files, the user and workdir) and what it never keeps (the
 //! values of the sandbox's environment: its secrets and its agent key).
+//!
+//! A snapshot's image is `sandboxd-snapshots:<id>` (`image_of`). `names_snapshot_image`:
+//! an `image` a create names that is a snapshot's, however written, is refused; only
+//! `snapshotId` reaches one. `scrubbed_env` keeps the image's own environment entries,
+//! then only the names of the variables only the container had: no value of the
+//! container's reaches the image's configuration (a sandbox's `envVars` are given per
+//! command and are never in it). `snapshot_labels` are the source image's labels,
+//! `sandboxd.snapshot`, the installation's, and the pool label emptied, so a claimed warm
+//! sandbox's pool is not copied onto the sandboxes started from it; `in_pool` is what
+//! `reap.rs` asks. `MAX_FORK` is 20.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,4 +1,6 @@
 //! Resource use between two samples of a container's counters.
+//!
+//! `cpu_percent`: CPU use between two readings of a container's CPU-time counter.
 
 /// CPU used between two samples, in percent of one CPU (200 is two CPUs kept busy):
 /// CPU time `before_ns` then `after_ns`, taken `elapsed_ns` apart. `None` when the

@@ -1,4 +1,12 @@
 //! Turns wire requests into typed, checked commands. Every bound of the API lives here.
+//!
+//! A request becomes a typed command (`CreateSandbox`, `ExecCommand`, `WriteFile`, …) or
+//! an `Invalid` listing every bad field. Each bound's number is in `limits.rs`; the
+//! OpenAPI document states the same numbers, held to them by `api/schema_limits.rs`.
+//! Bounds of the server's own resources (quotas, the agent channel's budgets) live with
+//! the code that enforces them. A create takes `snapshotId` in place of `template` and
+//! `image` (`ImageChoice::snapshot`), never with them; `download` answers whether a
+//! download is of a path or of the sandbox's changes (`DownloadOf`), never both.
 
 use std::collections::BTreeMap;
 

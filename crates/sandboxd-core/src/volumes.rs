@@ -1,6 +1,14 @@
 //! Volumes: an organization's named storage that outlives its sandboxes, on one server,
 //! mounted into sandboxes at paths they choose (read-write or read-only). What a
 //! volume's engine object is named and labelled, and which mount paths are allowed.
+//!
+//! A `VolumeMount` is kept with the sandbox, so a container made again for it mounts the
+//! same. The engine's name of a volume is `sandboxd-vol-<id>` (`engine_name`), its labels
+//! `sandboxd.volume` and the installation's (`engine_labels`). `mount_path_refusal`
+//! refuses `/`, `/proc`, `/sys`, `/dev`, `/.sandboxd` and what is under them;
+//! `overlapping` tells nesting paths; `common_server` is the one server a create's
+//! volumes live on, or the two that differ. `MAX_MOUNTS` 8, `DEFAULT_SIZE_MB` 1024,
+//! `MAX_SIZE_MB` 1 TiB.
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,8 @@
 //! Files: a one-entry tar in and the first entry of a tar out, read only as far as
 //! needed and never past the size limit, both as the sandbox user (`as_user.rs`); and,
 //! for the host's own set-up of a new sandbox (its workdir), the engine's archive API.
+//!
+//! A download refuses a directory or an oversized file from its header.
 
 use bollard::query_parameters::{
     DownloadFromContainerOptionsBuilder, UploadToContainerOptionsBuilder,

@@ -1,4 +1,6 @@
 //! A container's filesystem diff against its image, as the engine keeps it.
+//!
+//! Each path with its `ChangeKind`.
 
 use bollard::models::ChangeType;
 use sandboxd_core::api::ChangeKind;

@@ -1,4 +1,10 @@
 //! Sandbox containers: create from a plan, start, kill, remove, list.
+//!
+//! A plan becomes a create body; the sandbox's volumes are mounted with `NoCopy`,
+//! read-only where asked, each checked to exist first. A listing by label says whether
+//! each container is paused. Limits are updated, on this host through `cgroup_limits.rs`
+//! (the engine told the same a moment later); a removal on this host also removes what is
+//! left of the container's cgroup directories (`cgroup_leftovers.rs`).
 
 use std::collections::HashMap;
 

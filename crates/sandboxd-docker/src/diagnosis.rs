@@ -1,5 +1,8 @@
 //! What `sandboxd doctor` asks the engine: its version, its init and runtimes, its
 //! clock, whether images and the sandbox network are there.
+//!
+//! Whether an image is present or its registry has it, and the state of the sandbox
+//! network.
 
 use std::time::Duration;
 

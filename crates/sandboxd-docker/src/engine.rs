@@ -1,4 +1,7 @@
 //! The engine client: one per Docker host, shared by every request.
+//!
+//! It connects to the local engine, negotiates the API version, and puts a timeout on
+//! every call.
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,4 +1,9 @@
 //! Engine errors as the adapter classifies them (the error types are the contracts').
+//!
+//! `classify` sorts the engine's failures into the contracts' `EngineError` by status
+//! code: 404, other 4xx, the rest kept as the source. A failure whose cause is the SSH
+//! connection, an answer past its bound, or an engine that is not there (its socket
+//! missing or refusing, the connection cut) is `Unreachable`.
 
 pub use sandboxd_contracts::EngineError;
 

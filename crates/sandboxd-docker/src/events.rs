@@ -1,5 +1,7 @@
 //! The engine's event stream, narrowed to what sandboxd acts on: a sandbox container of
 //! this installation whose main process ended.
+//!
+//! The server's `loops.rs` follows it, and the service revives the container.
 
 use std::collections::HashMap;
 

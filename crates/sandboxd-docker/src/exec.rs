@@ -1,6 +1,9 @@
 //! Commands in a sandbox through the engine's exec: bounded output, and a timeout that
 //! kills the whole process tree by marker, reporting a kill that could not run or missed
 //! processes (what to do then is the service's policy).
+//!
+//! A kill that did not take is reported as `kill_incomplete`; restarting the container is
+//! the service's decision.
 
 use std::time::Duration;
 

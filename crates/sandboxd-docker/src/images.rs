@@ -1,4 +1,6 @@
 //! Images: used when present, pulled (with progress in the log) when missing.
+//!
+//! A snapshot's image is never pulled: one missing from its server is an error.
 
 use std::time::Duration;
 

@@ -1,5 +1,12 @@
 //! The remote-server contract for Docker: the engine of a server reached over one SSH
 //! connection (`sandboxd-ssh`), each engine request a channel to its socket.
+//!
+//! `SshConnector` implements `Connector`: `connect` refuses a server without a pinned
+//! host key and one that cannot be reached, and hands back a `RemoteServer`: a
+//! `DockerEngine` that reports its connection's health, `SshAgents` (`remote_agents.rs`;
+//! none when sandboxes run without the agent) and a dialer for egress
+//! (`SshSession::open_tcp`, a direct-tcpip channel). `probe` learns an unpinned host key
+//! (or enforces the pinned one) and asks the engine for its CPUs and memory.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,6 +3,11 @@
 //! upload, execute-only), makes a socket directory per sandbox, and has the server's
 //! sshd listen on the sandbox's socket and forward each connection back; the agent in
 //! the sandbox connects to it as it would to a local one.
+//!
+//! The binary is uploaded once per server and digest, as
+//! `<remoteDir>/bin/sandboxd-agent-<sha256>`; each sandbox gets a 0755 directory under a
+//! 0700 one, and sshd listens on the sandbox's socket (mode 0666 inside that directory),
+//! its connections relayed to the agent host.
 
 use sandboxd_core::plan::AGENT_KEY_FILE;
 use sandboxd_core::plan::READABLE_AGENT as READABLE;

@@ -5,6 +5,10 @@
 //! all. The image is given its source image's settings instead, and the container's
 //! own variables by name only (`sandboxd_core::snapshots::scrubbed_env`), so no secret
 //! and no agent key reaches the image.
+//!
+//! The container is frozen while it is read, and labelled with `snapshot_labels`. The
+//! commit answers the bytes the image adds over its source. An image a container still
+//! uses is `Rejected` (409) on removal.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

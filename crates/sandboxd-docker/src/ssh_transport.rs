@@ -4,6 +4,10 @@
 //! What comes back is bounded as it is read (`answer_bounds.rs`), and a server has at
 //! most [`MAX_CHANNELS`] channels open at once, so one server can hold a bounded amount
 //! of sandboxd's memory however its engine answers.
+//!
+//! It is hyper's pooled client whose connector opens a `direct-streamlocal` channel to
+//! the engine socket on the server's one SSH connection (`SshSession`): a request reuses
+//! an idle channel or opens one, never a session or a TCP connection.
 
 use std::pin::Pin;
 use std::sync::Arc;

@@ -1,5 +1,7 @@
 //! One sample of a container's resource use from the engine's stats (`one-shot`: the
 //! engine reads the container's cgroup once, without waiting for a second sample).
+//!
+//! CPU time, memory less reclaimable cache, and processes.
 
 use bollard::models::ContainerStatsResponse;
 use bollard::query_parameters::StatsOptions;

@@ -1,5 +1,9 @@
 //! Volumes: the engine's named volumes (local driver) that sandboxd's volumes are,
 //! made labelled, checked before a container mounts one, and removed.
+//!
+//! `volume_exists`: a volume missing from the engine is `NotFound`, never made again
+//! empty by a container's mount. A volume a container still uses is `Rejected` (409) on
+//! removal.
 
 use std::collections::BTreeMap;
 

@@ -6,6 +6,9 @@
 //! [`IDLE_PER_SANDBOX`] (each holds one of its agent's port connections). Kept
 //! connections are shared by every caller a preview admitted: who may send a request is
 //! decided before a connection is taken, never by the connection.
+//!
+//! Idle connections are kept by sandbox (16 at most, 4 s at most) and swept by a task of
+//! their own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};

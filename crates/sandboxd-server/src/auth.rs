@@ -1,6 +1,8 @@
 //! Authentication: the `x-api-key` header (or `Authorization: Bearer`) names the caller;
 //! in a browser, the dashboard's session cookie does, for requests from its own origin,
 //! with a CSRF token on every mutation.
+//!
+//! `Caller` is the extractor.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;

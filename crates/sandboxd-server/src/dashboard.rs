@@ -2,6 +2,13 @@
 //! `/` and `/ui/assets/…` under a strict Content-Security-Policy (this origin only, no
 //! inline scripts or styles, no frames). The pages call the API with the session cookie
 //! of `/ui/session`.
+//!
+//! The files are under `crates/sandboxd-server/dashboard/`, embedded with
+//! `include_bytes!` and served with ETags: `app.js` the router, `api.js` the API with the
+//! session's CSRF token, `dom.js` elements built from text nodes only, then one module
+//! per page or panel (`projects.js`, `sandboxes.js`, `sandbox.js`, `usage.js`,
+//! `terminal.js`, `processes.js`, `ports.js`, `egress.js`, `files.js`, `audit.js`,
+//! `snapshots.js`, `volumes.js`, `access.js`); `vendor/` holds xterm.js with its license.
 
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};

@@ -1,6 +1,9 @@
 //! The data directory: made absolute (the engine takes only absolute host paths, and the
 //! agent sockets under it are bind-mounted into sandboxes), created, and proven writable
 //! before anything is started.
+//!
+//! `Server::start` does it too, so a library caller cannot hand the engine a relative
+//! path.
 
 use std::io::Write as _;
 use std::os::unix::fs::DirBuilderExt as _;

@@ -1,6 +1,8 @@
 //! The one place where failures become HTTP statuses and stable error codes. Nothing is
 //! logged here: a failed response carries its [`Failure`], which the request log
 //! (`request_log.rs`) writes once, at the edge, at the failure's level.
+//!
+//! An engine that did not answer in time is a 503 with `Retry-After`, not a fault.
 
 use axum::Json;
 use axum::http::header::RETRY_AFTER;

@@ -9,6 +9,12 @@
 //! request with a mark that does not hold is refused. When the holder cannot be
 //! reached, the request is served here: commands and files through the engine, the
 //! rest with 503.
+//!
+//! Whether to forward is the service's decision (`Replicas::agent_holder`); which paths
+//! are forwarded, and where they name the sandbox, is the procedure table's. E2B's daemon
+//! calls, named by `E2b-Sandbox-Id`, are admitted first (`e2b::envd::admitted`).
+//! `socket.rs` relays WebSockets, `for_tools.rs` MCP tool calls, and `previews` preview
+//! requests.
 
 mod for_tools;
 mod signed;

@@ -2,6 +2,8 @@
 //! each operation, sandboxes running per server, background removals in flight, reaper
 //! and reconcile durations, rate-limit refusals. Names and labels are bounded: routes are
 //! the matched templates, never raw paths or ids.
+//!
+//! One Prometheus recorder per process; the per-route latency middleware is here.
 
 use std::sync::OnceLock;
 use std::time::Instant;

@@ -1,5 +1,7 @@
 //! A request handler that panics answers 500 with the API's error body, and the panic's
 //! message goes to the request log; the client gets a response, not a dropped connection.
+//!
+//! `tower_http`'s `CatchPanicLayer`.
 
 use std::any::Any;
 

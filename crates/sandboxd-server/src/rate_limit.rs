@@ -4,6 +4,9 @@
 //! authenticated get a bucket, so the table is bounded by the users in the store. A
 //! preview's traffic through a link or a public port (anyone's) has a bucket of its
 //! own per port, never its exposer's: strangers cannot spend a user's limit.
+//!
+//! `auth::principal` authenticates and takes one token, for REST, MCP and the WebSockets
+//! alike; `check_preview` is a preview port's bucket.
 
 use std::num::NonZeroU32;
 use std::time::Duration;

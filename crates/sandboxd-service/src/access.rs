@@ -2,6 +2,12 @@
 //!
 //! Order of checks: an id of another organization resolves to nothing (404, as a missing
 //! one); within the organization a missing permission or access-list entry is 403.
+//!
+//! `Access::sandbox_for(caller, id, need)` is the single access check every sandbox
+//! operation goes through: another organization's id is not found, as a missing one is;
+//! then `sandboxd_core::access` decides (forbidden). Beside it `server_for` and
+//! `server_listed` for servers, `project_listed`, `require`, and `record`, the audit
+//! trail. It depends on the store only.
 
 use sandboxd_core::access::{self, Denied, Permission, SandboxNeed};
 use sandboxd_core::model::{Principal, Sandbox, Server};

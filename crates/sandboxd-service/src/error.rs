@@ -1,5 +1,9 @@
 //! Errors of the service layer: typed, with their causes kept. Only the API layer turns
 //! them into status codes.
+//!
+//! `ServiceError` keeps its causes: an agent failure is the `AgentError` itself, an
+//! engine refusal the `EngineError`. The server maps it to HTTP and logs internal causes
+//! there, once.
 
 use sandboxd_contracts::{ConnectError, EngineError};
 use sandboxd_core::error::Invalid;

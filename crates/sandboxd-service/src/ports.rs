@@ -3,6 +3,13 @@
 //! remote servers, over the agent's connection), and exposures, which let a port be
 //! reached without a key (by anyone, or with a signed link) for a while. A part of the
 //! sandbox service; what reaches a port (previews, forwarding) is built on it.
+//!
+//! Opening a connection is activity for the idle timeout, and so are the bytes it carries
+//! (`traffic.rs`); the operator's `port_traffic_is_activity = false` turns both off.
+//! Exposures (`expose`, `exposed_ports`, `unexpose`) are audited. `admit` says who a
+//! request to a port acts as: the key that exposed it, as that key stands now, for a
+//! public port or a valid link, else the request's own caller
+//! (`sandboxd_core::ports::admit`).
 
 use std::time::Duration;
 

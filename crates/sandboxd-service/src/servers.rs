@@ -2,6 +2,10 @@
 //! see and use the servers on their access list. A server's private key is sealed by
 //! the store and goes only to the remote-server contract; its host key is pinned (given,
 //! or learned by `server.test` and enforced from then on).
+//!
+//! Views never connect: health comes from the engine made, capacity as configured or as
+//! the engine last reported. A server reached otherwise has its pools dropped, and is
+//! reconnected and reconciled at once.
 
 use std::time::Instant;
 

@@ -2,6 +2,12 @@
 //! removed (never while a live sandbox mounts it); and the volumes a create mounts,
 //! found and checked (same organization and project, one server, which the sandbox
 //! then runs on). Who may see a volume is who may see its project.
+//!
+//! `Volumes` (`service.volumes()`): a volume is made in the project named or the caller's
+//! only one; its row is kept in `creating` with the quota asked, then the volume is made
+//! on its server's engine and marked ready, the row deleted when the engine refuses.
+//! Audited. A removal waits up to 10 s for the containers of sandboxes just killed.
+//! `mounts_server` finds a create's volumes as the caller may use them.
 
 use std::time::Duration;
 

@@ -3,6 +3,10 @@
 //! keeps open (a round trip), where a command costs the server a new session and a
 //! process (about 90 ms on a stock sshd). A server without the SFTP subsystem gets the
 //! same operations as commands.
+//!
+//! The operations are `make_dir`, `set_mode`, `put_file` and `remove_file`, on an SFTP
+//! channel (russh-sftp) the link opens on first use and again after a failure. Only plain
+//! absolute paths (letters, digits, `/._-`) are taken.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! A server's host key as operators write it (`ssh-ed25519 AAAA…`, the line of a
 //! `known_hosts` or `.pub` file without host names), compared by key data only.
+//!
+//! `HostKey` is parsed from a `.pub` line and has a SHA-256 fingerprint.
 
 use russh::keys::{HashAlg, PublicKey};
 

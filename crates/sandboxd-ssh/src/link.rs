@@ -3,6 +3,15 @@
 //! the server, a connection the server forwards from a socket it listens on, or a
 //! command. Keepalives find a dead connection within seconds; the owner of the link
 //! makes a new one (`is_closed`).
+//!
+//! `SshLink`: the host key is checked against the pinned one in `check_server_key` before
+//! authentication (`learn` accepts an unpinned one and reports it); key login;
+//! `open_socket` (a channel to a unix socket on the server); `run` (a command on a
+//! session channel, output capped, 120 s at most); `forward_socket` (the server listens
+//! on a unix socket and forwards its connections back). A name is resolved once and the
+//! connection made to the first address the target's `AddressPolicy` permits (the remote
+//! port's `allowed_networks`), never looked up again. Keepalives every 2 s; after 3
+//! unanswered the link is closed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,6 @@
 //! The audit log: appended to, filtered and read newest first in pages.
+//!
+//! Pages use keyset pagination on `(created_at, audit_id)`.
 
 use sandboxd_core::model::AuditRecord;
 use sandboxd_core::validate::AuditSelection;

@@ -5,6 +5,9 @@
 //! an entry is also dropped after [`TTL`], and a key's own expiry is checked at each use.
 //! Unknown keys are never cached: a key made a moment ago works at once, and guessing
 //! keys fills no memory.
+//!
+//! An answer read before such a change is never cached after it: each carries the count
+//! of changes seen when its read began.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -13,6 +13,10 @@
 //! while nobody listened cannot leave a stale entry behind. A connection that dies
 //! without a word leaves the caches' own time limits (2 s for keys, 1 s for rows) as the
 //! bound.
+//!
+//! Changes to remote servers go out as `ServerChange`s, on which the server's `loops.rs`
+//! has the service drop the engines it made (`Fleet::servers_changed`). The parser of a
+//! notice is tested on its own.
 
 use std::sync::Arc;
 use std::time::Duration;

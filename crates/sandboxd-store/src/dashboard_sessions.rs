@@ -3,6 +3,8 @@
 //! secret and the key the session acts for; each request reads the key as it stands, so
 //! a revoked or expired key signs its sessions out. Mutations also carry a CSRF token
 //! derived from the secret, which only pages of the dashboard's own origin can read.
+//!
+//! Sessions are migration 0009.
 
 use sha2::{Digest as _, Sha256};
 use sqlx::Row as _;

@@ -1,5 +1,8 @@
 //! Where the store lives: the embedded SQLite file of a data directory, or a PostgreSQL
 //! database named by a URL. A URL may carry a password, so it is never printed whole.
+//!
+//! `Database` is the data directory's SQLite file or a `postgres://` URL, which is never
+//! printed with its user, password or parameters.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

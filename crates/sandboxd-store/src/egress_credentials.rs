@@ -1,5 +1,8 @@
 //! A sandbox's egress credentials, sealed with the master key under the sandbox's id
 //! (apart from its environment variables: one cannot be read as the other).
+//!
+//! Migration 0014: one JSON document sealed under `<sandboxId>/egress-credentials`,
+//! deleted when the sandbox is killed or removed.
 
 use sandboxd_core::egress_credentials::EgressCredential;
 use sqlx::Row as _;

@@ -1,6 +1,10 @@
 //! Each sandbox's egress log: entries written in order, each write at a new position
 //! (so an entry rewritten when its connection ends is read again after it), read in
 //! position order from a cursor, and trimmed to the newest entries.
+//!
+//! Migration 0012: entries upserted by id, each write at a new position
+//! (`ids::ordered_id`, as audit ids), trimmed to the newest per sandbox, deleted with the
+//! sandbox row.
 
 use sandboxd_core::egress_log::{Decision, EgressRecord};
 use sqlx::Row as _;

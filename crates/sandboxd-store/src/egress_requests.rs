@@ -1,5 +1,8 @@
 //! Egress requests: made (at most a few waiting per sandbox, the same host asked twice
 //! being one request), listed, and decided once.
+//!
+//! Migration 0013: a request is made unless the same host waits or the sandbox has 20
+//! waiting, and decided once (`UPDATE … WHERE status = 'pending'`).
 
 use sandboxd_core::egress_requests::{EgressRequestRecord, MAX_PENDING_PER_SANDBOX, RequestStatus};
 use sqlx::Row as _;

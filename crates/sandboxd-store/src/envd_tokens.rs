@@ -2,6 +2,8 @@
 //! from the master key, so nothing is stored and every replica derives the same:
 //! `<key id>.<keyed hash of the sandbox and the key>`. A token acts as its key stands
 //! when it is used (revoking the key ends it) and for its one sandbox only.
+//!
+//! Tokens are checked in constant time.
 
 use crate::Store;
 

@@ -1,4 +1,9 @@
 //! The first start (organization, owner, project, key) and API key authentication.
+//!
+//! `check_master_key`: the installation records a check value of its master key, and a
+//! start with another key is refused (`WrongMasterKey`). Authentication reads role,
+//! grants and scopes in one query; `principal_of_key` reads by key id, uncached, for
+//! sessions opened with a token. Keys are made, listed and revoked here.
 
 use sandboxd_core::access::{self, Permissions};
 use sandboxd_core::model::{ApiKey, Principal, Role};

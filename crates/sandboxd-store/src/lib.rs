@@ -2,6 +2,16 @@
 //! backends, embedded SQLite (the default) and PostgreSQL (shared by replicas), each
 //! with its migrations; the caches kept correct across replicas, the duties each replica
 //! holds, and secrets at rest.
+//!
+//! `Store` (`store.rs`) is one type over one pool and one cache of rows; the queries of
+//! each table are in a file of their own (`sandboxes.rs`, `keys.rs`, `volumes.rs`, …).
+//! Every query is written once for both backends, with `$N` placeholders and types both
+//! carry: TEXT ids, BIGINT milliseconds, BIGINT 0/1 booleans, BLOB or BYTEA secrets, and
+//! sums cast to BIGINT or DOUBLE PRECISION. The backends differ only in how they connect
+//! (`sqlite.rs`, `postgres.rs`, chosen by `database.rs`), migrate, serialize writes and
+//! learn of other replicas' changes (`changes.rs`); both pass one story suite
+//! (`tests/store_story.rs`). On PostgreSQL, `changes.rs`, `leases.rs` and `replicas.rs`
+//! are what several replicas share; `docs/scale-out.md` tells how.
 #![forbid(unsafe_code)]
 
 mod audit;

@@ -1,4 +1,6 @@
 //! Organizations, their members, what members were granted, and their access lists.
+//!
+//! The access lists name projects, sandboxes and servers.
 
 use sandboxd_core::access::Permissions;
 use sandboxd_core::model::{Member, MemberChanges as Grants, Organization, Role};

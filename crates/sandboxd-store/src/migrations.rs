@@ -1,6 +1,9 @@
 //! The schema of each backend: one folder of migrations per backend, with the same
 //! versions and names, run at startup (and by `sandboxd migrate`). Migrations are only
 //! ever added, never edited; a new one is added to every folder under the same number.
+//!
+//! The folders are `migrations/sqlite/` and `migrations/postgres/`; a unit test holds
+//! them to the same versions and names.
 
 use sqlx::AnyPool;
 use sqlx::SqlSafeStr as _;

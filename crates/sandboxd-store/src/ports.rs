@@ -1,6 +1,9 @@
 //! Exposed ports: which ports of running sandboxes are reachable without a key (by
 //! anyone, or with a signed link) and until when. A link's token is derived from the
 //! master key and the exposure's nonce, never stored.
+//!
+//! Migration 0010: exposures are read only while their sandbox runs and deleted when it
+//! ends.
 
 use sandboxd_core::ports::{Exposure, MAX_EXPOSED_PORTS};
 use sqlx::Row as _;

@@ -1,6 +1,8 @@
 //! The shared backend: a PostgreSQL database that several replicas use at once. Each
 //! replica connects under its own `application_name` (its origin), which the change
 //! triggers put into their notices.
+//!
+//! The `application_name` is random; it is the replica's origin.
 
 use std::str::FromStr as _;
 use std::time::Duration;

@@ -2,6 +2,10 @@
 //! connection: a replica without it forwards what needs the agent to the one with it.
 //! Each replica records its address with a heartbeat; one whose heartbeat is old is
 //! taken as gone, and requests are not forwarded to it.
+//!
+//! The registry is migration 0008; the holder of a sandbox's agent (`agent_replica`) is
+//! set at insert and by `hold_agent`. The queries run on both backends; only replicas on
+//! PostgreSQL use them.
 
 use sqlx::Row as _;
 

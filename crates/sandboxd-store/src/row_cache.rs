@@ -8,6 +8,8 @@
 //! before it starts and caches its row only if the count is unchanged. A write that
 //! commits during a read and counts itself after the row was cached finds that row and
 //! updates or drops it. Rows are dropped after [`TTL`] as well.
+//!
+//! Rows are kept for one second.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -1,4 +1,10 @@
 //! Mapping of database rows to domain records.
+//!
+//! A sandbox row is read as one JSON array the database makes of its columns
+//! (`json_array` on SQLite, `json_build_array` on PostgreSQL: one value for the driver to
+//! convert instead of thirty), decoded with serde in column order. A list of sandboxes is
+//! one JSON array of those (`json_group_array` / `json_agg`), unsorted in the database
+//! and sorted newest first in memory (sorting the JSON text in SQLite doubled the query).
 
 use sandboxd_core::model::{Environment, NetworkMode, Project, Sandbox, SandboxStatus};
 use sqlx::Row as _;

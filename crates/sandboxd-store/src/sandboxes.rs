@@ -1,4 +1,12 @@
 //! Sandbox rows.
+//!
+//! Updates are single statements, such as `touch` and `set_egress` (the `egress` column,
+//! migration 0011, a JSON array; only a running `allowlist` sandbox's list changes),
+//! `pause` and `resume` (migration 0015: `auto_pause`, `paused_timeout_ms`, `paused_at`;
+//! a resume admits the sandbox's CPU against the organization's quota in its write
+//! transaction). `add_egress` adds an approved host to the list as it stands. A sandbox's
+//! `fixed_timeout` (migration 0018) keeps `touch` from moving its `expires_at`: it ends
+//! `timeout_ms` after it was made or its timeout last set.
 
 use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
 use sandboxd_core::quotas::{Quotas, Usage};

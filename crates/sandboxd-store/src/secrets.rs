@@ -1,6 +1,8 @@
 //! Secrets at rest. One 32-byte master key (a file with mode 0600 in the data dir) gives,
 //! by HMAC-SHA256 with a purpose label, the AES-256-GCM key that seals environment
 //! variables and the HMAC key that hashes API keys.
+//!
+//! Environment variables are sealed with the sandbox id as associated data.
 
 use std::fmt;
 use std::io::Write as _;

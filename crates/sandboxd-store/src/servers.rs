@@ -1,5 +1,7 @@
 //! Remote servers of an organization. The private key is sealed (the server id as
 //! associated data) and read only to connect; no listing returns it.
+//!
+//! `pin_host_key` pins a host key only where none is pinned.
 
 use sandboxd_core::model::{Server, ServerChanges};
 use sandboxd_core::validate::NewServerSpec;

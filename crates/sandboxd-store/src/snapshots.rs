@@ -1,5 +1,11 @@
 //! Snapshots of sandboxes: kept per organization, counted against its quota (how many,
 //! and the bytes they add to their images) inside the write that keeps one.
+//!
+//! Migration 0016: the image, its server, the user as `run_as`, workdir, template,
+//! `size_bytes`; no environment. Listed by organization, newest first. `admit_snapshot`
+//! runs before the commit, `insert_snapshot` checks the quota again with the size in its
+//! write transaction; `image_in_use` (a sandbox made from the image is creating, running
+//! or paused) holds back a removal.
 
 use sandboxd_core::quotas::Quotas;
 use sandboxd_core::snapshots::Snapshot;

@@ -1,5 +1,7 @@
 //! The embedded backend: `sandboxd.db` in the data directory, in WAL mode, private to
 //! the server's user.
+//!
+//! It sets the pragmas of the connection.
 
 use std::path::Path;
 use std::str::FromStr as _;

@@ -1,5 +1,9 @@
 //! Opening the store: the database (SQLite in the data directory or PostgreSQL), its
 //! migrations, the secret box and, on PostgreSQL, the change feed and the duties.
+//!
+//! `write_tx` serializes write transactions: `BEGIN IMMEDIATE` on SQLite, a transaction
+//! advisory lock on PostgreSQL, so the reads that decide a write (quotas, the last owner)
+//! see every write committed before, whichever replica made it.
 
 use std::path::Path;
 use std::sync::Arc;

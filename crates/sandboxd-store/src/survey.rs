@@ -3,6 +3,9 @@
 //! and when none runs. Without a server (no write-ahead log) nothing is created beside
 //! the database; with one, SQLite reads through the server's log and its index, which
 //! needs the rights of the server's user.
+//!
+//! A PostgreSQL database is read as it is. The survey gives the installation id, the
+//! local engine's records and the schema version.
 
 use std::path::Path;
 use std::str::FromStr as _;

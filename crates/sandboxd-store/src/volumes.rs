@@ -1,6 +1,14 @@
 //! Volumes of organizations: kept per organization and counted against its quota
 //! (how many, and the sizes they reserve) inside the write that keeps one; a volume is
 //! mounted only while ready, and removed only while no live sandbox mounts it.
+//!
+//! Migration 0017: name (unique in its project), project, server, `size_mb`, a status
+//! `creating`, `ready` or `removing`, and the sandboxes' `volumes` column, their mounts
+//! as JSON. `insert_volume` checks the quota (`admit_volume`) and the name in its write
+//! transaction; `check_mountable` runs in the write that inserts a sandbox (its volumes
+//! ready, of its organization, on its server); `begin_volume_removal` is refused in its
+//! transaction while a creating, running or paused sandbox mounts the volume
+//! (`volume_users`).
 
 use sandboxd_core::model::Sandbox;
 use sandboxd_core::quotas::Quotas;

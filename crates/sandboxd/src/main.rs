@@ -1,5 +1,10 @@
 //! `sandboxd`: the daemon (`sandboxd serve`) and its command line (`shell`, `mcp`, and
 //! the client commands of `cli/`).
+//!
+//! The allocator is mimalloc (the agent keeps the C library's, which holds less while
+//! idle). Besides `serve`: `migrate` (`migrate.rs`), `reap` (`reap.rs`), `doctor`
+//! (`doctor/`), `shell`, `mcp`, and `completions SHELL`, which prints clap_complete's
+//! script.
 #![forbid(unsafe_code)]
 
 mod agent;

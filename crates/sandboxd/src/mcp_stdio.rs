@@ -1,6 +1,8 @@
 //! `sandboxd mcp`: an MCP server on standard input and output for MCP clients that
 //! launch a command, forwarding every tool listing and call to a sandboxd server's
 //! `/mcp` (server and key as for every client command: flags, environment, profile).
+//!
+//! The forwarding goes through an rmcp client.
 
 use std::process::ExitCode;
 

@@ -1,6 +1,8 @@
 //! `sandboxd shell SANDBOX_ID`: attaches this terminal to a shell in a sandbox, in raw
 //! mode, over the server's terminal WebSocket. Window size changes follow; the remote
 //! exit code becomes this command's.
+//!
+//! Raw mode with rustix, the WebSocket with tokio-tungstenite.
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;

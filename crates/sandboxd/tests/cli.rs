@@ -2,6 +2,10 @@
 //! sandbox lifecycle, tables and `--json`, `cp` of a tree and of files both ways, byte
 //! for byte, `exec` streaming with the command's exit code, exit codes a script can
 //! test, and the profile `login` keeps.
+//!
+//! Also: a tree holding a 1 GiB file copied both ways with the server's peak memory read
+//! from `/proc`, the progress line under `script(1)`, `exec -i`, snapshots and forks,
+//! volumes, and changes with their tar.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

@@ -1,6 +1,9 @@
 //! What a newcomer meets: the binary of the ordinary build, started from a working
 //! directory with a relative data dir and no agent setting, serves sandboxes through the
 //! agent it carries; a data dir it cannot use stops it with the path named.
+//!
+//! The relative data dir is deeper than a socket address holds; exec runs through the
+//! agent, a terminal opens, `/health` answers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

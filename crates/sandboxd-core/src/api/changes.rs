@@ -1,5 +1,8 @@
 //! `sandbox.changes`: the files a sandbox added, changed and removed since its image or
 //! the snapshot it started from.
+//!
+//! `ChangesQuery`, `ChangeKind`, `ChangeEntry`, `ChangesResult`. A download takes
+//! `changes` and `all` in place of `path` (`DownloadQuery`) for the changes as a tar.
 
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};

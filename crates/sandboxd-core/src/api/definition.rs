@@ -2,6 +2,14 @@
 //! types, its documentation and its MCP tool's description. The server derives the REST
 //! route, the OpenAPI operation and the MCP tool from it; the typed client calls by it.
 //! [`define!`](crate::define) writes definitions; [`operation`] documents one.
+//!
+//! Each definition is a unit type implementing `Definition`: its row (path, method, where
+//! a request names its sandbox, whether replicas forward it, its MCP tool or the reason
+//! it has none), its request and response types, its OpenAPI tag, the error statuses it
+//! documents, its doc lines and its tool's description. `operation::<D>()` makes its
+//! OpenAPI operation. A definition is added to the list of `each_defined!` (in
+//! `procedures/mod.rs`), which the server's routes, its MCP tools and `PROCEDURES` all
+//! read.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

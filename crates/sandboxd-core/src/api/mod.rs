@@ -1,5 +1,8 @@
 //! The wire format of the REST API: request and response bodies, camelCase as in the
 //! reference API. Validation of requests lives in [`crate::validate`].
+//!
+//! The types carry `utoipa` schemas, so the OpenAPI document is derived from the types
+//! the handlers use (`requests.rs`, `responses.rs`, and one module per resource).
 
 mod access;
 mod changes;

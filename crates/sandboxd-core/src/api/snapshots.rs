@@ -1,5 +1,7 @@
 //! `sandbox.snapshot`, `sandbox.fork` and `snapshot.*`: a sandbox's filesystem kept as
 //! an image, and sandboxes started from it.
+//!
+//! `SnapshotView`, and `ForkResult`: the snapshot and the sandboxes made from it.
 
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};

@@ -1,5 +1,7 @@
 //! Messages of the streaming exec WebSocket (`/sandbox-exec?sandboxId=…`), as the
 //! reference protocol defines them.
+//!
+//! Its close codes are here too.
 
 use std::collections::BTreeMap;
 

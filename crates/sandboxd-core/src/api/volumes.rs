@@ -1,5 +1,8 @@
 //! `volume.*`: an organization's named storage, mounted into sandboxes by
 //! `sandbox.create {volumes}`.
+//!
+//! `CreateVolumeRequest`, `VolumeIdBody`, `VolumeIdQuery`, `VolumeView` (with the live
+//! sandboxes that mount it), and `VolumeMountRequest`, one of `sandbox.create {volumes}`.
 
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};

@@ -1,6 +1,9 @@
 //! `filesystem.Filesystem` of E2B's in-sandbox daemon in ProtoJSON: requests, the
 //! entry of a path as the daemon describes it (Go's mode string, owner names, times in
 //! RFC 3339), and how its paths resolve (relative to the user's home).
+//!
+//! `EntryInfo` (permission bits and metadata too), `resolve` (a path from the user's
+//! home), `depth_of`, and `metadata_of` (an upload's `X-Metadata-*` headers).
 
 use std::collections::BTreeMap;
 

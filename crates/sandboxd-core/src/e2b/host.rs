@@ -3,6 +3,8 @@
 //! `<port>-<sandbox id>.<domain>` (its daemon on port 49983, the user's servers on the
 //! others). Host names reach the server lower-cased, which is why a sandbox's id is
 //! made of lower-case letters and digits.
+//!
+//! `e2b_host` says where a host goes: the API, a sandbox's port, or nothing.
 
 use crate::ports::{name_below, valid_preview_domain};
 

@@ -4,6 +4,8 @@
 //! `end_of_execution`); `/contexts` makes, lists, restarts and removes contexts. Its
 //! contexts are sandboxd's Python contexts. A context keeps its E2B id when restarted:
 //! the n-th restart runs as the process `<id>-<n>`.
+//!
+//! Contexts are listed by their E2B ids (`listed`).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,8 @@
 //! The rest of E2B's sandbox lifecycle in its wire format: pause, metrics, snapshots
 //! and forks, mapped onto sandboxd's own pause, usage readings, snapshots and forks.
+//!
+//! `metric_of` turns a usage reading into E2B's metric; `names_snapshot` matches a
+//! snapshot by id or by name, a tag left off.
 
 use serde::{Deserialize, Serialize};
 

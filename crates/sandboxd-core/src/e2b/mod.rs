@@ -3,6 +3,14 @@
 //! sandboxd's own requests and records; the in-sandbox daemon's Connect protocol
 //! (`connect`), processes (`process`) and files (`filesystem`). Pure: the routes under
 //! `/e2b` call it.
+//!
+//! The control plane's types: `NewSandbox`, `SandboxAnswer` (with the daemon's access
+//! token), `SandboxDetail`, `ErrorAnswer`. `create_request`: the template, metadata as
+//! labels, variables, internet unless refused, a fixed timeout of 1 s to 24 h. `detail`
+//! and `state_of`: a killed or failed sandbox has no state, so it is not found.
+//! `past_its_end`, `metadata_filter`. The lifecycle is in `lifecycle`, the daemon's
+//! watchers in `watch`, signed URLs in `signed`, hosts in `host`, the code interpreter in
+//! `interpreter`.
 
 pub mod connect;
 pub mod filesystem;

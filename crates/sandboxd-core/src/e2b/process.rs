@@ -1,6 +1,10 @@
 //! `process.Process` of E2B's in-sandbox daemon in ProtoJSON: requests, the events of
 //! a process stream, and their mapping onto the agent's processes (a program and its
 //! arguments, a tag, standard input, the exit).
+//!
+//! `launch_of` checks a `Start`: program and arguments as given, a bounded environment,
+//! the tag, the terminal's size. `signal_of`; `end_of` writes `exit status N` or
+//! `signal: killed`.
 
 use std::collections::BTreeMap;
 

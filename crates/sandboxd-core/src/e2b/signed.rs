@@ -3,6 +3,8 @@
 //! `signature = "v1_" + base64(sha256("<path>:<read|write>:<user>:<access token>[:<expiry>]"))`
 //! (unpadded) and, when it expires, `signature_expiration` in Unix seconds. The access
 //! token is the only secret in it, so a signature proves its maker held the token.
+//!
+//! `signer` finds which of a set of tokens made a signature, unless it expired.
 
 use base64_simd::STANDARD_NO_PAD;
 use sha2::{Digest, Sha256};

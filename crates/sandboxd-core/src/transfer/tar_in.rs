@@ -1,6 +1,11 @@
 //! An upload's tar stream, checked and rewritten as it passes: each entry's header is
 //! read whole before any of its content goes on, so a cap or a refused entry stops the
 //! stream before a byte of that entry is written.
+//!
+//! `TarIn` is a push state machine over chunks: the cap and the entry count are checked
+//! at each header, entries re-owned, set-id bits cleared, devices refused. `raw_entry` is
+//! the header of a one-file archive; `dir_entry` and `link_entry`, those of a directory
+//! and of a link, make up the changes' tar.
 
 use std::collections::HashSet;
 

@@ -2,6 +2,8 @@
 //! (read for a PAX `size`) are skipped, the file's header gives its size before any
 //! content goes on, and the rest of the archive is ignored. The archive comes from the
 //! sandbox's side: every length in it is bounded.
+//!
+//! `FileOut`, a push state machine over chunks.
 
 use bytes::Bytes;
 

@@ -1,4 +1,7 @@
 //! Checks of `sandbox.snapshot`, `sandbox.fork` and `snapshot.*`.
+//!
+//! `TakeSnapshot` (the name), `Fork` (`count` 1–20, `envVars`, the timeout) and a
+//! snapshot id.
 
 use crate::api::{ForkRequest, SnapshotRequest};
 use crate::error::{Invalid, Issues};

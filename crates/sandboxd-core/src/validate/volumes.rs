@@ -1,4 +1,8 @@
 //! Checks of `volume.*` and of the volumes `sandbox.create` mounts.
+//!
+//! `CreateVolume` (the name; `sizeMb` 1–1048576, default 1024) and a volume id; `mounts`
+//! checks a create's `volumes` into `CreateSandbox::volumes`: at most 8, paths normalized
+//! and allowed, none nesting another.
 
 use crate::api::{CreateVolumeRequest, VolumeMountRequest};
 use crate::error::{Invalid, Issues};

@@ -2,6 +2,9 @@
 //! and kill sandboxes here with a sandboxd key (`X-API-Key`), in E2B's wire format
 //! (`sandboxd_core::e2b`); errors are `{code, message}` with the HTTP status as code.
 //! Create and connect answer the access token of the in-sandbox half (`envd`).
+//!
+//! Create (v1 and v2), read, list, timeout, connect, kill. A sandbox past its fixed end
+//! is shown gone and killed at once.
 
 use axum::Json;
 use axum::Router;

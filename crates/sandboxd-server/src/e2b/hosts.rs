@@ -7,6 +7,9 @@
 //! check the paths have. Nothing of sandboxd's own is served on these hosts.
 //!
 //! This wraps the whole router, because it changes the path that routing reads.
+//!
+//! `49999-<id>.<domain>` (the code interpreter) is served under `/e2b/envd` too. Any
+//! other path under `/e2b` gets E2B's 404.
 
 use axum::extract::{Request, State};
 use axum::http::uri::PathAndQuery;

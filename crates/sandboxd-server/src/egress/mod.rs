@@ -1,6 +1,9 @@
 //! The egress proxy of `allowlist` sandboxes, served here: for each sandbox whose agent
 //! connects, a few requests wait for its programs' next connections to the proxy
 //! (`Gate::next`), and each connection is served by `proxy.rs` on a task of its own.
+//!
+//! `serve_gates` subscribes before the first reconcile; each sandbox gets four tasks
+//! waiting on its gate, replaced when its agent reconnects.
 
 mod client_hello;
 mod proxy;

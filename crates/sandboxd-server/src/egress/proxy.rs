@@ -6,6 +6,12 @@
 //! refusal is `403` with the reason in the body, a host that does not answer `502`.
 //! Everything the program sends is untrusted: the request head is bounded in size and
 //! in time, and nothing but what the gate allowed is reached.
+//!
+//! sandboxd's own answers (`403`, `502`, `400`) are marked `x-sandboxd-egress`. A
+//! request's `Host` must be its URL's, and sandboxd writes it. A tunnel to 443 must open
+//! with a ClientHello naming its host (`client_hello.rs`) before a byte goes on. A
+//! request to a host the sandbox has credentials for goes over TLS (`tls.rs`) with their
+//! headers added.
 
 use std::convert::Infallible;
 use std::time::Duration;

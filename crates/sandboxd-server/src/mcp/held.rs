@@ -1,5 +1,8 @@
 //! Long tool output held in memory so a model can read it page by page: bounded in
 //! count, bytes and age, and readable only by the organization and sandbox it came from.
+//!
+//! Per organization and sandbox, for 10 minutes; 16 MiB per organization and 64 MiB in
+//! all, the largest holder's oldest output going first.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

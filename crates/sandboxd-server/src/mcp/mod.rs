@@ -2,6 +2,10 @@
 //! reference lists them. Input schemas are the REST request types; failures are tool
 //! errors (`isError: true`) carrying the REST error body (stable code and message); long
 //! output is held and read page by page instead of being cut.
+//!
+//! Here: the endpoint, and an axum middleware that authenticates and puts the
+//! caller in the request, which rmcp hands to the tool. Most tools are made from the
+//! procedures' definitions (`tools/defined.rs`); three are written by hand (`tools.rs`).
 
 mod held;
 mod sessions;

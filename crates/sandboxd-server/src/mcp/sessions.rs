@@ -2,6 +2,8 @@
 //! authenticating middleware, which records its key; afterwards only that key may use
 //! it. A session this map does not know (never opened here, or forgotten past the cap)
 //! is refused, never adopted.
+//!
+//! Another key naming a session gets 404.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;

@@ -2,6 +2,9 @@
 //! same service method as the REST handler, and returns its result or its error body.
 //! A tool whose procedure is forwarded (the procedure table says) is passed to the
 //! replica holding the sandbox's agent when another one does, as REST requests are.
+//!
+//! The three written by hand: `sandbox-exec` and `sandbox-readFile`, whose long output is
+//! held (`held.rs`), and `sandbox-outputPage`.
 
 use sandboxd_core::access::SandboxNeed;
 use std::sync::Arc;

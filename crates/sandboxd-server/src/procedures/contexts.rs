@@ -1,4 +1,8 @@
 //! `sandbox.context*`: interpreter contexts (the agent's).
+//!
+//! The service's `commands/contexts/`: a background process running `driver.py`, a run
+//! being one JSON line in, and out what it prints as it prints, then its reply, each a
+//! marked line.
 
 use sandboxd_core::api::procedures;
 use sandboxd_core::api::*;

@@ -3,6 +3,13 @@
 //! its MCP tool (`mcp::defined`) are made. The procedures that need a handler of their
 //! own (streams, the probes) are `sandboxd_core::api::procedures::HANDWRITTEN`, served
 //! by `routes/`.
+//!
+//! `Serve` takes a `Context`, the caller and the request, and answers the response or an
+//! `ApiError`; the generic REST handlers take a JSON body or the query string. The
+//! `Context` says whether a call came over REST or MCP (`Surface`: `sandbox.setEgress`
+//! only narrows a list over MCP) and carries the request's headers (a preview's URL is
+//! made from `Host`). The routes are made from `sandboxd_core::each_defined!`;
+//! `<group>.rs` holds the `Serve` functions by resource.
 
 mod access;
 mod changes;

@@ -1,4 +1,7 @@
 //! `sandbox.process*`: background processes (the agent's).
+//!
+//! The service's `commands/processes.rs`; the agent keeps them (`procs.rs` there),
+//! reached through the agent host's `ops.rs`.
 
 use std::time::Duration;
 

@@ -3,6 +3,11 @@
 //! `?token=` from `sandbox.execToken` for browsers. Messages sent before `ready` wait
 //! unread in the socket; one command at a time; a client that goes away kills its
 //! command.
+//!
+//! Authorization happens on the socket, so that failures carry close codes. The running
+//! command is a future owned by the session: a client that goes away drops it, and
+//! dropping an exec kills its command (`SendOnDrop` in the agent channel, `KillOnDrop` in
+//! the engine adapter).
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};

@@ -1,6 +1,9 @@
 //! `/health`: the server answers, and how it serves sandboxes. `/ready`: whether it can
 //! serve now, its store and its engine checked apart (for a load balancer in front of
 //! replicas, and for an operator finding which one fails).
+//!
+//! `/health` says the exec path; `/ready` checks the store and the engine each within 2
+//! s, the error only in the log.
 
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,7 @@
 //! `/api/sandbox.<procedure>`: parse into a typed command, call the service, map the result.
+//!
+//! It serves `sandbox.readFile`, whose answer is written by hand
+//! (`sandboxd_core::api::file_json`).
 
 use axum::extract::State;
 use axum::http::header;

@@ -3,6 +3,8 @@
 //! revoked or expires, its member is removed or loses the grant to use the sandbox, or
 //! it reaches its maximum lifetime. Sessions opened with a browser token are checked
 //! against the key the token was issued for.
+//!
+//! `SessionAuth` proves the caller at open (a key, or a browser token and its key).
 
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,9 @@
 //! `{"type":"ready"}`, then the terminal's output as binary messages, and
 //! `{"type":"exit","exitCode":N}` when the session ends. The client sends keys as binary
 //! messages (or `{"type":"input","data":"…"}`) and `{"type":"resize","cols":…,"rows":…}`.
+//!
+//! The session it drives is the service's `commands/terminal.rs` over the agent host's
+//! `PtySession`.
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,12 @@
 //! `sandbox.upload` and `sandbox.download`: streamed transfers, the body taken and given
 //! as it flows (never held whole), capped by the server's transfer limit.
+//!
+//! The body goes to the service as a stream and the download streams back; the service's
+//! `files/transfers/` checks them (`sandboxd_core::transfer`) and hands them to the
+//! sandbox's channel, opened before any byte of the body is read, so that an agent that
+//! does not take it (older than protocol 2) leaves it to the engine's untouched. A
+//! download whose client reads nothing for 60 s is let go, with an error after what it
+//! took. A download with `changes` in place of `path` is `Files::download_changes`'s tar.
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;

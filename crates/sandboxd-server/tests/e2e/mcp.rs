@@ -1,6 +1,10 @@
 //! MCP over streamable HTTP with rmcp's client: the tools and their names, a session of
 //! create → exec → writeFile → readFile → kill, tool errors with the REST error codes,
 //! and no tools without a key.
+//!
+//! The tool list is held to its snapshot, `docs/mcp-tools.json` (written again by
+//! `scripts/snapshots.sh`). The official Python SDK drives the same server from
+//! `tests/python/mcp_client.py` (`scripts/test-mcp-python.sh`).
 
 use reqwest::StatusCode;
 use rmcp::ServiceExt as _;

@@ -2,6 +2,9 @@
 //! (create, start, exec with its attached stream, archives, listing) goes through
 //! channels of that connection to the server's engine socket, and the host key is
 //! pinned.
+//!
+//! One connection carries many engine calls; a cut is followed by a reconnection; a
+//! socket the server forwards back reaches this side.
 
 use std::sync::Arc;
 use std::time::Duration;

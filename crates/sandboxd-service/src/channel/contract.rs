@@ -1,6 +1,8 @@
 //! The engine adapter of the sandbox channel contract: each operation through the engine
 //! channel (`engine.rs`), transfers through its archive API (`engine_transfers.rs`). It
 //! does no processes or terminals: those answer [`ChannelError::NeedsAgent`].
+//!
+//! Exec, `put_file`, listings (`find`, else `ls`) and the transfers.
 
 use sandboxd_contracts::{
     ChannelError, Download, EngineError, ExecOutcome, ExecSpec, ReadFileError, RefusalKind,

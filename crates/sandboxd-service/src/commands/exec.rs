@@ -1,4 +1,6 @@
 //! `sandbox.exec`: `sh -c` in the sandbox with capped output and a timeout.
+//!
+//! The sandbox's OOM-kill count is read after a command ends by SIGKILL.
 
 use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};

@@ -2,6 +2,9 @@
 //! contexts, terminals, and the short-lived tokens of exec WebSockets. A part of the
 //! sandbox service: it resolves the sandbox and its channel through the service and
 //! runs everything over that channel.
+//!
+//! Every sandbox made with `envVars` (cold or claimed from a pool) gets them per command
+//! (`Service::command_env`): they are never in its container's configuration.
 
 mod contexts;
 mod exec;

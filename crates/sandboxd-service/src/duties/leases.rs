@@ -4,6 +4,8 @@
 //! outlives a control plane that is gone or cut off by its idle timeout and the grace at
 //! most. The reaper stays the normal way a sandbox ends: the lease only runs out when
 //! nothing renews it.
+//!
+//! `lease_once` runs every third of the grace; a warm pool member's lease is the grace.
 
 use std::time::Duration;
 

@@ -1,6 +1,9 @@
 //! Replicas and duties: what sandboxd does by itself, one pass at a time (the server's
 //! loops schedule them). Each pass depends on the sandbox operations (a kill, a revival,
 //! the agents' sockets) and on nothing a request brings.
+//!
+//! `Duties`: the passes (`passes.rs`) and the lease renewal (`leases.rs`). The server's
+//! `loops.rs` schedules them.
 
 mod leases;
 mod passes;

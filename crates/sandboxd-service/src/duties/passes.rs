@@ -1,5 +1,8 @@
 //! One pass of the reaper, of reconcile and of the agents' bookkeeping. Startup reconcile
 //! and periodic reconcile are the same pass.
+//!
+//! Reconcile (`Duties::reconcile_once`) runs on the local engine, then on each server,
+//! skipping and reporting one it cannot reach.
 
 use sandboxd_core::model::{Expiry, SandboxStatus};
 use sandboxd_core::reconcile::{expired, plan_reconcile};

@@ -2,6 +2,10 @@
 //! first, then DNS, from sandboxd and never from the sandbox; only addresses sandboxes
 //! may reach are tried, and the connection goes to the address resolved here (the name
 //! is not looked up again by anyone).
+//!
+//! The operator's names are `[egress] hosts`. A sandbox on a remote server connects from
+//! there: `Fleet::dialer_of` gives the server's `RemoteDialer`, which `connect` uses
+//! instead of a local socket.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

@@ -2,6 +2,15 @@
 //! and what each may reach. The sandbox's list is read as it stands for every
 //! connection (the store answers from a row at most a second old, and at once after a
 //! change made here), so a `setEgress` holds for the next connection.
+//!
+//! `Gate::next` is the next connection a program made to the proxy (the channel
+//! contract's `accept_egress`). `Gate::connect` takes the host named, never an address
+//! (`sandboxd_core::egress::name_of`), resolves it (`dial.rs`), and drops the special
+//! ranges and sandboxd's own addresses unless allowed (`egress::reachable`, `own.rs`).
+//! `Gate::refuse` records, as the gate's own, a refusal the proxy made of what a
+//! connection carried (a `Host`, a TLS name). Every decision is counted, logged within
+//! the sandbox's allowance (`sandboxd_core::egress_log::Allowance`) and, for refusals,
+//! audited within another; the connection made is wrapped by `counted.rs`.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

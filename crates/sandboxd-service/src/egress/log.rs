@@ -3,6 +3,9 @@
 //! newest entries. Handing over never waits: when the writer is behind by a full queue,
 //! or by its organization's share of it, the entry is dropped and counted, so a flood
 //! of connections slows nothing and one organization's flood drops no other's.
+//!
+//! `Recorder` is that writer: a bounded queue shared between organizations by
+//! `QueueShares`, each batch written in one transaction.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -4,6 +4,9 @@
 //! and the one way out of it, `Gate::connect`, which checks the host against the
 //! sandbox's list as it stands, resolves it here, and connects to an address it may
 //! reach. The proxy's HTTP is the server's.
+//!
+//! `gate` hands out a running `allowlist` sandbox's `Gate` once its agent connects (the
+//! hub's `connections()`). `Egress::log` reads a log for `sandbox.egressLog`.
 
 mod counted;
 mod dial;

@@ -1,6 +1,9 @@
 //! The addresses of sandboxd's own host that egress refuses: its interfaces' (read from
 //! the kernel's tables), and those it listens, advertises and is reached on (the other
 //! replicas' too). Read again every few seconds, so that an address added since counts.
+//!
+//! The addresses are read again every 5 s: the interfaces', and the listen, metrics,
+//! advertised and replica addresses the server sets.
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};

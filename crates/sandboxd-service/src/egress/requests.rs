@@ -2,6 +2,9 @@
 //! asks (`sandbox.requestEgress`, also an agent's tool); a key of another holding
 //! `egress:decide` approves, which adds the host to the running sandbox's list at once,
 //! or denies.
+//!
+//! `Egress::ask`, the listing, and `Egress::decide`: `egress_requests::check_decider`,
+//! then the store's `add_egress`, a compare-and-set on the list.
 
 use sandboxd_core::access::{self, SandboxNeed};
 use sandboxd_core::egress_requests::{

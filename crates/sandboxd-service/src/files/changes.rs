@@ -2,6 +2,12 @@
 //! snapshot it started from, under its user's areas (or everywhere), with types and
 //! sizes. The engine's diff says which paths; `find`, run as the sandbox's user, says
 //! what each is now (what that user cannot see stays without a type).
+//!
+//! A paused sandbox is woken; the engine's diff is narrowed by `sandboxd_core::changes`,
+//! then `find` runs through the engine's exec as the sandbox's user on the paths not
+//! removed, 500 at a time, each run's output bounded at 1 MiB. A failed run, or an image
+//! without GNU find, leaves the entries it did not reach without a type. The sandbox's
+//! activity is recorded.
 
 use sandboxd_contracts::ExecSpec;
 use sandboxd_core::access::SandboxNeed;

@@ -1,6 +1,8 @@
 //! Paths of a sandbox one at a time: their metadata (owners, link targets), the
 //! entries of a directory, renames and removals. Done by the sandbox's agent as the
 //! sandbox user; the engine path does none of them.
+//!
+//! Directories made and watchers are here too, the agent's only.
 
 use sandboxd_contracts::{ChannelError, PathEntry, RefusalKind, SandboxChannel, WatchEvent};
 use sandboxd_core::access::SandboxNeed;

@@ -2,6 +2,10 @@
 //! candidates are the local engine (unless sandboxes run on remote servers only) and
 //! every server the caller may use whose host key is pinned and that is reachable; the
 //! choice is `sandboxd_core::placement`'s.
+//!
+//! The local engine comes with its `Room`, each server with its capacity and what its
+//! sandboxes reserve. The choice goes where the most room is left after the sandbox, the
+//! scarcer resource deciding; a shortfall is named when nothing fits.
 
 use std::time::Duration;
 

@@ -3,6 +3,11 @@
 //! as `running` while other limits are set and the sandbox's lease is told, and the
 //! create goes cold when any of that fails. A create of a shape without a configured
 //! pool counts for its pool kept for demand.
+//!
+//! A claimed `allowlist` member's agent is announced again, so its proxy is served with
+//! its row's list. `claim` answers `Claimed::Cold` with the key to count once a cold
+//! create of a shape without a configured pool ran (`note_demand`, by the caller's
+//! organization).
 
 use std::collections::VecDeque;
 

@@ -3,6 +3,10 @@
 //! engine's pools are filled beside the others', so a slow or unreachable server never
 //! holds the local pools back. A server that is removed or reached otherwise has its
 //! members removed first.
+//!
+//! A demand pool whose member cannot be made is dropped. A new member runs `sh -c true`
+//! once, so that its claimer's first command finds the shell read in. `drop_server`
+//! removes a server's members; members are removed at stop.
 
 use std::collections::{BTreeMap, VecDeque};
 

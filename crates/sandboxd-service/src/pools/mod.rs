@@ -10,6 +10,12 @@
 //! reconcile only while the pools know them; a server stop removes them, and
 //! one that did not stop cleanly has them removed by the next start's reconcile (then
 //! refilled).
+//!
+//! A pool is named by its `PoolKey` (engine and shape); `Stock` holds the sizes, the
+//! `DemandLog` and the members, each member holding the engine it was made on. Members
+//! are made with `start_container` and labelled `sandboxd.pool`. A pool's metric series
+//! (`PoolSeries`) never names an image. Reconcile keeps the members on every engine
+//! through `members`.
 
 mod claim;
 mod fill;

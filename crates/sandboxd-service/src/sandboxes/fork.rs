@@ -2,6 +2,9 @@
 //! its own id, limits and timeout (the source's unless the fork says otherwise). Files
 //! are carried; processes, memory, environment variables and egress credentials are
 //! not. All or nothing: when one cannot be made, those made go, with the snapshot.
+//!
+//! The creates run four at a time, with the source's limits, network, egress list and
+//! labels, and none of its environment, egress credentials or volumes.
 
 use futures_util::StreamExt as _;
 use sandboxd_core::access::SandboxNeed;

@@ -1,4 +1,7 @@
 //! `sandbox.one`, `list`, `setTimeout`, `kill`, `remove`.
+//!
+//! A kill removes the container on the sandbox's server; an unreachable server keeps it
+//! until reconcile.
 
 use sandboxd_core::access::{self, Denied, Permission, SandboxNeed};
 use sandboxd_core::egress_requests::{ListChange, check_list_change};

@@ -10,6 +10,10 @@
 //! The agent's dead-man's switch counts time while the sandbox is frozen, so before
 //! the freeze the agent is given a lease to the end of the paused timeout (plus the
 //! grace): a sandbox resumed before then does not end itself on waking.
+//!
+//! `Freezes` is 64 striped mutexes and the set of sandboxes whose snapshot is under way,
+//! which are neither paused, resumed nor thawed meanwhile. A row moved before the engine
+//! refused is moved back. `pause_idle` is the reaper's.
 
 use std::time::Duration;
 

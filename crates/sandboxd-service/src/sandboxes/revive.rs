@@ -2,6 +2,12 @@
 //! killed from the host, by the OOM killer, or the engine restarted) is noticed from the
 //! engine's events at once and started again, files kept; the agent reconnects. A
 //! container that keeps dying is given up on: its row becomes `error`.
+//!
+//! The deaths come from `sandboxd-docker`'s `events.rs`, followed by the server's
+//! `loops.rs`. A restart is counted against a budget and recorded (`sandbox.restart`);
+//! the sandbox's processes are lost. Reconcile calls it for every stopped container of a
+//! running sandbox, and the server runs a reconcile pass of an engine as soon as its
+//! event stream is back.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

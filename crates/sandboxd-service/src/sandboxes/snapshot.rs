@@ -6,6 +6,11 @@
 //! image (the sandbox frozen meanwhile; a pause or resume of it is refused until the
 //! commit is done), then the row is kept with the quota checked again, now with the
 //! size; an image the quota has no room for is removed.
+//!
+//! A snapshot runs in a task of its own, so it ends whatever its caller does; the
+//! sandbox's stripe is held only to mark it as being snapshotted. Audited. A removal is
+//! refused while the image is in use or another snapshot is built on it, waiting up to 10
+//! s for the containers of sandboxes just killed.
 
 use std::time::Duration;
 

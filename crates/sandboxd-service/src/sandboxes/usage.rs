@@ -2,6 +2,8 @@
 //! use is the change of the CPU time counter between two readings: the previous one of
 //! this replica when it is recent, else a second reading a quarter second after the
 //! first.
+//!
+//! A reading is kept per sandbox for 5 s.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

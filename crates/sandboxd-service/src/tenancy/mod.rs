@@ -1,6 +1,10 @@
 //! Access and tenancy: organizations, their members and API keys, projects and
 //! environments, and reading the audit log. Depends on the store and the access checks
 //! only; it never touches a sandbox.
+//!
+//! `Tenancy`: organizations, members and keys (`members.rs`), projects and environments
+//! (`projects.rs`), the audit log's pages, and the environments creates found
+//! (`environments.rs`). It uses the quotas too.
 
 mod environments;
 mod members;

@@ -1,4 +1,7 @@
 //! `sandboxd changes`: what a sandbox added, changed and removed.
+//!
+//! The table, or with `--tar` the changes' tar streamed to a file under a temporary name,
+//! or to standard output.
 
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};

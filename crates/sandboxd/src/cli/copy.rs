@@ -3,6 +3,8 @@
 //! sandbox side is written `SANDBOX_ID:/path`. What comes out of a sandbox is untrusted:
 //! a tree is unpacked as `unpack.rs` says (staged, modes masked, only the named entry
 //! moved into place), and a file lands under a temporary name, renamed once whole.
+//!
+//! A local tree is tarred on a blocking thread as it is sent.
 
 use std::io::{IsTerminal as _, Read, Write};
 use std::path::{Path, PathBuf};

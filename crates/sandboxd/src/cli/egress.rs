@@ -1,5 +1,7 @@
 //! `sandboxd egress …`: what an `allowlist` sandbox may reach, and what its
 //! connections met.
+//!
+//! `egress ls|set|log`; `log --follow` polls the cursor.
 
 use std::time::Duration;
 

@@ -1,4 +1,6 @@
 //! `sandboxd port …`: a sandbox's ports as preview URLs.
+//!
+//! `port expose|ls|rm`.
 
 use clap::Subcommand;
 use serde_json::{Value, json};

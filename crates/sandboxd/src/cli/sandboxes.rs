@@ -1,5 +1,7 @@
 //! The sandbox commands: `create`, `ls`, `show`, `timeout`, `kill`, `rm`, `templates`,
 //! `files`.
+//!
+//! `create` takes `--snapshot` and `--volume`.
 
 use clap::Args;
 use sandboxd_core::api::RenameSandboxRequest;

@@ -1,5 +1,7 @@
 //! `sandboxd snapshot …` and `sandboxd fork`: a sandbox's files kept, and sandboxes
 //! started from them.
+//!
+//! `snapshot create|ls|show|rm`, and `fork`.
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};

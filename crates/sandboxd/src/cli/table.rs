@@ -1,4 +1,6 @@
 //! Human output: aligned columns under a header, or `key  value` lines for one record.
+//!
+//! Sizes are written for people.
 
 /// Text from a server, an engine or a sandbox made safe for a terminal: control
 /// characters (escape sequences, carriage returns, newlines) become `?`.

@@ -2,6 +2,8 @@
 //! `--key` / `--ca-cert`, else `SANDBOXD_URL` / `SANDBOXD_KEY` / `SANDBOXD_CA_CERT`, else
 //! the profile `sandboxd login` wrote, else the local defaults (`http://127.0.0.1:3000`
 //! and `./sandboxd-data/owner.key`, what `sandboxd serve` makes on first start).
+//!
+//! `shell` and `mcp` resolve theirs here too.
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;

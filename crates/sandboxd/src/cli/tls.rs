@@ -2,6 +2,9 @@
 //! trusting the system's certificate store and, when one is named (`--ca-cert`,
 //! `SANDBOXD_CA_CERT`, or the profile `login` kept), the CA that signed a private
 //! server's certificate. HTTP and the WebSockets share one configuration.
+//!
+//! No redirect is followed, so the key header never travels on; a certificate that is not
+//! trusted is named as such.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,5 +1,8 @@
 //! `sandboxd volume …`: named storage that outlives sandboxes, and the `--volume`
 //! mounts of `sandboxd create`.
+//!
+//! `volume create|ls|show|rm`, a volume named by id or name;
+//! `create --volume VOL:PATH[:ro]` becomes the create's mounts.
 
 use clap::Subcommand;
 use serde_json::{Value, json};

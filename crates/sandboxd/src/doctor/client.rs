@@ -1,4 +1,6 @@
 //! The checks of a client: the server answers, the key works, what it may do.
+//!
+//! What the key may do comes from `apiKey.current`.
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,9 @@
 //! The checks of the server's host: the engine, its init and runtime, the sandbox
 //! network, the templates' images, the data directory and its store, the agent, the
 //! clock and free disk. They read; nothing is created or changed.
+//!
+//! The engine is asked through `sandboxd-docker`'s `diagnosis.rs`, the store through its
+//! survey; each verdict is a small pure function.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};

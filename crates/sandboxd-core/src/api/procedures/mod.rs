@@ -2,6 +2,11 @@
 //! sandbox, whether a replica passes it to the replica holding that sandbox's agent, and
 //! its MCP tool (or why it has none). The REST routes and the OpenAPI document are
 //! checked against it, replica forwarding and MCP read it, clients call by it.
+//!
+//! `PROCEDURES` holds every row: each definition's, and five written out here, the
+//! procedures whose handler is written by hand (`HANDWRITTEN`, with the reason for each).
+//! `each_defined!` lists the defined ones; `<group>.rs` holds the definitions by
+//! resource.
 
 mod access;
 mod changes;

@@ -7,6 +7,10 @@
 //! sandbox takes a file only with its length: each file is spooled to a temporary file
 //! of the server's, capped at the transfer limit as it is written (decompressed bytes
 //! counted), then streamed in through the transfer path like `sandbox.upload`.
+//!
+//! A raw body of known length is streamed in place through the transfer path; the others
+//! (gzip, multipart parts read with multer) are spooled first by `uploads.rs`. A signed
+//! URL's caller is the key whose token signed it, for the sandbox's user alone.
 
 use axum::Json;
 use axum::body::Body;

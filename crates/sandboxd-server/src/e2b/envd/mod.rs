@@ -4,6 +4,8 @@
 //! create and connect answered (or a sandboxd key in `X-API-Key`). Processes
 //! (`process`), paths (`filesystem`) and file contents (`files`) are the sandbox
 //! agent's, reached through the service as every other route reaches them.
+//!
+//! The store derives the access token (`envd_tokens.rs` there); nothing stores it.
 
 mod files;
 mod filesystem;

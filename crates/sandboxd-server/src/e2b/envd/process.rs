@@ -2,6 +2,9 @@
 //! outlive the client, as E2B's do) and are followed for as long as a stream wants
 //! them; a `Start` with a timeout kills its process when the timeout passes, whether
 //! or not anyone still follows it.
+//!
+//! A task follows each process, sending `start`, output, `end` and keepalives, and
+//! notices a client gone.
 
 use std::time::Duration;
 

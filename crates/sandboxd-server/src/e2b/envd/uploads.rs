@@ -2,6 +2,9 @@
 //! organization, a gzip body decoded a bounded piece at a time (a small body can expand
 //! a thousandfold), and, for the bodies whose size is not known before they end (gzip,
 //! multipart), a temporary file within a budget shared by the whole server.
+//!
+//! 4 uploads per sandbox and 16 per organization at once; the spool within twice the
+//! transfer limit for the whole server (`UploadBounds`, in `AppState`).
 
 use std::collections::HashMap;
 use std::io::Write as _;

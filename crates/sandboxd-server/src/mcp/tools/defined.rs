@@ -1,6 +1,11 @@
 //! The tools made from procedures' definitions: each validates and answers as its REST
 //! route does (the same [`Serve`] function), and a forwarded one is passed to the replica
 //! holding the sandbox's agent first.
+//!
+//! The tools are made at start (`ToolRoute::new_dyn`) for every defined procedure that
+//! has one; `docs/mcp-tools.json` lists them. A tool's errors are tool errors carrying
+//! the REST error body. `HANDWRITTEN` names the tools written by hand in `tools.rs`, and
+//! why.
 
 use axum::http::request::Parts;
 use rmcp::ErrorData;

@@ -7,6 +7,10 @@
 //! read otherwise (larger than what the transfer may still carry), is cut short or
 //! grows ends the archive with an error (it would lie about it). A path named like a whiteout (`.wh.…`) is
 //! left out: it would read as a removal.
+//!
+//! Past 10,000 paths the download is refused (413). Each file's header is written once
+//! its size is known; the archive counts against the transfer cap, with the downloads'
+//! deadlines.
 
 use std::time::Duration;
 

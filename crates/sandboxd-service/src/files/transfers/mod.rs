@@ -4,6 +4,10 @@
 //! file (its length known up front) or a tar of a tree, every entry owned by the sandbox
 //! user (`upload.rs`); a download is one file's bytes or a tar of a directory
 //! (`download.rs`). A stream that stops flowing for a minute is cut.
+//!
+//! Here: `Executor::upload`, which tells the body's own failure from the sandbox's; the
+//! source's idle deadline, the consumer's deadline (a download not read for a while is
+//! let go, with an error after what it took) and the cap.
 
 mod changes;
 mod download;
