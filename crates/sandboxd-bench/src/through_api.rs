@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use sandboxd_server::{Server, ServerConfig};
+use sandboxd_server::config::TemplateConfig;
+use sandboxd_server::{Config, Engines, Server};
 
 use crate::http::{Http, KEY};
 
@@ -21,14 +22,16 @@ impl Api {
     /// A server with the in-sandbox agent, serving on a loopback port.
     pub async fn start(image: &str) -> anyhow::Result<Self> {
         let data = tempfile::tempdir()?;
-        let mut config = ServerConfig::new(data.path().to_path_buf());
+        let mut config = Config::new(data.path().to_path_buf());
         config.agent_binary = Some(sandboxd_agent_embed::install(&data.path().join("bin"))?);
         config.bootstrap_key = Some(KEY.into());
-        config.template_images.insert("base".into(), image.into());
+        config
+            .templates
+            .insert("base".into(), TemplateConfig::image(image));
         // The benchmark drives one key hard; the per-key limit would measure itself.
         config.rate_limit_per_second = 0;
         let engine = sandboxd_docker::DockerEngine::connect_local().await?;
-        let server = Server::start(config, std::sync::Arc::new(engine)).await?;
+        let server = Server::start(config, Engines::local(std::sync::Arc::new(engine))).await?;
         let instance = server.service.instance_id().to_owned();
         let service = server.service.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -77,10 +80,10 @@ impl Api {
     /// `true` straight through the sandbox's agent connection: the channel's own round
     /// trip, without HTTP, authentication or the store.
     pub async fn agent_channel_true(&self, id: &str) -> anyhow::Result<Duration> {
-        let conn = self
+        let channel = self
             .service
             .agents()
-            .connection(id)
+            .channel(id)
             .context("agent not connected")?;
         let spec = sandboxd_docker::ExecSpec {
             argv: vec!["true".into()],
@@ -92,7 +95,7 @@ impl Api {
             stream: None,
         };
         let started = Instant::now();
-        let (outcome, _) = conn.exec(spec).await?;
+        let outcome = channel.exec(spec).await?;
         let took = started.elapsed();
         if outcome.exit_code != 0 {
             bail!("true failed through the agent");

@@ -1,9 +1,16 @@
 //! Per-organization quotas: how much one organization may hold at once, so that one
 //! tenant cannot take the whole host. Checked where the resource is taken, inside the
 //! store's write transaction, so concurrent requests cannot overrun them together.
+//!
+//! The admission decisions: `admit_sandbox`; `admit_resume` (a paused sandbox holds
+//! memory, not CPU); `admit_snapshot` (how many snapshots and the bytes they add, a size
+//! of `0` while it is not known yet); `admit_volume` (how many volumes and the sizes they
+//! reserve); `admit_key`.
 
-/// The limits of each organization.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// The limits of each organization (`[quotas]` of the configuration; a key left out
+/// keeps its default).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Quotas {
     /// Sandboxes being created or running.
     pub running_sandboxes: u32,
@@ -35,6 +42,23 @@ impl Default for Quotas {
             volumes: 100,
             volume_mb: 500 * 1024,
         }
+    }
+}
+
+impl Quotas {
+    /// The quotas as configured, or what is wrong with them.
+    pub fn checked(self) -> Result<Self, &'static str> {
+        if self.running_sandboxes == 0 || self.keys_per_user == 0 {
+            return Err("quotas.running_sandboxes and quotas.keys_per_user must be at least 1");
+        }
+        if !(self.cpu.is_finite() && self.cpu >= 0.1) || self.memory_mb < 64 {
+            return Err("quotas.cpu must be at least 0.1 and quotas.memory_mb at least 64");
+        }
+        Ok(Self {
+            snapshot_mb: self.snapshot_mb.max(0),
+            volume_mb: self.volume_mb.max(0),
+            ..self
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 mod app_connections;
 mod auth;
 mod body_limit;
+pub mod config;
 mod dashboard;
 pub mod data_dir;
 mod e2b;
@@ -24,18 +25,14 @@ mod request_log;
 mod routes;
 pub mod time;
 
-use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{any, get};
 use axum::serve::ListenerExt as _;
 use sandboxd_contracts::{Engine, EngineError};
-use sandboxd_core::limits::{REAPER_INTERVAL_MS, RECONCILE_INTERVAL_MS};
 use sandboxd_core::templates::Templates;
 use sandboxd_store::{Bootstrap, Store};
 
@@ -45,6 +42,7 @@ use tracing::{info, warn};
 use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 
+pub use config::Config;
 pub use routes::session::CookieSecure;
 pub use sandboxd_agent_host as agent;
 pub use sandboxd_contracts as contracts;
@@ -55,144 +53,40 @@ pub use service::Service;
 /// sandbox can stay idle.
 pub const DEFAULT_SESSION_LIFETIME_SECS: u64 = 24 * 60 * 60;
 
-/// What the server needs to start.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    pub data_dir: PathBuf,
-    /// Images of the built-in templates, by template name, replacing the defaults.
-    pub template_images: BTreeMap<String, String>,
-    /// Isolation by template name, for creates that ask for none.
-    pub template_isolation: BTreeMap<String, sandboxd_core::model::Isolation>,
-    /// The owner key to create on first start (32+ characters); generated when absent.
-    pub bootstrap_key: Option<String>,
-    /// The master key sealing secrets; `<data-dir>/master.key` (created) when absent.
-    /// Replicas on one database need the same one (a start with another is refused).
-    pub master_key: Option<[u8; 32]>,
-    /// The database; `None`: SQLite in the data directory.
-    pub database: Option<sandboxd_store::Database>,
-    /// The static agent binary mounted into sandboxes (one that is not statically linked
-    /// stops the start); `None`: sandboxes run without the agent, and every operation
-    /// goes through the engine's exec and archive API.
-    pub agent_binary: Option<PathBuf>,
-    pub reaper_interval: Duration,
-    pub reconcile_interval: Duration,
-    /// `Host` values the MCP endpoint accepts; empty: loopback names and the address the
-    /// server listens on (DNS-rebinding protection).
-    pub mcp_allowed_hosts: Vec<String>,
-    /// Browser origins the MCP endpoint accepts; empty: no `Origin` check.
-    pub mcp_allowed_origins: Vec<String>,
-    /// Record every command in the audit log: who, which sandbox, a keyed hash of the
-    /// command (never its text or env), exit code and duration.
-    pub audit_exec: bool,
-    /// Requests per second each API key may make, sustained; 0 turns limits off.
-    pub rate_limit_per_second: u32,
-    /// Requests each API key may make at once above the sustained rate.
-    pub rate_limit_burst: u32,
-    /// The engine runtime sandboxes run under (`runsc` for gVisor, `kata-runtime`…);
-    /// `None`: the engine's default (runc). Checked against the engine at start.
-    pub runtime: Option<String>,
-    /// The engine's name for gVisor's runtime (`"isolation": "gvisor"`).
-    pub gvisor_runtime: String,
-    /// The weakest isolation any sandbox may run under; `runtime`'s own tier raises it
-    /// (a server under `runsc` runs no sandbox on the host's kernel).
-    pub min_isolation: Option<sandboxd_core::model::Isolation>,
-    /// Warm pools: template name → started sandboxes kept ready to be claimed.
-    pub pools: BTreeMap<String, usize>,
-    /// How far the pools kept for demand (any other shape of create: an image, a
-    /// network mode) may grow.
-    pub warm_on_demand: sandboxd_core::pool_demand::DemandBounds,
-    /// Patterns of the images callers may ask for by `image` (templates are the
-    /// operator's own); empty: any image.
-    pub allowed_images: Vec<String>,
-    /// The cap of one streamed transfer (`sandbox.upload` / `sandbox.download`).
-    pub max_transfer_bytes: u64,
-    /// How long a WebSocket session (streaming exec, terminal) may stay open.
-    pub session_max_lifetime: Duration,
-    /// How long one file or process operation through a sandbox's agent may take in all
-    /// (every frame sent and received counts), however the agent behaves.
-    pub agent_op_timeout: Duration,
-    /// What each organization may hold at once (sandboxes, CPU, memory, keys per user).
-    pub quotas: sandboxd_core::quotas::Quotas,
-    /// The remote-server contract (the binary wires the Docker-over-SSH one); `None`:
-    /// sandboxes run on the local engine only and `server.*` answers 503.
+/// The engines sandboxes run on, as the caller connects them (the binary: the local
+/// Docker engine and Docker over SSH for remote servers).
+#[derive(Clone)]
+pub struct Engines {
+    /// The engine of this host.
+    pub local: Arc<dyn Engine>,
+    /// The contract that reaches remote servers; `None`: sandboxes run on the local
+    /// engine only and `server.*` answers 503.
     pub remote: Option<Arc<dyn sandboxd_contracts::Connector>>,
-    /// Sandboxes run on remote servers only: `sandbox.create` needs a `serverId`.
-    pub remote_only: bool,
-    /// A create without `serverId` goes where the most room is.
-    pub placement: bool,
-    /// Where the other replicas reach this one (`http://host:port`); `None`: the
-    /// address it listens on, with a loopback address for an unspecified one.
-    pub advertise_url: Option<String>,
-    /// Whether the dashboard's session cookie is marked `Secure`.
-    pub cookie_secure: CookieSecure,
-    /// The address users reach sandboxd at, for the URLs of previews; the address each
-    /// request was sent to when unset.
-    pub public_url: Option<String>,
-    /// The domain whose hosts serve previews (`<port>-<handle>.<domain>`); path-based
-    /// previews when unset.
-    pub preview_domain: Option<String>,
-    /// The domain of E2B's SDKs' `E2B_DOMAIN` (`api.<domain>`, `<port>-<id>.<domain>`);
-    /// E2B's calls come under `/e2b` only when unset.
-    pub e2b_domain: Option<String>,
-    /// Whether connections to a sandbox's ports (previews, `port-forward`) and their
-    /// traffic count as its activity for the idle timeout.
-    pub port_traffic_is_activity: bool,
-    /// Which organizations may register remote servers (the networks they may be at
-    /// are the remote-server contract's, set where it is made).
-    pub server_registration: sandboxd_core::access::ServerRegistration,
-    /// How long a sandbox outlives its expiry when nothing more is heard from sandboxd
-    /// (its agent's dead-man's switch).
-    pub lease_grace: Duration,
-    /// `[egress]`: names answered before DNS and the special networks `allowlist`
-    /// sandboxes may reach.
-    pub egress: sandboxd_core::egress::Operator,
-    /// `[egress] trusted_ca`: a PEM file of CAs trusted, besides the system's, for
-    /// the HTTPS sandboxd speaks to hosts whose requests carry credentials.
-    pub egress_trusted_ca: Option<PathBuf>,
 }
 
-impl ServerConfig {
-    /// Defaults for a data directory.
-    pub fn new(data_dir: PathBuf) -> Self {
+impl Engines {
+    /// The local engine only.
+    pub fn local(engine: Arc<dyn Engine>) -> Self {
         Self {
-            data_dir,
-            template_images: BTreeMap::new(),
-            template_isolation: BTreeMap::new(),
-            bootstrap_key: None,
-            master_key: None,
-            database: None,
-            agent_binary: None,
-            reaper_interval: Duration::from_millis(REAPER_INTERVAL_MS),
-            reconcile_interval: Duration::from_millis(RECONCILE_INTERVAL_MS),
-            mcp_allowed_hosts: Vec::new(),
-            mcp_allowed_origins: Vec::new(),
-            audit_exec: false,
-            rate_limit_per_second: 100,
-            rate_limit_burst: 200,
-            runtime: None,
-            gvisor_runtime: "runsc".into(),
-            min_isolation: None,
-            pools: BTreeMap::new(),
-            warm_on_demand: sandboxd_core::pool_demand::DemandBounds::default(),
-            allowed_images: Vec::new(),
-            max_transfer_bytes: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES,
-            session_max_lifetime: Duration::from_secs(DEFAULT_SESSION_LIFETIME_SECS),
-            agent_op_timeout: Duration::from_secs(60),
-            quotas: sandboxd_core::quotas::Quotas::default(),
+            local: engine,
             remote: None,
-            remote_only: false,
-            placement: false,
-            advertise_url: None,
-            cookie_secure: CookieSecure::Auto,
-            public_url: None,
-            preview_domain: None,
-            e2b_domain: None,
-            port_traffic_is_activity: true,
-            server_registration: sandboxd_core::access::ServerRegistration::Operator,
-            lease_grace: sandboxd_service::DEFAULT_LEASE_GRACE,
-            egress: sandboxd_core::egress::Operator::default(),
-            egress_trusted_ca: None,
         }
+    }
+
+    /// Remote servers reached through `connector` too.
+    pub fn with_remote(self, connector: Arc<dyn sandboxd_contracts::Connector>) -> Self {
+        Self {
+            remote: Some(connector),
+            ..self
+        }
+    }
+}
+
+impl std::fmt::Debug for Engines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engines")
+            .field("remote", &self.remote.is_some())
+            .finish_non_exhaustive()
     }
 }
 
@@ -218,13 +112,16 @@ pub struct Server {
     pub service: Service,
     /// What the first start created, when this start was the first.
     pub bootstrap: Option<Bootstrap>,
-    config: ServerConfig,
+    config: Config,
+    checked: config::Checked,
     metrics_listener: Option<TcpListener>,
 }
 
 /// Failure to start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    #[error("invalid configuration")]
+    Config(#[from] config::ConfigError),
     #[error(transparent)]
     DataDir(#[from] data_dir::DataDirError),
     #[error("the agent binary {path} is not a statically linked executable")]
@@ -250,36 +147,37 @@ pub enum StartError {
 }
 
 impl Server {
-    /// Opens the store (bootstrapping an empty one) and checks `engine`, the engine
-    /// sandboxes run on (the caller connects it: the Docker adapter in the binary).
-    pub async fn start(
-        mut config: ServerConfig,
-        engine: Arc<dyn Engine>,
-    ) -> Result<Self, StartError> {
+    /// Checks the configuration, opens the store (bootstrapping an empty one) and checks
+    /// the engines sandboxes run on (the caller connects them: the Docker adapter in the
+    /// binary).
+    pub async fn start(mut config: Config, engines: Engines) -> Result<Self, StartError> {
+        let checked = config.check()?;
+        let engine = engines.local;
         // Every host path handed to the engine is absolute.
         config.data_dir = data_dir::prepare(&config.data_dir)?;
-        if let Some(binary) = &config.agent_binary {
-            let binary = std::path::absolute(binary).unwrap_or_else(|_| binary.clone());
-            if !agent::is_static_elf(&binary) {
-                return Err(StartError::AgentNotStatic {
-                    path: binary.display().to_string(),
-                });
+        let database = config.database().map_err(|source| StartError::Store {
+            path: "database_url".into(),
+            source,
+        })?;
+        let agent_binary = match config.agent_binary() {
+            Some(binary) => {
+                let binary = std::path::absolute(binary).unwrap_or_else(|_| binary.to_owned());
+                if !agent::is_static_elf(&binary) {
+                    return Err(StartError::AgentNotStatic {
+                        path: binary.display().to_string(),
+                    });
+                }
+                Some(binary)
             }
-            config.agent_binary = Some(binary);
-        }
-        let database =
-            config
-                .database
-                .clone()
-                .unwrap_or_else(|| sandboxd_store::Database::Sqlite {
-                    data_dir: config.data_dir.clone(),
-                });
+            None => None,
+        };
+        config.agent_binary = agent_binary.clone();
         let store_error = |source| StartError::Store {
             path: database.describe(),
             source,
         };
         // A configured master key is used as is: no `master.key` is read or written.
-        let store = Store::connect(&database, &config.data_dir, config.master_key.as_ref())
+        let store = Store::connect(&database, &config.data_dir, checked.master_key.as_ref())
             .await
             .map_err(store_error)?;
         let bootstrap = store
@@ -306,20 +204,20 @@ impl Server {
             .filter(|n| *n > 0)
             .map(|bytes| bytes / (1024 * 1024));
         info!(api_version = %engine.api_version(), %instance_id, ?host_cpus, "engine ready");
-        let templates = Templates::with_images(&config.template_images)
-            .with_isolation(&config.template_isolation);
+        let templates = Templates::with_images(&config.template_images())
+            .with_isolation(&config.template_isolation());
         let agents = AgentHub::new(
             config.data_dir.join("agents"),
-            config.agent_binary.clone(),
-            config.agent_op_timeout,
+            agent_binary.clone(),
+            config.agent_op_timeout(),
         );
-        if let Some(binary) = &config.agent_binary {
+        if let Some(binary) = &agent_binary {
             info!(agent = %binary.display(), "sandboxes run with the in-sandbox agent");
         }
         let service = Service::new(
             store,
             engine,
-            agents,
+            Arc::new(agents),
             templates,
             instance_id,
             service::Options {
@@ -327,27 +225,32 @@ impl Server {
                 runtime: config.runtime.clone(),
                 gvisor_runtime: config.gvisor_runtime.clone(),
                 min_isolation: config.min_isolation,
-                pools: config.pools.clone(),
-                warm_on_demand: config.warm_on_demand,
+                pools: config
+                    .pools
+                    .iter()
+                    .map(|(template, pool)| (template.clone(), pool.size))
+                    .collect(),
+                warm_on_demand: config.warm_on_demand.bounds(),
                 allowed_images: config.allowed_images.clone(),
-                quotas: config.quotas,
+                quotas: checked.quotas,
                 host_cpus,
-                remote: config.remote.clone(),
+                remote: engines.remote,
                 remote_only: config.remote_only,
                 placement: config.placement,
                 host_memory_mb,
-                max_transfer_bytes: Some(config.max_transfer_bytes),
-                server_registration: config.server_registration,
-                lease_grace: Some(config.lease_grace),
+                max_transfer_bytes: Some(config.max_transfer_bytes()),
+                server_registration: checked.server_registration,
+                lease_grace: Some(config.lease_grace()),
                 agent_channels: None,
                 port_traffic_ignored: !config.port_traffic_is_activity,
-                egress: config.egress.clone(),
+                egress: checked.egress.clone(),
             },
         );
         Ok(Self {
             service,
             bootstrap,
             config,
+            checked,
             metrics_listener: None,
         })
     }
@@ -370,7 +273,7 @@ impl Server {
             }
         }
         let previews = previews::PreviewSettings {
-            public_url: self.config.public_url.clone(),
+            public_url: self.config.public_url(),
             domain: self.config.preview_domain.clone(),
         };
         app(AppState {
@@ -386,8 +289,8 @@ impl Server {
                 previews: previews.clone(),
             },
             sessions: routes::session::SessionSettings {
-                max_lifetime: self.config.session_max_lifetime,
-                cookie_secure: self.config.cookie_secure,
+                max_lifetime: self.config.session_max_lifetime(),
+                cookie_secure: self.checked.cookie_secure,
             },
             previews,
             e2b_domain: self.config.e2b_domain.clone(),
@@ -408,7 +311,7 @@ impl Server {
     ) -> Result<(), StartError> {
         // Subscribed before the first reconcile listens again for agents.
         let holding = tokio::spawn(self.service.replicas().record_agent_connections());
-        let tls = egress::tls::connector(self.config.egress_trusted_ca.as_deref())
+        let tls = egress::tls::connector(self.config.egress.trusted_ca.as_deref())
             .map_err(StartError::EgressTls)?;
         // Egress never reaches this server itself: the addresses it listens and is
         // reached on are its own, beside its interfaces'.
@@ -424,13 +327,12 @@ impl Server {
         .collect();
         self.service
             .egress()
-            .set_own_addresses(listening, self.config.advertise_url.as_deref())
+            .set_own_addresses(listening, self.config.advertise_url().as_deref())
             .await;
         let egress = tokio::spawn(egress::serve_gates(&self.service, tls));
         let address = self
             .config
-            .advertise_url
-            .clone()
+            .advertise_url()
             .or_else(|| listener.local_addr().ok().map(advertised));
         if let Some(address) = address {
             self.service.replicas().register(address).await;
@@ -524,14 +426,14 @@ pub fn app(state: AppState) -> Router {
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
         .route("/sandbox-port", get(routes::port_socket::sandbox_port))
-        .route("/preview/{handle}/{port}", any(routes::preview::root))
+        .route("/preview/{handle}/{port}", any(previews::proxy::root))
         .route(
             "/preview/{handle}/{port}/",
-            any(routes::preview::preview_root),
+            any(previews::proxy::preview_root),
         )
         .route(
             "/preview/{handle}/{port}/{*path}",
-            any(routes::preview::preview),
+            any(previews::proxy::preview),
         )
         .route("/", get(dashboard::index))
         .route("/ui/assets/{*name}", get(dashboard::asset))
@@ -558,7 +460,7 @@ pub fn app(state: AppState) -> Router {
         // sandboxd's own is served on those hosts.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            routes::preview::by_host,
+            previews::proxy::by_host,
         ))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic::respond,

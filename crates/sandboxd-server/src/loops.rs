@@ -6,6 +6,17 @@
 //! sandboxes; [`ENGINES`] is everything that acts on the engines' containers (reconcile,
 //! reviving a container that died, the warm pools), one duty so that the replica that
 //! reconciles knows every warm member it must keep. On SQLite the one server holds both.
+//!
+//! The reaper, the warm-pool refill (every 200 ms) and reconcile run on their intervals;
+//! a replica that does not reconcile only listens again for its own agents and lets go of
+//! those that ended elsewhere. On every replica: the lease loop (every third of the
+//! grace) and the replica heartbeat. The watch on the local engine's container deaths (on
+//! the replica holding `engines`) revives a container 300 ms after it died and, when the
+//! event stream comes back after an outage, waits for the engine to answer and reconciles
+//! it at once; `watch_fleet` gives every remote server's engine such a watch of its own
+//! once it is connected (checked every 2 s, renewed when the server's engine is made
+//! again). A follower of remote-server changes from other replicas drops the engines made
+//! for them.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -18,7 +29,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::ServerConfig;
+use crate::Config;
 use crate::service::{Service, ServiceError};
 
 /// The duty of the reaper.
@@ -241,7 +252,7 @@ fn follow_server_changes(service: Service, mut stop: watch::Receiver<bool>) -> J
 /// containers that stop.
 pub fn spawn(
     service: Service,
-    config: &ServerConfig,
+    config: &Config,
     stop: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     let reaper = service.clone();
@@ -286,20 +297,25 @@ pub fn spawn(
         watcher,
         fleet,
         server_changes,
-        every(config.reaper_interval, stop.clone(), "reaper", move || {
-            let service = reaper.clone();
-            async move {
-                if !holds(&service, REAPER).await {
-                    return Ok(());
+        every(
+            config.reaper_interval(),
+            stop.clone(),
+            "reaper",
+            move || {
+                let service = reaper.clone();
+                async move {
+                    if !holds(&service, REAPER).await {
+                        return Ok(());
+                    }
+                    timed(
+                        crate::metrics::REAPER_DURATION,
+                        service.duties().reap_once(),
+                    )
+                    .await
+                    .map(|_| ())
                 }
-                timed(
-                    crate::metrics::REAPER_DURATION,
-                    service.duties().reap_once(),
-                )
-                .await
-                .map(|_| ())
-            }
-        }),
+            },
+        ),
         every(
             POOL_REFILL_INTERVAL,
             stop.clone(),
@@ -314,7 +330,7 @@ pub fn spawn(
                 }
             },
         ),
-        every(config.reconcile_interval, stop, "reconcile", move || {
+        every(config.reconcile_interval(), stop, "reconcile", move || {
             let service = reconciler.clone();
             async move { reconcile_or_restore(&service).await }
         }),

@@ -8,8 +8,6 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::config::Config;
-
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  sandboxd migrate\n  SANDBOXD_DATABASE_URL=postgres://sandboxd@db/sandboxd sandboxd migrate"
@@ -28,7 +26,8 @@ pub struct MigrateArgs {
 }
 
 pub async fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
-    let mut config = Config::load(args.config.as_deref()).context("invalid configuration")?;
+    let mut config =
+        crate::config::load(args.config.as_deref()).context("invalid configuration")?;
     if let Some(dir) = args.data_dir {
         config.data_dir = dir;
     }

@@ -2,6 +2,11 @@
 //! (made by another installation, without a record, ended, expired), read from the
 //! engine and the data directory's store directly, so it works while the server is
 //! down. Lists by default; removes only with `--kill`.
+//!
+//! The census comes first, then the survey (in that order: a create records its sandbox
+//! before it makes the container), then `plan_reap`; a table or JSON. Another
+//! installation's containers are removed only when asked for as well
+//! (`Finding::removable`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +20,6 @@ use sandboxd_docker::DockerEngine;
 use serde_json::{Value, json};
 
 use crate::cli::table;
-use crate::config::Config;
 
 /// Flags of `sandboxd reap`.
 #[derive(Debug, Args)]
@@ -58,7 +62,8 @@ fn parse_label(text: &str) -> Result<(String, String), String> {
 }
 
 pub async fn run(args: ReapArgs) -> anyhow::Result<ExitCode> {
-    let mut config = Config::load(args.config.as_deref()).context("invalid configuration")?;
+    let mut config =
+        crate::config::load(args.config.as_deref()).context("invalid configuration")?;
     if let Some(dir) = args.data_dir {
         config.data_dir = dir;
     }

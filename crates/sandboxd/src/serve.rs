@@ -1,16 +1,19 @@
-//! `sandboxd serve`.
+//! `sandboxd serve`: the configuration read and checked, tracing to stderr, paths made
+//! absolute and logged once, the first start's key, signals. The wiring: the local
+//! Docker engine and Docker over SSH for remote servers, handed to `Server::start` as
+//! `Engines`.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Args;
 use sandboxd_docker::DockerEngine;
-use sandboxd_server::{Server, ServerConfig};
+use sandboxd_server::{Engines, Server};
 use tracing::info;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{Config, parse_master_key};
+use crate::config::load;
 
 /// Flags of `sandboxd serve`; each overrides the file and the environment.
 #[derive(Debug, Args)]
@@ -63,7 +66,7 @@ fn log_filter(configured: &str) -> EnvFilter {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let mut config = Config::load(args.config.as_deref()).context("invalid configuration")?;
+    let mut config = load(args.config.as_deref()).context("invalid configuration")?;
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
@@ -76,37 +79,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(url) = args.advertise_url {
         config.advertise_url = Some(url);
     }
-    if let Some(url) = &config.advertise_url
-        && !url.starts_with("http://")
-    {
-        anyhow::bail!(
-            "advertise_url must be an http:// URL (replicas forward to each other in plain HTTP), not {url:?}"
-        );
-    }
-    if let Some(url) = &config.public_url
-        && !(url.starts_with("http://") || url.starts_with("https://"))
-    {
-        anyhow::bail!("public_url must be an http:// or https:// URL, not {url:?}");
-    }
-    if let Some(domain) = &config.preview_domain
-        && !sandboxd_core::ports::valid_preview_domain(domain)
-    {
-        anyhow::bail!(
-            "preview_domain must be a lower-case host name such as preview.example.com or localhost, not {domain:?}"
-        );
-    }
-    if let Some(domain) = &config.e2b_domain {
-        if !sandboxd_core::e2b::host::valid_e2b_domain(domain) {
-            anyhow::bail!(
-                "e2b_domain must be a lower-case host name such as e2b.example.com (with :port when its TLS proxy is not on 443), not {domain:?}"
-            );
-        }
-        if config.preview_domain.as_deref() == Some(sandboxd_core::e2b::host::domain_name(domain)) {
-            anyhow::bail!(
-                "e2b_domain and preview_domain must differ: their hosts are named differently"
-            );
-        }
-    }
+    // Every key is checked before the log or anything else starts.
+    let checked = config.check()?;
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&config.log))
         .with_writer(std::io::stderr)
@@ -130,88 +104,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         agent_source = agent.as_ref().map(|(_, source)| source.as_str()).unwrap_or("none"),
         "paths"
     );
+    config.agent_binary = agent.map(|(path, _)| path);
 
-    let mut server_config = ServerConfig::new(config.data_dir.clone());
-    server_config.database = Some(database);
-    server_config.bootstrap_key = config.bootstrap_key.clone();
-    if let Some(bootstrap) = &config.bootstrap_key
-        && bootstrap.chars().count() < 32
-    {
-        bail!("the bootstrap key must be at least 32 characters");
-    }
-    server_config.master_key = match &config.master_key {
-        Some(hex) => Some(parse_master_key(hex).context("the master key must be 64 hex digits")?),
-        None => None,
-    };
-    server_config.agent_binary = agent.map(|(path, _)| path);
-    server_config.mcp_allowed_hosts = config.mcp_allowed_hosts.clone();
-    server_config.mcp_allowed_origins = config.mcp_allowed_origins.clone();
-    server_config.audit_exec = config.audit_exec;
-    server_config.rate_limit_per_second = config.rate_limit_per_second;
-    server_config.rate_limit_burst = config.rate_limit_burst;
-    server_config.runtime = config.runtime.clone();
-    server_config.gvisor_runtime = config.gvisor_runtime.clone();
-    server_config.min_isolation = config.min_isolation;
-    server_config.allowed_images = config.allowed_images.clone();
-    if config.max_transfer_mb == 0 {
-        bail!("max_transfer_mb must be at least 1");
-    }
-    server_config.max_transfer_bytes = config.max_transfer_mb.saturating_mul(1024 * 1024);
-    server_config.quotas = config.quotas.quotas().map_err(anyhow::Error::msg)?;
-    if config.session_max_lifetime_secs == 0 {
-        bail!("session_max_lifetime_secs must be at least 1");
-    }
-    if config.reaper_interval_secs == 0 || config.reconcile_interval_secs == 0 {
-        bail!("reaper_interval_secs and reconcile_interval_secs must be at least 1");
-    }
-    server_config.reaper_interval = std::time::Duration::from_secs(config.reaper_interval_secs);
-    server_config.reconcile_interval =
-        std::time::Duration::from_secs(config.reconcile_interval_secs);
-    server_config.session_max_lifetime =
-        std::time::Duration::from_secs(config.session_max_lifetime_secs);
-    server_config.pools = config
-        .pools
-        .iter()
-        .map(|(template, pool)| (template.clone(), pool.size))
-        .collect();
-    server_config.warm_on_demand = config.warm_on_demand.bounds();
-    server_config.template_images = config.template_images();
-    server_config.template_isolation = config
-        .templates
-        .iter()
-        .filter_map(|(name, t)| Some((name.clone(), t.isolation?)))
-        .collect();
-    // The wiring: the local Docker engine behind the engine contract.
+    // The wiring: the local Docker engine, and Docker over SSH for remote servers.
     let engine = DockerEngine::connect_local().await.context(
         "cannot connect to the Docker engine (is it running, and may this user use its socket?)",
     )?;
-    let (registration, allowed_networks) = config.servers.resolve().map_err(anyhow::Error::msg)?;
-    let connector = sandboxd_docker::SshConnector::new(server_config.agent_binary.as_deref())
+    let connector = sandboxd_docker::SshConnector::new(config.agent_binary())
         .context("cannot read the agent binary")?
-        .allowing(allowed_networks);
-    server_config.server_registration = registration;
-    if config.lease_grace_secs == 0 {
-        anyhow::bail!("lease_grace_secs must be at least 1");
-    }
-    server_config.lease_grace = std::time::Duration::from_secs(config.lease_grace_secs);
-    server_config.remote = Some(std::sync::Arc::new(connector));
-    server_config.remote_only = config.remote_only;
-    server_config.cookie_secure = config.cookie_secure.resolve().map_err(anyhow::Error::msg)?;
-    server_config.placement = config.placement;
-    server_config.advertise_url = config
-        .advertise_url
-        .as_deref()
-        .map(|url| url.trim_end_matches('/').to_owned());
-    server_config.public_url = config
-        .public_url
-        .as_deref()
-        .map(|url| url.trim_end_matches('/').to_owned());
-    server_config.preview_domain = config.preview_domain.clone();
-    server_config.e2b_domain = config.e2b_domain.clone();
-    server_config.port_traffic_is_activity = config.port_traffic_is_activity;
-    server_config.egress = config.egress.resolve().map_err(anyhow::Error::msg)?;
-    server_config.egress_trusted_ca = config.egress.trusted_ca.clone();
-    let server = Server::start(server_config, std::sync::Arc::new(engine))
+        .allowing(checked.server_networks);
+    let engines =
+        Engines::local(std::sync::Arc::new(engine)).with_remote(std::sync::Arc::new(connector));
+    let listen = config.listen.clone();
+    let metrics_listen = config.metrics_listen.clone();
+    let data_dir = config.data_dir.clone();
+    let server = Server::start(config, engines)
         .await
         .context("sandboxd could not start")?;
     if let Some(boot) = &server.bootstrap {
@@ -221,18 +128,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "first start: created organization, project `default` and environment `production`"
         );
         if let Some(key) = &boot.generated_key {
-            let path = config.data_dir.join("owner.key");
+            let path = data_dir.join("owner.key");
             write_private(&path, key)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             // Shown once, on standard output only: never through the log.
             println!("owner API key (also written to {}): {key}", path.display());
         }
     }
-    let listener = tokio::net::TcpListener::bind(&config.listen)
+    let listener = tokio::net::TcpListener::bind(&listen)
         .await
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
+        .with_context(|| format!("cannot listen on {listen}"))?;
     info!(address = %listener.local_addr()?, "sandboxd listening");
-    let server = match &config.metrics_listen {
+    let server = match &metrics_listen {
         Some(address) => {
             let metrics = tokio::net::TcpListener::bind(address)
                 .await

@@ -169,7 +169,7 @@ impl Drop for NetworkGuard {
 async fn internet_sandbox_is_on_a_dedicated_bridge_without_inter_container_traffic() {
     let _network = NetworkGuard;
     let server = TestServer::start_with(|config| {
-        config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds::default();
+        config.warm_on_demand = Default::default();
     })
     .await;
     // A network left by an older build that allows inter-container traffic, unused: it
@@ -349,9 +349,10 @@ async fn the_runtime_is_configured_reported_and_checked() {
     assert_eq!(info.host_config.unwrap().runtime.as_deref(), Some("runc"));
 
     let dir = tempfile::tempdir().unwrap();
-    let mut config = sandboxd_server::ServerConfig::new(dir.path().to_path_buf());
+    let mut config = sandboxd_server::Config::new(dir.path().to_path_buf());
     config.runtime = Some("runsc-absent".into());
-    let engine = std::sync::Arc::new(crate::harness::local_engine().await);
+    let engine =
+        sandboxd_server::Engines::local(std::sync::Arc::new(crate::harness::local_engine().await));
     let error = sandboxd_server::Server::start(config, engine)
         .await
         .unwrap_err();

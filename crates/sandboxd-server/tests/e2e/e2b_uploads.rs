@@ -52,7 +52,7 @@ fn upload(server: &TestServer, id: &str, token: &str, path: &str) -> reqwest::Re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gzip_bombs_leave_the_server_bounded() {
     let cap = 256 * MIB;
-    let server = TestServer::start_with(|config| config.max_transfer_bytes = cap).await;
+    let server = TestServer::start_with(|config| config.max_transfer_mb = cap / MIB).await;
     let sandboxes = [
         e2b_sandbox(&server, KEY).await,
         e2b_sandbox(&server, KEY).await,

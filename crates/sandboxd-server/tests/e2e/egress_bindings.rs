@@ -170,11 +170,8 @@ async fn sandboxd_itself_is_not_reachable_through_a_name_that_resolves_to_it() {
         // The operator opens loopback's network (a lab's internal range, say): that
         // does not open sandboxd's own address in it; the pretend internet is listed
         // alone.
-        config.egress = sandboxd_core::egress::Operator::parse(
-            &hosts,
-            &["127.0.0.0/8".to_owned(), format!("{FAR}/32")],
-        )
-        .expect("settings");
+        config.egress.hosts = hosts;
+        config.egress.allowed_networks = vec!["127.0.0.0/8".to_owned(), format!("{FAR}/32")];
     })
     .await;
     let api_port = server.url.rsplit(':').next().unwrap().to_owned();

@@ -82,9 +82,9 @@ async fn a_credential_is_added_on_the_way_out_and_never_enters_the_sandbox() {
     std::fs::write(&ca, ca_pem).unwrap();
     let server = TestServer::start_with(|config| {
         let hosts = [("api.secret.test".to_owned(), FAR.to_owned())].into();
-        config.egress = sandboxd_core::egress::Operator::parse(&hosts, &[format!("{FAR}/32")])
-            .expect("settings");
-        config.egress_trusted_ca = Some(ca.clone());
+        config.egress.hosts = hosts;
+        config.egress.allowed_networks = vec![format!("{FAR}/32")];
+        config.egress.trusted_ca = Some(ca.clone());
     })
     .await;
 

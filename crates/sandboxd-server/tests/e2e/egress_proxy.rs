@@ -53,7 +53,7 @@ pub(crate) async fn server_with_pretend_names() -> TestServer {
 }
 
 async fn server_with_pretend_names_and(
-    tweak: impl FnOnce(&mut sandboxd_server::ServerConfig),
+    tweak: impl FnOnce(&mut sandboxd_server::Config),
 ) -> TestServer {
     TestServer::start_with(|config| {
         tweak(config);
@@ -67,8 +67,8 @@ async fn server_with_pretend_names_and(
         .into();
         // A name that resolves to the host's loopback, which no sandbox may reach.
         hosts.insert("loop.test".into(), "127.0.0.1".into());
-        config.egress = sandboxd_core::egress::Operator::parse(&hosts, &[format!("{FAR}/32")])
-            .expect("settings");
+        config.egress.hosts = hosts;
+        config.egress.allowed_networks = vec![format!("{FAR}/32")];
     })
     .await
 }
@@ -244,7 +244,7 @@ async fn a_warm_allowlist_sandbox_reaches_its_own_list_through_the_proxy() {
     let far = pretend_internet().await;
     let port = far.port();
     let server = server_with_pretend_names_and(|config| {
-        config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds::default();
+        config.warm_on_demand = Default::default();
     })
     .await;
     let cold = allowlisted(&server, json!([format!("blocked.test:{port}")])).await;

@@ -163,7 +163,7 @@ async fn an_engine_restart_is_an_outage_and_every_sandbox_runs_again_after_it() 
         .expect("the test's engine answers");
     let server = TestServer::start_with_engine(docker, |config| {
         // Only the return of the engine's events may bring the sandboxes back here.
-        config.reconcile_interval = Duration::from_secs(3600);
+        config.reconcile_interval_secs = 3600.0;
     })
     .await;
     let mut sandboxes: Vec<Value> = Vec::new();

@@ -2,13 +2,16 @@
 //! typed client (`sandboxd-client`; its raw calls, since tests send what a client never
 //! would). Every container it created is removed when the harness is dropped, even
 //! after a failure.
+//!
+//! The containers are found by the label of the harness's installation id.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use sandboxd_docker::DockerEngine;
-use sandboxd_server::{Server, ServerConfig, Service};
+use sandboxd_server::config::{TemplateConfig, WarmOnDemandConfig};
+use sandboxd_server::{Config, Engines, Server, Service};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -37,39 +40,42 @@ pub fn agent_binary(dir: &Path) -> PathBuf {
     sandboxd_agent_embed::install(&dir.join("bin")).expect("the workspace build embeds the agent")
 }
 
-fn config(dir: &TempDir, with_agent: bool) -> ServerConfig {
-    let mut config = ServerConfig::new(dir.path().to_path_buf());
+fn config(dir: &TempDir, with_agent: bool) -> Config {
+    let mut config = Config::new(dir.path().to_path_buf());
     config.agent_binary = with_agent.then(|| agent_binary(dir.path()));
     config.bootstrap_key = Some(KEY.into());
     config.audit_exec = true;
-    config.template_images.insert("base".into(), DEBIAN.into());
     config
-        .template_images
-        .insert("python".into(), BUSYBOX.into());
-    config.reaper_interval = Duration::from_millis(500);
-    config.reconcile_interval = Duration::from_secs(3600);
+        .templates
+        .insert("base".into(), TemplateConfig::image(DEBIAN));
+    config
+        .templates
+        .insert("python".into(), TemplateConfig::image(BUSYBOX));
+    config.reaper_interval_secs = 0.5;
+    config.reconcile_interval_secs = 3600.0;
     // Containers are counted exactly here: pools kept for demand only where a test
     // asks for them.
-    config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds::OFF;
-    config.remote = Some(loopback_servers(&config));
+    config.warm_on_demand = WarmOnDemandConfig::OFF;
+    // The tests' remote servers are on loopback.
+    config.servers.allowed_networks = vec!["127.0.0.0/8".into()];
     if let Ok(runtime) = std::env::var("SANDBOXD_TEST_RUNTIME") {
         config.runtime = Some(runtime);
     }
     config
 }
 
-/// The remote-server contract as the binary makes it, allowed to reach servers on loopback
-/// (where the tests' servers are: the operator's `allowed_networks = ["127.0.0.0/8"]`).
-pub fn loopback_servers(
-    config: &ServerConfig,
-) -> std::sync::Arc<dyn sandboxd_contracts::Connector> {
-    let allowed = sandboxd_core::networks::AllowedNetworks::parse(&["127.0.0.0/8".into()])
-        .expect("a network");
-    std::sync::Arc::new(
-        sandboxd_docker::SshConnector::new(config.agent_binary.as_deref())
+/// The engines as the binary wires them: `engine`, and Docker over SSH for remote
+/// servers in the networks the configuration allows.
+pub fn engines(config: &Config, engine: DockerEngine) -> Engines {
+    let allowed = config
+        .servers
+        .allowed_networks()
+        .expect("the configured networks");
+    Engines::local(std::sync::Arc::new(engine)).with_remote(std::sync::Arc::new(
+        sandboxd_docker::SshConnector::new(config.agent_binary())
             .expect("the agent")
             .allowing(allowed),
-    )
+    ))
 }
 
 /// The local Docker engine, as the binary connects it.
@@ -85,7 +91,7 @@ impl TestServer {
     }
 
     /// A server with the test configuration changed by `tweak`.
-    pub async fn start_with(tweak: impl FnOnce(&mut ServerConfig)) -> Self {
+    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> Self {
         Self::start_on(tempfile::tempdir().expect("temp dir"), true, tweak).await
     }
 
@@ -96,7 +102,7 @@ impl TestServer {
     }
 
     /// A server without the agent, its test configuration changed by `tweak`.
-    pub async fn start_without_agent_with(tweak: impl FnOnce(&mut ServerConfig)) -> Self {
+    pub async fn start_without_agent_with(tweak: impl FnOnce(&mut Config)) -> Self {
         Self::start_on(tempfile::tempdir().expect("temp dir"), false, tweak).await
     }
 
@@ -110,25 +116,18 @@ impl TestServer {
     /// changed by `tweak`.
     pub async fn start_in_with(
         mut stopped: StoppedServer,
-        tweak: impl FnOnce(&mut ServerConfig),
+        tweak: impl FnOnce(&mut Config),
     ) -> Self {
         stopped.instance.clear();
         Self::start_on(stopped.data.take().expect("data dir"), true, tweak).await
     }
 
-    async fn start_on(
-        data: TempDir,
-        with_agent: bool,
-        tweak: impl FnOnce(&mut ServerConfig),
-    ) -> Self {
+    async fn start_on(data: TempDir, with_agent: bool, tweak: impl FnOnce(&mut Config)) -> Self {
         Self::start_on_engine(local_engine().await, data, with_agent, tweak).await
     }
 
     /// A server whose sandboxes run on `engine` (an engine of the test's own).
-    pub async fn start_with_engine(
-        engine: DockerEngine,
-        tweak: impl FnOnce(&mut ServerConfig),
-    ) -> Self {
+    pub async fn start_with_engine(engine: DockerEngine, tweak: impl FnOnce(&mut Config)) -> Self {
         Self::start_on_engine(engine, tempfile::tempdir().expect("temp dir"), true, tweak).await
     }
 
@@ -136,13 +135,12 @@ impl TestServer {
         engine: DockerEngine,
         data: TempDir,
         with_agent: bool,
-        tweak: impl FnOnce(&mut ServerConfig),
+        tweak: impl FnOnce(&mut Config),
     ) -> Self {
         let mut config = config(&data, with_agent);
         tweak(&mut config);
-        let server = Server::start(config, std::sync::Arc::new(engine.clone()))
-            .await
-            .expect("server starts");
+        let engines = engines(&config, engine.clone());
+        let server = Server::start(config, engines).await.expect("server starts");
         let service = server.service.clone();
         let instance = service.instance_id().to_owned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -166,7 +166,7 @@ async fn a_flooding_engine_costs_a_bounded_amount_of_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flooding_server_leaves_the_rest_of_sandboxd_fast() {
     let server = TestServer::start_with(|config| {
-        config.reconcile_interval = Duration::from_secs(1);
+        config.reconcile_interval_secs = 1.0;
     })
     .await;
     let local = server

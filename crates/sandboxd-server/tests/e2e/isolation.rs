@@ -157,8 +157,10 @@ async fn what_cannot_be_given_is_refused_by_name() {
 async fn a_templates_isolation_is_a_floor_its_creates_cannot_go_below() {
     let server = TestServer::start_with(|config| {
         config
-            .template_isolation
-            .insert("python".into(), sandboxd_core::model::Isolation::Gvisor);
+            .templates
+            .entry("python".into())
+            .or_default()
+            .isolation = Some(sandboxd_core::model::Isolation::Gvisor);
     })
     .await;
     let (status, templates) = server.get("sandbox.templates", &[]).await;

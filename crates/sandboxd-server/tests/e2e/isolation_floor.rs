@@ -146,11 +146,19 @@ async fn a_gvisor_sandboxs_snapshot_makes_gvisor_sandboxes_only() {
 async fn no_pool_member_below_the_floor_is_made_or_claimed() {
     let server = TestServer::start_with(|config| {
         config.min_isolation = Some(Isolation::Gvisor);
-        config.pools.insert("python".into(), 1);
-        config.pools.insert("base".into(), 1);
+        config.pools.insert(
+            "python".into(),
+            sandboxd_server::config::PoolConfig { size: 1 },
+        );
+        config.pools.insert(
+            "base".into(),
+            sandboxd_server::config::PoolConfig { size: 1 },
+        );
         config
-            .template_isolation
-            .insert("python".into(), Isolation::Container);
+            .templates
+            .entry("python".into())
+            .or_default()
+            .isolation = Some(Isolation::Container);
     })
     .await;
     let instance = server.instance().to_owned();

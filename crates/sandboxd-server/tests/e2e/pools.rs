@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::contexts::{create_context, run};
 use crate::harness::{BUSYBOX, TestServer, id};
+use sandboxd_server::config::{PoolConfig, WarmOnDemandConfig};
 use sandboxd_server::service::PoolKey;
 
 /// Pool containers of a server (label `sandboxd.pool`), by sandbox id.
@@ -75,7 +76,7 @@ pub(crate) async fn wait_ready(server: &TestServer, pool: &str, size: usize) {
 #[tokio::test]
 async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
     let server = TestServer::start_with(|config| {
-        config.pools.insert("python".into(), 2);
+        config.pools.insert("python".into(), PoolConfig { size: 2 });
     })
     .await;
     let instance = server.instance().to_owned();
@@ -242,10 +243,12 @@ async fn a_warm_pool_serves_matching_creates_and_leaks_nothing() {
 #[tokio::test]
 async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
     let server = TestServer::start_with(|config| {
-        config.pools.insert("python".into(), 1);
+        config.pools.insert("python".into(), PoolConfig { size: 1 });
         config
-            .template_isolation
-            .insert("python".into(), sandboxd_core::model::Isolation::Gvisor);
+            .templates
+            .entry("python".into())
+            .or_default()
+            .isolation = Some(sandboxd_core::model::Isolation::Gvisor);
     })
     .await;
     let instance = server.instance().to_owned();
@@ -278,7 +281,7 @@ async fn a_gvisor_templates_pool_serves_gvisor_sandboxes_of_its_limits() {
 #[tokio::test]
 async fn a_claimed_sandboxs_context_is_interrupted_at_its_timeout_and_keeps_its_state() {
     let server = TestServer::start_with(|config| {
-        config.pools.insert("base".into(), 1);
+        config.pools.insert("base".into(), PoolConfig { size: 1 });
     })
     .await;
     let instance = server.instance().to_owned();
@@ -311,10 +314,10 @@ async fn a_claimed_sandboxs_context_is_interrupted_at_its_timeout_and_keeps_its_
 #[tokio::test]
 async fn another_images_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
     let server = TestServer::start_with(|config| {
-        config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds {
+        config.warm_on_demand = WarmOnDemandConfig {
             // Long enough for both creates to count on a loaded machine; short
             // enough to watch the pool emptied.
-            window: Duration::from_secs(8),
+            window_secs: 8,
             ..Default::default()
         };
     })
@@ -403,10 +406,10 @@ async fn another_images_shape_gets_a_pool_of_its_own_while_it_is_asked_for() {
 #[tokio::test]
 async fn organizations_share_the_budget_of_pools_kept_for_demand() {
     let server = TestServer::start_with(|config| {
-        config.warm_on_demand = sandboxd_core::pool_demand::DemandBounds {
+        config.warm_on_demand = WarmOnDemandConfig {
             budget: 2,
             per_pool: 2,
-            window: Duration::from_secs(120),
+            window_secs: 120,
         };
     })
     .await;

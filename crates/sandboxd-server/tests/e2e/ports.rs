@@ -264,8 +264,8 @@ async fn talk_for(server: &TestServer, sandbox: &Value, seconds: u64) -> Value {
 
 #[tokio::test]
 async fn traffic_through_a_port_keeps_its_sandbox_alive_unless_the_operator_says_not() {
-    let fast = |config: &mut sandboxd_server::ServerConfig| {
-        config.reaper_interval = Duration::from_millis(500);
+    let fast = |config: &mut sandboxd_server::Config| {
+        config.reaper_interval_secs = 0.5;
     };
     let server = TestServer::start_with(fast).await;
     let sandbox = server

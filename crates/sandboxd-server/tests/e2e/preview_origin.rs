@@ -237,7 +237,7 @@ async fn a_preview_websocket_opened_with_a_key_ends_when_the_key_is_revoked() {
 #[tokio::test]
 async fn a_preview_websocket_ends_at_a_sessions_longest_life() {
     let server = TestServer::start_with(|config| {
-        config.session_max_lifetime = std::time::Duration::from_secs(2);
+        config.session_max_lifetime_secs = 2;
     })
     .await;
     let (_server, _sandbox, base) = serving_on(server).await;

@@ -2,6 +2,10 @@
 //! out, their host key learned once and pinned, sandboxes created, used and killed on
 //! them over one SSH connection; members see only the servers they were given; an
 //! unreachable server fails its own requests fast and leaves everything else alone.
+//!
+//! Also: the sandboxes' agent, placement, revival, snapshots and forks kept on their
+//! server, a volume made there taking its sandboxes there, and a sandbox's changes read
+//! from its engine. Each test runs behind an sshd of its own (`remote_host.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -134,7 +138,7 @@ async fn a_sandbox_runs_on_a_remote_server_through_the_api() {
 
     // Its agent connected back over the server's SSH connection and serves it.
     assert!(
-        server.service.agents().connection(id(&sandbox)).is_some(),
+        server.service.agents().hello(id(&sandbox)).is_some(),
         "the remote sandbox's agent is connected"
     );
     let agent_served = || {
@@ -440,7 +444,7 @@ async fn an_unreachable_server_fails_its_own_requests_fast_and_comes_back() {
     }
     // The agent's socket was forwarded again on the new connection: it reconnects.
     let deadline = Instant::now() + Duration::from_secs(15);
-    while server.service.agents().connection(id(&remote)).is_none() {
+    while server.service.agents().hello(id(&remote)).is_none() {
         assert!(Instant::now() < deadline, "the agent did not reconnect");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -905,7 +909,7 @@ async fn a_changed_server_keeps_or_regains_its_sandboxes_agents() {
     let sandbox = server
         .create(json!({"template": "python", "serverId": server_id}))
         .await;
-    assert!(server.service.agents().connection(id(&sandbox)).is_some());
+    assert!(server.service.agents().hello(id(&sandbox)).is_some());
 
     // A new name or capacity does not touch the connection.
     let (status, _) = server
@@ -915,7 +919,7 @@ async fn a_changed_server_keeps_or_regains_its_sandboxes_agents() {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert!(server.service.agents().connection(id(&sandbox)).is_some());
+    assert!(server.service.agents().hello(id(&sandbox)).is_some());
 
     // A new way in (the same key given again) makes the connection again: commands keep
     // working at once, and the agent is back within seconds, with no reconcile pass
@@ -932,7 +936,7 @@ async fn a_changed_server_keeps_or_regains_its_sandboxes_agents() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let back = server.service.agents().connection(id(&sandbox));
+        let back = server.service.agents().hello(id(&sandbox));
         if back.is_some() && server.service.agents().is_listening(id(&sandbox)) {
             break;
         }
@@ -1003,7 +1007,7 @@ async fn a_remote_server_keeps_its_own_warm_pool() {
     let out = server.exec(&claimed, "echo $WHERE; id -u").await;
     assert_eq!(out["stdout"], "remote\n1000\n", "{out}");
     assert!(
-        server.service.agents().connection(id(&claimed)).is_some(),
+        server.service.agents().hello(id(&claimed)).is_some(),
         "a claimed member keeps its agent"
     );
     let local = server.create(json!({"template": "python"})).await;
@@ -1064,9 +1068,7 @@ async fn a_remote_server_keeps_its_own_warm_pool() {
 #[tokio::test]
 async fn a_server_on_the_operators_network_is_refused_unless_the_operator_allows_it() {
     let server = TestServer::start_with(|config| {
-        config.remote = Some(std::sync::Arc::new(
-            sandboxd_docker::SshConnector::new(config.agent_binary.as_deref()).unwrap(),
-        ));
+        config.servers.allowed_networks.clear();
     })
     .await;
     let host = RemoteHost::start();
@@ -1167,7 +1169,7 @@ async fn only_the_operator_registers_servers_unless_every_organization_may() {
     assert_eq!(status, StatusCode::OK, "{mine}");
 
     let open = TestServer::start_with(|config| {
-        config.server_registration = sandboxd_core::access::ServerRegistration::Admins;
+        config.servers.registration = "admins".into();
     })
     .await;
     let (_, other) = open
@@ -1208,9 +1210,8 @@ async fn egress_of_a_sandbox_on_a_remote_server_leaves_from_that_server() {
         }
     });
     let server = TestServer::start_with(|config| {
-        let hosts = [("far.test".to_owned(), "127.0.0.2".to_owned())].into();
-        config.egress =
-            sandboxd_core::egress::Operator::parse(&hosts, &["127.0.0.2/32"]).expect("settings");
+        config.egress.hosts = [("far.test".to_owned(), "127.0.0.2".to_owned())].into();
+        config.egress.allowed_networks = vec!["127.0.0.2/32".into()];
     })
     .await;
     let host = RemoteHost::start();

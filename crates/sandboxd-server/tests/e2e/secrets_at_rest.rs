@@ -8,7 +8,7 @@ use crate::harness::{KEY, TestServer};
 
 #[tokio::test]
 async fn a_configured_master_key_is_used_and_no_key_file_is_written() {
-    let server = TestServer::start_with(|config| config.master_key = Some([7; 32])).await;
+    let server = TestServer::start_with(|config| config.master_key = Some("07".repeat(32))).await;
     let sandbox = server
         .create(json!({"template": "base", "envVars": "SEALED_VALUE=opened"}))
         .await;

@@ -176,7 +176,7 @@ async fn a_terminal_closes_when_its_key_is_revoked() {
 #[tokio::test]
 async fn sessions_end_at_their_maximum_lifetime() {
     let server = TestServer::start_with(|config| {
-        config.session_max_lifetime = Duration::from_secs(2);
+        config.session_max_lifetime_secs = 2;
     })
     .await;
     let sandbox = server.create(json!({"template": "base"})).await;

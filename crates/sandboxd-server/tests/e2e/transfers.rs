@@ -230,14 +230,13 @@ async fn round_trip(server: TestServer, sandbox: Value) {
 
 #[tokio::test]
 async fn the_cap_stops_an_upload_through_the_agent_and_leaves_nothing_partial() {
-    let server = TestServer::start_with(|config| config.max_transfer_bytes = 1 << 20).await;
+    let server = TestServer::start_with(|config| config.max_transfer_mb = 1).await;
     on_path(server, true, capped).await;
 }
 
 #[tokio::test]
 async fn the_cap_stops_an_upload_through_the_engine_and_leaves_nothing_partial() {
-    let server =
-        TestServer::start_without_agent_with(|config| config.max_transfer_bytes = 1 << 20).await;
+    let server = TestServer::start_without_agent_with(|config| config.max_transfer_mb = 1).await;
     on_path(server, false, capped).await;
 }
 

@@ -22,7 +22,6 @@ fn local_url(listen: &str) -> String {
         _ => format!("http://{listen}"),
     }
 }
-use crate::config::Config;
 
 /// Flags of `sandboxd doctor`.
 #[derive(Debug, Args)]
@@ -55,7 +54,8 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let mut checks = Vec::new();
     let mut target = args.target.clone();
     if !args.client {
-        let mut config = Config::load(args.config.as_deref()).context("invalid configuration")?;
+        let mut config =
+            crate::config::load(args.config.as_deref()).context("invalid configuration")?;
         if let Some(dir) = &args.data_dir {
             config.data_dir = dir.clone();
         }

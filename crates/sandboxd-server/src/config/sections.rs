@@ -1,0 +1,161 @@
+//! The tables of the configuration (`[templates.<name>]`, `[pools.<name>]`,
+//! `[warm_on_demand]`, `[servers]`, `[egress]`) and `cookie_secure`, each with the
+//! conversion to what the server takes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// `[templates.<name>]`: the image and isolation of one template.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TemplateConfig {
+    /// The image in place of the built-in one.
+    pub image: Option<String>,
+    /// `container` or `gvisor`: the isolation of the template's sandboxes when their
+    /// create asks for none.
+    pub isolation: Option<sandboxd_core::model::Isolation>,
+}
+
+impl TemplateConfig {
+    /// A template of this image.
+    pub fn image(image: impl Into<String>) -> Self {
+        Self {
+            image: Some(image.into()),
+            isolation: None,
+        }
+    }
+}
+
+/// `[pools.<template>]`: a warm pool of a template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolConfig {
+    /// Started sandboxes kept ready to be claimed.
+    pub size: usize,
+}
+
+/// `[warm_on_demand]`: how far pools kept for demand may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WarmOnDemandConfig {
+    /// Members of all of them together; 0 turns them off.
+    pub budget: usize,
+    /// Members of one of them.
+    pub per_pool: usize,
+    /// Seconds back creates count: a pool holds as many members as its shape had
+    /// creates in that time (at most `per_pool`), and none after that long without.
+    pub window_secs: u64,
+}
+
+impl WarmOnDemandConfig {
+    /// No pool is kept for demand.
+    pub const OFF: Self = Self {
+        budget: 0,
+        per_pool: 0,
+        window_secs: 0,
+    };
+
+    pub fn bounds(&self) -> sandboxd_core::pool_demand::DemandBounds {
+        sandboxd_core::pool_demand::DemandBounds {
+            budget: self.budget,
+            per_pool: self.per_pool,
+            window: std::time::Duration::from_secs(self.window_secs),
+        }
+    }
+}
+
+impl Default for WarmOnDemandConfig {
+    fn default() -> Self {
+        let bounds = sandboxd_core::pool_demand::DemandBounds::default();
+        Self {
+            budget: bounds.budget,
+            per_pool: bounds.per_pool,
+            window_secs: bounds.window.as_secs(),
+        }
+    }
+}
+
+/// `[servers]`: `registration = "operator" | "admins"` (only the installation's first
+/// organization, or every organization's administrators, may register servers) and
+/// `allowed_networks = ["CIDR", …]` (private ranges servers may be in; public addresses
+/// always may).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServersConfig {
+    pub registration: String,
+    pub allowed_networks: Vec<String>,
+}
+
+impl Default for ServersConfig {
+    fn default() -> Self {
+        Self {
+            registration: "operator".into(),
+            allowed_networks: Vec::new(),
+        }
+    }
+}
+
+impl ServersConfig {
+    /// Who may register servers; a bad value is named.
+    pub fn registration(&self) -> Result<sandboxd_core::access::ServerRegistration, String> {
+        sandboxd_core::access::ServerRegistration::parse(&self.registration).ok_or_else(|| {
+            format!(
+                "servers.registration must be \"operator\" or \"admins\", not {:?}",
+                self.registration
+            )
+        })
+    }
+
+    /// The private networks servers may be in; every bad entry named.
+    pub fn allowed_networks(&self) -> Result<sandboxd_core::networks::AllowedNetworks, String> {
+        sandboxd_core::networks::AllowedNetworks::parse(&self.allowed_networks)
+    }
+}
+
+/// `[egress]`: `hosts = { "name" = "address" }` (names answered before DNS: private
+/// services, or a test's pretend internet), `allowed_networks = ["CIDR", …]` (the
+/// loopback, private and other special ranges `allowlist` sandboxes may reach; none by
+/// default) and `trusted_ca` (a PEM file of CAs trusted, besides the system's, by the
+/// HTTPS sandboxd speaks for sandboxes' credentials).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EgressConfig {
+    pub hosts: BTreeMap<String, String>,
+    pub allowed_networks: Vec<String>,
+    pub trusted_ca: Option<PathBuf>,
+}
+
+impl EgressConfig {
+    /// The settings as the egress proxy takes them; every bad entry named.
+    pub fn operator(&self) -> Result<sandboxd_core::egress::Operator, String> {
+        sandboxd_core::egress::Operator::parse(&self.hosts, &self.allowed_networks)
+    }
+}
+
+/// `cookie_secure = true | false | "auto"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CookieSecureSetting {
+    Fixed(bool),
+    Word(String),
+}
+
+impl CookieSecureSetting {
+    /// The setting as the dashboard's sessions take it; an unknown word is an error.
+    pub fn resolve(&self) -> Result<crate::CookieSecure, String> {
+        use crate::CookieSecure as C;
+        match self {
+            Self::Fixed(true) => Ok(C::Always),
+            Self::Fixed(false) => Ok(C::Never),
+            Self::Word(word) => match word.to_ascii_lowercase().as_str() {
+                "auto" => Ok(C::Auto),
+                "true" => Ok(C::Always),
+                "false" => Ok(C::Never),
+                _ => Err(format!(
+                    "cookie_secure must be true, false or \"auto\", not {word:?}"
+                )),
+            },
+        }
+    }
+}
