@@ -6,20 +6,15 @@
 //! or started again). The agent's supervisor reads it as it starts and keeps it in
 //! memory (the worker gets it over a pipe), and sandboxd takes the file away as soon as
 //! an agent proved it holds the key, before any command is run.
+//!
+//! On a remote server the key file is put and taken away through the fleet's handover
+//! (`KeyHandover`), over the server's SSH connection.
 
 use std::path::PathBuf;
 
 pub use sandboxd_agent_protocol::AGENT_KEY_FILE;
 
-/// Where a sandbox's key file is put and taken away: the local socket directory, or the
-/// one on a remote server.
-#[async_trait::async_trait]
-pub trait KeyHandover: std::fmt::Debug + Send + Sync + 'static {
-    /// Puts `key` where the sandbox's agent reads it when it starts.
-    async fn offer(&self, key: &str) -> std::io::Result<()>;
-    /// Takes the key file away; none there is no error.
-    async fn withdraw(&self) -> std::io::Result<()>;
-}
+pub use sandboxd_contracts::KeyHandover;
 
 /// The key file in a local socket directory.
 #[derive(Debug)]

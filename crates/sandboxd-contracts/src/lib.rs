@@ -2,10 +2,18 @@
 //! what a command is and did, what an engine reports, and why an engine operation
 //! failed; the [`Engine`] contract (the service drives any engine through it), the
 //! [`SandboxChannel`] contract (the way into one running sandbox: its agent or the engine)
-//! and the [`Connector`] contract (remote servers). Defined here, so that neither side
+//! the [`AgentHost`] contract (where agents connect) and the [`Connector`] contract
+//! (remote servers). Defined here, so that neither side
 //! depends on the other's crate.
+//!
+//! The values: `ExecSpec`, `ExecOutcome`, `OutputStream`, `ContainerDeath`, and
+//! `EngineError` / `ReadFileError` with the engine's own error kept as a boxed source.
+//! The engine adapter and the agent host depend on them rather than on each other, and
+//! the service depends on neither an engine adapter nor HTTP. The store has no contract:
+//! it is the concrete `sandboxd_store::Store`.
 #![forbid(unsafe_code)]
 
+mod agents;
 mod channel;
 mod engine;
 mod errors;
@@ -13,6 +21,7 @@ mod events;
 mod exec;
 mod remote;
 
+pub use agents::{AgentHost, AgentHostError, KeyHandover};
 pub use channel::{
     AgentChannels, ChannelError, Download, FollowEvent, FollowFrom, OutputSlice, PathEntry,
     PathKind, ProcessExit, ProcessFollow, ProcessInfo, ProcessSpec, ProcessStream, Refusal,

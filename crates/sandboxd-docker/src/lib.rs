@@ -1,6 +1,13 @@
 //! The Docker engine adapter of sandboxd: implements the engine contract
 //! (`sandboxd_contracts::Engine`) through bollard, turning core plans into engine calls.
 //! One module per engine resource; every call has a timeout.
+//!
+//! `DockerEngine` wraps one bollard client (`engine.rs`) and implements the engine
+//! contract in `contract.rs`, each method handing over to its resource module. The binary
+//! connects the local engine and hands it to `Server::start` as an `Arc<dyn Engine>`,
+//! shared by every request, with `SshConnector` (`remote.rs`) for remote servers: one
+//! `DockerEngine` per server, made on first use. Two modules serve the operator's
+//! commands outside the contract: `census.rs` (`reap`) and `diagnosis.rs` (`doctor`).
 #![forbid(unsafe_code)]
 
 mod answer_bounds;
@@ -11,6 +18,7 @@ mod cgroup_leftovers;
 mod cgroup_limits;
 mod changes;
 mod containers;
+mod contract;
 mod diagnosis;
 mod engine;
 mod error;
@@ -19,7 +27,6 @@ mod exec;
 mod freezer;
 mod images;
 mod networks;
-mod port;
 mod remote;
 mod remote_agents;
 mod snapshots;

@@ -1,6 +1,9 @@
 //! Request bodies are limited before they are read: a `Content-Length` over the route's
 //! limit is refused at once (413, nothing read), and a body without one is cut off as
 //! soon as it passes the limit.
+//!
+//! While reading, through `http_body_util::Limited`. `sandbox.upload` is capped by the
+//! service as it streams instead.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -19,7 +22,7 @@ pub const MAX_FILE_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// itself as the bytes flow (the transfer limit), and for a preview, whose body streams
 /// to the app in the sandbox within the credit its agent grants.
 pub fn limit_for(path: &str) -> Option<usize> {
-    if path.starts_with(crate::routes::preview::PREFIX) {
+    if path.starts_with(crate::previews::proxy::PREFIX) {
         return None;
     }
     match path {

@@ -1,6 +1,20 @@
 //! The sandbox service: each operation checks its input, the caller's access and the
 //! sandbox's state, then drives the store, the engine and the agent. It knows no HTTP:
 //! the server's routes, WebSockets and MCP tools call it. One file per operation group.
+//!
+//! `Service` holds the shared state (store, agent hub and channels, templates, options,
+//! the removals running in the background, per-sandbox caches) and hands out each part;
+//! no part has more than about thirty methods. Leaf parts hold only what they name and
+//! are built in `Service::new`: `Access`, `Tenancy`, `Fleet`, `Replicas`. Sandbox parts
+//! are views on the service (`service.sandboxes()`, `.commands()`, …: a clone of its
+//! `Arc`) and need the sandbox's row, engine and channel, which the service resolves.
+//! `Service` itself has 48 methods: seventeen hand out a part, six read its options, the
+//! rest are what every part shares (the pause lock and `wake`, restarting a stopped
+//! container, the background removals). A sandbox's `envVars` are given per command
+//! (`command_env`), never in its container's configuration; `check_isolation` checks the
+//! isolation floor wherever a container is made, claimed or started again. Entry points
+//! carry a `tracing` span with the sandbox id, so what the service logs beneath names
+//! its sandbox.
 
 mod access;
 mod channel;
@@ -25,12 +39,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use sandboxd_contracts::{AgentChannels, Engine, ExecSpec, SandboxChannel, Via};
+use sandboxd_contracts::{AgentChannels, AgentHost, Engine, ExecSpec, SandboxChannel, Via};
 use sandboxd_core::model::Sandbox;
 use sandboxd_core::templates::Templates;
 use sandboxd_store::Store;
-
-use sandboxd_agent_host::AgentHub;
 
 pub use access::{Access, Resource};
 pub use commands::{Commands, ContextRun, Launch, NewContext, RunOutput};
@@ -65,10 +77,7 @@ struct Inner {
     store: Store,
     access: Access,
     tenancy: Tenancy,
-    agents: AgentHub,
-    /// The channels of sandboxes whose agent is connected (the hub's, unless a test
-    /// gives its own).
-    channels: Arc<dyn AgentChannels>,
+    agents: Arc<dyn AgentHost>,
     templates: Templates,
     instance_id: String,
     paths: PathCounts,
@@ -162,7 +171,7 @@ impl Service {
     pub fn new(
         store: Store,
         engine: Arc<dyn Engine>,
-        agents: AgentHub,
+        agents: Arc<dyn AgentHost>,
         templates: Templates,
         instance_id: String,
         options: Options,
@@ -170,7 +179,7 @@ impl Service {
         let channels = options
             .agent_channels
             .clone()
-            .unwrap_or_else(|| Arc::new(agents.clone()));
+            .unwrap_or_else(|| agents.clone() as Arc<dyn AgentChannels>);
         let access = Access::new(store.clone());
         let tenancy = Tenancy::new(store.clone(), access.clone(), options.quotas);
         let replicas = Replicas::new(store.clone(), agents.clone(), channels.clone());
@@ -181,7 +190,10 @@ impl Service {
             access.clone(),
             engine,
             options.remote.clone(),
-            agents.clone(),
+            fleet::Agents {
+                host: agents.clone(),
+                channels: channels.clone(),
+            },
             removals.clone(),
             fleet::Room {
                 remote_only: options.remote_only,
@@ -195,7 +207,6 @@ impl Service {
                 tenancy,
                 store,
                 agents,
-                channels,
                 templates,
                 instance_id,
                 paths: PathCounts::default(),
@@ -226,13 +237,13 @@ impl Service {
         self.inner.options.runtime.as_deref()
     }
 
-    pub fn agents(&self) -> &AgentHub {
+    pub fn agents(&self) -> &Arc<dyn AgentHost> {
         &self.inner.agents
     }
 
     /// The channel of the sandbox's agent, when it is connected.
     pub(crate) fn agent_channel(&self, sandbox_id: &str) -> Option<Arc<dyn SandboxChannel>> {
-        self.inner.channels.channel(sandbox_id)
+        self.fleet().agent_channel(sandbox_id)
     }
 
     /// Operations served by each path since start.

@@ -1,11 +1,17 @@
 //! What the service does when a sandbox does not behave under an operation: a
 //! timed-out command whose kill did not take, a container found stopped, an agent
 //! that went away mid-operation.
+//!
+//! The policies are the same whichever channel ran the command. A timed-out command
+//! whose kill did not take gets its container killed and started again
+//! (`restart_after_failed_kill`; both adapters only report `kill_incomplete`). A
+//! container found stopped is started again (`restart_stopped`) or the sandbox is marked
+//! `error`. An operation cut by a concurrent kill is answered with the sandbox's state
+//! (`unavailable`).
 
 use sandboxd_core::model::{NotRunning, SandboxStatus};
 use std::sync::Arc;
 
-use sandboxd_agent_host::AgentHub;
 use sandboxd_contracts::{Engine, ExecOutcome, Reachability};
 use tracing::{debug, warn};
 
@@ -16,7 +22,7 @@ use crate::{Service, ServiceError, Via};
 /// the files. Its agent starts anew, and is offered its key once no process is left.
 pub(crate) async fn restart_after_failed_kill(
     engine: &Arc<dyn Engine>,
-    agents: &AgentHub,
+    agents: &dyn sandboxd_contracts::AgentHost,
     sandbox_id: &str,
     container: &str,
     outcome: &mut ExecOutcome,

@@ -3,12 +3,13 @@
 //! heartbeat; the replica an agent connects to records that it holds it. A replica
 //! without the connection then names the holder, if its heartbeat is recent, and the
 //! server forwards the request there. On one server alone (SQLite) nothing is forwarded.
+//! `agent_holder` is the live replica to forward a request on a sandbox to, or none to
+//! serve it here.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use sandboxd_agent_host::AgentHub;
 use sandboxd_contracts::AgentChannels;
 use sandboxd_store::{Backend, Store};
 use tracing::{debug, warn};
@@ -27,7 +28,7 @@ const LIVE_FOR: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone)]
 pub struct Replicas {
     store: Store,
-    agents: AgentHub,
+    agents: Arc<dyn sandboxd_contracts::AgentHost>,
     channels: Arc<dyn AgentChannels>,
     state: Arc<State>,
 }
@@ -44,7 +45,11 @@ struct State {
 type Live = Arc<HashMap<String, String>>;
 
 impl Replicas {
-    pub(crate) fn new(store: Store, agents: AgentHub, channels: Arc<dyn AgentChannels>) -> Self {
+    pub(crate) fn new(
+        store: Store,
+        agents: Arc<dyn sandboxd_contracts::AgentHost>,
+        channels: Arc<dyn AgentChannels>,
+    ) -> Self {
         Self {
             store,
             agents,

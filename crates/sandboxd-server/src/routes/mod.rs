@@ -1,9 +1,14 @@
 //! HTTP routes, grouped by resource.
+//!
+//! The handlers that are not a procedure's `Serve` function: the five handwritten
+//! procedures (`sandbox.rs`: `sandbox.readFile`; `transfers.rs`: upload and download;
+//! `health.rs`: `/health` and `/ready`), the WebSockets (`exec_stream.rs`, `terminal.rs`,
+//! `port_socket.rs`, with `session.rs`) and the dashboard's session (`sign_in.rs`).
+//! Previews are a module of their own (`crate::previews`).
 
 pub mod exec_stream;
 pub mod health;
 pub mod port_socket;
-pub mod preview;
 pub mod sandbox;
 pub mod session;
 pub mod sign_in;

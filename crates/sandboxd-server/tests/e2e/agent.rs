@@ -20,10 +20,10 @@ fn counts(server: &TestServer) -> (u64, u64) {
 async fn wait_for_agent(server: &TestServer, sandbox: &Value, not_pid: Option<u32>) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Some(conn) = server.service.agents().connection(id(sandbox))
-            && Some(conn.hello.pid) != not_pid
+        if let Some(hello) = server.service.agents().hello(id(sandbox))
+            && Some(hello.pid) != not_pid
         {
-            return conn.hello.pid;
+            return hello.pid;
         }
         assert!(Instant::now() < deadline, "agent did not connect");
         tokio::time::sleep(Duration::from_millis(20)).await;

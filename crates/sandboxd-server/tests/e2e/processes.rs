@@ -72,7 +72,7 @@ async fn a_process_outlives_its_client_and_sandboxd() {
     let data = server.stop().await;
     let server = TestServer::start_in(data).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while server.service.agents().connection(id(&sandbox)).is_none() {
+    while server.service.agents().hello(id(&sandbox)).is_none() {
         assert!(
             std::time::Instant::now() < deadline,
             "agent did not reconnect"

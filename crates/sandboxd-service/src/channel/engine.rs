@@ -1,11 +1,10 @@
 //! The engine channel: a running container reached through its engine's exec and
 //! archive API, everything done as the sandbox user (`tar`, `find`, `ls`, `mkdir` and
 //! `mv` run as that user, archives are unpacked as that user); here, what it is and the
-//! commands it runs itself. Its operations of the port are `port.rs`'s.
+//! commands it runs itself. Its operations of the contract are `contract.rs`'s.
 
 use std::sync::Arc;
 
-use sandboxd_agent_host::AgentHub;
 use sandboxd_contracts::{ChannelError, Engine, EngineError, ExecOutcome, ExecSpec, RefusalKind};
 
 use crate::internal_exec;
@@ -19,7 +18,7 @@ pub(crate) struct EngineChannel {
     pub(super) owner: (u32, u32),
     /// The agents' hub and the sandbox's id: a restarted container's agent is offered
     /// its key.
-    agent: (AgentHub, String),
+    agent: (Arc<dyn sandboxd_contracts::AgentHost>, String),
 }
 
 impl EngineChannel {
@@ -27,7 +26,7 @@ impl EngineChannel {
         engine: Arc<dyn Engine>,
         container: &str,
         owner: (u32, u32),
-        agent: (AgentHub, String),
+        agent: (Arc<dyn sandboxd_contracts::AgentHost>, String),
     ) -> Self {
         Self {
             engine,
@@ -71,7 +70,7 @@ impl EngineChannel {
             let (agents, sandbox_id) = &self.agent;
             restart_after_failed_kill(
                 &self.engine,
-                agents,
+                agents.as_ref(),
                 sandbox_id,
                 &self.container,
                 &mut outcome,

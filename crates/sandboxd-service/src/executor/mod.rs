@@ -4,6 +4,15 @@
 //! engine's; one that fails after it left is the operation's failure. What to do with
 //! a timed-out command whose kill did not take, or a container found stopped, is the
 //! same whichever channel ran it (`crate::recovery`).
+//!
+//! `Service::executor(&sandbox)` holds two channels of the sandbox channel contract: the
+//! agent's and the engine it runs on, from one lookup (`Fleet::reach`; the agent's channel
+//! comes from `AgentChannels`: the agent host, or a test's double given in
+//! `Options::agent_channels`), and the engine's. It counts which path served each
+//! operation, and turns a channel's failure into the operation's (`settled`: refusals by
+//! kind, a lost channel as `unavailable` explains it). This file runs commands,
+//! `files.rs` writes, reads and lists. Processes, contexts and terminals take the
+//! executor's agent channel or answer that they need one.
 
 mod files;
 
@@ -62,7 +71,7 @@ impl Service {
         sandbox: &'s Sandbox,
     ) -> Result<Executor<'s>, ServiceError> {
         let container = self.wake(sandbox).await?;
-        let engine = self.fleet().engine_of(sandbox.server_id.as_deref()).await?;
+        let reach = self.fleet().reach(sandbox).await?;
         let owner = sandbox
             .user
             .as_deref()
@@ -72,12 +81,12 @@ impl Service {
             service: self,
             sandbox_id: &sandbox.sandbox_id,
             engine: EngineChannel::new(
-                engine,
+                reach.engine,
                 container,
                 owner,
                 (self.agents().clone(), sandbox.sandbox_id.clone()),
             ),
-            agent: self.agent_channel(&sandbox.sandbox_id),
+            agent: reach.agent,
         })
     }
 }
@@ -140,7 +149,7 @@ impl Executor<'_> {
         if outcome.kill_incomplete && !self.service.is_paused(self.sandbox_id).await {
             restart_after_failed_kill(
                 self.engine.engine(),
-                self.service.agents(),
+                self.service.agents().as_ref(),
                 self.sandbox_id,
                 self.engine.container(),
                 &mut outcome,

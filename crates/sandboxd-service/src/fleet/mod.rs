@@ -1,7 +1,18 @@
 //! The engines sandboxes run on: the local one, and one per remote server, connected on
 //! first use through the remote-server contract and kept (its connection is made again
-//! whenever lost). A server's engine is made by one caller at a time; callers for other
+//! whenever lost). Where a sandbox is reached is one lookup, `Fleet::reach`: the engine
+//! it runs on and its agent's channel, whatever the engine is (local, a remote server,
+//! later a cluster). A server's engine is made by one caller at a time; callers for other
 //! servers never wait on it.
+//!
+//! `engine_of(server_id)` makes each server's engine in its own once-cell (`made.rs`); a
+//! server whose host key is not pinned is refused before any connection.
+//! `offered_runtimes` remembers the runtimes each engine offered (a runtime found is not
+//! asked for again; a missing one is). `listen_remote` sets up a remote sandbox's agent
+//! socket through the server's `RemoteAgents` and hands its connections to the agent
+//! host, which keeps the sandbox's key locally as for a local one; `release_agent` undoes
+//! both. `dialer_of` gives a server's `RemoteDialer` for egress. `servers_changed` drops
+//! the engines another replica's change made stale.
 
 pub(crate) mod made;
 mod placement;
@@ -9,10 +20,12 @@ mod placement;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use sandboxd_agent_host::AgentHub;
-use sandboxd_contracts::{Connector, Engine, RemoteAgents, RemoteServer, RemoteSpec};
+use sandboxd_contracts::{
+    AgentChannels, AgentHost, Connector, Engine, RemoteAgents, RemoteServer, RemoteSpec,
+    SandboxChannel,
+};
 use sandboxd_core::api::Resources;
-use sandboxd_core::model::Server;
+use sandboxd_core::model::{Sandbox, Server};
 use sandboxd_core::plan::AgentMount;
 use sandboxd_store::Store;
 use tokio_util::task::TaskTracker;
@@ -25,20 +38,37 @@ use made::Made;
 
 /// The engines sandboxes run on and where a new one goes. Depends on the store (server
 /// records and reservations), the access checks (which servers a caller may use), the
-/// local engine, the remote-server contract and the agent hub (agents of remote sandboxes).
+/// local engine, the remote-server contract and the agent host (agents of remote sandboxes).
 #[derive(Debug, Clone)]
 pub struct Fleet {
     store: Store,
     access: Access,
     local: Arc<dyn Engine>,
     connector: Option<Arc<dyn Connector>>,
-    agents: AgentHub,
+    agents: Arc<dyn AgentHost>,
+    /// The channels of sandboxes whose agent is connected (the agent host's, unless a
+    /// test gives its own).
+    channels: Arc<dyn AgentChannels>,
     /// Background work the service waits for at shutdown (agents released on servers).
     background: TaskTracker,
     room: Room,
     made: Arc<Made>,
     /// The runtimes each engine offered when last asked (`None`: the local engine).
     runtimes: Arc<std::sync::Mutex<HashMap<Option<String>, Vec<String>>>>,
+}
+
+/// Where sandboxes' agents connect, and where their channels come from.
+pub(crate) struct Agents {
+    pub(crate) host: Arc<dyn AgentHost>,
+    pub(crate) channels: Arc<dyn AgentChannels>,
+}
+
+/// Where one sandbox is reached.
+pub(crate) struct Reach {
+    /// The engine it runs on.
+    pub(crate) engine: Arc<dyn Engine>,
+    /// Its agent's channel, when the agent is connected.
+    pub(crate) agent: Option<Arc<dyn SandboxChannel>>,
 }
 
 /// How a server is reached, from its record and its opened private key.
@@ -61,7 +91,7 @@ impl Fleet {
         access: Access,
         local: Arc<dyn Engine>,
         connector: Option<Arc<dyn Connector>>,
-        agents: AgentHub,
+        agents: Agents,
         background: TaskTracker,
         room: Room,
     ) -> Self {
@@ -70,7 +100,8 @@ impl Fleet {
             access,
             local,
             connector,
-            agents,
+            agents: agents.host,
+            channels: agents.channels,
             background,
             room,
             made: Arc::default(),
@@ -103,6 +134,20 @@ impl Fleet {
             runtimes.insert(key, offered.clone());
         }
         Ok((!found).then_some(offered))
+    }
+
+    /// Where `sandbox` is reached: the engine it runs on and its agent's channel.
+    pub(crate) async fn reach(&self, sandbox: &Sandbox) -> Result<Reach, ServiceError> {
+        Ok(Reach {
+            engine: self.engine_of(sandbox.server_id.as_deref()).await?,
+            agent: self.agent_channel(&sandbox.sandbox_id),
+        })
+    }
+
+    /// The channel of the sandbox's agent, when it is connected (wherever it runs: a
+    /// remote sandbox's agent connects through its server's forward).
+    pub(crate) fn agent_channel(&self, sandbox_id: &str) -> Option<Arc<dyn SandboxChannel>> {
+        self.channels.channel(sandbox_id)
     }
 
     /// The local engine.
@@ -303,7 +348,7 @@ struct RemoteHandover {
 }
 
 #[async_trait::async_trait]
-impl sandboxd_agent_host::KeyHandover for RemoteHandover {
+impl sandboxd_contracts::KeyHandover for RemoteHandover {
     async fn offer(&self, key: &str) -> std::io::Result<()> {
         self.pending
             .store(true, std::sync::atomic::Ordering::Release);

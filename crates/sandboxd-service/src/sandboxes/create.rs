@@ -1,5 +1,12 @@
 //! `sandbox.create`: a row in `creating`, then image, network, container, user and
 //! workdir; the row ends `running`, or `error` with no container left behind.
+//!
+//! The server's engine is resolved and connected before the row is written. A create from
+//! a snapshot runs on the snapshot's server, with its image, user, workdir and template;
+//! a create with volumes runs on their server, and the root of each read-write mount is
+//! made the sandbox user's through the engine's archive (`prepare_volumes`). Neither is
+//! placed nor served by a pool. A create claims a warm member when a pool matches;
+//! `start_container` also makes pool members.
 
 use sandboxd_contracts::{Engine, EngineError, ExecSpec};
 use sandboxd_core::access::SandboxNeed;
@@ -467,7 +474,7 @@ impl Sandboxes {
             }
             let user = match (row.user.clone(), hello) {
                 (Some(user), _) => Some(user),
-                (None, Some(conn)) => Some(format!("{}:{}", conn.hello.uid, conn.hello.gid)),
+                (None, Some(hello)) => Some(format!("{}:{}", hello.uid, hello.gid)),
                 (None, None) => self.image_user(engine, &container_id, &image_user).await,
             };
             self.prepare_volumes(engine, &container_id, row, user.as_deref())

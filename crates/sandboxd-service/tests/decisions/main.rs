@@ -74,7 +74,11 @@ impl World {
         let owner = store.authenticate(KEY).await.unwrap().unwrap();
         let instance_id = store.instance_id().await.unwrap();
         let engine = Arc::new(RecordingEngine::default());
-        let agents = AgentHub::new(data.path().join("agents"), None, Duration::from_secs(5));
+        let agents = Arc::new(AgentHub::new(
+            data.path().join("agents"),
+            None,
+            Duration::from_secs(5),
+        ));
         let templates = Templates::with_images(&BTreeMap::from([("base".into(), IMAGE.into())]));
         let agent = Arc::new(RecordingAgent::default());
         let service = Service::new(

@@ -19,7 +19,7 @@ const IMPOSTOR: &str = include_str!("impostor.py");
 const OP_TIMEOUT: Duration = Duration::from_secs(3);
 
 async fn server() -> TestServer {
-    TestServer::start_with(|config| config.agent_op_timeout = OP_TIMEOUT).await
+    TestServer::start_with(|config| config.agent_op_timeout_secs = OP_TIMEOUT.as_secs()).await
 }
 
 /// This process's resident memory, in bytes.
@@ -69,8 +69,8 @@ async fn start_impostor(server: &TestServer, sandbox: &Value, mode: &str) {
     assert_eq!(started["exitCode"], 0, "{started}");
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let current = server.service.agents().connection(sandbox_id);
-        if current.is_some_and(|conn| conn.hello.pid == IMPOSTOR_PID) {
+        let current = server.service.agents().hello(sandbox_id);
+        if current.is_some_and(|hello| hello.pid == IMPOSTOR_PID) {
             return;
         }
         assert!(Instant::now() < deadline, "the impostor did not take over");
@@ -349,15 +349,15 @@ async fn code_in_a_sandbox_cannot_pose_as_its_agent() {
     };
     assert_eq!(posed, "refused 20 of 20\n");
     // The real agent comes back and serves the sandbox.
-    let conn = server
+    let hello = server
         .service
         .agents()
         .wait_connected(sandbox_id, Duration::from_secs(10))
         .await
         .expect("the agent reconnects");
-    assert_ne!(conn.hello.pid, IMPOSTOR_PID);
+    assert_ne!(hello.pid, IMPOSTOR_PID);
     assert!(
-        conn.hello.key.is_empty(),
+        hello.key.is_empty(),
         "the key is not kept past the handshake"
     );
     let out = server.exec(&sandbox, "echo served").await;
@@ -402,9 +402,8 @@ async fn the_agent_key_is_out_of_reach_of_the_sandboxs_code() {
         let worker = server
             .service
             .agents()
-            .connection(id(&sandbox))
+            .hello(id(&sandbox))
             .expect("the agent is connected")
-            .hello
             .pid;
         let look = LOOK_FOR_THE_KEY
             .replace("{A}", &key[..32])

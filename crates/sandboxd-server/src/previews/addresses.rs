@@ -2,6 +2,8 @@
 //! answers of `sandbox.exposePort` and `sandbox.ports` give it: a host of its own on the
 //! operator's preview domain (`http://8000-<handle>.<domain>/`), else a path on
 //! sandboxd's own address (`/preview/<handle>/8000/`).
+//!
+//! The address is made on `public_url`, else on the address the request was sent to.
 
 use axum::http::{HeaderMap, header};
 use sandboxd_core::api::ExposedPortView;

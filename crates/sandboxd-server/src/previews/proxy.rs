@@ -15,6 +15,19 @@
 //! own prefix (a cookie set for `/` would reach every other sandbox's previews). On
 //! either, sandboxd's credentials are taken off the request (its key, its session and
 //! link cookies, the link's token) and the app's cookies lose any `Domain`.
+//!
+//! `by_host` is a middleware ahead of every route, so nothing of sandboxd's is served on
+//! preview hosts. A link's token in the address is moved into a cookie with a 303. A
+//! request takes the connection an earlier one left open (`app_connections.rs`, after
+//! `Ports::may_reach`) or a new one (`Ports::connect`), and speaks HTTP/1.1 over it with
+//! hyper's client connection; an upgrade is joined with `copy_bidirectional` on a
+//! connection of its own, until either side ends or `Ports::withdrawn` (the exposure, or
+//! the caller's key and its access, and a session's longest life). Under a path, headers
+//! that act on a whole origin are dropped. A cookie-admitted upgrade or change from
+//! another origin is refused (`sandboxd_core::preview_origin`). A link's and a public
+//! port's traffic is on the preview's own rate limit. A replica that does not hold the
+//! agent passes the request on to the one that does, marked (`forward::previews`), over
+//! the same HTTP/1.1 exchange.
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};

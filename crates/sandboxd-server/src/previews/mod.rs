@@ -1,0 +1,10 @@
+//! Previews: a sandbox's exposed port reached from outside. `addresses.rs` makes the
+//! address a preview is reached at (a host of its own on the preview domain, or a path
+//! on sandboxd's address); `proxy.rs` serves the requests that arrive there, into the
+//! sandbox. The procedures that expose and list ports are `procedures/ports.rs`'s; the
+//! decisions (who may enter, the link's token, activity) are the service's `ports.rs`.
+
+mod addresses;
+pub(crate) mod proxy;
+
+pub use addresses::PreviewSettings;
