@@ -53,12 +53,16 @@ SANDBOXD_TEST_RUNTIME=runsc cargo nextest run --workspace --no-fail-fast \
         test(/^(exec|files|stream|terminal|processes|contexts|lifecycle|transfers|egress|egress_proxy|ports|preview|exposed_ports)::/)
         - test(stream::a_client_that_stops_reading_does_not_hold_the_sandboxs_other_operations)
         - test(stream::a_client_that_stops_reading_does_not_keep_its_command_past_the_timeout))'
-step "the Python clients and the fuzz pass"
+step "the clients against the committed API document"
 # Every client's calls and models against the committed API document (no server).
 python3 tests/surface/check_clients.py
+step "MCP's Python SDK"
 bash scripts/test-mcp-python.sh
+step "the sandboxd Python SDK"
 bash scripts/test-sdk-python.sh
+step "E2B's Python SDKs"
 bash scripts/test-e2b-python.sh
+step "the fuzz pass"
 bash scripts/fuzz-api.sh
 step "what is left"
 # Nothing of gVisor is left running: every gVisor sandbox the tests made was removed with
