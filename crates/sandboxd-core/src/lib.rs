@@ -37,6 +37,7 @@ pub mod reap;
 pub mod reconcile;
 pub mod rfc3339;
 pub mod snapshots;
+pub mod template_build;
 pub mod templates;
 pub mod transfer;
 pub mod usage;
