@@ -5,6 +5,7 @@
 //! decisions (who may enter, the link's token, activity) are the service's `ports.rs`.
 
 mod addresses;
+mod place;
 pub(crate) mod proxy;
 mod to_app;
 

@@ -45,15 +45,11 @@ use crate::error::ApiError;
 use crate::forward;
 use crate::service::{Link, ServiceError};
 
+use super::place::Place;
 use super::to_app::{to_app, to_holder, wants_upgrade};
 
 /// Where previews are served.
 pub const PREFIX: &str = PREVIEW_PREFIX;
-
-/// The policy every preview response carries: scripts and forms work, in an opaque
-/// origin of their own.
-pub(super) const SANDBOX_POLICY: &str =
-    "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
 
 /// `/preview/{handle}/{port}` without a path: the app's root, with the slash that
 /// makes its relative links resolve under the prefix (the query kept).
@@ -125,28 +121,6 @@ pub async fn by_host(State(state): State<AppState>, request: Request, next: Next
     enter(&state, &sandbox_id, port, &Place::Host, request)
         .await
         .unwrap_or_else(IntoResponse::into_response)
-}
-
-/// Where a preview is served.
-pub(super) enum Place {
-    /// Under a path of sandboxd's own address (no final slash): the app's pages share
-    /// sandboxd's origin, so they run sandboxed and its cookies are kept to the prefix.
-    Path(String),
-    /// On a host of its own: an origin of its own.
-    Host,
-}
-
-impl Place {
-    pub(super) fn prefix(&self) -> &str {
-        match self {
-            Self::Path(prefix) => prefix,
-            Self::Host => "",
-        }
-    }
-
-    fn cookie_path(&self) -> String {
-        format!("{}/", self.prefix())
-    }
 }
 
 async fn enter(

@@ -14,7 +14,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use sandboxd_core::ports::LINK_COOKIE;
 
-use super::proxy::{Place, SANDBOX_POLICY};
+use super::place::{Place, SANDBOX_POLICY};
 use crate::AppState;
 use crate::auth::{self, API_KEY_HEADER, SESSION_COOKIE};
 use crate::error::ApiError;
