@@ -153,8 +153,9 @@ export async function sandboxPage(sandboxId) {
     shownStatus = sandbox.status;
     const running = sandbox.status === "running";
     const paused = sandbox.status === "paused";
+    // A refusal stays on the page to be read; only a done pause or resume reloads it.
     const freeze = (procedure) => async () => {
-      try { sandbox = await api.post(procedure, { sandboxId }); } catch (error) { message.replaceChildren(notice(error.message, "error")); }
+      try { sandbox = await api.post(procedure, { sandboxId }); } catch (error) { message.replaceChildren(notice(error.message, "error")); return; }
       location.reload();
     };
     actions.replaceChildren(

@@ -108,14 +108,27 @@ impl Browser {
             .unwrap();
     }
 
-    /// Waits up to 20 s for an element matching `css`.
+    /// Waits up to 20 s for an element matching `css`; a failure names what the page's
+    /// alerts say (a refusal the dashboard shows).
     pub async fn element(&self, css: &str) -> fantoccini::elements::Element {
-        self.client
+        match self
+            .client
             .wait()
             .at_most(Duration::from_secs(20))
             .for_element(Locator::Css(css))
             .await
-            .unwrap_or_else(|e| panic!("no {css}: {e}"))
+        {
+            Ok(element) => element,
+            Err(error) => {
+                let mut alerts = Vec::new();
+                if let Ok(found) = self.client.find_all(Locator::Css("[role=alert]")).await {
+                    for alert in found {
+                        alerts.push(alert.text().await.unwrap_or_default());
+                    }
+                }
+                panic!("no {css}: {error}; the page's alerts: {alerts:?}")
+            }
+        }
     }
 
     /// Saves the page as `<name>.png` among the test's artifacts, and under
