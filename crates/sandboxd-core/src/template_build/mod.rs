@@ -1,17 +1,33 @@
 //! A template users build: their Dockerfile read (`dockerfile.rs`) and checked into a
-//! `Recipe` (`recipe.rs`) before the engine's builder sees it. The checks are what keeps
-//! a build inside the rules sandboxes live by: it builds on nothing but an image the
-//! operator allows, a template or a snapshot (`FROM` is never a pull), it fetches nothing
-//! (`ADD` of a URL, `COPY --from` an image, and every `$` substitution that could name
-//! one are refused), and it uses only instructions whose effect is understood. The
-//! engine's builder then reads the same text again, so the reading here follows its
-//! rules: continuation lines, comments, parser directives, JSON and shell forms.
+//! `Recipe` (`recipe.rs`), then run step by step (`steps.rs`): each instruction after
+//! `FROM` changes the image's settings and says what it does to the filesystem (a
+//! command, files copied to where `copy.rs` puts them, the workdir made). The checks are
+//! what keeps a build inside the rules sandboxes live by: it builds on nothing but an
+//! image the operator allows, a template or a snapshot (`FROM` is never a pull), it
+//! fetches nothing (`ADD` of a URL or an archive, `COPY --from` an image, and every `$`
+//! in a source are refused), and it uses only instructions whose effect is understood.
+//! Each step runs in a container planned as a sandbox's (`container.rs`), and its image
+//! is kept under a key chained from the base (`cache.rs`), so an unchanged step is found
+//! again.
 
+mod cache;
+mod container;
+mod copy;
 mod dockerfile;
 mod recipe;
+mod steps;
+mod words;
 
+pub use cache::{
+    CACHE_REPOSITORY, LABEL_BUILD, TEMPLATE_REPOSITORY, base_key, cache_image, content_digest,
+    step_key, template_image,
+};
+pub use container::{BUILD_PIDS_LIMIT, BuildShape, LABEL_BUILD_INSTANCE, build_container_plan};
+pub use copy::{CopyTarget, copy_archive, dir_archive};
 pub use dockerfile::{Instruction, parse};
 pub use recipe::{CopySource, Recipe, StartCommand, check, check_file_names};
+pub use steps::{Action, Settings, Steps, absolute};
+pub use words::{is_name, words};
 
 /// The largest Dockerfile taken (1 MiB).
 pub const MAX_DOCKERFILE_BYTES: usize = 1 << 20;

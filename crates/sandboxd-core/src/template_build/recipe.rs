@@ -321,7 +321,7 @@ fn match_source(source: &str, files: &BTreeSet<String>) -> Result<Vec<String>, S
 
 /// Whether `pattern` names `file`, or a directory `file` is under (the builder's match:
 /// `*` and `?` within one part of the path).
-fn pattern_names(pattern: &str, file: &str) -> bool {
+pub(super) fn pattern_names(pattern: &str, file: &str) -> bool {
     let patterns: Vec<&str> = pattern.split('/').collect();
     let parts: Vec<&str> = file.split('/').collect();
     parts.len() >= patterns.len()

@@ -1,0 +1,95 @@
+//! The build cache's keys and the images' names. Each step's image is kept under a tag
+//! made of a chain of hashes: the base image's id, then each instruction's text and, for
+//! a copy, the names, places and contents of what it copies. An unchanged Dockerfile on
+//! an unchanged base finds every step's image; a changed file changes its copy's key and
+//! every key after it.
+
+use sha2::{Digest, Sha256};
+
+use super::copy::CopyTarget;
+use super::dockerfile::Instruction;
+
+/// The repository of the cache's images.
+pub const CACHE_REPOSITORY: &str = "sandboxd-build-cache";
+/// The repository of built templates' images.
+pub const TEMPLATE_REPOSITORY: &str = "sandboxd-templates";
+/// The label a build's containers carry (the build's id).
+pub const LABEL_BUILD: &str = "sandboxd.build";
+
+fn hex(digest: impl AsRef<[u8]>) -> String {
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The hex SHA-256 of a file's contents.
+pub fn content_digest(content: &[u8]) -> String {
+    hex(Sha256::digest(content))
+}
+
+/// The key the chain starts from: the base image's id.
+pub fn base_key(image_id: &str) -> String {
+    hex(Sha256::digest(format!("sandboxd-build 1\n{image_id}")))
+}
+
+/// The key after `instruction`, from the one before it; `copied` are a copy's targets
+/// with the digests of their contents.
+pub fn step_key(
+    previous: &str,
+    instruction: &Instruction,
+    copied: &[(&CopyTarget, &str)],
+) -> String {
+    let mut hash = Sha256::new();
+    hash.update(previous.as_bytes());
+    hash.update(b"\n");
+    hash.update(instruction.keyword.as_bytes());
+    hash.update(b" ");
+    hash.update(instruction.args.as_bytes());
+    for (target, digest) in copied {
+        hash.update(b"\n");
+        hash.update(target.file.as_bytes());
+        hash.update(b"\0");
+        hash.update(target.path.as_bytes());
+        hash.update(b"\0");
+        hash.update(digest.as_bytes());
+    }
+    hex(hash.finalize())
+}
+
+/// The cache's image of a key.
+pub fn cache_image(key: &str) -> String {
+    format!("{CACHE_REPOSITORY}:{key}")
+}
+
+/// The image of a built template's version.
+pub fn template_image(build_id: &str) -> String {
+    format!("{TEMPLATE_REPOSITORY}:{}", build_id.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_file_changes_its_key_and_nothing_before() {
+        let copy = Instruction {
+            line: 2,
+            keyword: "COPY".into(),
+            args: "a /a".into(),
+        };
+        let target = CopyTarget {
+            file: "a".into(),
+            path: "/a".into(),
+            base: "/".into(),
+        };
+        let base = base_key("sha256:1");
+        let one = step_key(&base, &copy, &[(&target, &content_digest(b"1"))]);
+        let two = step_key(&base, &copy, &[(&target, &content_digest(b"2"))]);
+        assert_ne!(one, two);
+        assert_eq!(
+            one,
+            step_key(&base, &copy, &[(&target, &content_digest(b"1"))])
+        );
+        assert_ne!(base, base_key("sha256:2"));
+        assert_eq!(cache_image(&one).len(), CACHE_REPOSITORY.len() + 65);
+    }
+}

@@ -1,0 +1,217 @@
+//! Where a `COPY` or `ADD` puts each file it reads, as the engine's builder does: a file
+//! named goes to the destination (or into it, when it ends in `/` or several sources
+//! are named), a directory's contents go into it, `.` is every file, a pattern's
+//! matches go in by name (a matched directory by its contents); and the tar stream that
+//! puts them there with their directories, owned as `--chown` says.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::recipe::pattern_names;
+
+/// One file of the build put at one absolute path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyTarget {
+    /// Its name among the files given.
+    pub file: String,
+    /// Where it goes in the image.
+    pub path: String,
+    /// The directory it is copied under (made by the copy's owner when missing are only
+    /// the directories between this and the file).
+    pub base: String,
+}
+
+/// The targets of one source, with `dest` absolute.
+pub(super) fn copy_targets(
+    source: &str,
+    dest: &str,
+    into_dir: bool,
+    files: &BTreeSet<String>,
+) -> Result<Vec<CopyTarget>, String> {
+    let mut name = source;
+    while let Some(rest) = name.strip_prefix("./") {
+        name = rest;
+    }
+    let name = name.trim_end_matches('/');
+    if name.starts_with('/') || name.split('/').any(|part| part == "..") {
+        return Err("a source is a path among the files given".into());
+    }
+    let under = |rel: &str| {
+        if dest == "/" {
+            format!("/{rel}")
+        } else {
+            format!("{dest}/{rel}")
+        }
+    };
+    let targets: Vec<CopyTarget> = if name.is_empty() || name == "." {
+        files
+            .iter()
+            .map(|file| CopyTarget {
+                file: file.clone(),
+                path: under(file),
+                base: dest.to_owned(),
+            })
+            .collect()
+    } else if name.contains(['*', '?']) {
+        let depth = name.split('/').count();
+        files
+            .iter()
+            .filter(|file| pattern_names(name, file))
+            .map(|file| {
+                let parts: Vec<&str> = file.split('/').collect();
+                let rel = if parts.len() == depth {
+                    parts[depth - 1..].join("/")
+                } else {
+                    parts[depth..].join("/")
+                };
+                CopyTarget {
+                    file: file.clone(),
+                    path: under(&rel),
+                    base: dest.to_owned(),
+                }
+            })
+            .collect()
+    } else if files.contains(name) {
+        let base = name.rsplit('/').next().unwrap_or(name);
+        let path = if into_dir {
+            under(base)
+        } else {
+            dest.to_owned()
+        };
+        vec![CopyTarget {
+            file: name.to_owned(),
+            base: parent_of(&path),
+            path,
+        }]
+    } else {
+        let prefix = format!("{name}/");
+        files
+            .iter()
+            .filter_map(|file| {
+                file.strip_prefix(&prefix).map(|rel| CopyTarget {
+                    file: file.clone(),
+                    path: under(rel),
+                    base: dest.to_owned(),
+                })
+            })
+            .collect()
+    };
+    if targets.is_empty() {
+        return Err("names none of the files given".into());
+    }
+    Ok(targets)
+}
+
+fn parent_of(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some(("", _)) | None => "/".into(),
+        Some((parent, _)) => parent.to_owned(),
+    }
+}
+
+/// The tar stream, to unpack at `/`, that puts `targets` in place with the contents in
+/// `contents`, files `0644` and the directories between each target's base and its file
+/// `0755`, all owned by `owner`. The base and what is above it are not in the stream, so
+/// an existing directory there keeps its owner and mode (the engine makes a missing one).
+pub fn copy_archive(
+    targets: &[CopyTarget],
+    contents: &BTreeMap<String, Vec<u8>>,
+    owner: (u64, u64),
+    mtime: u64,
+) -> std::io::Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut made = BTreeSet::new();
+    for target in targets {
+        let relative = target.path.trim_start_matches('/');
+        let base = target.base.trim_matches('/');
+        let mut parent = base.to_owned();
+        let below = relative
+            .strip_prefix(base)
+            .unwrap_or(relative)
+            .trim_start_matches('/');
+        let parts: Vec<&str> = below.split('/').collect();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            if !parent.is_empty() {
+                parent.push('/');
+            }
+            parent.push_str(part);
+            if made.insert(parent.clone()) {
+                let mut header = tar::Header::new_gnu();
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_size(0);
+                header.set_mode(0o755);
+                header.set_uid(owner.0);
+                header.set_gid(owner.1);
+                header.set_mtime(mtime);
+                builder.append_data(&mut header, format!("{parent}/"), std::io::empty())?;
+            }
+        }
+        let content = contents
+            .get(&target.file)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        header.set_uid(owner.0);
+        header.set_gid(owner.1);
+        header.set_mtime(mtime);
+        builder.append_data(&mut header, relative, content)?;
+    }
+    builder.into_inner()
+}
+
+/// The tar stream, to unpack at `/`, that makes the directory `path` and its parents.
+pub fn dir_archive(path: &str, mtime: u64) -> std::io::Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut parent = String::new();
+    for part in path.trim_matches('/').split('/').filter(|p| !p.is_empty()) {
+        if !parent.is_empty() {
+            parent.push('/');
+        }
+        parent.push_str(part);
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_size(0);
+        header.set_mode(0o755);
+        header.set_mtime(mtime);
+        builder.append_data(&mut header, format!("{parent}/"), std::io::empty())?;
+    }
+    builder.into_inner()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_archive_holds_the_files_and_their_directories() {
+        let targets = [CopyTarget {
+            file: "a/b.txt".into(),
+            path: "/srv/app/b.txt".into(),
+            base: "/srv".into(),
+        }];
+        let contents = BTreeMap::from([("a/b.txt".to_owned(), b"hi".to_vec())]);
+        let tar = copy_archive(&targets, &contents, (1000, 1000), 0).unwrap();
+        let mut archive = tar::Archive::new(tar.as_slice());
+        let entries: Vec<(String, u64)> = archive
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.path().unwrap().display().to_string(),
+                    e.header().uid().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            entries,
+            vec![
+                ("srv/app/".to_owned(), 1000),
+                ("srv/app/b.txt".into(), 1000)
+            ]
+        );
+    }
+}
