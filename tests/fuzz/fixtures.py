@@ -12,7 +12,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 url, owner, environment_id, out = sys.argv[1:5]
@@ -95,6 +97,25 @@ fixtures["volumes"] = [call("volume.create", {"name": "fuzz-volume"})["volumeId"
 fixtures["removeVolumes"] = [
     call("volume.create", {"name": f"fuzz-leaving-volume-{i}", "sizeMb": 16})["volumeId"]
     for i in range(16)
+]
+# Templates: one built to read, and some for template.remove (a Dockerfile that only
+# sets a variable: no step runs).
+def template(name):
+    started = call("template.build", {"name": name, "dockerfile": "FROM base\nENV FUZZ=1\n"})
+    # One at a time: an organization runs only so many builds at once.
+    for _ in range(600):
+        query = urllib.parse.urlencode({"buildId": started["buildId"]})
+        if call(f"template.buildLog?{query}")["status"] != "building":
+            break
+        time.sleep(0.1)
+    return started
+
+
+built = template("fuzz-template")
+fixtures["builds"] = [built["buildId"]]
+fixtures["templates"] = [built["templateId"]]
+fixtures["removeTemplates"] = [
+    template(f"fuzz-leaving-template-{i}")["templateId"] for i in range(16)
 ]
 fixtures["victimKeys"] = [call("apiKey.create", {"name": f"fuzz-victim-{i}"})["keyId"] for i in range(8)]
 fixtures["members"] = [call("member.create", {"name": f"fuzz-member-{i}"})["userId"] for i in range(3)]

@@ -45,6 +45,7 @@ DESTRUCTIVE = {
     "egress.decide",
     "snapshot.remove",
     "volume.remove",
+    "template.remove",
 }
 # Time limits fields may ask for, at most, in milliseconds.
 MAX_WAIT_MS = {"sandbox.exec": 5_000, "sandbox.contextRun": 5_000, "sandbox.processWait": 2_000}
@@ -76,6 +77,10 @@ def substitutes(operation, seed):
             "removeSnapshots" if operation == "snapshot.remove" else "snapshots", seed
         ),
         "volumeId": pick("removeVolumes" if operation == "volume.remove" else "volumes", seed),
+        "buildId": pick("builds", seed),
+        "templateId": pick(
+            "removeTemplates" if operation == "template.remove" else "templates", seed
+        ),
     }
     # The fixtures' processes and contexts all sit in the first sandbox's process
     # table; new ones start elsewhere, so that they never crowd those out.
@@ -110,6 +115,17 @@ def aim(fields, part, operation, seed, forced):
         # fixtures holds, few enough that a sandbox never has too many waiting.
         fields["host"] = ["pypi.org", "*.pythonhosted.org", "files.example.net:8443"][seed % 3]
         fields["reason"] = "fuzz"
+    if operation == "template.build" and seed % 4 != 0 and part == "body":
+        # Mostly a Dockerfile that builds (a generated one rarely does), from a few that
+        # the cache soon holds, so that cases do not queue behind the builds they start.
+        fields["dockerfile"] = [
+            "FROM base\nENV FUZZ=1\n",
+            "FROM base\nLABEL fuzz=yes\n",
+            "FROM base\nENV FUZZ=1\nUSER 1000:1000\n",
+        ][seed % 3]
+        fields["name"] = f"fuzz-built-{seed % 3}"
+        for name in ("files", "isolation", "networkMode", "cpu", "memoryMb"):
+            fields.pop(name, None)
     path = fields.get("path")
     if operation == "sandbox.readFile" and seed % 2 == 0:
         fields["path"] = "/tmp/fuzz.txt"

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT = json.loads((ROOT / "docs" / "openapi.json").read_text())
 SCHEMAS = DOCUMENT["components"]["schemas"]
 PROCEDURE = re.compile(
-    r"^(sandbox|snapshot|volume|project|environment|organization|member|apiKey|audit|server|egress)\.[A-Za-z]+$"
+    r"^(sandbox|snapshot|volume|template|project|environment|organization|member|apiKey|audit|server|egress)\.[A-Za-z]+$"
 )
 
 # What each client does not reach, and why. The rest of the document it must reach.
@@ -31,6 +31,7 @@ NOT_REACHED = {
         "sandbox.remove": "a killed sandbox's record is left to the dashboard and the CLI",
         "sandbox.templates": "templates are named by the caller (`template=`)",
         "snapshot.one": "snapshots are listed whole (snapshot.all)",
+        "template.buildLog": "a build's log is followed live (template.buildLogStream)",
         "project.create": ADMINISTRATION,
         "environment.create": ADMINISTRATION,
         "organization.all": ADMINISTRATION,
@@ -62,6 +63,12 @@ NOT_REACHED = {
         "sandbox.setEgress": "lists are set at creation or widened by a decision",
         "snapshot.one": "snapshots are listed whole (snapshot.all)",
         "volume.one": "volumes are listed whole (volume.all)",
+        "template.build": "not offered yet: templates are built from the CLI, the SDK and MCP",
+        "template.buildLog": "not offered yet: templates are built from the CLI, the SDK and MCP",
+        "template.buildLogStream": "not offered yet: templates are built from the CLI, the SDK and MCP",
+        "template.all": "not offered yet: templates are built from the CLI, the SDK and MCP",
+        "template.one": "not offered yet: templates are built from the CLI, the SDK and MCP",
+        "template.remove": "not offered yet: templates are built from the CLI, the SDK and MCP",
         "sandbox.processStart": "processes are started from the terminal",
         "sandbox.processWait": "an agent's wait: the page polls",
         "sandbox.processSignal": "not offered yet: the CLI's `exec -i` signals",
@@ -224,6 +231,7 @@ MODELS = {
     "SandboxInfo": "SandboxView",
     "SnapshotInfo": "SnapshotView",
     "VolumeInfo": "VolumeView",
+    "TemplateInfo": "BuiltTemplateView",
     "VolumeMount": "VolumeMount",
     "Change": "ChangeEntry",
     "Changes": "ChangesResult",

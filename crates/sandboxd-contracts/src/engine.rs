@@ -51,6 +51,15 @@ pub struct Commit {
     pub instance_id: String,
 }
 
+/// What the engine holds of an image: its id, its size and its settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageFacts {
+    /// The content-addressed id (`sha256:…`).
+    pub id: String,
+    pub size: i64,
+    pub settings: sandboxd_core::template_build::Settings,
+}
+
 /// The stream of container deaths an engine reports.
 pub type Deaths = Pin<Box<dyn Stream<Item = Result<ContainerDeath, EngineError>> + Send>>;
 
@@ -112,6 +121,38 @@ pub trait Engine: Debug + Send + Sync + 'static {
     /// environment values, and the snapshot's labels; returns the bytes it adds to the
     /// image under it.
     async fn commit_container(&self, id: &str, commit: &Commit) -> Result<i64, EngineError>;
+
+    /// An image's id, size and settings; `None` when the engine does not hold it. Never
+    /// a pull.
+    async fn image_facts(&self, image: &str) -> Result<Option<ImageFacts>, EngineError> {
+        let _ = image;
+        Err(unsupported("read images"))
+    }
+
+    /// Unpacks `tar` at `/` of a container, started or not, through the engine itself:
+    /// owners and modes as the archive says (a build's copy, made by the host).
+    async fn unpack_at_root(&self, container: &str, tar: Vec<u8>) -> Result<(), EngineError> {
+        let _ = (container, tar);
+        Err(unsupported("build images"))
+    }
+
+    /// Commits a container's filesystem as `image` with exactly `settings`: nothing of
+    /// the container's own configuration (its variables, command, user) is kept.
+    async fn commit_as(
+        &self,
+        container: &str,
+        image: &str,
+        settings: &sandboxd_core::template_build::Settings,
+    ) -> Result<(), EngineError> {
+        let _ = (container, image, settings);
+        Err(unsupported("build images"))
+    }
+
+    /// Gives `image` the further name `target` (`repository:tag`).
+    async fn tag_image(&self, image: &str, target: &str) -> Result<(), EngineError> {
+        let _ = (image, target);
+        Err(unsupported("build images"))
+    }
 
     /// Removes an image; one that is gone is fine; one a container still uses is
     /// `Rejected` with status 409.
@@ -223,3 +264,10 @@ pub trait Engine: Debug + Send + Sync + 'static {
 pub type Chunks = std::pin::Pin<
     Box<dyn futures_core::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send>,
 >;
+
+fn unsupported(what: &str) -> EngineError {
+    EngineError::Rejected {
+        status: 501,
+        message: format!("this engine cannot {what}"),
+    }
+}

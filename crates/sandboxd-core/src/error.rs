@@ -51,6 +51,11 @@ impl Issues {
         });
     }
 
+    /// Records every issue of `invalid`.
+    pub fn extend(&mut self, invalid: Invalid) {
+        self.0.extend(invalid.issues);
+    }
+
     /// `Ok(value)` when no issue was recorded.
     pub fn finish<T>(self, value: T) -> Result<T, Invalid> {
         if self.0.is_empty() {

@@ -117,6 +117,8 @@ pub enum QuotaExceeded {
         "the organization's quota of {limit} MiB of volumes would be exceeded ({used} MiB reserved, {asked} MiB asked)"
     )]
     VolumeSize { limit: i64, used: i64, asked: i64 },
+    #[error("the organization runs {limit} template builds, its most at once; wait for one to end")]
+    Builds { limit: i64 },
 }
 
 impl Quotas {

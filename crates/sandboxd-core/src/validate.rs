@@ -27,11 +27,13 @@ mod access;
 mod ports;
 mod servers;
 mod snapshots;
+mod templates;
 mod volumes;
 pub use access::*;
 pub use ports::*;
 pub use servers::*;
 pub use snapshots::*;
+pub use templates::*;
 pub use volumes::*;
 
 /// Where the image of a new sandbox comes from.
@@ -162,8 +164,12 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
     }
     if let Some(template) = &req.template
         && !TEMPLATE_NAMES.contains(&template.as_str())
+        && !template_name_ok(template)
     {
-        issues.push("template", "must be one of base, python, node");
+        issues.push(
+            "template",
+            "must be base, python, node or a template built in the project (1 to 64 lower-case letters, digits, `.`, `_` or `-`)",
+        );
     }
     if let Some(image) = &req.image
         && (image.is_empty()

@@ -2,7 +2,7 @@
 //! the same name.
 
 use sandboxd_contracts::{
-    Chunks, Commit, Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources,
+    Chunks, Commit, Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, ImageFacts,
     Reachability, ReadFileError, UsageSample,
 };
 use sandboxd_core::plan::ContainerPlan;
@@ -78,6 +78,27 @@ impl Engine for DockerEngine {
 
     async fn commit_container(&self, id: &str, commit: &Commit) -> Result<i64, EngineError> {
         DockerEngine::commit_container(self, id, commit).await
+    }
+
+    async fn image_facts(&self, image: &str) -> Result<Option<ImageFacts>, EngineError> {
+        DockerEngine::image_facts(self, image).await
+    }
+
+    async fn unpack_at_root(&self, container: &str, tar: Vec<u8>) -> Result<(), EngineError> {
+        DockerEngine::unpack_at_root(self, container, tar).await
+    }
+
+    async fn commit_as(
+        &self,
+        container: &str,
+        image: &str,
+        settings: &sandboxd_core::template_build::Settings,
+    ) -> Result<(), EngineError> {
+        DockerEngine::commit_as(self, container, image, settings).await
+    }
+
+    async fn tag_image(&self, image: &str, target: &str) -> Result<(), EngineError> {
+        DockerEngine::tag_image(self, image, target).await
     }
 
     async fn remove_image(&self, image: &str) -> Result<(), EngineError> {

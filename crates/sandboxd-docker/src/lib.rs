@@ -13,6 +13,7 @@
 mod answer_bounds;
 mod archive;
 mod as_user;
+mod builds;
 mod census;
 mod cgroup_leftovers;
 mod cgroup_limits;

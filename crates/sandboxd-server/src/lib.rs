@@ -244,6 +244,7 @@ impl Server {
                 agent_channels: None,
                 port_traffic_ignored: !config.port_traffic_is_activity,
                 egress: checked.egress.clone(),
+                builds: config.builds.options(),
             },
         );
         Ok(Self {
@@ -402,6 +403,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(routes::sandbox::router())
         .merge(procedures::router())
         .merge(routes::transfers::router())
+        .merge(routes::build_log_stream::router())
         .merge(routes::health::router())
 }
 
@@ -466,7 +468,9 @@ pub fn app(state: AppState) -> Router {
             panic::respond,
         ))
         .route_layer(axum::middleware::from_fn(metrics::record))
-        .layer(DefaultBodyLimit::max(body_limit::MAX_FILE_BODY_BYTES))
+        // The largest of the routes' limits; `body_limit::enforce` holds each route to
+        // its own.
+        .layer(DefaultBodyLimit::max(body_limit::MAX_BUILD_BODY_BYTES))
         .layer(axum::middleware::from_fn(request_log::log))
         .with_state(state.clone());
     match state.e2b_domain {

@@ -17,6 +17,7 @@
 //! its sandbox.
 
 mod access;
+mod builds;
 mod channel;
 mod commands;
 mod duties;
@@ -45,6 +46,7 @@ use sandboxd_core::templates::Templates;
 use sandboxd_store::Store;
 
 pub use access::{Access, Resource};
+pub use builds::{BuildOptions, Builds, LOG_PAGE};
 pub use commands::{Commands, ContextRun, Launch, NewContext, RunOutput};
 pub use duties::{DEFAULT_LEASE_GRACE, Duties, ReapReport, ReconcileReport};
 pub use egress::{
@@ -106,6 +108,9 @@ struct Inner {
     own_host: egress::OwnHost,
     /// Keeps the pauses and resumes of one sandbox apart.
     freezes: sandboxes::pause::Freezes,
+    /// Moves on each time a build of this replica writes log lines, so live readers
+    /// look again at once.
+    build_logs: tokio::sync::watch::Sender<u64>,
 }
 
 /// Environment variables as name and value.
@@ -157,6 +162,8 @@ pub struct Options {
     /// The operator's egress settings: names answered before DNS, and the special
     /// networks `allowlist` sandboxes may reach.
     pub egress: sandboxd_core::egress::Operator,
+    /// What bounds template builds.
+    pub builds: BuildOptions,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive
@@ -223,6 +230,7 @@ impl Service {
                 exec_env: Default::default(),
                 removals,
                 freezes: Default::default(),
+                build_logs: tokio::sync::watch::Sender::new(0),
             }),
         }
     }
@@ -432,6 +440,10 @@ impl Service {
     }
 
     /// The `volume.*` operations.
+    pub fn builds(&self) -> Builds {
+        Builds::new(self.clone())
+    }
+
     pub fn volumes(&self) -> Volumes {
         Volumes::new(self.clone())
     }

@@ -53,9 +53,7 @@ impl Volumes {
         caller: &Principal,
         cmd: CreateVolume,
     ) -> Result<Volume, ServiceError> {
-        let project_id = self
-            .volume_project(caller, cmd.project_id.as_deref())
-            .await?;
+        let project_id = self.project_of(caller, cmd.project_id.as_deref()).await?;
         self.service
             .access()
             .check_create_in(caller, &project_id)
@@ -128,8 +126,9 @@ impl Volumes {
         Ok(volume)
     }
 
-    /// The project a new volume goes to: the one named, or the caller's only one.
-    async fn volume_project(
+    /// The project a new volume (or template) goes to: the one named, or the caller's
+    /// only one.
+    pub(crate) async fn project_of(
         &self,
         caller: &Principal,
         named: Option<&str>,

@@ -42,6 +42,7 @@ mod snapshots;
 mod sqlite;
 mod store;
 mod survey;
+mod template_builds;
 mod tenancy;
 mod volumes;
 

@@ -103,6 +103,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "fixed timeouts",
         include_str!("../migrations/sqlite/0018_fixed_timeout.sql"),
     ),
+    (
+        19,
+        "template builds",
+        include_str!("../migrations/sqlite/0019_template_builds.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -195,6 +200,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         18,
         "fixed timeouts",
         include_str!("../migrations/postgres/0018_fixed_timeout.sql"),
+    ),
+    (
+        19,
+        "template builds",
+        include_str!("../migrations/postgres/0019_template_builds.sql"),
     ),
 ];
 

@@ -237,6 +237,94 @@ async fn volumes_from_a_terminal() {
     assert_eq!(run(&["volume", "show", vol.as_str()]).code, 1);
 }
 
+/// Removes the images template builds made (the tests that build run one at a time).
+fn remove_build_images() {
+    let _ = Command::new("bash")
+        .args([
+            "-c",
+            "for r in sandboxd-templates sandboxd-build-cache; do docker images -q --filter reference=\"$r:*\" | xargs -r docker rmi -f >/dev/null 2>&1; done",
+        ])
+        .status();
+}
+
+struct BuildImages;
+impl Drop for BuildImages {
+    fn drop(&mut self) {
+        remove_build_images();
+    }
+}
+
+#[tokio::test]
+async fn templates_from_a_terminal() {
+    let _images = BuildImages;
+    let server = RunningServer::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+    std::fs::create_dir_all(home.path().join("app/bin")).unwrap();
+    std::fs::write(home.path().join("app/bin/tool.sh"), "echo tool-ran\n").unwrap();
+    std::fs::write(
+        home.path().join("app/Dockerfile"),
+        "FROM base\nCOPY bin/ /opt/bin/\nRUN echo built-by-run && sh /opt/bin/tool.sh > /opt/out\n",
+    )
+    .unwrap();
+    let built = run(&[
+        "template",
+        "build",
+        "-f",
+        "app/Dockerfile",
+        "--name",
+        "tool",
+    ]);
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    // The log went to standard error as the build ran: its steps and their output.
+    assert!(
+        built.stderr.contains("Step 1/3 : FROM base"),
+        "{}",
+        built.stderr
+    );
+    assert!(built.stderr.contains("  built-by-run"), "{}", built.stderr);
+    assert!(built.stdout.contains("ready version"), "{}", built.stdout);
+
+    let sandbox = run(&["create", "--template", "tool"]);
+    assert_eq!(sandbox.code, 0, "{}", sandbox.stderr);
+    let sandbox = sandbox.stdout.trim().to_owned();
+    assert_eq!(
+        run(&["exec", &sandbox, "--", "cat /opt/out"]).stdout,
+        "tool-ran\n"
+    );
+    let listed = run(&["template", "ls"]);
+    assert!(
+        listed.stdout.starts_with("ID") && listed.stdout.contains("tool"),
+        "{}",
+        listed.stdout
+    );
+    let busy = run(&["template", "rm", "tool"]);
+    assert_eq!(busy.code, 1, "{}", busy.stderr);
+    assert!(busy.stderr.contains("kill them first"), "{}", busy.stderr);
+
+    // A failing step fails the command, naming the step.
+    std::fs::write(home.path().join("Broken"), "FROM base\nRUN exit 7\n").unwrap();
+    let broken = run(&["template", "build", "-f", "Broken", "--name", "broken"]);
+    assert_eq!(broken.code, 1, "{}", broken.stderr);
+    assert!(
+        broken.stderr.contains("failed at step 2"),
+        "{}",
+        broken.stderr
+    );
+    assert!(
+        broken.stderr.contains("exited with code 7"),
+        "{}",
+        broken.stderr
+    );
+
+    assert_eq!(run(&["kill", &sandbox]).code, 0);
+    let removed = run(&["template", "rm", "tool"]);
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    assert_eq!(removed.stdout, "tool removed\n");
+    assert_eq!(run(&["template", "show", "tool"]).code, 4);
+}
+
 /// The size of the big file of the copied tree.
 const BIG: usize = 1 << 30;
 

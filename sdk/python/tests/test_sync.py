@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import tarfile
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from sandboxd import (
     AuthenticationError,
+    BuildFailed,
     CommandExitError,
     Conflict,
     Egress,
@@ -20,6 +22,7 @@ from sandboxd import (
     PermissionDenied,
     Sandbox,
     SandboxNotRunning,
+    Template,
     VolumeMount,
 )
 
@@ -477,3 +480,50 @@ def test_an_allowlist_sandbox_keeps_its_list_and_it_is_replaced(server):
             sb.egress.decide(asked.request_id, approve=True)
     with Sandbox.create("base") as plain:
         assert plain.info.egress is None and plain.egress.list() == []
+
+
+def _remove_build_images() -> None:
+    for repository in ("sandboxd-templates", "sandboxd-build-cache"):
+        listed = subprocess.run(
+            ["docker", "images", "-q", "--filter", f"reference={repository}:*"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        if listed:
+            subprocess.run(["docker", "rmi", "-f", *set(listed)], capture_output=True, check=False)
+
+
+def test_a_template_built_in_code_makes_sandboxes(server, tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "a.txt").write_text("from-sdk")
+    lines = []
+    template = (
+        Template.from_template("base")
+        .env(GREETING="hi there")
+        .copy(tmp_path / "app", "/srv/app")
+        .run("cat /srv/app/a.txt > /srv/out && echo ran")
+        .workdir("/srv")
+    )
+    try:
+        info = template.build("sdk-tpl", on_log=lines.append)
+        assert info.version == 1 and info.workdir == "/srv"
+        assert any(l.stream == "stdout" and l.line == "ran" and l.step == 4 for l in lines)
+        assert lines[0].line == "Step 1/5 : FROM base"
+        with Sandbox.create("sdk-tpl") as sb:
+            assert sb.commands.run("cat /srv/out").stdout == "from-sdk"
+            assert sb.commands.run("echo $GREETING").stdout.strip() == "hi there"
+        with pytest.raises(BuildFailed) as failed:
+            Template.build("sdk-broken", dockerfile="FROM base\nRUN echo last words && exit 4\n")
+        assert failed.value.step == 2 and "last words" in str(failed.value)
+        assert "sdk-tpl" in [t.name for t in Template.list()]
+        Template.remove(Template.get("sdk-tpl"))
+        with pytest.raises(NotFound):
+            Template.get("sdk-tpl")
+    finally:
+        for name in ("sdk-tpl", "sdk-broken"):
+            try:
+                Template.remove(Template.get(name))
+            except NotFound:
+                pass
+        _remove_build_images()

@@ -21,6 +21,7 @@ mod row;
 mod servers;
 mod snapshots;
 pub mod stream;
+mod templates;
 mod usage;
 mod volumes;
 
@@ -36,6 +37,7 @@ pub use requests::*;
 pub use responses::*;
 pub use servers::*;
 pub use snapshots::*;
+pub use templates::*;
 pub use usage::*;
 pub use volumes::*;
 

@@ -15,6 +15,7 @@ mod container;
 mod copy;
 mod dockerfile;
 mod recipe;
+mod record;
 mod steps;
 mod words;
 
@@ -26,6 +27,9 @@ pub use container::{BUILD_PIDS_LIMIT, BuildShape, LABEL_BUILD_INSTANCE, build_co
 pub use copy::{CopyTarget, copy_archive, dir_archive};
 pub use dockerfile::{Instruction, parse};
 pub use recipe::{CopySource, Recipe, StartCommand, check, check_file_names};
+pub use record::{
+    BUILDING, FAILED, LogLine, MAX_LOG_LINE, MAX_LOG_LINES, READY, TemplateBuild, bounded_line,
+};
 pub use steps::{Action, Settings, Steps, absolute};
 pub use words::{is_name, words};
 

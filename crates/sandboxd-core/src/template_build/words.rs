@@ -70,11 +70,6 @@ pub fn words(text: &str, vars: &BTreeMap<String, String>) -> Result<Vec<String>,
     Ok(out)
 }
 
-/// Whether `text` names a variable to substitute.
-pub fn substitutes(text: &str) -> bool {
-    text.contains('$')
-}
-
 /// The value of the variable after a `$`, the `$` itself when none follows.
 fn variable(
     chars: &mut std::iter::Peekable<std::str::Chars<'_>>,

@@ -56,7 +56,7 @@ fn create_bounds_are_inclusive() {
         (|r| r.timeout_ms = Some(86_400_001), "timeoutMs"),
         (|r| r.env_vars = Some("A".repeat(65_537)), "envVars"),
         (|r| r.workdir = Some("home".into()), "workdir"),
-        (|r| r.template = Some("ruby".into()), "template"),
+        (|r| r.template = Some("Ruby!".into()), "template"),
         (|r| r.name = Some(String::new()), "name"),
     ];
     for (edit, field) in bad {

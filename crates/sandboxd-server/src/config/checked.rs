@@ -59,6 +59,14 @@ impl Config {
         if self.agent_op_timeout_secs == 0 {
             return Err(invalid("agent_op_timeout_secs must be at least 1"));
         }
+        if self.builds.timeout_secs == 0
+            || self.builds.disk_mb < 1
+            || self.builds.per_organization < 1
+        {
+            return Err(invalid(
+                "builds.timeout_secs, builds.disk_mb and builds.per_organization must be at least 1",
+            ));
+        }
         self.database()
             .map_err(|e| invalid(sandboxd_core::error::chain(&e)))?;
         Ok(Checked {

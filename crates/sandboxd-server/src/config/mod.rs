@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub use checked::{Checked, ConfigError};
 pub use sections::{
-    CookieSecureSetting, EgressConfig, PoolConfig, ServersConfig, TemplateConfig,
+    BuildsConfig, CookieSecureSetting, EgressConfig, PoolConfig, ServersConfig, TemplateConfig,
     WarmOnDemandConfig,
 };
 
@@ -92,6 +92,8 @@ pub struct Config {
     pub warm_on_demand: WarmOnDemandConfig,
     /// Patterns of the images callers may name (`docker.io/library/*`); empty: any.
     pub allowed_images: Vec<String>,
+    /// What bounds the templates users build.
+    pub builds: BuildsConfig,
     /// The cap of one streamed transfer (`sandbox.upload`, `sandbox.download`, `cp`),
     /// in MiB.
     pub max_transfer_mb: u64,
@@ -161,6 +163,7 @@ impl Default for Config {
             min_isolation: None,
             pools: BTreeMap::new(),
             warm_on_demand: WarmOnDemandConfig::default(),
+            builds: BuildsConfig::default(),
             allowed_images: Vec::new(),
             max_transfer_mb: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES / (1024 * 1024),
             session_max_lifetime_secs: crate::DEFAULT_SESSION_LIFETIME_SECS,

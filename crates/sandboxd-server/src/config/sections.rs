@@ -76,6 +76,44 @@ impl Default for WarmOnDemandConfig {
     }
 }
 
+/// `[builds]`: what bounds the templates users build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BuildsConfig {
+    /// Patterns of the images a build's `FROM` may name besides templates and
+    /// snapshots (`docker.io/library/python:*`); empty: the configured templates' images.
+    pub base_images: Vec<String>,
+    /// Seconds one build may run.
+    pub timeout_secs: u64,
+    /// MiB one build may add to its base image.
+    pub disk_mb: i64,
+    /// Builds one organization runs at once.
+    pub per_organization: i64,
+}
+
+impl Default for BuildsConfig {
+    fn default() -> Self {
+        let options = sandboxd_service::BuildOptions::default();
+        Self {
+            base_images: options.base_images,
+            timeout_secs: options.timeout.as_secs(),
+            disk_mb: options.disk_mb,
+            per_organization: options.per_organization,
+        }
+    }
+}
+
+impl BuildsConfig {
+    pub fn options(&self) -> sandboxd_service::BuildOptions {
+        sandboxd_service::BuildOptions {
+            base_images: self.base_images.clone(),
+            timeout: std::time::Duration::from_secs(self.timeout_secs),
+            disk_mb: self.disk_mb,
+            per_organization: self.per_organization,
+        }
+    }
+}
+
 /// `[servers]`: `registration = "operator" | "admins"` (only the installation's first
 /// organization, or every organization's administrators, may register servers) and
 /// `allowed_networks = ["CIDR", …]` (private ranges servers may be in; public addresses

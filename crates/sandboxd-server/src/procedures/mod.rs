@@ -21,6 +21,7 @@ mod projects;
 mod sandboxes;
 mod servers;
 mod snapshots;
+mod templates;
 mod volumes;
 
 use std::future::Future;

@@ -363,6 +363,8 @@ impl Drop for TestServer {
         if !self.instance.is_empty() {
             let label = format!("sandboxd.instance={}", self.instance);
             remove_labelled(&label);
+            // The containers of its template builds' steps.
+            remove_labelled(&format!("sandboxd.buildInstance={}", self.instance));
             // Sandboxes it ran on the test's remote server.
             if crate::remote_host::remote_dir()
                 .join("docker.sock")

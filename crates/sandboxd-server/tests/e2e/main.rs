@@ -50,6 +50,7 @@ mod secrets_at_rest;
 mod sessions;
 mod snapshots;
 mod stream;
+mod templates_built;
 mod tenancy;
 mod terminal;
 mod transfers;

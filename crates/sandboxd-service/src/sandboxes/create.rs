@@ -122,6 +122,34 @@ impl Sandboxes {
             }
             None => None,
         };
+        // A template built in the project: its newest ready version, on the local
+        // engine, under its isolation unless the create names one.
+        let built = match cmd.image.template.as_deref() {
+            Some(name) if self.service.templates().get(name).is_none() => {
+                let built = self
+                    .service
+                    .builds()
+                    .ready_for_create(&caller.organization_id, &environment.project_id, name)
+                    .await?
+                    .ok_or(ServiceError::NotFound("template"))?;
+                if cmd.server_id.is_some() {
+                    return Err(Invalid::one(
+                        "serverId",
+                        "a built template's sandboxes run on the local engine, where it was built",
+                    )
+                    .into());
+                }
+                if cmd.isolation.is_none() {
+                    cmd.isolation = match built.isolation.as_deref() {
+                        Some("gvisor") => Some(sandboxd_core::model::Isolation::Gvisor),
+                        Some("container") => Some(sandboxd_core::model::Isolation::Container),
+                        _ => None,
+                    };
+                }
+                Some(built)
+            }
+            _ => None,
+        };
         // Volumes live on one server too: the sandbox runs where they are.
         let volumes_server = self
             .service
@@ -147,6 +175,7 @@ impl Sandboxes {
             cmd.server_id = server.clone();
         }
         if snapshot.is_none()
+            && built.is_none()
             && volumes_server.is_none()
             && cmd.server_id.is_none()
             && self.service.inner.options.placement
@@ -234,6 +263,7 @@ impl Sandboxes {
         if cmd.egress_credentials.is_empty()
             && runtime == self.service.runtime_of(None, cmd.image.template.as_deref())
             && snapshot.is_none()
+            && built.is_none()
         {
             match self
                 .service
@@ -283,6 +313,7 @@ impl Sandboxes {
                 .image
                 .clone()
                 .or_else(|| template.map(|t| t.image.clone()))
+                .or_else(|| built.as_ref().and_then(|b| b.image.clone()))
                 .ok_or(ServiceError::NotFound("template"))?,
         };
         let now = now_ms();
@@ -314,6 +345,7 @@ impl Sandboxes {
                 .clone()
                 .or_else(|| snapshot.as_ref().map(|s| s.workdir.clone()))
                 .or_else(|| template.map(|t| t.workdir.clone()))
+                .or_else(|| built.as_ref().and_then(|b| b.workdir.clone()))
                 .unwrap_or_else(|| DEFAULT_WORKDIR.into()),
             user: match &snapshot {
                 Some(snapshot) => snapshot.user.clone(),

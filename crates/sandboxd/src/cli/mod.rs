@@ -18,6 +18,7 @@ mod sandboxes;
 mod snapshots;
 pub mod table;
 mod target;
+mod templates;
 pub mod tls;
 mod unpack;
 mod volumes;
@@ -177,6 +178,16 @@ pub enum ClientCommand {
         common: Common,
         #[command(subcommand)]
         command: snapshots::SnapshotCommand,
+    },
+    /// Templates built from a Dockerfile (build, ls, show, log, rm).
+    #[command(
+        after_help = "Examples:\n  sandboxd template build -f Dockerfile . --name app\n  sandboxd create --template app\n  sandboxd template ls\n  sandboxd template rm app"
+    )]
+    Template {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: templates::TemplateCommand,
     },
     /// Volumes: named storage that outlives sandboxes (create, ls, show, rm).
     #[command(
@@ -461,6 +472,15 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
                 print(&common, &answer, snapshots::snapshot_fields);
             } else {
                 print(&common, &answer, snapshots::snapshot_text);
+            }
+        }
+        ClientCommand::Template { common, command } => {
+            let show = matches!(command, templates::TemplateCommand::Show { .. });
+            let answer = templates::template(&client(&common)?, command).await?;
+            if show {
+                print(&common, &answer, templates::template_fields);
+            } else {
+                print(&common, &answer, templates::template_text);
             }
         }
         ClientCommand::Volume { common, command } => {

@@ -355,6 +355,9 @@ impl Drop for RunningServer {
         let instance = format!("label=sandboxd.instance={}", self.instance);
         remove_containers(&[&instance, "label=sandboxd.pool"]);
         remove_containers(&[&environment]);
+        // The containers of its template builds' steps.
+        let builds = format!("label=sandboxd.buildInstance={}", self.instance);
+        remove_containers(&[&builds]);
         // Snapshot images carry the labels of the container they were taken of.
         remove_listed(&["images", "-q", "--filter", &environment], &["rmi", "-f"]);
         // Volumes carry their project's.

@@ -17,6 +17,7 @@ from ._files import AsyncFiles
 from ._ports import AsyncPorts
 from ._pty import AsyncPty, AsyncTerminal
 from ._sandbox import AsyncSandbox
+from ._templates import BuildLogLine, Template
 from ._sync import (
     CommandStream,
     Commands,
@@ -30,6 +31,7 @@ from ._sync import (
 )
 from .errors import (
     AuthenticationError,
+    BuildFailed,
     CommandError,
     CommandExitError,
     ConfigurationError,
@@ -61,6 +63,7 @@ from .models import (
     SandboxInfo,
     SandboxStats,
     SnapshotInfo,
+    TemplateInfo,
     VolumeInfo,
     VolumeMount,
 )
@@ -76,6 +79,8 @@ __all__ = [
     "AsyncSandbox",
     "AsyncTerminal",
     "AuthenticationError",
+    "BuildFailed",
+    "BuildLogLine",
     "Change",
     "Changes",
     "CommandError",
@@ -117,6 +122,8 @@ __all__ = [
     "SandboxNotRunning",
     "SandboxdError",
     "ServerError",
+    "Template",
+    "TemplateInfo",
     "Terminal",
     "TooLarge",
     "Unavailable",

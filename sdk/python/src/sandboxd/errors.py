@@ -112,6 +112,15 @@ class CommandExitError(SandboxdError):
         self.result = result
 
 
+class BuildFailed(SandboxdError):
+    """A template's build failed: `step` names the step, the message its last lines."""
+
+    def __init__(self, message: str, *, step: int, build_id: str) -> None:
+        super().__init__(message)
+        self.step = step
+        self.build_id = build_id
+
+
 _BY_CODE: dict[str, type[SandboxdError]] = {
     cls.code: cls
     for cls in (

@@ -434,3 +434,35 @@ class OutputSlice:
     end: int
     data: bytes
     exited: bool
+
+
+@dataclass
+class TemplateInfo:
+    """A template built from a Dockerfile (`Template.build`): `Sandbox.create(name)`
+    makes sandboxes of its newest ready version."""
+
+    template_id: str
+    name: str
+    project_id: str
+    #: The version a create uses; `None` while none is ready.
+    version: int | None
+    user: str | None
+    workdir: str | None
+    start_command: list[str] | None
+    #: Every version, newest first: `buildId`, `version`, `status`, `createdAt`, `error`.
+    versions: list[dict[str, Any]] = field(default_factory=list)
+    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TemplateInfo:
+        return cls(
+            template_id=data["templateId"],
+            name=data.get("name", ""),
+            project_id=data.get("projectId", ""),
+            version=data.get("version"),
+            user=data.get("user"),
+            workdir=data.get("workdir"),
+            start_command=data.get("startCommand"),
+            versions=list(data.get("versions") or []),
+            raw=data,
+        )

@@ -3,7 +3,7 @@
 //! its MCP tool (or why it has none). The REST routes and the OpenAPI document are
 //! checked against it, replica forwarding and MCP read it, clients call by it.
 //!
-//! `PROCEDURES` holds every row: each definition's, and five written out here, the
+//! `PROCEDURES` holds every row: each definition's, and six written out here, the
 //! procedures whose handler is written by hand (`HANDWRITTEN`, with the reason for each).
 //! `each_defined!` lists the defined ones; `<group>.rs` holds the definitions by
 //! resource.
@@ -18,6 +18,7 @@ mod projects;
 mod sandboxes;
 mod servers;
 mod snapshots;
+mod templates;
 mod volumes;
 pub use super::definition::NoArguments;
 pub use access::*;
@@ -30,6 +31,7 @@ pub use projects::*;
 pub use sandboxes::*;
 pub use servers::*;
 pub use snapshots::*;
+pub use templates::*;
 pub use volumes::*;
 
 pub use super::row::{Method, Names, Procedure, Tool};
@@ -41,6 +43,8 @@ pub const BINARY_STREAM: &str = "a raw byte stream, which MCP does not carry: sa
 pub const BROWSER_TOKEN: &str = "a single-use token for a browser's WebSocket: MCP clients authenticate every call with their key";
 pub const EGRESS_DECISION: &str = "a person's decision: an agent asks with sandbox-requestEgress and is never the one to approve \
      (a request is decided with another key than the one that asked)";
+pub const LIVE_STREAM: &str =
+    "a live stream, which an MCP call's one answer is not: template-buildLog pages the same lines";
 pub const PROBE: &str = "a probe for load balancers and operators, not a tool";
 
 /// The procedures whose REST handler is written by hand (in the server's `routes/`), and
@@ -52,6 +56,10 @@ pub const HANDWRITTEN: &[(Procedure, &str)] = &[
     ),
     (UPLOAD, "a raw byte stream in, of any length"),
     (DOWNLOAD, "a raw byte stream out, of any length"),
+    (
+        BUILD_LOG_STREAM,
+        "server-sent events, which the procedure table's JSON answers are not",
+    ),
     (HEALTH, "a probe: no key, and it cannot fail"),
     (READY, "a probe: no key, and 503 with what is not ready"),
 ];
@@ -62,6 +70,8 @@ const READ_FILE: Procedure = procedure("sandbox.readFile", "/api/sandbox.readFil
 const UPLOAD: Procedure = procedure("sandbox.upload", "/api/sandbox.upload", Post, InQuery, true, Without(BINARY_STREAM));
 #[rustfmt::skip]
 const DOWNLOAD: Procedure = procedure("sandbox.download", "/api/sandbox.download", Get, InQuery, true, Without(BINARY_STREAM));
+#[rustfmt::skip]
+const BUILD_LOG_STREAM: Procedure = procedure("template.buildLogStream", "/api/template.buildLogStream", Get, Nothing, false, Without(LIVE_STREAM));
 const HEALTH: Procedure = procedure("health", "/health", Get, Nothing, false, Without(PROBE));
 const READY: Procedure = procedure("ready", "/ready", Get, Nothing, false, Without(PROBE));
 
@@ -123,6 +133,12 @@ macro_rules! each_defined {
             $crate::api::procedures::SnapshotAll,
             $crate::api::procedures::SnapshotOne,
             $crate::api::procedures::SnapshotRemove,
+            // Templates users build.
+            $crate::api::procedures::TemplateBuild,
+            $crate::api::procedures::TemplateBuildLog,
+            $crate::api::procedures::TemplateAll,
+            $crate::api::procedures::TemplateOne,
+            $crate::api::procedures::TemplateRemove,
             // Volumes.
             $crate::api::procedures::VolumeCreate,
             $crate::api::procedures::VolumeAll,
@@ -178,6 +194,7 @@ pub const PROCEDURES: &[Procedure] = {
                 READ_FILE,
                 UPLOAD,
                 DOWNLOAD,
+                BUILD_LOG_STREAM,
                 HEALTH,
                 READY,
             ]

@@ -1,0 +1,178 @@
+//! Checks of `template.*`: a build's name, Dockerfile (read, checked into a `Recipe`, and
+//! its steps tried on an empty base so what cannot be done is refused before any
+//! container), files (names, base64, count and bytes), CPU, memory and network.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::api::{BuildTemplateRequest, Encoding};
+use crate::error::{Invalid, Issues};
+use crate::limits::{MAX_CPU, MAX_MEMORY_MB, MIN_CPU, MIN_MEMORY_MB};
+use crate::model::{Isolation, NetworkMode};
+use crate::template_build::{
+    Instruction, MAX_FILES_BYTES, Recipe, Settings, Steps, check, check_file_names, parse,
+};
+use crate::templates::TEMPLATE_NAMES;
+
+use super::required_id;
+
+/// The CPUs and memory of a build whose request names none.
+pub const DEFAULT_BUILD_CPU: f64 = 1.0;
+pub const DEFAULT_BUILD_MEMORY_MB: i64 = 1024;
+
+/// A checked `template.build`.
+#[derive(Debug, Clone)]
+pub struct BuildTemplate {
+    pub name: String,
+    pub project_id: Option<String>,
+    /// Every instruction, `FROM` among them.
+    pub instructions: Vec<Instruction>,
+    pub recipe: Recipe,
+    pub files: BTreeMap<String, Vec<u8>>,
+    pub cpu: f64,
+    pub memory_mb: i64,
+    pub isolation: Option<Isolation>,
+    pub network: NetworkMode,
+}
+
+/// Whether `name` is a template's name: 1–64 lower-case letters, digits, `.`, `_`, `-`,
+/// starting with a letter or digit.
+pub fn template_name_ok(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// Checks `template.build`.
+pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invalid> {
+    let mut issues = Issues::default();
+    if !template_name_ok(&req.name) {
+        issues.push(
+            "name",
+            "must be 1 to 64 lower-case letters, digits, `.`, `_` or `-`, starting with a letter or digit",
+        );
+    } else if TEMPLATE_NAMES.contains(&req.name.as_str()) {
+        issues.push("name", "is a configured template's name");
+    }
+    if let Some(project) = &req.project_id {
+        required_id(&mut issues, "projectId", project);
+    }
+    let cpu = req.cpu.unwrap_or(DEFAULT_BUILD_CPU);
+    if !(MIN_CPU..=MAX_CPU).contains(&cpu) {
+        issues.push("cpu", "must be between 0.1 and 64");
+    }
+    let memory_mb = req.memory_mb.unwrap_or(DEFAULT_BUILD_MEMORY_MB);
+    if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
+        issues.push("memoryMb", "must be between 64 and 262144");
+    }
+    let network = req.network_mode.unwrap_or_default();
+    if network == NetworkMode::Allowlist {
+        issues.push(
+            "networkMode",
+            "a build's steps run `isolated` or with `internet`",
+        );
+    }
+    let raw = req.files.unwrap_or_default();
+    if let Err(invalid) = check_file_names(raw.keys().map(String::as_str)) {
+        issues.extend(invalid);
+    }
+    let mut files = BTreeMap::new();
+    let mut total: u64 = 0;
+    for (name, content) in raw {
+        match Encoding::Base64.decode(content) {
+            Some(bytes) => {
+                total += bytes.len() as u64;
+                files.insert(name, bytes);
+            }
+            None => issues.push(format!("files.{name}"), "is not valid base64"),
+        }
+    }
+    if total > MAX_FILES_BYTES {
+        issues.push(
+            "files",
+            format!("hold {total} bytes; at most {MAX_FILES_BYTES} are taken"),
+        );
+    }
+    issues.finish(())?;
+    let names: BTreeSet<String> = files.keys().cloned().collect();
+    let instructions = parse(&req.dockerfile)?;
+    let recipe = check(&instructions, &names)?;
+    // The steps on an empty base: what cannot be done whatever the base is a 400 now.
+    let mut steps = Steps::new(Settings::default());
+    let after_from = instructions
+        .iter()
+        .skip_while(|i| i.keyword != "FROM")
+        .skip(1);
+    for instruction in after_from {
+        steps.next_action(instruction, &names)?;
+    }
+    Ok(BuildTemplate {
+        name: req.name,
+        project_id: req.project_id,
+        instructions,
+        recipe,
+        files,
+        cpu,
+        memory_mb,
+        isolation: req.isolation,
+        network,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn request(dockerfile: &str) -> BuildTemplateRequest {
+        BuildTemplateRequest {
+            name: "app".into(),
+            dockerfile: dockerfile.into(),
+            files: Some(BTreeMap::from([("a.txt".into(), "aGk=".into())])),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_good_build_is_taken() {
+        let build = build_template(request("FROM base\nCOPY a.txt /a\nRUN cat /a\n")).unwrap();
+        assert_eq!(build.files["a.txt"], b"hi");
+        assert_eq!(build.recipe.from, "base");
+        assert_eq!(build.network, NetworkMode::Isolated);
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        type Change = fn(&mut BuildTemplateRequest);
+        let cases: [(Change, &str); 7] = [
+            (|r| r.name = "Base".into(), "name"),
+            (|r| r.name = "python".into(), "configured template"),
+            (|r| r.cpu = Some(0.0), "cpu"),
+            (
+                |r| r.network_mode = Some(NetworkMode::Allowlist),
+                "networkMode",
+            ),
+            (
+                |r| {
+                    r.files = Some(BTreeMap::from([("../x".into(), "aGk=".into())]));
+                },
+                "files.../x",
+            ),
+            (
+                |r| r.dockerfile = "FROM b\nCOPY missing /m\n".into(),
+                "line 2",
+            ),
+            (
+                |r| r.dockerfile = "FROM b\nCOPY --chown=app a.txt /a\n".into(),
+                "--chown",
+            ),
+        ];
+        for (change, wanted) in cases {
+            let mut req = request("FROM base\n");
+            change(&mut req);
+            let error = build_template(req).unwrap_err().to_string();
+            assert!(error.contains(wanted), "{wanted}: {error}");
+        }
+    }
+}

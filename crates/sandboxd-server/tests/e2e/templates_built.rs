@@ -1,0 +1,420 @@
+//! Templates users build, on the real engine: a Dockerfile built on a configured
+//! template's image with RUN, COPY, ENV, WORKDIR and USER, then a sandbox made from it
+//! shows each; the log carries a RUN's output with its step; an unchanged rebuild comes
+//! from the cache and a changed file rebuilds from its copy on; a failing step names its
+//! step and last lines and leaves no container; removal is refused while a sandbox uses
+//! the template; another organization sees none of it; bad Dockerfiles are 400s.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::harness::{TestServer, id};
+
+const DOCKERFILE: &str = r#"FROM base
+ARG FLAVOUR=plain
+ENV GREETING="hello world" FLAVOUR=$FLAVOUR
+WORKDIR /srv/app
+COPY --chown=1000:1000 hello.txt ./
+COPY scripts/ /opt/scripts/
+RUN echo "building $FLAVOUR" && echo "$GREETING" > /srv/app/greeting && echo to-stderr >&2
+USER 1000:1000
+CMD ["sleep", "1"]
+"#;
+
+fn b64(text: &str) -> String {
+    base64_simd::STANDARD.encode_to_string(text)
+}
+
+fn files(hello: &str) -> Value {
+    json!({"hello.txt": b64(hello), "scripts/run.sh": b64("echo run\n")})
+}
+
+/// Starts a build; answers its id.
+async fn build(server: &TestServer, body: Value) -> String {
+    let (status, started) = server.post("template.build", body).await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    assert_eq!(started["status"], "building");
+    started["buildId"].as_str().expect("buildId").to_owned()
+}
+
+/// Follows a build's log to its end: its status and every entry.
+async fn follow(server: &TestServer, build_id: &str) -> (Value, Vec<Value>) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut entries = Vec::new();
+    let mut offset = 0;
+    loop {
+        let offset_text = offset.to_string();
+        let (status, page) = server
+            .get(
+                "template.buildLog",
+                &[("buildId", build_id), ("offset", &offset_text)],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        entries.extend(page["entries"].as_array().expect("entries").iter().cloned());
+        offset = page["nextOffset"].as_i64().expect("nextOffset");
+        if page["status"] != "building" {
+            // What was written before the end is all there.
+            let (_, rest) = server
+                .get(
+                    "template.buildLog",
+                    &[("buildId", build_id), ("offset", &offset.to_string())],
+                )
+                .await;
+            entries.extend(rest["entries"].as_array().expect("entries").iter().cloned());
+            return (page, entries);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the build did not end: {entries:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn lines(entries: &[Value], stream: &str) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e["stream"] == stream)
+        .map(|e| e["line"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+async fn stdout(server: &TestServer, sandbox: &Value, cmd: &str) -> String {
+    let run = server.exec(sandbox, cmd).await;
+    assert_eq!(run["exitCode"], 0, "{cmd}: {run}");
+    run["stdout"].as_str().unwrap_or_default().trim().to_owned()
+}
+
+/// Removes the images the builds made (only this test builds).
+fn remove_build_images() {
+    let _ = std::process::Command::new("bash")
+        .args([
+            "-c",
+            "docker images -q --filter reference='sandboxd-templates:*' --filter reference='sandboxd-build-cache:*' | sort -u | xargs -r docker rmi -f >/dev/null 2>&1; \
+             docker images -q --filter reference='sandboxd-build-cache:*' | xargs -r docker rmi -f >/dev/null 2>&1",
+        ])
+        .status();
+}
+
+struct Images;
+impl Drop for Images {
+    fn drop(&mut self) {
+        remove_build_images();
+    }
+}
+
+#[tokio::test]
+async fn a_built_template_makes_sandboxes_and_its_rebuild_is_cached() {
+    let _images = Images;
+    let server = TestServer::start().await;
+    let first = build(
+        &server,
+        json!({"name": "app", "dockerfile": DOCKERFILE, "files": files("hi\n")}),
+    )
+    .await;
+    let (end, entries) = follow(&server, &first).await;
+    assert_eq!(end["status"], "ready", "{end} {entries:?}");
+    let system = lines(&entries, "system");
+    assert!(
+        system.iter().any(|l| l == "Step 1/9 : FROM base"),
+        "{system:?}"
+    );
+    // The RUN's output, with its step.
+    let run = entries
+        .iter()
+        .find(|e| e["line"] == "building plain")
+        .expect("the RUN's output");
+    assert_eq!(
+        (run["step"].as_i64(), &run["stream"]),
+        (Some(7), &json!("stdout"))
+    );
+    assert!(lines(&entries, "stderr").contains(&"to-stderr".to_owned()));
+
+    let (status, template) = server.get("template.one", &[("name", "app")]).await;
+    assert_eq!(status, StatusCode::OK, "{template}");
+    assert_eq!(template["version"], 1);
+    assert_eq!(template["workdir"], "/srv/app");
+    assert_eq!(template["startCommand"], json!(["sleep", "1"]));
+
+    let sandbox = server.create(json!({"template": "app"})).await;
+    assert_eq!(
+        stdout(&server, &sandbox, "cat /srv/app/greeting").await,
+        "hello world"
+    );
+    assert_eq!(
+        stdout(&server, &sandbox, "echo $GREETING-$FLAVOUR").await,
+        "hello world-plain"
+    );
+    assert_eq!(stdout(&server, &sandbox, "id -u").await, "1000");
+    assert_eq!(stdout(&server, &sandbox, "pwd").await, "/srv/app");
+    assert_eq!(
+        stdout(
+            &server,
+            &sandbox,
+            "stat -c '%u %s' /srv/app/hello.txt && cat /opt/scripts/run.sh"
+        )
+        .await,
+        "1000 3\necho run"
+    );
+
+    // Unchanged: every step from the cache, quickly.
+    let started = Instant::now();
+    let second = build(
+        &server,
+        json!({"name": "app", "dockerfile": DOCKERFILE, "files": files("hi\n")}),
+    )
+    .await;
+    let (end, entries) = follow(&server, &second).await;
+    assert_eq!(end["status"], "ready", "{end}");
+    let cached = lines(&entries, "system")
+        .iter()
+        .filter(|l| l.contains("cached"))
+        .count();
+    assert_eq!(
+        cached, 4,
+        "WORKDIR, two COPYs and RUN from the cache: {entries:?}"
+    );
+    assert!(
+        lines(&entries, "stdout").is_empty(),
+        "nothing ran: {entries:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // One file changed: its copy and what follows run again, the WORKDIR does not.
+    let third = build(
+        &server,
+        json!({"name": "app", "dockerfile": DOCKERFILE, "files": files("changed\n")}),
+    )
+    .await;
+    let (end, entries) = follow(&server, &third).await;
+    assert_eq!(end["status"], "ready", "{end}");
+    let cached_steps: Vec<i64> = entries
+        .iter()
+        .filter(|e| e["line"].as_str().is_some_and(|l| l.contains("cached")))
+        .filter_map(|e| e["step"].as_i64())
+        .collect();
+    assert_eq!(cached_steps, vec![4], "{entries:?}");
+    let (_, template) = server.get("template.one", &[("name", "app")]).await;
+    assert_eq!(template["version"], 3);
+    assert_eq!(template["versions"].as_array().map(Vec::len), Some(3));
+
+    // A new sandbox gets the newest version; the running one keeps its own.
+    let newer = server.create(json!({"template": "app"})).await;
+    assert_eq!(stdout(&server, &newer, "cat hello.txt").await, "changed");
+    assert_eq!(stdout(&server, &sandbox, "cat hello.txt").await, "hi");
+
+    // Another organization sees none of it and cannot create from it.
+    let (status, other) = server
+        .post("organization.create", json!({"name": "other"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{other}");
+    let other_key = other["apiKey"]["secret"].as_str().expect("key").to_owned();
+    let (status, all) = server.get_with_key("template.all", &other_key, &[]).await;
+    assert_eq!((status, all), (StatusCode::OK, json!([])));
+    let (status, log) = server
+        .get_with_key("template.buildLog", &other_key, &[("buildId", &first)])
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{log}");
+    let (_, project) = server
+        .post_with_key("project.create", Some(&other_key), json!({"name": "p"}))
+        .await;
+    let (status, environment) = server
+        .post_with_key(
+            "environment.create",
+            Some(&other_key),
+            json!({"projectId": project["projectId"], "name": "e"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{environment}");
+    let other_env = environment["environmentId"].clone();
+    let (status, refused) = server
+        .post_with_key(
+            "sandbox.create",
+            Some(&other_key),
+            json!({"template": "app", "environmentId": other_env}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{refused}");
+
+    // Removal waits until no sandbox uses it.
+    let template_id = template["templateId"].clone();
+    let (status, busy) = server
+        .post("template.remove", json!({"templateId": template_id}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{busy}");
+    for running in [&sandbox, &newer] {
+        let (status, _) = server
+            .post("sandbox.kill", json!({"sandboxId": id(running)}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (status, removed) = server
+        .post("template.remove", json!({"templateId": template_id}))
+        .await;
+    assert_eq!((status, removed), (StatusCode::OK, json!(true)));
+    let (status, _) = server.get("template.one", &[("name", "app")]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_failing_step_is_named_and_leaves_nothing() {
+    let _images = Images;
+    let server = TestServer::start().await;
+    let failing = build(
+        &server,
+        json!({"name": "broken", "dockerfile": "FROM base\nRUN echo first\nRUN echo about to fail && exit 3\nRUN echo never\n"}),
+    )
+    .await;
+    let (end, entries) = follow(&server, &failing).await;
+    assert_eq!(end["status"], "error", "{end}");
+    assert_eq!(end["error"]["step"], 3, "{end}");
+    let message = end["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("exited with code 3") && message.contains("about to fail"),
+        "{message}"
+    );
+    assert!(!lines(&entries, "stdout").contains(&"never".to_owned()));
+    // No container of the build is left, and the failed template makes no sandbox.
+    let (status, refused) = server
+        .post(
+            "sandbox.create",
+            json!({"template": "broken", "environmentId": server_env(&server).await}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{refused}");
+    let left = std::process::Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=sandboxd.build={failing}"),
+        ])
+        .output()
+        .expect("docker ps");
+    assert!(
+        left.stdout.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+async fn server_env(server: &TestServer) -> Value {
+    let (_, projects) = server.get("project.all", &[]).await;
+    projects[0]["environments"][0]["environmentId"].clone()
+}
+
+#[tokio::test]
+async fn bad_builds_are_refused_before_anything_runs() {
+    let server = TestServer::start().await;
+    for (body, wanted) in [
+        (
+            json!({"name": "x", "dockerfile": "FROM alpine:3\nRUN true\n"}),
+            "line 1: FROM alpine:3",
+        ),
+        (
+            json!({"name": "x", "dockerfile": "FROM base\nHEALTHCHECK CMD true\n"}),
+            "line 2: HEALTHCHECK is not taken",
+        ),
+        (
+            json!({"name": "x", "dockerfile": "FROM base\nADD https://example.com/x /x\n"}),
+            "URL",
+        ),
+        (
+            json!({"name": "x", "dockerfile": "FROM base\nCOPY ../etc/passwd /x\n"}),
+            "line 2",
+        ),
+        (
+            json!({"name": "python", "dockerfile": "FROM base\n"}),
+            "configured template",
+        ),
+        (
+            json!({"name": "x", "dockerfile": "x".repeat((1 << 20) + 1)}),
+            "bytes",
+        ),
+    ] {
+        let (status, error) = server.post("template.build", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+        assert!(error.to_string().contains(wanted), "{wanted}: {error}");
+    }
+}
+
+#[tokio::test]
+async fn the_log_streams_each_line_while_the_build_runs() {
+    use futures_util::StreamExt as _;
+    let _images = Images;
+    let server = TestServer::start().await;
+    let build_id = build(
+        &server,
+        json!({"name": "slow", "dockerfile": "FROM base\nRUN echo first-line && sleep 2 && echo last-line\n"}),
+    )
+    .await;
+    let response = server
+        .client
+        .get(format!(
+            "{}/api/template.buildLogStream?buildId={build_id}",
+            server.url
+        ))
+        .header("x-api-key", crate::harness::KEY)
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap_or_default(),
+        "text/event-stream"
+    );
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    let mut first_seen = None;
+    let mut last_seen = None;
+    while let Some(Ok(chunk)) = tokio::time::timeout(Duration::from_secs(120), body.next())
+        .await
+        .expect("the stream goes on")
+    {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if first_seen.is_none() && text.contains(r#""line":"first-line""#) {
+            first_seen = Some(Instant::now());
+        }
+        if last_seen.is_none() && text.contains(r#""line":"last-line""#) {
+            last_seen = Some(Instant::now());
+        }
+        if text.contains("event: end") {
+            break;
+        }
+    }
+    let (first, last) = (
+        first_seen.expect("first line"),
+        last_seen.expect("last line"),
+    );
+    // The first line came while the step still ran (it sleeps 2 s before the last).
+    assert!(last - first > Duration::from_millis(1500), "{text}");
+    assert!(text.contains("\"status\":\"ready\""), "{text}");
+    // Another organization's key is not let in.
+    let (status, other) = server
+        .post("organization.create", json!({"name": "other"}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let refused = server
+        .client
+        .get(format!(
+            "{}/api/template.buildLogStream?buildId={build_id}",
+            server.url
+        ))
+        .header(
+            "x-api-key",
+            other["apiKey"]["secret"].as_str().unwrap_or_default(),
+        )
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(refused.status(), StatusCode::NOT_FOUND);
+}

@@ -1,0 +1,305 @@
+//! `template.*`: templates users build. A build is checked (`validate::build_template`),
+//! its `FROM` resolved to an image the engine holds (`base.rs`), kept in `building`
+//! within the organization's bound on builds at once, and run in the background on the
+//! local engine (`run.rs`), its log written as it goes (`log.rs`). The newest ready
+//! version of a name is what `sandbox.create {template}` uses (`ready_for_create`). A
+//! template is removed, with its images, while no live sandbox uses it.
+
+mod base;
+mod log;
+mod run;
+
+use std::time::Duration;
+
+use sandboxd_core::access::SandboxNeed;
+use sandboxd_core::model::Principal;
+use sandboxd_core::template_build::{BUILDING, LogLine, TemplateBuild};
+use sandboxd_core::validate::BuildTemplate;
+use sandboxd_store::new_id;
+use serde_json::json;
+use tracing::warn;
+
+use crate::{Resource, Service, ServiceError, now_ms};
+
+/// What bounds builds.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Patterns of the images a `FROM` may name (`sandboxd_core::images`); empty: the
+    /// configured templates' images only.
+    pub base_images: Vec<String>,
+    /// How long one build may run.
+    pub timeout: Duration,
+    /// How much a build may add to its base image, MiB.
+    pub disk_mb: i64,
+    /// How many builds one organization runs at once.
+    pub per_organization: i64,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self {
+            base_images: Vec::new(),
+            timeout: Duration::from_secs(20 * 60),
+            disk_mb: 10 * 1024,
+            per_organization: 2,
+        }
+    }
+}
+
+/// The most log lines one `template.buildLog` answers.
+pub const LOG_PAGE: i64 = 1000;
+
+fn resource(build: &TemplateBuild) -> Resource<'_> {
+    Resource {
+        kind: "template",
+        id: &build.template_id,
+        name: Some(&build.name),
+    }
+}
+
+/// The `template.*` operations.
+#[derive(Debug, Clone)]
+pub struct Builds {
+    service: Service,
+}
+
+impl Builds {
+    pub(crate) fn new(service: Service) -> Self {
+        Self { service }
+    }
+
+    /// Starts a build; it runs on after this answers.
+    pub async fn start(
+        &self,
+        caller: &Principal,
+        cmd: BuildTemplate,
+    ) -> Result<TemplateBuild, ServiceError> {
+        let project_id = self
+            .service
+            .volumes()
+            .project_of(caller, cmd.project_id.as_deref())
+            .await?;
+        self.service
+            .access()
+            .check_create_in(caller, &project_id)
+            .await?;
+        let runtime = self.service.runtime_of(cmd.isolation, None);
+        self.service
+            .check_isolation(runtime.as_deref(), None, None)?;
+        let base = base::resolve(&self.service, caller, &project_id, &cmd.recipe).await?;
+        let mut build = TemplateBuild {
+            build_id: new_id()?,
+            template_id: new_id()?,
+            organization_id: caller.organization_id.clone(),
+            project_id,
+            name: cmd.name.clone(),
+            version: 0,
+            status: BUILDING.into(),
+            image: None,
+            user: None,
+            workdir: None,
+            start: None,
+            cpu: Some(cmd.cpu),
+            memory_mb: Some(cmd.memory_mb),
+            isolation: cmd.isolation.map(|i| i.as_str().to_owned()),
+            error_step: None,
+            error_message: None,
+            created_at: now_ms(),
+            finished_at: None,
+        };
+        let options = &self.service.inner.options.builds;
+        self.service
+            .store()
+            .insert_template_build(&mut build, &caller.user_id, options.per_organization)
+            .await?;
+        self.service
+            .access()
+            .record(
+                &build.organization_id,
+                Some(caller),
+                "template.build",
+                resource(&build),
+                json!({"buildId": build.build_id, "version": build.version, "from": cmd.recipe.from}),
+            )
+            .await;
+        let job = run::Job {
+            service: self.service.clone(),
+            build: build.clone(),
+            cmd,
+            base,
+            runtime,
+        };
+        tokio::spawn(job.run());
+        Ok(build)
+    }
+
+    /// A build of the caller's organization in a project the caller sees.
+    pub async fn build_for(
+        &self,
+        caller: &Principal,
+        build_id: &str,
+    ) -> Result<TemplateBuild, ServiceError> {
+        let id = sandboxd_core::validate::volume_id(build_id)
+            .map_err(|_| ServiceError::NotFound("build"))?;
+        let build = self
+            .service
+            .store()
+            .template_build(&caller.organization_id, &id)
+            .await?
+            .ok_or(ServiceError::NotFound("build"))?;
+        self.visible(caller, &build.project_id, "build").await?;
+        Ok(build)
+    }
+
+    async fn visible(
+        &self,
+        caller: &Principal,
+        project_id: &str,
+        what: &'static str,
+    ) -> Result<(), ServiceError> {
+        self.service
+            .access()
+            .require(caller, SandboxNeed::Read.permission())?;
+        if !self
+            .service
+            .access()
+            .project_listed(caller, project_id)
+            .await?
+        {
+            return Err(ServiceError::NotFound(what));
+        }
+        Ok(())
+    }
+
+    /// A build, and at most `LOG_PAGE` lines of its log from `offset` on.
+    pub async fn log(
+        &self,
+        caller: &Principal,
+        build_id: &str,
+        offset: i64,
+    ) -> Result<(TemplateBuild, Vec<LogLine>), ServiceError> {
+        let build = self.build_for(caller, build_id).await?;
+        let lines = self
+            .service
+            .store()
+            .build_log(&build.build_id, offset.max(0), LOG_PAGE)
+            .await?;
+        Ok((build, lines))
+    }
+
+    /// A receiver that changes each time a build of this replica writes to its log or
+    /// ends (a build of another replica is seen by asking the store again).
+    pub fn written(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.service.inner.build_logs.subscribe()
+    }
+
+    /// Every build the caller sees, grouped by template, newest version first.
+    pub async fn all(&self, caller: &Principal) -> Result<Vec<Vec<TemplateBuild>>, ServiceError> {
+        self.service
+            .access()
+            .require(caller, SandboxNeed::Read.permission())?;
+        let mut grouped: Vec<Vec<TemplateBuild>> = Vec::new();
+        for build in self
+            .service
+            .store()
+            .template_builds(&caller.organization_id)
+            .await?
+        {
+            if !self
+                .service
+                .access()
+                .project_listed(caller, &build.project_id)
+                .await?
+            {
+                continue;
+            }
+            match grouped.last_mut() {
+                Some(group) if group[0].template_id == build.template_id => group.push(build),
+                _ => grouped.push(vec![build]),
+            }
+        }
+        Ok(grouped)
+    }
+
+    /// One template's builds, by id or by name in a project.
+    pub async fn one(
+        &self,
+        caller: &Principal,
+        template_id: Option<&str>,
+        name: Option<&str>,
+        project_id: Option<&str>,
+    ) -> Result<Vec<TemplateBuild>, ServiceError> {
+        let project = match (template_id, name) {
+            (None, Some(_)) => Some(
+                self.service
+                    .volumes()
+                    .project_of(caller, project_id)
+                    .await?,
+            ),
+            (Some(_), None) => None,
+            _ => {
+                return Err(sandboxd_core::error::Invalid::one(
+                    "templateId",
+                    "give templateId or name, one of them",
+                )
+                .into());
+            }
+        };
+        self.all(caller)
+            .await?
+            .into_iter()
+            .find(|group| match (template_id, name, &project) {
+                (Some(id), _, _) => group[0].template_id == id,
+                (_, Some(name), Some(project)) => {
+                    group[0].name == name && group[0].project_id == *project
+                }
+                _ => false,
+            })
+            .ok_or(ServiceError::NotFound("template"))
+    }
+
+    /// Removes a template, every version and its images; refused while a live sandbox
+    /// uses it or a build of it runs.
+    pub async fn remove(&self, caller: &Principal, template_id: &str) -> Result<(), ServiceError> {
+        let builds = self.one(caller, Some(template_id), None, None).await?;
+        self.service
+            .access()
+            .require(caller, SandboxNeed::Delete.permission())?;
+        let images = self
+            .service
+            .store()
+            .remove_template(&caller.organization_id, template_id)
+            .await?;
+        let engine = self.service.engine();
+        for image in images {
+            if let Err(error) = engine.remove_image(&image).await {
+                warn!(%image, error = %sandboxd_core::error::chain(&error), "could not remove a template's image");
+            }
+        }
+        self.service
+            .access()
+            .record(
+                &caller.organization_id,
+                Some(caller),
+                "template.remove",
+                resource(&builds[0]),
+                json!({"versions": builds.len()}),
+            )
+            .await;
+        Ok(())
+    }
+
+    /// The newest ready version of the template `name` in a project, for a create.
+    pub async fn ready_for_create(
+        &self,
+        organization_id: &str,
+        project_id: &str,
+        name: &str,
+    ) -> Result<Option<TemplateBuild>, ServiceError> {
+        Ok(self
+            .service
+            .store()
+            .ready_template(organization_id, project_id, name)
+            .await?)
+    }
+}

@@ -1,0 +1,459 @@
+//! One build, run in the background: each instruction after `FROM` in turn
+//! (`sandboxd_core::template_build::Steps`), each step that changes the filesystem in a
+//! container of its own, planned as a sandbox's (every capability dropped, limits, the
+//! build's network and runtime): a `RUN` through the engine's exec, its output into the
+//! log as it comes; a copy or a workdir unpacked by the engine. The container is
+//! committed with the settings the build kept, under the step's cache key, and removed;
+//! a step whose key the engine already holds is not run again. The whole build is bounded
+//! by the time limit, each step's image by the disk limit; whatever ends it, no
+//! container is left, and the template's image is named only once every step passed.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use sandboxd_contracts::{Engine, EngineError, ExecSpec};
+use sandboxd_core::plan::NetworkPlan;
+use sandboxd_core::template_build::{
+    Action, BuildShape, CopyTarget, FAILED, Instruction, READY, Settings, Steps, TemplateBuild,
+    base_key, build_container_plan, cache_image, content_digest, copy_archive, dir_archive,
+    step_key, template_image,
+};
+use sandboxd_core::validate::BuildTemplate;
+use tracing::{info, warn};
+
+use super::base::Base;
+use super::log::BuildLog;
+use crate::{Service, now_ms};
+
+/// How often a running step's output is written to the log.
+const LOG_FLUSH: Duration = Duration::from_millis(50);
+
+/// Why a build failed: the step and what happened.
+#[derive(Debug)]
+struct Failure {
+    step: i64,
+    message: String,
+}
+
+fn failed(step: i64, message: impl Into<String>) -> Failure {
+    Failure {
+        step,
+        message: message.into(),
+    }
+}
+
+/// An engine failure at a step: the log gets its cause, the user what failed.
+fn engine_failed(build_id: &str, step: i64, what: &str, error: &EngineError) -> Failure {
+    warn!(%build_id, step, error = %sandboxd_core::error::chain(error), "a build step failed in the engine");
+    match error {
+        EngineError::Rejected { message, .. } => failed(step, format!("{what}: {message}")),
+        _ => failed(step, format!("{what}: the engine failed")),
+    }
+}
+
+/// One step as planned: what it does, and the settings and cache key after it.
+struct Planned<'a> {
+    step: i64,
+    instruction: &'a Instruction,
+    action: Action,
+    settings: Settings,
+    key: String,
+}
+
+fn step_line(step: i64, total: usize, instruction: &Instruction) -> String {
+    format!(
+        "Step {step}/{total} : {} {}",
+        instruction.keyword, instruction.args
+    )
+}
+
+/// A build to run.
+pub(super) struct Job {
+    pub service: Service,
+    pub build: TemplateBuild,
+    pub cmd: BuildTemplate,
+    pub base: Base,
+    pub runtime: Option<String>,
+}
+
+impl Job {
+    /// Runs the build to its end and records how it ended.
+    pub(super) async fn run(self) {
+        let mut log = BuildLog::new(
+            self.service.store().clone(),
+            self.service.inner.build_logs.clone(),
+            self.build.build_id.clone(),
+        );
+        let made = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let current = AtomicI64::new(1);
+        let limit = self.service.inner.options.builds.timeout;
+        let outcome = tokio::time::timeout(limit, self.steps(&mut log, &made, &current)).await;
+        let engine = self.service.engine().clone();
+        let left: Vec<String> = made.lock().map(|m| m.clone()).unwrap_or_default();
+        for container in left {
+            if let Err(error) = engine.remove_container(&container).await {
+                warn!(build_id = %self.build.build_id, %container, error = %sandboxd_core::error::chain(&error), "could not remove a build's container");
+            }
+        }
+        let outcome = outcome.unwrap_or_else(|_| {
+            Err(failed(
+                current.load(Ordering::Relaxed),
+                format!("the build passed its time limit of {} s", limit.as_secs()),
+            ))
+        });
+        let mut build = self.build.clone();
+        build.finished_at = Some(now_ms());
+        match outcome {
+            Ok(settings) => {
+                build.status = READY.into();
+                build.image = Some(template_image(&build.build_id));
+                build.user = (!settings.user.is_empty()).then(|| settings.user.clone());
+                build.workdir = (!settings.workdir.is_empty()).then(|| settings.workdir.clone());
+                build.start = self.cmd.recipe.start.as_ref().map(|s| s.argv.clone());
+                log.line(0, "system", "the template is ready");
+                info!(build_id = %build.build_id, template = %build.name, version = build.version, "template built");
+            }
+            Err(failure) => {
+                let tail = log.tail();
+                let mut message = failure.message.clone();
+                if !tail.is_empty() {
+                    message = format!("{message}; its last lines:\n{}", tail.join("\n"));
+                }
+                log.line(
+                    failure.step,
+                    "system",
+                    &format!("error: {}", failure.message),
+                );
+                build.status = FAILED.into();
+                build.error_step = Some(failure.step);
+                build.error_message = Some(message);
+                info!(build_id = %build.build_id, step = failure.step, "template build failed");
+            }
+        }
+        log.flush().await;
+        if let Err(error) = self.service.store().finish_template_build(&build).await {
+            warn!(build_id = %build.build_id, error = %sandboxd_core::error::chain(&error), "could not record the end of a build");
+        }
+        self.service
+            .inner
+            .build_logs
+            .send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Every step; answers the final settings once the template's image is named.
+    async fn steps(
+        &self,
+        log: &mut BuildLog,
+        made: &Arc<std::sync::Mutex<Vec<String>>>,
+        current: &AtomicI64,
+    ) -> Result<Settings, Failure> {
+        let engine = self.service.engine().clone();
+        let build_id = self.build.build_id.as_str();
+        let names: BTreeSet<String> = self.cmd.files.keys().cloned().collect();
+        let mut instructions: Vec<Instruction> = self
+            .cmd
+            .instructions
+            .iter()
+            .skip_while(|i| i.keyword != "FROM")
+            .skip(1)
+            .cloned()
+            .collect();
+        let total = instructions.len() + 1;
+        // A template built on a template runs as its user unless the Dockerfile says.
+        if self.cmd.recipe.user.is_none()
+            && let Some(user) = &self.base.user
+        {
+            instructions.push(Instruction {
+                line: 0,
+                keyword: "USER".into(),
+                args: user.clone(),
+            });
+        }
+        log.line(
+            1,
+            "system",
+            &format!("Step 1/{total} : FROM {}", self.cmd.recipe.from),
+        );
+        let base = engine
+            .image_facts(&self.base.image)
+            .await
+            .map_err(|e| engine_failed(build_id, 1, "reading the base image", &e))?
+            .ok_or_else(|| failed(1, "the engine no longer holds the base image"))?;
+        // Every step planned first, on the base's settings: each step that writes files
+        // is kept as one image with the settings of the steps after it up to the next
+        // such step, so settings cost no commit of their own.
+        let mut steps = Steps::new(base.settings.clone());
+        let mut key = base_key(&base.id);
+        let mut planned: Vec<Planned> = Vec::new();
+        for (index, instruction) in instructions.iter().enumerate() {
+            let step = index as i64 + 2;
+            let action = match steps.next_action(instruction, &names) {
+                Ok(action) => action,
+                Err(error) => {
+                    log.line(step, "system", &step_line(step, total, instruction));
+                    return Err(failed(step, error.to_string()));
+                }
+            };
+            let digests: Vec<(CopyTarget, String)> = match &action {
+                Action::Copy { targets, .. } => targets
+                    .iter()
+                    .map(|t| {
+                        let content = self.cmd.files.get(&t.file).map(Vec::as_slice);
+                        (t.clone(), content_digest(content.unwrap_or_default()))
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let copied: Vec<(&CopyTarget, &str)> =
+                digests.iter().map(|(t, d)| (t, d.as_str())).collect();
+            key = step_key(&key, instruction, &copied);
+            planned.push(Planned {
+                step,
+                instruction,
+                action,
+                settings: steps.settings.clone(),
+                key: key.clone(),
+            });
+        }
+        let writes: Vec<usize> = (0..planned.len())
+            .filter(|&i| planned[i].action != Action::Settings)
+            .collect();
+        // The steps before the first that writes files only change settings.
+        let first = writes.first().copied().unwrap_or(planned.len());
+        for p in &planned[..first] {
+            if p.instruction.line > 0 {
+                log.line(p.step, "system", &step_line(p.step, total, p.instruction));
+            }
+        }
+        let mut image = base.id.clone();
+        let mut image_key = base_key(&base.id);
+        for (n, &at) in writes.iter().enumerate() {
+            let last = writes.get(n + 1).map_or(planned.len(), |&next| next) - 1;
+            let (p, kept) = (&planned[at], &planned[last]);
+            current.store(p.step, Ordering::Relaxed);
+            log.line(p.step, "system", &step_line(p.step, total, p.instruction));
+            log.flush().await;
+            let cached = cache_image(&kept.key);
+            if self.holds(&engine, p.step, &cached).await? {
+                log.line(p.step, "system", " ---> cached");
+            } else {
+                self.layer(
+                    &engine,
+                    log,
+                    made,
+                    p.step,
+                    &image,
+                    &cached,
+                    &p.action,
+                    &kept.settings,
+                )
+                .await?;
+                self.check_disk(&engine, p.step, &cached, base.size).await?;
+            }
+            for q in &planned[at + 1..=last] {
+                if q.instruction.line > 0 {
+                    log.line(q.step, "system", &step_line(q.step, total, q.instruction));
+                }
+            }
+            image = cached;
+            image_key = kept.key.clone();
+        }
+        if image_key != key {
+            // Only settings changed since the base: one image with them.
+            let step = total as i64;
+            let cached = cache_image(&key);
+            if !self.holds(&engine, step, &cached).await? {
+                self.layer(
+                    &engine,
+                    log,
+                    made,
+                    step,
+                    &image,
+                    &cached,
+                    &Action::Settings,
+                    &steps.settings,
+                )
+                .await?;
+            }
+            image = cached;
+        }
+        engine
+            .tag_image(&image, &template_image(build_id))
+            .await
+            .map_err(|e| {
+                engine_failed(build_id, total as i64, "naming the template's image", &e)
+            })?;
+        Ok(steps.settings)
+    }
+
+    async fn holds(
+        &self,
+        engine: &Arc<dyn Engine>,
+        step: i64,
+        image: &str,
+    ) -> Result<bool, Failure> {
+        Ok(engine
+            .image_facts(image)
+            .await
+            .map_err(|e| engine_failed(&self.build.build_id, step, "reading the cache", &e))?
+            .is_some())
+    }
+
+    /// Refuses a step's image that adds more than the disk limit to the base (and
+    /// removes it: it is no cache).
+    async fn check_disk(
+        &self,
+        engine: &Arc<dyn Engine>,
+        step: i64,
+        image: &str,
+        base_size: i64,
+    ) -> Result<(), Failure> {
+        let limit = self.service.inner.options.builds.disk_mb;
+        let size = engine
+            .image_facts(image)
+            .await
+            .map_err(|e| engine_failed(&self.build.build_id, step, "reading the step's image", &e))?
+            .map(|facts| facts.size)
+            .unwrap_or_default();
+        let added_mb = (size - base_size).max(0) / (1024 * 1024);
+        if added_mb > limit {
+            let _ = engine.remove_image(image).await;
+            return Err(failed(
+                step,
+                format!(
+                    "the template adds {added_mb} MiB to its base, over the build's disk limit of {limit} MiB"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs one step in a container of its own on `from` and commits it as `to`.
+    #[allow(clippy::too_many_arguments)]
+    async fn layer(
+        &self,
+        engine: &Arc<dyn Engine>,
+        log: &mut BuildLog,
+        made: &Arc<std::sync::Mutex<Vec<String>>>,
+        step: i64,
+        from: &str,
+        to: &str,
+        action: &Action,
+        settings: &Settings,
+    ) -> Result<(), Failure> {
+        let build_id = self.build.build_id.as_str();
+        let shape = BuildShape {
+            cpu: self.cmd.cpu,
+            memory_mb: self.cmd.memory_mb,
+            network: self.cmd.network,
+            runtime: self.runtime.clone(),
+        };
+        let plan = build_container_plan(
+            build_id,
+            step as usize,
+            from,
+            self.service.instance_id(),
+            &shape,
+        );
+        if let NetworkPlan::Bridge(name) = &plan.network {
+            engine
+                .ensure_bridge(name)
+                .await
+                .map_err(|e| engine_failed(build_id, step, "making the network", &e))?;
+        }
+        let container = engine
+            .create_container(&plan)
+            .await
+            .map_err(|e| engine_failed(build_id, step, "making the step's container", &e))?;
+        if let Ok(mut made) = made.lock() {
+            made.push(container.clone());
+        }
+        let mtime = (now_ms() / 1000).max(0) as u64;
+        match action {
+            Action::Run {
+                argv,
+                env,
+                user,
+                cwd,
+            } => {
+                engine.start_container(&container).await.map_err(|e| {
+                    engine_failed(build_id, step, "starting the step's container", &e)
+                })?;
+                let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+                let spec = ExecSpec {
+                    argv: argv.clone(),
+                    cwd: Some(cwd.clone()),
+                    env: env.clone(),
+                    user: Some(if user.is_empty() {
+                        "0".into()
+                    } else {
+                        user.clone()
+                    }),
+                    // The build's own time limit ends it first.
+                    timeout: self.service.inner.options.builds.timeout,
+                    max_output: 0,
+                    stream: Some(tx),
+                };
+                let exec = engine.exec(&container, spec);
+                tokio::pin!(exec);
+                let mut flush = tokio::time::interval(LOG_FLUSH);
+                let outcome = loop {
+                    tokio::select! {
+                        outcome = &mut exec => break outcome,
+                        Some((stream, chunk)) = rx.recv() => log.output(step, stream, &chunk),
+                        _ = flush.tick() => log.flush().await,
+                    }
+                };
+                while let Ok((stream, chunk)) = rx.try_recv() {
+                    log.output(step, stream, &chunk);
+                }
+                log.end_output(step);
+                log.flush().await;
+                let outcome =
+                    outcome.map_err(|e| engine_failed(build_id, step, "running the step", &e))?;
+                if outcome.timed_out {
+                    return Err(failed(step, "RUN passed the build's time limit"));
+                }
+                if outcome.exit_code != 0 {
+                    return Err(failed(
+                        step,
+                        format!("RUN exited with code {}", outcome.exit_code),
+                    ));
+                }
+                // What the step left running ends before its files are kept.
+                engine.kill_container(&container).await.map_err(|e| {
+                    engine_failed(build_id, step, "stopping the step's container", &e)
+                })?;
+            }
+            Action::Copy { targets, owner } => {
+                let tar = copy_archive(targets, &self.cmd.files, *owner, mtime)
+                    .map_err(|e| failed(step, format!("the files could not be packed: {e}")))?;
+                engine
+                    .unpack_at_root(&container, tar)
+                    .await
+                    .map_err(|e| engine_failed(build_id, step, "copying the files", &e))?;
+            }
+            Action::MakeDir { path } => {
+                let tar = dir_archive(path, mtime)
+                    .map_err(|e| failed(step, format!("the workdir could not be packed: {e}")))?;
+                engine
+                    .unpack_at_root(&container, tar)
+                    .await
+                    .map_err(|e| engine_failed(build_id, step, "making the workdir", &e))?;
+            }
+            Action::Settings => {}
+        }
+        engine
+            .commit_as(&container, to, settings)
+            .await
+            .map_err(|e| engine_failed(build_id, step, "keeping the step's image", &e))?;
+        if engine.remove_container(&container).await.is_ok()
+            && let Ok(mut made) = made.lock()
+        {
+            made.retain(|c| *c != container);
+        }
+        Ok(())
+    }
+}
