@@ -7,7 +7,7 @@
 //! `through_api.rs` (a server in this process), `floor.rs` (bollard), `process_start.rs`,
 //! `load.rs`, `snapshots.rs`, `volumes.rs`, and the scenarios behind flags: `remote.rs`
 //! (`--remote`), `store.rs` (`--postgres`), `density.rs` (`--density`), `demand.rs`
-//! (`--demand`); `report.rs`.
+//! (`--demand`), `templates.rs` (`--templates`); `report.rs`.
 #![forbid(unsafe_code)]
 
 /// The allocator of `sandboxd` itself: the scenarios that run the service in this
@@ -26,6 +26,7 @@ mod remote;
 mod report;
 mod snapshots;
 mod store;
+mod templates;
 mod through_api;
 mod volumes;
 
@@ -76,6 +77,11 @@ pub struct Args {
     /// and a create with a volume against one without.
     #[arg(long)]
     volumes: bool,
+    /// Measure templates users build only: a cached rebuild against a first build, a
+    /// RUN's line from print to client, and a create from a built template against one
+    /// from the configured template it is built on.
+    #[arg(long)]
+    templates: bool,
     /// Compare the store's backends only: SQLite, PostgreSQL and two replicas on
     /// PostgreSQL, with databases made on this server (`bash scripts/postgres.sh start`
     /// prints one).
@@ -213,6 +219,14 @@ async fn start(args: &Args, instances: &mut Vec<String>) -> anyhow::Result<Serve
 async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Result<()> {
     if args.volumes {
         let rows = volumes::run(&servers.agent.http, args.iterations).await?;
+        let json = report::print(&rows, args.iterations);
+        if let Some(path) = &args.json {
+            std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
+    if args.templates {
+        let rows = templates::run(&servers.agent.http, args.iterations).await?;
         let json = report::print(&rows, args.iterations);
         if let Some(path) = &args.json {
             std::fs::write(path, json)?;

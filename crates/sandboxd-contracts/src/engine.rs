@@ -148,6 +148,13 @@ pub trait Engine: Debug + Send + Sync + 'static {
         Err(unsupported("build images"))
     }
 
+    /// Removes every container of the build `build_id` (labelled with it): what a build
+    /// cut short left.
+    async fn remove_build_containers(&self, build_id: &str) -> Result<(), EngineError> {
+        let _ = build_id;
+        Err(unsupported("build images"))
+    }
+
     /// Gives `image` the further name `target` (`repository:tag`).
     async fn tag_image(&self, image: &str, target: &str) -> Result<(), EngineError> {
         let _ = (image, target);

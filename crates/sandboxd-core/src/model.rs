@@ -149,6 +149,13 @@ impl Isolation {
             Self::Gvisor => "gvisor",
         }
     }
+
+    /// The isolation named `value` (as `as_str` writes it).
+    pub fn parse(value: &str) -> Option<Self> {
+        [Self::Container, Self::Gvisor]
+            .into_iter()
+            .find(|isolation| isolation.as_str() == value)
+    }
 }
 
 /// Role of a member in an organization.

@@ -58,13 +58,21 @@ pub fn image_of(snapshot_id: &str) -> String {
 }
 
 /// Whether an image reference names a snapshot's image (which only `snapshotId`
-/// reaches, with its access checked).
+/// reaches, with its access checked), or a built template's or a build step's (which
+/// only `template` reaches, in the caller's project).
 pub fn names_snapshot_image(reference: &str) -> bool {
     let normalized = crate::images::normalize(reference);
-    let repository = format!("docker.io/library/{SNAPSHOT_REPOSITORY}");
-    normalized
-        .strip_prefix(&repository)
-        .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('@'))
+    [
+        SNAPSHOT_REPOSITORY,
+        crate::template_build::TEMPLATE_REPOSITORY,
+        crate::template_build::CACHE_REPOSITORY,
+    ]
+    .iter()
+    .any(|repository| {
+        normalized
+            .strip_prefix(&format!("docker.io/library/{repository}"))
+            .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('@'))
+    })
 }
 
 /// The environment a snapshot's image is given: the image's own entries as they are,
@@ -172,6 +180,8 @@ mod tests {
             "library/sandboxd-snapshots:x",
             "docker.io/library/sandboxd-snapshots:x",
             "sandboxd-snapshots@sha256:00",
+            "sandboxd-templates:abc",
+            "sandboxd-build-cache:0f",
         ] {
             assert!(names_snapshot_image(named), "{named}");
         }

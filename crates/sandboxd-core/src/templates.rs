@@ -90,6 +90,8 @@ impl Templates {
             .filter_map(|name| {
                 self.0.get(*name).map(|t| TemplateView {
                     name: (*name).to_owned(),
+                    kind: "configured".into(),
+                    project_id: None,
                     image: t.image.clone(),
                     user: t.user.clone(),
                     workdir: t.workdir.clone(),

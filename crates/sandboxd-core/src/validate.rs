@@ -185,7 +185,7 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
     {
         issues.push(
             "image",
-            "names a snapshot's image: give its snapshotId instead",
+            "names a snapshot's or a built template's image: give its snapshotId or template instead",
         );
     }
     match &req.snapshot_id {

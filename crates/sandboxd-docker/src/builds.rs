@@ -65,7 +65,11 @@ impl DockerEngine {
         container: &str,
         tar: Vec<u8>,
     ) -> Result<(), EngineError> {
-        let options = UploadToContainerOptionsBuilder::default().path("/").build();
+        // A file never takes the place of a directory there (nor a directory a file's).
+        let options = UploadToContainerOptionsBuilder::default()
+            .path("/")
+            .no_overwrite_dir_non_dir("true")
+            .build();
         tokio::time::timeout(
             UNPACK_TIMEOUT,
             self.docker.upload_to_container(
@@ -118,6 +122,16 @@ impl DockerEngine {
             Some(404) => EngineError::NotFound { what: "container" },
             _ => fault(e),
         })?;
+        Ok(())
+    }
+
+    pub(crate) async fn remove_build_containers(&self, build_id: &str) -> Result<(), EngineError> {
+        let label = format!("{}={build_id}", sandboxd_core::template_build::LABEL_BUILD);
+        for container in self.list_labelled(vec![label]).await? {
+            if let Some(id) = container.id {
+                self.remove_container(&id).await?;
+            }
+        }
         Ok(())
     }
 

@@ -97,6 +97,10 @@ impl Engine for DockerEngine {
         DockerEngine::commit_as(self, container, image, settings).await
     }
 
+    async fn remove_build_containers(&self, build_id: &str) -> Result<(), EngineError> {
+        DockerEngine::remove_build_containers(self, build_id).await
+    }
+
     async fn tag_image(&self, image: &str, target: &str) -> Result<(), EngineError> {
         DockerEngine::tag_image(self, image, target).await
     }

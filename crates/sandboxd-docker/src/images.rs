@@ -7,6 +7,7 @@ use std::time::Duration;
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;
 use sandboxd_core::snapshots::{LABEL_SNAPSHOT, SNAPSHOT_REPOSITORY, image_of};
+use sandboxd_core::template_build::{CACHE_REPOSITORY, LABEL_BUILT_BY, TEMPLATE_REPOSITORY};
 use tracing::info;
 
 use crate::engine::{DockerEngine, bounded};
@@ -65,6 +66,23 @@ impl DockerEngine {
                     return Err(EngineError::Pull {
                         image: image.to_owned(),
                         reason: "a snapshot's image is reached by its snapshotId only".into(),
+                    });
+                }
+                // A built template's image, under its own names only (a snapshot of one
+                // of its sandboxes carries its label too).
+                let built = config
+                    .labels
+                    .as_ref()
+                    .and_then(|labels| labels.get(LABEL_BUILT_BY))
+                    .is_some_and(|by| !by.is_empty());
+                let own_name = [TEMPLATE_REPOSITORY, CACHE_REPOSITORY, SNAPSHOT_REPOSITORY]
+                    .iter()
+                    .any(|repository| image.starts_with(&format!("{repository}:")));
+                if built && !own_name {
+                    return Err(EngineError::Pull {
+                        image: image.to_owned(),
+                        reason: "a built template's image is reached by its template's name only"
+                            .into(),
                     });
                 }
                 Ok(Some(config.user.unwrap_or_default()))

@@ -146,6 +146,40 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Marks failed the builds still `building` that started before `started_before`
+    /// (their runner is gone: sandboxd stopped while they ran); answers their ids.
+    pub async fn fail_stale_builds(
+        &self,
+        started_before: i64,
+        now: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT build_id FROM template_builds WHERE status = $1 AND created_at < $2",
+        )
+        .bind(BUILDING)
+        .bind(started_before)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut failed = Vec::new();
+        for row in rows {
+            let build_id: String = row.try_get("build_id")?;
+            let done = sqlx::query(
+                "UPDATE template_builds SET status = 'error', error_step = 0, \
+                 error_message = 'the build was cut short: sandboxd stopped while it ran', \
+                 finished_at = $1 WHERE build_id = $2 AND status = $3",
+            )
+            .bind(now)
+            .bind(&build_id)
+            .bind(BUILDING)
+            .execute(&self.pool)
+            .await?;
+            if done.rows_affected() == 1 {
+                failed.push(build_id);
+            }
+        }
+        Ok(failed)
+    }
+
     /// Every build of the organization's templates, by name and newest version first.
     pub async fn template_builds(
         &self,

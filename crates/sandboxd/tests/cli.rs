@@ -293,6 +293,14 @@ async fn templates_from_a_terminal() {
         run(&["exec", &sandbox, "--", "cat /opt/out"]).stdout,
         "tool-ran\n"
     );
+    let all = run(&["templates"]);
+    assert!(
+        all.stdout
+            .lines()
+            .any(|l| l.starts_with("tool ") && l.contains(" built ")),
+        "{}",
+        all.stdout
+    );
     let listed = run(&["template", "ls"]);
     assert!(
         listed.stdout.starts_with("ID") && listed.stdout.contains("tool"),

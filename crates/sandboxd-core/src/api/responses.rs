@@ -180,11 +180,16 @@ pub struct ListFilesResult {
     pub entries: Vec<FileEntry>,
 }
 
-/// A built-in template.
+/// A template sandboxes can be made from: configured by the operator, or built by
+/// users (`template.build`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TemplateView {
     pub name: String,
+    /// `configured` (the operator's) or `built` (a project's, from a Dockerfile).
+    pub kind: String,
+    /// The project a built template belongs to; `null` for a configured one.
+    pub project_id: Option<String>,
     pub image: String,
     pub user: Option<String>,
     pub workdir: String,

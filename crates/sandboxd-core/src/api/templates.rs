@@ -29,14 +29,14 @@ pub struct BuildTemplateRequest {
     pub files: Option<BTreeMap<String, String>>,
     /// The project the template belongs to (default: the caller's only project).
     pub project_id: Option<String>,
-    /// The CPUs of the build's steps and the default of its sandboxes (default 1).
+    /// The CPUs of the build's steps (default 1).
     #[schema(minimum = 0.1, maximum = 64)]
     pub cpu: Option<f64>,
-    /// The memory of the build's steps and the default of its sandboxes, MiB (default
-    /// 1024).
+    /// The memory of the build's steps, MiB (default 1024).
     #[schema(minimum = 64, maximum = 262144)]
     pub memory_mb: Option<i64>,
-    /// The isolation of the build's steps and of its sandboxes (default: the server's).
+    /// The isolation of the build's steps and of its sandboxes (default: the base's, else
+    /// the server's); never weaker than the base's.
     pub isolation: Option<Isolation>,
     /// The network RUN steps get: `isolated` (default) or `internet`.
     pub network_mode: Option<NetworkMode>,

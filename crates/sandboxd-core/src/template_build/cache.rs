@@ -1,6 +1,8 @@
 //! The build cache's keys and the images' names. Each step's image is kept under a tag
-//! made of a chain of hashes: the base image's id, then each instruction's text and, for
-//! a copy, the names, places and contents of what it copies. An unchanged Dockerfile on
+//! made of a chain of hashes: the organization and the base image's id, then each
+//! instruction's text and, for a copy, the names, places and contents of what it
+//! copies. One organization's steps are never another's cache (what a `RUN` fetched or
+//! made is its own, and a hit would tell another who built what). An unchanged Dockerfile on
 //! an unchanged base finds every step's image; a changed file changes its copy's key and
 //! every key after it.
 
@@ -25,9 +27,48 @@ pub fn content_digest(content: &[u8]) -> String {
     hex(Sha256::digest(content))
 }
 
-/// The key the chain starts from: the base image's id.
-pub fn base_key(image_id: &str) -> String {
-    hex(Sha256::digest(format!("sandboxd-build 1\n{image_id}")))
+/// The key the chain starts from: the organization, the base image's id, and what the
+/// steps run under (`runs_in`: their network and runtime; a `RUN` may make another
+/// image without the internet or under gVisor).
+pub fn base_key(organization_id: &str, image_id: &str, runs_in: &str) -> String {
+    hex(Sha256::digest(format!(
+        "sandboxd-build 1\n{organization_id}\n{image_id}\n{runs_in}"
+    )))
+}
+
+/// The label a built image carries: the organization that built it. The engine finds
+/// an image by a prefix of its id too: an image with this label is used under its own
+/// names only (`sandboxd-templates:…`, `sandboxd-build-cache:…`), which only a
+/// template's name reaches.
+pub const LABEL_BUILT_BY: &str = "sandboxd.builtBy";
+
+/// The labels a step's image is committed with: the build's own, none of sandboxd's
+/// (the engine's commit would carry the step container's, the base's among them: each
+/// is written empty), and the organization that built it.
+pub fn image_labels(
+    kept: &std::collections::BTreeMap<String, String>,
+    organization_id: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let mut labels: std::collections::BTreeMap<String, String> = kept
+        .iter()
+        .filter(|(name, _)| !name.starts_with(super::RESERVED_LABELS))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for name in [
+        crate::snapshots::LABEL_SNAPSHOT,
+        LABEL_BUILD,
+        super::LABEL_BUILD_INSTANCE,
+        crate::plan::LABEL_POOL,
+        crate::plan::LABEL_SANDBOX,
+        crate::plan::LABEL_SANDBOX_ID,
+        crate::plan::LABEL_PROJECT_ID,
+        crate::plan::LABEL_ENVIRONMENT_ID,
+        crate::plan::LABEL_INSTANCE,
+    ] {
+        labels.insert(name.to_owned(), String::new());
+    }
+    labels.insert(LABEL_BUILT_BY.to_owned(), organization_id.to_owned());
+    labels
 }
 
 /// The key after `instruction`, from the one before it; `copied` are a copy's targets
@@ -81,7 +122,7 @@ mod tests {
             path: "/a".into(),
             base: "/".into(),
         };
-        let base = base_key("sha256:1");
+        let base = base_key("org", "sha256:1", "isolated");
         let one = step_key(&base, &copy, &[(&target, &content_digest(b"1"))]);
         let two = step_key(&base, &copy, &[(&target, &content_digest(b"2"))]);
         assert_ne!(one, two);
@@ -89,7 +130,9 @@ mod tests {
             one,
             step_key(&base, &copy, &[(&target, &content_digest(b"1"))])
         );
-        assert_ne!(base, base_key("sha256:2"));
+        assert_ne!(base, base_key("org", "sha256:2", "isolated"));
+        assert_ne!(base, base_key("other", "sha256:1", "isolated"));
+        assert_ne!(base, base_key("org", "sha256:1", "internet"));
         assert_eq!(cache_image(&one).len(), CACHE_REPOSITORY.len() + 65);
     }
 }

@@ -161,25 +161,6 @@ pub fn copy_archive(
     builder.into_inner()
 }
 
-/// The tar stream, to unpack at `/`, that makes the directory `path` and its parents.
-pub fn dir_archive(path: &str, mtime: u64) -> std::io::Result<Vec<u8>> {
-    let mut builder = tar::Builder::new(Vec::new());
-    let mut parent = String::new();
-    for part in path.trim_matches('/').split('/').filter(|p| !p.is_empty()) {
-        if !parent.is_empty() {
-            parent.push('/');
-        }
-        parent.push_str(part);
-        let mut header = tar::Header::new_gnu();
-        header.set_entry_type(tar::EntryType::Directory);
-        header.set_size(0);
-        header.set_mode(0o755);
-        header.set_mtime(mtime);
-        builder.append_data(&mut header, format!("{parent}/"), std::io::empty())?;
-    }
-    builder.into_inner()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -20,19 +20,27 @@ mod steps;
 mod words;
 
 pub use cache::{
-    CACHE_REPOSITORY, LABEL_BUILD, TEMPLATE_REPOSITORY, base_key, cache_image, content_digest,
-    step_key, template_image,
+    CACHE_REPOSITORY, LABEL_BUILD, LABEL_BUILT_BY, TEMPLATE_REPOSITORY, base_key, cache_image,
+    content_digest, image_labels, step_key, template_image,
 };
 pub use container::{BUILD_PIDS_LIMIT, BuildShape, LABEL_BUILD_INSTANCE, build_container_plan};
-pub use copy::{CopyTarget, copy_archive, dir_archive};
+pub use copy::{CopyTarget, copy_archive};
 pub use dockerfile::{Instruction, parse};
 pub use recipe::{CopySource, Recipe, StartCommand, check, check_file_names};
 pub use record::{
     BUILDING, FAILED, LogLine, MAX_LOG_LINE, MAX_LOG_LINES, READY, TemplateBuild, bounded_line,
 };
-pub use steps::{Action, Settings, Steps, absolute};
+pub use steps::{
+    Action, MAX_SETTINGS_BYTES, MAX_WORD_BYTES, RESERVED_LABELS, Settings, Steps, absolute,
+};
 pub use words::{is_name, words};
 
+/// The most instructions a Dockerfile may hold.
+pub const MAX_INSTRUCTIONS: usize = 1000;
+/// The most files all of a build's copies may put in place together, and their bytes
+/// (a file copied twice counts twice).
+pub const MAX_COPIED: usize = MAX_FILES;
+pub const MAX_COPIED_BYTES: u64 = 4 * MAX_FILES_BYTES;
 /// The largest Dockerfile taken (1 MiB).
 pub const MAX_DOCKERFILE_BYTES: usize = 1 << 20;
 /// The most files a build's `files` may hold.

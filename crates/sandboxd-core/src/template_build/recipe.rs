@@ -64,6 +64,21 @@ pub enum CopySource {
 
 /// Checks `instructions` against the names of the files the build was given.
 pub fn check(instructions: &[Instruction], files: &BTreeSet<String>) -> Result<Recipe, Invalid> {
+    if instructions.len() > super::MAX_INSTRUCTIONS {
+        return Err(Invalid::one(
+            "dockerfile",
+            format!(
+                "has {} instructions; at most {} are taken",
+                instructions.len(),
+                super::MAX_INSTRUCTIONS
+            ),
+        ));
+    }
+    let mut work = Work {
+        names_bytes: files.iter().map(String::len).sum(),
+        sources: 0,
+        spent: 0,
+    };
     let mut from: Option<(String, usize)> = None;
     let mut args_before = 0;
     let mut after = 0;
@@ -109,7 +124,7 @@ pub fn check(instructions: &[Instruction], files: &BTreeSet<String>) -> Result<R
                 }
                 refuse_heredoc(instruction)?;
             }
-            "COPY" | "ADD" => copied.extend(copy_sources(instruction, files)?),
+            "COPY" | "ADD" => copied.extend(copy_sources(instruction, files, &mut work)?),
             "USER" => user = Some(instruction.args.clone()),
             "WORKDIR" => workdir = Some(instruction.args.clone()),
             "ENTRYPOINT" => {
@@ -218,9 +233,23 @@ fn refuse_heredoc(instruction: &Instruction) -> Result<(), Invalid> {
 }
 
 /// The files a `COPY` or `ADD` reads, each matched against the files given.
+/// What matching a Dockerfile's sources against the files given may cost: every source
+/// reads the list of files, and a pattern costs its length per byte of their names.
+struct Work {
+    names_bytes: usize,
+    sources: usize,
+    spent: usize,
+}
+
+/// The most sources (of all `COPY` and `ADD` together) a Dockerfile may name.
+pub const MAX_SOURCES: usize = 1000;
+/// The most work matching the patterns may take (pattern bytes × name bytes).
+const MAX_PATTERN_WORK: usize = 200_000_000;
+
 fn copy_sources(
     instruction: &Instruction,
     files: &BTreeSet<String>,
+    work: &mut Work,
 ) -> Result<Vec<String>, Invalid> {
     let line = instruction.line;
     let keyword = &instruction.keyword;
@@ -271,6 +300,26 @@ fn copy_sources(
                 line,
                 format!("{keyword} names its sources as written: no `$` substitution"),
             ));
+        }
+        work.sources += 1;
+        if work.sources > MAX_SOURCES {
+            return Err(at(
+                line,
+                format!("the Dockerfile names more than {MAX_SOURCES} sources to copy"),
+            ));
+        }
+        if source.contains(['*', '?']) {
+            work.spent = work
+                .spent
+                .saturating_add(source.len().saturating_mul(work.names_bytes));
+            if work.spent > MAX_PATTERN_WORK {
+                return Err(at(
+                    line,
+                    format!(
+                        "{keyword} {source}: the patterns are too many or too long for this many files; name directories instead"
+                    ),
+                ));
+            }
         }
         let matched = match_source(source, files)
             .map_err(|message| at(line, format!("{keyword} {source}: {message}")))?;
@@ -382,6 +431,8 @@ pub fn check_file_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<
             .any(|part| part.is_empty() || part == "." || part == "..")
         {
             issues.push(path, "a file's name has no empty, `.` or `..` part");
+        } else if name.split('/').any(|part| part.len() > 255) {
+            issues.push(path, "a part of a file's name is at most 255 bytes");
         }
     }
     if count > super::MAX_FILES {

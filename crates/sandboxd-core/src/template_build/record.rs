@@ -50,17 +50,33 @@ pub struct LogLine {
 
 /// The longest line kept, in bytes; a longer one is cut (at a character's boundary).
 pub const MAX_LOG_LINE: usize = 4096;
-/// The most lines a build's log keeps; the build goes on, and its last line says so.
+/// The most lines a build's log keeps; the build goes on, and the rest of its output is
+/// not kept.
 pub const MAX_LOG_LINES: i64 = 20_000;
 
-/// `line` cut to `MAX_LOG_LINE` bytes.
+/// `line` cut to `MAX_LOG_LINE` bytes, its NUL bytes (which PostgreSQL's text does not
+/// hold) replaced by U+FFFD.
 pub fn bounded_line(line: &str) -> String {
+    let line = line.replace('\0', "\u{FFFD}");
     if line.len() <= MAX_LOG_LINE {
-        return line.to_owned();
+        return line;
     }
     let mut end = MAX_LOG_LINE;
     while !line.is_char_boundary(end) {
         end -= 1;
     }
     format!("{}…", &line[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_bounded_and_hold_no_nul() {
+        assert_eq!(bounded_line("a\0b"), "a\u{FFFD}b");
+        let long = "é".repeat(MAX_LOG_LINE);
+        let cut = bounded_line(&long);
+        assert!(cut.len() <= MAX_LOG_LINE + "…".len(), "{}", cut.len());
+    }
 }

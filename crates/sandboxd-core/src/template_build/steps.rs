@@ -12,6 +12,15 @@ use super::dockerfile::{Instruction, at};
 use super::words::{is_name, words};
 use crate::error::Invalid;
 
+/// The longest word `$` substitution may make (64 KiB).
+pub const MAX_WORD_BYTES: usize = 64 << 10;
+/// The most bytes an image's variables, the build's arguments and the labels hold
+/// together (256 KiB).
+pub const MAX_SETTINGS_BYTES: usize = 256 << 10;
+/// Labels under this prefix are sandboxd's own: a Dockerfile may not set them, and a
+/// base's are not carried.
+pub const RESERVED_LABELS: &str = "sandboxd.";
+
 /// An image's settings, as the builder keeps them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
@@ -91,16 +100,47 @@ impl Steps {
     }
 
     fn words(&self, instruction: &Instruction, text: &str) -> Result<Vec<String>, Invalid> {
-        words(text, &self.vars()).map_err(|message| {
+        let fail = |message: String| {
             at(
                 instruction.line,
                 format!("{}: {message}", instruction.keyword),
             )
-        })
+        };
+        let words = words(text, &self.vars(), MAX_WORD_BYTES).map_err(fail)?;
+        Ok(words)
+    }
+
+    /// Refuses settings past their bound (the variables and labels an image keeps).
+    fn check_size(&self, instruction: &Instruction) -> Result<(), Invalid> {
+        let pairs = |map: &mut dyn Iterator<Item = (&String, &String)>| {
+            map.map(|(k, v)| k.len() + v.len()).sum::<usize>()
+        };
+        let size = pairs(&mut self.settings.env.iter().map(|(k, v)| (k, v)))
+            + pairs(&mut self.settings.labels.iter())
+            + pairs(&mut self.args.iter());
+        if size > MAX_SETTINGS_BYTES {
+            return Err(at(
+                instruction.line,
+                format!(
+                    "the variables, arguments and labels would hold {size} bytes; at most {MAX_SETTINGS_BYTES} are taken"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Applies one instruction after `FROM` and says what its step does.
     pub fn next_action(
+        &mut self,
+        instruction: &Instruction,
+        files: &BTreeSet<String>,
+    ) -> Result<Action, Invalid> {
+        let action = self.apply(instruction, files)?;
+        self.check_size(instruction)?;
+        Ok(action)
+    }
+
+    fn apply(
         &mut self,
         instruction: &Instruction,
         files: &BTreeSet<String>,
@@ -192,15 +232,18 @@ impl Steps {
     fn pairs(&self, instruction: &Instruction) -> Result<Vec<(String, String)>, Invalid> {
         let line = instruction.line;
         let keyword = &instruction.keyword;
-        let words = self.words(instruction, &instruction.args)?;
-        let Some(first) = words.first() else {
+        let raw = instruction.args.trim();
+        let (first_raw, rest_raw) = raw.split_once(char::is_whitespace).unwrap_or((raw, ""));
+        if first_raw.is_empty() {
             return Err(at(line, format!("{keyword} names nothing")));
-        };
-        let pairs: Vec<(String, String)> = if !first.contains('=') {
-            let rest = instruction.args.trim_start()[first.len()..].trim();
-            let value = self.words(instruction, rest)?.join(" ");
-            vec![(first.clone(), value)]
+        }
+        let pairs: Vec<(String, String)> = if !first_raw.contains('=') {
+            // The old form, `NAME value…`: the name is the first word as written.
+            let name = self.words(instruction, first_raw)?.join("");
+            let value = self.words(instruction, rest_raw.trim())?.join(" ");
+            vec![(name, value)]
         } else {
+            let words = self.words(instruction, raw)?;
             words
                 .iter()
                 .map(|word| match word.split_once('=') {
@@ -218,6 +261,12 @@ impl Steps {
             }
             if name.is_empty() {
                 return Err(at(line, format!("{keyword} names an empty key")));
+            }
+            if keyword == "LABEL" && name.starts_with(RESERVED_LABELS) {
+                return Err(at(
+                    line,
+                    format!("LABEL {name}: labels under `{RESERVED_LABELS}` are sandboxd's own"),
+                ));
             }
         }
         Ok(pairs)

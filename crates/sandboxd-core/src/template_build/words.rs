@@ -5,8 +5,13 @@
 
 use std::collections::BTreeMap;
 
-/// The words of `text` with the variables in `vars` put in, or what cannot be read.
-pub fn words(text: &str, vars: &BTreeMap<String, String>) -> Result<Vec<String>, String> {
+/// The words of `text` with the variables in `vars` put in, or what cannot be read (a
+/// word longer than `max` bytes among it: substitution can double a word per variable).
+pub fn words(
+    text: &str,
+    vars: &BTreeMap<String, String>,
+    max: usize,
+) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -42,7 +47,10 @@ pub fn words(text: &str, vars: &BTreeMap<String, String>) -> Result<Vec<String>,
                             }
                             None => return Err("a `\"` is not closed".into()),
                         },
-                        Some('$') => word.push_str(&variable(&mut chars, vars)?),
+                        Some('$') => {
+                            word.push_str(&variable(&mut chars, vars)?);
+                            too_long(&word, max)?;
+                        }
                         Some(c) => word.push(c),
                         None => return Err("a `\"` is not closed".into()),
                     }
@@ -57,6 +65,7 @@ pub fn words(text: &str, vars: &BTreeMap<String, String>) -> Result<Vec<String>,
             '$' => {
                 in_word = true;
                 word.push_str(&variable(&mut chars, vars)?);
+                too_long(&word, max)?;
             }
             c => {
                 in_word = true;
@@ -68,6 +77,13 @@ pub fn words(text: &str, vars: &BTreeMap<String, String>) -> Result<Vec<String>,
         out.push(word);
     }
     Ok(out)
+}
+
+fn too_long(word: &str, max: usize) -> Result<(), String> {
+    if word.len() > max {
+        return Err(format!("a word would be longer than {max} bytes"));
+    }
+    Ok(())
 }
 
 /// The value of the variable after a `$`, the `$` itself when none follows.
@@ -159,14 +175,22 @@ mod tests {
             ("cost$ 5", &["cost$", "5"]),
         ];
         for (text, expected) in cases {
-            assert_eq!(words(text, &vars()).unwrap(), expected, "{text}");
+            assert_eq!(words(text, &vars(), 1024).unwrap(), expected, "{text}");
         }
+    }
+
+    #[test]
+    fn a_word_substitution_doubles_is_bounded() {
+        let vars = BTreeMap::from([("A".to_owned(), "a".repeat(600))]);
+        assert!(words("$A", &vars, 1024).is_ok());
+        assert!(words("$A$A", &vars, 1024).is_err());
+        assert!(words("\"${A}${A}\"", &vars, 1024).is_err());
     }
 
     #[test]
     fn unreadable_words_are_named() {
         for text in ["'open", "\"open", "${OPEN", "${A:?no}", "${1x}"] {
-            assert!(words(text, &vars()).is_err(), "{text}");
+            assert!(words(text, &vars(), 1024).is_err(), "{text}");
         }
     }
 }

@@ -9,7 +9,8 @@ use crate::error::{Invalid, Issues};
 use crate::limits::{MAX_CPU, MAX_MEMORY_MB, MIN_CPU, MIN_MEMORY_MB};
 use crate::model::{Isolation, NetworkMode};
 use crate::template_build::{
-    Instruction, MAX_FILES_BYTES, Recipe, Settings, Steps, check, check_file_names, parse,
+    Action, Instruction, MAX_COPIED, MAX_COPIED_BYTES, MAX_FILES_BYTES, Recipe, Settings, Steps,
+    check, check_file_names, parse,
 };
 use crate::templates::TEMPLATE_NAMES;
 
@@ -42,6 +43,14 @@ pub fn template_name_ok(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// The offset of `template.buildLog` and its stream: 0 unless given, never negative.
+pub fn build_log_offset(offset: Option<i64>) -> Result<i64, Invalid> {
+    match offset {
+        Some(offset) if offset < 0 => Err(Invalid::one("offset", "must be 0 or more")),
+        offset => Ok(offset.unwrap_or(0)),
+    }
 }
 
 /// Checks `template.build`.
@@ -104,8 +113,25 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
         .iter()
         .skip_while(|i| i.keyword != "FROM")
         .skip(1);
+    let (mut copied, mut copied_bytes) = (0usize, 0u64);
     for instruction in after_from {
-        steps.next_action(instruction, &names)?;
+        if let Action::Copy { targets, .. } = steps.next_action(instruction, &names)? {
+            copied += targets.len();
+            copied_bytes += targets
+                .iter()
+                .map(|t| files.get(&t.file).map_or(0, |c| c.len() as u64))
+                .sum::<u64>();
+            if copied > MAX_COPIED || copied_bytes > MAX_COPIED_BYTES {
+                return Err(Invalid::one(
+                    "dockerfile",
+                    format!(
+                        "line {}: the copies would put more than {MAX_COPIED} files or {} MiB in place",
+                        instruction.line,
+                        MAX_COPIED_BYTES >> 20
+                    ),
+                ));
+            }
+        }
     }
     Ok(BuildTemplate {
         name: req.name,

@@ -217,10 +217,38 @@ impl Serve for procedures::SandboxRemove {
 impl Serve for procedures::SandboxTemplates {
     async fn serve(
         cx: Context<'_>,
-        _: Principal,
+        caller: Principal,
         _: procedures::NoArguments,
     ) -> Result<Vec<TemplateView>, ApiError> {
-        Ok(cx.service.templates().views())
+        let mut views = cx.service.templates().views();
+        let groups = match cx.service.builds().all(&caller).await {
+            Ok(groups) => groups,
+            // A key that may not read sees the configured ones only.
+            Err(sandboxd_service::ServiceError::Forbidden(_)) => Vec::new(),
+            Err(error) => return Err(error.into()),
+        };
+        for builds in groups {
+            let Some(ready) = builds.iter().find(|b| b.status == "ready") else {
+                continue;
+            };
+            views.push(TemplateView {
+                name: ready.name.clone(),
+                kind: "built".into(),
+                project_id: Some(ready.project_id.clone()),
+                image: ready.image.clone().unwrap_or_default(),
+                user: ready.user.clone(),
+                workdir: ready
+                    .workdir
+                    .clone()
+                    .unwrap_or_else(|| sandboxd_core::limits::DEFAULT_WORKDIR.into()),
+                description: format!("built from a Dockerfile, version {}", ready.version),
+                isolation: ready
+                    .isolation
+                    .as_deref()
+                    .and_then(sandboxd_core::model::Isolation::parse),
+            });
+        }
+        Ok(views)
     }
 }
 

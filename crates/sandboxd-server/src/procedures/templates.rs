@@ -78,7 +78,7 @@ impl Serve for procedures::TemplateBuildLog {
         caller: Principal,
         request: BuildLogQuery,
     ) -> Result<BuildLogView, ApiError> {
-        let offset = request.offset.unwrap_or(0).max(0);
+        let offset = validate::build_log_offset(request.offset)?;
         let (build, lines) = cx
             .service
             .builds()

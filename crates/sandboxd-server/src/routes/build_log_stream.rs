@@ -116,6 +116,7 @@ async fn build_log_stream(
     Caller(caller): Caller,
     ApiQuery(req): ApiQuery<BuildLogQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let offset = sandboxd_core::validate::build_log_offset(req.offset)?;
     let builds = state.service.builds();
     // Not found before anything is streamed.
     let build = builds.build_for(&caller, &req.build_id).await?;
@@ -124,7 +125,7 @@ async fn build_log_stream(
         builds,
         caller,
         build_id: build.build_id,
-        offset: req.offset.unwrap_or(0).max(0),
+        offset,
         queue: VecDeque::new(),
         done: false,
     };

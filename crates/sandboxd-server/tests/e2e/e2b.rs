@@ -189,13 +189,18 @@ async fn e2b_errors_are_e2bs_and_tenants_stay_apart() {
     for (path, body) in [
         ("/sandboxes", json!({"templateID": ""})),
         ("/sandboxes", json!({"templateID": "base", "timeout": 0})),
-        ("/sandboxes", json!({"templateID": "no-such-template"})),
+        ("/sandboxes", json!({"templateID": "No such template!"})),
         ("/sandboxes", json!({"template": 3})),
     ] {
         let (status, answer) = call(&server, Method::POST, path, KEY, Some(body.clone())).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
         assert_eq!(answer["code"], 400, "{answer}");
     }
+    // A template's name that no template has (configured or built) is not found.
+    let body = json!({"templateID": "no-such-template"});
+    let (status, answer) = call(&server, Method::POST, "/sandboxes", KEY, Some(body)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+    assert_eq!(answer["code"], 404, "{answer}");
     let (status, made) = call(
         &server,
         Method::POST,

@@ -20,7 +20,7 @@ COPY --chown=1000:1000 hello.txt ./
 COPY scripts/ /opt/scripts/
 RUN echo "building $FLAVOUR" && echo "$GREETING" > /srv/app/greeting && echo to-stderr >&2
 USER 1000:1000
-CMD ["sleep", "1"]
+CMD ["sh", "-c", "echo started > /tmp/started && sleep 600"]
 "#;
 
 fn b64(text: &str) -> String {
@@ -137,9 +137,46 @@ async fn a_built_template_makes_sandboxes_and_its_rebuild_is_cached() {
     assert_eq!(status, StatusCode::OK, "{template}");
     assert_eq!(template["version"], 1);
     assert_eq!(template["workdir"], "/srv/app");
-    assert_eq!(template["startCommand"], json!(["sleep", "1"]));
+    assert_eq!(
+        template["startCommand"],
+        json!(["sh", "-c", "echo started > /tmp/started && sleep 600"])
+    );
 
+    let (status, listed) = server.get("sandbox.templates", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let kinds: Vec<(String, String)> = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| (t["name"].to_string(), t["kind"].to_string()))
+        .collect();
+    assert!(
+        kinds.contains(&("\"base\"".into(), "\"configured\"".into())),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&("\"app\"".into(), "\"built\"".into())),
+        "{kinds:?}"
+    );
     let sandbox = server.create(json!({"template": "app"})).await;
+    // The start command runs in it, as a background process.
+    let (status, processes) = server
+        .get("sandbox.processList", &[("sandboxId", id(&sandbox))])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{processes}");
+    assert!(
+        processes
+            .as_array()
+            .is_some_and(|all| all.iter().any(|p| p["cmd"]
+                .as_str()
+                .is_some_and(|cmd| cmd.contains("/tmp/started")))),
+        "{processes}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.exec(&sandbox, "cat /tmp/started").await["stdout"] != "started\n" {
+        assert!(Instant::now() < deadline, "the start command did not run");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_eq!(
         stdout(&server, &sandbox, "cat /srv/app/greeting").await,
         "hello world"
@@ -243,6 +280,34 @@ async fn a_built_template_makes_sandboxes_and_its_rebuild_is_cached() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{refused}");
 
+    // Nor can anyone reach the template's image by its id (the engine finds an image by
+    // a prefix of it): only the template's name does.
+    let ids = std::process::Command::new("bash")
+        .args([
+            "-c",
+            "docker images -q --no-trunc --filter reference='sandboxd-templates:*' | head -1",
+        ])
+        .output()
+        .expect("docker images");
+    let image_id = String::from_utf8_lossy(&ids.stdout).trim().to_owned();
+    assert!(image_id.starts_with("sha256:"), "{image_id}");
+    for image in [
+        image_id.clone(),
+        image_id["sha256:".len()..][..12].to_owned(),
+    ] {
+        let (status, refused) = server
+            .post_with_key(
+                "sandbox.create",
+                Some(&other_key),
+                json!({"image": image, "environmentId": other_env}),
+            )
+            .await;
+        assert!(
+            status == StatusCode::BAD_REQUEST || status == StatusCode::NOT_FOUND,
+            "{image}: {status} {refused}"
+        );
+    }
+
     // Removal waits until no sandbox uses it.
     let template_id = template["templateId"].clone();
     let (status, busy) = server
@@ -335,6 +400,22 @@ async fn bad_builds_are_refused_before_anything_runs() {
             "configured template",
         ),
         (
+            json!({"name": "x", "dockerfile": "FROM sandboxd-build-cache:0123\n"}),
+            "line 1: FROM sandboxd-build-cache:0123",
+        ),
+        (
+            json!({"name": "x", "dockerfile": "FROM sha256:0123456789abcdef\n"}),
+            "line 1: FROM sha256:0123456789abcdef",
+        ),
+        (
+            json!({"name": "x", "dockerfile": "FROM base\nLABEL sandboxd.pool=mine\n"}),
+            "sandboxd's own",
+        ),
+        (
+            json!({"name": "x", "dockerfile": "FROM base\nENV A=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nENV A=$A$A$A$A$A$A$A$A\nENV A=$A$A$A$A$A$A$A$A\nENV A=$A$A$A$A$A$A$A$A\nENV A=$A$A$A$A$A$A$A$A\n"}),
+            "longer than",
+        ),
+        (
             json!({"name": "x", "dockerfile": "x".repeat((1 << 20) + 1)}),
             "bytes",
         ),
@@ -417,4 +498,106 @@ async fn the_log_streams_each_line_while_the_build_runs() {
         .await
         .expect("answer");
     assert_eq!(refused.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_build_cut_short_is_failed_and_its_container_removed() {
+    use sandboxd_core::template_build::{BUILDING, TemplateBuild};
+    let server = TestServer::start().await;
+    // What a replica that stopped in the middle of a step leaves: a row still building
+    // for longer than twice the time limit, and the step's container.
+    let (_, current) = server.get("apiKey.current", &[]).await;
+    let build_id = format!("cut{}", std::process::id());
+    let mut build = TemplateBuild {
+        build_id: build_id.clone(),
+        template_id: format!("tpl{}", std::process::id()),
+        organization_id: current["organizationId"]
+            .as_str()
+            .expect("organizationId")
+            .to_owned(),
+        project_id: server.project_id.clone(),
+        name: "cut".into(),
+        version: 0,
+        status: BUILDING.into(),
+        image: None,
+        user: None,
+        workdir: None,
+        start: None,
+        cpu: None,
+        memory_mb: None,
+        isolation: None,
+        error_step: None,
+        error_message: None,
+        created_at: sandboxd_service::now_ms() - 3 * 3_600_000,
+        finished_at: None,
+    };
+    server
+        .service
+        .store()
+        .insert_template_build(&mut build, "test", 10)
+        .await
+        .expect("the row");
+    let label = format!("sandboxd.build={build_id}");
+    let made = std::process::Command::new("docker")
+        .args([
+            "create",
+            "--label",
+            &label,
+            "--label",
+            &format!("sandboxd.buildInstance={}", server.instance()),
+            "sandboxd-local/debian:bookworm",
+            "true",
+        ])
+        .output()
+        .expect("docker create");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    server
+        .service
+        .duties()
+        .reap_once()
+        .await
+        .expect("a reaper pass");
+    let (_, end) = server
+        .get("template.buildLog", &[("buildId", &build_id)])
+        .await;
+    assert_eq!(end["status"], "error", "{end}");
+    assert!(
+        end["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cut short")),
+        "{end}"
+    );
+    let left = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("label={label}")])
+        .output()
+        .expect("docker ps");
+    assert!(left.stdout.is_empty(), "the build's container was left");
+}
+
+#[tokio::test]
+async fn a_workdir_leaves_the_directories_above_it_as_they_were() {
+    let _images = Images;
+    let server = TestServer::start().await;
+    let id_of_build = build(
+        &server,
+        json!({"name": "tmpwork", "dockerfile": "FROM base\nWORKDIR /tmp/work/deeper\nCOPY a.txt ./\n", "files": {"a.txt": b64("a")}}),
+    )
+    .await;
+    let (end, entries) = follow(&server, &id_of_build).await;
+    assert_eq!(end["status"], "ready", "{end} {entries:?}");
+    let sandbox = server.create(json!({"template": "tmpwork"})).await;
+    // /tmp keeps its mode (sticky, writable by all) and its owner.
+    assert_eq!(
+        stdout(
+            &server,
+            &sandbox,
+            "stat -c '%a %u' /tmp && cat /tmp/work/deeper/a.txt"
+        )
+        .await,
+        "1777 0\na"
+    );
 }

@@ -5,7 +5,9 @@
 //! build never pulls.
 
 use sandboxd_core::error::Invalid;
-use sandboxd_core::model::Principal;
+use sandboxd_core::model::{Isolation, Principal};
+use sandboxd_core::snapshots::LABEL_SNAPSHOT;
+use sandboxd_core::template_build::LABEL_BUILT_BY;
 use sandboxd_core::template_build::Recipe;
 use sandboxd_core::templates::TEMPLATE_NAMES;
 
@@ -19,6 +21,18 @@ pub(super) struct Base {
     /// The user the template's sandboxes run as when its Dockerfile names none: the
     /// configured or built template's (`None`: the image's).
     pub user: Option<String>,
+    /// The isolation the base's sandboxes run under at least (a template's, or the
+    /// source sandbox's of a snapshot): the build and its sandboxes run so too.
+    pub isolation: Option<Isolation>,
+    /// `FROM` named an image (not a template or a snapshot).
+    by_image: bool,
+}
+
+/// Whether a reference names an image by its id (`sha256:…`, or hex alone): the engine
+/// finds any image by a prefix of its id, another organization's too.
+fn names_an_id(reference: &str) -> bool {
+    reference.starts_with("sha256:")
+        || (reference.len() >= 6 && reference.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 fn refused(recipe: &Recipe, message: impl std::fmt::Display) -> ServiceError {
@@ -40,6 +54,8 @@ pub(super) async fn resolve(
         Base {
             image: template.image.clone(),
             user: template.user.clone(),
+            isolation: template.isolation,
+            by_image: false,
         }
     } else if let Some(built) = service
         .store()
@@ -49,6 +65,8 @@ pub(super) async fn resolve(
         Base {
             image: built.image.unwrap_or_default(),
             user: built.user,
+            isolation: built.isolation.as_deref().and_then(Isolation::parse),
+            by_image: false,
         }
     } else if let Some(snapshot) = service
         .store()
@@ -56,13 +74,21 @@ pub(super) async fn resolve(
         .await?
         .filter(|s| s.project_id == project_id && s.server_id.is_none())
     {
+        let source = service.store().sandbox(&snapshot.sandbox_id).await?;
         Base {
             image: snapshot.image,
             user: snapshot.user,
+            isolation: source
+                .and_then(|source| sandboxd_core::plan::isolation_of(source.runtime.as_deref())),
+            by_image: false,
         }
     } else {
         let patterns = &service.inner.options.builds.base_images;
-        let allowed = if patterns.is_empty() {
+        // Snapshots, built templates and build steps are reached by their own names
+        // only, with their access checked: never as images, whatever the patterns say.
+        let allowed = if sandboxd_core::snapshots::names_snapshot_image(from) || names_an_id(from) {
+            false
+        } else if patterns.is_empty() {
             let wanted = sandboxd_core::images::normalize(from);
             TEMPLATE_NAMES.iter().any(|name| {
                 service
@@ -82,12 +108,29 @@ pub(super) async fn resolve(
         Base {
             image: from.to_owned(),
             user: None,
+            isolation: None,
+            by_image: true,
         }
     };
-    if service.engine().image_facts(&base.image).await?.is_none() {
+    let Some(facts) = service.engine().image_facts(&base.image).await? else {
         return Err(refused(
             recipe,
             "the engine does not hold this image, and a build never pulls one",
+        ));
+    };
+    // An image named by the operator's patterns is never one of sandboxd's own (a
+    // snapshot or a built template of any organization, under another name).
+    let own = |label: &str| {
+        facts
+            .settings
+            .labels
+            .get(label)
+            .is_some_and(|v| !v.is_empty())
+    };
+    if base.by_image && (own(LABEL_SNAPSHOT) || own(LABEL_BUILT_BY)) {
+        return Err(refused(
+            recipe,
+            "is sandboxd's own image: name the template or the snapshot instead",
         ));
     }
     Ok(base)

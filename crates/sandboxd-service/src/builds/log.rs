@@ -93,6 +93,11 @@ impl BuildLog {
         }
     }
 
+    /// Forgets the last lines: a new step begins.
+    pub(super) fn clear_tail(&mut self) {
+        self.tail.clear();
+    }
+
     /// The last lines of output, for a failed step's error.
     pub(super) fn tail(&mut self) -> Vec<String> {
         self.tail.drain(..).collect()

@@ -12,8 +12,9 @@ mod run;
 use std::time::Duration;
 
 use sandboxd_core::access::SandboxNeed;
-use sandboxd_core::model::Principal;
-use sandboxd_core::template_build::{BUILDING, LogLine, TemplateBuild};
+use sandboxd_core::error::Invalid;
+use sandboxd_core::model::{Isolation, Principal};
+use sandboxd_core::template_build::{BUILDING, FAILED, LogLine, TemplateBuild};
 use sandboxd_core::validate::BuildTemplate;
 use sandboxd_store::new_id;
 use serde_json::json;
@@ -83,10 +84,31 @@ impl Builds {
             .access()
             .check_create_in(caller, &project_id)
             .await?;
-        let runtime = self.service.runtime_of(cmd.isolation, None);
+        let base = base::resolve(&self.service, caller, &project_id, &cmd.recipe).await?;
+        // The base's isolation is the build's floor, and its sandboxes'.
+        let isolation = match (cmd.isolation, base.isolation) {
+            (Some(Isolation::Container), Some(Isolation::Gvisor)) => {
+                return Err(Invalid::one(
+                    "isolation",
+                    "the base runs under gvisor: a template built on it does too",
+                )
+                .into());
+            }
+            (Some(asked), _) => Some(asked),
+            (None, of_base) => of_base,
+        };
+        let runtime = self.service.runtime_of(isolation, None);
         self.service
             .check_isolation(runtime.as_deref(), None, None)?;
-        let base = base::resolve(&self.service, caller, &project_id, &cmd.recipe).await?;
+        if sandboxd_core::plan::under_gvisor(runtime.as_deref())
+            && cmd.network == sandboxd_core::model::NetworkMode::Internet
+        {
+            return Err(Invalid::one(
+                "networkMode",
+                "`internet` is not available under gVisor, which has no network interface but loopback here",
+            )
+            .into());
+        }
         let mut build = TemplateBuild {
             build_id: new_id()?,
             template_id: new_id()?,
@@ -101,7 +123,7 @@ impl Builds {
             start: None,
             cpu: Some(cmd.cpu),
             memory_mb: Some(cmd.memory_mb),
-            isolation: cmd.isolation.map(|i| i.as_str().to_owned()),
+            isolation: isolation.map(|i| i.as_str().to_owned()),
             error_step: None,
             error_message: None,
             created_at: now_ms(),
@@ -129,7 +151,23 @@ impl Builds {
             base,
             runtime,
         };
-        tokio::spawn(job.run());
+        let service = self.service.clone();
+        let mut ended = build.clone();
+        tokio::spawn(async move {
+            // A build whose job panicked is failed, not left building.
+            if tokio::spawn(job.run()).await.is_err() {
+                warn!(build_id = %ended.build_id, "a build stopped on an internal error");
+                ended.status = FAILED.into();
+                ended.error_step = Some(0);
+                ended.error_message = Some("the build stopped on an internal error".into());
+                ended.finished_at = Some(now_ms());
+                let _ = service.store().finish_template_build(&ended).await;
+                let _ = service
+                    .engine()
+                    .remove_build_containers(&ended.build_id)
+                    .await;
+            }
+        });
         Ok(build)
     }
 
@@ -238,11 +276,9 @@ impl Builds {
             ),
             (Some(_), None) => None,
             _ => {
-                return Err(sandboxd_core::error::Invalid::one(
-                    "templateId",
-                    "give templateId or name, one of them",
-                )
-                .into());
+                return Err(
+                    Invalid::one("templateId", "give templateId or name, one of them").into(),
+                );
             }
         };
         self.all(caller)
@@ -287,6 +323,33 @@ impl Builds {
             )
             .await;
         Ok(())
+    }
+
+    /// Starts a built template's start command (`CMD`/`ENTRYPOINT`) in a sandbox just
+    /// made from it, as a background process tagged `start`; a sandbox whose command
+    /// cannot start is kept, and the reason logged.
+    pub(crate) async fn start_command(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+        argv: Vec<String>,
+    ) {
+        let launch = crate::Launch {
+            argv,
+            cwd: None,
+            env: Vec::new(),
+            stdin: false,
+            tag: Some("start".into()),
+            pty: None,
+        };
+        if let Err(error) = self
+            .service
+            .commands()
+            .launch(caller, sandbox_id, launch)
+            .await
+        {
+            warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "the template's start command did not start");
+        }
     }
 
     /// The newest ready version of the template `name` in a project, for a create.

@@ -8,7 +8,7 @@
 //! by the time limit, each step's image by the disk limit; whatever ends it, no
 //! container is left, and the template's image is named only once every step passed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -16,9 +16,9 @@ use std::time::Duration;
 use sandboxd_contracts::{Engine, EngineError, ExecSpec};
 use sandboxd_core::plan::NetworkPlan;
 use sandboxd_core::template_build::{
-    Action, BuildShape, CopyTarget, FAILED, Instruction, READY, Settings, Steps, TemplateBuild,
-    base_key, build_container_plan, cache_image, content_digest, copy_archive, dir_archive,
-    step_key, template_image,
+    Action, BuildShape, CopyTarget, FAILED, Instruction, READY, RESERVED_LABELS, Settings, Steps,
+    TemplateBuild, base_key, build_container_plan, cache_image, content_digest, copy_archive,
+    image_labels, step_key, template_image,
 };
 use sandboxd_core::validate::BuildTemplate;
 use tracing::{info, warn};
@@ -53,20 +53,17 @@ fn engine_failed(build_id: &str, step: i64, what: &str, error: &EngineError) -> 
     }
 }
 
-/// One step as planned: what it does, and the settings and cache key after it.
-struct Planned<'a> {
-    step: i64,
-    instruction: &'a Instruction,
-    action: Action,
-    settings: Settings,
-    key: String,
+fn step_line(step: i64, total: usize, keyword: &str, args: &str) -> String {
+    format!("Step {step}/{total} : {keyword} {args}")
 }
 
-fn step_line(step: i64, total: usize, instruction: &Instruction) -> String {
-    format!(
-        "Step {step}/{total} : {} {}",
-        instruction.keyword, instruction.args
-    )
+/// What a step's image is committed with: the settings kept, with the labels of
+/// `image_labels` (none of sandboxd's carried, the organization that built it).
+fn committed(settings: &Settings, organization_id: &str) -> Settings {
+    Settings {
+        labels: image_labels(&settings.labels, organization_id),
+        ..settings.clone()
+    }
 }
 
 /// A build to run.
@@ -96,6 +93,11 @@ impl Job {
             if let Err(error) = engine.remove_container(&container).await {
                 warn!(build_id = %self.build.build_id, %container, error = %sandboxd_core::error::chain(&error), "could not remove a build's container");
             }
+        }
+        // And whatever else the engine holds of it (a container made as the time limit
+        // cut its create short).
+        if let Err(error) = engine.remove_build_containers(&self.build.build_id).await {
+            warn!(build_id = %self.build.build_id, error = %sandboxd_core::error::chain(&error), "could not look for a build's containers");
         }
         let outcome = outcome.unwrap_or_else(|_| {
             Err(failed(
@@ -151,6 +153,7 @@ impl Job {
     ) -> Result<Settings, Failure> {
         let engine = self.service.engine().clone();
         let build_id = self.build.build_id.as_str();
+        let organization = self.build.organization_id.as_str();
         let names: BTreeSet<String> = self.cmd.files.keys().cloned().collect();
         let mut instructions: Vec<Instruction> = self
             .cmd
@@ -174,97 +177,80 @@ impl Job {
         log.line(
             1,
             "system",
-            &format!("Step 1/{total} : FROM {}", self.cmd.recipe.from),
+            &step_line(1, total, "FROM", &self.cmd.recipe.from),
         );
-        let base = engine
+        let mut base = engine
             .image_facts(&self.base.image)
             .await
             .map_err(|e| engine_failed(build_id, 1, "reading the base image", &e))?
             .ok_or_else(|| failed(1, "the engine no longer holds the base image"))?;
-        // Every step planned first, on the base's settings: each step that writes files
-        // is kept as one image with the settings of the steps after it up to the next
-        // such step, so settings cost no commit of their own.
+        // sandboxd's own labels of the base are not the template's.
+        base.settings
+            .labels
+            .retain(|name, _| !name.starts_with(RESERVED_LABELS));
+        // Each file's digest once, off the runtime's threads (up to 64 MiB to hash).
+        let files = self.cmd.files.clone();
+        let digests: BTreeMap<String, String> = tokio::task::spawn_blocking(move || {
+            files
+                .iter()
+                .map(|(name, content)| (name.clone(), content_digest(content)))
+                .collect()
+        })
+        .await
+        .map_err(|_| failed(1, "the files could not be read"))?;
+        let runs_in = format!("{:?} {:?}", self.cmd.network, self.runtime);
         let mut steps = Steps::new(base.settings.clone());
-        let mut key = base_key(&base.id);
-        let mut planned: Vec<Planned> = Vec::new();
+        let mut key = base_key(organization, &base.id, &runs_in);
+        let mut image = base.id.clone();
+        let mut image_key = key.clone();
         for (index, instruction) in instructions.iter().enumerate() {
             let step = index as i64 + 2;
-            let action = match steps.next_action(instruction, &names) {
-                Ok(action) => action,
-                Err(error) => {
-                    log.line(step, "system", &step_line(step, total, instruction));
-                    return Err(failed(step, error.to_string()));
-                }
-            };
-            let digests: Vec<(CopyTarget, String)> = match &action {
+            current.store(step, Ordering::Relaxed);
+            if instruction.line > 0 {
+                log.line(
+                    step,
+                    "system",
+                    &step_line(step, total, &instruction.keyword, &instruction.args),
+                );
+            }
+            log.clear_tail();
+            log.flush().await;
+            let action = steps
+                .next_action(instruction, &names)
+                .map_err(|e| failed(step, e.to_string()))?;
+            let copied: Vec<(&CopyTarget, &str)> = match &action {
                 Action::Copy { targets, .. } => targets
                     .iter()
-                    .map(|t| {
-                        let content = self.cmd.files.get(&t.file).map(Vec::as_slice);
-                        (t.clone(), content_digest(content.unwrap_or_default()))
-                    })
+                    .map(|t| (t, digests.get(&t.file).map_or("", String::as_str)))
                     .collect(),
                 _ => Vec::new(),
             };
-            let copied: Vec<(&CopyTarget, &str)> =
-                digests.iter().map(|(t, d)| (t, d.as_str())).collect();
             key = step_key(&key, instruction, &copied);
-            planned.push(Planned {
-                step,
-                instruction,
-                action,
-                settings: steps.settings.clone(),
-                key: key.clone(),
-            });
-        }
-        let writes: Vec<usize> = (0..planned.len())
-            .filter(|&i| planned[i].action != Action::Settings)
-            .collect();
-        // The steps before the first that writes files only change settings.
-        let first = writes.first().copied().unwrap_or(planned.len());
-        for p in &planned[..first] {
-            if p.instruction.line > 0 {
-                log.line(p.step, "system", &step_line(p.step, total, p.instruction));
+            if action == Action::Settings {
+                continue;
             }
-        }
-        let mut image = base.id.clone();
-        let mut image_key = base_key(&base.id);
-        for (n, &at) in writes.iter().enumerate() {
-            let last = writes.get(n + 1).map_or(planned.len(), |&next| next) - 1;
-            let (p, kept) = (&planned[at], &planned[last]);
-            current.store(p.step, Ordering::Relaxed);
-            log.line(p.step, "system", &step_line(p.step, total, p.instruction));
-            log.flush().await;
-            let cached = cache_image(&kept.key);
-            if self.holds(&engine, p.step, &cached).await? {
-                log.line(p.step, "system", " ---> cached");
+            // Each step that writes files is kept under its own key, with the settings
+            // as of that step: what comes after it never makes it run again.
+            let cached = cache_image(&key);
+            if self.holds(&engine, step, &cached).await? {
+                log.line(step, "system", " ---> cached");
             } else {
+                let settings = committed(&steps.settings, organization);
                 self.layer(
-                    &engine,
-                    log,
-                    made,
-                    p.step,
-                    &image,
-                    &cached,
-                    &p.action,
-                    &kept.settings,
+                    &engine, log, made, step, &image, &cached, &action, &settings,
                 )
                 .await?;
-                self.check_disk(&engine, p.step, &cached, base.size).await?;
-            }
-            for q in &planned[at + 1..=last] {
-                if q.instruction.line > 0 {
-                    log.line(q.step, "system", &step_line(q.step, total, q.instruction));
-                }
+                self.check_disk(&engine, step, &cached, base.size).await?;
             }
             image = cached;
-            image_key = kept.key.clone();
+            image_key = key.clone();
         }
         if image_key != key {
-            // Only settings changed since the base: one image with them.
+            // Settings changed after the last step that wrote files: one more image.
             let step = total as i64;
             let cached = cache_image(&key);
             if !self.holds(&engine, step, &cached).await? {
+                let settings = committed(&steps.settings, organization);
                 self.layer(
                     &engine,
                     log,
@@ -273,7 +259,7 @@ impl Job {
                     &image,
                     &cached,
                     &Action::Settings,
-                    &steps.settings,
+                    &settings,
                 )
                 .await?;
             }
@@ -436,12 +422,36 @@ impl Job {
                     .map_err(|e| engine_failed(build_id, step, "copying the files", &e))?;
             }
             Action::MakeDir { path } => {
-                let tar = dir_archive(path, mtime)
-                    .map_err(|e| failed(step, format!("the workdir could not be packed: {e}")))?;
-                engine
-                    .unpack_at_root(&container, tar)
+                // Made as the engine's builder makes it, directories that exist left as
+                // they are (their owner, their mode: `/tmp` keeps its sticky bit).
+                engine.start_container(&container).await.map_err(|e| {
+                    engine_failed(build_id, step, "starting the step's container", &e)
+                })?;
+                let spec = ExecSpec {
+                    argv: vec!["mkdir".into(), "-p".into(), "--".into(), path.clone()],
+                    cwd: Some("/".into()),
+                    env: Vec::new(),
+                    user: Some("0".into()),
+                    timeout: Duration::from_secs(60),
+                    max_output: 4096,
+                    stream: None,
+                };
+                let outcome = engine
+                    .exec(&container, spec)
                     .await
                     .map_err(|e| engine_failed(build_id, step, "making the workdir", &e))?;
+                if outcome.exit_code != 0 {
+                    return Err(failed(
+                        step,
+                        format!(
+                            "the workdir {path} could not be made: {}",
+                            String::from_utf8_lossy(&outcome.stderr).trim()
+                        ),
+                    ));
+                }
+                engine.kill_container(&container).await.map_err(|e| {
+                    engine_failed(build_id, step, "stopping the step's container", &e)
+                })?;
             }
             Action::Settings => {}
         }

@@ -2,7 +2,8 @@
 //! and periodic reconcile are the same pass.
 //!
 //! Reconcile (`Duties::reconcile_once`) runs on the local engine, then on each server,
-//! skipping and reporting one it cannot reach.
+//! skipping and reporting one it cannot reach. The reaper pass also fails the template
+//! builds whose runner is gone (still `building` past their time limit).
 
 use sandboxd_core::model::{Expiry, SandboxStatus};
 use sandboxd_core::reconcile::{expired, plan_reconcile};
@@ -75,6 +76,26 @@ impl Duties {
                     warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "reaper could not kill an expired sandbox");
                     report.failed.push(id);
                 }
+            }
+        }
+        // Builds cut short (sandboxd stopped while they ran): past twice their time
+        // limit no runner is left to end them, and they hold their organization's share
+        // of builds.
+        let margin = self.service.inner.options.builds.timeout * 2;
+        let cut = self
+            .service
+            .store()
+            .fail_stale_builds(now - margin.as_millis() as i64, now)
+            .await?;
+        for build_id in cut {
+            warn!(%build_id, "a build still building past its time limit was marked failed");
+            if let Err(error) = self
+                .service
+                .engine()
+                .remove_build_containers(&build_id)
+                .await
+            {
+                warn!(%build_id, error = %sandboxd_core::error::chain(&error), "could not remove the containers of a build cut short");
             }
         }
         if !report.killed.is_empty() || !report.paused.is_empty() {

@@ -139,12 +139,24 @@ impl Sandboxes {
                     )
                     .into());
                 }
+                let floor = built
+                    .isolation
+                    .as_deref()
+                    .and_then(sandboxd_core::model::Isolation::parse);
+                if floor == Some(sandboxd_core::model::Isolation::Gvisor)
+                    && cmd.isolation == Some(sandboxd_core::model::Isolation::Container)
+                {
+                    return Err(Invalid::one(
+                        "isolation",
+                        format!("the template {name} runs under gvisor, and so do its sandboxes"),
+                    )
+                    .into());
+                }
                 if cmd.isolation.is_none() {
-                    cmd.isolation = match built.isolation.as_deref() {
-                        Some("gvisor") => Some(sandboxd_core::model::Isolation::Gvisor),
-                        Some("container") => Some(sandboxd_core::model::Isolation::Container),
-                        _ => None,
-                    };
+                    cmd.isolation = built
+                        .isolation
+                        .as_deref()
+                        .and_then(sandboxd_core::model::Isolation::parse);
                 }
                 Some(built)
             }
@@ -415,6 +427,12 @@ impl Sandboxes {
                     return Err(ServiceError::NotRunning(NotRunning(now.status)));
                 }
                 info!(sandbox_id = %row.sandbox_id, image = %row.image, "sandbox running");
+                if let Some(argv) = built.as_ref().and_then(|b| b.start.clone()) {
+                    self.service
+                        .builds()
+                        .start_command(caller, &row.sandbox_id, argv)
+                        .await;
+                }
                 // Only a create that ran counts for its shape's pool: one of an image
                 // that cannot be made never has a pool.
                 if let Some(pool) = demand {

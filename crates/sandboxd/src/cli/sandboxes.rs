@@ -267,9 +267,16 @@ pub fn templates_table(templates: &Value) -> String {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|t| vec![text(&t["name"]), text(&t["image"]), text(&t["description"])])
+        .map(|t| {
+            vec![
+                text(&t["name"]),
+                text(&t["kind"]),
+                text(&t["image"]),
+                text(&t["description"]),
+            ]
+        })
         .collect();
-    table::render(&["NAME", "IMAGE", "DESCRIPTION"], &rows)
+    table::render(&["NAME", "KIND", "IMAGE", "DESCRIPTION"], &rows)
 }
 
 pub async fn files(client: &Client, id: &str, path: Option<&str>) -> Result<Value, Failure> {

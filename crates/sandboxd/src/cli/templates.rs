@@ -40,10 +40,10 @@ pub enum TemplateCommand {
         /// The project it belongs to [default: your only project].
         #[arg(long)]
         project: Option<String>,
-        /// CPUs of the build's steps and the default of its sandboxes.
+        /// CPUs of the build's steps.
         #[arg(long)]
         cpu: Option<f64>,
-        /// Memory of the build's steps and the default of its sandboxes, MiB.
+        /// Memory of the build's steps, MiB.
         #[arg(long)]
         memory_mb: Option<i64>,
         /// `container` or `gvisor`.

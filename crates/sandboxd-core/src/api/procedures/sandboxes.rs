@@ -144,11 +144,13 @@ crate::define! {
         response: plain(bool),
     }
 
-    /// The built-in templates.
+    /// The templates sandboxes can be made from: the configured ones (`kind:
+    /// "configured"`), then the ready ones built in projects the caller sees (`kind:
+    /// "built"`, with their project).
     SandboxTemplates {
         name: "sandbox.templates", method: Get, names: Nothing, forwarded: false,
         tag: "sandbox", errors: [401],
-        tool "sandbox-templates" "The built-in templates (base, python, node) with their images, users and working directories.",
+        tool "sandbox-templates" "The templates you can create sandboxes from: the configured ones (base, python, node) and those built in your projects, with their images, users and working directories.",
         request: none,
         response: list(TemplateView),
     }

@@ -1,0 +1,175 @@
+//! Templates users build: a first build (a variable, a copy and two `RUN`s, each
+//! iteration's Dockerfile new to the cache) against a rebuild of the same, served from
+//! the cache; how soon a line a `RUN` prints reaches a client following the log
+//! (server-sent events), from the time the step wrote into the line itself to the time
+//! it arrived (the sandbox and the benchmark share the host's clock); and create → first
+//! output from the built template against the configured template it is built on,
+//! interleaved.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use futures_util::StreamExt as _;
+use serde_json::{Value, json};
+
+use crate::http::{Http, KEY};
+use crate::report::{Row, Samples};
+
+/// The built template the creates use.
+const NAME: &str = "bench-built";
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
+}
+
+fn dockerfile(nonce: u128) -> String {
+    format!(
+        "FROM base\nENV BENCH_NONCE={nonce}\nCOPY tool.sh /opt/tool.sh\nRUN sh /opt/tool.sh > /opt/out\nRUN echo done\n"
+    )
+}
+
+/// Starts a build; answers its id.
+async fn build(api: &Http, name: &str, dockerfile: &str) -> anyhow::Result<String> {
+    let files = json!({"tool.sh": base64_simd::STANDARD.encode_to_string("echo tool\n")});
+    let started = api
+        .post(
+            "template.build",
+            json!({"name": name, "dockerfile": dockerfile, "files": files}),
+        )
+        .await?;
+    Ok(started["buildId"].as_str().context("buildId")?.to_owned())
+}
+
+/// Follows a build's log stream to its end; `on_entry` gets each entry as it arrives.
+async fn follow(
+    api: &Http,
+    build_id: &str,
+    mut on_entry: impl FnMut(&Value),
+) -> anyhow::Result<Value> {
+    let response = reqwest::Client::new()
+        .get(format!("{}/api/template.buildLogStream", api.url))
+        .header("x-api-key", KEY)
+        .query(&[("buildId", build_id)])
+        .send()
+        .await?
+        .error_for_status()?;
+    let mut body = response.bytes_stream();
+    let mut buffer = String::new();
+    while let Some(chunk) = body.next().await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk?));
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            let data: String = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            let value: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+            if event.contains("event: end") {
+                if value["status"] != "ready" {
+                    bail!("build {build_id} failed: {value}");
+                }
+                return Ok(value);
+            }
+            on_entry(&value);
+        }
+    }
+    bail!("the log of build {build_id} ended early")
+}
+
+/// How long a build takes from its request to its end, as a client following it sees.
+async fn timed_build(api: &Http, name: &str, dockerfile: &str) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let id = build(api, name, dockerfile).await?;
+    follow(api, &id, |_| {}).await?;
+    Ok(started.elapsed())
+}
+
+/// Runs the scenarios `iterations` times on `api` (a server with the agent).
+pub async fn run(api: &Http, iterations: usize) -> anyhow::Result<Vec<Row>> {
+    let mut first = Samples::default();
+    let mut cached = Samples::default();
+    let mut latency = Samples::default();
+    let mut create = [Samples::default(), Samples::default()];
+    let outcome = async {
+        for iteration in 0..iterations {
+            let text = dockerfile(now_ns());
+            first.push(timed_build(api, NAME, &text).await?);
+            cached.push(timed_build(api, NAME, &text).await?);
+            // A step that prints its own time five times, 200 ms apart.
+            let printing = format!(
+                "FROM base\nENV BENCH_NONCE={}\nRUN for i in 1 2 3 4 5; do date +%s%N; sleep 0.2; done\n",
+                now_ns()
+            );
+            let id = build(api, &format!("bench-log-{iteration}"), &printing).await?;
+            follow(api, &id, |entry| {
+                if entry["stream"] == "stdout"
+                    && let Some(printed) = entry["line"].as_str().and_then(|l| l.parse::<u128>().ok())
+                {
+                    let arrived = now_ns();
+                    latency.push(Duration::from_nanos(
+                        arrived.saturating_sub(printed).min(u128::from(u64::MAX)) as u64,
+                    ));
+                }
+            })
+            .await?;
+            let (built, took) = api
+                .create_with_and_echo(json!({"template": NAME}))
+                .await?;
+            create[0].push(took);
+            let (configured, took) = api.create_and_echo().await?;
+            create[1].push(took);
+            for id in [&built, &configured] {
+                api.remove(id).await?;
+            }
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    if let Ok(all) = api.get("template.all", &[]).await {
+        for template in all.as_array().into_iter().flatten() {
+            let _ = api
+                .post(
+                    "template.remove",
+                    json!({"templateId": template["templateId"]}),
+                )
+                .await;
+        }
+    }
+    for repository in ["sandboxd-templates", "sandboxd-build-cache"] {
+        let _ = std::process::Command::new("bash")
+            .args([
+                "-c",
+                &format!(
+                    "docker images -q --filter reference='{repository}:*' | sort -u | xargs -r docker rmi -f >/dev/null 2>&1"
+                ),
+            ])
+            .status();
+    }
+    outcome?;
+    let [built, configured] = create;
+    Ok(vec![
+        Row::new(
+            "build of 3 steps",
+            vec![
+                ("served from the cache", cached),
+                ("first build (floor)", first),
+            ],
+        ),
+        Row::new(
+            "a RUN's line, printed → at the client",
+            vec![("server-sent events", latency)],
+        ),
+        Row::new(
+            "create → first output",
+            vec![
+                ("built template", built),
+                ("configured template it is built on (floor)", configured),
+            ],
+        ),
+    ])
+}
