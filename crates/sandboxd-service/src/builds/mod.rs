@@ -1,11 +1,14 @@
 //! `template.*`: templates users build. A build is checked (`validate::build_template`),
 //! its `FROM` resolved to an image the engine holds (`base.rs`), kept in `building`
 //! within the organization's bound on builds at once, and run in the background on the
-//! local engine (`run.rs`), its log written as it goes (`log.rs`). The newest ready
+//! local engine (`run.rs`, each step in its container by `layer.rs`), its log written as
+//! it goes (`log.rs`). The newest ready
 //! version of a name is what `sandbox.create {template}` uses (`ready_for_create`). A
 //! template is removed, with its images, while no live sandbox uses it.
 
 mod base;
+mod failure;
+mod layer;
 mod log;
 mod run;
 

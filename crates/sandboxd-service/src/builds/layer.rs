@@ -1,0 +1,218 @@
+//! One step of a build in its container: the container made from the step's base
+//! image, planned as a sandbox's; a `RUN` run through the engine's exec with its output
+//! into the log as it comes, a copy unpacked by the engine, a workdir made with
+//! `mkdir -p`; the container committed as the step's image and removed. And the checks
+//! around a step: whether the cache holds its image, and whether the image stays within
+//! the build's disk limit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sandboxd_contracts::{Engine, ExecSpec};
+use sandboxd_core::plan::NetworkPlan;
+use sandboxd_core::template_build::{
+    Action, BuildShape, Settings, build_container_plan, copy_archive,
+};
+
+use super::failure::{Failure, engine_failed, failed};
+use super::log::BuildLog;
+use super::run::Job;
+use crate::now_ms;
+
+/// How often a running step's output is written to the log.
+const LOG_FLUSH: Duration = Duration::from_millis(50);
+
+impl Job {
+    pub(super) async fn holds(
+        &self,
+        engine: &Arc<dyn Engine>,
+        step: i64,
+        image: &str,
+    ) -> Result<bool, Failure> {
+        Ok(engine
+            .image_facts(image)
+            .await
+            .map_err(|e| engine_failed(&self.build.build_id, step, "reading the cache", &e))?
+            .is_some())
+    }
+
+    /// Refuses a step's image that adds more than the disk limit to the base (and
+    /// removes it: it is no cache).
+    pub(super) async fn check_disk(
+        &self,
+        engine: &Arc<dyn Engine>,
+        step: i64,
+        image: &str,
+        base_size: i64,
+    ) -> Result<(), Failure> {
+        let limit = self.service.inner.options.builds.disk_mb;
+        let size = engine
+            .image_facts(image)
+            .await
+            .map_err(|e| engine_failed(&self.build.build_id, step, "reading the step's image", &e))?
+            .map(|facts| facts.size)
+            .unwrap_or_default();
+        let added_mb = (size - base_size).max(0) / (1024 * 1024);
+        if added_mb > limit {
+            let _ = engine.remove_image(image).await;
+            return Err(failed(
+                step,
+                format!(
+                    "the template adds {added_mb} MiB to its base, over the build's disk limit of {limit} MiB"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs one step in a container of its own on `from` and commits it as `to`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn layer(
+        &self,
+        engine: &Arc<dyn Engine>,
+        log: &mut BuildLog,
+        made: &Arc<std::sync::Mutex<Vec<String>>>,
+        step: i64,
+        from: &str,
+        to: &str,
+        action: &Action,
+        settings: &Settings,
+    ) -> Result<(), Failure> {
+        let build_id = self.build.build_id.as_str();
+        let shape = BuildShape {
+            cpu: self.cmd.cpu,
+            memory_mb: self.cmd.memory_mb,
+            network: self.cmd.network,
+            runtime: self.runtime.clone(),
+        };
+        let plan = build_container_plan(
+            build_id,
+            step as usize,
+            from,
+            self.service.instance_id(),
+            &shape,
+        );
+        if let NetworkPlan::Bridge(name) = &plan.network {
+            engine
+                .ensure_bridge(name)
+                .await
+                .map_err(|e| engine_failed(build_id, step, "making the network", &e))?;
+        }
+        let container = engine
+            .create_container(&plan)
+            .await
+            .map_err(|e| engine_failed(build_id, step, "making the step's container", &e))?;
+        if let Ok(mut made) = made.lock() {
+            made.push(container.clone());
+        }
+        let mtime = (now_ms() / 1000).max(0) as u64;
+        match action {
+            Action::Run {
+                argv,
+                env,
+                user,
+                cwd,
+            } => {
+                engine.start_container(&container).await.map_err(|e| {
+                    engine_failed(build_id, step, "starting the step's container", &e)
+                })?;
+                let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+                let spec = ExecSpec {
+                    argv: argv.clone(),
+                    cwd: Some(cwd.clone()),
+                    env: env.clone(),
+                    user: Some(if user.is_empty() {
+                        "0".into()
+                    } else {
+                        user.clone()
+                    }),
+                    // The build's own time limit ends it first.
+                    timeout: self.service.inner.options.builds.timeout,
+                    max_output: 0,
+                    stream: Some(tx),
+                };
+                let exec = engine.exec(&container, spec);
+                tokio::pin!(exec);
+                let mut flush = tokio::time::interval(LOG_FLUSH);
+                let outcome = loop {
+                    tokio::select! {
+                        outcome = &mut exec => break outcome,
+                        Some((stream, chunk)) = rx.recv() => log.output(step, stream, &chunk),
+                        _ = flush.tick() => log.flush().await,
+                    }
+                };
+                while let Ok((stream, chunk)) = rx.try_recv() {
+                    log.output(step, stream, &chunk);
+                }
+                log.end_output(step);
+                log.flush().await;
+                let outcome =
+                    outcome.map_err(|e| engine_failed(build_id, step, "running the step", &e))?;
+                if outcome.timed_out {
+                    return Err(failed(step, "RUN passed the build's time limit"));
+                }
+                if outcome.exit_code != 0 {
+                    return Err(failed(
+                        step,
+                        format!("RUN exited with code {}", outcome.exit_code),
+                    ));
+                }
+                // What the step left running ends before its files are kept.
+                engine.kill_container(&container).await.map_err(|e| {
+                    engine_failed(build_id, step, "stopping the step's container", &e)
+                })?;
+            }
+            Action::Copy { targets, owner } => {
+                let tar = copy_archive(targets, &self.cmd.files, *owner, mtime)
+                    .map_err(|e| failed(step, format!("the files could not be packed: {e}")))?;
+                engine
+                    .unpack_at_root(&container, tar)
+                    .await
+                    .map_err(|e| engine_failed(build_id, step, "copying the files", &e))?;
+            }
+            Action::MakeDir { path } => {
+                // Made as the engine's builder makes it, directories that exist left as
+                // they are (their owner, their mode: `/tmp` keeps its sticky bit).
+                engine.start_container(&container).await.map_err(|e| {
+                    engine_failed(build_id, step, "starting the step's container", &e)
+                })?;
+                let spec = ExecSpec {
+                    argv: vec!["mkdir".into(), "-p".into(), "--".into(), path.clone()],
+                    cwd: Some("/".into()),
+                    env: Vec::new(),
+                    user: Some("0".into()),
+                    timeout: Duration::from_secs(60),
+                    max_output: 4096,
+                    stream: None,
+                };
+                let outcome = engine
+                    .exec(&container, spec)
+                    .await
+                    .map_err(|e| engine_failed(build_id, step, "making the workdir", &e))?;
+                if outcome.exit_code != 0 {
+                    return Err(failed(
+                        step,
+                        format!(
+                            "the workdir {path} could not be made: {}",
+                            String::from_utf8_lossy(&outcome.stderr).trim()
+                        ),
+                    ));
+                }
+                engine.kill_container(&container).await.map_err(|e| {
+                    engine_failed(build_id, step, "stopping the step's container", &e)
+                })?;
+            }
+            Action::Settings => {}
+        }
+        engine
+            .commit_as(&container, to, settings)
+            .await
+            .map_err(|e| engine_failed(build_id, step, "keeping the step's image", &e))?;
+        if engine.remove_container(&container).await.is_ok()
+            && let Ok(mut made) = made.lock()
+        {
+            made.retain(|c| *c != container);
+        }
+        Ok(())
+    }
+}
