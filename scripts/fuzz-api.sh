@@ -64,8 +64,9 @@ if [ -n "${FUZZ_KEEP_REPORT:-}" ]; then
   cp "$report/events.ndjson" "$report/out.txt" "$data/server.log" "$FUZZ_KEEP_REPORT/"
 fi
 rm -rf "$report"
-# The images of the templates the pass built, and their build cache.
+# The images of the templates the pass built, and their build cache, by name (a step's
+# image is the parent of the next one's: an id with children is not removed).
 for repository in sandboxd-templates sandboxd-build-cache; do
-  docker images -q --filter "reference=$repository:*" | sort -u | xargs -r docker rmi -f >/dev/null 2>&1 || true
+  docker images --format '{{.Repository}}:{{.Tag}}' --filter "reference=$repository:*" | xargs -r docker rmi >/dev/null 2>&1 || true
 done
 exit "$status"

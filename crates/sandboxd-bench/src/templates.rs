@@ -144,8 +144,10 @@ pub async fn run(api: &Http, iterations: usize) -> anyhow::Result<Vec<Row>> {
         let _ = std::process::Command::new("bash")
             .args([
                 "-c",
+                // By name: a step's image is the parent of the next one's, and removing
+                // an id that still has children fails; a name goes in any order.
                 &format!(
-                    "docker images -q --filter reference='{repository}:*' | sort -u | xargs -r docker rmi -f >/dev/null 2>&1"
+                    "docker images --format '{{{{.Repository}}}}:{{{{.Tag}}}}' --filter reference='{repository}:*' | xargs -r docker rmi >/dev/null 2>&1"
                 ),
             ])
             .status();

@@ -242,7 +242,7 @@ fn remove_build_images() {
     let _ = Command::new("bash")
         .args([
             "-c",
-            "for r in sandboxd-templates sandboxd-build-cache; do docker images -q --filter reference=\"$r:*\" | xargs -r docker rmi -f >/dev/null 2>&1; done",
+            "for r in sandboxd-templates sandboxd-build-cache; do docker images --format '{{.Repository}}:{{.Tag}}' --filter reference=\"$r:*\" | xargs -r docker rmi >/dev/null 2>&1; done",
         ])
         .status();
 }

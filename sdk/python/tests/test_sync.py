@@ -483,15 +483,18 @@ def test_an_allowlist_sandbox_keeps_its_list_and_it_is_replaced(server):
 
 
 def _remove_build_images() -> None:
+    # By name: a step's image is the parent of the next one's, and an id with children
+    # is not removed; a name goes in any order.
     for repository in ("sandboxd-templates", "sandboxd-build-cache"):
         listed = subprocess.run(
-            ["docker", "images", "-q", "--filter", f"reference={repository}:*"],
+            ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}",
+             "--filter", f"reference={repository}:*"],
             capture_output=True,
             text=True,
             check=False,
         ).stdout.split()
         if listed:
-            subprocess.run(["docker", "rmi", "-f", *set(listed)], capture_output=True, check=False)
+            subprocess.run(["docker", "rmi", *listed], capture_output=True, check=False)
 
 
 def test_a_template_built_in_code_makes_sandboxes(server, tmp_path):

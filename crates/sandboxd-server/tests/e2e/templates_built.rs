@@ -90,11 +90,12 @@ async fn stdout(server: &TestServer, sandbox: &Value, cmd: &str) -> String {
 
 /// Removes the images the builds made (only this test builds).
 fn remove_build_images() {
+    // By name: a step's image is the parent of the next one's, and an id with children
+    // is not removed; a name goes in any order.
     let _ = std::process::Command::new("bash")
         .args([
             "-c",
-            "docker images -q --filter reference='sandboxd-templates:*' --filter reference='sandboxd-build-cache:*' | sort -u | xargs -r docker rmi -f >/dev/null 2>&1; \
-             docker images -q --filter reference='sandboxd-build-cache:*' | xargs -r docker rmi -f >/dev/null 2>&1",
+            "for r in sandboxd-templates sandboxd-build-cache; do docker images --format '{{.Repository}}:{{.Tag}}' --filter reference=\"$r:*\" | xargs -r docker rmi >/dev/null 2>&1; done",
         ])
         .status();
 }
