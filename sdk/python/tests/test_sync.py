@@ -495,6 +495,19 @@ def _remove_build_images() -> None:
         ).stdout.split()
         if listed:
             subprocess.run(["docker", "rmi", *listed], capture_output=True, check=False)
+    # A sandbox's container removed in the background may still have held one.
+    for _ in range(50):
+        left = subprocess.run(
+            ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}",
+             "--filter", "reference=sandboxd-build-cache:*"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        if not left:
+            return
+        subprocess.run(["docker", "rmi", *left], capture_output=True, check=False)
+        time.sleep(0.2)
 
 
 def test_a_template_built_in_code_makes_sandboxes(server, tmp_path):

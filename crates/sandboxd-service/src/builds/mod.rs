@@ -50,6 +50,10 @@ impl Default for BuildOptions {
     }
 }
 
+/// How long a removal waits for the containers of killed sandboxes to let go of the
+/// template's image.
+const CONTAINERS_LEAVING: Duration = Duration::from_secs(10);
+
 /// The most log lines one `template.buildLog` answers.
 pub const LOG_PAGE: i64 = 1000;
 
@@ -311,8 +315,22 @@ impl Builds {
             .await?;
         let engine = self.service.engine();
         for image in images {
-            if let Err(error) = engine.remove_image(&image).await {
-                warn!(%image, error = %sandboxd_core::error::chain(&error), "could not remove a template's image");
+            // The containers of sandboxes killed a moment ago may still hold the image:
+            // they are removed in the background.
+            let deadline = tokio::time::Instant::now() + CONTAINERS_LEAVING;
+            loop {
+                match engine.remove_image(&image).await {
+                    Ok(()) => break,
+                    Err(sandboxd_contracts::EngineError::Rejected { status: 409, .. })
+                        if tokio::time::Instant::now() < deadline =>
+                    {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    Err(error) => {
+                        warn!(%image, error = %sandboxd_core::error::chain(&error), "could not remove a template's image");
+                        break;
+                    }
+                }
             }
         }
         self.service
