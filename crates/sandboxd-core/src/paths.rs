@@ -15,8 +15,14 @@ pub fn absolute(field: &str, raw: &str) -> Result<String, Invalid> {
     if !raw.starts_with('/') || raw.contains('\0') {
         return Err(Invalid::one(field, "path must be absolute"));
     }
+    Ok(normalized(raw))
+}
+
+/// `path` normalized lexically as an absolute path: `.` and empty segments dropped,
+/// `..` applied (never above `/`).
+pub fn normalized(path: &str) -> String {
     let mut segments: Vec<&str> = Vec::new();
-    for segment in raw.split('/') {
+    for segment in path.split('/') {
         match segment {
             "" | "." => {}
             ".." => {
@@ -25,7 +31,7 @@ pub fn absolute(field: &str, raw: &str) -> Result<String, Invalid> {
             other => segments.push(other),
         }
     }
-    Ok(format!("/{}", segments.join("/")))
+    format!("/{}", segments.join("/"))
 }
 
 /// Splits a normalized absolute path into its parent directory and file name;

@@ -198,17 +198,7 @@ pub fn resolve(path: &str, field: &str) -> Result<String, Invalid> {
     } else {
         format!("{HOME}/{path}")
     };
-    let mut parts: Vec<&str> = Vec::new();
-    for part in joined.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            part => parts.push(part),
-        }
-    }
-    Ok(format!("/{}", parts.join("/")))
+    Ok(crate::paths::normalized(&joined))
 }
 
 /// The depth a listing asks for: at least one.

@@ -358,22 +358,11 @@ fn numeric_owner(value: &str) -> Option<(u64, u64)> {
 
 /// `path` made absolute against `cwd`, with `.` and `..` parts resolved (never above `/`).
 pub fn absolute(cwd: &str, path: &str) -> String {
-    let joined = if path.starts_with('/') {
-        path.to_owned()
+    if path.starts_with('/') {
+        crate::paths::normalized(path)
     } else {
-        format!("{cwd}/{path}")
-    };
-    let mut parts: Vec<&str> = Vec::new();
-    for part in joined.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            part => parts.push(part),
-        }
+        crate::paths::normalized(&format!("{cwd}/{path}"))
     }
-    format!("/{}", parts.join("/"))
 }
 
 #[cfg(test)]
