@@ -38,6 +38,10 @@ cgroups() {
     -regex '.*/(docker/|docker-)[0-9a-f]{64}(\.scope)?' 2>/dev/null || true; } | sort
 }
 cgroups_before=$(cgroups)
+# Images prepared for sandboxes (sandboxd's own cache: an image with a sandbox's
+# workdir made) that the suite makes are removed at its end.
+prepared() { docker images -q --no-trunc sandboxd-prepared | sort -u; }
+prepared_before=$(prepared)
 step "the workspace's tests"
 cargo nextest run --workspace --no-fail-fast "$@"
 # The end-to-end core again with every sandbox under gVisor: create, exec, streaming,
@@ -65,6 +69,9 @@ bash scripts/test-e2b-python.sh
 step "the fuzz pass"
 bash scripts/fuzz-api.sh
 step "what is left"
+# The images the suite prepared go.
+made=$(comm -13 <(echo "$prepared_before") <(prepared))
+[ -z "$made" ] || docker rmi -f $made >/dev/null
 # Nothing of gVisor is left running: every gVisor sandbox the tests made was removed with
 # its sentry and gofer (their processes are named `exe`; their command lines name runsc).
 if left=$(pgrep -af 'runsc-(sandbox|gofer)'); then

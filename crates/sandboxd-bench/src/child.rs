@@ -130,12 +130,21 @@ impl ChildServer {
     /// As [`ChildServer::settle`], for the base template's pool of `network` (one kept
     /// for demand, unless `isolated`).
     pub async fn settle_pool(&self, network: &str, size: usize) -> anyhow::Result<()> {
+        self.settle_series(
+            &format!(
+                "sandboxd_pool_ready{{pool=\"base\",server=\"local\",network=\"{network}\",image=\"template\"}}"
+            ),
+            size,
+        )
+        .await
+    }
+
+    /// As [`ChildServer::settle`], for the pools of a metric's series
+    /// (`sandboxd_pool_ready{…}`).
+    pub async fn settle_series(&self, metric: &str, size: usize) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(60);
-        let metric = format!(
-            "sandboxd_pool_ready{{pool=\"base\",server=\"local\",network=\"{network}\",image=\"template\"}}"
-        );
         loop {
-            let ready = self.http.metric(&metric).await?.unwrap_or(0.0);
+            let ready = self.http.metric(metric).await?.unwrap_or(0.0);
             let removing = self
                 .http
                 .metric("sandboxd_container_removals_pending")

@@ -7,7 +7,7 @@
 //! `through_api.rs` (a server in this process), `floor.rs` (bollard), `process_start.rs`,
 //! `load.rs`, `snapshots.rs`, `volumes.rs`, and the scenarios behind flags: `remote.rs`
 //! (`--remote`), `store.rs` (`--postgres`), `density.rs` (`--density`), `demand.rs`
-//! (`--demand`), `templates.rs` (`--templates`); `report.rs`.
+//! (`--demand`), `templates.rs` and `prepared.rs` (`--templates`); `report.rs`.
 #![forbid(unsafe_code)]
 
 /// The allocator of `sandboxd` itself: the scenarios that run the service in this
@@ -21,6 +21,7 @@ mod density;
 mod floor;
 mod http;
 mod load;
+mod prepared;
 mod process_start;
 mod remote;
 mod report;
@@ -39,7 +40,7 @@ use crate::http::Http;
 use crate::report::Samples;
 
 /// Members of the warm pool of the warm-create scenario.
-const WARM_POOL: usize = 2;
+pub(crate) const WARM_POOL: usize = 2;
 /// Runs of each short scenario per iteration.
 const REPEAT: usize = 3;
 
@@ -203,7 +204,9 @@ async fn start(args: &Args, instances: &mut Vec<String>) -> anyhow::Result<Serve
         agent: true,
         pool: WARM_POOL,
         database: None,
-        env: Vec::new(),
+        // Pools kept for demand, as by default: a built template's is made for it (the
+        // creates measured here are all of configured pools).
+        env: vec![("SANDBOXD_WARM_ON_DEMAND__BUDGET".into(), "8".into())],
     })
     .await?;
     let inner = through_api::Api::start(&args.image).await?;
@@ -226,7 +229,8 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
         return Ok(());
     }
     if args.templates {
-        let rows = templates::run(&servers.agent.http, args.iterations).await?;
+        let mut rows = templates::run(&servers.agent.http, &servers.warm, args.iterations).await?;
+        rows.extend(prepared::run(&servers.agent.http, &args.image, args.iterations).await?);
         let json = report::print(&rows, args.iterations);
         if let Some(path) = &args.json {
             std::fs::write(path, json)?;

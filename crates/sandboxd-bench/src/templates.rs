@@ -4,7 +4,8 @@
 //! (server-sent events), from the time the step wrote into the line itself to the time
 //! it arrived (the sandbox and the benchmark share the host's clock); and create → first
 //! output from the built template against the configured template it is built on,
-//! interleaved.
+//! interleaved, cold and from warm pools (the built template's kept for its version
+//! from the end of its build).
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -12,6 +13,7 @@ use anyhow::{Context as _, bail};
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 
+use crate::child::ChildServer;
 use crate::http::{Http, KEY};
 use crate::report::{Row, Samples};
 
@@ -88,8 +90,56 @@ async fn timed_build(api: &Http, name: &str, dockerfile: &str) -> anyhow::Result
     Ok(started.elapsed())
 }
 
-/// Runs the scenarios `iterations` times on `api` (a server with the agent).
-pub async fn run(api: &Http, iterations: usize) -> anyhow::Result<Vec<Row>> {
+/// The series of the pools kept for built templates' versions.
+const BUILT_SERIES: &str =
+    r#"sandboxd_pool_ready{pool="built",server="local",network="isolated",image="built"}"#;
+
+/// Create → first output from a built template's pool (kept for its version from the
+/// end of its build) against the configured template's pool, on `warm` (a server with
+/// a configured pool of the base template and pools kept for demand), each claim once
+/// both pools are full and nothing runs in the background.
+async fn warm_creates(warm: &ChildServer, iterations: usize) -> anyhow::Result<[Samples; 2]> {
+    let api = &warm.http;
+    let id = build(api, "bench-warm", &dockerfile(now_ns())).await?;
+    let end = follow(api, &id, |_| {}).await?;
+    if end["status"] != "ready" {
+        bail!("the build failed: {end}");
+    }
+    let mut create = [Samples::default(), Samples::default()];
+    for _ in 0..iterations {
+        warm.settle(crate::WARM_POOL).await?;
+        warm.settle_series(BUILT_SERIES, 1).await?;
+        let (built, took) = api
+            .create_with_and_echo(json!({"template": "bench-warm"}))
+            .await?;
+        create[0].push(took);
+        api.remove(&built).await?;
+        warm.settle(crate::WARM_POOL).await?;
+        warm.settle_series(BUILT_SERIES, 1).await?;
+        let (configured, took) = api.create_and_echo().await?;
+        create[1].push(took);
+        api.remove(&configured).await?;
+    }
+    Ok(create)
+}
+
+/// Removes every template of `api`'s server.
+async fn remove_templates(api: &Http) {
+    if let Ok(all) = api.get("template.all", &[]).await {
+        for template in all.as_array().into_iter().flatten() {
+            let _ = api
+                .post(
+                    "template.remove",
+                    json!({"templateId": template["templateId"]}),
+                )
+                .await;
+        }
+    }
+}
+
+/// Runs the scenarios `iterations` times on `api` (a server with the agent) and `warm`
+/// (one with warm pools).
+pub async fn run(api: &Http, warm: &ChildServer, iterations: usize) -> anyhow::Result<Vec<Row>> {
     let mut first = Samples::default();
     let mut cached = Samples::default();
     let mut latency = Samples::default();
@@ -126,20 +176,12 @@ pub async fn run(api: &Http, iterations: usize) -> anyhow::Result<Vec<Row>> {
                 api.remove(id).await?;
             }
         }
-        anyhow::Ok(())
+        anyhow::Ok(warm_creates(warm, iterations).await?)
     }
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    if let Ok(all) = api.get("template.all", &[]).await {
-        for template in all.as_array().into_iter().flatten() {
-            let _ = api
-                .post(
-                    "template.remove",
-                    json!({"templateId": template["templateId"]}),
-                )
-                .await;
-        }
-    }
+    remove_templates(api).await;
+    remove_templates(&warm.http).await;
     for repository in ["sandboxd-templates", "sandboxd-build-cache"] {
         let _ = std::process::Command::new("bash")
             .args([
@@ -152,7 +194,7 @@ pub async fn run(api: &Http, iterations: usize) -> anyhow::Result<Vec<Row>> {
             ])
             .status();
     }
-    outcome?;
+    let [warm_built, warm_configured] = outcome?;
     let [built, configured] = create;
     Ok(vec![
         Row::new(
@@ -167,10 +209,17 @@ pub async fn run(api: &Http, iterations: usize) -> anyhow::Result<Vec<Row>> {
             vec![("server-sent events", latency)],
         ),
         Row::new(
-            "create → first output",
+            "create → first output, cold",
             vec![
                 ("built template", built),
                 ("configured template it is built on (floor)", configured),
+            ],
+        ),
+        Row::new(
+            "create → first output, warm",
+            vec![
+                ("built template's pool", warm_built),
+                ("configured template's pool (floor)", warm_configured),
             ],
         ),
     ])

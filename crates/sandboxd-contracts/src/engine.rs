@@ -60,6 +60,15 @@ pub struct ImageFacts {
     pub settings: sandboxd_core::template_build::Settings,
 }
 
+/// An image made present: what a sandbox of it needs to know of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnsuredImage {
+    /// The user it runs as by default (empty: root).
+    pub user: String,
+    /// Its content-addressed id (`sha256:…`); empty when the engine does not say.
+    pub id: String,
+}
+
 /// The stream of container deaths an engine reports.
 pub type Deaths = Pin<Box<dyn Stream<Item = Result<ContainerDeath, EngineError>> + Send>>;
 
@@ -82,8 +91,23 @@ pub trait Engine: Debug + Send + Sync + 'static {
         (Reachability::Reachable, None)
     }
 
-    /// Makes the image present (pulling it when missing); returns its configured user.
-    async fn ensure_image(&self, image: &str) -> Result<String, EngineError>;
+    /// Makes the image present (pulling it when missing); returns its configured user
+    /// and its id.
+    async fn ensure_image(&self, image: &str) -> Result<EnsuredImage, EngineError>;
+
+    /// Makes `target` (once: a present `target` is kept): `image` with the directory
+    /// `workdir` made, owned by `owner`, every setting of the image kept. Its parent
+    /// must exist in the image (`NotFound` otherwise).
+    async fn prepare_image(
+        &self,
+        image: &str,
+        target: &str,
+        workdir: &str,
+        owner: (u32, u32),
+    ) -> Result<(), EngineError> {
+        let _ = (image, target, workdir, owner);
+        Err(unsupported("prepare images"))
+    }
 
     /// Makes the named bridge network present, with containers unable to reach each
     /// other.

@@ -28,7 +28,9 @@ pub use channel::{
     RefusalKind, SandboxChannel, Terminal, TerminalEvent, TerminalSpec, UploadShape, UploadSink,
     Via, WatchEvent, WatchKind,
 };
-pub use engine::{Chunks, Commit, Deaths, Engine, HostResources, ImageFacts, UsageSample};
+pub use engine::{
+    Chunks, Commit, Deaths, Engine, EnsuredImage, HostResources, ImageFacts, UsageSample,
+};
 pub use errors::{EngineError, ReadFileError};
 pub use events::ContainerDeath;
 pub use exec::{ExecOutcome, ExecSpec, OutputStream, OutputTx};

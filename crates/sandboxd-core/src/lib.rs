@@ -31,6 +31,7 @@ pub mod plan;
 pub mod pool_demand;
 pub mod pools;
 pub mod ports;
+pub mod prepared_images;
 pub mod preview_origin;
 pub mod quotas;
 pub mod reap;

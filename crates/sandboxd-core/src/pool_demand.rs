@@ -97,7 +97,12 @@ impl<K: Ord + Clone, T: Ord + Clone> DemandLog<K, T> {
     /// Forgets `key`'s creates (its members cannot be made: no pool until it is asked
     /// for again).
     pub fn forget(&mut self, key: &K) {
-        self.seen.retain(|(shape, _), _| shape != key);
+        self.forget_where(|shape| shape == key);
+    }
+
+    /// Forgets the creates of every shape `gone` says is gone.
+    pub fn forget_where(&mut self, gone: impl Fn(&K) -> bool) {
+        self.seen.retain(|(shape, _), _| !gone(shape));
     }
 
     /// The size of every pool kept for demand at `now` (none of size 0).

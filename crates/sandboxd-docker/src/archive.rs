@@ -24,7 +24,7 @@ fn now_secs() -> u64 {
         .unwrap_or_default()
 }
 
-fn entry_tar(
+pub(crate) fn entry_tar(
     name: &str,
     kind: tar::EntryType,
     content: &[u8],

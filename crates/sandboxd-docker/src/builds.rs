@@ -21,7 +21,7 @@ const COMMIT_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long a step's files may take to unpack (at most 64 MiB).
 const UNPACK_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn split_reference(image: &str) -> (&str, &str) {
+pub(crate) fn split_reference(image: &str) -> (&str, &str) {
     // A tag follows the last `:` after the last `/` (a registry's port is not a tag).
     match image.rfind(':') {
         Some(at) if !image[at..].contains('/') => (&image[..at], &image[at + 1..]),

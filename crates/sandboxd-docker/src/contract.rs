@@ -2,8 +2,8 @@
 //! the same name.
 
 use sandboxd_contracts::{
-    Chunks, Commit, Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, ImageFacts,
-    Reachability, ReadFileError, UsageSample,
+    Chunks, Commit, Deaths, Engine, EngineError, EnsuredImage, ExecOutcome, ExecSpec,
+    HostResources, ImageFacts, Reachability, ReadFileError, UsageSample,
 };
 use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
@@ -37,8 +37,18 @@ impl Engine for DockerEngine {
         (reachability, session.last_failure().await)
     }
 
-    async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
+    async fn ensure_image(&self, image: &str) -> Result<EnsuredImage, EngineError> {
         DockerEngine::ensure_image(self, image).await
+    }
+
+    async fn prepare_image(
+        &self,
+        image: &str,
+        target: &str,
+        workdir: &str,
+        owner: (u32, u32),
+    ) -> Result<(), EngineError> {
+        DockerEngine::prepare_image(self, image, target, workdir, owner).await
     }
 
     async fn ensure_bridge(&self, name: &str) -> Result<(), EngineError> {

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;
+use sandboxd_contracts::EnsuredImage;
+use sandboxd_core::prepared_images::PREPARED_REPOSITORY;
 use sandboxd_core::snapshots::{LABEL_SNAPSHOT, SNAPSHOT_REPOSITORY, image_of};
 use sandboxd_core::template_build::{CACHE_REPOSITORY, LABEL_BUILT_BY, TEMPLATE_REPOSITORY};
 use tracing::info;
@@ -29,9 +31,9 @@ fn with_default_tag(image: &str) -> String {
 
 impl DockerEngine {
     /// Makes sure `image` is present, pulling it when it is not; returns the user the
-    /// image runs as by default (empty for root).
-    pub(crate) async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
-        match self.image_user(image).await? {
+    /// image runs as by default (empty for root) and its id.
+    pub(crate) async fn ensure_image(&self, image: &str) -> Result<EnsuredImage, EngineError> {
+        match self.present_image(image).await? {
             Some(user) => return Ok(user),
             // A snapshot's image is made on its server, never fetched from a registry
             // (where anyone could publish one of that name).
@@ -43,15 +45,22 @@ impl DockerEngine {
             }
             None => self.pull(image).await?,
         }
-        self.image_user(image)
+        self.present_image(image)
             .await?
             .ok_or(EngineError::NotFound { what: "image" })
     }
 
-    /// The default user of a present image; `None` when the image is absent. A
+    /// The default user and id of a present image; `None` when the image is absent. A
     /// snapshot's image is present only under its own name: the engine would also find
-    /// it by a prefix of its id, which a caller of another organization could guess.
-    async fn image_user(&self, image: &str) -> Result<Option<String>, EngineError> {
+    /// it by a prefix of its id, which a caller of another organization could guess. A
+    /// prepared image is sandboxd's own, reached through the image it was made from.
+    async fn present_image(&self, image: &str) -> Result<Option<EnsuredImage>, EngineError> {
+        if image.starts_with(&format!("{PREPARED_REPOSITORY}:")) {
+            return Err(EngineError::Pull {
+                image: image.to_owned(),
+                reason: "a prepared image is reached through the image it was made from".into(),
+            });
+        }
         match bounded("inspect image", self.docker.inspect_image(image)).await? {
             Ok(inspect) => {
                 let config = inspect.config.unwrap_or_default();
@@ -85,7 +94,10 @@ impl DockerEngine {
                             .into(),
                     });
                 }
-                Ok(Some(config.user.unwrap_or_default()))
+                Ok(Some(EnsuredImage {
+                    user: config.user.unwrap_or_default(),
+                    id: inspect.id.unwrap_or_default(),
+                }))
             }
             Err(e) if status_of(&e) == Some(404) => Ok(None),
             // A reference the engine cannot parse: the caller's to fix.

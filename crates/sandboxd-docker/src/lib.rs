@@ -28,6 +28,7 @@ mod exec;
 mod freezer;
 mod images;
 mod networks;
+mod prepared;
 mod remote;
 mod remote_agents;
 mod snapshots;

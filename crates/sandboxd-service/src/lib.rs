@@ -111,6 +111,8 @@ struct Inner {
     /// Moves on each time a build of this replica writes log lines, so live readers
     /// look again at once.
     build_logs: tokio::sync::watch::Sender<u64>,
+    /// The images prepared for sandboxes on each engine.
+    prepared: sandboxes::prepared::Prepared,
 }
 
 /// Environment variables as name and value.
@@ -231,6 +233,7 @@ impl Service {
                 removals,
                 freezes: Default::default(),
                 build_logs: tokio::sync::watch::Sender::new(0),
+                prepared: Default::default(),
             }),
         }
     }

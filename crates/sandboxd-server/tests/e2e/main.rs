@@ -39,6 +39,7 @@ mod mcp;
 mod pause;
 mod pools;
 mod ports;
+mod prepared_images;
 mod preview;
 mod preview_origin;
 mod processes;

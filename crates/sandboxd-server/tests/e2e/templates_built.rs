@@ -602,3 +602,107 @@ async fn a_workdir_leaves_the_directories_above_it_as_they_were() {
         "1777 0\na"
     );
 }
+
+/// A built template is warm from its first create: its new version counts as created
+/// once, so a member of it is made as the build ends; the member runs in the template's
+/// workdir, its start command runs on claim, and a removal of the template takes its
+/// pool with it.
+#[tokio::test]
+async fn a_built_template_is_warm_from_its_first_create() {
+    let _images = Images;
+    let server = TestServer::start_with(|config| {
+        config.warm_on_demand = sandboxd_server::config::WarmOnDemandConfig {
+            window_secs: 120,
+            ..Default::default()
+        };
+    })
+    .await;
+    let instance = server.instance().to_owned();
+    let build_id = build(
+        &server,
+        json!({"name": "warm", "dockerfile": "FROM base\nWORKDIR /srv/w\nRUN echo made > /srv/w/x\nCMD [\"sh\", \"-c\", \"echo started > /tmp/started; sleep 600\"]\n"}),
+    )
+    .await;
+    let (end, entries) = follow(&server, &build_id).await;
+    assert_eq!(end["status"], "ready", "{end} {entries:?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let key = loop {
+        let ready = server.service.pools().ready();
+        if let Some((key, _)) = ready.iter().find(|(key, n)| {
+            **n == 1
+                && key
+                    .shape
+                    .built
+                    .as_ref()
+                    .is_some_and(|b| b.build_id == build_id)
+        }) {
+            break key.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no member of the built template: {ready:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let members = crate::pools::pool_containers(&server, &instance).await;
+    assert_eq!(members.len(), 1, "{members:?}");
+    let metrics = server.metrics().await;
+    assert!(
+        metrics.contains(
+            r#"sandboxd_pool_ready{pool="built",server="local",network="isolated",image="built"} 1"#
+        ),
+        "the series names no template of a user's: {metrics}"
+    );
+
+    let sandbox = server.create(json!({"template": "warm"})).await;
+    assert!(members.contains_key(id(&sandbox)), "served by the pool");
+    assert_eq!(sandbox["template"], "warm");
+    assert_eq!(
+        stdout(&server, &sandbox, "pwd; cat x").await,
+        "/srv/w\nmade"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let run = server.exec(&sandbox, "cat /tmp/started").await;
+        if run["stdout"] == "started\n" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the start command never ran: {run}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Removed: its pool goes, and no member holds its image.
+    let (status, _) = server
+        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, template) = server.get("template.one", &[("name", "warm")]).await;
+    let (status, removed) = server
+        .post(
+            "template.remove",
+            json!({"templateId": template["templateId"]}),
+        )
+        .await;
+    assert_eq!((status, removed), (StatusCode::OK, json!(true)));
+    assert!(
+        !server.service.pools().ready().contains_key(&key),
+        "its pool is gone"
+    );
+    assert!(
+        !server
+            .service
+            .pools()
+            .members()
+            .iter()
+            .any(|m| members.contains_key(m)),
+    );
+    let image = format!("sandboxd-templates:{}", build_id.to_lowercase());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while server.docker().inspect_image(&image).await.is_ok() {
+        assert!(Instant::now() < deadline, "{image} was left");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -313,6 +313,10 @@ impl Builds {
             .store()
             .remove_template(&caller.organization_id, template_id)
             .await?;
+        // Its warm members hold its images.
+        let versions: std::collections::HashSet<String> =
+            builds.iter().map(|b| b.build_id.clone()).collect();
+        self.service.pools().drop_built(&versions).await;
         let engine = self.service.engine();
         for image in images {
             // The containers of sandboxes killed a moment ago may still hold the image:

@@ -106,8 +106,26 @@ impl Job {
             }
         }
         log.flush().await;
-        if let Err(error) = self.service.store().finish_template_build(&build).await {
-            warn!(build_id = %build.build_id, error = %sandboxd_core::error::chain(&error), "could not record the end of a build");
+        match self.service.store().finish_template_build(&build).await {
+            Err(error) => {
+                warn!(build_id = %build.build_id, error = %sandboxd_core::error::chain(&error), "could not record the end of a build");
+            }
+            // The first create after a build is a warm one: the new version counts as
+            // created once, so a pool kept for demand (within its bounds) is made now.
+            Ok(finished) => {
+                if finished
+                    && build.status == READY
+                    && let Some(shape) = sandboxd_core::pools::Built::of(&build)
+                {
+                    let key = crate::pools::PoolKey {
+                        server_id: None,
+                        shape: sandboxd_core::pools::Shape::of_built(&build.name, shape),
+                    };
+                    self.service
+                        .pools()
+                        .note_demand(&key, &build.organization_id);
+                }
+            }
         }
         self.service
             .inner

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use sandboxd_core::model::{Environment, NetworkMode, Principal, Sandbox, SandboxStatus, Server};
-use sandboxd_core::pools::pool_for;
+use sandboxd_core::pools::{Built, pool_for};
 use sandboxd_core::validate::CreateSandbox;
 use tracing::{info, warn};
 
@@ -30,35 +30,39 @@ pub(crate) enum Claimed {
 
 impl Pools {
     /// Serves `cmd` from a warm pool of the engine it goes to (`server`: a remote one)
-    /// when one matches and has a member ready.
+    /// when one matches and has a member ready; `built`: the version of the built
+    /// template it names.
     pub(crate) async fn claim(
         &self,
         caller: &Principal,
         cmd: &CreateSandbox,
+        built: Option<&Built>,
         environment: &Environment,
         server: Option<&Server>,
     ) -> Result<Claimed, ServiceError> {
         let pools = &self.service.inner.pools;
-        let Some(matched) = pool_for(cmd, self.service.templates()) else {
+        let Some(matched) = pool_for(cmd, self.service.templates(), built) else {
             return Ok(Claimed::Cold(None));
+        };
+        let key = PoolKey {
+            server_id: server.map(|s| s.server_id.clone()),
+            shape: matched.shape,
         };
         // Under gVisor the processes a sandbox may run are its kernel's limit, set as
         // it starts: a create with other limits than its pool's is made cold.
-        let runtime = self
-            .service
-            .runtime_of(None, matched.shape.template.as_deref());
+        let runtime = key.runtime(&self.service);
         if matched.update_limits && sandboxd_core::plan::under_gvisor(runtime.as_deref()) {
             return Ok(Claimed::Cold(None));
         }
         // A member less isolated than the floor is never handed out (none is made).
         if self
             .service
-            .check_isolation(runtime.as_deref(), matched.shape.template.as_deref(), None)
+            .check_isolation(runtime.as_deref(), key.shape.template.as_deref(), None)
             .is_err()
         {
             return Ok(Claimed::Cold(None));
         }
-        let configured = matched
+        let configured = key
             .shape
             .configured_template()
             .is_some_and(|template| match server {
@@ -68,10 +72,6 @@ impl Pools {
                     .get(template)
                     .is_some_and(|size| *size > 0),
             });
-        let key = PoolKey {
-            server_id: server.map(|s| s.server_id.clone()),
-            shape: matched.shape,
-        };
         let (warm, agent) = loop {
             let (taken, in_force) = {
                 let mut state = pools.state();
@@ -151,8 +151,8 @@ impl Pools {
             server_id: key.server_id.clone(),
             image: key
                 .shape
-                .image
-                .clone()
+                .own_image()
+                .map(str::to_owned)
                 .or_else(|| template.map(|t| t.image.clone()))
                 .unwrap_or_default(),
             template: key.shape.template.clone(),

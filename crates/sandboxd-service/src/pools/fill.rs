@@ -6,9 +6,10 @@
 //!
 //! A demand pool whose member cannot be made is dropped. A new member runs `sh -c true`
 //! once, so that its claimer's first command finds the shell read in. `drop_server`
-//! removes a server's members; members are removed at stop.
+//! removes a server's members, `drop_built` a removed built template's; members are
+//! removed at stop.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet};
 
 use futures_util::future::join_all;
 use sandboxd_core::limits::{DEFAULT_CPU, DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT};
@@ -148,6 +149,7 @@ impl Pools {
     async fn make_member(&self, key: &PoolKey) -> Result<Warm, ServiceError> {
         let templates = self.service.templates();
         let template = match &key.shape.template {
+            Some(_) if key.shape.built.is_some() => None,
             Some(name) => Some(
                 templates
                     .get(name)
@@ -157,8 +159,8 @@ impl Pools {
         };
         let image = key
             .shape
-            .image
-            .clone()
+            .own_image()
+            .map(str::to_owned)
             .or_else(|| template.map(|t| t.image.clone()))
             .ok_or(ServiceError::NotFound("template"))?;
         let engine = self
@@ -192,7 +194,7 @@ impl Pools {
             network_mode: key.shape.network,
             workdir: key.shape.workdir(templates).to_owned(),
             user: template.and_then(|t| t.user.clone()),
-            runtime: self.service.runtime_of(None, key.shape.template.as_deref()),
+            runtime: key.runtime(&self.service),
             created_at: now_ms(),
             expires_at: None,
             last_activity_at: None,
@@ -263,23 +265,46 @@ impl Pools {
     /// removes their members, waiting for the removals; the next fill pass makes them
     /// again when the server still has pools.
     pub(crate) async fn drop_server(&self, server_id: &str) {
-        let members: Vec<Warm> = {
+        self.drop_pools(|key| key.server_id.as_deref() == Some(server_id))
+            .await;
+    }
+
+    /// Drops the pools of the versions of a built template (it is removed) and removes
+    /// their members, waiting for the removals, so that its images are free to go; no
+    /// pool of them is made again, its creates forgotten.
+    pub(crate) async fn drop_built(&self, build_ids: &HashSet<String>) {
+        let gone = |key: &PoolKey| {
+            key.shape
+                .built
+                .as_ref()
+                .is_some_and(|b| build_ids.contains(&b.build_id))
+        };
+        self.service.inner.pools.state().demand.forget_where(gone);
+        self.drop_pools(gone).await;
+    }
+
+    /// Drops the pools `gone` names and removes their members, waiting for the
+    /// removals.
+    async fn drop_pools(&self, gone: impl Fn(&PoolKey) -> bool) {
+        let members: Vec<(Option<String>, Warm)> = {
             let mut state = self.service.inner.pools.state();
-            state
-                .sizes
-                .retain(|key, _| key.server_id.as_deref() != Some(server_id));
+            state.sizes.retain(|key, _| !gone(key));
             let keys: Vec<PoolKey> = state
                 .ready
                 .keys()
-                .filter(|key| key.server_id.as_deref() == Some(server_id))
+                .filter(|key| gone(key))
                 .cloned()
                 .collect();
-            keys.iter()
-                .filter_map(|key| state.ready.remove(key))
-                .flat_map(VecDeque::into_iter)
+            keys.into_iter()
+                .filter_map(|key| Some((key.server_id.clone(), state.ready.remove(&key)?)))
+                .flat_map(|(server_id, members)| {
+                    members
+                        .into_iter()
+                        .map(move |warm| (server_id.clone(), warm))
+                })
                 .collect()
         };
-        for warm in members {
+        for (server_id, warm) in members {
             self.service
                 .inner
                 .pools
@@ -288,9 +313,9 @@ impl Pools {
                 .remove(&warm.sandbox_id);
             self.service
                 .fleet()
-                .release_agent(&warm.sandbox_id, Some(server_id));
+                .release_agent(&warm.sandbox_id, server_id.as_deref());
             if let Err(error) = warm.engine.remove_container(&warm.container_id).await {
-                warn!(container_id = %warm.container_id, error = %sandboxd_core::error::chain(&error), "could not remove a warm sandbox of a server");
+                warn!(container_id = %warm.container_id, error = %sandboxd_core::error::chain(&error), "could not remove a warm sandbox of a dropped pool");
             }
         }
     }

@@ -65,28 +65,37 @@ impl PoolKey {
         self.server_id.clone().unwrap_or_else(|| "local".into())
     }
 
-    /// The labels of its metrics: its template (`none` without one), server, network
-    /// and whether its image is the template's. Never the image's name: the series
-    /// stay as many as templates, servers and network modes, whatever images are asked
-    /// for (pools of two other images of one template share theirs).
+    /// The labels of its metrics: its template (`none` without one, `built` for a
+    /// template users built), server, network and whether its image is the template's.
+    /// Never the image's name nor a built template's: the series stay as many as
+    /// configured templates, servers and network modes, whatever images are asked for
+    /// or built (pools of two other images of one template share theirs).
     pub fn labels(&self) -> PoolSeries {
-        [
-            (
-                "pool",
+        let (pool, image) = match (&self.shape.built, &self.shape.image) {
+            (Some(_), _) => ("built".to_owned(), "built"),
+            (None, image) => (
                 self.shape.template.clone().unwrap_or_else(|| "none".into()),
+                if image.is_some() { "other" } else { "template" },
             ),
+        };
+        [
+            ("pool", pool),
             ("server", self.server_label()),
             ("network", self.shape.network.as_str().to_owned()),
-            (
-                "image",
-                if self.shape.image.is_some() {
-                    "other"
-                } else {
-                    "template"
-                }
-                .to_owned(),
-            ),
+            ("image", image.to_owned()),
         ]
+    }
+
+    /// The runtime its members run under: a built template's isolation, or its
+    /// template's.
+    fn runtime(&self, service: &Service) -> Option<String> {
+        let built = self
+            .shape
+            .built
+            .as_ref()
+            .and_then(|b| b.isolation.as_deref())
+            .and_then(sandboxd_core::model::Isolation::parse);
+        service.runtime_of(built, self.shape.template.as_deref())
     }
 
     fn count_claim(&self, outcome: &'static str) {

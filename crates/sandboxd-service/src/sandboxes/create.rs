@@ -271,19 +271,42 @@ impl Sandboxes {
         }
         // A sandbox with credentials is made for them (they are kept before it starts);
         // a pool's members run under its template's runtime.
+        // A built template's pool is its version's, under its isolation.
+        let built_shape = built.as_ref().and_then(sandboxd_core::pools::Built::of);
+        let pool_runtime = self.service.runtime_of(
+            built_shape
+                .as_ref()
+                .and_then(|b| b.isolation.as_deref())
+                .and_then(sandboxd_core::model::Isolation::parse),
+            cmd.image.template.as_deref(),
+        );
         let mut demand = None;
         if cmd.egress_credentials.is_empty()
-            && runtime == self.service.runtime_of(None, cmd.image.template.as_deref())
+            && runtime == pool_runtime
             && snapshot.is_none()
-            && built.is_none()
+            && built.is_none() == built_shape.is_none()
         {
             match self
                 .service
                 .pools()
-                .claim(caller, &cmd, &environment, server.as_ref())
+                .claim(
+                    caller,
+                    &cmd,
+                    built_shape.as_ref(),
+                    &environment,
+                    server.as_ref(),
+                )
                 .await?
             {
-                Claimed::Warm(warm) => return Ok(*warm),
+                Claimed::Warm(warm) => {
+                    if let Some(argv) = built.as_ref().and_then(|b| b.start.clone()) {
+                        self.service
+                            .builds()
+                            .start_command(caller, &warm.sandbox_id, argv)
+                            .await;
+                    }
+                    return Ok(*warm);
+                }
                 Claimed::Cold(pool) => demand = pool,
             }
         }
@@ -462,7 +485,8 @@ impl Sandboxes {
         row: &Sandbox,
         pool: Option<&str>,
     ) -> Result<(String, Option<String>), EngineError> {
-        let image_user = engine.ensure_image(&row.image).await?;
+        let ensured = engine.ensure_image(&row.image).await?;
+        let mut preparation = self.preparation(row, &ensured);
         // The agent's socket is a local one: sandboxes of remote servers are served
         // through their engine.
         let agent = match &row.server_id {
@@ -481,6 +505,9 @@ impl Sandboxes {
             }
         };
         let mut plan = plan::plan_container(row, None, self.service.instance_id(), agent.as_ref());
+        if let Some(preparation) = &preparation {
+            plan.image = preparation.image(row).to_owned();
+        }
         if agent.is_some() {
             // The first lease of its dead-man's switch: its timeout and the grace, until
             // the lease pass renews it.
@@ -499,7 +526,17 @@ impl Sandboxes {
         if let NetworkPlan::Bridge(name) = &plan.network {
             engine.ensure_bridge(name).await?;
         }
-        let container_id = match engine.create_container(&plan).await {
+        let mut made = engine.create_container(&plan).await;
+        if let (Err(EngineError::NotFound { what: "image" }), Some(preparation)) =
+            (&made, &mut preparation)
+            && preparation.ready
+        {
+            self.prepared_gone(preparation);
+            preparation.ready = false;
+            plan.image = row.image.clone();
+            made = engine.create_container(&plan).await;
+        }
+        let container_id = match made {
             Ok(id) => id,
             Err(error) => {
                 self.service
@@ -525,7 +562,7 @@ impl Sandboxes {
             let user = match (row.user.clone(), hello) {
                 (Some(user), _) => Some(user),
                 (None, Some(hello)) => Some(format!("{}:{}", hello.uid, hello.gid)),
-                (None, None) => self.image_user(engine, &container_id, &image_user).await,
+                (None, None) => self.image_user(engine, &container_id, &ensured.user).await,
             };
             self.prepare_volumes(engine, &container_id, row, user.as_deref())
                 .await?;
@@ -534,15 +571,20 @@ impl Sandboxes {
                 .volumes
                 .iter()
                 .any(|m| m.read_only && volumes::is_under(&row.workdir, &m.path));
-            if !read_only_workdir {
-                self.prepare_workdir(
-                    engine,
-                    &row.sandbox_id,
-                    &container_id,
-                    &row.workdir,
-                    user.as_deref(),
-                )
-                .await?;
+            if !read_only_workdir
+                && self
+                    .prepare_workdir(
+                        engine,
+                        &row.sandbox_id,
+                        &container_id,
+                        &row.workdir,
+                        user.as_deref(),
+                    )
+                    .await?
+                    == WorkdirBy::Engine
+                && let Some(preparation) = &preparation
+            {
+                self.prepare_later(engine, row, preparation);
             }
             Ok::<_, EngineError>(user)
         };
@@ -635,29 +677,29 @@ impl Sandboxes {
         container_id: &str,
         workdir: &str,
         user: Option<&str>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<WorkdirBy, EngineError> {
         let Some((parent, name)) = paths::split_file(workdir) else {
-            return Ok(());
+            return Ok(WorkdirBy::Image);
         };
         if let Some(agent) = self.service.agent_channel(sandbox_id) {
             if agent.make_dir(workdir, WORKDIR_MODE).await.is_ok() {
-                return Ok(());
+                return Ok(WorkdirBy::Agent);
             }
             // What the agent lists is only its own sandbox's business: at worst the
             // workdir stays as the image made it.
             let listed = agent.list_dir(workdir, WORKDIR_LISTING_BYTES).await;
             if listed.is_ok_and(|entries| !entries.is_empty()) {
-                return Ok(());
+                return Ok(WorkdirBy::Image);
             }
         }
         // A directory entry extracted over a filled directory would make it the sandbox
         // user's, so only an empty one is made: the one the engine made for the
         // container's working directory (as root), or none.
         if engine.is_empty_dir(container_id, workdir).await? == Some(false) {
-            return Ok(());
+            return Ok(WorkdirBy::Image);
         }
         let owner = user.and_then(plan::parse_user).unwrap_or((0, 0));
-        match engine.put_dir(container_id, parent, name, owner).await {
+        let made = match engine.put_dir(container_id, parent, name, owner).await {
             Err(EngineError::NotFound { .. }) => {
                 let argv = vec!["mkdir".into(), "-p".into(), "--".into(), parent.into()];
                 let mkdir = ExecSpec {
@@ -668,6 +710,18 @@ impl Sandboxes {
                 engine.put_dir(container_id, parent, name, owner).await
             }
             other => other,
-        }
+        };
+        made.map(|()| WorkdirBy::Engine)
     }
+}
+
+/// Who made a sandbox's workdir its user's (or left it as it was).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorkdirBy {
+    /// The agent: one round trip on its connection.
+    Agent,
+    /// Nobody: the image has it (filled, or `/`), left as it is.
+    Image,
+    /// The engine: the round trips a prepared image saves.
+    Engine,
 }

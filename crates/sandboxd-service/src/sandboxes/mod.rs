@@ -7,6 +7,7 @@ mod create;
 mod fork;
 mod lifecycle;
 pub(crate) mod pause;
+pub(crate) mod prepared;
 pub(crate) mod revive;
 mod snapshot;
 pub(crate) mod usage;

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use sandboxd_contracts::{
-    Deaths, Engine, EngineError, ExecOutcome, ExecSpec, HostResources, ReadFileError,
+    Deaths, Engine, EngineError, EnsuredImage, ExecOutcome, ExecSpec, HostResources, ReadFileError,
 };
 use sandboxd_core::plan::ContainerPlan;
 use sandboxd_core::reconcile::ContainerState;
@@ -112,10 +112,11 @@ impl Engine for RecordingEngine {
         })
     }
 
-    async fn ensure_image(&self, image: &str) -> Result<String, EngineError> {
+    async fn ensure_image(&self, image: &str) -> Result<EnsuredImage, EngineError> {
         self.record(Call::EnsureImage(image.into()));
-        // The image names no user: the sandbox runs as root, no lookup needed.
-        Ok(String::new())
+        // The image names no user: the sandbox runs as root, no lookup needed; no id,
+        // so it is never prepared.
+        Ok(EnsuredImage::default())
     }
 
     async fn ensure_bridge(&self, name: &str) -> Result<(), EngineError> {
