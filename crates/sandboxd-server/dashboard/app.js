@@ -9,6 +9,7 @@ import { sandboxPage } from "./sandbox.js";
 import { auditPage } from "./audit.js";
 import { snapshotsPage } from "./snapshots.js";
 import { volumesPage } from "./volumes.js";
+import { templatesPage } from "./templates.js";
 import { accessPage } from "./access.js";
 import { egressRequestsPage } from "./egress.js";
 
@@ -77,6 +78,7 @@ async function route() {
     else if (parts[0] === "audit") await auditPage();
     else if (parts[0] === "snapshots") await snapshotsPage();
     else if (parts[0] === "volumes") await volumesPage();
+    else if (parts[0] === "templates") leave = (await templatesPage()) || leave;
     else if (parts[0] === "access") await accessPage();
     else if (parts[0] === "egress") leave = (await egressRequestsPage()) || leave;
     else show(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the projects")));

@@ -55,6 +55,7 @@ const ASSETS: &[Asset] = &[
     asset!("audit.js", JS),
     asset!("snapshots.js", JS),
     asset!("volumes.js", JS),
+    asset!("templates.js", JS),
     asset!("access.js", JS),
     asset!("usage.js", JS),
     asset!("vendor/xterm.js", JS),

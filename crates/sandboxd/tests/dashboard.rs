@@ -607,3 +607,115 @@ async fn an_egress_request_is_approved_in_the_dashboard() {
     browser.screenshot("egress-panel").await;
     browser.close().await;
 }
+
+/// A person builds a template on the Templates page: a Dockerfile typed into the editor
+/// and a file picked for its `COPY`; the build's log streams in while it runs, each
+/// `RUN` line shown as text; the template is listed with its version, its log read back,
+/// a sandbox of it holds the file, and it is removed after a confirmation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_is_built_in_the_dashboard() {
+    struct BuildImages;
+    impl Drop for BuildImages {
+        fn drop(&mut self) {
+            // By name: a step's image is the parent of the next one's.
+            let _ = std::process::Command::new("bash")
+                .args([
+                    "-c",
+                    "for r in sandboxd-templates sandboxd-build-cache; do docker images --format '{{.Repository}}:{{.Tag}}' --filter reference=\"$r:*\" | xargs -r docker rmi >/dev/null 2>&1; done",
+                ])
+                .status();
+        }
+    }
+    let _images = BuildImages;
+    let server = RunningServer::start_logged().await;
+    let dir = tempfile::tempdir().unwrap();
+    let picked = dir.path().join("hello.txt");
+    std::fs::write(&picked, "picked in the browser\n").unwrap();
+
+    let browser = Browser::start().await;
+    let page = &browser.client;
+    page.goto(&format!("{}/", server.url)).await.unwrap();
+    browser.enter("#key", KEY).await;
+    browser.element("a[data-environment]").await;
+    browser.click("nav a[href='#/templates']").await;
+    browser
+        .text_in("main [role=status]", "No templates built yet")
+        .await;
+    browser.fill("#t-name", "from-the-page").await;
+    browser
+        .fill(
+            "#t-dockerfile",
+            "FROM base\nCOPY hello.txt /home/user/hello.txt\nRUN echo '<b>built</b>' && echo to-stderr >&2\n",
+        )
+        .await;
+    browser
+        .element("#t-files")
+        .await
+        .send_keys(picked.to_str().unwrap())
+        .await
+        .unwrap();
+    browser.click("#new-template button[type=submit]").await;
+    browser.text_in("#build-log", "<b>built</b>").await;
+    browser.text_in("#build-log .stderr", "to-stderr").await;
+    let bold = page
+        .find_all(fantoccini::Locator::Css("#build-log b"))
+        .await
+        .unwrap();
+    assert!(bold.is_empty(), "a log line is text, never markup");
+    browser.text_in("#build-progress", "Step 3/3 : RUN").await;
+    browser.element("#build-outcome[data-status=ready]").await;
+    browser.screenshot("template-built").await;
+
+    // A sandbox of it holds the picked file.
+    let (status, sandbox) = server
+        .post(
+            KEY,
+            "sandbox.create",
+            serde_json::json!({"environmentId": server.env_id, "template": "from-the-page"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{sandbox}");
+    let (status, run) = server
+        .post(
+            KEY,
+            "sandbox.exec",
+            serde_json::json!({"sandboxId": sandbox["sandboxId"], "cmd": "cat hello.txt"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["stdout"], "picked in the browser\n");
+    let (status, _) = server
+        .post(
+            KEY,
+            "sandbox.kill",
+            serde_json::json!({"sandboxId": sandbox["sandboxId"]}),
+        )
+        .await;
+    assert_eq!(status, 200);
+
+    // Listed once the build ended, and after a reload, with its version's log read
+    // back.
+    let row = "tr[data-template='from-the-page']";
+    browser.text_in(row, "v1").await;
+    page.refresh().await.unwrap();
+    let row = "tr[data-template='from-the-page']";
+    browser.text_in(row, "v1").await;
+    browser.click(&format!("{row} summary")).await;
+    browser
+        .text_in(&format!("{row} [data-version='1'] [data-status]"), "ready")
+        .await;
+    browser.click(&format!("{row} [data-log]")).await;
+    browser.text_in("#build-log", "<b>built</b>").await;
+    browser.element("#build-outcome[data-status=ready]").await;
+    browser.screenshot("templates").await;
+
+    // Removed after a confirmation.
+    browser.click(&format!("{row} [data-remove]")).await;
+    browser.click("dialog [data-confirm]").await;
+    browser
+        .text_in("main [role=status]", "No templates built yet")
+        .await;
+    let (_, all) = server.get(KEY, "template.all").await;
+    assert_eq!(all, serde_json::json!([]));
+    browser.close().await;
+}

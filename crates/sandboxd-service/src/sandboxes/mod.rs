@@ -5,6 +5,7 @@
 
 mod create;
 mod fork;
+mod inside;
 mod lifecycle;
 pub(crate) mod pause;
 pub(crate) mod prepared;
