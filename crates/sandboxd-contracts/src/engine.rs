@@ -185,6 +185,19 @@ pub trait Engine: Debug + Send + Sync + 'static {
         Err(unsupported("build images"))
     }
 
+    /// The image as the engine's image archive (`docker save`: its layers, settings and
+    /// name), streamed as it is read.
+    async fn save_image(&self, image: &str) -> Result<Chunks, EngineError> {
+        let _ = image;
+        Err(unsupported("carry images"))
+    }
+
+    /// Loads an image archive (`docker load`) as it arrives.
+    async fn load_image(&self, archive: Chunks) -> Result<(), EngineError> {
+        let _ = archive;
+        Err(unsupported("carry images"))
+    }
+
     /// Removes an image; one that is gone is fine; one a container still uses is
     /// `Rejected` with status 409.
     async fn remove_image(&self, image: &str) -> Result<(), EngineError>;

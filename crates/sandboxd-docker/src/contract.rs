@@ -115,6 +115,14 @@ impl Engine for DockerEngine {
         DockerEngine::tag_image(self, image, target).await
     }
 
+    async fn save_image(&self, image: &str) -> Result<Chunks, EngineError> {
+        DockerEngine::save_image(self, image).await
+    }
+
+    async fn load_image(&self, archive: Chunks) -> Result<(), EngineError> {
+        DockerEngine::load_image(self, archive).await
+    }
+
     async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
         DockerEngine::remove_image(self, image).await
     }

@@ -43,6 +43,17 @@ impl DockerEngine {
                     reason: "a snapshot's image is never pulled; it is gone from its server".into(),
                 });
             }
+            // Nor a built template's: it is carried from the engine that built it.
+            None if [TEMPLATE_REPOSITORY, CACHE_REPOSITORY]
+                .iter()
+                .any(|repository| image.starts_with(&format!("{repository}:"))) =>
+            {
+                return Err(EngineError::Pull {
+                    image: image.to_owned(),
+                    reason: "a built template's image is never pulled; it is gone from this server"
+                        .into(),
+                });
+            }
             None => self.pull(image).await?,
         }
         self.present_image(image)

@@ -27,6 +27,7 @@ mod events;
 mod exec;
 mod freezer;
 mod images;
+mod images_carried;
 mod networks;
 mod prepared;
 mod remote;

@@ -113,6 +113,8 @@ struct Inner {
     build_logs: tokio::sync::watch::Sender<u64>,
     /// The images prepared for sandboxes on each engine.
     prepared: sandboxes::prepared::Prepared,
+    /// Built templates' images being carried to servers.
+    carries: builds::carry::Carries,
 }
 
 /// Environment variables as name and value.
@@ -234,6 +236,7 @@ impl Service {
                 freezes: Default::default(),
                 build_logs: tokio::sync::watch::Sender::new(0),
                 prepared: Default::default(),
+                carries: Default::default(),
             }),
         }
     }

@@ -56,6 +56,9 @@ pub trait Definition: Send + Sync + 'static {
     const TOOL_DESCRIPTION: &'static str;
     /// How it takes its arguments.
     const TAKES: Takes;
+    /// The status of its answer: 200, or 202 for one that answers before the work it
+    /// starts is done.
+    const SUCCESS: u16 = 200;
     type Request: DeserializeOwned + Send + 'static;
     type Response: Serialize + Send + 'static;
     /// The request's schema and the components it names (a body), or its parameters (a
@@ -139,7 +142,7 @@ pub fn operation<D: Definition>() -> (HttpMethod, Operation, Components) {
     let (answer, named) = D::response_doc();
     components.extend(named);
     operation = operation.response(
-        "200",
+        D::SUCCESS.to_string(),
         ResponseBuilder::new().content(
             "application/json",
             ContentBuilder::new().schema(Some(answer)).build(),
@@ -230,6 +233,7 @@ macro_rules! define {
             const DOC: &'static [&'static str] = &[$($doc),*];
             const TOOL_DESCRIPTION: &'static str = $crate::define!(@first $($tool_description)? "");
             const TAKES: $crate::api::definition::Takes = $crate::define!(@takes $takes);
+            const SUCCESS: u16 = $crate::define!(@success $shape);
             type Request = $crate::define!(@request $takes $($request)?);
             type Response = $crate::define!(@response $shape $response);
             fn request_doc() -> $crate::api::definition::RequestDoc {
@@ -251,6 +255,8 @@ macro_rules! define {
     (@takes query) => { $crate::api::definition::Takes::Query };
     (@request none) => { $crate::api::definition::NoArguments };
     (@request $takes:ident $request:ty) => { $request };
+    (@success accepted) => { 202 };
+    (@success $shape:ident) => { 200 };
     (@response list $response:ty) => { Vec<$response> };
     (@response $shape:ident $response:ty) => { $response };
     (@request_doc none) => { $crate::api::definition::RequestDoc::Nothing };
@@ -264,6 +270,7 @@ macro_rules! define {
         )
     };
     (@response_doc one $response:ty) => { $crate::api::definition::by_reference::<$response>() };
+    (@response_doc accepted $response:ty) => { $crate::api::definition::by_reference::<$response>() };
     (@response_doc list $response:ty) => { $crate::api::definition::list_by_reference::<$response>() };
     (@response_doc plain $response:ty) => { $crate::api::definition::in_place::<$response>() };
 }

@@ -28,7 +28,7 @@ use std::future::Future;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{MethodRouter, get, post};
 use sandboxd_core::api::definition::{self, Definition, Takes};
 use sandboxd_core::api::procedures::Method;
@@ -95,14 +95,20 @@ fn route<D: Serve>() -> UtoipaMethodRouter<AppState> {
     (components, paths, handler)
 }
 
+/// The answer's status: its definition's.
+fn success<D: Definition>() -> StatusCode {
+    StatusCode::from_u16(D::SUCCESS).unwrap_or(StatusCode::OK)
+}
+
 async fn by_body<D: Serve>(
     State(state): State<AppState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     ApiJson(request): ApiJson<D::Request>,
-) -> Result<Json<D::Response>, ApiError> {
-    Ok(Json(
-        D::serve(rest(&state, &headers), caller, request).await?,
+) -> Result<(StatusCode, Json<D::Response>), ApiError> {
+    Ok((
+        success::<D>(),
+        Json(D::serve(rest(&state, &headers), caller, request).await?),
     ))
 }
 
@@ -111,9 +117,10 @@ async fn by_query<D: Serve>(
     Caller(caller): Caller,
     headers: HeaderMap,
     ApiQuery(request): ApiQuery<D::Request>,
-) -> Result<Json<D::Response>, ApiError> {
-    Ok(Json(
-        D::serve(rest(&state, &headers), caller, request).await?,
+) -> Result<(StatusCode, Json<D::Response>), ApiError> {
+    Ok((
+        success::<D>(),
+        Json(D::serve(rest(&state, &headers), caller, request).await?),
     ))
 }
 

@@ -608,13 +608,14 @@ async fn a_request_approved_by_another_key_opens_the_host_at_once() {
     assert_eq!(status, StatusCode::CONFLICT, "{twice}");
 
     // A denial changes nothing but the request.
-    let (_, asked) = server
+    let (status, asked) = server
         .post_with_key(
             "sandbox.requestEgress",
             Some(&agent),
             json!({"sandboxId": sid, "host": format!("blocked.test:{port}")}),
         )
         .await;
+    assert_eq!(status, StatusCode::OK, "{asked}");
     let (status, denied) = server
         .post(
             "egress.decide",

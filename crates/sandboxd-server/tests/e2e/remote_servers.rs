@@ -19,7 +19,7 @@ use crate::remote_host::{RemoteHost, remote_dir, remote_docker_host};
 const REMOTE_DIR: &str = "/tmp/sandboxd-remote/files";
 
 /// Registers `host` on `server` and tests it (which pins its host key); returns its id.
-async fn register(server: &TestServer, host: &RemoteHost, name: &str) -> String {
+pub(crate) async fn register(server: &TestServer, host: &RemoteHost, name: &str) -> String {
     let (status, created) = server
         .post(
             "server.create",
@@ -44,7 +44,7 @@ async fn register(server: &TestServer, host: &RemoteHost, name: &str) -> String 
 }
 
 /// Whether a container exists on the remote engine.
-fn on_remote(container_id: &str) -> bool {
+pub(crate) fn on_remote(container_id: &str) -> bool {
     std::process::Command::new("docker")
         .args(["-H", &remote_docker_host(), "inspect", container_id])
         .output()
@@ -783,7 +783,7 @@ async fn a_sandbox_on_a_remote_server_pauses_at_its_idle_timeout_and_resumes_wit
 }
 
 /// Whether an image exists on the remote engine (`Some(host)`) or the local one.
-fn image_on(host: Option<&str>, image: &str) -> bool {
+pub(crate) fn image_on(host: Option<&str>, image: &str) -> bool {
     let mut docker = std::process::Command::new("docker");
     if let Some(host) = host {
         docker.args(["-H", host]);

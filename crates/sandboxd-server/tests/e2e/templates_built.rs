@@ -34,7 +34,7 @@ fn files(hello: &str) -> Value {
 /// Starts a build; answers its id.
 async fn build(server: &TestServer, body: Value) -> String {
     let (status, started) = server.post("template.build", body).await;
-    assert_eq!(status, StatusCode::OK, "{started}");
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
     assert_eq!(started["status"], "building");
     started["buildId"].as_str().expect("buildId").to_owned()
 }
@@ -705,4 +705,73 @@ async fn a_built_template_is_warm_from_its_first_create() {
         assert!(Instant::now() < deadline, "{image} was left");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// A template built here makes sandboxes on a remote server: its image is carried there
+/// over the server's connection the first time (no registry), the sandbox runs there
+/// with what the build made, and the template's removal removes the image there too.
+#[tokio::test]
+async fn a_built_template_s_image_is_carried_to_a_remote_server() {
+    use crate::remote_host::{RemoteHost, remote_docker_host};
+    use crate::remote_servers::{image_on, on_remote, register};
+    struct RemoteImages;
+    impl Drop for RemoteImages {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("bash")
+                .args([
+                    "-c",
+                    &format!(
+                        "docker -H {} images --format '{{{{.Repository}}}}:{{{{.Tag}}}}' --filter reference='sandboxd-templates:*' | xargs -r docker -H {} rmi >/dev/null 2>&1",
+                        remote_docker_host(),
+                        remote_docker_host()
+                    ),
+                ])
+                .status();
+        }
+    }
+    let _images = Images;
+    let _remote_images = RemoteImages;
+    let server = TestServer::start().await;
+    let host = RemoteHost::start();
+    let server_id = register(&server, &host, "carried").await;
+    let build_id = build(
+        &server,
+        json!({"name": "carried", "dockerfile": "FROM base\nRUN echo far-made > /tmp/made\n"}),
+    )
+    .await;
+    let (end, entries) = follow(&server, &build_id).await;
+    assert_eq!(end["status"], "ready", "{end} {entries:?}");
+    let image = format!("sandboxd-templates:{}", build_id.to_lowercase());
+    let remote = remote_docker_host();
+    assert!(!image_on(Some(&remote), &image), "not there before");
+
+    let far = server
+        .create(json!({"template": "carried", "serverId": server_id}))
+        .await;
+    assert_eq!(far["serverId"], server_id.as_str());
+    assert!(on_remote(far["containerId"].as_str().unwrap()));
+    assert!(image_on(Some(&remote), &image), "carried");
+    assert_eq!(stdout(&server, &far, "cat /tmp/made").await, "far-made");
+    // The next one finds it there.
+    let again = server
+        .create(json!({"template": "carried", "serverId": server_id}))
+        .await;
+    assert_eq!(stdout(&server, &again, "cat /tmp/made").await, "far-made");
+
+    for sandbox in [&far, &again] {
+        let (status, _) = server
+            .post("sandbox.kill", json!({"sandboxId": id(sandbox)}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (_, template) = server.get("template.one", &[("name", "carried")]).await;
+    let (status, removed) = server
+        .post(
+            "template.remove",
+            json!({"templateId": template["templateId"]}),
+        )
+        .await;
+    assert_eq!((status, removed), (StatusCode::OK, json!(true)));
+    assert!(!image_on(Some(&remote), &image), "removed there too");
+    assert!(!image_on(None, &image), "and here");
 }

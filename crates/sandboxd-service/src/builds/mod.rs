@@ -3,10 +3,13 @@
 //! within the organization's bound on builds at once, and run in the background on the
 //! local engine (`run.rs`, each step in its container by `layer.rs`), its log written as
 //! it goes (`log.rs`). The newest ready
-//! version of a name is what `sandbox.create {template}` uses (`ready_for_create`). A
-//! template is removed, with its images, while no live sandbox uses it.
+//! version of a name is what `sandbox.create {template}` uses (`ready_for_create`); its
+//! image is carried to a remote server where one of its sandboxes is made (`carry.rs`).
+//! A template is removed, with its images (on every server), while no live sandbox uses
+//! it.
 
 mod base;
+pub(crate) mod carry;
 mod failure;
 mod layer;
 mod log;
@@ -318,25 +321,10 @@ impl Builds {
             builds.iter().map(|b| b.build_id.clone()).collect();
         self.service.pools().drop_built(&versions).await;
         let engine = self.service.engine();
-        for image in images {
-            // The containers of sandboxes killed a moment ago may still hold the image:
-            // they are removed in the background.
-            let deadline = tokio::time::Instant::now() + CONTAINERS_LEAVING;
-            loop {
-                match engine.remove_image(&image).await {
-                    Ok(()) => break,
-                    Err(sandboxd_contracts::EngineError::Rejected { status: 409, .. })
-                        if tokio::time::Instant::now() < deadline =>
-                    {
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                    Err(error) => {
-                        warn!(%image, error = %sandboxd_core::error::chain(&error), "could not remove a template's image");
-                        break;
-                    }
-                }
-            }
+        for image in &images {
+            remove_when_free(engine, image).await;
         }
+        self.remove_carried(&images).await;
         self.service
             .access()
             .record(
@@ -389,5 +377,28 @@ impl Builds {
             .store()
             .ready_template(organization_id, project_id, name)
             .await?)
+    }
+}
+
+/// Removes an image once no container holds it: the containers of sandboxes killed a
+/// moment ago are removed in the background, and may hold it for a while.
+pub(crate) async fn remove_when_free(
+    engine: &std::sync::Arc<dyn sandboxd_contracts::Engine>,
+    image: &str,
+) {
+    let deadline = tokio::time::Instant::now() + CONTAINERS_LEAVING;
+    loop {
+        match engine.remove_image(image).await {
+            Ok(()) => break,
+            Err(sandboxd_contracts::EngineError::Rejected { status: 409, .. })
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(error) => {
+                warn!(%image, error = %sandboxd_core::error::chain(&error), "could not remove a template's image");
+                break;
+            }
+        }
     }
 }

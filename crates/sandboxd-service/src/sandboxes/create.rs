@@ -118,8 +118,9 @@ impl Sandboxes {
             }
             None => None,
         };
-        // A template built in the project: its newest ready version, on the local
-        // engine, under its isolation unless the create names one.
+        // A template built in the project: its newest ready version, under its
+        // isolation unless the create names one, on any server (its image is carried
+        // there).
         let built = match cmd.image.template.as_deref() {
             Some(name) if self.service.templates().get(name).is_none() => {
                 let built = self
@@ -128,13 +129,6 @@ impl Sandboxes {
                     .ready_for_create(&caller.organization_id, &environment.project_id, name)
                     .await?
                     .ok_or(ServiceError::NotFound("template"))?;
-                if cmd.server_id.is_some() {
-                    return Err(Invalid::one(
-                        "serverId",
-                        "a built template's sandboxes run on the local engine, where it was built",
-                    )
-                    .into());
-                }
                 let floor = built
                     .isolation
                     .as_deref()
@@ -183,7 +177,6 @@ impl Sandboxes {
             cmd.server_id = server.clone();
         }
         if snapshot.is_none()
-            && built.is_none()
             && volumes_server.is_none()
             && cmd.server_id.is_none()
             && self.service.inner.options.placement
@@ -481,6 +474,15 @@ impl Sandboxes {
         row: &Sandbox,
         pool: Option<&str>,
     ) -> Result<(String, Option<String>), EngineError> {
+        // A built template's image is carried to a server that lacks it.
+        if let Some(server_id) = &row.server_id
+            && crate::builds::carry::is_built_image(&row.image)
+        {
+            self.service
+                .builds()
+                .carry(server_id, engine, &row.image)
+                .await?;
+        }
         let ensured = engine.ensure_image(&row.image).await?;
         let mut preparation = self.preparation(row, &ensured);
         // The agent's socket is a local one: sandboxes of remote servers are served

@@ -6,8 +6,8 @@ use crate::api::*;
 crate::define! {
     /// Build a template from a Dockerfile and files: each step runs in a hardened
     /// container like a sandbox's (RUN with no network unless `networkMode: "internet"`),
-    /// unchanged steps come from the build cache. Answers at once with the build's id;
-    /// `template.buildLog` follows it. A build of an existing name makes its next version;
+    /// unchanged steps come from the build cache. Answers at once (202) with the build's
+    /// id; `template.buildLog` follows it. A build of an existing name makes its next version;
     /// `sandbox.create {template: name}` uses the newest ready one. An organization runs
     /// a bounded number of builds at once (429 past it).
     TemplateBuild {
@@ -15,7 +15,7 @@ crate::define! {
         tag: "template", errors: [400, 401, 403, 404, 429],
         tool "template-build" "Build a template from a Dockerfile (FROM a template such as base or python, RUN, COPY, ENV, WORKDIR, USER, CMD...), files as {path: base64}. Answers a buildId at once; follow it with template-buildLog, then sandbox-create {template: name}.",
         request: body(BuildTemplateRequest),
-        response: one(BuildStarted),
+        response: accepted(BuildStarted),
     }
 
     /// A build's status and its log from `offset` on (at most 1,000 lines); ask again
