@@ -95,9 +95,9 @@ pub trait Engine: Debug + Send + Sync + 'static {
     /// and its id.
     async fn ensure_image(&self, image: &str) -> Result<EnsuredImage, EngineError>;
 
-    /// Makes `target` (once: a present `target` is kept): `image` with the directory
-    /// `workdir` made, owned by `owner`, every setting of the image kept. Its parent
-    /// must exist in the image (`NotFound` otherwise).
+    /// Makes `target` (once: a present `target` is kept): `image` (best named by its
+    /// id) with the directory `workdir` made, owned by `owner`, every setting of the
+    /// image kept; missing parents are made as root.
     async fn prepare_image(
         &self,
         image: &str,

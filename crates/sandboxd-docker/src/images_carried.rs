@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use sandboxd_contracts::Chunks;
 
 use crate::engine::DockerEngine;
-use crate::error::{EngineError, classify};
+use crate::error::EngineError;
 
 /// How long a load may take in all: it reads every layer the other engine lacks.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -32,19 +32,10 @@ impl DockerEngine {
 
     pub(crate) async fn load_image(&self, archive: Chunks) -> Result<(), EngineError> {
         let options = ImportImageOptionsBuilder::default().quiet(true).build();
-        let load = async {
-            let mut progress = self.docker.import_image_stream(options, archive, None);
-            while let Some(step) = progress.next().await {
-                let step = step.map_err(|e| classify("image", e))?;
-                if let Some(detail) = step.error_detail.and_then(|d| d.message) {
-                    return Err(EngineError::Rejected {
-                        status: 500,
-                        message: format!("the engine could not load the image: {detail}"),
-                    });
-                }
-            }
-            Ok(())
-        };
+        let load = crate::progress::follow(
+            self.docker.import_image_stream(options, archive, None),
+            "load the image",
+        );
         tokio::time::timeout(LOAD_TIMEOUT, load)
             .await
             .map_err(|_| EngineError::Timeout { call: "load image" })?

@@ -30,6 +30,7 @@ mod images;
 mod images_carried;
 mod networks;
 mod prepared;
+mod progress;
 mod remote;
 mod remote_agents;
 mod snapshots;

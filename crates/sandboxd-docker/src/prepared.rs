@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use bollard::query_parameters::BuildImageOptionsBuilder;
 use bytes::Bytes;
-use futures_util::StreamExt;
 
 use crate::archive::entry_tar;
 use crate::engine::DockerEngine;
-use crate::error::{EngineError, classify};
+use crate::error::EngineError;
 
 /// How long the build may take: it adds one directory entry.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(120);
@@ -55,8 +54,7 @@ impl DockerEngine {
         if self.image_facts(target).await?.is_some() {
             return Ok(());
         }
-        // Named by its id: the image the target's name was made from, whatever its name
-        // points at by now.
+        // By its id (the caller names it so: the image the target's name was made of).
         let id = self
             .image_facts(image)
             .await?
@@ -73,23 +71,15 @@ impl DockerEngine {
             .networkmode("none")
             .q(true)
             .build();
-        let build = async {
-            let mut progress = self.docker.build_image(
+        let what = format!("prepare {image}");
+        let build = crate::progress::follow(
+            self.docker.build_image(
                 options,
                 None,
                 Some(bollard::body_full(Bytes::from(context))),
-            );
-            while let Some(step) = progress.next().await {
-                let step = step.map_err(|e| classify("image", e))?;
-                if let Some(detail) = step.error_detail.and_then(|d| d.message) {
-                    return Err(EngineError::Rejected {
-                        status: 500,
-                        message: format!("the engine could not prepare {image}: {detail}"),
-                    });
-                }
-            }
-            Ok(())
-        };
+            ),
+            &what,
+        );
         tokio::time::timeout(BUILD_TIMEOUT, build)
             .await
             .map_err(|_| EngineError::Timeout { call: "build" })?

@@ -88,6 +88,24 @@ async fn stdout(server: &TestServer, sandbox: &Value, cmd: &str) -> String {
     run["stdout"].as_str().unwrap_or_default().trim().to_owned()
 }
 
+/// Kills `sandboxes`, then removes the template `name`.
+async fn kill_and_remove(server: &TestServer, sandboxes: &[&Value], name: &str) {
+    for sandbox in sandboxes {
+        let (status, _) = server
+            .post("sandbox.kill", json!({"sandboxId": id(sandbox)}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (_, template) = server.get("template.one", &[("name", name)]).await;
+    let (status, removed) = server
+        .post(
+            "template.remove",
+            json!({"templateId": template["templateId"]}),
+        )
+        .await;
+    assert_eq!((status, removed), (StatusCode::OK, json!(true)));
+}
+
 /// Removes the images the builds made (only this test builds).
 fn remove_build_images() {
     // By name: a step's image is the parent of the next one's, and an id with children
@@ -620,7 +638,7 @@ async fn a_built_template_is_warm_from_its_first_create() {
     let instance = server.instance().to_owned();
     let build_id = build(
         &server,
-        json!({"name": "warm", "dockerfile": "FROM base\nWORKDIR /srv/w\nRUN echo made > /srv/w/x\nCMD [\"sh\", \"-c\", \"echo started > /tmp/started; sleep 600\"]\n"}),
+        json!({"name": "warm", "dockerfile": "FROM base\nWORKDIR /srv/w\nRUN echo made > /opt/x\nCMD [\"sh\", \"-c\", \"echo started > /tmp/started; sleep 600\"]\n"}),
     )
     .await;
     let (end, entries) = follow(&server, &build_id).await;
@@ -658,8 +676,8 @@ async fn a_built_template_is_warm_from_its_first_create() {
     assert!(members.contains_key(id(&sandbox)), "served by the pool");
     assert_eq!(sandbox["template"], "warm");
     assert_eq!(
-        stdout(&server, &sandbox, "pwd; cat x").await,
-        "/srv/w\nmade"
+        stdout(&server, &sandbox, "pwd; cat /opt/x; touch mine && ls").await,
+        "/srv/w\nmade\nmine"
     );
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -674,19 +692,30 @@ async fn a_built_template_is_warm_from_its_first_create() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
+    // Its workdir was made as root by the build: the image was prepared for its user
+    // (as the member was made), and the preparation goes with the template.
+    let image = format!("sandboxd-templates:{}", build_id.to_lowercase());
+    let image_id = server
+        .docker()
+        .inspect_image(&image)
+        .await
+        .unwrap()
+        .id
+        .unwrap();
+    let prepared = sandboxd_core::prepared_images::prepared_name(&image_id, "/srv/w", (1000, 1000));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server
+        .service
+        .sandboxes()
+        .prepared_images()
+        .contains(&prepared)
+    {
+        assert!(Instant::now() < deadline, "{prepared} was never made");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // Removed: its pool goes, and no member holds its image.
-    let (status, _) = server
-        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (_, template) = server.get("template.one", &[("name", "warm")]).await;
-    let (status, removed) = server
-        .post(
-            "template.remove",
-            json!({"templateId": template["templateId"]}),
-        )
-        .await;
-    assert_eq!((status, removed), (StatusCode::OK, json!(true)));
+    kill_and_remove(&server, &[&sandbox], "warm").await;
     assert!(
         !server.service.pools().ready().contains_key(&key),
         "its pool is gone"
@@ -699,11 +728,14 @@ async fn a_built_template_is_warm_from_its_first_create() {
             .iter()
             .any(|m| members.contains_key(m)),
     );
-    let image = format!("sandboxd-templates:{}", build_id.to_lowercase());
+    // Gone, and so is what was prepared from it (which would keep its layers; the
+    // build cache keeps its steps' images by their own names).
     let deadline = Instant::now() + Duration::from_secs(15);
-    while server.docker().inspect_image(&image).await.is_ok() {
-        assert!(Instant::now() < deadline, "{image} was left");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    for left in [&image, &prepared] {
+        while server.docker().inspect_image(left).await.is_ok() {
+            assert!(Instant::now() < deadline, "{left} was left");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
 }
 
@@ -758,20 +790,7 @@ async fn a_built_template_s_image_is_carried_to_a_remote_server() {
         .await;
     assert_eq!(stdout(&server, &again, "cat /tmp/made").await, "far-made");
 
-    for sandbox in [&far, &again] {
-        let (status, _) = server
-            .post("sandbox.kill", json!({"sandboxId": id(sandbox)}))
-            .await;
-        assert_eq!(status, StatusCode::OK);
-    }
-    let (_, template) = server.get("template.one", &[("name", "carried")]).await;
-    let (status, removed) = server
-        .post(
-            "template.remove",
-            json!({"templateId": template["templateId"]}),
-        )
-        .await;
-    assert_eq!((status, removed), (StatusCode::OK, json!(true)));
+    kill_and_remove(&server, &[&far, &again], "carried").await;
     assert!(!image_on(Some(&remote), &image), "removed there too");
     assert!(!image_on(None, &image), "and here");
 }

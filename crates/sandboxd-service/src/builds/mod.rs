@@ -322,6 +322,13 @@ impl Builds {
         self.service.pools().drop_built(&versions).await;
         let engine = self.service.engine();
         for image in &images {
+            // What was prepared from it holds its layers.
+            if let Ok(Some(facts)) = engine.image_facts(image).await {
+                self.service
+                    .sandboxes()
+                    .remove_prepared_from(&facts.id)
+                    .await;
+            }
             remove_when_free(engine, image).await;
         }
         self.remove_carried(&images).await;

@@ -26,6 +26,8 @@ struct Key {
     server_id: Option<String>,
     /// The prepared image's name (its image's id, the workdir and the owner).
     name: String,
+    /// The id of the image it is made from.
+    image_id: String,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +76,20 @@ impl Prepared {
 
     fn forget(&self, key: &Key) {
         self.state().remove(key);
+    }
+
+    /// Forgets every image prepared from the image `image_id`; answers them.
+    fn forget_made_from(&self, image_id: &str) -> Vec<Key> {
+        let mut state = self.state();
+        let gone: Vec<Key> = state
+            .keys()
+            .filter(|key| key.image_id == image_id)
+            .cloned()
+            .collect();
+        for key in &gone {
+            state.remove(key);
+        }
+        gone
     }
 
     fn ready(&self) -> Vec<String> {
@@ -139,6 +155,7 @@ impl Sandboxes {
         let key = Key {
             server_id: row.server_id.clone(),
             name: prepared_name(&image.id, &row.workdir, owner),
+            image_id: image.id.clone(),
         };
         let ready = self.service.inner.prepared.is_ready(&key);
         Some(Preparation { key, owner, ready })
@@ -148,6 +165,24 @@ impl Sandboxes {
     pub(crate) fn prepared_gone(&self, preparation: &Preparation) {
         warn!(image = %preparation.key.name, "a prepared image is gone from its engine; made again when needed");
         self.service.inner.prepared.forget(&preparation.key);
+    }
+
+    /// Removes the images prepared from the image `image_id` (a built template's, being
+    /// removed) from the engines they were made on, so that its layers go with it.
+    pub(crate) async fn remove_prepared_from(&self, image_id: &str) {
+        for key in self.service.inner.prepared.forget_made_from(image_id) {
+            let Ok(engine) = self
+                .service
+                .fleet()
+                .engine_of(key.server_id.as_deref())
+                .await
+            else {
+                continue;
+            };
+            if let Err(error) = engine.remove_image(&key.name).await {
+                warn!(image = %key.name, error = %sandboxd_core::error::chain(&error), "could not remove a prepared image");
+            }
+        }
     }
 
     /// The engine had to make the workdir of a sandbox of `row`: its prepared image is
@@ -166,11 +201,15 @@ impl Sandboxes {
         let engine = engine.clone();
         let key = preparation.key.clone();
         let owner = preparation.owner;
-        let (image, workdir) = (row.image.clone(), row.workdir.clone());
+        let (image, image_id, workdir) = (
+            row.image.clone(),
+            preparation.key.image_id.clone(),
+            row.workdir.clone(),
+        );
         self.service.inner.removals.spawn(async move {
             let started = Instant::now();
             let outcome = engine
-                .prepare_image(&image, &key.name, &workdir, owner)
+                .prepare_image(&image_id, &key.name, &workdir, owner)
                 .await;
             match &outcome {
                 Ok(()) => {
@@ -193,6 +232,7 @@ mod tests {
         Key {
             server_id: None,
             name: name.into(),
+            image_id: format!("sha256:{name}"),
         }
     }
 
@@ -212,5 +252,10 @@ mod tests {
         prepared.end(&key("b"), false);
         assert!(!prepared.begin(&key("b")), "failed a moment ago");
         assert!(!prepared.is_ready(&key("b")));
+
+        prepared.end(&key("a"), true);
+        assert_eq!(prepared.forget_made_from("sha256:a"), vec![key("a")]);
+        assert!(prepared.ready().is_empty(), "its image went");
+        assert!(!prepared.begin(&key("b")), "another image's is kept");
     }
 }
