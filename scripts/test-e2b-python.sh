@@ -4,7 +4,8 @@
 # server (scripts/lib/test-server.sh starts it): the control plane
 # (tests/python/e2b_control_plane.py), the in-sandbox daemon
 # (tests/python/e2b_in_sandbox.py), E2B's code interpreter SDK
-# (tests/python/e2b_interpreter.py), the README's E2B example as written (its URL
+# (tests/python/e2b_interpreter.py), E2B's template builder
+# (tests/python/e2b_templates.py), the README's E2B example as written (its URL
 # and key those of the test server, its `pip install` the pinned one below), and the
 # SDK given only `E2B_DOMAIN` (tests/python/e2b_domain.py), over TLS through a proxy
 # on loopback (tests/python/tls_proxy.py) as an operator's proxy would be.
@@ -19,6 +20,7 @@ e2b_domain_proxy
 "$venv/bin/python" tests/python/e2b_control_plane.py "$url" "$key"
 "$venv/bin/python" tests/python/e2b_in_sandbox.py "$url" "$key"
 "$venv/bin/python" tests/python/e2b_interpreter.py "$url" "$key"
+"$venv/bin/python" tests/python/e2b_templates.py "$url" "$key"
 
 # The README's example: the bash block after the e2b-example marker.
 example=$(awk '/<!-- e2b-example/ {found=1; next} found && /^```bash/ {inside=1; next}

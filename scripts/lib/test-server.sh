@@ -40,6 +40,15 @@ cleanup() {
   done
   images=$(docker images -q --filter "label=sandboxd.instance=$instance" | sort -u)
   [ -z "$images" ] || { echo "snapshot images left: $images" >&2; failed=1; }
+  # And every image its builds made (templates and their cached steps), by the
+  # organizations of its database.
+  for org in $(python3 -c 'import sqlite3, sys; [print(r[0]) for r in sqlite3.connect(sys.argv[1]).execute("SELECT organization_id FROM organizations")]' "$data/sandboxd.db" 2>/dev/null); do
+    for _ in 1 2 3 4 5 6; do
+      images=$(docker images -q --filter "label=sandboxd.builtBy=$org" | sort -u)
+      [ -z "$images" ] && break
+      docker rmi -f $images >/dev/null 2>&1 || true
+    done
+  done
   # The internet bridge, made for the first `internet` sandbox (E2B's default), unless
   # another server's sandboxes are still on it (then the engine refuses).
   docker network rm sandboxd-internet >/dev/null 2>&1 || true

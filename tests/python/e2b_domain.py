@@ -3,7 +3,8 @@ deployment of their own: `E2B_DOMAIN` and a key, nothing else. The SDK then call
 `https://api.<domain>` and `https://49983-<id>.<domain>`, which a TLS proxy sends
 to sandboxd (`e2b_domain`). Commands and files through the domain, the signed file
 URLs the SDK makes (`download_url`, `upload_url`), opened with no header at all, and
-the code interpreter at `49999-<id>.<domain>`.
+the code interpreter at `49999-<id>.<domain>`, and a template built with E2B's `Template`
+(its files uploaded to the URL the server answers, on the domain).
 
     E2B_DOMAIN=<domain>[:port] E2B_API_KEY=<key> SSL_CERT_FILE=<proxy's cert> \
         python3 tests/python/e2b_domain.py
@@ -14,10 +15,11 @@ loopback).
 
 import json
 import os
+import tempfile
 import urllib.error
 import urllib.request
 
-from e2b import Sandbox
+from e2b import Sandbox, Template
 from e2b_code_interpreter import Sandbox as CodeInterpreter
 
 assert "E2B_API_URL" not in os.environ and "E2B_SANDBOX_URL" not in os.environ
@@ -71,6 +73,21 @@ try:
     interpreter = CodeInterpreter.connect(sbx.sandbox_id)
     assert interpreter.run_code("6 * 7").text == "42"
     assert [c.language for c in interpreter.list_code_contexts()] == ["python"]
+
+    # A template built through the domain: the SDK uploads its files to the URL the
+    # server answers, the domain's own over TLS.
+    context = tempfile.mkdtemp()
+    with open(f"{context}/hello.txt", "w") as f:
+        f.write("copied through the domain")
+    Template.build(
+        Template(file_context_path=context).from_base_image().copy("hello.txt", "/home/user/"),
+        "e2b-domain-built",
+    )
+    built = Sandbox.create("e2b-domain-built", timeout=60)
+    try:
+        assert built.files.read("/home/user/hello.txt") == "copied through the domain"
+    finally:
+        built.kill()
 finally:
     sbx.kill()
 print("e2b over E2B_DOMAIN: ok")

@@ -119,6 +119,10 @@ pub enum QuotaExceeded {
     VolumeSize { limit: i64, used: i64, asked: i64 },
     #[error("the organization runs {limit} template builds, its most at once; wait for one to end")]
     Builds { limit: i64 },
+    #[error(
+        "the organization has asked for {limit} builds through E2B's API whose steps have not come; start them or wait an hour"
+    )]
+    WaitingBuilds { limit: i64 },
 }
 
 impl Quotas {

@@ -28,6 +28,10 @@ pub fn limit_for(path: &str) -> Option<usize> {
     if path.starts_with(crate::previews::proxy::PREFIX) {
         return None;
     }
+    if path.starts_with("/e2b/template-files/") {
+        // An archive of a build's files: the same bytes as `template.build`'s.
+        return Some(MAX_BUILD_BODY_BYTES);
+    }
     match path {
         "/api/sandbox.upload" | "/e2b/envd/files" => None,
         "/api/sandbox.writeFile" | "/mcp" => Some(MAX_FILE_BODY_BYTES),

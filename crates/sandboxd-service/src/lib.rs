@@ -46,7 +46,7 @@ use sandboxd_core::templates::Templates;
 use sandboxd_store::Store;
 
 pub use access::{Access, Resource};
-pub use builds::{BuildOptions, Builds, LOG_PAGE};
+pub use builds::{BuildOptions, Builds, LOG_PAGE, UploadPlace};
 pub use commands::{Commands, ContextRun, Launch, NewContext, RunOutput};
 pub use duties::{DEFAULT_LEASE_GRACE, Duties, ReapReport, ReconcileReport};
 pub use egress::{

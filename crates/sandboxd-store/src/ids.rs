@@ -14,6 +14,23 @@ pub fn new_id() -> Result<String, crate::StoreError> {
     random_id(ALPHABET, 21)
 }
 
+/// A new random UUID (version 4), for ids E2B's SDKs read as UUIDs (a build's).
+pub fn new_uuid() -> Result<String, crate::StoreError> {
+    let mut bytes = [0u8; 16];
+    random_bytes(&mut bytes)?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
+}
+
 /// A new sandbox id: 24 lower-case letters and digits (about 124 bits), so that a host
 /// name can carry it (`<port>-<id>.<domain>`, which clients lower-case).
 pub fn new_sandbox_id() -> Result<String, crate::StoreError> {
@@ -56,6 +73,19 @@ pub(crate) fn ordered_id(now: i64) -> Result<String, crate::StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uuids_are_version_4() {
+        let id = new_uuid().unwrap();
+        let parts: Vec<&str> = id.split('-').collect();
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert!(parts[2].starts_with('4'));
+        assert!(matches!(&parts[3][..1], "8" | "9" | "a" | "b"));
+        assert_ne!(id, new_uuid().unwrap());
+    }
 
     #[test]
     fn ids_are_alphanumeric_and_distinct() {

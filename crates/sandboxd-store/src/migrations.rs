@@ -108,6 +108,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "template builds",
         include_str!("../migrations/sqlite/0019_template_builds.sql"),
     ),
+    (
+        20,
+        "E2B's template builds",
+        include_str!("../migrations/sqlite/0020_e2b_template_builds.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -205,6 +210,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         19,
         "template builds",
         include_str!("../migrations/postgres/0019_template_builds.sql"),
+    ),
+    (
+        20,
+        "E2B's template builds",
+        include_str!("../migrations/postgres/0020_e2b_template_builds.sql"),
     ),
 ];
 

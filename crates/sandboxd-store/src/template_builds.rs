@@ -17,15 +17,21 @@ macro_rules! select_builds {
     ($rest:literal) => {
         concat!(
             "SELECT build_id, template_id, organization_id, project_id, name, version, status, \
-             image, run_as, workdir, start_cmd, cpu_milli, memory_mb, isolation, error_step, \
+             image, run_as, workdir, start_cmd, ready_cmd, cpu_milli, memory_mb, isolation, error_step, \
              error_message, created_at, finished_at FROM template_builds WHERE organization_id = $1",
             $rest
         )
     };
 }
 
+fn argv(row: &sqlx::any::AnyRow, column: &str) -> Result<Option<Vec<String>>, StoreError> {
+    let text: Option<String> = row.try_get(column)?;
+    text.map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("template {column}: {e}")))
+}
+
 fn build(row: &sqlx::any::AnyRow) -> Result<TemplateBuild, StoreError> {
-    let start: Option<String> = row.try_get("start_cmd")?;
     Ok(TemplateBuild {
         build_id: row.try_get("build_id")?,
         template_id: row.try_get("template_id")?,
@@ -37,10 +43,8 @@ fn build(row: &sqlx::any::AnyRow) -> Result<TemplateBuild, StoreError> {
         image: row.try_get("image")?,
         user: row.try_get("run_as")?,
         workdir: row.try_get("workdir")?,
-        start: start
-            .map(|text| serde_json::from_str(&text))
-            .transpose()
-            .map_err(|e| StoreError::Corrupt(format!("template start command: {e}")))?,
+        start: argv(row, "start_cmd")?,
+        ready: argv(row, "ready_cmd")?,
         cpu: row
             .try_get::<Option<i64>, _>("cpu_milli")?
             .map(|milli| milli as f64 / 1000.0),
@@ -120,16 +124,18 @@ impl Store {
     /// Ends a build that is still building: ready with what its sandboxes get, or
     /// failed with its step and reason. False when it was not building any more.
     pub async fn finish_template_build(&self, build: &TemplateBuild) -> Result<bool, StoreError> {
-        let start = build
-            .start
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(|e| StoreError::Corrupt(format!("template start command: {e}")))?;
+        let json = |argv: &Option<Vec<String>>| {
+            argv.as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(format!("template command: {e}")))
+        };
+        let start = json(&build.start)?;
+        let ready = json(&build.ready)?;
         let done = sqlx::query(
             "UPDATE template_builds SET status = $1, image = $2, run_as = $3, workdir = $4, \
-             start_cmd = $5, error_step = $6, error_message = $7, finished_at = $8 \
-             WHERE build_id = $9 AND status = $10",
+             start_cmd = $5, error_step = $6, error_message = $7, finished_at = $8, \
+             ready_cmd = $11 WHERE build_id = $9 AND status = $10",
         )
         .bind(&build.status)
         .bind(&build.image)
@@ -141,6 +147,7 @@ impl Store {
         .bind(build.finished_at)
         .bind(&build.build_id)
         .bind(BUILDING)
+        .bind(ready)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
@@ -335,6 +342,11 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
+        sqlx::query("DELETE FROM e2b_builds WHERE organization_id = $1 AND template_id = $2")
+            .bind(organization_id)
+            .bind(template_id)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM template_builds WHERE organization_id = $1 AND template_id = $2")
             .bind(organization_id)
             .bind(template_id)

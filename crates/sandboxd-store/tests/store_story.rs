@@ -32,6 +32,7 @@ on_every_backend!(
     volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted,
     activity_does_not_move_the_end_of_a_fixed_timeout,
     lists_read_every_field_back_newest_first,
+    e2b_builds_wait_for_their_steps_and_uploads_stay_in_their_project,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -1311,4 +1312,115 @@ async fn lists_read_every_field_back_newest_first(db: &TestDb) {
         vec![full.clone()]
     );
     assert!(store.expired_sandboxes(0).await.unwrap().is_empty());
+}
+
+async fn e2b_builds_wait_for_their_steps_and_uploads_stay_in_their_project(db: &TestDb) {
+    use sandboxd_core::quotas::QuotaExceeded;
+    use sandboxd_store::{E2B_BUILD_WAITS_MS, E2bBuild, MAX_E2B_FILES_BYTES, StoreError};
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let org = &boot.organization_id;
+    let asked = |n: usize, at: i64| E2bBuild {
+        build_id: format!("b{n}"),
+        template_id: format!("t{n}"),
+        organization_id: org.clone(),
+        project_id: boot.project_id.clone(),
+        name: format!("app{n}"),
+        cpu: Some(2.0),
+        memory_mb: Some(512),
+        tags: vec!["default".into()],
+        steps: None,
+        created_by: "u".into(),
+        created_at: at,
+    };
+    let mut first = asked(0, 1_000);
+    store.insert_e2b_build(&mut first).await.unwrap();
+    assert_eq!(
+        store.e2b_build(org, "b0").await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(store.e2b_build("another org", "b0").await.unwrap(), None);
+    assert_eq!(
+        store.e2b_template_project(org, "t0").await.unwrap(),
+        Some(boot.project_id.clone())
+    );
+    // At most 32 wait at once in an organization.
+    for n in 1..32 {
+        store.insert_e2b_build(&mut asked(n, 1_000)).await.unwrap();
+    }
+    assert!(matches!(
+        store.insert_e2b_build(&mut asked(99, 1_000)).await,
+        Err(StoreError::Quota(QuotaExceeded::WaitingBuilds {
+            limit: 32
+        }))
+    ));
+    // Steps come once; a build that could not start waits again.
+    let steps = vec!["base".to_owned(), "1".into()];
+    assert!(store.e2b_build_started("b0", &steps).await.unwrap());
+    assert!(!store.e2b_build_started("b0", &steps).await.unwrap());
+    assert_eq!(
+        store.e2b_build(org, "b0").await.unwrap().unwrap().steps,
+        Some(steps.clone())
+    );
+    store.e2b_build_not_started("b0").await.unwrap();
+    assert!(store.e2b_build_started("b0", &steps).await.unwrap());
+    // Those that waited past an hour go with the next request.
+    store
+        .insert_e2b_build(&mut asked(100, 1_000 + E2B_BUILD_WAITS_MS + 1))
+        .await
+        .unwrap();
+    assert_eq!(store.e2b_build(org, "b1").await.unwrap(), None);
+    assert!(
+        store.e2b_build(org, "b0").await.unwrap().is_some(),
+        "started: kept"
+    );
+
+    // Uploads are kept per project and hash, the oldest going past the bound.
+    let project = &boot.project_id;
+    assert!(!store.has_e2b_files(project, "h1").await.unwrap());
+    store
+        .put_e2b_files(org, project, "h1", b"one", 10)
+        .await
+        .unwrap();
+    assert!(store.has_e2b_files(project, "h1").await.unwrap());
+    assert!(!store.has_e2b_files("another project", "h1").await.unwrap());
+    assert_eq!(
+        store.e2b_files(project, "h1").await.unwrap(),
+        Some(b"one".to_vec())
+    );
+    let big = vec![7u8; (MAX_E2B_FILES_BYTES as usize) - 2];
+    store
+        .put_e2b_files(org, project, "h2", &big, 11)
+        .await
+        .unwrap();
+    assert!(
+        !store.has_e2b_files(project, "h1").await.unwrap(),
+        "the oldest went"
+    );
+    assert_eq!(
+        store
+            .e2b_files(project, "h2")
+            .await
+            .unwrap()
+            .map(|a| a.len()),
+        Some(big.len())
+    );
+
+    // An upload token names its key, project and hash, until it expires.
+    let token = store.e2b_upload_token(project, "h3", "key1", 2_000);
+    assert_eq!(
+        store
+            .e2b_upload_key(project, "h3", &token, 1_999)
+            .as_deref(),
+        Some("key1")
+    );
+    assert_eq!(
+        store.e2b_upload_key(project, "h3", &token, 2_001),
+        None,
+        "expired"
+    );
+    assert_eq!(store.e2b_upload_key(project, "h4", &token, 1_999), None);
+    assert_eq!(store.e2b_upload_key("other", "h3", &token, 1_999), None);
+    let forged = token.replacen("2000", "9000", 1);
+    assert_eq!(store.e2b_upload_key(project, "h3", &forged, 1_999), None);
 }

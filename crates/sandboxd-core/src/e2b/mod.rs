@@ -19,6 +19,7 @@ pub mod interpreter;
 pub mod lifecycle;
 pub mod process;
 pub mod signed;
+pub mod templates;
 pub mod watch;
 
 use std::collections::BTreeMap;

@@ -108,16 +108,29 @@ fn parent_of(path: &str) -> String {
     }
 }
 
+/// How the files of a copy are written.
+#[derive(Debug, Clone, Copy)]
+pub struct CopyMode<'a> {
+    /// Their owner (`uid`, `gid`).
+    pub owner: (u64, u64),
+    /// The mode `--chmod` gives every file.
+    pub chmod: Option<u32>,
+    /// Each file's own mode, where it was given (`0644` where not).
+    pub modes: &'a BTreeMap<String, u32>,
+    pub mtime: u64,
+}
+
 /// The tar stream, to unpack at `/`, that puts `targets` in place with the contents in
-/// `contents`, files `0644` and the directories between each target's base and its file
-/// `0755`, all owned by `owner`. The base and what is above it are not in the stream, so
-/// an existing directory there keeps its owner and mode (the engine makes a missing one).
+/// `contents`, files with the mode of `how` and the directories between each target's
+/// base and its file `0755`, all owned by its owner. The base and what is above it are
+/// not in the stream, so an existing directory there keeps its owner and mode (the
+/// engine makes a missing one).
 pub fn copy_archive(
     targets: &[CopyTarget],
     contents: &BTreeMap<String, Vec<u8>>,
-    owner: (u64, u64),
-    mtime: u64,
+    how: CopyMode<'_>,
 ) -> std::io::Result<Vec<u8>> {
+    let CopyMode { owner, mtime, .. } = how;
     let mut builder = tar::Builder::new(Vec::new());
     let mut made = BTreeSet::new();
     for target in targets {
@@ -152,7 +165,11 @@ pub fn copy_archive(
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(tar::EntryType::Regular);
         header.set_size(content.len() as u64);
-        header.set_mode(0o644);
+        let mode = how
+            .chmod
+            .or_else(|| how.modes.get(&target.file).copied())
+            .unwrap_or(0o644);
+        header.set_mode(mode & 0o7777);
         header.set_uid(owner.0);
         header.set_gid(owner.1);
         header.set_mtime(mtime);
@@ -174,9 +191,16 @@ mod tests {
             base: "/srv".into(),
         }];
         let contents = BTreeMap::from([("a/b.txt".to_owned(), b"hi".to_vec())]);
-        let tar = copy_archive(&targets, &contents, (1000, 1000), 0).unwrap();
+        let modes = BTreeMap::from([("a/b.txt".to_owned(), 0o755)]);
+        let how = CopyMode {
+            owner: (1000, 1000),
+            chmod: None,
+            modes: &modes,
+            mtime: 0,
+        };
+        let tar = copy_archive(&targets, &contents, how).unwrap();
         let mut archive = tar::Archive::new(tar.as_slice());
-        let entries: Vec<(String, u64)> = archive
+        let entries: Vec<(String, u64, u32)> = archive
             .entries()
             .unwrap()
             .map(|e| {
@@ -184,14 +208,15 @@ mod tests {
                 (
                     e.path().unwrap().display().to_string(),
                     e.header().uid().unwrap(),
+                    e.header().mode().unwrap(),
                 )
             })
             .collect();
         assert_eq!(
             entries,
             vec![
-                ("srv/app/".to_owned(), 1000),
-                ("srv/app/b.txt".into(), 1000)
+                ("srv/app/".to_owned(), 1000, 0o755),
+                ("srv/app/b.txt".into(), 1000, 0o755)
             ]
         );
     }

@@ -24,7 +24,7 @@ pub use cache::{
     content_digest, image_labels, step_key, template_image,
 };
 pub use container::{BUILD_PIDS_LIMIT, BuildShape, LABEL_BUILD_INSTANCE, build_container_plan};
-pub use copy::{CopyTarget, copy_archive};
+pub use copy::{CopyMode, CopyTarget, copy_archive};
 pub use dockerfile::{Instruction, parse};
 pub use recipe::{CopySource, Recipe, StartCommand, check, check_file_names};
 pub use record::{

@@ -122,7 +122,10 @@ pub fn check(instructions: &[Instruction], files: &BTreeSet<String>) -> Result<R
                         "RUN takes no flags (--mount, --network, --security)",
                     ));
                 }
-                refuse_heredoc(instruction)?;
+                // In the exec form, `<<` is the command's own (its shell's).
+                if exec_form(&instruction.args).is_none() {
+                    refuse_heredoc(instruction)?;
+                }
             }
             "COPY" | "ADD" => copied.extend(copy_sources(instruction, files, &mut work)?),
             "USER" => user = Some(instruction.args.clone()),
@@ -262,6 +265,13 @@ fn copy_sources(
         let name = flag.split('=').next().unwrap_or(flag);
         match name {
             "chown" if !flag.contains('$') => {}
+            "chmod" if super::steps::octal_mode(&flag[name.len()..]).is_some() => {}
+            "chmod" => {
+                return Err(at(
+                    line,
+                    format!("{keyword} --chmod takes an octal mode (`0755`), not `{flag}`"),
+                ));
+            }
             "from" => {
                 return Err(at(
                     line,
@@ -273,7 +283,7 @@ fn copy_sources(
             _ => {
                 return Err(at(
                     line,
-                    format!("{keyword} takes --chown only, not --{name}"),
+                    format!("{keyword} takes --chown and --chmod only, not --{name}"),
                 ));
             }
         }
@@ -518,7 +528,8 @@ mod tests {
             ("FROM b\nADD https://example.com/x /x\n", "ADD of a URL"),
             ("FROM b\nADD git@github.com:a/b /x\n", "ADD of a URL"),
             ("FROM b\nCOPY --from=alpine /etc/passwd /x\n", "--from"),
-            ("FROM b\nCOPY --chmod=755 a /a\n", "--chown only"),
+            ("FROM b\nCOPY --link a /a\n", "--chown and --chmod only"),
+            ("FROM b\nCOPY --chmod=u+x a /a\n", "octal mode"),
             ("FROM b\nCOPY $SRC /x\n", "no `$` substitution"),
             ("FROM b\nCOPY ../etc/passwd /x\n", "`..`"),
             ("FROM b\nCOPY /etc/passwd /x\n", "absolute"),

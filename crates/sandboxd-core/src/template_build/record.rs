@@ -25,6 +25,9 @@ pub struct TemplateBuild {
     pub workdir: Option<String>,
     /// The command run in a sandbox after it is made (`CMD`/`ENTRYPOINT`).
     pub start: Option<Vec<String>>,
+    /// The command that says a new sandbox is ready: run after the start command until
+    /// it succeeds, before the create answers.
+    pub ready: Option<Vec<String>>,
     /// Its sandboxes' defaults.
     pub cpu: Option<f64>,
     pub memory_mb: Option<i64>,

@@ -66,10 +66,12 @@ pub enum Action {
         user: String,
         cwd: String,
     },
-    /// Copy files given to the build, owned by `owner` (`uid`, `gid`).
+    /// Copy files given to the build, owned by `owner` (`uid`, `gid`), each with the
+    /// mode `--chmod` gives, or else its own.
     Copy {
         targets: Vec<CopyTarget>,
         owner: (u64, u64),
+        mode: Option<u32>,
     },
     /// Make the workdir (and its parents) if it is not there.
     MakeDir { path: String },
@@ -281,6 +283,7 @@ impl Steps {
         let keyword = &instruction.keyword;
         let mut rest = instruction.args.as_str();
         let mut owner = (0, 0);
+        let mut mode = None;
         while let Some(flagged) = rest.strip_prefix("--") {
             let (flag, after) = flagged
                 .split_once(char::is_whitespace)
@@ -293,6 +296,14 @@ impl Steps {
                             format!("{keyword} --chown takes numbers (`uid` or `uid:gid`), not `{value}`"),
                         )
                     })?;
+            }
+            if let Some(value) = flag.strip_prefix("chmod=") {
+                mode = Some(octal_mode(value).ok_or_else(|| {
+                    at(
+                        line,
+                        format!("{keyword} --chmod takes an octal mode (`0755`), not `{value}`"),
+                    )
+                })?);
             }
             rest = after.trim_start();
         }
@@ -331,8 +342,23 @@ impl Steps {
                     .map_err(|message| at(line, format!("{keyword} {source}: {message}")))?,
             );
         }
-        Ok(Action::Copy { targets, owner })
+        Ok(Action::Copy {
+            targets,
+            owner,
+            mode,
+        })
     }
+}
+
+/// An octal file mode of at most `07777` (`=` before it is taken, as `--chmod=` leaves
+/// it).
+pub(super) fn octal_mode(value: &str) -> Option<u32> {
+    let digits = value.strip_prefix('=').unwrap_or(value);
+    if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b))
+    {
+        return None;
+    }
+    u32::from_str_radix(digits, 8).ok().filter(|m| *m <= 0o7777)
 }
 
 /// A JSON array of strings, the exec form.
@@ -432,20 +458,28 @@ mod tests {
     fn copies_land_where_the_builder_puts_them() {
         let files = ["app/main.py", "app/lib/x.py", "req.txt", "a.sh", "b.sh"];
         let (actions, _) = run(
-            "FROM base\nWORKDIR /w\nCOPY --chown=1000:1001 req.txt .\nCOPY app /srv/\nCOPY *.sh bin/\nCOPY req.txt /etc/req\n",
+            "FROM base\nWORKDIR /w\nCOPY --chown=1000:1001 req.txt .\nCOPY app /srv/\nCOPY --chmod=0750 *.sh bin/\nCOPY req.txt /etc/req\n",
             &files,
         );
         let target = |index: usize| match &actions[index] {
-            Action::Copy { targets, owner } => (
+            Action::Copy {
+                targets,
+                owner,
+                mode,
+            } => (
                 targets
                     .iter()
                     .map(|t| (t.file.as_str(), t.path.as_str()))
                     .collect::<Vec<_>>(),
                 *owner,
+                *mode,
             ),
             other => panic!("{other:?}"),
         };
-        assert_eq!(target(1), (vec![("req.txt", "/w/req.txt")], (1000, 1001)));
+        assert_eq!(
+            target(1),
+            (vec![("req.txt", "/w/req.txt")], (1000, 1001), None)
+        );
         assert_eq!(
             target(2).0,
             vec![
@@ -457,6 +491,7 @@ mod tests {
             target(3).0,
             vec![("a.sh", "/w/bin/a.sh"), ("b.sh", "/w/bin/b.sh")]
         );
+        assert_eq!(target(3).2, Some(0o750));
         assert_eq!(target(4).0, vec![("req.txt", "/etc/req")]);
     }
 
@@ -469,6 +504,7 @@ mod tests {
                 "line 2: COPY --chown takes numbers",
             ),
             ("ADD x.tar.gz /x", "archives are not unpacked"),
+            ("COPY --chmod=0999 x.tar.gz /x", "octal mode"),
             ("ENV 1A=b", "not a variable's name"),
             ("ENV A=\"open", "is not closed"),
             ("USER", "names one user"),

@@ -29,10 +29,29 @@ pub struct BuildTemplate {
     pub instructions: Vec<Instruction>,
     pub recipe: Recipe,
     pub files: BTreeMap<String, Vec<u8>>,
+    /// The mode of each file given with one (`0644` for the others).
+    pub modes: BTreeMap<String, u32>,
     pub cpu: f64,
     pub memory_mb: i64,
     pub isolation: Option<Isolation>,
     pub network: NetworkMode,
+    /// The first step whose cached image is not used (it and every step after it run
+    /// again); `None`: every cached step is used.
+    pub fresh_from: Option<i64>,
+    /// A command run in each new sandbox after the start command until it succeeds,
+    /// before the create answers.
+    pub ready: Option<Vec<String>>,
+}
+
+/// What a build is asked for besides its steps and files.
+#[derive(Debug, Clone, Default)]
+pub struct BuildHead {
+    pub name: String,
+    pub project_id: Option<String>,
+    pub cpu: Option<f64>,
+    pub memory_mb: Option<i64>,
+    pub isolation: Option<Isolation>,
+    pub network: Option<NetworkMode>,
 }
 
 /// Whether `name` is a template's name: 1–64 lower-case letters, digits, `.`, `_`, `-`,
@@ -56,47 +75,69 @@ pub fn build_log_offset(offset: Option<i64>) -> Result<i64, Invalid> {
 /// Checks `template.build`.
 pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invalid> {
     let mut issues = Issues::default();
-    if !template_name_ok(&req.name) {
+    let raw = req.files.unwrap_or_default();
+    let mut files = BTreeMap::new();
+    for (name, content) in raw {
+        match Encoding::Base64.decode(content) {
+            Some(bytes) => {
+                files.insert(name, bytes);
+            }
+            None => issues.push(format!("files.{name}"), "is not valid base64"),
+        }
+    }
+    issues.finish(())?;
+    let head = BuildHead {
+        name: req.name,
+        project_id: req.project_id,
+        cpu: req.cpu,
+        memory_mb: req.memory_mb,
+        isolation: req.isolation,
+        network: req.network_mode,
+    };
+    let instructions = parse(&req.dockerfile)?;
+    build_of(head, instructions, files, BTreeMap::new())
+}
+
+/// Checks a build given as instructions: its head, the files' names, count and bytes,
+/// the instructions against the files, and the steps tried on an empty base, so that
+/// what cannot be done whatever the base is a 400 now.
+pub fn build_of(
+    head: BuildHead,
+    instructions: Vec<Instruction>,
+    files: BTreeMap<String, Vec<u8>>,
+    modes: BTreeMap<String, u32>,
+) -> Result<BuildTemplate, Invalid> {
+    let mut issues = Issues::default();
+    if !template_name_ok(&head.name) {
         issues.push(
             "name",
             "must be 1 to 64 lower-case letters, digits, `.`, `_` or `-`, starting with a letter or digit",
         );
-    } else if TEMPLATE_NAMES.contains(&req.name.as_str()) {
+    } else if TEMPLATE_NAMES.contains(&head.name.as_str()) {
         issues.push("name", "is a configured template's name");
     }
-    if let Some(project) = &req.project_id {
+    if let Some(project) = &head.project_id {
         required_id(&mut issues, "projectId", project);
     }
-    let cpu = req.cpu.unwrap_or(DEFAULT_BUILD_CPU);
+    let cpu = head.cpu.unwrap_or(DEFAULT_BUILD_CPU);
     if !(MIN_CPU..=MAX_CPU).contains(&cpu) {
         issues.push("cpu", "must be between 0.1 and 64");
     }
-    let memory_mb = req.memory_mb.unwrap_or(DEFAULT_BUILD_MEMORY_MB);
+    let memory_mb = head.memory_mb.unwrap_or(DEFAULT_BUILD_MEMORY_MB);
     if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
         issues.push("memoryMb", "must be between 64 and 262144");
     }
-    let network = req.network_mode.unwrap_or_default();
+    let network = head.network.unwrap_or_default();
     if network == NetworkMode::Allowlist {
         issues.push(
             "networkMode",
             "a build's steps run `isolated` or with `internet`",
         );
     }
-    let raw = req.files.unwrap_or_default();
-    if let Err(invalid) = check_file_names(raw.keys().map(String::as_str)) {
+    if let Err(invalid) = check_file_names(files.keys().map(String::as_str)) {
         issues.extend(invalid);
     }
-    let mut files = BTreeMap::new();
-    let mut total: u64 = 0;
-    for (name, content) in raw {
-        match Encoding::Base64.decode(content) {
-            Some(bytes) => {
-                total += bytes.len() as u64;
-                files.insert(name, bytes);
-            }
-            None => issues.push(format!("files.{name}"), "is not valid base64"),
-        }
-    }
+    let total: u64 = files.values().map(|c| c.len() as u64).sum();
     if total > MAX_FILES_BYTES {
         issues.push(
             "files",
@@ -105,9 +146,7 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
     }
     issues.finish(())?;
     let names: BTreeSet<String> = files.keys().cloned().collect();
-    let instructions = parse(&req.dockerfile)?;
     let recipe = check(&instructions, &names)?;
-    // The steps on an empty base: what cannot be done whatever the base is a 400 now.
     let mut steps = Steps::new(Settings::default());
     let after_from = instructions
         .iter()
@@ -134,15 +173,18 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
         }
     }
     Ok(BuildTemplate {
-        name: req.name,
-        project_id: req.project_id,
+        name: head.name,
+        project_id: head.project_id,
         instructions,
         recipe,
         files,
+        modes,
         cpu,
         memory_mb,
-        isolation: req.isolation,
+        isolation: head.isolation,
         network,
+        fresh_from: None,
+        ready: None,
     })
 }
 

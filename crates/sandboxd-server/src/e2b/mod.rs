@@ -1,13 +1,14 @@
 //! E2B's API on sandboxd's listener, so that code written for E2B's SDKs runs here by
 //! changing its settings: the control plane under `/e2b` (`control`) and the
-//! in-sandbox daemon ("envd") under `/e2b/envd` (`envd`). The wire format and its
-//! mapping are `sandboxd_core::e2b`'s.
+//! in-sandbox daemon ("envd") under `/e2b/envd` (`envd`), and the template builder
+//! (`templates`). The wire format and its mapping are `sandboxd_core::e2b`'s.
 
 mod calls;
 mod control;
 pub(crate) mod envd;
 pub mod hosts;
 mod lifecycle;
+pub(crate) mod templates;
 
 use axum::Router;
 
@@ -19,6 +20,7 @@ pub(crate) use envd::admitted;
 pub fn router() -> Router<AppState> {
     control::router()
         .merge(lifecycle::router())
+        .merge(templates::router())
         .merge(envd::router())
         .route("/e2b", axum::routing::any(hosts::unknown_path))
         .route("/e2b/{*rest}", axum::routing::any(hosts::unknown_path))

@@ -27,7 +27,7 @@ impl PreviewSettings {
     /// The base of every preview address: the operator's, else the one the request
     /// names (`X-Forwarded-Proto` and `X-Forwarded-Host`, which a proxy in front sets,
     /// else `Host`); only the caller who asked is given it.
-    fn base(&self, headers: &HeaderMap) -> String {
+    pub(crate) fn base(&self, headers: &HeaderMap) -> String {
         if let Some(url) = &self.public_url {
             return url.trim_end_matches('/').to_owned();
         }

@@ -118,7 +118,7 @@ fn remove_build_images() {
         .status();
 }
 
-struct Images;
+pub(crate) struct Images;
 impl Drop for Images {
     fn drop(&mut self) {
         remove_build_images();
@@ -542,6 +542,7 @@ async fn a_build_cut_short_is_failed_and_its_container_removed() {
         user: None,
         workdir: None,
         start: None,
+        ready: None,
         cpu: None,
         memory_mb: None,
         isolation: None,

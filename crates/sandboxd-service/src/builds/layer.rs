@@ -11,7 +11,7 @@ use std::time::Duration;
 use sandboxd_contracts::{Engine, ExecSpec};
 use sandboxd_core::plan::NetworkPlan;
 use sandboxd_core::template_build::{
-    Action, BuildShape, Settings, build_container_plan, copy_archive,
+    Action, BuildShape, CopyMode, Settings, build_container_plan, copy_archive,
 };
 
 use super::failure::{Failure, engine_failed, failed};
@@ -162,8 +162,18 @@ impl Job {
                     engine_failed(build_id, step, "stopping the step's container", &e)
                 })?;
             }
-            Action::Copy { targets, owner } => {
-                let tar = copy_archive(targets, &self.cmd.files, *owner, mtime)
+            Action::Copy {
+                targets,
+                owner,
+                mode,
+            } => {
+                let how = CopyMode {
+                    owner: *owner,
+                    chmod: *mode,
+                    modes: &self.cmd.modes,
+                    mtime,
+                };
+                let tar = copy_archive(targets, &self.cmd.files, how)
                     .map_err(|e| failed(step, format!("the files could not be packed: {e}")))?;
                 engine
                     .unpack_at_root(&container, tar)

@@ -10,6 +10,8 @@
 
 mod base;
 pub(crate) mod carry;
+mod e2b;
+pub use e2b::UploadPlace;
 mod failure;
 mod layer;
 mod log;
@@ -57,6 +59,12 @@ impl Default for BuildOptions {
 /// template's image.
 const CONTAINERS_LEAVING: Duration = Duration::from_secs(10);
 
+/// How long a new sandbox's create waits for its template's ready command, how often
+/// the command runs, and how long one run may take.
+const READY_WAIT: Duration = Duration::from_secs(60);
+const READY_EVERY: Duration = Duration::from_millis(100);
+const READY_RUN: Duration = Duration::from_secs(10);
+
 /// The most log lines one `template.buildLog` answers.
 pub const LOG_PAGE: i64 = 1000;
 
@@ -84,6 +92,17 @@ impl Builds {
         &self,
         caller: &Principal,
         cmd: BuildTemplate,
+    ) -> Result<TemplateBuild, ServiceError> {
+        self.start_as(caller, cmd, None).await
+    }
+
+    /// Starts a build under ids named before (`build_id`, and the template's id for a
+    /// name never built in the project), as E2B's API does.
+    pub async fn start_as(
+        &self,
+        caller: &Principal,
+        cmd: BuildTemplate,
+        ids: Option<(String, String)>,
     ) -> Result<TemplateBuild, ServiceError> {
         let project_id = self
             .service
@@ -119,9 +138,13 @@ impl Builds {
             )
             .into());
         }
+        let (build_id, template_id) = match ids {
+            Some(ids) => ids,
+            None => (new_id()?, new_id()?),
+        };
         let mut build = TemplateBuild {
-            build_id: new_id()?,
-            template_id: new_id()?,
+            build_id,
+            template_id,
             organization_id: caller.organization_id.clone(),
             project_id,
             name: cmd.name.clone(),
@@ -131,6 +154,7 @@ impl Builds {
             user: None,
             workdir: None,
             start: None,
+            ready: None,
             cpu: Some(cmd.cpu),
             memory_mb: Some(cmd.memory_mb),
             isolation: isolation.map(|i| i.as_str().to_owned()),
@@ -199,7 +223,7 @@ impl Builds {
         Ok(build)
     }
 
-    async fn visible(
+    pub(crate) async fn visible(
         &self,
         caller: &Principal,
         project_id: &str,
@@ -345,15 +369,66 @@ impl Builds {
         Ok(())
     }
 
+    /// What a sandbox just made from a built template runs before its create answers:
+    /// the start command, then the ready command until it succeeds.
+    pub(crate) async fn begin(&self, caller: &Principal, sandbox_id: &str, build: &TemplateBuild) {
+        if let Some(argv) = build.start.clone() {
+            self.start_command(caller, sandbox_id, argv).await;
+        }
+        if let Some(argv) = build.ready.clone() {
+            self.wait_ready(caller, sandbox_id, argv).await;
+        }
+    }
+
+    /// Runs the ready command every `READY_EVERY` until it exits 0, each run within
+    /// `READY_RUN`, for at most `READY_WAIT`; a sandbox never ready is kept, and the
+    /// reason logged.
+    async fn wait_ready(&self, caller: &Principal, sandbox_id: &str, argv: Vec<String>) {
+        let deadline = tokio::time::Instant::now() + READY_WAIT;
+        let mut last = String::new();
+        while tokio::time::Instant::now() < deadline {
+            let sandbox = match self
+                .service
+                .access()
+                .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+                .await
+            {
+                Ok(sandbox) => sandbox,
+                Err(error) => {
+                    last = sandboxd_core::error::chain(&error);
+                    break;
+                }
+            };
+            let executor = match self.service.executor(&sandbox).await {
+                Ok(executor) => executor,
+                Err(error) => {
+                    last = sandboxd_core::error::chain(&error);
+                    break;
+                }
+            };
+            let spec = sandboxd_contracts::ExecSpec {
+                argv: argv.clone(),
+                cwd: Some(sandbox.workdir.clone()),
+                env: Vec::new(),
+                user: None,
+                timeout: READY_RUN,
+                max_output: 4096,
+                stream: None,
+            };
+            match executor.exec(spec).await {
+                Ok(outcome) if outcome.exit_code == 0 => return,
+                Ok(outcome) => last = format!("it exited with code {}", outcome.exit_code),
+                Err(error) => last = sandboxd_core::error::chain(&error),
+            }
+            tokio::time::sleep(READY_EVERY).await;
+        }
+        warn!(%sandbox_id, reason = %last, "the template's ready command did not succeed in time");
+    }
+
     /// Starts a built template's start command (`CMD`/`ENTRYPOINT`) in a sandbox just
     /// made from it, as a background process tagged `start`; a sandbox whose command
     /// cannot start is kept, and the reason logged.
-    pub(crate) async fn start_command(
-        &self,
-        caller: &Principal,
-        sandbox_id: &str,
-        argv: Vec<String>,
-    ) {
+    async fn start_command(&self, caller: &Principal, sandbox_id: &str, argv: Vec<String>) {
         let launch = crate::Launch {
             argv,
             cwd: None,

@@ -85,6 +85,7 @@ impl Job {
                 build.user = (!settings.user.is_empty()).then(|| settings.user.clone());
                 build.workdir = (!settings.workdir.is_empty()).then(|| settings.workdir.clone());
                 build.start = self.cmd.recipe.start.as_ref().map(|s| s.argv.clone());
+                build.ready = self.cmd.ready.clone();
                 log.line(0, "system", "the template is ready");
                 info!(build_id = %build.build_id, template = %build.name, version = build.version, "template built");
             }
@@ -177,12 +178,20 @@ impl Job {
         base.settings
             .labels
             .retain(|name, _| !name.starts_with(RESERVED_LABELS));
-        // Each file's digest once, off the runtime's threads (up to 64 MiB to hash).
+        // Each file's digest once, off the runtime's threads (up to 64 MiB to hash),
+        // with its mode where it has one of its own.
         let files = self.cmd.files.clone();
+        let modes = self.cmd.modes.clone();
         let digests: BTreeMap<String, String> = tokio::task::spawn_blocking(move || {
             files
                 .iter()
-                .map(|(name, content)| (name.clone(), content_digest(content)))
+                .map(|(name, content)| {
+                    let digest = content_digest(content);
+                    match modes.get(name) {
+                        Some(mode) => (name.clone(), format!("{digest} mode {mode:o}")),
+                        None => (name.clone(), digest),
+                    }
+                })
                 .collect()
         })
         .await
@@ -221,7 +230,8 @@ impl Job {
             // Each step that writes files is kept under its own key, with the settings
             // as of that step: what comes after it never makes it run again.
             let cached = cache_image(&key);
-            if self.holds(&engine, step, &cached).await? {
+            let fresh = self.cmd.fresh_from.is_some_and(|from| step >= from);
+            if !fresh && self.holds(&engine, step, &cached).await? {
                 log.line(step, "system", " ---> cached");
             } else {
                 let settings = committed(&steps.settings, organization);
@@ -238,7 +248,8 @@ impl Job {
             // Settings changed after the last step that wrote files: one more image.
             let step = total as i64;
             let cached = cache_image(&key);
-            if !self.holds(&engine, step, &cached).await? {
+            let fresh = self.cmd.fresh_from.is_some_and(|from| step >= from);
+            if fresh || !self.holds(&engine, step, &cached).await? {
                 let settings = committed(&steps.settings, organization);
                 self.layer(
                     &engine,

@@ -288,10 +288,10 @@ impl Sandboxes {
                 .await?
             {
                 Claimed::Warm(warm) => {
-                    if let Some(argv) = built.as_ref().and_then(|b| b.start.clone()) {
+                    if let Some(build) = &built {
                         self.service
                             .builds()
-                            .start_command(caller, &warm.sandbox_id, argv)
+                            .begin(caller, &warm.sandbox_id, build)
                             .await;
                     }
                     return Ok(*warm);
@@ -439,10 +439,10 @@ impl Sandboxes {
                     return Err(ServiceError::NotRunning(NotRunning(now.status)));
                 }
                 info!(sandbox_id = %row.sandbox_id, image = %row.image, "sandbox running");
-                if let Some(argv) = built.as_ref().and_then(|b| b.start.clone()) {
+                if let Some(build) = &built {
                     self.service
                         .builds()
-                        .start_command(caller, &row.sandbox_id, argv)
+                        .begin(caller, &row.sandbox_id, build)
                         .await;
                 }
                 // Only a create that ran counts for its shape's pool: one of an image

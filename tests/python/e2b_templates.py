@@ -1,0 +1,124 @@
+"""E2B's own Python SDK builds a template with its `Template` builder against sandboxd
+(`/e2b`): files copied with their modes and owners, commands as `user` and as `root`,
+variables kept as written, a workdir, a start command with its ready command; the
+build's log carries a command's output; `Sandbox.create(name)` makes a sandbox of it
+that shows each, ready when the create answers. An unchanged rebuild is served from
+the cache; a failing step fails the build with its output; an image the server does not
+allow is refused. The template is removed at the end (sandboxd's `template.remove`).
+
+    python3 tests/python/e2b_templates.py URL KEY
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+
+url, key = sys.argv[1:3]
+os.environ["E2B_API_URL"] = f"{url}/e2b"
+os.environ["E2B_SANDBOX_URL"] = f"{url}/e2b/envd"
+os.environ["E2B_API_KEY"] = key
+
+from e2b import Sandbox, Template, wait_for_file  # noqa: E402
+from e2b.exceptions import BuildException  # noqa: E402
+
+
+def api(procedure, body=None):
+    """sandboxd's own API: a POST with a body, else a GET."""
+    request = urllib.request.Request(
+        f"{url}/api/{procedure}",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"x-api-key": key, "content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as answer:
+        text = answer.read()
+        return json.loads(text) if text else None
+
+
+context = tempfile.mkdtemp()
+os.makedirs(f"{context}/app")
+with open(f"{context}/app/run.sh", "w") as f:
+    f.write("#!/bin/sh\necho ran-as-$(id -u)\n")
+os.chmod(f"{context}/app/run.sh", 0o755)
+with open(f"{context}/data.txt", "w") as f:
+    f.write("hello")
+
+name = f"e2b-built-{uuid.uuid4().hex[:8]}"
+
+
+def template():
+    return (
+        Template(file_context_path=context)
+        .from_base_image()
+        .copy("app/", "/home/user/app/")
+        .copy("data.txt", "/opt/data.txt", user="root", mode=0o604)
+        .run_cmd("echo building-as-$(id -u)")
+        .run_cmd("touch /opt/root-made", user="root")
+        .set_envs({"GREETING": "it's $HOME"})
+        .set_workdir("/home/user/app")
+        .set_start_cmd("sleep 1; touch /tmp/ready; sleep 1000", wait_for_file("/tmp/ready"))
+    )
+
+
+built = None
+try:
+    logs = []
+    started = time.monotonic()
+    built = Template.build(template(), name, on_build_logs=logs.append)
+    first = time.monotonic() - started
+    messages = [entry.message for entry in logs]
+    assert any("building-as-1000" in m for m in messages), messages
+    assert Template.exists(name), "the template exists once built"
+    assert not Template.exists(f"{name}-not"), "an unknown name does not"
+
+    sandbox = Sandbox.create(name, timeout=120)
+    try:
+        # The ready command succeeded before the create answered.
+        ready = sandbox.commands.run("test -f /tmp/ready && echo ready")
+        assert ready.stdout.strip() == "ready", ready
+        shown = sandbox.commands.run(
+            "./run.sh; echo \"$GREETING\"; pwd; stat -c '%a %u' /opt/data.txt "
+            "/home/user/app/run.sh; stat -c %u /opt/root-made; cat /opt/data.txt"
+        )
+        assert shown.stdout.split("\n") == [
+            "ran-as-1000",
+            "it's $HOME",
+            "/home/user/app",
+            "604 0",
+            "755 1000",
+            "0",
+            "hello",
+        ], shown.stdout
+    finally:
+        sandbox.kill()
+
+    logs = []
+    started = time.monotonic()
+    again = Template.build(template(), name, on_build_logs=logs.append)
+    cached = time.monotonic() - started
+    assert again.template_id == built.template_id, (again, built)
+    assert sum("cached" in entry.message for entry in logs) >= 5, [e.message for e in logs]
+    print(f"e2b-python: template built in {first:.1f} s, rebuilt from the cache in {cached:.1f} s")
+
+    try:
+        Template.build(
+            Template().from_template(name).run_cmd("echo boom-out; exit 3"), f"{name}-fails"
+        )
+        raise SystemExit("a failing step built")
+    except BuildException as error:
+        assert "exited with code 3" in str(error) and "boom-out" in str(error), error
+
+    try:
+        Template.build(Template().from_image("registry.example/x:1").run_cmd("true"), f"{name}-x")
+        raise SystemExit("an image the server does not allow built")
+    except BuildException as error:
+        assert "registry.example/x:1" in str(error), error
+finally:
+    if built is not None:
+        api("template.remove", {"templateId": built.template_id})
+    for template_id in [t["templateId"] for t in api("template.all")]:
+        api("template.remove", {"templateId": template_id})
+print("e2b-python: E2B's Template builder built and used a template")
