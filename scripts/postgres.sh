@@ -3,6 +3,7 @@
 # from Debian's packages; the system's own cluster is never touched.
 #   bash scripts/postgres.sh start   starts it (installing PostgreSQL when missing, as root)
 #                                    and prints `export SANDBOXD_TEST_POSTGRES_URL=...`
+#   bash scripts/postgres.sh install installs PostgreSQL when missing (as root), no more
 #   bash scripts/postgres.sh url     prints that line for a running server
 #   bash scripts/postgres.sh stop    stops it and removes its files
 # Its files are in $SANDBOXD_PG_DIR (default /tmp/sandboxd-test-postgres); it listens on
@@ -56,6 +57,9 @@ case "${1:-start}" in
       start >/dev/null || { tail -n 30 "$dir/server.log" >&2; exit 1; }
     url
     ;;
+  install)
+    bindir >/dev/null
+    ;;
   url)
     running || { echo "no test PostgreSQL is running (bash scripts/postgres.sh start)" >&2; exit 1; }
     url
@@ -65,7 +69,7 @@ case "${1:-start}" in
     rm -rf "$dir"
     ;;
   *)
-    echo "usage: $0 start|url|stop" >&2
+    echo "usage: $0 start|install|url|stop" >&2
     exit 2
     ;;
 esac

@@ -198,6 +198,13 @@ pub trait Engine: Debug + Send + Sync + 'static {
         Err(unsupported("carry images"))
     }
 
+    /// The names (`repository:tag`) of the images of `repository`, each with when it
+    /// was made (seconds since the epoch).
+    async fn images_of(&self, repository: &str) -> Result<Vec<(String, i64)>, EngineError> {
+        let _ = repository;
+        Err(unsupported("list images"))
+    }
+
     /// Removes an image; one that is gone is fine; one a container still uses is
     /// `Rejected` with status 409.
     async fn remove_image(&self, image: &str) -> Result<(), EngineError>;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use bollard::models::ContainerConfig;
 use bollard::query_parameters::{
-    CommitContainerOptionsBuilder, TagImageOptionsBuilder, UploadToContainerOptionsBuilder,
+    CommitContainerOptionsBuilder, ListImagesOptionsBuilder, TagImageOptionsBuilder,
+    UploadToContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use sandboxd_contracts::ImageFacts;
@@ -133,6 +134,32 @@ impl DockerEngine {
             }
         }
         Ok(())
+    }
+
+    pub(crate) async fn images_of(
+        &self,
+        repository: &str,
+    ) -> Result<Vec<(String, i64)>, EngineError> {
+        let filters =
+            std::collections::HashMap::from([("reference", vec![format!("{repository}:*")])]);
+        let options = ListImagesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        let images = bounded("list images", self.docker.list_images(Some(options)))
+            .await?
+            .map_err(|e| classify("image", e))?;
+        let prefix = format!("{repository}:");
+        Ok(images
+            .into_iter()
+            .flat_map(|image| {
+                let created = image.created;
+                image
+                    .repo_tags
+                    .into_iter()
+                    .filter(|name| name.starts_with(&prefix))
+                    .map(move |name| (name, created))
+            })
+            .collect())
     }
 
     pub(crate) async fn tag_image(&self, image: &str, target: &str) -> Result<(), EngineError> {

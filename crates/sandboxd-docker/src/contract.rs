@@ -123,6 +123,10 @@ impl Engine for DockerEngine {
         DockerEngine::load_image(self, archive).await
     }
 
+    async fn images_of(&self, repository: &str) -> Result<Vec<(String, i64)>, EngineError> {
+        DockerEngine::images_of(self, repository).await
+    }
+
     async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
         DockerEngine::remove_image(self, image).await
     }

@@ -45,6 +45,9 @@ async fn holds(service: &Service, duty: &str) -> bool {
 /// How often the warm pools are topped up (each pass fills them completely).
 const POOL_REFILL_INTERVAL: Duration = Duration::from_millis(200);
 
+/// How often images past their keeping time are looked for (`[builds] keep_images_hours`).
+const IMAGES_COLLECTED_EVERY: Duration = Duration::from_secs(600);
+
 fn every<F, Fut>(
     period: Duration,
     mut stop: watch::Receiver<bool>,
@@ -257,6 +260,7 @@ pub fn spawn(
 ) -> Vec<JoinHandle<()>> {
     let reaper = service.clone();
     let filler = service.clone();
+    let collector = service.clone();
     let watcher = watch_deaths(
         service.clone(),
         service.engine().clone(),
@@ -313,6 +317,20 @@ pub fn spawn(
                     )
                     .await
                     .map(|_| ())
+                }
+            },
+        ),
+        every(
+            IMAGES_COLLECTED_EVERY,
+            stop.clone(),
+            "image collection",
+            move || {
+                let service = collector.clone();
+                async move {
+                    if holds(&service, ENGINES).await {
+                        service.duties().collect_images_once().await?;
+                    }
+                    Ok(())
                 }
             },
         ),

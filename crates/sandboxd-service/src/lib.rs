@@ -115,6 +115,9 @@ struct Inner {
     prepared: sandboxes::prepared::Prepared,
     /// Built templates' images being carried to servers.
     carries: builds::carry::Carries,
+    /// The builds this server runs at once (`BuildOptions::at_once`), first come first
+    /// served.
+    build_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// Environment variables as name and value.
@@ -196,6 +199,7 @@ impl Service {
         let replicas = Replicas::new(store.clone(), agents.clone(), channels.clone());
         let removals = tokio_util::task::TaskTracker::new();
         let egress_log = egress::Recorder::new(store.clone());
+        let build_slots = options.builds.at_once.max(1);
         let fleet = Fleet::new(
             store.clone(),
             access.clone(),
@@ -237,6 +241,7 @@ impl Service {
                 build_logs: tokio::sync::watch::Sender::new(0),
                 prepared: Default::default(),
                 carries: Default::default(),
+                build_slots: Arc::new(tokio::sync::Semaphore::new(build_slots)),
             }),
         }
     }

@@ -148,6 +148,10 @@ pub struct BuiltTemplateView {
     pub workdir: Option<String>,
     /// The command run in a sandbox after it is made (CMD and ENTRYPOINT).
     pub start_command: Option<Vec<String>>,
+    /// The command run after it until it succeeds, before a create answers (a template
+    /// built with E2B's builder and a ready command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_command: Option<Vec<String>>,
     pub cpu: Option<f64>,
     pub memory_mb: Option<i64>,
     pub isolation: Option<String>,

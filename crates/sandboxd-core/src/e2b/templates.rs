@@ -417,9 +417,12 @@ pub struct StatusAnswer {
     pub reason: Option<Reason>,
 }
 
-/// The E2B step of one of sandboxd's steps.
+/// The E2B step of one of sandboxd's steps: as the plan named it, or, for a build of
+/// sandboxd's own API (no names), its instruction's number after `FROM`.
 fn step_name(steps: &[String], step: i64) -> String {
     match usize::try_from(step) {
+        Ok(0 | 1) | Err(_) if steps.is_empty() => BASE_STEP.into(),
+        Ok(n) if steps.is_empty() => (n - 1).to_string(),
         Ok(0) | Err(_) => BASE_STEP.into(),
         Ok(n) => steps
             .get(n - 1)
@@ -754,6 +757,10 @@ mod tests {
             status_answer("t", "b", None, &[], &[], |_| "T".into()).status,
             "waiting"
         );
+        // A build of sandboxd's own API: its instructions' numbers.
+        assert_eq!(step_name(&[], 1), "base");
+        assert_eq!(step_name(&[], 4), "3");
+        assert_eq!(step_name(&steps, 9), "finalize");
     }
 
     #[test]

@@ -62,9 +62,10 @@ impl Config {
         if self.builds.timeout_secs == 0
             || self.builds.disk_mb < 1
             || self.builds.per_organization < 1
+            || self.builds.at_once < 1
         {
             return Err(invalid(
-                "builds.timeout_secs, builds.disk_mb and builds.per_organization must be at least 1",
+                "builds.timeout_secs, builds.disk_mb, builds.per_organization and builds.at_once must be at least 1",
             ));
         }
         self.database()
@@ -215,6 +216,8 @@ mod tests {
         );
         bad(|c| c.lease_grace_secs = 0, "lease_grace_secs");
         bad(|c| c.agent_op_timeout_secs = 0, "agent_op_timeout_secs");
+        bad(|c| c.builds.at_once = 0, "builds.at_once");
+        bad(|c| c.builds.per_organization = 0, "builds.per_organization");
         bad(
             |c| c.quotas.running_sandboxes = 0,
             "quotas.running_sandboxes",

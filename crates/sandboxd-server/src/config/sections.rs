@@ -89,6 +89,11 @@ pub struct BuildsConfig {
     pub disk_mb: i64,
     /// Builds one organization runs at once.
     pub per_organization: i64,
+    /// Builds this server runs at once, of every organization (the others wait).
+    pub at_once: usize,
+    /// Hours the build cache's images and prepared images are kept after they were
+    /// made.
+    pub keep_images_hours: u64,
 }
 
 impl Default for BuildsConfig {
@@ -99,6 +104,8 @@ impl Default for BuildsConfig {
             timeout_secs: options.timeout.as_secs(),
             disk_mb: options.disk_mb,
             per_organization: options.per_organization,
+            at_once: options.at_once,
+            keep_images_hours: options.keep_images.as_secs() / 3600,
         }
     }
 }
@@ -110,6 +117,8 @@ impl BuildsConfig {
             timeout: std::time::Duration::from_secs(self.timeout_secs),
             disk_mb: self.disk_mb,
             per_organization: self.per_organization,
+            at_once: self.at_once,
+            keep_images: std::time::Duration::from_secs(self.keep_images_hours * 3600),
         }
     }
 }

@@ -29,6 +29,7 @@ fn view(builds: &[TemplateBuild]) -> BuiltTemplateView {
         user: ready.and_then(|b| b.user.clone()),
         workdir: ready.and_then(|b| b.workdir.clone()),
         start_command: ready.and_then(|b| b.start.clone()),
+        ready_command: ready.and_then(|b| b.ready.clone()),
         cpu: ready.and_then(|b| b.cpu),
         memory_mb: ready.and_then(|b| b.memory_mb),
         isolation: ready.and_then(|b| b.isolation.clone()),

@@ -350,13 +350,40 @@ async fn a_built_template_makes_sandboxes_and_its_rebuild_is_cached() {
 #[tokio::test]
 async fn a_failing_step_is_named_and_leaves_nothing() {
     let _images = Images;
-    let server = TestServer::start().await;
+    // One build at a time on this server: the second waits for the first.
+    let server = TestServer::start_with(|config| config.builds.at_once = 1).await;
     let failing = build(
         &server,
         json!({"name": "broken", "dockerfile": "FROM base\nRUN echo first\nRUN echo about to fail && exit 3\nRUN echo never\n"}),
     )
     .await;
+    let queued = build(
+        &server,
+        json!({"name": "queued", "dockerfile": "FROM base\nRUN echo after the other\n"}),
+    )
+    .await;
     let (end, entries) = follow(&server, &failing).await;
+    let (queued_end, queued_entries) = follow(&server, &queued).await;
+    assert_eq!(queued_end["status"], "ready", "{queued_end}");
+    assert!(
+        lines(&queued_entries, "system")
+            .contains(&"waiting for one of the server's 1 build slots".to_owned()),
+        "{queued_entries:?}"
+    );
+    let ran_at = queued_entries
+        .iter()
+        .find(|e| e["line"] == "after the other")
+        .map(|e| e["time"].as_str().unwrap_or_default().to_owned())
+        .expect("the queued build's output");
+    // The first build's last line is written as it ends.
+    let ended_at = entries
+        .last()
+        .map(|e| e["time"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+    assert!(
+        ran_at >= ended_at,
+        "the queued build ran at {ran_at}, before the first ended at {ended_at}"
+    );
     assert_eq!(end["status"], "error", "{end}");
     assert_eq!(end["error"]["step"], 3, "{end}");
     let message = end["error"]["message"].as_str().unwrap_or_default();
@@ -601,7 +628,8 @@ async fn a_build_cut_short_is_failed_and_its_container_removed() {
 #[tokio::test]
 async fn a_workdir_leaves_the_directories_above_it_as_they_were() {
     let _images = Images;
-    let server = TestServer::start().await;
+    // Images are kept no time: the collection removes the cache at once.
+    let server = TestServer::start_with(|config| config.builds.keep_images_hours = 0).await;
     let id_of_build = build(
         &server,
         json!({"name": "tmpwork", "dockerfile": "FROM base\nWORKDIR /tmp/work/deeper\nCOPY a.txt ./\n", "files": {"a.txt": b64("a")}}),
@@ -619,6 +647,38 @@ async fn a_workdir_leaves_the_directories_above_it_as_they_were() {
         )
         .await,
         "1777 0\na"
+    );
+    // The cache's images go with a collection; the template keeps what it is made of.
+    let cached = || {
+        let out = std::process::Command::new("docker")
+            .args([
+                "images",
+                "-q",
+                "--filter",
+                "reference=sandboxd-build-cache:*",
+            ])
+            .output()
+            .expect("docker images");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert!(!cached().is_empty(), "the build left cached steps");
+    let removed = server
+        .service
+        .duties()
+        .collect_images_once()
+        .await
+        .expect("a collection");
+    assert!(
+        removed
+            .iter()
+            .any(|name| name.starts_with("sandboxd-build-cache:")),
+        "{removed:?}"
+    );
+    assert_eq!(cached(), "", "cache images left after a collection");
+    let again = server.create(json!({"template": "tmpwork"})).await;
+    assert_eq!(
+        stdout(&server, &again, "cat /tmp/work/deeper/a.txt").await,
+        "a"
     );
 }
 

@@ -42,6 +42,11 @@ pub struct BuildOptions {
     pub disk_mb: i64,
     /// How many builds one organization runs at once.
     pub per_organization: i64,
+    /// How many builds this server runs at once, whoever asked; the others wait.
+    pub at_once: usize,
+    /// How long the build cache's images and the images prepared for sandboxes are
+    /// kept after they were made (then removed unless a container uses them).
+    pub keep_images: Duration,
 }
 
 impl Default for BuildOptions {
@@ -51,6 +56,8 @@ impl Default for BuildOptions {
             timeout: Duration::from_secs(20 * 60),
             disk_mb: 10 * 1024,
             per_organization: 2,
+            at_once: 4,
+            keep_images: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }

@@ -57,7 +57,35 @@ impl Job {
         let made = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
         let current = AtomicI64::new(1);
         let limit = self.service.inner.options.builds.timeout;
-        let outcome = tokio::time::timeout(limit, self.steps(&mut log, &made, &current)).await;
+        // One of the server's build slots first, within the time limit too: a build
+        // that waited that long fails rather than run past what the reaper allows.
+        let slots = self.service.inner.build_slots.clone();
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => Some(slot),
+            Err(_) => {
+                let at_once = self.service.inner.options.builds.at_once;
+                log.line(
+                    0,
+                    "system",
+                    &format!("waiting for one of the server's {at_once} build slots"),
+                );
+                log.flush().await;
+                tokio::time::timeout(limit, slots.acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            }
+        };
+        let outcome = match slot {
+            Some(_) => tokio::time::timeout(limit, self.steps(&mut log, &made, &current)).await,
+            None => Ok(Err(failed(
+                0,
+                format!(
+                    "no build slot of the server came free within the time limit of {} s",
+                    limit.as_secs()
+                ),
+            ))),
+        };
         let engine = self.service.engine().clone();
         let left: Vec<String> = made.lock().map(|m| m.clone()).unwrap_or_default();
         for container in left {

@@ -108,6 +108,42 @@ impl Duties {
         Ok(report)
     }
 
+    /// Removes from the local engine the build cache's images and the images prepared
+    /// for sandboxes that were made longer ago than `[builds] keep_images`, unless a
+    /// container uses one; answers their names. A cache image is removed by name: the
+    /// layers of a template built on it stay with the template. What is needed again is
+    /// made again (a step run, an image prepared).
+    pub async fn collect_images_once(&self) -> Result<Vec<String>, ServiceError> {
+        let keep = self.service.inner.options.builds.keep_images;
+        let before = now_ms() / 1000 - keep.as_secs() as i64;
+        let engine = self.service.engine();
+        let mut removed = Vec::new();
+        for repository in [
+            sandboxd_core::template_build::CACHE_REPOSITORY,
+            sandboxd_core::prepared_images::PREPARED_REPOSITORY,
+        ] {
+            for (name, made) in engine.images_of(repository).await? {
+                if made > before {
+                    continue;
+                }
+                match engine.remove_image(&name).await {
+                    Ok(()) => removed.push(name),
+                    Err(sandboxd_contracts::EngineError::Rejected { status: 409, .. }) => {}
+                    Err(error) => {
+                        warn!(image = %name, error = %sandboxd_core::error::chain(&error), "could not remove an image past its keeping time");
+                    }
+                }
+            }
+        }
+        if !removed.is_empty() {
+            info!(
+                removed = removed.len(),
+                "images of the build cache and prepared images past their keeping time removed"
+            );
+        }
+        Ok(removed)
+    }
+
     /// Brings rows and containers back in line on the local engine and on every
     /// remote server: orphan or stopped containers removed, rows whose container is gone
     /// (or stuck creating) marked `error`. A server that cannot be reached is skipped

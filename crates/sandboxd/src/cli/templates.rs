@@ -347,6 +347,7 @@ pub fn template_fields(t: &Value) -> String {
         ("user", table::cell(&t["user"])),
         ("workdir", table::cell(&t["workdir"])),
         ("start", table::cell(&t["startCommand"])),
+        ("ready when", table::cell(&t["readyCommand"])),
         ("versions", versions.join(", ")),
     ])
 }

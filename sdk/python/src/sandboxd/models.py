@@ -449,6 +449,8 @@ class TemplateInfo:
     user: str | None
     workdir: str | None
     start_command: list[str] | None
+    #: Run after the start command until it succeeds, before a create answers.
+    ready_command: list[str] | None = None
     #: Every version, newest first: `buildId`, `version`, `status`, `createdAt`, `error`.
     versions: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
@@ -463,6 +465,7 @@ class TemplateInfo:
             user=data.get("user"),
             workdir=data.get("workdir"),
             start_command=data.get("startCommand"),
+            ready_command=data.get("readyCommand"),
             versions=list(data.get("versions") or []),
             raw=data,
         )
