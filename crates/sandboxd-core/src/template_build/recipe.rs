@@ -265,7 +265,7 @@ fn copy_sources(
         let name = flag.split('=').next().unwrap_or(flag);
         match name {
             "chown" if !flag.contains('$') => {}
-            "chmod" if super::steps::octal_mode(&flag[name.len()..]).is_some() => {}
+            "chmod" if super::dockerfile::octal_mode(&flag[name.len()..]).is_some() => {}
             "chmod" => {
                 return Err(at(
                     line,

@@ -298,7 +298,7 @@ impl Steps {
                     })?;
             }
             if let Some(value) = flag.strip_prefix("chmod=") {
-                mode = Some(octal_mode(value).ok_or_else(|| {
+                mode = Some(super::dockerfile::octal_mode(value).ok_or_else(|| {
                     at(
                         line,
                         format!("{keyword} --chmod takes an octal mode (`0755`), not `{value}`"),
@@ -348,17 +348,6 @@ impl Steps {
             mode,
         })
     }
-}
-
-/// An octal file mode of at most `07777` (`=` before it is taken, as `--chmod=` leaves
-/// it).
-pub(super) fn octal_mode(value: &str) -> Option<u32> {
-    let digits = value.strip_prefix('=').unwrap_or(value);
-    if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b))
-    {
-        return None;
-    }
-    u32::from_str_radix(digits, 8).ok().filter(|m| *m <= 0o7777)
 }
 
 /// A JSON array of strings, the exec form.
