@@ -58,7 +58,7 @@ def template():
         .run_cmd("echo building-as-$(id -u)")
         .run_cmd("touch /opt/root-made", user="root")
         .set_envs({"GREETING": "it's $HOME"})
-        .set_workdir("/home/user/app")
+        .set_workdir("/home/user/work")
         .set_start_cmd("sleep 1; touch /tmp/ready; sleep 1000", wait_for_file("/tmp/ready"))
     )
 
@@ -80,17 +80,19 @@ try:
         ready = sandbox.commands.run("test -f /tmp/ready && echo ready")
         assert ready.stdout.strip() == "ready", ready
         shown = sandbox.commands.run(
-            "./run.sh; echo \"$GREETING\"; pwd; stat -c '%a %u' /opt/data.txt "
-            "/home/user/app/run.sh; stat -c %u /opt/root-made; cat /opt/data.txt"
+            "../app/run.sh; echo \"$GREETING\"; pwd; stat -c '%a %u' /opt/data.txt "
+            "/home/user/app/run.sh; stat -c %u /opt/root-made; cat /opt/data.txt; echo; "
+            "touch made-here && stat -c %u ."
         )
-        assert shown.stdout.split("\n") == [
+        assert shown.stdout.strip().split("\n") == [
             "ran-as-1000",
             "it's $HOME",
-            "/home/user/app",
+            "/home/user/work",
             "604 0",
             "755 1000",
             "0",
             "hello",
+            "1000",
         ], shown.stdout
     finally:
         sandbox.kill()

@@ -178,10 +178,59 @@ pub fn copy_archive(
     builder.into_inner()
 }
 
+/// The tar stream, to unpack at `/`, of the directories `paths` (absolute), `0755` and
+/// owned by `owner`: the directories a `WORKDIR` makes for a user.
+pub fn dirs_archive(paths: &[String], owner: (u64, u64), mtime: u64) -> std::io::Result<Vec<u8>> {
+    let mut sorted: Vec<&String> = paths.iter().collect();
+    sorted.sort_by_key(|p| p.matches('/').count());
+    let mut builder = tar::Builder::new(Vec::new());
+    for path in sorted {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_size(0);
+        header.set_mode(0o755);
+        header.set_uid(owner.0);
+        header.set_gid(owner.1);
+        header.set_mtime(mtime);
+        builder.append_data(
+            &mut header,
+            format!("{}/", path.trim_matches('/')),
+            std::io::empty(),
+        )?;
+    }
+    builder.into_inner()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_workdir_s_directories_are_made_shallow_first() {
+        let tar = dirs_archive(&["/a/b/c".into(), "/a/b".into()], (1000, 1001), 0).unwrap();
+        let mut archive = tar::Archive::new(tar.as_slice());
+        let entries: Vec<(String, u64, u64)> = archive
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let h = e.header();
+                (
+                    e.path().unwrap().display().to_string(),
+                    h.uid().unwrap(),
+                    h.gid().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                ("a/b/".to_owned(), 1000, 1001),
+                ("a/b/c/".to_owned(), 1000, 1001)
+            ]
+        );
+    }
 
     #[test]
     fn the_archive_holds_the_files_and_their_directories() {

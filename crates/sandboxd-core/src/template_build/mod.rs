@@ -24,7 +24,7 @@ pub use cache::{
     content_digest, image_labels, step_key, template_image,
 };
 pub use container::{BUILD_PIDS_LIMIT, BuildShape, LABEL_BUILD_INSTANCE, build_container_plan};
-pub use copy::{CopyMode, CopyTarget, copy_archive};
+pub use copy::{CopyMode, CopyTarget, copy_archive, dirs_archive};
 pub use dockerfile::{Instruction, parse};
 pub use recipe::{CopySource, Recipe, StartCommand, check, check_file_names};
 pub use record::{
@@ -32,6 +32,7 @@ pub use record::{
 };
 pub use steps::{
     Action, MAX_SETTINGS_BYTES, MAX_WORD_BYTES, RESERVED_LABELS, Settings, Steps, absolute,
+    numeric_owner,
 };
 pub use words::{is_name, words};
 

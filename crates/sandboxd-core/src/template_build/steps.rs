@@ -73,8 +73,9 @@ pub enum Action {
         owner: (u64, u64),
         mode: Option<u32>,
     },
-    /// Make the workdir (and its parents) if it is not there.
-    MakeDir { path: String },
+    /// Make the workdir (and its parents) if it is not there, what it makes owned by
+    /// `user` (the `USER` then, as written; `""`: root).
+    MakeDir { path: String, user: String },
 }
 
 /// The builder's state across the steps of one build.
@@ -202,7 +203,10 @@ impl Steps {
                 }
                 let path = absolute(&self.settings.cwd(), &path);
                 self.settings.workdir = path.clone();
-                Ok(Action::MakeDir { path })
+                Ok(Action::MakeDir {
+                    path,
+                    user: self.settings.user.clone(),
+                })
             }
             "USER" => {
                 let user = self.words(instruction, args)?.join(" ");
@@ -366,7 +370,7 @@ fn is_archive(name: &str) -> bool {
 }
 
 /// `uid` or `uid:gid` as numbers (`uid` alone: the group of the same number).
-fn numeric_owner(value: &str) -> Option<(u64, u64)> {
+pub fn numeric_owner(value: &str) -> Option<(u64, u64)> {
     let (uid, gid) = value.split_once(':').unwrap_or((value, value));
     Some((uid.parse().ok()?, gid.parse().ok()?))
 }
@@ -426,7 +430,8 @@ mod tests {
         assert_eq!(
             actions[3],
             Action::MakeDir {
-                path: "/srv".into()
+                path: "/srv".into(),
+                user: String::new(),
             }
         );
         let Action::Run {

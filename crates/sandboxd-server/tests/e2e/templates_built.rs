@@ -632,7 +632,7 @@ async fn a_workdir_leaves_the_directories_above_it_as_they_were() {
     let server = TestServer::start_with(|config| config.builds.keep_images_hours = 0).await;
     let id_of_build = build(
         &server,
-        json!({"name": "tmpwork", "dockerfile": "FROM base\nWORKDIR /tmp/work/deeper\nCOPY a.txt ./\n", "files": {"a.txt": b64("a")}}),
+        json!({"name": "tmpwork", "dockerfile": "FROM base\nWORKDIR /tmp/work/deeper\nCOPY a.txt ./\nUSER user\nWORKDIR /srv/named/deep\n", "files": {"a.txt": b64("a")}}),
     )
     .await;
     let (end, entries) = follow(&server, &id_of_build).await;
@@ -647,6 +647,17 @@ async fn a_workdir_leaves_the_directories_above_it_as_they_were() {
         )
         .await,
         "1777 0\na"
+    );
+    // A workdir made after `USER`: what was missing is the user's, what was there is
+    // left as it was.
+    assert_eq!(
+        stdout(
+            &server,
+            &sandbox,
+            "pwd; stat -c '%U %u' /srv /srv/named /srv/named/deep; touch mine && echo writable"
+        )
+        .await,
+        "/srv/named/deep\nroot 0\nuser 1000\nuser 1000\nwritable"
     );
     // The cache's images go with a collection; the template keeps what it is made of.
     let cached = || {

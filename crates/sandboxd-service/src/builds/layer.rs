@@ -1,7 +1,7 @@
 //! One step of a build in its container: the container made from the step's base
 //! image, planned as a sandbox's; a `RUN` run through the engine's exec with its output
-//! into the log as it comes, a copy unpacked by the engine, a workdir made with
-//! `mkdir -p`; the container committed as the step's image and removed. And the checks
+//! into the log as it comes, a copy unpacked by the engine, a workdir made
+//! (`workdir.rs`); the container committed as the step's image and removed. And the checks
 //! around a step: whether the cache holds its image, and whether the image stays within
 //! the build's disk limit.
 
@@ -180,34 +180,12 @@ impl Job {
                     .await
                     .map_err(|e| engine_failed(build_id, step, "copying the files", &e))?;
             }
-            Action::MakeDir { path } => {
-                // Made as the engine's builder makes it, directories that exist left as
-                // they are (their owner, their mode: `/tmp` keeps its sticky bit).
+            Action::MakeDir { path, user } => {
                 engine.start_container(&container).await.map_err(|e| {
                     engine_failed(build_id, step, "starting the step's container", &e)
                 })?;
-                let spec = ExecSpec {
-                    argv: vec!["mkdir".into(), "-p".into(), "--".into(), path.clone()],
-                    cwd: Some("/".into()),
-                    env: Vec::new(),
-                    user: Some("0".into()),
-                    timeout: Duration::from_secs(60),
-                    max_output: 4096,
-                    stream: None,
-                };
-                let outcome = engine
-                    .exec(&container, spec)
-                    .await
-                    .map_err(|e| engine_failed(build_id, step, "making the workdir", &e))?;
-                if outcome.exit_code != 0 {
-                    return Err(failed(
-                        step,
-                        format!(
-                            "the workdir {path} could not be made: {}",
-                            String::from_utf8_lossy(&outcome.stderr).trim()
-                        ),
-                    ));
-                }
+                super::workdir::make_workdir(engine, &container, build_id, step, path, user, mtime)
+                    .await?;
                 engine.kill_container(&container).await.map_err(|e| {
                     engine_failed(build_id, step, "stopping the step's container", &e)
                 })?;

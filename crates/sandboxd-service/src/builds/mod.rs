@@ -16,6 +16,7 @@ mod failure;
 mod layer;
 mod log;
 mod run;
+mod workdir;
 
 use std::time::Duration;
 
