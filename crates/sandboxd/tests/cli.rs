@@ -262,10 +262,13 @@ async fn templates_from_a_terminal() {
     let env = with_server(&server);
     let run = |args: &[&str]| sandboxd(home.path(), &env, args);
     std::fs::create_dir_all(home.path().join("app/bin")).unwrap();
-    std::fs::write(home.path().join("app/bin/tool.sh"), "echo tool-ran\n").unwrap();
+    // An executable script stays one, as `docker build` keeps it.
+    let tool = home.path().join("app/bin/tool.sh");
+    std::fs::write(&tool, "#!/bin/sh\necho tool-ran\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::write(
         home.path().join("app/Dockerfile"),
-        "FROM base\nCOPY bin/ /opt/bin/\nRUN echo built-by-run && sh /opt/bin/tool.sh > /opt/out\n",
+        "FROM base\nCOPY bin/ /opt/bin/\nRUN echo built-by-run && /opt/bin/tool.sh > /opt/out\n",
     )
     .unwrap();
     let built = run(&[

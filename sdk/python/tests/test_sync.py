@@ -513,12 +513,14 @@ def _remove_build_images() -> None:
 def test_a_template_built_in_code_makes_sandboxes(server, tmp_path):
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "a.txt").write_text("from-sdk")
+    (tmp_path / "app" / "run.sh").write_text("#!/bin/sh\ncat /srv/app/a.txt\n")
+    (tmp_path / "app" / "run.sh").chmod(0o755)
     lines = []
     template = (
         Template.from_template("base")
         .env(GREETING="hi there")
         .copy(tmp_path / "app", "/srv/app")
-        .run("cat /srv/app/a.txt > /srv/out && echo ran")
+        .run("/srv/app/run.sh > /srv/out && echo ran")
         .workdir("/srv")
     )
     try:

@@ -27,6 +27,9 @@ pub struct BuildTemplateRequest {
     /// What COPY and ADD read: a relative path → its content in base64 (at most 10,000
     /// files, 64 MiB decoded).
     pub files: Option<BTreeMap<String, String>>,
+    /// The mode of a file of `files`, in octal (`"0755"`), as COPY and ADD write it (as
+    /// `docker build` keeps a file's mode); a file not named here is written `0644`.
+    pub file_modes: Option<BTreeMap<String, String>>,
     /// The project the template belongs to (default: the caller's only project).
     pub project_id: Option<String>,
     /// The CPUs of the build's steps (default 1).

@@ -97,10 +97,9 @@ fn instruction(line: usize, joined: &str) -> Result<Instruction, Invalid> {
     })
 }
 
-/// An issue of the Dockerfile at a line.
 /// An octal file mode of at most `07777` (`=` before it is taken, as `--chmod=` leaves
 /// it).
-pub(super) fn octal_mode(value: &str) -> Option<u32> {
+pub fn octal_mode(value: &str) -> Option<u32> {
     let digits = value.strip_prefix('=').unwrap_or(value);
     if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b))
     {
@@ -109,6 +108,7 @@ pub(super) fn octal_mode(value: &str) -> Option<u32> {
     u32::from_str_radix(digits, 8).ok().filter(|m| *m <= 0o7777)
 }
 
+/// An issue of the Dockerfile at a line.
 pub(super) fn at(line: usize, message: impl std::fmt::Display) -> Invalid {
     Invalid::one("dockerfile", format!("line {line}: {message}"))
 }

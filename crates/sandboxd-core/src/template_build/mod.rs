@@ -25,7 +25,7 @@ pub use cache::{
 };
 pub use container::{BUILD_PIDS_LIMIT, BuildShape, LABEL_BUILD_INSTANCE, build_container_plan};
 pub use copy::{CopyMode, CopyTarget, copy_archive, dirs_archive};
-pub use dockerfile::{Instruction, parse};
+pub use dockerfile::{Instruction, octal_mode, parse};
 pub use recipe::{CopySource, Recipe, StartCommand, check, check_file_names};
 pub use record::{
     BUILDING, FAILED, LogLine, MAX_LOG_LINE, MAX_LOG_LINES, READY, TemplateBuild, bounded_line,

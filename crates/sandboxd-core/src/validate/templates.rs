@@ -85,6 +85,20 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
             None => issues.push(format!("files.{name}"), "is not valid base64"),
         }
     }
+    let mut modes = BTreeMap::new();
+    for (name, mode) in req.file_modes.unwrap_or_default() {
+        if !files.contains_key(&name) {
+            issues.push(format!("fileModes.{name}"), "names no file of files");
+            continue;
+        }
+        match crate::template_build::octal_mode(&mode) {
+            Some(0o644) => {}
+            Some(mode) => {
+                modes.insert(name, mode);
+            }
+            None => issues.push(format!("fileModes.{name}"), "is not an octal mode (`0755`)"),
+        }
+    }
     issues.finish(())?;
     let head = BuildHead {
         name: req.name,
@@ -95,7 +109,7 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
         network: req.network_mode,
     };
     let instructions = parse(&req.dockerfile)?;
-    build_of(head, instructions, files, BTreeMap::new())
+    build_of(head, instructions, files, modes)
 }
 
 /// Checks a build given as instructions: its head, the files' names, count and bytes,
@@ -199,6 +213,30 @@ mod tests {
             dockerfile: dockerfile.into(),
             files: Some(BTreeMap::from([("a.txt".into(), "aGk=".into())])),
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn file_modes_are_octal_and_name_given_files() {
+        let mut req = request("FROM base\nCOPY a.txt /a\n");
+        req.file_modes = Some(BTreeMap::from([("a.txt".into(), "0755".into())]));
+        assert_eq!(
+            build_template(req.clone()).unwrap().modes,
+            BTreeMap::from([("a.txt".to_owned(), 0o755)])
+        );
+        req.file_modes = Some(BTreeMap::from([("a.txt".into(), "0644".into())]));
+        assert!(build_template(req.clone()).unwrap().modes.is_empty());
+        for (name, mode, wanted) in [
+            ("b.txt", "0755", "names no file"),
+            ("a.txt", "rwx", "octal"),
+            ("a.txt", "17777", "octal"),
+        ] {
+            req.file_modes = Some(BTreeMap::from([(name.into(), mode.into())]));
+            let error = build_template(req.clone()).unwrap_err().to_string();
+            assert!(
+                error.contains(wanted) && error.contains("fileModes"),
+                "{error}"
+            );
         }
     }
 

@@ -99,9 +99,20 @@ async fn template_id(client: &Client, given: &str) -> Result<String, Failure> {
     }
 }
 
-/// Every file under `dir` as `relative path → base64`, `.git` left out.
-fn context(dir: &Path) -> Result<BTreeMap<String, String>, Failure> {
+/// What a build reads of a directory: its files.
+struct Context {
+    /// Every file as `relative path → base64`, `.git` left out.
+    files: BTreeMap<String, String>,
+    /// The mode of each file whose mode is not `0644`, in octal (an executable script
+    /// stays one, as `docker build` keeps it).
+    modes: BTreeMap<String, String>,
+}
+
+/// The files under `dir`, with their modes.
+fn context(dir: &Path) -> Result<Context, Failure> {
+    use std::os::unix::fs::PermissionsExt;
     let mut files = BTreeMap::new();
+    let mut modes = BTreeMap::new();
     let mut bytes = 0u64;
     let mut pending = vec![dir.to_path_buf()];
     while let Some(at) = pending.pop() {
@@ -128,6 +139,13 @@ fn context(dir: &Path) -> Result<BTreeMap<String, String>, Failure> {
                 let content = std::fs::read(&path).map_err(|e| {
                     Failure::Refused(format!("cannot read {}: {e}", path.display()))
                 })?;
+                let mode = entry
+                    .metadata()
+                    .map(|m| m.permissions().mode() & 0o7777)
+                    .unwrap_or(0o644);
+                if mode != 0o644 {
+                    modes.insert(relative.clone(), format!("{mode:04o}"));
+                }
                 bytes += content.len() as u64;
                 if files.len() >= MAX_FILES || bytes > MAX_BYTES {
                     return Err(Failure::Refused(format!(
@@ -140,7 +158,7 @@ fn context(dir: &Path) -> Result<BTreeMap<String, String>, Failure> {
             }
         }
     }
-    Ok(files)
+    Ok(Context { files, modes })
 }
 
 /// Follows a build's log to its end on standard error; answers the `end` event's data.
@@ -222,7 +240,11 @@ pub async fn template(client: &Client, command: TemplateCommand) -> Result<Value
                     .filter(|p| !p.as_os_str().is_empty())
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
             });
-            let mut body = json!({"name": name, "dockerfile": dockerfile, "files": context(&dir)?});
+            let context = context(&dir)?;
+            let mut body = json!({"name": name, "dockerfile": dockerfile, "files": context.files});
+            if !context.modes.is_empty() {
+                body["fileModes"] = json!(context.modes);
+            }
             if let Some(project) = project {
                 body["projectId"] = json!(project);
             }

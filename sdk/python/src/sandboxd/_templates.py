@@ -56,16 +56,26 @@ class _Either:
         return bound
 
 
-def _read_files(source: Path, prefix: str) -> dict[str, bytes]:
+def _read_files(source: Path, prefix: str) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The files under `source` by name, and the modes of those not `0644` (an
+    executable script stays one, as `docker build` keeps it)."""
     if source.is_file():
-        return {f"{prefix}/{source.name}": source.read_bytes()}
-    if not source.is_dir():
+        paths = {f"{prefix}/{source.name}": source}
+    elif source.is_dir():
+        paths = {
+            f"{prefix}/{path.relative_to(source).as_posix()}": path
+            for path in sorted(source.rglob("*"))
+            if path.is_file() and ".git" not in path.relative_to(source).parts
+        }
+    else:
         raise FileNotFoundError(f"{source} is neither a file nor a directory")
-    found: dict[str, bytes] = {}
-    for path in sorted(source.rglob("*")):
-        if path.is_file() and ".git" not in path.relative_to(source).parts:
-            found[f"{prefix}/{path.relative_to(source).as_posix()}"] = path.read_bytes()
-    return found
+    found = {name: path.read_bytes() for name, path in paths.items()}
+    modes = {
+        name: f"{path.stat().st_mode & 0o7777:04o}"
+        for name, path in paths.items()
+        if path.stat().st_mode & 0o7777 != 0o644
+    }
+    return found, modes
 
 
 class Template:
@@ -74,6 +84,7 @@ class Template:
     def __init__(self, base: str) -> None:
         self._lines = [f"FROM {base}"]
         self._files: dict[str, bytes] = {}
+        self._modes: dict[str, str] = {}
         self._network: str | None = None
 
     @classmethod
@@ -124,7 +135,9 @@ class Template:
         """`COPY` of a local file or directory (its contents) to `destination`."""
         prefix = f"context{len(self._lines)}"
         source = Path(source)
-        self._files.update(_read_files(source, prefix))
+        found, modes = _read_files(source, prefix)
+        self._files.update(found)
+        self._modes.update(modes)
         chown = f"--chown={owner} " if owner else ""
         name = f"{prefix}/{source.name}" if source.is_file() else f"{prefix}/"
         self._lines.append(f"COPY {chown}{json.dumps([name, destination])}")
@@ -181,9 +194,11 @@ class Template:
         url: str | None = None,
         key: str | None = None,
     ) -> TemplateInfo:
+        modes: dict[str, str] = {}
         if builder is not None:
             dockerfile = builder.dockerfile()
             files = {**builder._files, **(files or {})}
+            modes = dict(builder._modes)
             network_mode = network_mode or builder._network
         if dockerfile is None:
             raise TypeError("Template.build needs dockerfile= (or a builder)")
@@ -195,6 +210,7 @@ class Template:
             "name": name,
             "dockerfile": dockerfile,
             "files": encoded,
+            "fileModes": modes or None,
             "networkMode": network_mode,
             "projectId": project_id,
             "cpu": cpu,
