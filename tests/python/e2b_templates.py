@@ -1,5 +1,5 @@
 """E2B's own Python SDK builds a template with its `Template` builder against sandboxd
-(`/e2b`): files copied with their modes and owners, commands as `user` and as `root`,
+(`/e2b`): files copied with their modes and owners, a link as a link, commands as `user` and as `root`,
 variables kept as written, a workdir, a start command with its ready command; the
 build's log carries a command's output; `Sandbox.create(name)` makes a sandbox of it
 that shows each, ready when the create answers. An unchanged rebuild is served from
@@ -43,6 +43,8 @@ os.makedirs(f"{context}/app")
 with open(f"{context}/app/run.sh", "w") as f:
     f.write("#!/bin/sh\necho ran-as-$(id -u)\n")
 os.chmod(f"{context}/app/run.sh", 0o755)
+# A link is copied as a link (E2B's default, resolve_symlinks=False).
+os.symlink("run.sh", f"{context}/app/run-link.sh")
 with open(f"{context}/data.txt", "w") as f:
     f.write("hello")
 
@@ -82,7 +84,7 @@ try:
         shown = sandbox.commands.run(
             "../app/run.sh; echo \"$GREETING\"; pwd; stat -c '%a %u' /opt/data.txt "
             "/home/user/app/run.sh; stat -c %u /opt/root-made; cat /opt/data.txt; echo; "
-            "touch made-here && stat -c %u ."
+            "touch made-here && stat -c %u .; readlink /home/user/app/run-link.sh"
         )
         assert shown.stdout.strip().split("\n") == [
             "ran-as-1000",
@@ -93,6 +95,7 @@ try:
             "0",
             "hello",
             "1000",
+            "run.sh",
         ], shown.stdout
     finally:
         sandbox.kill()

@@ -11,13 +11,13 @@
 //! it is read as a variable. The start command becomes `CMD`; the ready command is run
 //! in each new sandbox until it succeeds.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
 use crate::template_build::{Instruction, LogLine, MAX_FILES, MAX_FILES_BYTES, TemplateBuild};
+use crate::validate::GivenFiles;
 
 /// The image E2B's `from_base_image()` names; sandboxd's `base` stands for it.
 pub const E2B_BASE_IMAGE: &str = "e2bdev/base";
@@ -315,14 +315,16 @@ impl Out {
 }
 
 /// The files of one uploaded archive (a tar, gzipped or not, with paths relative to the
-/// build's context) added to `files`, with their modes where not `0644`; within
-/// `MAX_FILES` files and `MAX_FILES_BYTES` bytes in all. Directories are made as the
-/// copies need them; links and devices are refused.
-pub fn read_archive(
-    archive: &[u8],
-    files: &mut BTreeMap<String, Vec<u8>>,
-    modes: &mut BTreeMap<String, u32>,
-) -> Result<(), String> {
+/// build's context) added to `given`, with their modes where not `0644`, and its
+/// symbolic links as links (E2B copies them so unless told to resolve them); within
+/// `MAX_FILES` files and links and `MAX_FILES_BYTES` bytes in all. Directories are made
+/// as the copies need them; hard links and devices are refused.
+pub fn read_archive(archive: &[u8], given: &mut GivenFiles) -> Result<(), String> {
+    let GivenFiles {
+        contents: files,
+        modes,
+        links,
+    } = given;
     let gzipped = archive.starts_with(&[0x1f, 0x8b]);
     let reader: Box<dyn Read + '_> = if gzipped {
         Box::new(flate2::read::GzDecoder::new(archive))
@@ -346,12 +348,29 @@ pub fn read_archive(
             .trim_start_matches("./")
             .trim_end_matches('/')
             .to_owned();
+        if files.len() + links.len() >= MAX_FILES
+            && !files.contains_key(&name)
+            && !links.contains_key(&name)
+        {
+            return Err(format!("the files are more than {MAX_FILES}"));
+        }
         match entry.header().entry_type() {
             tar::EntryType::Directory => continue,
             tar::EntryType::Regular | tar::EntryType::Continuous => {}
-            tar::EntryType::Symlink | tar::EntryType::Link => {
+            tar::EntryType::Symlink => {
+                let target = entry
+                    .link_name()
+                    .map_err(|e| format!("the link `{name}` cannot be read: {e}"))?
+                    .map(|t| t.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                files.remove(&name);
+                modes.remove(&name);
+                links.insert(name, target);
+                continue;
+            }
+            tar::EntryType::Link => {
                 return Err(format!(
-                    "`{name}` is a link: copy with resolve_symlinks=True, so that what it names is sent"
+                    "`{name}` is a hard link: copy with resolve_symlinks=True, so that what it names is sent"
                 ));
             }
             // PAX and GNU headers are read by the tar crate; anything else is not a file.
@@ -365,9 +384,6 @@ pub fn read_archive(
                 MAX_FILES_BYTES >> 20
             ));
         }
-        if files.len() >= MAX_FILES && !files.contains_key(&name) {
-            return Err(format!("the files are more than {MAX_FILES}"));
-        }
         let mut content = Vec::with_capacity(size as usize);
         entry
             .read_to_end(&mut content)
@@ -378,6 +394,7 @@ pub fn read_archive(
         } else {
             modes.insert(name.clone(), mode);
         }
+        links.remove(&name);
         files.insert(name, content);
     }
     Ok(())
@@ -493,6 +510,7 @@ pub struct AliasAnswer {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn step(kind: &str, args: &[&str]) -> Step {
         Step {
@@ -576,8 +594,10 @@ mod tests {
                 ..Default::default()
             },
             plan.instructions.clone(),
-            files,
-            BTreeMap::new(),
+            GivenFiles {
+                contents: files,
+                ..Default::default()
+            },
         )
         .unwrap();
         let mut steps = crate::template_build::Steps::new(Default::default());
@@ -676,42 +696,45 @@ mod tests {
 
     #[test]
     fn archives_are_read_into_files_and_modes() {
-        let (mut files, mut modes) = (BTreeMap::new(), BTreeMap::new());
+        let mut given = GivenFiles::default();
         let archive = tar_of(
             &[("app/run.sh", b"#!/bin/sh", 0o755), ("a.txt", b"a", 0o644)],
             true,
         );
-        read_archive(&archive, &mut files, &mut modes).unwrap();
+        read_archive(&archive, &mut given).unwrap();
         let plain = tar_of(&[("b.txt", b"b", 0o600)], false);
-        read_archive(&plain, &mut files, &mut modes).unwrap();
-        assert_eq!(files.len(), 3);
-        assert_eq!(files["app/run.sh"], b"#!/bin/sh");
+        read_archive(&plain, &mut given).unwrap();
+        assert_eq!(given.contents.len(), 3);
+        assert_eq!(given.contents["app/run.sh"], b"#!/bin/sh");
         assert_eq!(
-            modes,
+            given.modes,
             BTreeMap::from([("app/run.sh".into(), 0o755), ("b.txt".into(), 0o600)])
         );
     }
 
-    #[test]
-    fn links_and_bombs_are_refused() {
+    fn link_archive(kind: tar::EntryType) -> Vec<u8> {
         let mut builder = tar::Builder::new(Vec::new());
         let mut header = tar::Header::new_gnu();
-        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_entry_type(kind);
         header.set_size(0);
-        builder
-            .append_link(&mut header, "l", "/etc/passwd")
-            .unwrap();
-        let links = builder.into_inner().unwrap();
-        let (mut files, mut modes) = (BTreeMap::new(), BTreeMap::new());
-        let error = read_archive(&links, &mut files, &mut modes).unwrap_err();
+        builder.append_link(&mut header, "l", "a.txt").unwrap();
+        builder.into_inner().unwrap()
+    }
+
+    #[test]
+    fn symbolic_links_are_kept_hard_links_and_bombs_refused() {
+        let mut given = GivenFiles::default();
+        read_archive(&link_archive(tar::EntryType::Symlink), &mut given).unwrap();
+        assert_eq!(given.links, BTreeMap::from([("l".into(), "a.txt".into())]));
+        let error = read_archive(&link_archive(tar::EntryType::Link), &mut given).unwrap_err();
         assert!(error.contains("resolve_symlinks"), "{error}");
         // 65 MiB of zeros in one file, a few hundred KiB gzipped.
         let big = vec![0u8; 65 << 20];
         let bomb = tar_of(&[("z", &big, 0o644)], true);
         assert!(bomb.len() < 1 << 20);
-        let error = read_archive(&bomb, &mut files, &mut modes).unwrap_err();
+        let error = read_archive(&bomb, &mut given).unwrap_err();
         assert!(error.contains("MiB"), "{error}");
-        assert!(files.is_empty());
+        assert!(given.contents.is_empty());
     }
 
     #[test]

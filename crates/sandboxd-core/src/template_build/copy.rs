@@ -117,6 +117,8 @@ pub struct CopyMode<'a> {
     pub chmod: Option<u32>,
     /// Each file's own mode, where it was given (`0644` where not).
     pub modes: &'a BTreeMap<String, u32>,
+    /// The files that are links, with what each points to.
+    pub links: &'a BTreeMap<String, String>,
     pub mtime: u64,
 }
 
@@ -157,6 +159,17 @@ pub fn copy_archive(
                 header.set_mtime(mtime);
                 builder.append_data(&mut header, format!("{parent}/"), std::io::empty())?;
             }
+        }
+        if let Some(points_to) = how.links.get(&target.file) {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Symlink);
+            header.set_size(0);
+            header.set_mode(0o777);
+            header.set_uid(owner.0);
+            header.set_gid(owner.1);
+            header.set_mtime(mtime);
+            builder.append_link(&mut header, relative, points_to)?;
+            continue;
         }
         let content = contents
             .get(&target.file)
@@ -241,10 +254,12 @@ mod tests {
         }];
         let contents = BTreeMap::from([("a/b.txt".to_owned(), b"hi".to_vec())]);
         let modes = BTreeMap::from([("a/b.txt".to_owned(), 0o755)]);
+        let links = BTreeMap::new();
         let how = CopyMode {
             owner: (1000, 1000),
             chmod: None,
             modes: &modes,
+            links: &links,
             mtime: 0,
         };
         let tar = copy_archive(&targets, &contents, how).unwrap();

@@ -31,6 +31,9 @@ pub struct BuildTemplate {
     pub files: BTreeMap<String, Vec<u8>>,
     /// The mode of each file given with one (`0644` for the others).
     pub modes: BTreeMap<String, u32>,
+    /// Symbolic links given among the files: name → what it points to (copied as
+    /// links, as E2B's builder sends them).
+    pub links: BTreeMap<String, String>,
     pub cpu: f64,
     pub memory_mb: i64,
     pub isolation: Option<Isolation>,
@@ -42,6 +45,17 @@ pub struct BuildTemplate {
     /// before the create answers.
     pub ready: Option<Vec<String>>,
 }
+
+/// The files a build is given: contents, the modes of some, and links.
+#[derive(Debug, Clone, Default)]
+pub struct GivenFiles {
+    pub contents: BTreeMap<String, Vec<u8>>,
+    pub modes: BTreeMap<String, u32>,
+    pub links: BTreeMap<String, String>,
+}
+
+/// The longest target a link may have.
+pub const MAX_LINK_TARGET: usize = 4096;
 
 /// What a build is asked for besides its steps and files.
 #[derive(Debug, Clone, Default)]
@@ -109,7 +123,12 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
         network: req.network_mode,
     };
     let instructions = parse(&req.dockerfile)?;
-    build_of(head, instructions, files, modes)
+    let given = GivenFiles {
+        contents: files,
+        modes,
+        links: BTreeMap::new(),
+    };
+    build_of(head, instructions, given)
 }
 
 /// Checks a build given as instructions: its head, the files' names, count and bytes,
@@ -118,9 +137,13 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
 pub fn build_of(
     head: BuildHead,
     instructions: Vec<Instruction>,
-    files: BTreeMap<String, Vec<u8>>,
-    modes: BTreeMap<String, u32>,
+    given: GivenFiles,
 ) -> Result<BuildTemplate, Invalid> {
+    let GivenFiles {
+        contents: files,
+        modes,
+        links,
+    } = given;
     let mut issues = Issues::default();
     if !template_name_ok(&head.name) {
         issues.push(
@@ -148,8 +171,22 @@ pub fn build_of(
             "a build's steps run `isolated` or with `internet`",
         );
     }
-    if let Err(invalid) = check_file_names(files.keys().map(String::as_str)) {
+    if let Err(invalid) = check_file_names(files.keys().chain(links.keys()).map(String::as_str)) {
         issues.extend(invalid);
+    }
+    if files.len() + links.len() > crate::template_build::MAX_FILES {
+        issues.push(
+            "files",
+            format!("are more than {}", crate::template_build::MAX_FILES),
+        );
+    }
+    for (name, target) in &links {
+        if target.is_empty() || target.len() > MAX_LINK_TARGET || target.contains('\0') {
+            issues.push(
+                format!("files.{name}"),
+                format!("a link points to 1 to {MAX_LINK_TARGET} bytes, without NUL"),
+            );
+        }
     }
     let total: u64 = files.values().map(|c| c.len() as u64).sum();
     if total > MAX_FILES_BYTES {
@@ -159,7 +196,7 @@ pub fn build_of(
         );
     }
     issues.finish(())?;
-    let names: BTreeSet<String> = files.keys().cloned().collect();
+    let names: BTreeSet<String> = files.keys().chain(links.keys()).cloned().collect();
     let recipe = check(&instructions, &names)?;
     let mut steps = Steps::new(Settings::default());
     let after_from = instructions
@@ -193,6 +230,7 @@ pub fn build_of(
         recipe,
         files,
         modes,
+        links,
         cpu,
         memory_mb,
         isolation: head.isolation,

@@ -5,12 +5,10 @@
 //! step names. Whoever may create sandboxes in the project may do each of these; what
 //! an upload holds reaches only that project's builds.
 
-use std::collections::BTreeMap;
-
 use sandboxd_core::e2b::templates::{self, BuildStart, StatusAnswer};
 use sandboxd_core::error::Invalid;
 use sandboxd_core::model::{NetworkMode, Principal};
-use sandboxd_core::validate::{BuildHead, build_of};
+use sandboxd_core::validate::{BuildHead, GivenFiles, build_of};
 use sandboxd_store::{E2bBuild, new_id, new_uuid};
 
 use super::{Builds, LOG_PAGE};
@@ -52,8 +50,7 @@ impl Builds {
                 keyword: "FROM".into(),
                 args: "base".into(),
             }],
-            BTreeMap::new(),
-            BTreeMap::new(),
+            GivenFiles::default(),
         )?;
         let mut build = E2bBuild {
             build_id: new_uuid()?,
@@ -170,12 +167,12 @@ impl Builds {
                 })?;
             archives.push(archive);
         }
-        let (files, modes) = tokio::task::spawn_blocking(move || {
-            let (mut files, mut modes) = (BTreeMap::new(), BTreeMap::new());
+        let given = tokio::task::spawn_blocking(move || {
+            let mut given = GivenFiles::default();
             for archive in &archives {
-                templates::read_archive(archive, &mut files, &mut modes)?;
+                templates::read_archive(archive, &mut given)?;
             }
-            Ok::<_, String>((files, modes))
+            Ok::<_, String>(given)
         })
         .await
         .map_err(|_| ServiceError::Unavailable("the uploaded files could not be read".into()))?
@@ -193,7 +190,7 @@ impl Builds {
             isolation: None,
             network: Some(network),
         };
-        let mut cmd = build_of(head, plan.instructions, files, modes)?;
+        let mut cmd = build_of(head, plan.instructions, given)?;
         cmd.fresh_from = plan.fresh_from;
         cmd.ready = plan.ready;
         if !store.e2b_build_started(build_id, &plan.steps).await? {

@@ -171,6 +171,7 @@ impl Job {
                     owner: *owner,
                     chmod: *mode,
                     modes: &self.cmd.modes,
+                    links: &self.cmd.links,
                     mtime,
                 };
                 let tar = copy_archive(targets, &self.cmd.files, how)

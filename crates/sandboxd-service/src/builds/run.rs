@@ -172,7 +172,13 @@ impl Job {
         let engine = self.service.engine().clone();
         let build_id = self.build.build_id.as_str();
         let organization = self.build.organization_id.as_str();
-        let names: BTreeSet<String> = self.cmd.files.keys().cloned().collect();
+        let names: BTreeSet<String> = self
+            .cmd
+            .files
+            .keys()
+            .chain(self.cmd.links.keys())
+            .cloned()
+            .collect();
         let mut instructions: Vec<Instruction> = self
             .cmd
             .instructions
@@ -210,8 +216,9 @@ impl Job {
         // with its mode where it has one of its own.
         let files = self.cmd.files.clone();
         let modes = self.cmd.modes.clone();
+        let links = self.cmd.links.clone();
         let digests: BTreeMap<String, String> = tokio::task::spawn_blocking(move || {
-            files
+            let mut digests: BTreeMap<String, String> = files
                 .iter()
                 .map(|(name, content)| {
                     let digest = content_digest(content);
@@ -220,7 +227,11 @@ impl Job {
                         None => (name.clone(), digest),
                     }
                 })
-                .collect()
+                .collect();
+            for (name, target) in links {
+                digests.insert(name, format!("link {}", content_digest(target.as_bytes())));
+            }
+            digests
         })
         .await
         .map_err(|_| failed(1, "the files could not be read"))?;
