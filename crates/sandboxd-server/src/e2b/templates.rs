@@ -261,13 +261,20 @@ async fn status(
     Ok(Json(answer))
 }
 
-/// Whether a template of this name exists in the caller's project: 200, else 404.
+/// Whether a template of this name exists: a configured one (public: every key sees
+/// it), or one built in the caller's project: 200, else 404.
 async fn alias(
     State(state): State<AppState>,
     who: Result<Caller, ApiError>,
     Path(alias): Path<String>,
 ) -> E2bResult<Json<AliasAnswer>> {
     let who = caller(who)?;
+    if state.service.templates().get(&alias).is_some() {
+        return Ok(Json(AliasAnswer {
+            template_id: alias,
+            public: true,
+        }));
+    }
     // Without a project, nothing of that name exists.
     let project_id = project_of(&state, &who)
         .await

@@ -247,6 +247,22 @@ async fn an_e2b_build_waits_for_its_steps_and_refuses_what_it_cannot_take() {
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // A configured template exists for every key.
+    let (status, base) = call(
+        &server,
+        Method::GET,
+        "/templates/aliases/base",
+        other_key,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, base),
+        (
+            StatusCode::OK,
+            json!({"templateID": "base", "public": true})
+        )
+    );
 
     // A sandbox of it: the file with its mode, the ready command passed.
     let (status, made) = call(
