@@ -115,6 +115,14 @@ def aim(fields, part, operation, seed, forced):
         # fixtures holds, few enough that a sandbox never has too many waiting.
         fields["host"] = ["pypi.org", "*.pythonhosted.org", "files.example.net:8443"][seed % 3]
         fields["reason"] = "fuzz"
+    if operation == "template.one" and seed % 4 != 0 and part == "query":
+        # Mostly one of the two ways to name a template (both, or neither, is a 400).
+        if seed % 2:
+            fields["templateId"] = pick("templates", seed)
+            fields.pop("name", None)
+        else:
+            fields["name"] = "fuzz-template"
+            fields.pop("templateId", None)
     if operation == "template.build" and seed % 4 != 0 and part == "body":
         # Mostly a Dockerfile that builds (a generated one rarely does), from a few that
         # the cache soon holds, so that cases do not queue behind the builds they start.

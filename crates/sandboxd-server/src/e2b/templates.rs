@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use axum::Json;
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post, put};
@@ -171,12 +171,13 @@ struct UploadQuery {
     token: String,
 }
 
-/// Takes the archive of a `COPY`'s files, sent to an upload URL.
+/// Takes the archive of a `COPY`'s files, sent to an upload URL: the body is read only
+/// once the token is checked, and then within the build's body limit, two at a time.
 async fn upload(
     State(state): State<AppState>,
     Path((project, hash)): Path<(String, String)>,
     query: Result<Query<UploadQuery>, axum::extract::rejection::QueryRejection>,
-    archive: Result<Bytes, axum::extract::rejection::BytesRejection>,
+    body: Body,
 ) -> E2bResult<StatusCode> {
     let refused = || ApiError::Unauthorized;
     let Ok(Query(query)) = query else {
@@ -197,12 +198,9 @@ async fn upload(
         .acquire()
         .await
         .map_err(|_| ServiceError::Unavailable("the server is stopping".into()))?;
-    let archive = archive.map_err(|rejection| {
-        ApiError::TooLarge(format!(
-            "the upload could not be read: {}",
-            rejection.body_text()
-        ))
-    })?;
+    let archive = axum::body::to_bytes(body, crate::body_limit::MAX_BUILD_BODY_BYTES)
+        .await
+        .map_err(|error| ApiError::TooLarge(format!("the upload could not be read: {error}")))?;
     state
         .service
         .builds()

@@ -14,6 +14,12 @@ use sandboxd_store::{E2bBuild, new_id, new_uuid};
 use super::{Builds, LOG_PAGE};
 use crate::{ServiceError, now_ms};
 
+/// The most bytes the archives of one build's copies may hold together: the files'
+/// bound and a tar header and padding for each of the most files.
+const MAX_ARCHIVES_BYTES: usize = sandboxd_core::template_build::MAX_FILES_BYTES as usize
+    + sandboxd_core::template_build::MAX_FILES * 1024
+    + (1 << 20);
+
 /// The E2B template a file upload is for: its project.
 #[derive(Debug, Clone)]
 pub struct UploadPlace {
@@ -152,6 +158,7 @@ impl Builds {
         }
         let plan = templates::plan(&start)?;
         let mut archives = Vec::new();
+        let mut held = 0usize;
         for (index, hash) in plan.copies.iter().enumerate() {
             let archive = store
                 .e2b_files(&asked.project_id, hash)
@@ -165,6 +172,19 @@ impl Builds {
                         ),
                     )
                 })?;
+            // What the archives unpack to is bounded by the build's files; what they
+            // hold, by that and a tar's headers for as many files.
+            held += archive.len();
+            if held > MAX_ARCHIVES_BYTES {
+                return Err(Invalid::one(
+                    "steps",
+                    format!(
+                        "the uploaded files of the copies hold more than {} MiB",
+                        MAX_ARCHIVES_BYTES >> 20
+                    ),
+                )
+                .into());
+            }
             archives.push(archive);
         }
         let given = tokio::task::spawn_blocking(move || {
