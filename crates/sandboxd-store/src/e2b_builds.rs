@@ -310,12 +310,6 @@ impl Store {
             return None;
         }
         let expected = self.e2b_upload_token(project_id, files_hash, key_id, expires_s);
-        let same = expected.len() == token.len()
-            && expected
-                .bytes()
-                .zip(token.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0;
-        same.then(|| key_id.to_owned())
+        crate::envd_tokens::same_token(&expected, token).then(|| key_id.to_owned())
     }
 }

@@ -20,12 +20,16 @@ impl Store {
     pub fn envd_token_key(&self, sandbox_id: &str, token: &str) -> Option<String> {
         let (key_id, _) = token.rsplit_once('.')?;
         let expected = self.envd_token(sandbox_id, key_id);
-        let same = expected.len() == token.len()
-            && expected
-                .bytes()
-                .zip(token.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0;
-        same.then(|| key_id.to_owned())
+        same_token(&expected, token).then(|| key_id.to_owned())
     }
+}
+
+/// Whether two tokens are the same, compared in constant time.
+pub(crate) fn same_token(expected: &str, given: &str) -> bool {
+    expected.len() == given.len()
+        && expected
+            .bytes()
+            .zip(given.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
 }
