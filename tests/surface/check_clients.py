@@ -64,6 +64,7 @@ NOT_REACHED = {
         "snapshot.one": "snapshots are listed whole (snapshot.all)",
         "volume.one": "volumes are listed whole (volume.all)",
         "template.one": "templates are listed whole (template.all)",
+        "template.context": "the build form sends the files picked in `files` (up to 64 MiB); larger contexts come from the CLI or the SDK",
         "sandbox.processStart": "processes are started from the terminal",
         "sandbox.processWait": "an agent's wait: the page polls",
         "sandbox.processSignal": "not offered yet: the CLI's `exec -i` signals",

@@ -154,8 +154,9 @@ pub trait Engine: Debug + Send + Sync + 'static {
     }
 
     /// Unpacks `tar` at `/` of a container, started or not, through the engine itself:
-    /// owners and modes as the archive says (a build's copy, made by the host).
-    async fn unpack_at_root(&self, container: &str, tar: Vec<u8>) -> Result<(), EngineError> {
+    /// owners and modes as the archive says (a build's copy, made by the host). The
+    /// archive streams as it is read.
+    async fn unpack_at_root(&self, container: &str, tar: Chunks) -> Result<(), EngineError> {
         let _ = (container, tar);
         Err(unsupported("build images"))
     }

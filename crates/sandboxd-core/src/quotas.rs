@@ -123,6 +123,10 @@ pub enum QuotaExceeded {
         "the organization has asked for {limit} builds through E2B's API whose steps have not come; start them or wait an hour"
     )]
     WaitingBuilds { limit: i64 },
+    #[error(
+        "the organization keeps {limit} MiB of build contexts, its most ({used} MiB kept); build from them or wait for them to expire"
+    )]
+    Contexts { limit: i64, used: i64 },
 }
 
 impl Quotas {

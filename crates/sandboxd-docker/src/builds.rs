@@ -10,7 +10,6 @@ use bollard::query_parameters::{
     CommitContainerOptionsBuilder, ListImagesOptionsBuilder, TagImageOptionsBuilder,
     UploadToContainerOptionsBuilder,
 };
-use bytes::Bytes;
 use sandboxd_contracts::ImageFacts;
 use sandboxd_core::template_build::Settings;
 
@@ -19,8 +18,9 @@ use crate::error::{EngineError, classify, fault, status_of};
 
 /// How long a step's commit may take: it copies what the step wrote.
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(600);
-/// How long a step's files may take to unpack (at most 64 MiB).
-const UNPACK_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a step's files may take to unpack (a copy from a context of a GiB or more
+/// is several).
+const UNPACK_TIMEOUT: Duration = Duration::from_secs(600);
 
 pub(crate) fn split_reference(image: &str) -> (&str, &str) {
     // A tag follows the last `:` after the last `/` (a registry's port is not a tag).
@@ -64,7 +64,7 @@ impl DockerEngine {
     pub(crate) async fn unpack_at_root(
         &self,
         container: &str,
-        tar: Vec<u8>,
+        tar: sandboxd_contracts::Chunks,
     ) -> Result<(), EngineError> {
         // A file never takes the place of a directory there (nor a directory a file's).
         let options = UploadToContainerOptionsBuilder::default()
@@ -76,7 +76,7 @@ impl DockerEngine {
             self.docker.upload_to_container(
                 container,
                 Some(options),
-                bollard::body_full(Bytes::from(tar)),
+                bollard::body_try_stream(tar),
             ),
         )
         .await

@@ -94,7 +94,11 @@ impl Engine for DockerEngine {
         DockerEngine::image_facts(self, image).await
     }
 
-    async fn unpack_at_root(&self, container: &str, tar: Vec<u8>) -> Result<(), EngineError> {
+    async fn unpack_at_root(
+        &self,
+        container: &str,
+        tar: sandboxd_contracts::Chunks,
+    ) -> Result<(), EngineError> {
         DockerEngine::unpack_at_root(self, container, tar).await
     }
 

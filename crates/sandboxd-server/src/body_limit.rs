@@ -2,8 +2,8 @@
 //! limit is refused at once (413, nothing read), and a body without one is cut off as
 //! soon as it passes the limit.
 //!
-//! While reading, through `http_body_util::Limited`. `sandbox.upload` is capped by the
-//! service as it streams instead.
+//! While reading, through `http_body_util::Limited`. `sandbox.upload` and
+//! `template.context` are capped by the service as they stream instead.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -33,7 +33,7 @@ pub fn limit_for(path: &str) -> Option<usize> {
         return Some(MAX_BUILD_BODY_BYTES);
     }
     match path {
-        "/api/sandbox.upload" | "/e2b/envd/files" => None,
+        "/api/sandbox.upload" | "/api/template.context" | "/e2b/envd/files" => None,
         "/api/sandbox.writeFile" | "/mcp" => Some(MAX_FILE_BODY_BYTES),
         "/api/template.build" => Some(MAX_BUILD_BODY_BYTES),
         _ => Some(MAX_BODY_BYTES),

@@ -403,6 +403,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(routes::sandbox::router())
         .merge(procedures::router())
         .merge(routes::transfers::router())
+        .merge(routes::build_context::router())
         .merge(routes::build_log_stream::router())
         .merge(routes::health::router())
 }

@@ -329,6 +329,7 @@ pub fn spawn(
                 async move {
                     if holds(&service, ENGINES).await {
                         service.duties().collect_images_once().await?;
+                        service.duties().collect_contexts_once().await?;
                     }
                     Ok(())
                 }

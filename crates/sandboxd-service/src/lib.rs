@@ -46,7 +46,7 @@ use sandboxd_core::templates::Templates;
 use sandboxd_store::Store;
 
 pub use access::{Access, Resource};
-pub use builds::{BuildOptions, Builds, LOG_PAGE, UploadPlace};
+pub use builds::{BuildOptions, Builds, CONTEXT_KEPT_MS, LOG_PAGE, UploadPlace, UploadedContext};
 pub use commands::{Commands, ContextRun, Launch, NewContext, RunOutput};
 pub use duties::{DEFAULT_LEASE_GRACE, Duties, ReapReport, ReconcileReport};
 pub use egress::{
@@ -118,6 +118,8 @@ struct Inner {
     /// The builds this server runs at once (`BuildOptions::at_once`), first come first
     /// served.
     build_slots: Arc<tokio::sync::Semaphore>,
+    /// The build contexts being uploaded, per organization.
+    context_uploads: builds::context::Uploads,
 }
 
 /// Environment variables as name and value.
@@ -242,6 +244,7 @@ impl Service {
                 prepared: Default::default(),
                 carries: Default::default(),
                 build_slots: Arc::new(tokio::sync::Semaphore::new(build_slots)),
+                context_uploads: Default::default(),
             }),
         }
     }

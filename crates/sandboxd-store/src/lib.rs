@@ -44,6 +44,7 @@ mod sqlite;
 mod store;
 mod survey;
 mod template_builds;
+mod template_contexts;
 mod tenancy;
 mod volumes;
 
@@ -63,3 +64,4 @@ pub use secrets::SecretBox;
 pub use session_tokens::MAX_TOKENS_PER_ORG;
 pub use store::{Store, now_ms};
 pub use survey::{Survey, survey};
+pub use template_contexts::{ContextContents, NewTemplateContext, TemplateContext};

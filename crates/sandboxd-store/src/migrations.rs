@@ -113,6 +113,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "E2B's template builds",
         include_str!("../migrations/sqlite/0020_e2b_template_builds.sql"),
     ),
+    (
+        21,
+        "build contexts",
+        include_str!("../migrations/sqlite/0021_template_contexts.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -215,6 +220,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         20,
         "E2B's template builds",
         include_str!("../migrations/postgres/0020_e2b_template_builds.sql"),
+    ),
+    (
+        21,
+        "build contexts",
+        include_str!("../migrations/postgres/0021_template_contexts.sql"),
     ),
 ];
 

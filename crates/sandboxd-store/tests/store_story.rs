@@ -33,6 +33,7 @@ on_every_backend!(
     activity_does_not_move_the_end_of_a_fixed_timeout,
     lists_read_every_field_back_newest_first,
     e2b_builds_wait_for_their_steps_and_uploads_stay_in_their_project,
+    build_contexts_are_read_whole_while_ready_and_within_the_organization_s_bound,
 );
 
 async fn bootstrap_authenticate_and_sandbox_rows(db: &TestDb) {
@@ -1423,4 +1424,119 @@ async fn e2b_builds_wait_for_their_steps_and_uploads_stay_in_their_project(db: &
     assert_eq!(store.e2b_upload_key("other", "h3", &token, 1_999), None);
     let forged = token.replacen("2000", "9000", 1);
     assert_eq!(store.e2b_upload_key(project, "h3", &forged, 1_999), None);
+}
+
+async fn build_contexts_are_read_whole_while_ready_and_within_the_organization_s_bound(
+    db: &TestDb,
+) {
+    use sandboxd_core::quotas::QuotaExceeded;
+    use sandboxd_store::{ContextContents, NewTemplateContext, StoreError};
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let org = &boot.organization_id;
+    let begun = |id: &str, at: i64| NewTemplateContext {
+        context_id: id.into(),
+        organization_id: org.clone(),
+        project_id: boot.project_id.clone(),
+        created_by: "u".into(),
+        created_at: at,
+        expires_at: at + 1_000,
+    };
+    let contents = |bytes: i64| ContextContents {
+        files: 2,
+        bytes,
+        chunks: 2,
+        index_json: "{\"files\":{}}".into(),
+    };
+    // Begun: room for the organization's bound; not readable until finished.
+    assert_eq!(
+        store
+            .begin_template_context(&begun("c1", 100), 10)
+            .await
+            .unwrap(),
+        10
+    );
+    store
+        .put_template_context_chunk("c1", 0, b"hello ")
+        .await
+        .unwrap();
+    store
+        .put_template_context_chunk("c1", 1, b"world")
+        .await
+        .unwrap();
+    assert_eq!(store.template_context(org, "c1", 150).await.unwrap(), None);
+    store
+        .finish_template_context(org, "c1", &contents(6), 10, 150)
+        .await
+        .unwrap();
+    let kept = store
+        .template_context(org, "c1", 150)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((kept.bytes, kept.chunks, kept.files), (6, 2, 2));
+    assert_eq!(kept.index_json, "{\"files\":{}}");
+    assert_eq!(
+        store.template_context_chunk("c1", 1).await.unwrap(),
+        Some(b"world".to_vec())
+    );
+    // Another organization does not find it.
+    assert_eq!(
+        store.template_context("other", "c1", 150).await.unwrap(),
+        None
+    );
+
+    // A second upload may keep what is left; one finished past the bound is refused
+    // and removed with its chunks.
+    assert_eq!(
+        store
+            .begin_template_context(&begun("c2", 200), 10)
+            .await
+            .unwrap(),
+        4
+    );
+    store
+        .put_template_context_chunk("c2", 0, b"xxxxxxx")
+        .await
+        .unwrap();
+    let refused = store
+        .finish_template_context(org, "c2", &contents(7), 10, 200)
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(StoreError::Quota(QuotaExceeded::Contexts { .. }))
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(store.template_context_chunk("c2", 0).await.unwrap(), None);
+    // Full: the next upload is refused before it begins.
+    store
+        .begin_template_context(&begun("c3", 300), 6)
+        .await
+        .unwrap_err();
+
+    // Expired: not read, and removed with its chunks (an unfinished one too).
+    store
+        .begin_template_context(&begun("c4", 400), 100)
+        .await
+        .unwrap();
+    store
+        .put_template_context_chunk("c4", 0, b"half")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.template_context(org, "c1", 1_100).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.remove_expired_template_contexts(1_100).await.unwrap(),
+        1
+    );
+    assert_eq!(store.template_context_chunk("c1", 0).await.unwrap(), None);
+    assert_eq!(
+        store.remove_expired_template_contexts(1_400).await.unwrap(),
+        1
+    );
+    assert_eq!(store.template_context_chunk("c4", 0).await.unwrap(), None);
 }

@@ -329,6 +329,32 @@ async fn templates_from_a_terminal() {
         broken.stderr
     );
 
+    // A directory with a symbolic link goes as a context streamed as a tar, the link
+    // kept as one.
+    std::fs::create_dir_all(home.path().join("linked")).unwrap();
+    std::fs::write(home.path().join("linked/real.txt"), "real\n").unwrap();
+    std::os::unix::fs::symlink("real.txt", home.path().join("linked/alias")).unwrap();
+    std::fs::write(
+        home.path().join("linked/Dockerfile"),
+        "FROM base\nCOPY . /l/\nRUN cat /l/alias && readlink /l/alias\n",
+    )
+    .unwrap();
+    let linked = run(&[
+        "template",
+        "build",
+        "-f",
+        "linked/Dockerfile",
+        "--name",
+        "linked",
+    ]);
+    assert_eq!(linked.code, 0, "{}", linked.stderr);
+    assert!(
+        linked.stderr.contains("  real\n  real.txt\n"),
+        "{}",
+        linked.stderr
+    );
+    assert_eq!(run(&["template", "rm", "linked"]).code, 0);
+
     assert_eq!(run(&["kill", &sandbox]).code, 0);
     let removed = run(&["template", "rm", "tool"]);
     assert_eq!(removed.code, 0, "{}", removed.stderr);

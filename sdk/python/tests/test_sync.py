@@ -545,3 +545,39 @@ def test_a_template_built_in_code_makes_sandboxes(server, tmp_path):
             except NotFound:
                 pass
         _remove_build_images()
+
+
+def test_a_template_built_from_a_context_directory(server, tmp_path):
+    # A directory streamed as a tar (`template.context`): modes and links kept, `.git`
+    # left out; files over the body's 64 MiB go the same way on their own.
+    (tmp_path / "ctx" / "bin").mkdir(parents=True)
+    (tmp_path / "ctx" / "bin" / "tool").write_text("#!/bin/sh\necho tool\n")
+    (tmp_path / "ctx" / "bin" / "tool").chmod(0o755)
+    (tmp_path / "ctx" / "latest").symlink_to("bin/tool")
+    (tmp_path / "ctx" / ".git").mkdir()
+    (tmp_path / "ctx" / ".git" / "HEAD").write_text("ref")
+    big = {f"many/{i}": b"x" for i in range(10_001)}
+    try:
+        info = Template.build(
+            "sdk-ctx", dockerfile="FROM base\nCOPY . /c/\nRUN /c/latest\n", context=tmp_path / "ctx"
+        )
+        assert info.version == 1
+        with Sandbox.create("sdk-ctx") as sb:
+            shown = sb.commands.run("readlink /c/latest; stat -c %a /c/bin/tool; ls -a /c")
+            assert shown.stdout.split("\n")[:2] == ["bin/tool", "755"]
+            assert ".git" not in shown.stdout
+        with pytest.raises(TypeError):
+            Template.build("sdk-ctx", dockerfile="FROM base\n", files={"a": b"a"}, context=tmp_path)
+        many = Template.build(
+            "sdk-many", dockerfile="FROM base\nCOPY many/ /m/\nRUN ls /m | wc -l > /count\n", files=big
+        )
+        assert many.version == 1
+        with Sandbox.create("sdk-many") as sb:
+            assert sb.commands.run("cat /count").stdout.strip() == "10001"
+    finally:
+        for name in ("sdk-ctx", "sdk-many"):
+            try:
+                Template.remove(Template.get(name))
+            except NotFound:
+                pass
+        _remove_build_images()

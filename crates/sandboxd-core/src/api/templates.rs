@@ -1,6 +1,7 @@
 //! `template.*`: templates users build from a Dockerfile, their versions and build logs.
 //!
-//! `BuildTemplateRequest` → `BuildStarted`; `BuildLogQuery` → `BuildLogView`;
+//! `BuildTemplateRequest` → `BuildStarted`; `ContextQuery` and a tar → `ContextUploaded`;
+//! `BuildLogQuery` → `BuildLogView`;
 //! `TemplateQuery` → `BuiltTemplateView`; `TemplateIdBody` for `template.remove`.
 
 use std::collections::BTreeMap;
@@ -25,8 +26,12 @@ pub struct BuildTemplateRequest {
     #[schema(min_length = 1, max_length = 1048576)]
     pub dockerfile: String,
     /// What COPY and ADD read: a relative path → its content in base64 (at most 10,000
-    /// files, 64 MiB decoded).
+    /// files, 64 MiB decoded). A larger context is streamed as a tar to
+    /// `template.context` and named by `contextId` instead.
     pub files: Option<BTreeMap<String, String>>,
+    /// A context uploaded to `template.context` in the same project (instead of
+    /// `files` and `fileModes`): what COPY and ADD read, each file with its mode.
+    pub context_id: Option<String>,
     /// The mode of a file of `files`, in octal (`"0755"`), as COPY and ADD write it (as
     /// `docker build` keeps a file's mode); a file not named here is written `0644`.
     pub file_modes: Option<BTreeMap<String, String>>,
@@ -54,6 +59,30 @@ pub struct BuildStarted {
     pub version: i64,
     /// `building`.
     pub status: String,
+}
+
+/// Query of `template.context` (the body is a tar, gzipped or not).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ContextQuery {
+    /// The project whose builds may read it (default: the caller's only project).
+    pub project_id: Option<String>,
+}
+
+/// Answer of `template.context`: a build context, usable by `template.build
+/// {contextId}` in its project until it expires.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextUploaded {
+    pub context_id: String,
+    pub project_id: String,
+    /// Its files and links.
+    pub files: i64,
+    /// The bytes of its files.
+    pub bytes: i64,
+    /// RFC 3339.
+    pub expires_at: String,
 }
 
 /// Query of `template.buildLog`.

@@ -11,12 +11,10 @@
 //! it is read as a variable. The start command becomes `CMD`; the ready command is run
 //! in each new sandbox until it succeeds.
 
-use std::io::Read;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
-use crate::template_build::{Instruction, LogLine, MAX_FILES, MAX_FILES_BYTES, TemplateBuild};
+use crate::template_build::{FileBounds, InMemory, Instruction, LogLine, TemplateBuild, read_tar};
 use crate::validate::GivenFiles;
 
 /// The image E2B's `from_base_image()` names; sandboxd's `base` stands for it.
@@ -316,88 +314,17 @@ impl Out {
 
 /// The files of one uploaded archive (a tar, gzipped or not, with paths relative to the
 /// build's context) added to `given`, with their modes where not `0644`, and its
-/// symbolic links as links (E2B copies them so unless told to resolve them); within
-/// `MAX_FILES` files and links and `MAX_FILES_BYTES` bytes in all. Directories are made
-/// as the copies need them; hard links and devices are refused.
+/// symbolic links as links (E2B copies them so unless told to resolve them); within the
+/// bounds of files given to a build. Hard links and devices are refused.
 pub fn read_archive(archive: &[u8], given: &mut GivenFiles) -> Result<(), String> {
-    let GivenFiles {
-        contents: files,
-        modes,
-        links,
-    } = given;
-    let gzipped = archive.starts_with(&[0x1f, 0x8b]);
-    let reader: Box<dyn Read + '_> = if gzipped {
-        Box::new(flate2::read::GzDecoder::new(archive))
-    } else {
-        Box::new(archive)
-    };
-    // What the stream unpacks to is bounded too (headers: 512 bytes each at most twice).
-    let reader = reader.take(MAX_FILES_BYTES + (MAX_FILES as u64 + 16) * 2048);
-    let mut tar = tar::Archive::new(reader);
-    let entries = tar
-        .entries()
-        .map_err(|e| format!("the archive cannot be read: {e}"))?;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| format!("the archive cannot be read: {e}"))?;
-        let path = entry
-            .path()
-            .map_err(|e| format!("a name in the archive cannot be read: {e}"))?
-            .to_string_lossy()
-            .into_owned();
-        let name = path
-            .trim_start_matches("./")
-            .trim_end_matches('/')
-            .to_owned();
-        if files.len() + links.len() >= MAX_FILES
-            && !files.contains_key(&name)
-            && !links.contains_key(&name)
-        {
-            return Err(format!("the files are more than {MAX_FILES}"));
-        }
-        match entry.header().entry_type() {
-            tar::EntryType::Directory => continue,
-            tar::EntryType::Regular | tar::EntryType::Continuous => {}
-            tar::EntryType::Symlink => {
-                let target = entry
-                    .link_name()
-                    .map_err(|e| format!("the link `{name}` cannot be read: {e}"))?
-                    .map(|t| t.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                files.remove(&name);
-                modes.remove(&name);
-                links.insert(name, target);
-                continue;
-            }
-            tar::EntryType::Link => {
-                return Err(format!(
-                    "`{name}` is a hard link: copy with resolve_symlinks=True, so that what it names is sent"
-                ));
-            }
-            // PAX and GNU headers are read by the tar crate; anything else is not a file.
-            _ => return Err(format!("`{name}` is not a regular file")),
-        }
-        let size = entry.size();
-        let total: u64 = files.values().map(|c| c.len() as u64).sum();
-        if total + size > MAX_FILES_BYTES {
-            return Err(format!(
-                "the files hold more than {} MiB",
-                MAX_FILES_BYTES >> 20
-            ));
-        }
-        let mut content = Vec::with_capacity(size as usize);
-        entry
-            .read_to_end(&mut content)
-            .map_err(|e| format!("`{name}` cannot be read: {e}"))?;
-        let mode = entry.header().mode().unwrap_or(0o644) & 0o7777;
-        if mode == 0o644 {
-            modes.remove(&name);
-        } else {
-            modes.insert(name.clone(), mode);
-        }
-        links.remove(&name);
-        files.insert(name, content);
-    }
-    Ok(())
+    read_tar(
+        archive,
+        FileBounds::GIVEN,
+        given,
+        &mut InMemory,
+        "copy with resolve_symlinks=True, so that what it names is sent",
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// One log entry of a status.
@@ -587,7 +514,10 @@ mod tests {
             ..Default::default()
         };
         let plan = plan(&start).unwrap();
-        let files = BTreeMap::from([("a b.txt".to_owned(), b"x".to_vec())]);
+        let files = BTreeMap::from([(
+            "a b.txt".to_owned(),
+            crate::template_build::FileBody::Bytes(b"x".to_vec()),
+        )]);
         let build = crate::validate::build_of(
             crate::validate::BuildHead {
                 name: "t".into(),
@@ -598,6 +528,7 @@ mod tests {
                 contents: files,
                 ..Default::default()
             },
+            FileBounds::GIVEN,
         )
         .unwrap();
         let mut steps = crate::template_build::Steps::new(Default::default());
@@ -705,7 +636,10 @@ mod tests {
         let plain = tar_of(&[("b.txt", b"b", 0o600)], false);
         read_archive(&plain, &mut given).unwrap();
         assert_eq!(given.contents.len(), 3);
-        assert_eq!(given.contents["app/run.sh"], b"#!/bin/sh");
+        assert_eq!(
+            given.contents["app/run.sh"],
+            crate::template_build::FileBody::Bytes(b"#!/bin/sh".to_vec())
+        );
         assert_eq!(
             given.modes,
             BTreeMap::from([("app/run.sh".into(), 0o755), ("b.txt".into(), 0o600)])

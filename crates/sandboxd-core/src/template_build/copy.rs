@@ -5,7 +5,9 @@
 //! puts them there with their directories, owned as `--chown` says.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read as _, SeekFrom, Write};
 
+use super::bodies::{Blob, FileBody};
 use super::recipe::pattern_names;
 
 /// One file of the build put at one absolute path.
@@ -123,17 +125,19 @@ pub struct CopyMode<'a> {
 }
 
 /// The tar stream, to unpack at `/`, that puts `targets` in place with the contents in
-/// `contents`, files with the mode of `how` and the directories between each target's
-/// base and its file `0755`, all owned by its owner. The base and what is above it are
-/// not in the stream, so an existing directory there keeps its owner and mode (the
-/// engine makes a missing one).
-pub fn copy_archive(
+/// `contents` (a stored one read from `blob`), files with the mode of `how` and the
+/// directories between each target's base and its file `0755`, all owned by its owner.
+/// The base and what is above it are not in the stream, so an existing directory there
+/// keeps its owner and mode (the engine makes a missing one). Written to `out`.
+pub fn copy_archive<W: Write>(
     targets: &[CopyTarget],
-    contents: &BTreeMap<String, Vec<u8>>,
+    contents: &BTreeMap<String, FileBody>,
     how: CopyMode<'_>,
-) -> std::io::Result<Vec<u8>> {
+    mut blob: Option<&mut dyn Blob>,
+    out: W,
+) -> std::io::Result<W> {
     let CopyMode { owner, mtime, .. } = how;
-    let mut builder = tar::Builder::new(Vec::new());
+    let mut builder = tar::Builder::new(out);
     let mut made = BTreeSet::new();
     for target in targets {
         let relative = target.path.trim_start_matches('/');
@@ -171,13 +175,10 @@ pub fn copy_archive(
             builder.append_link(&mut header, relative, points_to)?;
             continue;
         }
-        let content = contents
-            .get(&target.file)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let body = contents.get(&target.file);
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(tar::EntryType::Regular);
-        header.set_size(content.len() as u64);
+        header.set_size(body.map_or(0, FileBody::len));
         let mode = how
             .chmod
             .or_else(|| how.modes.get(&target.file).copied())
@@ -186,7 +187,26 @@ pub fn copy_archive(
         header.set_uid(owner.0);
         header.set_gid(owner.1);
         header.set_mtime(mtime);
-        builder.append_data(&mut header, relative, content)?;
+        match body {
+            None => builder.append_data(&mut header, relative, std::io::empty())?,
+            Some(FileBody::Bytes(bytes)) => {
+                builder.append_data(&mut header, relative, bytes.as_slice())?;
+            }
+            Some(FileBody::Stored(stored)) => {
+                let blob = blob.as_deref_mut().ok_or_else(|| {
+                    std::io::Error::other("a stored file is copied without its context")
+                })?;
+                blob.seek(SeekFrom::Start(stored.offset))?;
+                let mut content = blob.take(stored.size);
+                builder.append_data(&mut header, relative, &mut content)?;
+                if content.limit() > 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the context ends inside a file",
+                    ));
+                }
+            }
+        }
     }
     builder.into_inner()
 }
@@ -252,7 +272,7 @@ mod tests {
             path: "/srv/app/b.txt".into(),
             base: "/srv".into(),
         }];
-        let contents = BTreeMap::from([("a/b.txt".to_owned(), b"hi".to_vec())]);
+        let contents = BTreeMap::from([("a/b.txt".to_owned(), FileBody::Bytes(b"hi".to_vec()))]);
         let modes = BTreeMap::from([("a/b.txt".to_owned(), 0o755)]);
         let links = BTreeMap::new();
         let how = CopyMode {
@@ -262,7 +282,7 @@ mod tests {
             links: &links,
             mtime: 0,
         };
-        let tar = copy_archive(&targets, &contents, how).unwrap();
+        let tar = copy_archive(&targets, &contents, how, None, Vec::new()).unwrap();
         let mut archive = tar::Archive::new(tar.as_slice());
         let entries: Vec<(String, u64, u32)> = archive
             .entries()

@@ -10,6 +10,8 @@
 //! is kept under a key chained from the base (`cache.rs`), so an unchanged step is found
 //! again.
 
+mod archive;
+mod bodies;
 mod cache;
 mod container;
 mod copy;
@@ -19,6 +21,8 @@ mod record;
 mod steps;
 mod words;
 
+pub use archive::{ArchiveError, InMemory, IntoBlob, Keep, read_tar};
+pub use bodies::{Blob, ContextIndex, FileBody, FileBounds, MAX_CONTEXT_FILES, StoredFile};
 pub use cache::{
     CACHE_REPOSITORY, LABEL_BUILD, LABEL_BUILT_BY, TEMPLATE_REPOSITORY, base_key, cache_image,
     content_digest, image_labels, step_key, template_image,
@@ -38,14 +42,10 @@ pub use words::{is_name, words};
 
 /// The most instructions a Dockerfile may hold.
 pub const MAX_INSTRUCTIONS: usize = 1000;
-/// The most files all of a build's copies may put in place together, and their bytes
-/// (a file copied twice counts twice).
-pub const MAX_COPIED: usize = MAX_FILES;
-pub const MAX_COPIED_BYTES: u64 = 4 * MAX_FILES_BYTES;
 /// The largest Dockerfile taken (1 MiB).
 pub const MAX_DOCKERFILE_BYTES: usize = 1 << 20;
 /// The most files a build's `files` may hold.
 pub const MAX_FILES: usize = 10_000;
 /// The most bytes a build's `files` may hold, decoded (64 MiB); a larger context comes
-/// as a tar stream.
+/// as a tar stream (`FileBounds::context`).
 pub const MAX_FILES_BYTES: u64 = 64 << 20;

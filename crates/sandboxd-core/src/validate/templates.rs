@@ -9,8 +9,8 @@ use crate::error::{Invalid, Issues};
 use crate::limits::{MAX_CPU, MAX_MEMORY_MB, MIN_CPU, MIN_MEMORY_MB};
 use crate::model::{Isolation, NetworkMode};
 use crate::template_build::{
-    Action, Instruction, MAX_COPIED, MAX_COPIED_BYTES, MAX_FILES_BYTES, Recipe, Settings, Steps,
-    check, check_file_names, parse,
+    Action, FileBody, FileBounds, Instruction, Recipe, Settings, Steps, check, check_file_names,
+    parse,
 };
 use crate::templates::TEMPLATE_NAMES;
 
@@ -28,7 +28,9 @@ pub struct BuildTemplate {
     /// Every instruction, `FROM` among them.
     pub instructions: Vec<Instruction>,
     pub recipe: Recipe,
-    pub files: BTreeMap<String, Vec<u8>>,
+    pub files: BTreeMap<String, FileBody>,
+    /// The build context the stored files of `files` are read from.
+    pub context_id: Option<String>,
     /// The mode of each file given with one (`0644` for the others).
     pub modes: BTreeMap<String, u32>,
     /// Symbolic links given among the files: name → what it points to (copied as
@@ -49,7 +51,7 @@ pub struct BuildTemplate {
 /// The files a build is given: contents, the modes of some, and links.
 #[derive(Debug, Clone, Default)]
 pub struct GivenFiles {
-    pub contents: BTreeMap<String, Vec<u8>>,
+    pub contents: BTreeMap<String, FileBody>,
     pub modes: BTreeMap<String, u32>,
     pub links: BTreeMap<String, String>,
 }
@@ -86,7 +88,49 @@ pub fn build_log_offset(offset: Option<i64>) -> Result<i64, Invalid> {
     }
 }
 
-/// Checks `template.build`.
+/// A `template.build` checked as far as it can be before its context is read.
+#[derive(Debug, Clone)]
+pub enum BuildAsked {
+    /// Its files came with it: checked whole.
+    Whole(Box<BuildTemplate>),
+    /// It names a context; `build_of` checks it once the context's index is read.
+    WithContext {
+        context_id: String,
+        head: BuildHead,
+        instructions: Vec<Instruction>,
+    },
+}
+
+/// Checks `template.build`, with its files or naming a context.
+pub fn build_asked(mut req: BuildTemplateRequest) -> Result<BuildAsked, Invalid> {
+    let Some(context_id) = req.context_id.take() else {
+        return Ok(BuildAsked::Whole(Box::new(build_template(req)?)));
+    };
+    let mut issues = Issues::default();
+    required_id(&mut issues, "contextId", &context_id);
+    if req.files.is_some() || req.file_modes.is_some() {
+        issues.push(
+            "contextId",
+            "a build reads its files from `files` or from a context, not both",
+        );
+    }
+    issues.finish(())?;
+    let instructions = parse(&req.dockerfile)?;
+    Ok(BuildAsked::WithContext {
+        context_id,
+        head: BuildHead {
+            name: req.name,
+            project_id: req.project_id,
+            cpu: req.cpu,
+            memory_mb: req.memory_mb,
+            isolation: req.isolation,
+            network: req.network_mode,
+        },
+        instructions,
+    })
+}
+
+/// Checks `template.build` with its files.
 pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invalid> {
     let mut issues = Issues::default();
     let raw = req.files.unwrap_or_default();
@@ -94,7 +138,7 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
     for (name, content) in raw {
         match Encoding::Base64.decode(content) {
             Some(bytes) => {
-                files.insert(name, bytes);
+                files.insert(name, FileBody::Bytes(bytes));
             }
             None => issues.push(format!("files.{name}"), "is not valid base64"),
         }
@@ -128,16 +172,17 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
         modes,
         links: BTreeMap::new(),
     };
-    build_of(head, instructions, given)
+    build_of(head, instructions, given, FileBounds::GIVEN)
 }
 
-/// Checks a build given as instructions: its head, the files' names, count and bytes,
-/// the instructions against the files, and the steps tried on an empty base, so that
-/// what cannot be done whatever the base is a 400 now.
+/// Checks a build given as instructions: its head, the files' names, count and bytes
+/// (within `bounds`), the instructions against the files, and the steps tried on an
+/// empty base, so that what cannot be done whatever the base is a 400 now.
 pub fn build_of(
     head: BuildHead,
     instructions: Vec<Instruction>,
     given: GivenFiles,
+    bounds: FileBounds,
 ) -> Result<BuildTemplate, Invalid> {
     let GivenFiles {
         contents: files,
@@ -174,11 +219,8 @@ pub fn build_of(
     if let Err(invalid) = check_file_names(files.keys().chain(links.keys()).map(String::as_str)) {
         issues.extend(invalid);
     }
-    if files.len() + links.len() > crate::template_build::MAX_FILES {
-        issues.push(
-            "files",
-            format!("are more than {}", crate::template_build::MAX_FILES),
-        );
+    if files.len() + links.len() > bounds.files {
+        issues.push("files", format!("are more than {}", bounds.files));
     }
     for (name, target) in &links {
         if target.is_empty() || target.len() > MAX_LINK_TARGET || target.contains('\0') {
@@ -188,11 +230,11 @@ pub fn build_of(
             );
         }
     }
-    let total: u64 = files.values().map(|c| c.len() as u64).sum();
-    if total > MAX_FILES_BYTES {
+    let total: u64 = files.values().map(FileBody::len).sum();
+    if total > bounds.bytes {
         issues.push(
             "files",
-            format!("hold {total} bytes; at most {MAX_FILES_BYTES} are taken"),
+            format!("hold {total} bytes; at most {} are taken", bounds.bytes),
         );
     }
     issues.finish(())?;
@@ -209,15 +251,16 @@ pub fn build_of(
             copied += targets.len();
             copied_bytes += targets
                 .iter()
-                .map(|t| files.get(&t.file).map_or(0, |c| c.len() as u64))
+                .map(|t| files.get(&t.file).map_or(0, FileBody::len))
                 .sum::<u64>();
-            if copied > MAX_COPIED || copied_bytes > MAX_COPIED_BYTES {
+            if copied > bounds.files || copied_bytes > bounds.copied_bytes() {
                 return Err(Invalid::one(
                     "dockerfile",
                     format!(
-                        "line {}: the copies would put more than {MAX_COPIED} files or {} MiB in place",
+                        "line {}: the copies would put more than {} files or {} MiB in place",
                         instruction.line,
-                        MAX_COPIED_BYTES >> 20
+                        bounds.files,
+                        bounds.copied_bytes() >> 20
                     ),
                 ));
             }
@@ -229,6 +272,7 @@ pub fn build_of(
         instructions,
         recipe,
         files,
+        context_id: None,
         modes,
         links,
         cpu,
@@ -281,7 +325,7 @@ mod tests {
     #[test]
     fn a_good_build_is_taken() {
         let build = build_template(request("FROM base\nCOPY a.txt /a\nRUN cat /a\n")).unwrap();
-        assert_eq!(build.files["a.txt"], b"hi");
+        assert_eq!(build.files["a.txt"], FileBody::Bytes(b"hi".to_vec()));
         assert_eq!(build.recipe.from, "base");
         assert_eq!(build.network, NetworkMode::Isolated);
     }

@@ -21,6 +21,9 @@ pub struct Checked {
     pub egress: sandboxd_core::egress::Operator,
 }
 
+/// The largest `builds.context_mb` and `builds.contexts_mb` taken (1 TiB).
+const MAX_CONTEXT_MB: u64 = 1 << 20;
+
 fn invalid(message: impl Into<String>) -> ConfigError {
     ConfigError(message.into())
 }
@@ -67,6 +70,13 @@ impl Config {
             return Err(invalid(
                 "builds.timeout_secs, builds.disk_mb, builds.per_organization and builds.at_once must be at least 1",
             ));
+        }
+        if !(1..=MAX_CONTEXT_MB).contains(&self.builds.context_mb)
+            || !(1..=MAX_CONTEXT_MB as i64).contains(&self.builds.contexts_mb)
+        {
+            return Err(invalid(format!(
+                "builds.context_mb and builds.contexts_mb must be between 1 and {MAX_CONTEXT_MB}"
+            )));
         }
         self.database()
             .map_err(|e| invalid(sandboxd_core::error::chain(&e)))?;
@@ -217,6 +227,8 @@ mod tests {
         bad(|c| c.lease_grace_secs = 0, "lease_grace_secs");
         bad(|c| c.agent_op_timeout_secs = 0, "agent_op_timeout_secs");
         bad(|c| c.builds.at_once = 0, "builds.at_once");
+        bad(|c| c.builds.context_mb = 0, "builds.context_mb");
+        bad(|c| c.builds.contexts_mb = 1 << 40, "builds.contexts_mb");
         bad(|c| c.builds.per_organization = 0, "builds.per_organization");
         bad(
             |c| c.quotas.running_sandboxes = 0,

@@ -94,6 +94,10 @@ pub struct BuildsConfig {
     /// Hours the build cache's images and prepared images are kept after they were
     /// made.
     pub keep_images_hours: u64,
+    /// MiB of files one build context streamed as a tar (`template.context`) may hold.
+    pub context_mb: u64,
+    /// MiB of build contexts one organization keeps (each for an hour).
+    pub contexts_mb: i64,
 }
 
 impl Default for BuildsConfig {
@@ -106,6 +110,8 @@ impl Default for BuildsConfig {
             per_organization: options.per_organization,
             at_once: options.at_once,
             keep_images_hours: options.keep_images.as_secs() / 3600,
+            context_mb: options.context_bytes >> 20,
+            contexts_mb: options.contexts_bytes >> 20,
         }
     }
 }
@@ -119,6 +125,8 @@ impl BuildsConfig {
             per_organization: self.per_organization,
             at_once: self.at_once,
             keep_images: std::time::Duration::from_secs(self.keep_images_hours * 3600),
+            context_bytes: self.context_mb << 20,
+            contexts_bytes: self.contexts_mb << 20,
         }
     }
 }

@@ -62,8 +62,8 @@ impl Serve for procedures::TemplateBuild {
         caller: Principal,
         request: BuildTemplateRequest,
     ) -> Result<BuildStarted, ApiError> {
-        let command = validate::build_template(request)?;
-        let build = cx.service.builds().start(&caller, command).await?;
+        let asked = validate::build_asked(request)?;
+        let build = cx.service.builds().start_asked(&caller, asked).await?;
         Ok(BuildStarted {
             template_id: build.template_id,
             build_id: build.build_id,

@@ -85,7 +85,7 @@ const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The request body as a stream the service may stop reading early: the task behind it
 /// then reads and drops the rest, within [`DRAIN_BYTES`] and [`DRAIN_FOR`].
-fn pumped(body: Body) -> (Chunks, tokio::task::JoinHandle<()>) {
+pub(crate) fn pumped(body: Body) -> (Chunks, tokio::task::JoinHandle<()>) {
     let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
     let pump = tokio::spawn(async move {
         let mut stream = body.into_data_stream();

@@ -10,6 +10,7 @@ mod agent;
 mod api;
 mod attacks;
 mod bad_data;
+mod build_contexts;
 mod changes;
 mod containers;
 mod contexts;

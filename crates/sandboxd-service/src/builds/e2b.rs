@@ -8,6 +8,7 @@
 use sandboxd_core::e2b::templates::{self, BuildStart, StatusAnswer};
 use sandboxd_core::error::Invalid;
 use sandboxd_core::model::{NetworkMode, Principal};
+use sandboxd_core::template_build::FileBounds;
 use sandboxd_core::validate::{BuildHead, GivenFiles, build_of};
 use sandboxd_store::{E2bBuild, new_id, new_uuid};
 
@@ -57,6 +58,7 @@ impl Builds {
                 args: "base".into(),
             }],
             GivenFiles::default(),
+            FileBounds::GIVEN,
         )?;
         let mut build = E2bBuild {
             build_id: new_uuid()?,
@@ -210,7 +212,7 @@ impl Builds {
             isolation: None,
             network: Some(network),
         };
-        let mut cmd = build_of(head, plan.instructions, given)?;
+        let mut cmd = build_of(head, plan.instructions, given, FileBounds::GIVEN)?;
         cmd.fresh_from = plan.fresh_from;
         cmd.ready = plan.ready;
         if !store.e2b_build_started(build_id, &plan.steps).await? {

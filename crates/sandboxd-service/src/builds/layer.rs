@@ -10,14 +10,27 @@ use std::time::Duration;
 
 use sandboxd_contracts::{Engine, ExecSpec};
 use sandboxd_core::plan::NetworkPlan;
+use std::io::Seek as _;
+
 use sandboxd_core::template_build::{
-    Action, BuildShape, CopyMode, Settings, build_container_plan, copy_archive,
+    Action, Blob, BuildShape, CopyMode, CopyTarget, Settings, build_container_plan, copy_archive,
 };
 
 use super::failure::{Failure, engine_failed, failed};
 use super::log::BuildLog;
 use super::run::Job;
 use crate::now_ms;
+
+/// One step to run: on the image `from`, committed as `to`, with the settings as of
+/// the step; a copy from a context reads `blob`.
+pub(super) struct Layer<'a> {
+    pub step: i64,
+    pub from: &'a str,
+    pub to: &'a str,
+    pub action: &'a Action,
+    pub settings: &'a Settings,
+    pub blob: Option<&'a Arc<std::fs::File>>,
+}
 
 /// How often a running step's output is written to the log.
 const LOG_FLUSH: Duration = Duration::from_millis(50);
@@ -34,6 +47,44 @@ impl Job {
             .await
             .map_err(|e| engine_failed(&self.build.build_id, step, "reading the cache", &e))?
             .is_some())
+    }
+
+    /// A copy's tar in a temporary file (unlinked), read from its start: packed off the
+    /// runtime's threads, reading a context's files from its blob.
+    async fn pack(
+        &self,
+        targets: Vec<CopyTarget>,
+        (owner, chmod): ((u64, u64), Option<u32>),
+        mtime: u64,
+        blob: Option<&Arc<std::fs::File>>,
+    ) -> std::io::Result<std::fs::File> {
+        let files = self.files.clone();
+        let blob = blob.cloned();
+        tokio::task::spawn_blocking(move || {
+            let how = CopyMode {
+                owner,
+                chmod,
+                modes: &files.modes,
+                links: &files.links,
+                mtime,
+            };
+            // Each copy reads the blob from where it seeks; `&File` reads and seeks.
+            let mut reader = blob.as_deref();
+            let out = std::io::BufWriter::new(tempfile::tempfile()?);
+            let mut tar = copy_archive(
+                &targets,
+                &files.contents,
+                how,
+                reader.as_mut().map(|r| r as &mut dyn Blob),
+                out,
+            )?
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
+            tar.rewind()?;
+            Ok(tar)
+        })
+        .await
+        .map_err(std::io::Error::other)?
     }
 
     /// Refuses a step's image that adds more than the disk limit to the base (and
@@ -66,18 +117,21 @@ impl Job {
     }
 
     /// Runs one step in a container of its own on `from` and commits it as `to`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn layer(
         &self,
         engine: &Arc<dyn Engine>,
         log: &mut BuildLog,
         made: &Arc<std::sync::Mutex<Vec<String>>>,
-        step: i64,
-        from: &str,
-        to: &str,
-        action: &Action,
-        settings: &Settings,
+        layer: Layer<'_>,
     ) -> Result<(), Failure> {
+        let Layer {
+            step,
+            from,
+            to,
+            action,
+            settings,
+            blob,
+        } = layer;
         let build_id = self.build.build_id.as_str();
         let shape = BuildShape {
             cpu: self.cmd.cpu,
@@ -167,15 +221,13 @@ impl Job {
                 owner,
                 mode,
             } => {
-                let how = CopyMode {
-                    owner: *owner,
-                    chmod: *mode,
-                    modes: &self.cmd.modes,
-                    links: &self.cmd.links,
-                    mtime,
-                };
-                let tar = copy_archive(targets, &self.cmd.files, how)
+                let tar = self
+                    .pack(targets.clone(), (*owner, *mode), mtime, blob)
+                    .await
                     .map_err(|e| failed(step, format!("the files could not be packed: {e}")))?;
+                let tar: sandboxd_contracts::Chunks = Box::pin(tokio_util::io::ReaderStream::new(
+                    tokio::fs::File::from_std(tar),
+                ));
                 engine
                     .unpack_at_root(&container, tar)
                     .await

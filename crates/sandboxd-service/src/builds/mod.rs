@@ -1,4 +1,5 @@
-//! `template.*`: templates users build. A build is checked (`validate::build_template`),
+//! `template.*`: templates users build. A build is checked (`validate::build_asked`; a
+//! build naming a context streamed as a tar, against its index: `context.rs`),
 //! its `FROM` resolved to an image the engine holds (`base.rs`), kept in `building`
 //! within the organization's bound on builds at once, and run in the background on the
 //! local engine (`run.rs`, each step in its container by `layer.rs`), its log written as
@@ -10,6 +11,8 @@
 
 mod base;
 pub(crate) mod carry;
+pub(crate) mod context;
+pub use context::{CONTEXT_KEPT_MS, UploadedContext};
 mod e2b;
 pub use e2b::UploadPlace;
 mod failure;
@@ -48,6 +51,10 @@ pub struct BuildOptions {
     /// How long the build cache's images and the images prepared for sandboxes are
     /// kept after they were made (then removed unless a container uses them).
     pub keep_images: Duration,
+    /// The most bytes of files one build context streamed as a tar may hold.
+    pub context_bytes: u64,
+    /// The most bytes of build contexts one organization keeps.
+    pub contexts_bytes: i64,
 }
 
 impl Default for BuildOptions {
@@ -59,6 +66,8 @@ impl Default for BuildOptions {
             per_organization: 2,
             at_once: 4,
             keep_images: Duration::from_secs(7 * 24 * 3600),
+            context_bytes: 1 << 30,
+            contexts_bytes: 2 << 30,
         }
     }
 }
@@ -186,13 +195,7 @@ impl Builds {
                 json!({"buildId": build.build_id, "version": build.version, "from": cmd.recipe.from}),
             )
             .await;
-        let job = run::Job {
-            service: self.service.clone(),
-            build: build.clone(),
-            cmd,
-            base,
-            runtime,
-        };
+        let job = run::Job::new(self.service.clone(), build.clone(), cmd, base, runtime);
         let service = self.service.clone();
         let mut ended = build.clone();
         tokio::spawn(async move {

@@ -16,7 +16,7 @@ use sandboxd_core::template_build::{
     Action, CopyTarget, FAILED, Instruction, READY, RESERVED_LABELS, Settings, Steps,
     TemplateBuild, base_key, cache_image, content_digest, image_labels, step_key, template_image,
 };
-use sandboxd_core::validate::BuildTemplate;
+use sandboxd_core::validate::{BuildTemplate, GivenFiles};
 use tracing::{info, warn};
 
 use super::base::Base;
@@ -41,9 +41,36 @@ fn committed(settings: &Settings, organization_id: &str) -> Settings {
 pub(super) struct Job {
     pub service: Service,
     pub build: TemplateBuild,
+    /// The build asked for; its files are in `files`.
     pub cmd: BuildTemplate,
+    /// The files its copies read (shared with the threads that pack them).
+    pub files: Arc<GivenFiles>,
     pub base: Base,
     pub runtime: Option<String>,
+}
+
+impl Job {
+    pub(super) fn new(
+        service: Service,
+        build: TemplateBuild,
+        mut cmd: BuildTemplate,
+        base: Base,
+        runtime: Option<String>,
+    ) -> Self {
+        let files = Arc::new(GivenFiles {
+            contents: std::mem::take(&mut cmd.files),
+            modes: std::mem::take(&mut cmd.modes),
+            links: std::mem::take(&mut cmd.links),
+        });
+        Self {
+            service,
+            build,
+            cmd,
+            files,
+            base,
+            runtime,
+        }
+    }
 }
 
 impl Job {
@@ -173,10 +200,10 @@ impl Job {
         let build_id = self.build.build_id.as_str();
         let organization = self.build.organization_id.as_str();
         let names: BTreeSet<String> = self
-            .cmd
             .files
+            .contents
             .keys()
-            .chain(self.cmd.links.keys())
+            .chain(self.files.links.keys())
             .cloned()
             .collect();
         let mut instructions: Vec<Instruction> = self
@@ -212,29 +239,48 @@ impl Job {
         base.settings
             .labels
             .retain(|name, _| !name.starts_with(RESERVED_LABELS));
-        // Each file's digest once, off the runtime's threads (up to 64 MiB to hash),
-        // with its mode where it has one of its own.
-        let files = self.cmd.files.clone();
-        let modes = self.cmd.modes.clone();
-        let links = self.cmd.links.clone();
+        // Each file's digest once, off the runtime's threads (up to 64 MiB to hash; a
+        // context's were taken as it was stored), with its mode where it has one of its
+        // own.
+        let files = self.files.clone();
         let digests: BTreeMap<String, String> = tokio::task::spawn_blocking(move || {
             let mut digests: BTreeMap<String, String> = files
+                .contents
                 .iter()
                 .map(|(name, content)| {
-                    let digest = content_digest(content);
-                    match modes.get(name) {
+                    let digest = content.digest();
+                    match files.modes.get(name) {
                         Some(mode) => (name.clone(), format!("{digest} mode {mode:o}")),
                         None => (name.clone(), digest),
                     }
                 })
                 .collect();
-            for (name, target) in links {
-                digests.insert(name, format!("link {}", content_digest(target.as_bytes())));
+            for (name, target) in &files.links {
+                digests.insert(
+                    name.clone(),
+                    format!("link {}", content_digest(target.as_bytes())),
+                );
             }
             digests
         })
         .await
         .map_err(|_| failed(1, "the files could not be read"))?;
+        // A context's files, copied to this replica once, before the steps.
+        let blob = match &self.cmd.context_id {
+            Some(context_id) => {
+                log.line(1, "system", "reading the build context");
+                log.flush().await;
+                let blob = super::context::fetch_blob(
+                    self.service.store(),
+                    &self.build.organization_id,
+                    context_id,
+                )
+                .await
+                .map_err(|message| failed(1, message))?;
+                Some(Arc::new(blob))
+            }
+            None => None,
+        };
         let runs_in = format!("{:?} {:?}", self.cmd.network, self.runtime);
         let mut steps = Steps::new(base.settings.clone());
         let mut key = base_key(organization, &base.id, &runs_in);
@@ -274,10 +320,15 @@ impl Job {
                 log.line(step, "system", " ---> cached");
             } else {
                 let settings = committed(&steps.settings, organization);
-                self.layer(
-                    &engine, log, made, step, &image, &cached, &action, &settings,
-                )
-                .await?;
+                let layer = super::layer::Layer {
+                    step,
+                    from: &image,
+                    to: &cached,
+                    action: &action,
+                    settings: &settings,
+                    blob: blob.as_ref(),
+                };
+                self.layer(&engine, log, made, layer).await?;
                 self.check_disk(&engine, step, &cached, base.size).await?;
             }
             image = cached;
@@ -290,17 +341,15 @@ impl Job {
             let fresh = self.cmd.fresh_from.is_some_and(|from| step >= from);
             if fresh || !self.holds(&engine, step, &cached).await? {
                 let settings = committed(&steps.settings, organization);
-                self.layer(
-                    &engine,
-                    log,
-                    made,
+                let layer = super::layer::Layer {
                     step,
-                    &image,
-                    &cached,
-                    &Action::Settings,
-                    &settings,
-                )
-                .await?;
+                    from: &image,
+                    to: &cached,
+                    action: &Action::Settings,
+                    settings: &settings,
+                    blob: None,
+                };
+                self.layer(&engine, log, made, layer).await?;
             }
             image = cached;
         }

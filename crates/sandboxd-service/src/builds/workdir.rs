@@ -68,6 +68,9 @@ pub(super) async fn make_workdir(
             }
             let tar = dirs_archive(&missing, owner, mtime)
                 .map_err(|e| failed(step, format!("the workdir could not be packed: {e}")))?;
+            let tar: sandboxd_contracts::Chunks = Box::pin(futures_util::stream::once(
+                std::future::ready(Ok(bytes::Bytes::from(tar))),
+            ));
             return engine
                 .unpack_at_root(container, tar)
                 .await

@@ -144,6 +144,20 @@ impl Duties {
         Ok(removed)
     }
 
+    /// Removes the build contexts that expired (an upload that never finished too),
+    /// with their chunks; answers how many went.
+    pub async fn collect_contexts_once(&self) -> Result<u64, ServiceError> {
+        let removed = self
+            .service
+            .store()
+            .remove_expired_template_contexts(now_ms())
+            .await?;
+        if removed > 0 {
+            info!(removed, "expired build contexts removed");
+        }
+        Ok(removed)
+    }
+
     /// Brings rows and containers back in line on the local engine and on every
     /// remote server: orphan or stopped containers removed, rows whose container is gone
     /// (or stuck creating) marked `error`. A server that cannot be reached is skipped

@@ -169,6 +169,17 @@ fn tar_stream(
     impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send + 'static,
     tokio::task::JoinHandle<std::io::Result<()>>,
 ) {
+    tar_stream_of(move |builder| builder.append_dir_all(".", &dir))
+}
+
+/// A tar that `fill` makes (links kept as links), made on a blocking thread as it is
+/// sent, with a progress line on a terminal.
+pub fn tar_stream_of(
+    fill: impl FnOnce(&mut tar::Builder<ChannelWriter>) -> std::io::Result<()> + Send + 'static,
+) -> (
+    impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send + 'static,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
     let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(8);
     let task = tokio::task::spawn_blocking(move || {
         let writer = ChannelWriter {
@@ -178,8 +189,7 @@ fn tar_stream(
         };
         let mut builder = tar::Builder::new(writer);
         builder.follow_symlinks(false);
-        let made = builder
-            .append_dir_all(".", &dir)
+        let made = fill(&mut builder)
             .and_then(|()| builder.into_inner())
             .and_then(|mut writer| {
                 writer.flush()?;
@@ -200,7 +210,7 @@ fn tar_stream(
 const CHUNK: usize = 256 * 1024;
 
 /// A `Write` whose bytes go to an async channel, a chunk at a time.
-struct ChannelWriter {
+pub struct ChannelWriter {
     tx: mpsc::Sender<std::io::Result<Bytes>>,
     buffer: Vec<u8>,
     progress: Progress,

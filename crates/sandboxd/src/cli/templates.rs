@@ -1,7 +1,9 @@
 //! `sandboxd template …`: templates users build from a Dockerfile.
 //!
 //! `template build -f Dockerfile [DIR] --name N` sends the Dockerfile and every file
-//! under DIR (`.git` left out) and follows the build's log live (server-sent events) on
+//! under DIR (`.git` left out): in the build's body, or, when they are more than it
+//! takes (over 64 MiB or 10,000 files) or hold symbolic links, streamed as a tar to
+//! `template.context` first. It follows the build's log live (server-sent events) on
 //! standard error: a line per step and the steps' output; it ends with the template, or
 //! with the failed step's error (exit 1). `template ls|show|rm|log`, a template named by
 //! id or name.
@@ -17,9 +19,11 @@ use serde_json::{Value, json};
 use super::client::{Client, Failure};
 use super::table;
 
-/// The most files and bytes a build sends (the server's own bounds).
+/// The most files and bytes a build sends in its body (the server's own bounds), and
+/// the most files of a context.
 const MAX_FILES: usize = sandboxd_core::template_build::MAX_FILES;
 const MAX_BYTES: u64 = sandboxd_core::template_build::MAX_FILES_BYTES;
+const MAX_CONTEXT_FILES: usize = sandboxd_core::template_build::MAX_CONTEXT_FILES;
 
 /// `sandboxd template …`.
 #[derive(Debug, Subcommand)]
@@ -99,66 +103,131 @@ async fn template_id(client: &Client, given: &str) -> Result<String, Failure> {
     }
 }
 
-/// What a build reads of a directory: its files.
-struct Context {
-    /// Every file as `relative path → base64`, `.git` left out.
-    files: BTreeMap<String, String>,
-    /// The mode of each file whose mode is not `0644`, in octal (an executable script
-    /// stays one, as `docker build` keeps it).
-    modes: BTreeMap<String, String>,
+/// A file or a symbolic link under the build's directory.
+struct Found {
+    /// Its path under the directory, with `/`.
+    relative: String,
+    path: PathBuf,
+    /// Its mode (a link's is not used).
+    mode: u32,
+    size: u64,
+    link: bool,
 }
 
-/// The files under `dir`, with their modes.
-fn context(dir: &Path) -> Result<Context, Failure> {
+/// Every file and symbolic link under `dir` (`.git` left out), within what a context
+/// may hold.
+fn walk(dir: &Path) -> Result<Vec<Found>, Failure> {
     use std::os::unix::fs::PermissionsExt;
-    let mut files = BTreeMap::new();
-    let mut modes = BTreeMap::new();
-    let mut bytes = 0u64;
+    let unreadable = |path: &Path, e: std::io::Error| {
+        Failure::Refused(format!("cannot read {}: {e}", path.display()))
+    };
+    let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(at) = pending.pop() {
-        let entries = std::fs::read_dir(&at)
-            .map_err(|e| Failure::Refused(format!("cannot read {}: {e}", at.display())))?;
-        for entry in entries {
-            let entry = entry
-                .map_err(|e| Failure::Refused(format!("cannot read {}: {e}", at.display())))?;
+        for entry in std::fs::read_dir(&at).map_err(|e| unreadable(&at, e))? {
+            let entry = entry.map_err(|e| unreadable(&at, e))?;
             let path = entry.path();
-            let kind = entry
-                .file_type()
-                .map_err(|e| Failure::Refused(format!("cannot read {}: {e}", path.display())))?;
             if entry.file_name() == ".git" {
                 continue;
             }
+            let meta = std::fs::symlink_metadata(&path).map_err(|e| unreadable(&path, e))?;
+            let kind = meta.file_type();
             if kind.is_dir() {
                 pending.push(path);
-            } else if kind.is_file() {
-                let relative = path
+                continue;
+            }
+            if !kind.is_file() && !kind.is_symlink() {
+                continue;
+            }
+            if found.len() >= MAX_CONTEXT_FILES {
+                return Err(Failure::Refused(format!(
+                    "{} holds more than {MAX_CONTEXT_FILES} files: give a smaller directory",
+                    dir.display()
+                )));
+            }
+            found.push(Found {
+                relative: path
                     .strip_prefix(dir)
                     .unwrap_or(&path)
                     .to_string_lossy()
-                    .replace('\\', "/");
-                let content = std::fs::read(&path).map_err(|e| {
-                    Failure::Refused(format!("cannot read {}: {e}", path.display()))
-                })?;
-                let mode = entry
-                    .metadata()
-                    .map(|m| m.permissions().mode() & 0o7777)
-                    .unwrap_or(0o644);
-                if mode != 0o644 {
-                    modes.insert(relative.clone(), format!("{mode:04o}"));
-                }
-                bytes += content.len() as u64;
-                if files.len() >= MAX_FILES || bytes > MAX_BYTES {
-                    return Err(Failure::Refused(format!(
-                        "{} holds more than {MAX_FILES} files or {} MiB: give a smaller directory",
-                        dir.display(),
-                        MAX_BYTES >> 20
-                    )));
-                }
-                files.insert(relative, base64_simd::STANDARD.encode_to_string(&content));
-            }
+                    .replace('\\', "/"),
+                mode: meta.permissions().mode() & 0o7777,
+                size: meta.len(),
+                link: kind.is_symlink(),
+                path,
+            });
         }
     }
-    Ok(Context { files, modes })
+    found.sort_by(|a, b| a.relative.cmp(&b.relative));
+    Ok(found)
+}
+
+/// Whether the files go in `template.build`'s `files`: none is a link, and they are
+/// within its bounds; otherwise they are streamed as a context.
+fn fits_the_body(found: &[Found]) -> bool {
+    found.len() <= MAX_FILES
+        && found.iter().all(|f| !f.link)
+        && found.iter().map(|f| f.size).sum::<u64>() <= MAX_BYTES
+}
+
+/// Names mapped to text: `files` (base64) and `fileModes` (octal).
+type ByName = BTreeMap<String, String>;
+
+/// The files as `template.build`'s `files` (`relative path → base64`) and `fileModes`
+/// (the modes that are not `0644`: an executable script stays one, as `docker build`
+/// keeps it).
+fn inline(found: &[Found]) -> Result<(ByName, ByName), Failure> {
+    let mut files = BTreeMap::new();
+    let mut modes = BTreeMap::new();
+    for file in found {
+        let content = std::fs::read(&file.path)
+            .map_err(|e| Failure::Refused(format!("cannot read {}: {e}", file.path.display())))?;
+        if file.mode != 0o644 {
+            modes.insert(file.relative.clone(), format!("{:04o}", file.mode));
+        }
+        files.insert(
+            file.relative.clone(),
+            base64_simd::STANDARD.encode_to_string(&content),
+        );
+    }
+    Ok((files, modes))
+}
+
+/// Streams the files as a tar to `template.context` (links as links); answers the
+/// context's id.
+async fn upload_context(
+    client: &Client,
+    found: Vec<Found>,
+    project: Option<&str>,
+) -> Result<String, Failure> {
+    let (stream, task) = super::copy::tar_stream_of(move |builder| {
+        for file in &found {
+            builder.append_path_with_name(&file.path, &file.relative)?;
+        }
+        Ok(())
+    });
+    let mut request = client.request("template.context")?;
+    if let Some(project) = project {
+        request = request.query(&[("projectId", project)]);
+    }
+    let answer = client
+        .send(
+            request
+                .header("content-type", "application/x-tar")
+                .body(reqwest::Body::wrap_stream(stream)),
+        )
+        .await;
+    let packed = task.await;
+    let answer = answer?;
+    if let Ok(Err(error)) = packed {
+        return Err(Failure::Refused(format!(
+            "the files could not be sent: {error}"
+        )));
+    }
+    answer["contextId"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| Failure::Unavailable("the server answered no contextId".into()))
 }
 
 /// Follows a build's log to its end on standard error; answers the `end` event's data.
@@ -240,10 +309,16 @@ pub async fn template(client: &Client, command: TemplateCommand) -> Result<Value
                     .filter(|p| !p.as_os_str().is_empty())
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
             });
-            let context = context(&dir)?;
-            let mut body = json!({"name": name, "dockerfile": dockerfile, "files": context.files});
-            if !context.modes.is_empty() {
-                body["fileModes"] = json!(context.modes);
+            let found = walk(&dir)?;
+            let mut body = json!({"name": name, "dockerfile": dockerfile});
+            if fits_the_body(&found) {
+                let (files, modes) = inline(&found)?;
+                body["files"] = json!(files);
+                if !modes.is_empty() {
+                    body["fileModes"] = json!(modes);
+                }
+            } else {
+                body["contextId"] = json!(upload_context(client, found, project.as_deref()).await?);
             }
             if let Some(project) = project {
                 body["projectId"] = json!(project);

@@ -159,13 +159,23 @@ class _QueueWriter:
 
 async def _tar_of(directory: Path) -> AsyncIterator[bytes]:
     """A tar of `directory`'s contents, made on a thread as it is sent."""
+
+    def fill(tar: tarfile.TarFile) -> None:
+        for child in sorted(directory.iterdir()):
+            tar.add(child, arcname=child.name)
+
+    async for piece in tar_stream(fill):
+        yield piece
+
+
+async def tar_stream(fill: Callable[[tarfile.TarFile], None]) -> AsyncIterator[bytes]:
+    """A tar that `fill` writes, made on a thread as it is sent."""
     pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=16)
 
     def make() -> None:
         try:
             with tarfile.open(fileobj=_QueueWriter(pieces), mode="w|", bufsize=CHUNK) as tar:  # type: ignore[call-overload]
-                for child in sorted(directory.iterdir()):
-                    tar.add(child, arcname=child.name)
+                fill(tar)
             pieces.put(None)
         except BaseException as error:  # handed to the sending side
             pieces.put(error)

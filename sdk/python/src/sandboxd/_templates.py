@@ -11,8 +11,11 @@ lines. `Sandbox.create(name)` then makes sandboxes from it.
 from __future__ import annotations
 
 import base64
+import io
 import json
+import os
 import shlex
+import tarfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +23,7 @@ from typing import Any
 
 from . import _portal
 from ._config import resolve
+from ._files import tar_stream
 from ._http import Connection
 from .errors import BuildFailed, ConnectionFailed
 from .models import TemplateInfo
@@ -54,6 +58,68 @@ class _Either:
 
         bound.__doc__ = self.function.__doc__
         return bound
+
+
+#: The most files and bytes `template.build` takes in its body; more are streamed as a
+#: context (`template.context`).
+_MAX_FILES = 10_000
+_MAX_BYTES = 64 << 20
+
+
+def _fill_from_files(files: Mapping[str, bytes], modes: Mapping[str, str]) -> Callable[[tarfile.TarFile], None]:
+    """Writes `files` (name → bytes) into a tar, each with its mode."""
+
+    def fill(tar: tarfile.TarFile) -> None:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = int(modes.get(name, "0644"), 8)
+            tar.addfile(info, io.BytesIO(data))
+
+    return fill
+
+
+def _fill_from_directory(directory: Path) -> Callable[[tarfile.TarFile], None]:
+    """Writes every file under `directory` (`.git` left out) into a tar with its mode,
+    and symbolic links as links; a file linked twice goes twice, whole."""
+
+    def fill(tar: tarfile.TarFile) -> None:
+        for path in sorted(directory.rglob("*")):
+            relative = path.relative_to(directory)
+            if ".git" in relative.parts:
+                continue
+            stat = path.lstat()
+            info = tarfile.TarInfo(relative.as_posix())
+            info.mode = stat.st_mode & 0o7777
+            info.mtime = int(stat.st_mtime)
+            if path.is_symlink():
+                info.type = tarfile.SYMTYPE
+                info.linkname = os.readlink(path)
+                tar.addfile(info)
+            elif path.is_file():
+                info.size = stat.st_size
+                with path.open("rb") as content:
+                    tar.addfile(info, content)
+
+    return fill
+
+
+async def _upload_context(
+    conn: Connection, fill: Callable[[tarfile.TarFile], None], project_id: str | None
+) -> str:
+    """Streams a tar to `template.context`; the context's id."""
+    response = await conn.stream(
+        "POST",
+        "template.context",
+        query={"projectId": project_id},
+        content=tar_stream(fill),
+        headers={"content-type": "application/x-tar"},
+    )
+    try:
+        await response.aread()
+        return str(response.json()["contextId"])
+    finally:
+        await response.aclose()
 
 
 def _read_files(source: Path, prefix: str) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -167,7 +233,10 @@ class Template:
     @_Either
     def build(self: Template | None, name: str, **options: Any) -> TemplateInfo:
         """Builds a new version of template `name` and waits for it: from this builder,
-        or (called on the class) from `dockerfile=` and `files=` (name → bytes or str).
+        or (called on the class) from `dockerfile=` and `files=` (name → bytes or str) or
+        `context=` (a directory whose files `COPY` reads, with their modes and links, as
+        `docker build DIR`). Files over 64 MiB or 10,000 in all, and a `context=`, are
+        streamed to the server as a tar first (`template.context`).
         `on_log` gets each log line as it comes; `network_mode="internet"` lets `RUN`
         reach the internet; `project_id`, `cpu`, `memory_mb`, `isolation`, `url`, `key`.
         Raises `BuildFailed` when a step fails."""
@@ -185,6 +254,7 @@ class Template:
         *,
         dockerfile: str | None = None,
         files: Mapping[str, bytes | str] | None = None,
+        context: str | os.PathLike[str] | None = None,
         on_log: OnLog | None = None,
         network_mode: str | None = None,
         project_id: str | None = None,
@@ -202,23 +272,36 @@ class Template:
             network_mode = network_mode or builder._network
         if dockerfile is None:
             raise TypeError("Template.build needs dockerfile= (or a builder)")
-        encoded = {
-            path: base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+        if context is not None and files:
+            raise TypeError("Template.build reads its files from files= or from context=, not both")
+        raw = {
+            path: data.encode() if isinstance(data, str) else data
             for path, data in (files or {}).items()
         }
-        body = {
+        body: dict[str, Any] = {
             "name": name,
             "dockerfile": dockerfile,
-            "files": encoded,
-            "fileModes": modes or None,
             "networkMode": network_mode,
             "projectId": project_id,
             "cpu": cpu,
             "memoryMb": memory_mb,
             "isolation": isolation,
         }
+        fill: Callable[[tarfile.TarFile], None] | None = None
+        if context is not None:
+            directory = Path(context)
+            if not directory.is_dir():
+                raise NotADirectoryError(f"{directory} is not a directory")
+            fill = _fill_from_directory(directory)
+        elif len(raw) > _MAX_FILES or sum(len(d) for d in raw.values()) > _MAX_BYTES:
+            fill = _fill_from_files(raw, modes)
+        else:
+            body["files"] = {path: base64.b64encode(data).decode() for path, data in raw.items()}
+            body["fileModes"] = modes or None
         conn = Connection(resolve(url, key))
         try:
+            if fill is not None:
+                body["contextId"] = await _upload_context(conn, fill, project_id)
             started = await conn.call(
                 "template.build", {k: v for k, v in body.items() if v is not None}
             )

@@ -40,6 +40,8 @@ pub const ADMINISTRATION: &str = "administration: kept out of an agent's tools, 
      organizations or servers through them";
 pub const BINARY_STREAM: &str = "a raw byte stream, which MCP does not carry: sandbox-writeFile and sandbox-readFile move files \
      (base64 for binary), and long content is read page by page";
+pub const CONTEXT_STREAM: &str = "a raw byte stream, which MCP does not carry: template-build takes a build's files \
+     (up to 64 MiB) in `files`";
 pub const BROWSER_TOKEN: &str = "a single-use token for a browser's WebSocket: MCP clients authenticate every call with their key";
 pub const EGRESS_DECISION: &str = "a person's decision: an agent asks with sandbox-requestEgress and is never the one to approve \
      (a request is decided with another key than the one that asked)";
@@ -56,6 +58,7 @@ pub const HANDWRITTEN: &[(Procedure, &str)] = &[
     ),
     (UPLOAD, "a raw byte stream in, of any length"),
     (DOWNLOAD, "a raw byte stream out, of any length"),
+    (CONTEXT, "a tar stream in, of up to a GiB, read as it comes"),
     (
         BUILD_LOG_STREAM,
         "server-sent events, which the procedure table's JSON answers are not",
@@ -70,6 +73,8 @@ const READ_FILE: Procedure = procedure("sandbox.readFile", "/api/sandbox.readFil
 const UPLOAD: Procedure = procedure("sandbox.upload", "/api/sandbox.upload", Post, InQuery, true, Without(BINARY_STREAM));
 #[rustfmt::skip]
 const DOWNLOAD: Procedure = procedure("sandbox.download", "/api/sandbox.download", Get, InQuery, true, Without(BINARY_STREAM));
+#[rustfmt::skip]
+const CONTEXT: Procedure = procedure("template.context", "/api/template.context", Post, Nothing, false, Without(CONTEXT_STREAM));
 #[rustfmt::skip]
 const BUILD_LOG_STREAM: Procedure = procedure("template.buildLogStream", "/api/template.buildLogStream", Get, Nothing, false, Without(LIVE_STREAM));
 const HEALTH: Procedure = procedure("health", "/health", Get, Nothing, false, Without(PROBE));
@@ -194,6 +199,7 @@ pub const PROCEDURES: &[Procedure] = {
                 READ_FILE,
                 UPLOAD,
                 DOWNLOAD,
+                CONTEXT,
                 BUILD_LOG_STREAM,
                 HEALTH,
                 READY,
