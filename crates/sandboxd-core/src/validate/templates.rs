@@ -118,22 +118,26 @@ pub fn build_asked(mut req: BuildTemplateRequest) -> Result<BuildAsked, Invalid>
     let instructions = parse(&req.dockerfile)?;
     Ok(BuildAsked::WithContext {
         context_id,
-        head: BuildHead {
-            name: req.name,
-            project_id: req.project_id,
-            cpu: req.cpu,
-            memory_mb: req.memory_mb,
-            isolation: req.isolation,
-            network: req.network_mode,
-        },
+        head: head_of(&req),
         instructions,
     })
 }
 
+fn head_of(req: &BuildTemplateRequest) -> BuildHead {
+    BuildHead {
+        name: req.name.clone(),
+        project_id: req.project_id.clone(),
+        cpu: req.cpu,
+        memory_mb: req.memory_mb,
+        isolation: req.isolation,
+        network: req.network_mode,
+    }
+}
+
 /// Checks `template.build` with its files.
-pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invalid> {
+pub fn build_template(mut req: BuildTemplateRequest) -> Result<BuildTemplate, Invalid> {
     let mut issues = Issues::default();
-    let raw = req.files.unwrap_or_default();
+    let raw = req.files.take().unwrap_or_default();
     let mut files = BTreeMap::new();
     for (name, content) in raw {
         match Encoding::Base64.decode(content) {
@@ -144,7 +148,7 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
         }
     }
     let mut modes = BTreeMap::new();
-    for (name, mode) in req.file_modes.unwrap_or_default() {
+    for (name, mode) in req.file_modes.take().unwrap_or_default() {
         if !files.contains_key(&name) {
             issues.push(format!("fileModes.{name}"), "names no file of files");
             continue;
@@ -158,14 +162,7 @@ pub fn build_template(req: BuildTemplateRequest) -> Result<BuildTemplate, Invali
         }
     }
     issues.finish(())?;
-    let head = BuildHead {
-        name: req.name,
-        project_id: req.project_id,
-        cpu: req.cpu,
-        memory_mb: req.memory_mb,
-        isolation: req.isolation,
-        network: req.network_mode,
-    };
+    let head = head_of(&req);
     let instructions = parse(&req.dockerfile)?;
     let given = GivenFiles {
         contents: files,

@@ -1,6 +1,7 @@
 //! What every call of E2B's control plane does first: its caller (or E2B's 401), its
-//! JSON body (or E2B's 400), the sandbox it names as E2B sees it (a killed, failed or
-//! ended one is not found), and its failures in E2B's `{code, message}`.
+//! JSON body (or E2B's 400), where it creates (`place_of`: E2B has no projects or
+//! environments), the sandbox it names as E2B sees it (a killed, failed or ended one is
+//! not found), and its failures in E2B's `{code, message}`.
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
@@ -11,6 +12,28 @@ use sandboxd_core::model::{Principal, Sandbox};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
+
+/// Where E2B's calls create: the first project the caller sees that has an
+/// environment, and that environment (`(project_id, environment_id)`).
+pub(super) async fn place_of(state: &AppState, caller: &Principal) -> E2bResult<(String, String)> {
+    state
+        .service
+        .tenancy()
+        .projects(caller)
+        .await?
+        .into_iter()
+        .find_map(|(project, environments)| {
+            environments
+                .first()
+                .map(|e| (project.project_id.clone(), e.environment_id.clone()))
+        })
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                "no project with an environment to create in: make a project first".into(),
+            )
+            .into()
+        })
+}
 
 /// A failure in E2B's shape: the status, and `{code: status, message}`. The request
 /// log still sees the failure behind it.

@@ -16,11 +16,11 @@ use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::e2b::{
     self, ConnectBody, NewSandbox, SandboxAnswer, SandboxDetail, TimeoutBody,
 };
-use sandboxd_core::model::{Principal, SandboxStatus};
+use sandboxd_core::model::SandboxStatus;
 use sandboxd_core::validate::{self, ListScope};
 use serde::Deserialize;
 
-use super::calls::{E2bResult, answer, body, caller, live_sandbox};
+use super::calls::{E2bResult, answer, body, caller, live_sandbox, place_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -37,20 +37,6 @@ pub(super) fn router() -> Router<AppState> {
         .route("/e2b/v2/sandboxes/{id}/connect", post(connect))
 }
 
-/// The first environment the caller sees (E2B has no environments).
-async fn environment_of(state: &AppState, caller: &Principal) -> E2bResult<String> {
-    state
-        .service
-        .tenancy()
-        .projects(caller)
-        .await?
-        .into_iter()
-        .find_map(|(_, environments)| environments.first().map(|e| e.environment_id.clone()))
-        .ok_or_else(|| {
-            ApiError::BadRequest("no environment to create in: make a project first".into()).into()
-        })
-}
-
 async fn create(
     State(state): State<AppState>,
     who: Result<Caller, ApiError>,
@@ -58,7 +44,7 @@ async fn create(
 ) -> E2bResult<(StatusCode, Json<SandboxAnswer>)> {
     let who = caller(who)?;
     let new = body(new)?;
-    let environment_id = environment_of(&state, &who).await?;
+    let (_, environment_id) = place_of(&state, &who).await?;
     let snapshot = super::lifecycle::snapshot_named(&state, &who, &new.template_id).await?;
     let (mut request, timeout_ms) = e2b::create_request(new, environment_id)?;
     if let Some(snapshot) = snapshot {

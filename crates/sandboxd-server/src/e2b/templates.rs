@@ -21,10 +21,9 @@ use sandboxd_core::e2b::templates::{
     self, AliasAnswer, BuildStart, FileUploadAnswer, StatusAnswer, TemplateRequest,
     TemplateRequestAnswer,
 };
-use sandboxd_core::model::Principal;
 use serde::Deserialize;
 
-use super::calls::{E2bResult, body, caller};
+use super::calls::{E2bResult, body, caller, place_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -49,21 +48,6 @@ pub(super) fn router() -> Router<AppState> {
         .route("/e2b/templates/{id}/builds/{build}/status", get(status))
 }
 
-/// The first project with an environment the caller sees (where E2B's calls create).
-async fn project_of(state: &AppState, caller: &Principal) -> E2bResult<String> {
-    state
-        .service
-        .tenancy()
-        .projects(caller)
-        .await?
-        .into_iter()
-        .find(|(_, environments)| !environments.is_empty())
-        .map(|(project, _)| project.project_id)
-        .ok_or_else(|| {
-            ApiError::BadRequest("no project to build in: make a project first".into()).into()
-        })
-}
-
 /// Names a build: 202 with its template's and its own id.
 async fn request_build(
     State(state): State<AppState>,
@@ -73,7 +57,7 @@ async fn request_build(
     let who = caller(who)?;
     let asked = body(asked)?;
     let (name, tags) = templates::name_and_tags(&asked)?;
-    let project_id = project_of(&state, &who).await?;
+    let (project_id, _) = place_of(&state, &who).await?;
     let build = state
         .service
         .builds()
@@ -274,7 +258,7 @@ async fn alias(
         }));
     }
     // Without a project, nothing of that name exists.
-    let project_id = project_of(&state, &who)
+    let (project_id, _) = place_of(&state, &who)
         .await
         .map_err(|_| ServiceError::NotFound("template"))?;
     let name = alias

@@ -7,11 +7,9 @@ use sandboxd_core::api::*;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::transfers::pumped;
+use super::transfers::streamed;
 use crate::AppState;
-use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::ApiQuery;
 use crate::time::rfc3339;
 
 /// The build context procedure.
@@ -38,26 +36,18 @@ async fn upload_context(
     State(state): State<AppState>,
     request: axum::extract::Request,
 ) -> Result<axum::Json<ContextUploaded>, ApiError> {
-    use axum::extract::FromRequestParts as _;
-    let (mut parts, body) = request.into_parts();
-    let (body, pump) = pumped(body);
-    let done = async {
-        // Read from the request here, not as extractors: a refused key or query is
-        // answered only once the body was read (below), like any refusal.
-        let Caller(caller) = Caller::from_request_parts(&mut parts, &state).await?;
-        let ApiQuery(req) =
-            ApiQuery::<ContextQuery>::from_request_parts(&mut parts, &state).await?;
-        Ok::<_, ApiError>(
-            state
-                .service
+    let service = &state.service;
+    let uploaded = streamed(
+        &state,
+        request,
+        |caller, req: ContextQuery, _, body| async move {
+            Ok(service
                 .builds()
                 .upload_context(&caller, req.project_id.as_deref(), body)
-                .await?,
-        )
-    }
-    .await;
-    let _ = pump.await;
-    let uploaded = done?;
+                .await?)
+        },
+    )
+    .await?;
     Ok(axum::Json(ContextUploaded {
         context_id: uploaded.context_id,
         project_id: uploaded.project_id,

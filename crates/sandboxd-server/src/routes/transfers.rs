@@ -49,33 +49,49 @@ async fn upload(
     State(state): State<AppState>,
     request: axum::extract::Request,
 ) -> Result<axum::Json<UploadResult>, ApiError> {
+    let service = &state.service;
+    let done = streamed(
+        &state,
+        request,
+        |caller, req: UploadQuery, headers, body| async move {
+            let cmd = validate::upload(req)?;
+            let length = headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.parse::<u64>().ok());
+            Ok(service.files().upload(&caller, cmd, length, body).await?)
+        },
+    )
+    .await?;
+    Ok(axum::Json(done))
+}
+
+/// Serves a request whose body streams to the service: the caller and the query read
+/// from its head (not as extractors: a refused key or query is answered only once the
+/// body was read, like any refusal), `serve` given the body as a stream, and the answer
+/// sent once what it did not read was read (a connection closed with unread bytes is
+/// reset, and the client may lose the answer).
+pub(crate) async fn streamed<Q, T, F, Fut>(
+    state: &AppState,
+    request: axum::extract::Request,
+    serve: F,
+) -> Result<T, ApiError>
+where
+    Q: serde::de::DeserializeOwned + Send,
+    F: FnOnce(sandboxd_core::model::Principal, Q, axum::http::HeaderMap, Chunks) -> Fut,
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
     use axum::extract::FromRequestParts as _;
     let (mut parts, body) = request.into_parts();
     let (body, pump) = pumped(body);
     let done = async {
-        // Read from the request here, not as extractors: a refused key or query is
-        // answered only once the body was read (below), like any refusal.
-        let Caller(caller) = Caller::from_request_parts(&mut parts, &state).await?;
-        let ApiQuery(req) = ApiQuery::<UploadQuery>::from_request_parts(&mut parts, &state).await?;
-        let cmd = validate::upload(req)?;
-        let length = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.parse::<u64>().ok());
-        Ok::<_, ApiError>(
-            state
-                .service
-                .files()
-                .upload(&caller, cmd, length, body)
-                .await?,
-        )
+        let Caller(caller) = Caller::from_request_parts(&mut parts, state).await?;
+        let ApiQuery(req) = ApiQuery::<Q>::from_request_parts(&mut parts, state).await?;
+        serve(caller, req, std::mem::take(&mut parts.headers), body).await
     }
     .await;
-    // Answered once what the service did not read was read: a connection closed with
-    // unread bytes is reset, and the client may lose the answer.
     let _ = pump.await;
-    Ok(axum::Json(done?))
+    done
 }
 
 /// What is read of a refused upload's rest, at most, so that the connection closes
@@ -85,7 +101,7 @@ const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The request body as a stream the service may stop reading early: the task behind it
 /// then reads and drops the rest, within [`DRAIN_BYTES`] and [`DRAIN_FOR`].
-pub(crate) fn pumped(body: Body) -> (Chunks, tokio::task::JoinHandle<()>) {
+fn pumped(body: Body) -> (Chunks, tokio::task::JoinHandle<()>) {
     let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
     let pump = tokio::spawn(async move {
         let mut stream = body.into_data_stream();

@@ -13,6 +13,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::harness::{KEY, TestServer};
 use crate::templates_built::Images;
+use crate::transfers::noise;
 
 /// Posts a tar to `template.context` with `key`.
 async fn upload(server: &TestServer, key: Option<&str>, tar: Vec<u8>) -> (StatusCode, Value) {
@@ -67,19 +68,6 @@ fn raw_entry(name: &str, kind: tar::EntryType, link: &str) -> Vec<u8> {
     builder.into_inner().unwrap()
 }
 
-/// Bytes that do not repeat (a context that gzip would not shrink).
-fn noise(len: usize) -> Vec<u8> {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
-
 /// Follows a build to its end; answers its log's lines.
 async fn built(server: &TestServer, body: Value) -> Vec<String> {
     let (status, started) = server.post("template.build", body).await;
@@ -110,7 +98,7 @@ async fn a_context_over_the_body_s_bound_builds_with_modes_and_links() {
     let _images = Images;
     let server = TestServer::start().await;
     // 65 MiB and a byte: more than `files` takes.
-    let big = noise((65 << 20) + 1);
+    let big = noise((65 << 20) + 1, 7);
     let sum = Sha256::digest(&big)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -201,7 +189,7 @@ async fn bad_contexts_are_refused_and_leave_nothing() {
     let (status, error) = upload(
         &server,
         Some(KEY),
-        tar_of(&[("big", &noise((1 << 20) + 1), 0o644)], &[]),
+        tar_of(&[("big", &noise((1 << 20) + 1, 7), 0o644)], &[]),
     )
     .await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{error}");
@@ -210,7 +198,7 @@ async fn bad_contexts_are_refused_and_leave_nothing() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
     // The organization keeps 2 MiB: two contexts of 0.75 MiB fit, a third does not.
-    let part = tar_of(&[("part", &noise(3 << 18), 0o644)], &[]);
+    let part = tar_of(&[("part", &noise(3 << 18, 7), 0o644)], &[]);
     let mut ids = Vec::new();
     for _ in 0..2 {
         let (status, context) = upload(&server, Some(KEY), part.clone()).await;

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use crate::harness::{KEY, TestServer};
 
-async fn call(
+/// A call of E2B's API under `/e2b` with `key`: its status and JSON answer (null when
+/// it is none).
+pub(crate) async fn call(
     server: &TestServer,
     method: Method,
     path: &str,

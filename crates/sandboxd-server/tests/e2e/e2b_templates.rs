@@ -9,30 +9,11 @@
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::e2b::call;
 use crate::harness::{KEY, TestServer};
 use crate::templates_built::Images;
-
-async fn call(
-    server: &TestServer,
-    method: Method,
-    path: &str,
-    key: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut request = server
-        .client
-        .request(method, format!("{}/e2b{path}", server.url))
-        .header("X-API-Key", key);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.expect("request");
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
 
 /// A plain tar of `a.txt`, executable.
 fn archive() -> Vec<u8> {
