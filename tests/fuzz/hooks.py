@@ -134,7 +134,7 @@ def aim(fields, part, operation, seed, forced):
             "FROM base\nENV FUZZ=1\nUSER 1000:1000\n",
         ][seed % 3]
         fields["name"] = f"fuzz-built-{seed % 3}"
-        for name in ("files", "isolation", "networkMode", "cpu", "memoryMb"):
+        for name in ("files", "contextId", "isolation", "networkMode", "cpu", "memoryMb"):
             fields.pop(name, None)
     path = fields.get("path")
     if operation == "sandbox.readFile" and seed % 2 == 0:

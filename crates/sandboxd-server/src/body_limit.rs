@@ -18,9 +18,8 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// Largest body of the routes that carry whole files (10 MiB base64-encoded, plus JSON).
 pub const MAX_FILE_BODY_BYTES: usize = 16 * 1024 * 1024;
 
-/// Largest body of `template.build`: 64 MiB of files base64-encoded, the Dockerfile
-/// (≤ 1 MiB) and the JSON around them.
-pub const MAX_BUILD_BODY_BYTES: usize = 88 * 1024 * 1024;
+/// Largest body of `template.build` (and of an E2B archive of a build's files).
+pub use sandboxd_core::template_build::MAX_BUILD_BODY_BYTES;
 /// The body limit of a path; `None` for a streamed upload, which the service caps
 /// itself as the bytes flow (the transfer limit), and for a preview, whose body streams
 /// to the app in the sandbox within the credit its agent grants.

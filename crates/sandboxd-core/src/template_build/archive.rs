@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 
 use sha2::{Digest as _, Sha256};
 
-use super::bodies::{FileBody, FileBounds, StoredFile};
+use super::bodies::{FileBody, FileBounds, StoredFile, hex};
 use crate::validate::GivenFiles;
 
 /// Why a tar was not read.
@@ -79,11 +79,7 @@ impl<W: Write> Keep for IntoBlob<W> {
                 "the archive ends inside a file",
             ));
         }
-        let digest = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = hex(hasher.finalize());
         let stored = StoredFile {
             offset: self.offset,
             size,

@@ -7,9 +7,19 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek};
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 
-use super::cache::content_digest;
 use super::{MAX_FILES, MAX_FILES_BYTES};
+
+/// Lower-case hex of a digest.
+pub(super) fn hex(digest: impl AsRef<[u8]>) -> String {
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The hex SHA-256 of a file's contents: what a copy's cache key holds of it.
+pub fn content_digest(content: &[u8]) -> String {
+    hex(Sha256::digest(content))
+}
 
 /// One file's content.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 
 use sha2::{Digest, Sha256};
 
+use super::bodies::hex;
 use super::copy::CopyTarget;
 use super::dockerfile::Instruction;
 
@@ -17,15 +18,6 @@ pub const CACHE_REPOSITORY: &str = "sandboxd-build-cache";
 pub const TEMPLATE_REPOSITORY: &str = "sandboxd-templates";
 /// The label a build's containers carry (the build's id).
 pub const LABEL_BUILD: &str = "sandboxd.build";
-
-fn hex(digest: impl AsRef<[u8]>) -> String {
-    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The hex SHA-256 of a file's contents.
-pub fn content_digest(content: &[u8]) -> String {
-    hex(Sha256::digest(content))
-}
 
 /// The key the chain starts from: the organization, the base image's id, and what the
 /// steps run under (`runs_in`: their network and runtime; a `RUN` may make another
@@ -108,6 +100,7 @@ pub fn template_image(build_id: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::content_digest;
     use super::*;
 
     #[test]

@@ -22,10 +22,12 @@ mod steps;
 mod words;
 
 pub use archive::{ArchiveError, InMemory, IntoBlob, Keep, read_tar};
-pub use bodies::{Blob, ContextIndex, FileBody, FileBounds, MAX_CONTEXT_FILES, StoredFile};
+pub use bodies::{
+    Blob, ContextIndex, FileBody, FileBounds, MAX_CONTEXT_FILES, StoredFile, content_digest,
+};
 pub use cache::{
     CACHE_REPOSITORY, LABEL_BUILD, LABEL_BUILT_BY, TEMPLATE_REPOSITORY, base_key, cache_image,
-    content_digest, image_labels, step_key, template_image,
+    image_labels, step_key, template_image,
 };
 pub use container::{BUILD_PIDS_LIMIT, BuildShape, LABEL_BUILD_INSTANCE, build_container_plan};
 pub use copy::{CopyMode, CopyTarget, copy_archive, dirs_archive};
@@ -49,3 +51,7 @@ pub const MAX_FILES: usize = 10_000;
 /// The most bytes a build's `files` may hold, decoded (64 MiB); a larger context comes
 /// as a tar stream (`FileBounds::context`).
 pub const MAX_FILES_BYTES: u64 = 64 << 20;
+/// The largest body of `template.build`: its files base64-encoded, the Dockerfile
+/// (≤ 1 MiB) and the JSON around them (88 MiB); E2B's archives of a build's files are
+/// held to it too.
+pub const MAX_BUILD_BODY_BYTES: usize = 88 * 1024 * 1024;

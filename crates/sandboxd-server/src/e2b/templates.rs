@@ -182,7 +182,7 @@ async fn upload(
         .acquire()
         .await
         .map_err(|_| ServiceError::Unavailable("the server is stopping".into()))?;
-    let archive = axum::body::to_bytes(body, crate::body_limit::MAX_BUILD_BODY_BYTES)
+    let archive = axum::body::to_bytes(body, sandboxd_core::template_build::MAX_BUILD_BODY_BYTES)
         .await
         .map_err(|error| ApiError::TooLarge(format!("the upload could not be read: {error}")))?;
     state

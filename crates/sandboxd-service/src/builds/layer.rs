@@ -13,24 +13,13 @@ use sandboxd_core::plan::NetworkPlan;
 use std::io::Seek as _;
 
 use sandboxd_core::template_build::{
-    Action, Blob, BuildShape, CopyMode, CopyTarget, Settings, build_container_plan, copy_archive,
+    Action, Blob, BuildShape, CopyMode, CopyTarget, build_container_plan, copy_archive,
 };
 
 use super::failure::{Failure, engine_failed, failed};
 use super::log::BuildLog;
-use super::run::Job;
+use super::run::{Job, Layer};
 use crate::now_ms;
-
-/// One step to run: on the image `from`, committed as `to`, with the settings as of
-/// the step; a copy from a context reads `blob`.
-pub(super) struct Layer<'a> {
-    pub step: i64,
-    pub from: &'a str,
-    pub to: &'a str,
-    pub action: &'a Action,
-    pub settings: &'a Settings,
-    pub blob: Option<&'a Arc<std::fs::File>>,
-}
 
 /// How often a running step's output is written to the log.
 const LOG_FLUSH: Duration = Duration::from_millis(50);

@@ -37,6 +37,17 @@ fn committed(settings: &Settings, organization_id: &str) -> Settings {
     }
 }
 
+/// One step to run: on the image `from`, committed as `to`, with the settings as of
+/// the step; a copy from a context reads `blob`.
+pub(super) struct Layer<'a> {
+    pub step: i64,
+    pub from: &'a str,
+    pub to: &'a str,
+    pub action: &'a Action,
+    pub settings: &'a Settings,
+    pub blob: Option<&'a Arc<std::fs::File>>,
+}
+
 /// A build to run.
 pub(super) struct Job {
     pub service: Service,
@@ -320,7 +331,7 @@ impl Job {
                 log.line(step, "system", " ---> cached");
             } else {
                 let settings = committed(&steps.settings, organization);
-                let layer = super::layer::Layer {
+                let layer = Layer {
                     step,
                     from: &image,
                     to: &cached,
@@ -341,7 +352,7 @@ impl Job {
             let fresh = self.cmd.fresh_from.is_some_and(|from| step >= from);
             if fresh || !self.holds(&engine, step, &cached).await? {
                 let settings = committed(&steps.settings, organization);
-                let layer = super::layer::Layer {
+                let layer = Layer {
                     step,
                     from: &image,
                     to: &cached,
