@@ -10,6 +10,11 @@ use std::io::{Read, Write};
 use sha2::{Digest as _, Sha256};
 
 use super::bodies::{FileBody, FileBounds, StoredFile, hex};
+use crate::transfer::{TarIn, TarPolicy};
+use crate::validate::MAX_LINK_TARGET;
+
+/// The longest name of a file taken (as `check_file_names` says).
+const MAX_NAME_BYTES: usize = 1024;
 use crate::validate::GivenFiles;
 
 /// Why a tar was not read.
@@ -90,6 +95,27 @@ impl<W: Write> Keep for IntoBlob<W> {
     }
 }
 
+/// A tar stream passed through `TarIn`'s checks as it is read (extended headers of at
+/// most a MiB, no devices, fifos or names that go up); what it would pass on is dropped.
+struct Checked<R> {
+    inner: R,
+    check: TarIn,
+    passed: Vec<bytes::Bytes>,
+}
+
+impl<R: Read> Read for Checked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            self.check
+                .push(bytes::Bytes::copy_from_slice(&buf[..n]), &mut self.passed)
+                .map_err(|refused| std::io::Error::new(std::io::ErrorKind::InvalidData, refused))?;
+            self.passed.clear();
+        }
+        Ok(n)
+    }
+}
+
 /// Reads a tar (gzipped or not; paths relative to the build's context) into `given`,
 /// within `bounds` counting what `given` already holds: a later entry of a name takes
 /// the place of an earlier one. `hard_link` is what a refused hard link's error tells
@@ -112,13 +138,25 @@ pub fn read_tar(
         .map_err(|e| refused(format!("the archive cannot be read: {e}")))?
         .starts_with(&[0x1f, 0x8b]);
     let reader: Box<dyn Read + '_> = if gzipped {
-        Box::new(flate2::read::GzDecoder::new(reader))
+        // Every member of a gzip stream (bgzip and `cat a.gz b.gz` write several).
+        Box::new(flate2::read::MultiGzDecoder::new(reader))
     } else {
         Box::new(reader)
     };
     // What the stream unpacks to is bounded too (headers: 512 bytes each at most four
-    // times, with long names).
-    let reader = reader.take(bounds.bytes + (bounds.files as u64 + 16) * 2048);
+    // times, with long names), and its headers are checked before the tar crate reads
+    // them (an extended header that claims a GiB is refused, not read into memory).
+    let reader = Checked {
+        inner: reader.take(bounds.bytes + (bounds.files as u64 + 16) * 2048),
+        // (`most` below: the same bound, told when it cuts the stream.)
+        check: TarIn::new(TarPolicy {
+            owner: (0, 0),
+            max_bytes: u64::MAX,
+            max_entries: u64::MAX,
+        }),
+        passed: Vec::new(),
+    };
+    let most = bounds.bytes + (bounds.files as u64 + 16) * 2048;
     let mut tar = tar::Archive::new(reader);
     let entries = tar
         .entries()
@@ -137,7 +175,14 @@ pub fn read_tar(
             name = rest;
         }
         let name = name.trim_end_matches('/').to_owned();
-        if files.len() + links.len() >= bounds.files
+        if name.len() > MAX_NAME_BYTES {
+            return Err(refused(format!(
+                "a name in the archive is longer than {MAX_NAME_BYTES} bytes"
+            )));
+        }
+        let kind = entry.header().entry_type();
+        if kind != tar::EntryType::Directory
+            && files.len() + links.len() >= bounds.files
             && !files.contains_key(&name)
             && !links.contains_key(&name)
         {
@@ -146,7 +191,7 @@ pub fn read_tar(
                 bounds.files
             )));
         }
-        match entry.header().entry_type() {
+        match kind {
             tar::EntryType::Directory => continue,
             tar::EntryType::Regular | tar::EntryType::Continuous => {}
             tar::EntryType::Symlink => {
@@ -155,6 +200,11 @@ pub fn read_tar(
                     .map_err(|e| refused(format!("the link `{name}` cannot be read: {e}")))?
                     .map(|t| t.to_string_lossy().into_owned())
                     .unwrap_or_default();
+                if target.len() > MAX_LINK_TARGET {
+                    return Err(refused(format!(
+                        "the link `{name}` points to more than {MAX_LINK_TARGET} bytes"
+                    )));
+                }
                 files.remove(&name);
                 modes.remove(&name);
                 links.insert(name, target);
@@ -185,6 +235,12 @@ pub fn read_tar(
         }
         links.remove(&name);
         files.insert(name, body);
+    }
+    // A stream cut at the bound on a block's edge reads as an archive that ended.
+    if tar.into_inner().inner.limit() == 0 {
+        return Err(ArchiveError::TooLarge(format!(
+            "the archive is more than {most} bytes (its files and their headers)"
+        )));
     }
     Ok(())
 }
@@ -305,7 +361,27 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(error.contains("not a regular file"), "{error}");
+        assert!(error.contains("a fifo"), "{error}");
+    }
+
+    #[test]
+    fn an_extended_header_that_claims_a_gib_is_refused_unread() {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::GNULongName);
+        header.set_size(1 << 30);
+        header.set_cksum();
+        let mut tar = header.as_bytes().to_vec();
+        tar.extend_from_slice(&[b'a'; 4096]);
+        let error = read_tar(
+            tar.as_slice(),
+            FileBounds::context(2 << 30),
+            &mut GivenFiles::default(),
+            &mut InMemory,
+            "x",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("extended header is too long"), "{error}");
     }
 
     #[test]

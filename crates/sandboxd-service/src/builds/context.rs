@@ -32,8 +32,9 @@ use crate::{Resource, ServiceError, now_ms};
 
 /// How long a context is kept after its upload, ms.
 pub const CONTEXT_KEPT_MS: i64 = 60 * 60 * 1000;
-/// How many uploads one organization sends at once.
+/// How many uploads one organization sends at once, and the whole server.
 const UPLOADS_AT_ONCE: usize = 2;
+const SERVER_UPLOADS_AT_ONCE: usize = 8;
 /// How long an upload may take, and wait for its next bytes.
 const UPLOAD_TIME: Duration = Duration::from_secs(30 * 60);
 const UPLOAD_IDLE: Duration = Duration::from_secs(60);
@@ -44,30 +45,41 @@ const CHUNK_BYTES: usize = 4 << 20;
 #[derive(Debug, Default)]
 pub(crate) struct Uploads(std::sync::Mutex<HashMap<String, usize>>);
 
-/// One upload's place among its organization's; let go when dropped.
-struct UploadSlot<'a> {
-    uploads: &'a Uploads,
+/// One upload's place among its organization's and the server's; let go when dropped.
+struct UploadSlot {
+    service: crate::Service,
     organization_id: String,
 }
 
-impl Uploads {
-    fn take(&self, organization_id: &str) -> Option<UploadSlot<'_>> {
-        let mut under_way = self.0.lock().ok()?;
+impl UploadSlot {
+    fn take(service: &crate::Service, organization_id: &str) -> Result<Self, ServiceError> {
+        let uploads = &service.inner.context_uploads;
+        let mut under_way = uploads
+            .0
+            .lock()
+            .map_err(|_| ServiceError::Unavailable("the uploads' count is poisoned".into()))?;
+        if under_way.values().sum::<usize>() >= SERVER_UPLOADS_AT_ONCE {
+            return Err(ServiceError::Unavailable(format!(
+                "the server receives {SERVER_UPLOADS_AT_ONCE} build contexts at once, its most; try again in a moment"
+            )));
+        }
         let n = under_way.entry(organization_id.to_owned()).or_default();
         if *n >= UPLOADS_AT_ONCE {
-            return None;
+            return Err(ServiceError::Conflict(format!(
+                "the organization sends {UPLOADS_AT_ONCE} build contexts at once, its most; wait for one to end"
+            )));
         }
         *n += 1;
-        Some(UploadSlot {
-            uploads: self,
+        Ok(Self {
+            service: service.clone(),
             organization_id: organization_id.to_owned(),
         })
     }
 }
 
-impl Drop for UploadSlot<'_> {
+impl Drop for UploadSlot {
     fn drop(&mut self) {
-        if let Ok(mut under_way) = self.uploads.0.lock()
+        if let Ok(mut under_way) = self.service.inner.context_uploads.0.lock()
             && let Some(n) = under_way.get_mut(&self.organization_id)
         {
             *n -= 1;
@@ -111,16 +123,25 @@ impl Builds {
             .access()
             .check_create_in(caller, &project_id)
             .await?;
-        let _slot = self
-            .service
-            .inner
-            .context_uploads
-            .take(&caller.organization_id)
-            .ok_or_else(|| {
-                ServiceError::Conflict(format!(
-                    "the organization sends {UPLOADS_AT_ONCE} build contexts at once, its most; wait for one to end"
-                ))
-            })?;
+        let slot = UploadSlot::take(&self.service, &caller.organization_id)?;
+        // The upload runs to its end (or its cleanup) whatever the client's connection
+        // does: a request dropped half-way never leaves a context behind.
+        let builds = self.clone();
+        let caller = caller.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            builds.receive_context(&caller, project_id, body).await
+        })
+        .await
+        .map_err(|_| ServiceError::Unavailable("the upload stopped on an internal error".into()))?
+    }
+
+    async fn receive_context(
+        &self,
+        caller: &Principal,
+        project_id: String,
+        body: Chunks,
+    ) -> Result<UploadedContext, ServiceError> {
         let options = &self.service.inner.options.builds;
         let now = now_ms();
         let context = NewTemplateContext {
@@ -255,6 +276,11 @@ impl Builds {
             .volumes()
             .project_of(caller, head.project_id.as_deref())
             .await?;
+        // Who may not build in the project learns nothing of its contexts.
+        self.service
+            .access()
+            .check_create_in(caller, &project_id)
+            .await?;
         let context = self
             .service
             .store()
@@ -262,19 +288,25 @@ impl Builds {
             .await?
             .filter(|context| context.project_id == project_id)
             .ok_or(ServiceError::NotFound("build context"))?;
-        let index: ContextIndex = serde_json::from_str(&context.index_json)
-            .map_err(|e| ServiceError::Unavailable(format!("the context's index: {e}")))?;
-        let given = GivenFiles {
-            contents: index
-                .files
-                .into_iter()
-                .map(|(name, stored)| (name, FileBody::Stored(stored)))
-                .collect(),
-            modes: index.modes,
-            links: index.links,
-        };
         let bounds = FileBounds::context(self.service.inner.options.builds.context_bytes);
-        let mut cmd: BuildTemplate = build_of(head, instructions, given, bounds)?;
+        // An index of up to 100,000 files, read and matched against every copy's
+        // sources off the runtime's threads.
+        let mut cmd: BuildTemplate = tokio::task::spawn_blocking(move || {
+            let index: ContextIndex = serde_json::from_str(&context.index_json)
+                .map_err(|e| ServiceError::Unavailable(format!("the context's index: {e}")))?;
+            let given = GivenFiles {
+                contents: index
+                    .files
+                    .into_iter()
+                    .map(|(name, stored)| (name, FileBody::Stored(stored)))
+                    .collect(),
+                modes: index.modes,
+                links: index.links,
+            };
+            Ok::<_, ServiceError>(build_of(head, instructions, given, bounds)?)
+        })
+        .await
+        .map_err(|_| ServiceError::Unavailable("the context could not be read".into()))??;
         cmd.context_id = Some(context_id);
         self.start(caller, cmd).await
     }

@@ -276,22 +276,9 @@ impl Job {
         })
         .await
         .map_err(|_| failed(1, "the files could not be read"))?;
-        // A context's files, copied to this replica once, before the steps.
-        let blob = match &self.cmd.context_id {
-            Some(context_id) => {
-                log.line(1, "system", "reading the build context");
-                log.flush().await;
-                let blob = super::context::fetch_blob(
-                    self.service.store(),
-                    &self.build.organization_id,
-                    context_id,
-                )
-                .await
-                .map_err(|message| failed(1, message))?;
-                Some(Arc::new(blob))
-            }
-            None => None,
-        };
+        // A context's files, copied to this replica at the first copy that runs (a
+        // build whose every copy is cached reads none of it).
+        let mut blob: Option<Arc<std::fs::File>> = None;
         let runs_in = format!("{:?} {:?}", self.cmd.network, self.runtime);
         let mut steps = Steps::new(base.settings.clone());
         let mut key = base_key(organization, &base.id, &runs_in);
@@ -330,6 +317,20 @@ impl Job {
             if !fresh && self.holds(&engine, step, &cached).await? {
                 log.line(step, "system", " ---> cached");
             } else {
+                if let (Action::Copy { .. }, Some(context_id), None) =
+                    (&action, &self.cmd.context_id, &blob)
+                {
+                    log.line(step, "system", "reading the build context");
+                    log.flush().await;
+                    let fetched = super::context::fetch_blob(
+                        self.service.store(),
+                        &self.build.organization_id,
+                        context_id,
+                    )
+                    .await
+                    .map_err(|message| failed(step, message))?;
+                    blob = Some(Arc::new(fetched));
+                }
                 let settings = committed(&steps.settings, organization);
                 let layer = Layer {
                     step,

@@ -24,6 +24,7 @@ use super::table;
 const MAX_FILES: usize = sandboxd_core::template_build::MAX_FILES;
 const MAX_BYTES: u64 = sandboxd_core::template_build::MAX_FILES_BYTES;
 const MAX_CONTEXT_FILES: usize = sandboxd_core::template_build::MAX_CONTEXT_FILES;
+const MAX_BODY: u64 = sandboxd_core::template_build::MAX_BUILD_BODY_BYTES as u64;
 
 /// `sandboxd template …`.
 #[derive(Debug, Subcommand)]
@@ -163,11 +164,17 @@ fn walk(dir: &Path) -> Result<Vec<Found>, Failure> {
 }
 
 /// Whether the files go in `template.build`'s `files`: none is a link, and they are
-/// within its bounds; otherwise they are streamed as a context.
-fn fits_the_body(found: &[Found]) -> bool {
+/// within its bounds, the body they make with the Dockerfile too (base64, each name
+/// twice with its mode); otherwise they are streamed as a context.
+fn fits_the_body(found: &[Found], dockerfile: &str) -> bool {
+    let encoded: u64 = found
+        .iter()
+        .map(|f| f.size.div_ceil(3) * 4 + 2 * (f.relative.len() as u64 + 16))
+        .sum();
     found.len() <= MAX_FILES
         && found.iter().all(|f| !f.link)
         && found.iter().map(|f| f.size).sum::<u64>() <= MAX_BYTES
+        && encoded + 2 * dockerfile.len() as u64 + 4096 <= MAX_BODY
 }
 
 /// Names mapped to text: `files` (base64) and `fileModes` (octal).
@@ -311,7 +318,7 @@ pub async fn template(client: &Client, command: TemplateCommand) -> Result<Value
             });
             let found = walk(&dir)?;
             let mut body = json!({"name": name, "dockerfile": dockerfile});
-            if fits_the_body(&found) {
+            if fits_the_body(&found, &dockerfile) {
                 let (files, modes) = inline(&found)?;
                 body["files"] = json!(files);
                 if !modes.is_empty() {

@@ -146,14 +146,35 @@ async def _chunks_of(path: Path) -> AsyncIterator[bytes]:
             yield chunk
 
 
-class _QueueWriter:
-    """A file object whose writes go to a bounded queue (the tar side of a pipe)."""
+class _Stopped(Exception):
+    """The sending side stopped reading."""
 
-    def __init__(self, pieces: queue.Queue[bytes | BaseException | None]) -> None:
+
+def _put(
+    pieces: queue.Queue[bytes | BaseException | None],
+    piece: bytes | BaseException | None,
+    stop: threading.Event,
+) -> None:
+    """Puts `piece` on the queue, unless the sending side stopped reading."""
+    while not stop.is_set():
+        try:
+            pieces.put(piece, timeout=0.2)
+            return
+        except queue.Full:
+            continue
+    raise _Stopped
+
+
+class _QueueWriter:
+    """A file object whose writes go to a bounded queue (the tar side of a pipe); it
+    stops (raising) once the sending side has."""
+
+    def __init__(self, pieces: queue.Queue[bytes | BaseException | None], stop: threading.Event) -> None:
         self.pieces = pieces
+        self.stop = stop
 
     def write(self, data: bytes) -> int:
-        self.pieces.put(bytes(data))
+        _put(self.pieces, bytes(data), self.stop)
         return len(data)
 
 
@@ -169,25 +190,43 @@ async def _tar_of(directory: Path) -> AsyncIterator[bytes]:
 
 
 async def tar_stream(fill: Callable[[tarfile.TarFile], None]) -> AsyncIterator[bytes]:
-    """A tar that `fill` writes, made on a thread as it is sent."""
+    """A tar that `fill` writes, made on a thread as it is sent; the thread ends (and
+    lets go of what it reads) when the sending side stops early, as on a refusal."""
     pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=16)
+    stop = threading.Event()
 
     def make() -> None:
         try:
-            with tarfile.open(fileobj=_QueueWriter(pieces), mode="w|", bufsize=CHUNK) as tar:  # type: ignore[call-overload]
+            with tarfile.open(fileobj=_QueueWriter(pieces, stop), mode="w|", bufsize=CHUNK) as tar:  # type: ignore[call-overload]
                 fill(tar)
-            pieces.put(None)
+            _put(pieces, None, stop)
+        except _Stopped:
+            return
         except BaseException as error:  # handed to the sending side
-            pieces.put(error)
+            try:
+                _put(pieces, error, stop)
+            except _Stopped:
+                return
+
+    def next_piece() -> bytes | BaseException | None:
+        while True:
+            try:
+                return pieces.get(timeout=0.2)
+            except queue.Empty:
+                if stop.is_set():
+                    return None
 
     threading.Thread(target=make, daemon=True).start()
-    while True:
-        piece = await asyncio.to_thread(pieces.get)
-        if piece is None:
-            return
-        if isinstance(piece, BaseException):
-            raise piece
-        yield piece
+    try:
+        while True:
+            piece = await asyncio.to_thread(next_piece)
+            if piece is None:
+                return
+            if isinstance(piece, BaseException):
+                raise piece
+            yield piece
+    finally:
+        stop.set()
 
 
 def _inside(name: str) -> Callable[[tarfile.TarInfo, str], tarfile.TarInfo | None]:

@@ -64,6 +64,18 @@ class _Either:
 #: context (`template.context`).
 _MAX_FILES = 10_000
 _MAX_BYTES = 64 << 20
+_MAX_BODY = 88 << 20
+
+
+def _fits_the_body(files: Mapping[str, bytes], dockerfile: str) -> bool:
+    """Whether `files` go in `template.build`'s body: within its bounds, and the body
+    they make (base64, each name twice with its mode, the Dockerfile) within its 88 MiB."""
+    encoded = sum((len(d) + 2) // 3 * 4 + 2 * (len(n.encode()) + 16) for n, d in files.items())
+    return (
+        len(files) <= _MAX_FILES
+        and sum(len(d) for d in files.values()) <= _MAX_BYTES
+        and encoded + 2 * len(dockerfile.encode()) + 4096 <= _MAX_BODY
+    )
 
 
 def _fill_from_files(files: Mapping[str, bytes], modes: Mapping[str, str]) -> Callable[[tarfile.TarFile], None]:
@@ -293,7 +305,7 @@ class Template:
             if not directory.is_dir():
                 raise NotADirectoryError(f"{directory} is not a directory")
             fill = _fill_from_directory(directory)
-        elif len(raw) > _MAX_FILES or sum(len(d) for d in raw.values()) > _MAX_BYTES:
+        elif not _fits_the_body(raw, dockerfile):
             fill = _fill_from_files(raw, modes)
         else:
             body["files"] = {path: base64.b64encode(data).decode() for path, data in raw.items()}
