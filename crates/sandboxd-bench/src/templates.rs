@@ -1,6 +1,7 @@
-//! Templates users build: a first build (a variable, a copy and two `RUN`s, each
-//! iteration's Dockerfile new to the cache) against a rebuild of the same, served from
-//! the cache; how soon a line a `RUN` prints reaches a client following the log
+//! Templates users build: a build of one large copy whose file is streamed as a
+//! context (`template.context`) against the same sent in the build's body; a first
+//! build (a variable, a copy and two `RUN`s, each iteration's Dockerfile new to the
+//! cache) against a rebuild of the same, served from the cache; how soon a line a `RUN` prints reaches a client following the log
 //! (server-sent events), from the time the step wrote into the line itself to the time
 //! it arrived (the sandbox and the benchmark share the host's clock); and create → first
 //! output from the built template against the configured template it is built on,
@@ -123,6 +124,56 @@ async fn warm_creates(warm: &ChildServer, iterations: usize) -> anyhow::Result<[
     Ok(create)
 }
 
+/// The bytes of the file the context scenario copies (under `files`' 64 MiB, so that
+/// both ways can carry it).
+const COPIED_BYTES: usize = 48 << 20;
+
+/// Bytes that do not repeat, new for each `seed`.
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// A build of one `COPY` of `content`, from the request to the end of the build: sent
+/// in `files` (base64 in the JSON body), or streamed first as a tar to
+/// `template.context` and named by its id.
+async fn timed_copy(api: &Http, content: Vec<u8>, streamed: bool) -> anyhow::Result<Duration> {
+    let dockerfile = "FROM base\nCOPY big.bin /opt/big.bin\n";
+    let started = Instant::now();
+    let body = if streamed {
+        let mut builder = tar::Builder::new(Vec::with_capacity(content.len() + 4096));
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        builder.append_data(&mut header, "big.bin", content.as_slice())?;
+        let context: Value = reqwest::Client::new()
+            .post(format!("{}/api/template.context", api.url))
+            .header("x-api-key", KEY)
+            .header("content-type", "application/x-tar")
+            .body(builder.into_inner()?)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        json!({"name": "bench-copy", "dockerfile": dockerfile, "contextId": context["contextId"]})
+    } else {
+        let files = json!({"big.bin": base64_simd::STANDARD.encode_to_string(&content)});
+        json!({"name": "bench-copy", "dockerfile": dockerfile, "files": files})
+    };
+    let started_build = api.post("template.build", body).await?;
+    let id = started_build["buildId"].as_str().context("buildId")?;
+    follow(api, id, |_| {}).await?;
+    Ok(started.elapsed())
+}
+
 /// Removes every template of `api`'s server.
 async fn remove_templates(api: &Http) {
     if let Ok(all) = api.get("template.all", &[]).await {
@@ -144,8 +195,14 @@ pub async fn run(api: &Http, warm: &ChildServer, iterations: usize) -> anyhow::R
     let mut cached = Samples::default();
     let mut latency = Samples::default();
     let mut create = [Samples::default(), Samples::default()];
+    let mut copy = [Samples::default(), Samples::default()];
     let outcome = async {
         for iteration in 0..iterations {
+            // The same new file each way, in turns: never in the cache.
+            for (way, streamed) in [(0, true), (1, false)] {
+                let content = noise(COPIED_BYTES, now_ns() as u64);
+                copy[way].push(timed_copy(api, content, streamed).await?);
+            }
             let text = dockerfile(now_ns());
             first.push(timed_build(api, NAME, &text).await?);
             cached.push(timed_build(api, NAME, &text).await?);
@@ -196,7 +253,15 @@ pub async fn run(api: &Http, warm: &ChildServer, iterations: usize) -> anyhow::R
     }
     let [warm_built, warm_configured] = outcome?;
     let [built, configured] = create;
+    let [streamed, in_body] = copy;
     Ok(vec![
+        Row::new(
+            "a build of one COPY of 48 MiB, request → ready",
+            vec![
+                ("context streamed as a tar", streamed),
+                ("files in the body, base64 (floor)", in_body),
+            ],
+        ),
         Row::new(
             "build of 3 steps",
             vec![

@@ -26,8 +26,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// may read it in that time.
 #[utoipa::path(post, path = "/api/template.context", operation_id = "template-context", tag = "template",
     params(ContextQuery),
-    request_body(content = Vec<u8>, content_type = "application/x-tar",
-        description = "A tar of the build's files (gzipped or not)"),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream",
+        description = "A tar of the build's files, gzipped or not (sent as `application/x-tar` or any other type)"),
     responses((status = 200, body = ContextUploaded), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 429, body = ErrorBody)),
