@@ -250,6 +250,11 @@ pub fn read_tar(
 mod tests {
     use super::*;
 
+    /// Why `tar` is refused within `bounds`, a hard link told `hint`.
+    fn refusal(tar: &[u8], bounds: FileBounds, hint: &str) -> ArchiveError {
+        read_tar(tar, bounds, &mut GivenFiles::default(), &mut InMemory, hint).unwrap_err()
+    }
+
     fn tar_of(entries: &[(&str, tar::EntryType, &[u8], u32)]) -> Vec<u8> {
         let mut builder = tar::Builder::new(Vec::new());
         for (name, kind, content, mode) in entries {
@@ -307,15 +312,7 @@ mod tests {
             files: 10,
             bytes: 1024,
         };
-        let error = read_tar(
-            tar.as_slice(),
-            bounds,
-            &mut GivenFiles::default(),
-            &mut InMemory,
-            "x",
-        )
-        .unwrap_err()
-        .to_string();
+        let error = refusal(tar.as_slice(), bounds, "x").to_string();
         assert!(error.contains("more than"), "{error}");
 
         let many = tar_of(&[
@@ -326,41 +323,18 @@ mod tests {
             files: 1,
             bytes: 1024,
         };
-        let error = read_tar(
-            many.as_slice(),
-            one,
-            &mut GivenFiles::default(),
-            &mut InMemory,
-            "x",
-        )
-        .unwrap_err()
-        .to_string();
+        let error = refusal(many.as_slice(), one, "x").to_string();
         assert!(error.contains("more than 1"), "{error}");
 
         let hard = tar_of(&[("h", tar::EntryType::Link, b"a", 0o644)]);
-        let error = read_tar(
-            hard.as_slice(),
-            FileBounds::GIVEN,
-            &mut GivenFiles::default(),
-            &mut InMemory,
-            "send the file itself",
-        )
-        .unwrap_err();
+        let error = refusal(hard.as_slice(), FileBounds::GIVEN, "send the file itself");
         assert_eq!(
             error,
             ArchiveError::Refused("`h` is a hard link: send the file itself".into())
         );
 
         let fifo = tar_of(&[("f", tar::EntryType::Fifo, b"", 0o644)]);
-        let error = read_tar(
-            fifo.as_slice(),
-            FileBounds::GIVEN,
-            &mut GivenFiles::default(),
-            &mut InMemory,
-            "x",
-        )
-        .unwrap_err()
-        .to_string();
+        let error = refusal(fifo.as_slice(), FileBounds::GIVEN, "x").to_string();
         assert!(error.contains("a fifo"), "{error}");
     }
 
@@ -372,15 +346,7 @@ mod tests {
         header.set_cksum();
         let mut tar = header.as_bytes().to_vec();
         tar.extend_from_slice(&[b'a'; 4096]);
-        let error = read_tar(
-            tar.as_slice(),
-            FileBounds::context(2 << 30),
-            &mut GivenFiles::default(),
-            &mut InMemory,
-            "x",
-        )
-        .unwrap_err()
-        .to_string();
+        let error = refusal(tar.as_slice(), FileBounds::context(2 << 30), "x").to_string();
         assert!(error.contains("extended header is too long"), "{error}");
     }
 
@@ -396,15 +362,7 @@ mod tests {
             files: 10,
             bytes: 1 << 20,
         };
-        let error = read_tar(
-            gz.as_slice(),
-            bounds,
-            &mut GivenFiles::default(),
-            &mut InMemory,
-            "x",
-        )
-        .unwrap_err()
-        .to_string();
+        let error = refusal(gz.as_slice(), bounds, "x").to_string();
         assert!(error.contains("more than 1 MiB"), "{error}");
     }
 }
