@@ -9,7 +9,6 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "chromium and chromedriver are missing: install Debian's chromium and chromium-driver" >&2
   exit 1
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q >/dev/null
-apt-get install -y -q chromium chromium-driver >/dev/null
+. "$(dirname "$0")/apt.sh"
+apt_install chromium chromium-driver
 command -v chromedriver >/dev/null

@@ -20,12 +20,9 @@ have_image() {
     [ "$(docker image inspect --format '{{index .Config.Labels "sandboxd.local-image"}}' "$1" 2>/dev/null)" = "$version" ]
 }
 
-apt_updated=0
+. "$(dirname "$0")/apt.sh"
 ensure_pkg() {
-  if ! dpkg -s "$1" >/dev/null 2>&1; then
-    if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
-  fi
+  dpkg -s "$1" >/dev/null 2>&1 || apt_install "$1"
 }
 
 work=$(mktemp -d)

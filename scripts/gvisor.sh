@@ -25,8 +25,8 @@ if ! runsc --version 2>/dev/null | grep -q '^runsc version 0.0~2024'; then
     echo "deb http://deb.debian.org/debian bookworm-backports main" \
       >/etc/apt/sources.list.d/bookworm-backports.list
   fi
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
+  . "$(dirname "$0")/apt.sh"
+  apt_install -t bookworm-backports runsc
 fi
 
 mkdir -p "$(dirname "$config")"

@@ -17,8 +17,8 @@ bindir() {
   found=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
   if [ -z "$found" ] && [ "$(id -u)" = 0 ]; then
     echo "installing PostgreSQL from Debian's packages" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null 2>&1 \
-      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null; }
+    . "$(dirname "$0")/apt.sh"
+    apt_install postgresql >&2
     found=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
   fi
   [ -n "$found" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }

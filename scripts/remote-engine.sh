@@ -24,13 +24,13 @@ images=(sandboxd-local/busybox:latest sandboxd-local/debian:bookworm)
 
 remote() { docker -H "unix://$dir/docker.sock" "$@"; }
 
+. "$(dirname "$0")/apt.sh"
 ensure_pkg() {
   if ! dpkg -s "$1" >/dev/null 2>&1; then
-    apt-get update -qq
     # No service is started by the package: the tests start their own sshd.
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
     chmod +x /usr/sbin/policy-rc.d
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+    apt_install "$1"
     rm -f /usr/sbin/policy-rc.d
   fi
 }
