@@ -12,9 +12,14 @@
 # The engine is then told to reload its configuration (SIGHUP: runtimes are reloaded
 # without a restart, and running containers are left alone), and the script checks
 # that it offers `runsc`.
+# On the local engine it also turns on the engine's experimental setting, which its
+# checkpoint API needs (sandboxes hibernated to disk, `sandbox.pause {memory: "disk"}`).
+# That setting is read only at the engine's start: the first time, the script restarts
+# the engine (running containers stop; their sandboxes start again when next used).
 #   bash scripts/gvisor.sh                          the local engine (/etc/docker/daemon.json)
 #   bash scripts/gvisor.sh CONFIG PIDFILE [HOST]    another engine: its daemon.json, the
 #                                                   pid file of its dockerd, its DOCKER_HOST
+#                                                   (runsc only)
 set -euo pipefail
 config=${1:-/etc/docker/daemon.json}
 pidfile=${2:-/var/run/docker.pid}
@@ -36,17 +41,24 @@ case $platform in
   systrap | ptrace) ;;
   *) echo "GVISOR_PLATFORM must be systrap or ptrace, not $platform" >&2; exit 2 ;;
 esac
-changed=$(python3 - "$config" "$(command -v runsc)" "$platform" <<'PY'
+experimental=$([ -z "$host" ] && echo 1 || echo 0)
+changed=$(python3 - "$config" "$(command -v runsc)" "$platform" "$experimental" <<'PY'
 import json, sys
-path, runsc, platform = sys.argv[1], sys.argv[2], sys.argv[3]
+path, runsc, platform, experimental = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 with open(path) as f:
     config = json.load(f)
 args = ["--network=none", "--host-uds=open", "--overlay2=none"]
 if platform != "systrap":
     args.append(f"--platform={platform}")
 wanted = {"path": runsc, "runtimeArgs": args}
+changed = False
 if config.get("runtimes", {}).get("runsc") != wanted:
     config.setdefault("runtimes", {})["runsc"] = wanted
+    changed = True
+if experimental == "1" and config.get("experimental") is not True:
+    config["experimental"] = True
+    changed = True
+if changed:
     with open(path + ".new", "w") as f:
         json.dump(config, f, indent=2)
     import os
@@ -54,6 +66,24 @@ if config.get("runtimes", {}).get("runsc") != wanted:
     print("changed")
 PY
 )
+
+# Restarts the local engine with the command line it was started with (or through
+# systemd when it runs the engine), and waits for it to answer.
+restart_local_engine() {
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet docker 2>/dev/null; then
+    systemctl restart docker
+  else
+    local pid args
+    pid=$(cat "$pidfile" 2>/dev/null || pgrep -xo dockerd)
+    mapfile -d '' args <"/proc/$pid/cmdline"
+    kill "$pid"
+    for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    (setsid "${args[@]}" >>/tmp/dockerd.log 2>&1 &)
+  fi
+  for _ in $(seq 150); do docker info >/dev/null 2>&1 && return 0; sleep 0.2; done
+  echo "the engine did not come back after its restart (log: /tmp/dockerd.log)" >&2
+  exit 1
+}
 
 docker_at() { if [ -n "$host" ]; then DOCKER_HOST=$host docker "$@"; else docker "$@"; fi; }
 if [ -n "$changed" ] || ! docker_at info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
@@ -63,6 +93,10 @@ if [ -n "$changed" ] || ! docker_at info --format '{{json .Runtimes}}' | grep -q
     docker_at info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"' && break
     sleep 0.1
   done
+fi
+if [ "$experimental" = 1 ] && [ "$(docker info --format '{{.ExperimentalBuild}}')" != true ]; then
+  echo "restarting the engine to turn on its experimental setting (checkpoints)" >&2
+  restart_local_engine
 fi
 docker_at info --format '{{json .Runtimes}}' | grep -q '"runsc"' || {
   echo "the engine does not offer runsc after reloading $config" >&2

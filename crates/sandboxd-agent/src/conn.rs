@@ -21,8 +21,26 @@ use crate::{exec, files, pty, transfer, watch};
 /// What the connection's socket may hold on its way to the host.
 const SEND_BUFFER: usize = 1024 * 1024;
 
+/// How often the agent tries to connect again in the first moments after a connection
+/// ended (sandboxd paused listening for a checkpoint, or restarts), then after
+/// [`QUICK_RETRIES`] tries, at intervals doubling up to [`SLOW_RETRY`].
+const QUICK_RETRY: Duration = Duration::from_millis(10);
+const QUICK_RETRIES: u32 = 200;
+const SLOW_RETRY: Duration = Duration::from_secs(1);
+
+/// The wait before the `failed`-th attempt in a row to connect (from 1). The quick ones
+/// cover a checkpoint: the sandbox is frozen in the middle of them and, once restored,
+/// its agent is back within one interval.
+fn retry_delay(failed: u32) -> Duration {
+    if failed <= QUICK_RETRIES {
+        return QUICK_RETRY;
+    }
+    let doublings = (failed - QUICK_RETRIES).min(7);
+    (QUICK_RETRY * 2u32.pow(doublings)).min(SLOW_RETRY)
+}
+
 pub fn serve_forever(socket: &str) -> ExitCode {
-    let mut delay = Duration::from_millis(20);
+    let mut failed = 0u32;
     // Background processes and the request threads outlive connections.
     let processes = Processes::default();
     let egress = Egress::default();
@@ -31,12 +49,12 @@ pub fn serve_forever(socket: &str) -> ExitCode {
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => {
-                delay = Duration::from_millis(20);
+                failed = 0;
                 serve(stream, &key, &processes, &egress, &workers);
             }
             Err(_) => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_secs(1));
+                failed = failed.saturating_add(1);
+                std::thread::sleep(retry_delay(failed));
             }
         }
     }
@@ -274,5 +292,20 @@ fn dispatch(
         }
         // Frames only the agent sends are ignored if the host ever sends them.
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_are_quick_at_first_then_slow_down_to_a_second() {
+        assert_eq!(retry_delay(1), QUICK_RETRY);
+        assert_eq!(retry_delay(QUICK_RETRIES), QUICK_RETRY);
+        assert_eq!(retry_delay(QUICK_RETRIES + 1), Duration::from_millis(20));
+        assert_eq!(retry_delay(QUICK_RETRIES + 3), Duration::from_millis(80));
+        assert_eq!(retry_delay(QUICK_RETRIES + 7), SLOW_RETRY);
+        assert_eq!(retry_delay(u32::MAX), SLOW_RETRY);
     }
 }

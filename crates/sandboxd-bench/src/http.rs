@@ -119,7 +119,10 @@ impl Http {
     /// `sandbox.pause` then `sandbox.resume`: how long each took.
     pub async fn pause_resume(&self, id: &str) -> anyhow::Result<(Duration, Duration)> {
         let started = Instant::now();
-        let paused = self.api.pause(id).await?;
+        let paused = self
+            .api
+            .pause(id, sandboxd_core::model::PauseMemory::Ram)
+            .await?;
         let pause = started.elapsed();
         let started = Instant::now();
         let resumed = self.api.resume(id).await?;

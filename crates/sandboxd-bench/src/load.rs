@@ -220,6 +220,7 @@ async fn insert_history(agent: &Api, rows: usize) -> anyhow::Result<()> {
             fixed_timeout: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
+            hibernated_bytes: None,
             volumes: Vec::new(),
         };
         store

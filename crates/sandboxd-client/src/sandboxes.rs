@@ -6,11 +6,12 @@
 use sandboxd_core::api::{
     CreateSandboxRequest, ExecRequest, ExecResult, ListFilesQuery, ListFilesResult,
     ListSandboxesQuery, ProjectView, ReadFileQuery, ReadFileResult, SandboxIdBody, SandboxIdQuery,
-    SandboxView, SetEgressRequest, SetTimeoutRequest, TemplateView, WriteFileRequest,
-    WriteFileResult,
+    SandboxPauseBody, SandboxView, SetEgressRequest, SetTimeoutRequest, TemplateView,
+    WriteFileRequest, WriteFileResult,
 };
 
 use sandboxd_core::api::procedures;
+use sandboxd_core::model::PauseMemory;
 
 use crate::{Client, Error};
 
@@ -100,10 +101,13 @@ impl Client {
         self.invoke::<procedures::SandboxSetEgress>(&request).await
     }
 
-    /// `sandbox.pause`: the sandbox, paused.
-    pub async fn pause(&self, sandbox_id: &str) -> Result<SandboxView, Error> {
-        self.invoke::<procedures::SandboxPause>(&id_body(sandbox_id))
-            .await
+    /// `sandbox.pause`: the sandbox, paused with its memory where `memory` says.
+    pub async fn pause(&self, sandbox_id: &str, memory: PauseMemory) -> Result<SandboxView, Error> {
+        let request = SandboxPauseBody {
+            sandbox_id: sandbox_id.to_owned(),
+            memory: Some(memory),
+        };
+        self.invoke::<procedures::SandboxPause>(&request).await
     }
 
     /// `sandbox.resume`: the sandbox, running again.

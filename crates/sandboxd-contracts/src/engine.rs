@@ -5,8 +5,9 @@
 //! `Engine` is an async-trait, so that it is held as `Arc<dyn Engine>`: images, the
 //! bridge, create, start, kill, destroy and remove, limits, listing by label, deaths,
 //! exec, archives, a container's filesystem diff (`container_changes`), a container
-//! committed as an image (`Commit`), an image removed, and named volumes made and removed
-//! (`create_volume`, `remove_volume`). The implementation bounds every call in time.
+//! committed as an image (`Commit`), an image removed, named volumes made and removed
+//! (`create_volume`, `remove_volume`), and a container's memory saved to its host's disk
+//! and restored (`checkpoint_container`, `restore_container`). The implementation bounds every call in time.
 
 use std::fmt::Debug;
 use std::pin::Pin;
@@ -133,6 +134,34 @@ pub trait Engine: Debug + Send + Sync + 'static {
     /// Thaws a frozen container; one running unfrozen is fine; one that stopped is
     /// `NotRunning`.
     async fn unpause_container(&self, id: &str) -> Result<(), EngineError>;
+
+    /// Whether the engine saves and restores containers' memory (`checkpoint_container`):
+    /// its checkpoint API is on (Docker's experimental setting) and its runtime can.
+    async fn checkpoints(&self) -> bool {
+        false
+    }
+
+    /// Saves every process of a running container, with its memory, as the checkpoint
+    /// `name` on the engine's host (readable by its owner only; it goes with the
+    /// container), and stops the container. Fails with the container still running as
+    /// it was.
+    async fn checkpoint_container(&self, id: &str, name: &str) -> Result<(), EngineError> {
+        let _ = (id, name);
+        Err(unsupported("save a container's memory"))
+    }
+
+    /// Starts a stopped container from its checkpoint `name`: its processes go on where
+    /// they were saved. Fails with the container stopped and the checkpoint kept.
+    async fn restore_container(&self, id: &str, name: &str) -> Result<(), EngineError> {
+        let _ = (id, name);
+        Err(unsupported("restore a container's memory"))
+    }
+
+    /// Removes the container's checkpoint `name`; none there is no error.
+    async fn remove_checkpoint(&self, id: &str, name: &str) -> Result<(), EngineError> {
+        let _ = (id, name);
+        Err(unsupported("save a container's memory"))
+    }
 
     /// The paths of a container's filesystem that differ from its image's, and how.
     async fn container_changes(

@@ -248,8 +248,41 @@ pub struct Sandbox {
     pub paused_timeout_ms: i64,
     /// When it was paused (while it is).
     pub paused_at: Option<i64>,
+    /// While it is paused with its memory on disk (hibernated): the size of what was
+    /// saved, in bytes, as the engine measured the memory it held.
+    pub hibernated_bytes: Option<i64>,
     /// The volumes mounted into it.
     pub volumes: Vec<crate::volumes::VolumeMount>,
+}
+
+/// Where a paused sandbox's memory is kept: frozen in the host's memory (`ram`), or
+/// saved to the host's disk with its container stopped (`disk`, hibernated).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum PauseMemory {
+    #[default]
+    Ram,
+    Disk,
+}
+
+impl PauseMemory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ram => "ram",
+            Self::Disk => "disk",
+        }
+    }
 }
 
 /// A sandbox that is not running cannot be used; this is the error a guard returns.
@@ -273,6 +306,15 @@ impl Sandbox {
             (SandboxStatus::Running | SandboxStatus::Paused, Some(id)) => Ok(id),
             (status, _) => Err(NotRunning(*status)),
         }
+    }
+
+    /// Where a paused sandbox's memory is; `None` while it is not paused.
+    pub fn paused_to(&self) -> Option<PauseMemory> {
+        (self.status == SandboxStatus::Paused).then_some(if self.hibernated_bytes.is_some() {
+            PauseMemory::Disk
+        } else {
+            PauseMemory::Ram
+        })
     }
 
     /// Whether the reaper should act on this sandbox at `now`: a running one past its

@@ -400,6 +400,7 @@ pub(crate) mod tests {
             fixed_timeout: false,
             paused_timeout_ms: crate::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
+            hibernated_bytes: None,
             volumes: Vec::new(),
         }
     }

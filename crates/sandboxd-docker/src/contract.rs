@@ -79,6 +79,22 @@ impl Engine for DockerEngine {
         DockerEngine::unpause_container(self, id).await
     }
 
+    async fn checkpoints(&self) -> bool {
+        DockerEngine::checkpoints(self).await
+    }
+
+    async fn checkpoint_container(&self, id: &str, name: &str) -> Result<(), EngineError> {
+        DockerEngine::checkpoint_container(self, id, name).await
+    }
+
+    async fn restore_container(&self, id: &str, name: &str) -> Result<(), EngineError> {
+        DockerEngine::restore_container(self, id, name).await
+    }
+
+    async fn remove_checkpoint(&self, id: &str, name: &str) -> Result<(), EngineError> {
+        DockerEngine::remove_checkpoint(self, id, name).await
+    }
+
     async fn container_changes(
         &self,
         id: &str,

@@ -18,6 +18,7 @@ mod census;
 mod cgroup_leftovers;
 mod cgroup_limits;
 mod changes;
+mod checkpoints;
 mod containers;
 mod contract;
 mod diagnosis;

@@ -118,6 +118,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "build contexts",
         include_str!("../migrations/sqlite/0021_template_contexts.sql"),
     ),
+    (
+        22,
+        "hibernation",
+        include_str!("../migrations/sqlite/0022_hibernation.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -225,6 +230,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         21,
         "build contexts",
         include_str!("../migrations/postgres/0021_template_contexts.sql"),
+    ),
+    (
+        22,
+        "hibernation",
+        include_str!("../migrations/postgres/0022_hibernation.sql"),
     ),
 ];
 

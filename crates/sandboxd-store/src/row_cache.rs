@@ -162,6 +162,7 @@ mod tests {
             fixed_timeout: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
+            hibernated_bytes: None,
             volumes: Vec::new(),
         }
     }

@@ -20,7 +20,7 @@ macro_rules! sandbox_columns {
             "image, template, container_id, status, cpu, memory_mb, pids_limit, timeout_ms, ",
             "network_mode, workdir, run_as, runtime, created_at, expires_at, last_activity_at, ",
             "killed_at, env_per_exec, labels, egress, auto_pause, fixed_timeout, ",
-            "paused_timeout_ms, paused_at, volumes"
+            "paused_timeout_ms, paused_at, volumes, hibernated_bytes"
         )
     };
 }
@@ -120,6 +120,7 @@ struct SandboxColumns {
     paused_timeout_ms: i64,
     paused_at: Option<i64>,
     volumes: String,
+    hibernated_bytes: Option<i64>,
 }
 
 /// A JSON column's value.
@@ -185,6 +186,7 @@ fn from_columns(row: SandboxColumns) -> Result<Sandbox, StoreError> {
         fixed_timeout: row.fixed_timeout != 0,
         paused_timeout_ms: row.paused_timeout_ms,
         paused_at: row.paused_at,
+        hibernated_bytes: row.hibernated_bytes,
     })
 }
 

@@ -6,7 +6,9 @@
 //! a resume admits the sandbox's CPU against the organization's quota in its write
 //! transaction). `add_egress` adds an approved host to the list as it stands. A sandbox's
 //! `fixed_timeout` (migration 0018) keeps `touch` from moving its `expires_at`: it ends
-//! `timeout_ms` after it was made or its timeout last set.
+//! `timeout_ms` after it was made or its timeout last set. `hibernate` pauses a sandbox
+//! with its memory on disk (migration 0022: `hibernated_bytes`, the checkpoint's size
+//! while it is; a resume clears it, `unhibernate` undoes it on a paused one).
 
 use sandboxd_core::model::{NetworkMode, Sandbox, SandboxStatus};
 use sandboxd_core::quotas::{Quotas, Usage};
@@ -279,6 +281,44 @@ impl Store {
         self.reread(sandbox_id, updated.rows_affected()).await
     }
 
+    /// Marks a running or paused sandbox paused with its memory on disk at `now`, its
+    /// checkpoint `bytes` large: a running one's paused timeout starts now, a paused
+    /// one's goes on. `None` when it was neither.
+    pub async fn hibernate(
+        &self,
+        sandbox_id: &str,
+        now: i64,
+        bytes: i64,
+    ) -> Result<Option<Sandbox>, StoreError> {
+        let updated = sqlx::query(
+            "UPDATE sandboxes SET \
+             paused_at = CASE WHEN status = 'paused' THEN paused_at ELSE $1 END, \
+             expires_at = CASE WHEN status = 'paused' THEN expires_at \
+                          ELSE $1 + paused_timeout_ms END, \
+             status = 'paused', hibernated_bytes = $2 \
+             WHERE sandbox_id = $3 AND status IN ('running', 'paused')",
+        )
+        .bind(now)
+        .bind(bytes)
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
+        self.reread(sandbox_id, updated.rows_affected()).await
+    }
+
+    /// Marks a paused sandbox's memory as kept in memory again (a hibernation undone);
+    /// `None` when it was not paused.
+    pub async fn unhibernate(&self, sandbox_id: &str) -> Result<Option<Sandbox>, StoreError> {
+        let updated = sqlx::query(
+            "UPDATE sandboxes SET hibernated_bytes = NULL \
+             WHERE sandbox_id = $1 AND status = 'paused'",
+        )
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
+        self.reread(sandbox_id, updated.rows_affected()).await
+    }
+
     /// Marks a paused sandbox running again at `now`, its idle timeout starting afresh,
     /// if the organization's CPU quota admits it beside the sandboxes it is creating or
     /// running (a paused one holds none; `None`: unchecked, for a pause undone). `None`
@@ -305,8 +345,9 @@ impl Store {
             quotas.admit_resume(usage, row.try_get("cpu")?)?;
         }
         let updated = sqlx::query(
-            "UPDATE sandboxes SET status = 'running', paused_at = NULL, last_activity_at = $1, \
-             expires_at = $1 + timeout_ms WHERE sandbox_id = $2 AND status = 'paused'",
+            "UPDATE sandboxes SET status = 'running', paused_at = NULL, hibernated_bytes = NULL, \
+             last_activity_at = $1, expires_at = $1 + timeout_ms \
+             WHERE sandbox_id = $2 AND status = 'paused'",
         )
         .bind(now)
         .bind(sandbox_id)

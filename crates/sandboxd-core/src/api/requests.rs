@@ -307,6 +307,19 @@ pub struct SandboxIdBody {
     pub sandbox_id: String,
 }
 
+/// Body of `sandbox.pause`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxPauseBody {
+    pub sandbox_id: String,
+    /// Where its memory goes: `ram` (the default) keeps it frozen in the host's memory;
+    /// `disk` saves every process to the host's disk and stops the container (a sandbox
+    /// of the `gvisor` tier only), so the host gets its memory back and the sandbox
+    /// outlives a restart of the server, the engine or the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::model::PauseMemory>,
+}
+
 /// Query of `sandbox.one`.
 #[derive(
     Debug, Clone, Default, Deserialize, ToSchema, IntoParams, schemars::JsonSchema, serde::Serialize,

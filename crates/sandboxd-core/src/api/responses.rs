@@ -59,6 +59,14 @@ pub struct SandboxView {
     /// The volumes mounted into it.
     #[serde(default)]
     pub volumes: Vec<crate::volumes::VolumeMount>,
+    /// Where a paused sandbox's memory is (`ram` or `disk`); absent while it is not
+    /// paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_to: Option<crate::model::PauseMemory>,
+    /// A sandbox paused to disk: the size of its saved memory, in bytes (the memory it
+    /// held, as its engine measured it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hibernated_bytes: Option<i64>,
 }
 
 /// The egress list of an `allowlist` sandbox.
@@ -104,6 +112,8 @@ impl SandboxView {
             paused_timeout_ms: sandbox.paused_timeout_ms,
             paused_at: time(sandbox.paused_at),
             volumes: sandbox.volumes.clone(),
+            paused_to: sandbox.paused_to(),
+            hibernated_bytes: sandbox.hibernated_bytes,
         }
     }
 }

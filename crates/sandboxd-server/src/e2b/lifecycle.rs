@@ -68,7 +68,11 @@ async fn pause(
         )))
         .into());
     }
-    state.service.sandboxes().pause_for(&who, &id).await?;
+    state
+        .service
+        .sandboxes()
+        .pause_for(&who, &id, sandboxd_core::model::PauseMemory::Ram)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -159,12 +159,16 @@ impl Serve for procedures::SandboxPause {
     async fn serve(
         cx: Context<'_>,
         caller: Principal,
-        request: SandboxIdBody,
+        request: SandboxPauseBody,
     ) -> Result<SandboxView, ApiError> {
         Ok(view(
             &cx.service
                 .sandboxes()
-                .pause_for(&caller, &request.sandbox_id)
+                .pause_for(
+                    &caller,
+                    &request.sandbox_id,
+                    request.memory.unwrap_or_default(),
+                )
                 .await?,
         ))
     }

@@ -28,6 +28,7 @@ mod engine_restart;
 mod exec;
 mod exposed_ports;
 mod files;
+mod hibernate;
 mod hostile_engine;
 mod hygiene;
 mod image_volumes;

@@ -18,7 +18,7 @@ use crate::now_ms;
 pub const DEFAULT_LEASE_GRACE: Duration = Duration::from_secs(60);
 
 /// How long a sandbox may live, told at `now`: until its expiry, plus the grace.
-fn lease_of(expires_at: Option<i64>, now: i64, grace: Duration) -> Duration {
+pub(crate) fn lease_of(expires_at: Option<i64>, now: i64, grace: Duration) -> Duration {
     let left = expires_at.map_or(0, |at| at.saturating_sub(now).max(0));
     Duration::from_millis(left as u64) + grace
 }

@@ -5,7 +5,7 @@
 //! `Duties`: the passes (`passes.rs`) and the lease renewal (`leases.rs`). The server's
 //! `loops.rs` schedules them.
 
-mod leases;
+pub(crate) mod leases;
 mod passes;
 
 pub use leases::DEFAULT_LEASE_GRACE;

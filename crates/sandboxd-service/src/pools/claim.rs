@@ -177,6 +177,7 @@ impl Pools {
             fixed_timeout: cmd.fixed_timeout,
             paused_timeout_ms: cmd.paused_timeout_ms,
             paused_at: None,
+            hibernated_bytes: None,
             volumes: Vec::new(),
         };
         // The row and its audit entry in one write.

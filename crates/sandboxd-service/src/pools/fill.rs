@@ -206,6 +206,7 @@ impl Pools {
             fixed_timeout: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,
+            hibernated_bytes: None,
             volumes: Vec::new(),
         };
         if let Err(refused) = self.service.check_isolation(

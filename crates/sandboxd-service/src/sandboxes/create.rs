@@ -390,6 +390,7 @@ impl Sandboxes {
             fixed_timeout: cmd.fixed_timeout,
             paused_timeout_ms: cmd.paused_timeout_ms,
             paused_at: None,
+            hibernated_bytes: None,
             volumes: cmd.volumes.clone(),
         };
         self.service

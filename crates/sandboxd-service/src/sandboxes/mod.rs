@@ -5,6 +5,7 @@
 
 mod create;
 mod fork;
+mod hibernate;
 mod inside;
 mod lifecycle;
 pub(crate) mod pause;

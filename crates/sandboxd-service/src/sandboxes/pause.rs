@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use sandboxd_contracts::EngineError;
 use sandboxd_core::access::SandboxNeed;
-use sandboxd_core::model::{NotRunning, Principal, Sandbox, SandboxStatus};
+use sandboxd_core::model::{NotRunning, PauseMemory, Principal, Sandbox, SandboxStatus};
 use serde_json::json;
 use tokio::sync::{Mutex, MutexGuard};
 use tracing::{info, warn};
@@ -94,7 +94,7 @@ impl Freezes {
     }
 
     /// The refusal of a pause or resume while a snapshot is taken.
-    fn busy(&self, sandbox_id: &str) -> Result<(), ServiceError> {
+    pub(super) fn busy(&self, sandbox_id: &str) -> Result<(), ServiceError> {
         if self.snapshotting(sandbox_id) {
             return Err(ServiceError::Conflict(
                 "a snapshot of this sandbox is being taken; retry when it is done".into(),
@@ -123,7 +123,7 @@ pub(crate) enum Why {
 }
 
 impl Why {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Asked => "asked",
             Self::Idle => "idle timeout",
@@ -133,19 +133,29 @@ impl Why {
 }
 
 impl Sandboxes {
-    /// Pauses a sandbox of the caller's; one paused already is answered as it is.
+    /// Pauses a sandbox of the caller's with its memory where `memory` says: kept in
+    /// memory (frozen), or saved to disk (hibernated, `hibernate.rs`). One paused there
+    /// already is answered as it is; one paused in memory is moved to disk when asked.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn pause_for(
         &self,
         caller: &Principal,
         sandbox_id: &str,
+        memory: PauseMemory,
     ) -> Result<Sandbox, ServiceError> {
         let sandbox = self
             .service
             .access()
             .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
-        self.service.pause(&sandbox, Some(caller), Why::Asked).await
+        match memory {
+            PauseMemory::Ram => self.service.pause(&sandbox, Some(caller), Why::Asked).await,
+            PauseMemory::Disk => {
+                self.service
+                    .hibernate(&sandbox, Some(caller), Why::Asked)
+                    .await
+            }
+        }
     }
 
     /// Resumes a paused sandbox of the caller's; one running is answered as it is.
@@ -184,7 +194,7 @@ impl Service {
 
     /// The sandbox's row as the store has it now (read under its freeze lock, so the
     /// status a pause or resume decides on is not stale).
-    async fn row_now(&self, id: &str) -> Result<Sandbox, ServiceError> {
+    pub(super) async fn row_now(&self, id: &str) -> Result<Sandbox, ServiceError> {
         self.store()
             .sandbox(id)
             .await?
@@ -255,7 +265,13 @@ impl Service {
         let Some(resumed) = self.store().resume(id, now_ms(), Some(quotas)).await? else {
             return Err(self.changed_state(id).await);
         };
-        let restarted = match engine.unpause_container(&container).await {
+        let thawed = if row.hibernated_bytes.is_some() {
+            self.restore_hibernated(&engine, &row, &container).await?;
+            Ok(())
+        } else {
+            engine.unpause_container(&container).await
+        };
+        let restarted = match thawed {
             Ok(()) => false,
             Err(EngineError::NotRunning) => {
                 self.restart_stopped(&engine, id, &container).await?;
@@ -280,7 +296,7 @@ impl Service {
                 caller,
                 "sandbox.resume",
                 Resource::sandbox(&resumed),
-                json!({"reason": why.as_str(), "processesLost": restarted}),
+                json!({"reason": why.as_str(), "processesLost": restarted, "fromDisk": row.hibernated_bytes.is_some()}),
             )
             .await;
         Ok(resumed)
@@ -289,7 +305,7 @@ impl Service {
     /// Gives the sandbox's agent a lease that outlasts the pause: to the end of the
     /// paused timeout, plus the grace. A sandbox with an agent that cannot be told is
     /// not paused (it would end itself on waking).
-    async fn lease_for_pause(&self, row: &Sandbox) -> Result<(), ServiceError> {
+    pub(super) async fn lease_for_pause(&self, row: &Sandbox) -> Result<(), ServiceError> {
         let id = row.sandbox_id.as_str();
         if !self.agents().is_listening(id) {
             return Ok(());
@@ -351,7 +367,7 @@ impl Service {
 
     /// The error for a sandbox whose row left the expected state between the read and
     /// the write: its state now.
-    async fn changed_state(&self, sandbox_id: &str) -> ServiceError {
+    pub(super) async fn changed_state(&self, sandbox_id: &str) -> ServiceError {
         match self.store().sandbox(sandbox_id).await {
             Ok(Some(row)) => NotRunning(row.status).into(),
             Ok(None) => ServiceError::NotFound("sandbox"),

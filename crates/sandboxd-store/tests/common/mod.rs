@@ -40,6 +40,7 @@ pub fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox 
         fixed_timeout: false,
         paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
         paused_at: None,
+        hibernated_bytes: None,
         volumes: Vec::new(),
     }
 }

@@ -26,7 +26,7 @@ mod volumes;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub use client::percent_encode;
 pub use client::{Client, Failure};
@@ -137,10 +137,15 @@ pub enum ClientCommand {
     },
     /// Pause sandboxes: processes and memory kept, no CPU, until resumed (any call on a
     /// paused sandbox resumes it).
-    #[command(after_help = "Example:\n  sandboxd pause $ID")]
+    #[command(after_help = "Examples:\n  sandboxd pause $ID\n  sandboxd pause --to-disk $ID")]
     Pause {
         #[command(flatten)]
         common: Common,
+        /// Save the processes and their memory to the host's disk and stop the
+        /// container (sandboxes of the gvisor tier): it holds no memory while paused and
+        /// outlives a restart of the server or the host.
+        #[arg(long)]
+        to_disk: bool,
         #[arg(required = true)]
         ids: Vec<String>,
     },
@@ -351,12 +356,23 @@ impl From<anyhow::Error> for CommandError {
 }
 
 /// Pauses or resumes (`procedure`) each sandbox, printing its status.
-async fn freeze(common: &Common, procedure: &str, ids: Vec<String>) -> Result<(), CommandError> {
+async fn freeze(
+    common: &Common,
+    procedure: &str,
+    fields: Value,
+    ids: Vec<String>,
+) -> Result<(), CommandError> {
     let client = client(common)?;
     for id in ids {
-        let sandbox = sandboxes::freeze(&client, procedure, &id).await?;
+        let sandbox = sandboxes::freeze(&client, procedure, &id, &fields).await?;
         print(common, &sandbox, |s| {
-            format!("{id} {}\n", s["status"].as_str().unwrap_or("-"))
+            let status = s["status"].as_str().unwrap_or("-");
+            match (s["pausedTo"].as_str(), s["hibernatedBytes"].as_i64()) {
+                (Some("disk"), Some(bytes)) => {
+                    format!("{id} {status} to disk ({} MiB)\n", bytes / (1024 * 1024))
+                }
+                _ => format!("{id} {status}\n"),
+            }
         });
     }
     Ok(())
@@ -441,8 +457,17 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
             let sandbox = sandboxes::rename(&client(&common)?, &id, &name).await?;
             print(&common, &sandbox, sandboxes::show_fields);
         }
-        ClientCommand::Pause { common, ids } => freeze(&common, "sandbox.pause", ids).await?,
-        ClientCommand::Resume { common, ids } => freeze(&common, "sandbox.resume", ids).await?,
+        ClientCommand::Pause {
+            common,
+            to_disk,
+            ids,
+        } => {
+            let memory = if to_disk { "disk" } else { "ram" };
+            freeze(&common, "sandbox.pause", json!({"memory": memory}), ids).await?
+        }
+        ClientCommand::Resume { common, ids } => {
+            freeze(&common, "sandbox.resume", json!({}), ids).await?
+        }
         ClientCommand::Changes {
             common,
             id,

@@ -243,8 +243,18 @@ pub async fn rename(client: &Client, id: &str, name: &str) -> Result<Value, Fail
 }
 
 /// `sandbox.pause` or `sandbox.resume` (`procedure`).
-pub async fn freeze(client: &Client, procedure: &str, id: &str) -> Result<Value, Failure> {
-    client.post(procedure, &json!({"sandboxId": id})).await
+/// `sandbox.pause` or `sandbox.resume` of `id`, with the body's other `fields`.
+pub async fn freeze(
+    client: &Client,
+    procedure: &str,
+    id: &str,
+    fields: &Value,
+) -> Result<Value, Failure> {
+    let mut body = json!({"sandboxId": id});
+    if let (Some(body), Some(fields)) = (body.as_object_mut(), fields.as_object()) {
+        body.extend(fields.clone());
+    }
+    client.post(procedure, &body).await
 }
 
 pub async fn kill(client: &Client, id: &str) -> Result<Value, Failure> {

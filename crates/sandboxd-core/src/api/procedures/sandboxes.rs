@@ -104,22 +104,28 @@ crate::define! {
     /// Pause a running sandbox: its processes are frozen with their memory and use no CPU
     /// (nor the organization's CPU quota) until it is resumed; any call that reaches inside
     /// it (exec, files, terminals, processes, contexts, ports) resumes it first. It is
-    /// killed when its paused timeout (`pausedTimeoutMs`, from the pause) ends. A paused
-    /// sandbox is answered as it is.
+    /// killed when its paused timeout (`pausedTimeoutMs`, from the pause) ends. With
+    /// `memory: "disk"` (a sandbox of the `gvisor` tier) its processes are saved to the
+    /// host's disk and its container stopped: it holds no memory, and outlives a restart
+    /// of the server, the engine or the host; a resume restores the same processes. A
+    /// sandbox paused in memory is moved to disk when asked; one paused where asked is
+    /// answered as it is. A save the runtime cannot make answers 409 with the sandbox
+    /// running as it was.
     SandboxPause {
         name: "sandbox.pause", method: Post, names: InBody, forwarded: false,
-        tag: "sandbox", errors: [400, 401, 404, 412, 503],
-        tool "sandbox-pause" "Pause a sandbox you are not using for a while: its processes and memory are kept but use no CPU. Any later call on it (sandbox-exec, files, processes, contexts, ports) resumes it first, so you need not call sandbox-resume. It is killed when its paused timeout (pausedTimeoutMs, default 24 h) ends.",
-        request: body(SandboxIdBody),
+        tag: "sandbox", errors: [400, 401, 404, 409, 412, 503],
+        tool "sandbox-pause" "Pause a sandbox you are not using for a while: its processes and memory are kept but use no CPU. Any later call on it (sandbox-exec, files, processes, contexts, ports) resumes it first, so you need not call sandbox-resume. With memory \"disk\" (gvisor sandboxes) its processes are saved to disk and it holds no memory at all. It is killed when its paused timeout (pausedTimeoutMs, default 24 h) ends.",
+        request: body(SandboxPauseBody),
         response: one(SandboxView),
     }
 
-    /// Resume a paused sandbox: its processes go on where they were; its idle timeout
-    /// starts afresh. Refused (429) when the organization's CPU quota has no room for it. A
-    /// running sandbox is answered as it is.
+    /// Resume a paused sandbox: its processes go on where they were (restored from disk
+    /// when it was paused there); its idle timeout starts afresh. Refused (429) when the
+    /// organization's CPU quota has no room for it; a restore that fails answers 409 and
+    /// leaves it paused on disk, to be retried. A running sandbox is answered as it is.
     SandboxResume {
         name: "sandbox.resume", method: Post, names: InBody, forwarded: false,
-        tag: "sandbox", errors: [400, 401, 404, 412, 429],
+        tag: "sandbox", errors: [400, 401, 404, 409, 412, 429],
         tool "sandbox-resume" "Resume a paused sandbox: its processes go on where they were and its idle timeout starts afresh. Calls on a paused sandbox resume it by themselves; this is for resuming ahead of them.",
         request: body(SandboxIdBody),
         response: one(SandboxView),

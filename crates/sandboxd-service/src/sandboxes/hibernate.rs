@@ -1,0 +1,212 @@
+//! Hibernation: a sandbox paused with its memory on disk (`sandbox.pause {memory:
+//! "disk"}`), and the resume that restores it. Its container's every process is saved by
+//! the engine's runtime (gVisor's checkpoint) on the host that runs it, and the container
+//! stops: the host gets its memory back, and the sandbox outlives a restart of sandboxd,
+//! of the engine or of the host. A resume starts the container from the checkpoint: the
+//! same processes with the same pids go on where they were.
+//!
+//! Order, as for a pause in memory: the row moves first (a row paused on disk is what
+//! makes a later call restore), then the container; a checkpoint the engine refuses
+//! moves the row back, and the sandbox runs on as it was. A restore that fails leaves
+//! the checkpoint and the row paused on disk, to be retried. A row paused on disk whose
+//! container still runs (sandboxd stopped between the two) is resumed by the restore as
+//! it is.
+//!
+//! The agent's connection is a host socket, which a checkpoint cannot hold: sandboxd
+//! stops listening for the agent before the checkpoint (the agent's connection ends and
+//! its attempts to connect again are refused, holding nothing open) and listens again
+//! before the restore, so the restored agent connects within its retry interval. Its
+//! lease, given before the checkpoint, runs to the end of the paused timeout; it gets a
+//! fresh one once it is back.
+
+use std::time::Duration;
+
+use sandboxd_contracts::EngineError;
+use sandboxd_core::error::Invalid;
+use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
+use serde_json::json;
+use tracing::{info, warn};
+
+use super::pause::Why;
+use crate::duties::leases::lease_of;
+use crate::{Resource, Service, ServiceError, now_ms};
+
+/// The name of a hibernated sandbox's checkpoint (one per container).
+pub(crate) const HIBERNATION: &str = "hibernation";
+
+/// How long a resume waits for the restored agent to connect before the call goes on
+/// (the engine's exec serves it meanwhile).
+const AGENT_BACK: Duration = Duration::from_secs(3);
+
+impl Service {
+    /// Pauses a running or paused sandbox with its memory on disk (see the module's
+    /// notes); one hibernated already is answered as it is.
+    pub(crate) async fn hibernate(
+        &self,
+        sandbox: &Sandbox,
+        caller: Option<&Principal>,
+        why: Why,
+    ) -> Result<Sandbox, ServiceError> {
+        let id = sandbox.sandbox_id.as_str();
+        let _held = self.inner.freezes.hold(id).await;
+        let row = self.row_now(id).await?;
+        if row.status == SandboxStatus::Paused && row.hibernated_bytes.is_some() {
+            return Ok(row);
+        }
+        self.inner.freezes.busy(id)?;
+        may_hibernate(&row)?;
+        let container = row.kept_container()?.to_owned();
+        let engine = self.fleet().engine_of(row.server_id.as_deref()).await?;
+        if !engine.checkpoints().await {
+            return Err(ServiceError::Conflict(
+                "this server's engine cannot save a sandbox's memory: its checkpoint API is \
+                 off (the engine's experimental setting, which scripts/gvisor.sh turns on)"
+                    .into(),
+            ));
+        }
+        let in_memory = row.status == SandboxStatus::Paused;
+        if in_memory {
+            self.thaw_for_checkpoint(&engine, id, &container).await?;
+        }
+        let refreeze = async {
+            if in_memory {
+                let _ = engine.pause_container(&container).await;
+            }
+        };
+        if let Err(error) = self.lease_for_pause(&row).await {
+            refreeze.await;
+            return Err(error);
+        }
+        let bytes = engine.usage(&container).await.map_or(0, |usage| {
+            i64::try_from(usage.memory_bytes).unwrap_or(i64::MAX)
+        });
+        let Some(hibernated) = self.store().hibernate(id, now_ms(), bytes).await? else {
+            refreeze.await;
+            return Err(self.changed_state(id).await);
+        };
+        self.agents().stop_listening(id);
+        if let Err(error) = engine.checkpoint_container(&container, HIBERNATION).await {
+            warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine could not save the sandbox's memory; it runs on");
+            self.agents().restore(id);
+            if in_memory {
+                refreeze.await;
+                self.store().unhibernate(id).await?;
+            } else {
+                self.store().resume(id, now_ms(), None).await?;
+            }
+            return Err(match error {
+                EngineError::NotFound { .. } => self.container_lost(id).await,
+                other => ServiceError::Conflict(format!(
+                    "the sandbox's memory could not be saved ({}); it runs on as it was",
+                    reason_of(&other)
+                )),
+            });
+        }
+        info!(sandbox_id = %id, reason = why.as_str(), bytes, "sandbox hibernated");
+        self.access()
+            .record(
+                &hibernated.organization_id,
+                caller,
+                "sandbox.pause",
+                Resource::sandbox(&hibernated),
+                json!({"reason": why.as_str(), "memory": "disk", "bytes": bytes}),
+            )
+            .await;
+        Ok(hibernated)
+    }
+
+    /// Thaws a sandbox paused in memory so that its memory can be saved; a container
+    /// that stopped meanwhile has nothing left to save.
+    async fn thaw_for_checkpoint(
+        &self,
+        engine: &std::sync::Arc<dyn sandboxd_contracts::Engine>,
+        id: &str,
+        container: &str,
+    ) -> Result<(), ServiceError> {
+        match engine.unpause_container(container).await {
+            Ok(()) => Ok(()),
+            Err(EngineError::NotRunning) => Err(ServiceError::Conflict(
+                "the sandbox's processes ended while it was paused (its engine restarted): \
+                 there is no memory to save"
+                    .into(),
+            )),
+            Err(EngineError::NotFound { .. }) => Err(self.container_lost(id).await),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Starts a hibernated sandbox's container from its checkpoint, its row already
+    /// running; on failure the row is paused on disk again and the checkpoint kept.
+    pub(crate) async fn restore_hibernated(
+        &self,
+        engine: &std::sync::Arc<dyn sandboxd_contracts::Engine>,
+        row: &Sandbox,
+        container: &str,
+    ) -> Result<(), ServiceError> {
+        let id = row.sandbox_id.as_str();
+        self.agents().restore(id);
+        if let Err(error) = engine.restore_container(container, HIBERNATION).await {
+            warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine could not restore the sandbox's memory; it stays paused on disk");
+            self.agents().stop_listening(id);
+            if let EngineError::NotFound { .. } = error {
+                return Err(self.container_lost(id).await);
+            }
+            let bytes = row.hibernated_bytes.unwrap_or(0);
+            self.store().hibernate(id, now_ms(), bytes).await?;
+            return Err(ServiceError::Conflict(format!(
+                "the sandbox's memory could not be restored ({}); it stays paused on disk: retry",
+                reason_of(&error)
+            )));
+        }
+        if self.agents().wait_connected(id, AGENT_BACK).await.is_some()
+            && let Some(channel) = self.agent_channel(id)
+            && let Ok(Some(now)) = self.store().sandbox(id).await
+        {
+            let lease = lease_of(now.expires_at, now_ms(), self.lease_grace());
+            if let Err(error) = channel.lease(lease).await {
+                warn!(sandbox_id = %id, %error, "the restored agent did not take its lease");
+            }
+        }
+        if let Err(error) = engine.remove_checkpoint(container, HIBERNATION).await {
+            warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "cannot remove a restored sandbox's checkpoint");
+        }
+        Ok(())
+    }
+}
+
+/// Only a sandbox of the `gvisor` tier on the local engine can be hibernated: its
+/// runtime saves its processes, and sandboxd holds its agent's socket.
+fn may_hibernate(row: &Sandbox) -> Result<(), ServiceError> {
+    let tier = sandboxd_core::plan::isolation_tier(row.runtime.as_deref());
+    if tier != "gvisor" {
+        return Err(Invalid::one(
+            "memory",
+            format!(
+                "\"disk\" needs a sandbox of the gvisor tier (its runtime saves its \
+                 processes); this one is of the {tier} tier"
+            ),
+        )
+        .into());
+    }
+    if row.server_id.is_some() {
+        return Err(ServiceError::Conflict(
+            "a sandbox on a remote server cannot be hibernated yet; pause it in memory".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// What the caller is told of an engine's refusal: a known cause, never the engine's
+/// text (it can name the host's paths), which goes to the log.
+fn reason_of(error: &EngineError) -> &'static str {
+    let text = sandboxd_core::error::chain(error).to_lowercase();
+    if text.contains("no space left") {
+        "the host's disk is full"
+    } else if matches!(error, EngineError::Timeout { .. }) {
+        "the engine took too long"
+    } else if matches!(error, EngineError::Unreachable(_)) {
+        "the engine cannot be reached"
+    } else {
+        "the runtime could not save or restore one of its processes or files; the server's log says which"
+    }
+}

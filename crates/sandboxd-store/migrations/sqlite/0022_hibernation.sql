@@ -1,0 +1,3 @@
+-- A sandbox paused with its memory on disk (hibernated): the size of its checkpoint, in
+-- bytes, while it is; NULL when it runs or is paused in memory.
+ALTER TABLE sandboxes ADD COLUMN hibernated_bytes BIGINT;
