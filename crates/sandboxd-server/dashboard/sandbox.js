@@ -17,6 +17,9 @@ const CONSOLE_CHARS = 200_000;
 function facts(sandbox) {
   const rows = [
     ["Status", h("span", { class: `badge ${sandbox.status}`, "data-status": sandbox.status }, sandbox.status)],
+    ["Paused to", sandbox.pausedTo === "disk"
+      ? `disk (${Math.max(1, Math.round((sandbox.hibernatedBytes || 0) / 1048576))} MiB of memory saved)`
+      : sandbox.pausedTo === "ram" ? "memory" : "—"],
     ["Image", sandbox.image], ["Template", sandbox.template || "—"],
     ["CPU", `${sandbox.cpu}`], ["Memory", `${sandbox.memoryMb} MiB`], ["PIDs limit", `${sandbox.pidsLimit}`],
     ["Network", sandbox.networkMode], ["Workdir", sandbox.workdir], ["User", sandbox.user || "—"],
@@ -154,15 +157,17 @@ export async function sandboxPage(sandboxId) {
     const running = sandbox.status === "running";
     const paused = sandbox.status === "paused";
     // A refusal stays on the page to be read; only a done pause or resume reloads it.
-    const freeze = (procedure) => async () => {
-      try { sandbox = await api.post(procedure, { sandboxId }); } catch (error) { message.replaceChildren(notice(error.message, "error")); return; }
+    const freeze = (procedure, fields = {}) => async () => {
+      try { sandbox = await api.post(procedure, { sandboxId, ...fields }); } catch (error) { message.replaceChildren(notice(error.message, "error")); return; }
       location.reload();
     };
-    actions.replaceChildren(
+    const hibernates = sandbox.isolation === "gvisor" && !sandbox.serverId && sandbox.pausedTo !== "disk";
+    actions.replaceChildren(...[
       h("a", { href: `#/env/${encodeURIComponent(sandbox.environmentId)}` }, "Back to the sandboxes"),
       running || paused ? h("button", { type: "button", class: "quiet", id: "rename", onclick: () => renameDialog(sandbox, refresh) }, "Rename") : null,
       running ? h("button", { type: "button", class: "quiet", id: "extend", onclick: () => extendDialog(sandbox, refresh) }, "Extend timeout") : null,
       running ? h("button", { type: "button", class: "quiet", id: "pause", title: "Freeze its processes (memory kept, no CPU); any call resumes it", onclick: freeze("sandbox.pause") }, "Pause") : null,
+      (running || paused) && hibernates ? h("button", { type: "button", class: "quiet", id: "pause-to-disk", title: "Save its processes and memory to the host's disk and stop its container; a resume restores them", onclick: freeze("sandbox.pause", { memory: "disk" }) }, "Pause to disk") : null,
       paused ? h("button", { type: "button", id: "resume", onclick: freeze("sandbox.resume") }, "Resume") : null,
       running || paused ? h("button", { type: "button", class: "quiet", id: "snapshot", title: "Keep its files as a snapshot new sandboxes start from", onclick: async () => {
         try {
@@ -182,7 +187,7 @@ export async function sandboxPage(sandboxId) {
           await api.post("sandbox.remove", { sandboxId });
           location.hash = `#/env/${encodeURIComponent(sandbox.environmentId)}`;
         } catch (error) { message.replaceChildren(notice(error.message, "error")); }
-      } }, "Delete"));
+      } }, "Delete")].filter(Boolean));
   };
   async function refresh() {
     if (stopped) return;

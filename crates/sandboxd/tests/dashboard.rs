@@ -608,6 +608,72 @@ async fn an_egress_request_is_approved_in_the_dashboard() {
     browser.close().await;
 }
 
+/// A gVisor sandbox is paused to disk from its page: the facts say so with the memory
+/// saved, and a resume brings it back running with its process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gvisor_sandbox_is_paused_to_disk_in_the_dashboard() {
+    let server = RunningServer::start_logged().await;
+    let (status, sandbox) = server
+        .post(
+            KEY,
+            "sandbox.create",
+            serde_json::json!({"environmentId": server.env_id, "template": "base",
+                "isolation": "gvisor"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{sandbox}");
+    let sandbox_id = sandbox["sandboxId"].as_str().unwrap().to_owned();
+    let (status, started) = server
+        .post(
+            KEY,
+            "sandbox.processStart",
+            serde_json::json!({"sandboxId": sandbox_id, "cmd": "sleep 600"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{started}");
+
+    let browser = Browser::start().await;
+    let page = &browser.client;
+    page.goto(&format!("{}/", server.url)).await.unwrap();
+    browser.enter("#key", KEY).await;
+    browser.element("a[data-environment]").await;
+    page.goto(&format!("{}/#/sandbox/{sandbox_id}", server.url))
+        .await
+        .unwrap();
+    browser.click("#pause-to-disk").await;
+    browser.element("[data-facts] [data-status=paused]").await;
+    browser
+        .text_in("[data-fact='Paused to']", "MiB of memory saved")
+        .await;
+    let actions: serde_json::Value = page
+        .execute("return document.querySelector('.actions').textContent", vec![])
+        .await
+        .unwrap();
+    assert!(!actions.to_string().contains("null"), "{actions}");
+    browser.screenshot("paused-to-disk").await;
+    browser.click("#resume").await;
+    browser.element("[data-facts] [data-status=running]").await;
+    browser.text_in("[data-fact='Paused to']", "—").await;
+
+    let (_, processes) = server
+        .get(KEY, &format!("sandbox.processList?sandboxId={sandbox_id}"))
+        .await;
+    assert_eq!(
+        processes[0]["processId"], started["processId"],
+        "{processes}"
+    );
+    assert_eq!(processes[0]["status"], "running", "{processes}");
+    let (status, _) = server
+        .post(
+            KEY,
+            "sandbox.kill",
+            serde_json::json!({"sandboxId": sandbox_id}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    browser.close().await;
+}
+
 /// A person builds a template on the Templates page: a Dockerfile typed into the editor
 /// and a file picked for its `COPY`; the build's log streams in while it runs, each
 /// `RUN` line shown as text; the template is listed with its version, its log read back,

@@ -156,6 +156,21 @@ def test_a_paused_sandbox_keeps_its_processes_and_any_call_resumes_it(server):
         assert [p.process_id for p in sb.commands.list()] == [sleeper.id]
 
 
+def test_a_gvisor_sandbox_paused_to_disk_comes_back_with_its_processes(server):
+    with Sandbox.create("base", isolation="gvisor") as sb:
+        sleeper = sb.commands.run("sleep 300", background=True)
+        sb.commands.run("echo kept > /tmp/mark")
+        info = sb.pause(memory="disk")
+        assert info.status == "paused" and info.paused_to == "disk"
+        assert info.hibernated_bytes and info.hibernated_bytes > 0
+        info = sb.resume()
+        assert info.status == "running" and info.paused_to is None
+        assert [p.process_id for p in sb.commands.list()] == [sleeper.id]
+        assert sb.files.read_text("/tmp/mark") == "kept\n"
+        with pytest.raises(ValueError):
+            sb.pause(memory="swap")
+
+
 def test_a_snapshot_starts_sandboxes_with_its_files_and_a_fork_copies_them(server):
     with Sandbox.create("base", env={"TOKEN": "sdk-secret"}) as sb:
         sb.files.write("notes.txt", "kept")

@@ -357,11 +357,18 @@ class AsyncSandbox:
         """Ends a context."""
         await self._code.remove_context(context)
 
-    async def pause(self) -> SandboxInfo:
-        """Freezes the sandbox: its processes and memory are kept, it uses no CPU. Any
-        later call on it (or `resume`) thaws it first. Pausing it again is fine."""
+    async def pause(self, *, memory: Literal["ram", "disk"] = "ram") -> SandboxInfo:
+        """Pauses the sandbox: its processes and memory are kept, it uses no CPU. Any
+        later call on it (or `resume`) resumes it first. Pausing it again is fine.
+
+        `memory="disk"` (a sandbox of the `gvisor` tier) saves its processes with their
+        memory to the host's disk and stops its container: it holds no memory while
+        paused and outlives a restart of the server or the host; a resume restores the
+        same processes. A sandbox paused in memory moves to disk when asked."""
+        if memory not in ("ram", "disk"):
+            raise ValueError(f'memory must be "ram" or "disk", not {memory!r}')
         self.info = SandboxInfo.from_json(
-            await self._conn.call("sandbox.pause", {"sandboxId": self.id})
+            await self._conn.call("sandbox.pause", {"sandboxId": self.id, "memory": memory})
         )
         return self.info
 

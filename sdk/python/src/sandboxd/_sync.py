@@ -346,9 +346,9 @@ class Sandbox:
     def remove_context(self, context: Context | str) -> None:
         _portal.run(self._inner.remove_context(context))
 
-    def pause(self) -> SandboxInfo:
+    def pause(self, *, memory: Literal["ram", "disk"] = "ram") -> SandboxInfo:
         """See `AsyncSandbox.pause`."""
-        return _portal.run(self._inner.pause())
+        return _portal.run(self._inner.pause(memory=memory))
 
     def resume(self) -> SandboxInfo:
         """See `AsyncSandbox.resume`."""

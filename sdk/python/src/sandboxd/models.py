@@ -144,6 +144,10 @@ class SandboxInfo:
     paused_at: str | None = None
     #: The volumes mounted into it.
     volumes: list[VolumeMount] = field(default_factory=list)
+    #: Where a paused sandbox's memory is: `"ram"` or `"disk"`; `None` while it runs.
+    paused_to: str | None = None
+    #: A sandbox paused to disk: the size of its saved memory, in bytes.
+    hibernated_bytes: int | None = None
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @classmethod
@@ -174,6 +178,8 @@ class SandboxInfo:
             fixed_timeout=bool(data.get("fixedTimeout", False)),
             paused_at=data.get("pausedAt"),
             volumes=[VolumeMount.from_json(v) for v in data.get("volumes") or []],
+            paused_to=data.get("pausedTo"),
+            hibernated_bytes=data.get("hibernatedBytes"),
             raw=data,
         )
 
