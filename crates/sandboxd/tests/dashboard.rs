@@ -646,7 +646,10 @@ async fn a_gvisor_sandbox_is_paused_to_disk_in_the_dashboard() {
         .text_in("[data-fact='Paused to']", "MiB of memory saved")
         .await;
     let actions: serde_json::Value = page
-        .execute("return document.querySelector('.actions').textContent", vec![])
+        .execute(
+            "return document.querySelector('.actions').textContent",
+            vec![],
+        )
         .await
         .unwrap();
     assert!(!actions.to_string().contains("null"), "{actions}");

@@ -8,8 +8,8 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::harness::{TestServer, container, id};
-use crate::pause::{counted, one, process_running, start_counter};
+use crate::harness::{TestServer, id};
+use crate::pause::{counted, engine_state, kill, one, process_running, start_counter};
 
 async fn gvisor_sandbox(server: &TestServer) -> Value {
     server
@@ -35,15 +35,7 @@ async fn hibernate(server: &TestServer, sandbox: &Value) -> Value {
 }
 
 async fn container_running(server: &TestServer, sandbox: &Value) -> bool {
-    let inspect = server
-        .docker()
-        .inspect_container(
-            container(sandbox),
-            None::<bollard::query_parameters::InspectContainerOptions>,
-        )
-        .await
-        .unwrap();
-    inspect.state.unwrap().running.unwrap()
+    engine_state(server, sandbox).await.running.unwrap()
 }
 
 /// The sandbox's processes went on from where they were: the counter runs, as the
@@ -86,10 +78,7 @@ async fn a_hibernated_sandbox_holds_no_container_and_its_resume_restores_its_pro
     assert_eq!(echoed["stdout"], "back\n", "{echoed}");
     went_on(&server, &sandbox, &process, before).await;
 
-    server
-        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
-        .await;
-    server.wait_container_removed(&sandbox).await;
+    kill(&server, &sandbox).await;
 }
 
 #[tokio::test]
@@ -113,10 +102,7 @@ async fn a_hibernated_sandbox_outlives_a_restart_of_sandboxd() {
         .await;
     assert_eq!(status, StatusCode::OK, "{resumed}");
     went_on(&server, &sandbox, &process, before).await;
-    server
-        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
-        .await;
-    server.wait_container_removed(&sandbox).await;
+    kill(&server, &sandbox).await;
 }
 
 #[tokio::test]
@@ -164,9 +150,6 @@ async fn a_sandbox_paused_in_memory_moves_to_disk_and_other_tiers_are_refused() 
     went_on(&server, &sandbox, &process, before).await;
 
     for sandbox in [&plain, &sandbox] {
-        server
-            .post("sandbox.kill", json!({"sandboxId": id(sandbox)}))
-            .await;
-        server.wait_container_removed(sandbox).await;
+        kill(&server, sandbox).await;
     }
 }

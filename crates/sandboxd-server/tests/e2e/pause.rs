@@ -96,7 +96,11 @@ pub(crate) async fn cpu_time_ms(server: &TestServer, sandbox: &Value) -> u64 {
     stats["cpuTimeMs"].as_u64().unwrap()
 }
 
-async fn engine_paused(server: &TestServer, sandbox: &Value) -> bool {
+/// The engine's state of the sandbox's container.
+pub(crate) async fn engine_state(
+    server: &TestServer,
+    sandbox: &Value,
+) -> bollard::models::ContainerState {
     let inspect = server
         .docker()
         .inspect_container(
@@ -105,7 +109,19 @@ async fn engine_paused(server: &TestServer, sandbox: &Value) -> bool {
         )
         .await
         .unwrap();
-    inspect.state.unwrap().paused.unwrap()
+    inspect.state.unwrap()
+}
+
+async fn engine_paused(server: &TestServer, sandbox: &Value) -> bool {
+    engine_state(server, sandbox).await.paused.unwrap()
+}
+
+/// Kills the sandbox and waits for its container to go.
+pub(crate) async fn kill(server: &TestServer, sandbox: &Value) {
+    server
+        .post("sandbox.kill", json!({"sandboxId": id(sandbox)}))
+        .await;
+    server.wait_container_removed(sandbox).await;
 }
 
 pub(crate) async fn process_running(server: &TestServer, sandbox: &Value, process: &str) -> bool {
