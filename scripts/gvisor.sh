@@ -13,7 +13,9 @@
 # without a restart, and running containers are left alone), and the script checks
 # that it offers `runsc`.
 # On the local engine it also turns on the engine's experimental setting, which its
-# checkpoint API needs (sandboxes hibernated to disk, `sandbox.pause {memory: "disk"}`).
+# checkpoint API needs (sandboxes hibernated to disk, `sandbox.pause {memory: "disk"}`),
+# and registers runsc through scripts/runsc-in-place.sh, which keeps a checkpoint's
+# pages where the runtime wrote them.
 # That setting is read only at the engine's start: the first time, the script restarts
 # the engine (running containers stop; their sandboxes start again when next used).
 #   bash scripts/gvisor.sh                          the local engine (/etc/docker/daemon.json)
@@ -42,7 +44,20 @@ case $platform in
   *) echo "GVISOR_PLATFORM must be systrap or ptrace, not $platform" >&2; exit 2 ;;
 esac
 experimental=$([ -z "$host" ] && echo 1 || echo 0)
-changed=$(python3 - "$config" "$(command -v runsc)" "$platform" "$experimental" <<'PY'
+runtime=$(command -v runsc)
+if [ "$experimental" = 1 ]; then
+  # The local engine runs runsc through scripts/runsc-in-place.sh: a checkpoint's pages
+  # are written and read where they lie, not carried through the engine's content store
+  # (docs/performance.md#hibernation).
+  runtime=/usr/local/libexec/sandboxd/runsc
+  data_root=$(docker info --format '{{.DockerRootDir}}')
+  mkdir -p "$(dirname "$runtime")"
+  sed -e "s|@RUNSC@|$(command -v runsc)|" -e "s|@DATA_ROOT@|$data_root|" \
+    "$(dirname "$0")/runsc-in-place.sh" >"$runtime.new"
+  chmod 755 "$runtime.new"
+  mv "$runtime.new" "$runtime"
+fi
+changed=$(python3 - "$config" "$runtime" "$platform" "$experimental" <<'PY'
 import json, sys
 path, runsc, platform, experimental = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 with open(path) as f:

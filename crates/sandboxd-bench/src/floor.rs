@@ -117,6 +117,76 @@ impl Floor {
         Ok((id, started.elapsed()))
     }
 
+    /// A gVisor container (`runsc`), as [`Floor::create_and_echo`] makes them with 1 GiB
+    /// of memory, running the Python program `program` as its main process, once it
+    /// holds 256 MiB.
+    pub async fn create_gvisor_holding(&self, program: &str) -> anyhow::Result<String> {
+        let mut body = self.body();
+        body.cmd = Some(vec!["python3".into(), "-c".into(), program.into()]);
+        if let Some(host) = body.host_config.as_mut() {
+            host.runtime = Some("runsc".into());
+            host.memory = Some(1 << 30);
+            host.memory_swap = Some(1 << 30);
+            // gVisor's own init; Docker's would be a second one.
+            host.init = Some(false);
+        }
+        let id = self.docker.create_container(None, body).await?.id;
+        self.docker.start_container(&id, None).await?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let stats = self
+                .docker
+                .stats(
+                    &id,
+                    Some(
+                        bollard::query_parameters::StatsOptionsBuilder::default()
+                            .stream(false)
+                            .build(),
+                    ),
+                )
+                .next()
+                .await
+                .context("stats")??;
+            let used = stats.memory_stats.and_then(|m| m.usage).unwrap_or(0);
+            if used >= 256 << 20 {
+                return Ok(id);
+            }
+            if Instant::now() > deadline {
+                bail!("the container holds only {used} bytes");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The engine's checkpoint of a running container (stopped by it), then its start
+    /// from that checkpoint and `true` run in it: how long each took.
+    pub async fn checkpoint_and_restore(&self, id: &str) -> anyhow::Result<(Duration, Duration)> {
+        let started = Instant::now();
+        self.docker
+            .create_checkpoint(
+                id,
+                bollard::container::CreateCheckpointOptions {
+                    checkpoint_id: "bench".into(),
+                    checkpoint_dir: None,
+                    exit: true,
+                },
+            )
+            .await?;
+        let saved = started.elapsed();
+        let started = Instant::now();
+        // bollard's start has no checkpoint: the query is added to its request.
+        let docker = self.docker.clone().with_request_modifier(|mut request| {
+            let uri = format!("{}?checkpoint=bench", request.uri());
+            if let Ok(uri) = uri.parse() {
+                *request.uri_mut() = uri;
+            }
+            request
+        });
+        docker.start_container(id, None).await?;
+        self.exec(id, &["true"]).await?;
+        Ok((saved, started.elapsed()))
+    }
+
     /// Runs a shell line in the container, to its end.
     pub async fn shell(&self, id: &str, line: &str) -> anyhow::Result<()> {
         self.exec(id, &["sh", "-c", line]).await.map(|_| ())

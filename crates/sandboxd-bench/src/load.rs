@@ -216,7 +216,7 @@ async fn insert_history(agent: &Api, rows: usize) -> anyhow::Result<()> {
             env_per_exec: false,
             labels: Default::default(),
             egress: Vec::new(),
-            auto_pause: false,
+            auto_pause: None,
             fixed_timeout: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,

@@ -7,7 +7,8 @@
 //! `through_api.rs` (a server in this process), `floor.rs` (bollard), `process_start.rs`,
 //! `load.rs`, `snapshots.rs`, `volumes.rs`, and the scenarios behind flags: `remote.rs`
 //! (`--remote`), `store.rs` (`--postgres`), `density.rs` (`--density`), `demand.rs`
-//! (`--demand`), `templates.rs` and `prepared.rs` (`--templates`); `report.rs`.
+//! (`--demand`), `templates.rs` and `prepared.rs` (`--templates`), `hibernation.rs`
+//! (`--hibernation`); `report.rs`.
 #![forbid(unsafe_code)]
 
 /// The allocator of `sandboxd` itself: the scenarios that run the service in this
@@ -19,6 +20,7 @@ mod child;
 mod demand;
 mod density;
 mod floor;
+mod hibernation;
 mod http;
 mod load;
 mod prepared;
@@ -74,6 +76,11 @@ pub struct Args {
     /// a cold create, a fork into 10.
     #[arg(long)]
     snapshots: bool,
+    /// Measure hibernation only: a gVisor sandbox holding 256 MiB paused to disk and
+    /// resumed to its first command, against the same in memory and the engine's own
+    /// checkpoint and restore.
+    #[arg(long)]
+    hibernation: bool,
     /// Measure volumes only: writes to a volume against the sandbox's own filesystem,
     /// and a create with a volume against one without.
     #[arg(long)]
@@ -223,6 +230,14 @@ async fn run(args: &Args, servers: &Servers, raw: &floor::Floor) -> anyhow::Resu
     if args.volumes {
         let rows = volumes::run(&servers.agent.http, args.iterations).await?;
         let json = report::print(&rows, args.iterations);
+        if let Some(path) = &args.json {
+            std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
+    if args.hibernation {
+        let rows = hibernation::run(&servers.agent.http, raw, args.iterations).await?;
+        let json = report::print(&rows, args.iterations.clamp(1, 5));
         if let Some(path) = &args.json {
             std::fs::write(path, json)?;
         }

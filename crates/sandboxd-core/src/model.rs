@@ -239,8 +239,8 @@ pub struct Sandbox {
     /// The hosts an `allowlist` sandbox may reach (`crate::egress::Policy::entries`:
     /// lower-cased, without duplicates); empty in the other modes.
     pub egress: Vec<String>,
-    /// At its idle timeout it is paused instead of killed.
-    pub auto_pause: bool,
+    /// At its idle timeout it is paused instead of killed, its memory kept there.
+    pub auto_pause: Option<PauseMemory>,
     /// It ends `timeout_ms` after it was made or its timeout last set, whatever it
     /// does (activity does not extend it).
     pub fixed_timeout: bool,
@@ -281,6 +281,28 @@ impl PauseMemory {
         match self {
             Self::Ram => "ram",
             Self::Disk => "disk",
+        }
+    }
+}
+
+/// `autoPause` on create: `true` (in memory), `false`, or where its memory goes at the
+/// idle timeout (`"ram"` or `"disk"`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, schemars::JsonSchema,
+)]
+#[serde(untagged)]
+pub enum AutoPause {
+    Flag(bool),
+    To(PauseMemory),
+}
+
+impl AutoPause {
+    /// Where the memory goes at the idle timeout; `None`: the sandbox is killed then.
+    pub fn memory(self) -> Option<PauseMemory> {
+        match self {
+            Self::Flag(false) => None,
+            Self::Flag(true) => Some(PauseMemory::Ram),
+            Self::To(memory) => Some(memory),
         }
     }
 }
@@ -327,7 +349,7 @@ impl Sandbox {
 
     /// What the reaper does with this expired sandbox.
     pub fn on_expiry(&self) -> Expiry {
-        if self.status == SandboxStatus::Running && self.auto_pause {
+        if self.status == SandboxStatus::Running && self.auto_pause.is_some() {
             Expiry::Pause
         } else {
             Expiry::Kill

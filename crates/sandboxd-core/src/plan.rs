@@ -396,7 +396,7 @@ pub(crate) mod tests {
             env_per_exec: false,
             labels: Default::default(),
             egress: Vec::new(),
-            auto_pause: false,
+            auto_pause: None,
             fixed_timeout: false,
             paused_timeout_ms: crate::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,

@@ -213,7 +213,7 @@ mod tests {
             labels: [("tenant".to_owned(), "t-1".to_owned())].into(),
             egress: Vec::new(),
             egress_credentials: Vec::new(),
-            auto_pause: false,
+            auto_pause: None,
             fixed_timeout: false,
             paused_timeout_ms: crate::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             volumes: Vec::new(),

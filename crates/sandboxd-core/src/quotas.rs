@@ -28,6 +28,8 @@ pub struct Quotas {
     pub volumes: u32,
     /// The sizes those volumes reserve, in all (MiB).
     pub volume_mb: i64,
+    /// Memory of its sandboxes paused to disk, in all (MiB).
+    pub hibernated_mb: i64,
 }
 
 impl Default for Quotas {
@@ -41,6 +43,7 @@ impl Default for Quotas {
             snapshot_mb: 50 * 1024,
             volumes: 100,
             volume_mb: 500 * 1024,
+            hibernated_mb: 100 * 1024,
         }
     }
 }
@@ -57,6 +60,7 @@ impl Quotas {
         Ok(Self {
             snapshot_mb: self.snapshot_mb.max(0),
             volume_mb: self.volume_mb.max(0),
+            hibernated_mb: self.hibernated_mb.max(0),
             ..self
         })
     }
@@ -74,6 +78,7 @@ impl Quotas {
             snapshot_mb: i64::MAX / (1024 * 1024),
             volumes: u32::MAX,
             volume_mb: i64::MAX,
+            hibernated_mb: i64::MAX / (1024 * 1024),
         }
     }
 }
@@ -127,6 +132,10 @@ pub enum QuotaExceeded {
         "the organization keeps {limit} MiB of build contexts, its most ({used} MiB kept); build from them or wait for them to expire"
     )]
     Contexts { limit: i64, used: i64 },
+    #[error(
+        "the organization's quota of {limit} MiB of sandboxes paused to disk would be exceeded ({used} MiB on disk, {asked} MiB more); resume or kill some"
+    )]
+    Hibernated { limit: i64, used: i64, asked: i64 },
 }
 
 impl Quotas {
@@ -163,6 +172,21 @@ impl Quotas {
                 limit: self.cpu,
                 used: usage.cpu,
                 asked: cpu,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether an organization whose sandboxes paused to disk hold `used` bytes may
+    /// save `more` bytes of another's memory.
+    pub fn admit_hibernation(&self, used: i64, more: i64) -> Result<(), QuotaExceeded> {
+        let mib = |b: i64| (b.max(0) + 1024 * 1024 - 1) / (1024 * 1024);
+        if used.max(0).saturating_add(more.max(0)) > self.hibernated_mb.saturating_mul(1024 * 1024)
+        {
+            return Err(QuotaExceeded::Hibernated {
+                limit: self.hibernated_mb,
+                used: mib(used),
+                asked: mib(more),
             });
         }
         Ok(())
@@ -230,7 +254,26 @@ mod tests {
             snapshot_mb: 10,
             volumes: 2,
             volume_mb: 100,
+            hibernated_mb: 10,
         }
+    }
+
+    #[test]
+    fn memory_on_disk_fits_until_its_bytes_are_reached() {
+        let q = quotas();
+        let mib = 1024 * 1024;
+        assert_eq!(q.admit_hibernation(4 * mib, 6 * mib), Ok(()));
+        assert_eq!(
+            q.admit_hibernation(4 * mib, 6 * mib + 1)
+                .unwrap_err()
+                .to_string(),
+            "the organization's quota of 10 MiB of sandboxes paused to disk would be exceeded (4 MiB on disk, 7 MiB more); resume or kill some"
+        );
+        assert_eq!(
+            q.admit_hibernation(-5, -5),
+            Ok(()),
+            "odd figures count as none"
+        );
     }
 
     #[test]

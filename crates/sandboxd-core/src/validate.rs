@@ -66,8 +66,8 @@ pub struct CreateSandbox {
     pub env_vars: Option<String>,
     pub workdir: Option<String>,
     pub labels: BTreeMap<String, String>,
-    /// Paused instead of killed at the idle timeout.
-    pub auto_pause: bool,
+    /// Paused instead of killed at the idle timeout, its memory kept there.
+    pub auto_pause: Option<crate::model::PauseMemory>,
     /// Activity does not extend its timeout.
     pub fixed_timeout: bool,
     /// Killed after this long paused.
@@ -277,7 +277,7 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
         env_vars: req.env_vars,
         workdir,
         labels,
-        auto_pause: req.auto_pause.unwrap_or(false),
+        auto_pause: req.auto_pause.and_then(crate::model::AutoPause::memory),
         fixed_timeout: req.fixed_timeout.unwrap_or(false),
         paused_timeout_ms,
         volumes,

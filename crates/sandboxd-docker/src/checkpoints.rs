@@ -18,6 +18,10 @@ use crate::error::{EngineError, classify, message_of, status_of};
 
 /// The longest a checkpoint or a restore may take.
 const CHECKPOINT_TIMEOUT: Duration = Duration::from_secs(600);
+/// How many times a restore is tried when the engine lost a race of its own.
+const RESTORE_ATTEMPTS: u32 = 4;
+/// The longest the engine may take to record a checkpointed container as stopped.
+const STOP_RECORDED: Duration = Duration::from_secs(30);
 
 impl DockerEngine {
     /// Whether the engine's checkpoint API is on (its experimental setting).
@@ -48,9 +52,24 @@ impl DockerEngine {
         )
         .await?
         {
-            Ok(()) => Ok(()),
+            Ok(()) => self.stopped(id).await,
             Err(e) => Err(refusal(e)),
         }
+    }
+
+    /// Waits for the engine to record a checkpointed container as stopped: it answers
+    /// the checkpoint before its own record of the container's exit is made.
+    async fn stopped(&self, id: &str) -> Result<(), EngineError> {
+        let deadline = tokio::time::Instant::now() + STOP_RECORDED;
+        while self.is_running(id).await? {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(EngineError::Timeout {
+                    call: "checkpoint container",
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
     }
 
     /// Starts a stopped container from its checkpoint `name`. One running already is
@@ -70,10 +89,17 @@ impl DockerEngine {
                 }
                 request
             });
-        match timed("restore container", docker.start_container(id, None)).await? {
-            Ok(()) => Ok(()),
-            Err(e) if status_of(&e) == Some(304) => Ok(()),
-            Err(e) => Err(refusal(e)),
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match timed("restore container", docker.start_container(id, None)).await? {
+                Ok(()) => return Ok(()),
+                Err(e) if status_of(&e) == Some(304) => return Ok(()),
+                Err(e) if attempt < RESTORE_ATTEMPTS && lost_a_race(&e) => {
+                    tokio::time::sleep(Duration::from_millis(100) * attempt).await;
+                }
+                Err(e) => return Err(refusal(e)),
+            }
         }
     }
 
@@ -100,6 +126,15 @@ async fn timed<T>(
     tokio::time::timeout(CHECKPOINT_TIMEOUT, future)
         .await
         .map_err(|_| EngineError::Timeout { call })
+}
+
+/// Whether the engine refused a restore for a race of its own: two restores at once
+/// putting the same small file of their checkpoints in containerd's content store, one
+/// of them refused as it commits (Docker 20.10: "commit failed: content …: already
+/// exists"). Tried again, it passes.
+fn lost_a_race(error: &bollard::errors::Error) -> bool {
+    let message = message_of(error);
+    message.contains("content") && message.contains("already exists")
 }
 
 /// The engine's refusal of a checkpoint or a restore, with its message: a container

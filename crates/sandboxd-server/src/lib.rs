@@ -241,6 +241,7 @@ impl Server {
                 max_transfer_bytes: Some(config.max_transfer_bytes()),
                 server_registration: checked.server_registration,
                 lease_grace: Some(config.lease_grace()),
+                pause_to_disk_after: config.pause.to_disk_after(),
                 agent_channels: None,
                 port_traffic_ignored: !config.port_traffic_is_activity,
                 egress: checked.egress.clone(),

@@ -163,6 +163,9 @@ pub struct Options {
     /// How long a sandbox outlives its expiry when nothing more is heard from sandboxd
     /// (its agent's dead-man's switch); `None`: a minute.
     pub lease_grace: Option<std::time::Duration>,
+    /// A gVisor sandbox paused in memory longer than this is moved to disk by the
+    /// reaper (`[pause] to_disk_after_secs`); `None`: never.
+    pub pause_to_disk_after: Option<std::time::Duration>,
     /// Where agents' channels come from instead of the hub (a test's double).
     pub agent_channels: Option<Arc<dyn AgentChannels>>,
     /// Connections to a sandbox's ports and their traffic do not count as its activity

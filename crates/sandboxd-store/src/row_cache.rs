@@ -158,7 +158,7 @@ mod tests {
             env_per_exec: false,
             labels: Default::default(),
             egress: Vec::new(),
-            auto_pause: false,
+            auto_pause: None,
             fixed_timeout: false,
             paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
             paused_at: None,

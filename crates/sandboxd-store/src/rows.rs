@@ -6,7 +6,9 @@
 //! one JSON array of those (`json_group_array` / `json_agg`), unsorted in the database
 //! and sorted newest first in memory (sorting the JSON text in SQLite doubled the query).
 
-use sandboxd_core::model::{Environment, NetworkMode, Project, Sandbox, SandboxStatus};
+use sandboxd_core::model::{
+    Environment, NetworkMode, PauseMemory, Project, Sandbox, SandboxStatus,
+};
 use sqlx::Row as _;
 use sqlx::any::AnyRow;
 
@@ -182,12 +184,25 @@ fn from_columns(row: SandboxColumns) -> Result<Sandbox, StoreError> {
         last_activity_at: row.last_activity_at,
         killed_at: row.killed_at,
         env_per_exec: row.env_per_exec != 0,
-        auto_pause: row.auto_pause != 0,
+        auto_pause: match row.auto_pause {
+            0 => None,
+            2 => Some(PauseMemory::Disk),
+            _ => Some(PauseMemory::Ram),
+        },
         fixed_timeout: row.fixed_timeout != 0,
         paused_timeout_ms: row.paused_timeout_ms,
         paused_at: row.paused_at,
         hibernated_bytes: row.hibernated_bytes,
     })
+}
+
+/// `auto_pause` as its column holds it: 0 none, 1 in memory, 2 to disk (migration 0022).
+pub(crate) fn auto_pause_column(auto_pause: Option<PauseMemory>) -> i64 {
+    match auto_pause {
+        None => 0,
+        Some(PauseMemory::Ram) => 1,
+        Some(PauseMemory::Disk) => 2,
+    }
 }
 
 /// A sandbox's egress list as its column holds it.

@@ -121,7 +121,7 @@ impl Store {
         // The replica that makes a sandbox listens for its agent.
         .bind(self.replica_id())
         .bind(crate::rows::egress_json(&sandbox.egress))
-        .bind(i64::from(sandbox.auto_pause))
+        .bind(rows::auto_pause_column(sandbox.auto_pause))
         .bind(sandbox.paused_timeout_ms)
         .bind(crate::rows::volumes_json(&sandbox.volumes))
         .bind(i64::from(sandbox.fixed_timeout))
@@ -282,14 +282,41 @@ impl Store {
     }
 
     /// Marks a running or paused sandbox paused with its memory on disk at `now`, its
-    /// checkpoint `bytes` large: a running one's paused timeout starts now, a paused
-    /// one's goes on. `None` when it was neither.
+    /// checkpoint `bytes` large, if the organization's quota of memory on disk admits it
+    /// beside its other sandboxes paused to disk (`None`: unchecked, for a restore
+    /// undone): a running one's paused timeout starts now, a paused one's goes on.
+    /// `None` when it was neither.
     pub async fn hibernate(
         &self,
         sandbox_id: &str,
         now: i64,
         bytes: i64,
+        quotas: Option<&Quotas>,
     ) -> Result<Option<Sandbox>, StoreError> {
+        let mut tx = self.write_tx().await?;
+        if let Some(quotas) = quotas {
+            let row = sqlx::query(
+                "SELECT organization_id FROM sandboxes WHERE sandbox_id = $1 \
+                 AND status IN ('running', 'paused')",
+            )
+            .bind(sandbox_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let organization: String = row.try_get("organization_id")?;
+            let used: i64 = sqlx::query(
+                "SELECT CAST(COALESCE(SUM(hibernated_bytes), 0) AS BIGINT) AS used FROM sandboxes \
+                 WHERE organization_id = $1 AND status = 'paused' AND sandbox_id <> $2",
+            )
+            .bind(&organization)
+            .bind(sandbox_id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("used")?;
+            quotas.admit_hibernation(used, bytes)?;
+        }
         let updated = sqlx::query(
             "UPDATE sandboxes SET \
              paused_at = CASE WHEN status = 'paused' THEN paused_at ELSE $1 END, \
@@ -301,8 +328,9 @@ impl Store {
         .bind(now)
         .bind(bytes)
         .bind(sandbox_id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         self.reread(sandbox_id, updated.rows_affected()).await
     }
 
@@ -540,6 +568,20 @@ impl Store {
             "WHERE status IN ('running', 'paused') AND expires_at IS NOT NULL AND expires_at <= $1"
         ))
         .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        rows::sandboxes(&found)
+    }
+
+    /// The sandboxes on the local engine under gVisor's runtime paused in memory since
+    /// `since` or earlier: those `[pause] to_disk_after` moves to disk.
+    pub async fn paused_in_memory_since(&self, since: i64) -> Result<Vec<Sandbox>, StoreError> {
+        let found = sqlx::query(list_sandboxes!(
+            self.backend,
+            "WHERE status = 'paused' AND hibernated_bytes IS NULL AND paused_at <= $1 \
+             AND server_id IS NULL AND runtime LIKE '%runsc%'"
+        ))
+        .bind(since)
         .fetch_one(&self.pool)
         .await?;
         rows::sandboxes(&found)

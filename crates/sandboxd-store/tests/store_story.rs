@@ -31,6 +31,7 @@ on_every_backend!(
     snapshots_are_kept_per_organization_within_their_quota,
     volumes_are_mounted_only_while_ready_and_removed_only_when_unmounted,
     activity_does_not_move_the_end_of_a_fixed_timeout,
+    sandboxes_paused_to_disk_are_counted_against_their_organization_s_quota,
     lists_read_every_field_back_newest_first,
     e2b_builds_wait_for_their_steps_and_uploads_stay_in_their_project,
     build_contexts_are_read_whole_while_ready_and_within_the_organization_s_bound,
@@ -1240,6 +1241,108 @@ async fn activity_does_not_move_the_end_of_a_fixed_timeout(db: &TestDb) {
     );
 }
 
+/// A sandbox paused to disk keeps its paused timeout when it was paused in memory first,
+/// counts its bytes against the organization's quota (another's past it is refused, and
+/// the row stays as it was), is found by the move to disk only while paused in memory,
+/// and is running again with nothing on disk after a resume.
+async fn sandboxes_paused_to_disk_are_counted_against_their_organization_s_quota(db: &TestDb) {
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let owner = store
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mib = 1024 * 1024;
+    let quotas = Quotas {
+        hibernated_mb: 10,
+        ..Quotas::default()
+    };
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut row = sandbox(
+            &boot.organization_id,
+            &boot.project_id,
+            &boot.environment_id,
+            1,
+        );
+        row.status = SandboxStatus::Running;
+        row.runtime = Some("runsc".into());
+        row.paused_timeout_ms = 60_000;
+        store
+            .insert_sandbox(&row, None, &owner.user_id, &Quotas::default())
+            .await
+            .unwrap();
+        ids.push(row.sandbox_id);
+    }
+    // The first, paused in memory at 1,000, then to disk at 5,000: its paused timeout
+    // still counts from 1,000.
+    store.pause(&ids[0], 1_000).await.unwrap().unwrap();
+    let found = store.paused_in_memory_since(1_000).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert!(store.paused_in_memory_since(999).await.unwrap().is_empty());
+    let on_disk = store
+        .hibernate(&ids[0], 5_000, 6 * mib, Some(&quotas))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(on_disk.status, SandboxStatus::Paused);
+    assert_eq!(on_disk.hibernated_bytes, Some(6 * mib));
+    assert_eq!(on_disk.paused_at, Some(1_000));
+    assert_eq!(on_disk.expires_at, Some(61_000));
+    assert!(
+        store
+            .paused_in_memory_since(10_000)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The second, running, would pass the quota: refused, and still running.
+    let refused = store
+        .hibernate(&ids[1], 6_000, 5 * mib, Some(&quotas))
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(sandboxd_store::StoreError::Quota(
+                sandboxd_core::quotas::QuotaExceeded::Hibernated { .. }
+            ))
+        ),
+        "{refused:?}"
+    );
+    let still = store.sandbox(&ids[1]).await.unwrap().unwrap();
+    assert_eq!(still.status, SandboxStatus::Running);
+    assert_eq!(still.hibernated_bytes, None);
+    // Within it, it goes to disk, its paused timeout starting then.
+    let second = store
+        .hibernate(&ids[1], 6_000, 4 * mib, Some(&quotas))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.paused_at, Some(6_000));
+    assert_eq!(second.expires_at, Some(66_000));
+    // A resume brings the first back with nothing on disk; an undone one stays paused
+    // in memory.
+    let resumed = store.resume(&ids[0], 7_000, None).await.unwrap().unwrap();
+    assert_eq!(resumed.status, SandboxStatus::Running);
+    assert_eq!(resumed.hibernated_bytes, None);
+    assert_eq!(resumed.paused_at, None);
+    let undone = store.unhibernate(&ids[1]).await.unwrap().unwrap();
+    assert_eq!(undone.status, SandboxStatus::Paused);
+    assert_eq!(undone.hibernated_bytes, None);
+    // The same in the database, through another store.
+    let other = db.open().await;
+    assert_eq!(
+        other
+            .sandbox(&ids[1])
+            .await
+            .unwrap()
+            .unwrap()
+            .hibernated_bytes,
+        None
+    );
+}
+
 /// The lists read each row as one JSON value made by the database: every field comes
 /// back as written, text that needs escaping included, newest first with ties by id.
 async fn lists_read_every_field_back_newest_first(db: &TestDb) {
@@ -1273,7 +1376,7 @@ async fn lists_read_every_field_back_newest_first(db: &TestDb) {
     ]
     .into();
     full.egress = vec!["example.com".into(), "*.pypi.org:443".into()];
-    full.auto_pause = true;
+    full.auto_pause = Some(sandboxd_core::model::PauseMemory::Disk);
     full.fixed_timeout = true;
     full.paused_timeout_ms = 1;
     let older = sandbox(org, project, env, 1);

@@ -95,8 +95,10 @@ pub struct CreateSandboxRequest {
     /// digits, `.`, `_`, `-`, `/`; values of at most 256 characters).
     pub labels: Option<BTreeMap<String, String>>,
     /// At the idle timeout, pause the sandbox (processes and memory kept, no CPU)
-    /// instead of killing it; any later call resumes it (default false).
-    pub auto_pause: Option<bool>,
+    /// instead of killing it; any later call resumes it (default false). `true` or
+    /// `"ram"` keeps its memory in memory; `"disk"` (a sandbox of the `gvisor` tier)
+    /// saves it to the host's disk, as `sandbox.pause {memory: "disk"}`.
+    pub auto_pause: Option<crate::model::AutoPause>,
     /// End the sandbox `timeoutMs` after it is made (or its timeout last set) whatever
     /// it does, instead of after its last activity (default false).
     pub fixed_timeout: Option<bool>,

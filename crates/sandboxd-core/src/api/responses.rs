@@ -47,6 +47,10 @@ pub struct SandboxView {
     /// Paused at the idle timeout instead of killed.
     #[serde(default)]
     pub auto_pause: bool,
+    /// Where its memory goes when it is paused at the idle timeout (`ram` or `disk`);
+    /// absent without `autoPause`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_pause_to: Option<crate::model::PauseMemory>,
     /// Ends `timeoutMs` after it was made or its timeout last set, whatever it does.
     #[serde(default)]
     pub fixed_timeout: bool,
@@ -107,7 +111,8 @@ impl SandboxView {
             egress: (sandbox.network_mode == NetworkMode::Allowlist).then(|| EgressView {
                 allow: sandbox.egress.clone(),
             }),
-            auto_pause: sandbox.auto_pause,
+            auto_pause: sandbox.auto_pause.is_some(),
+            auto_pause_to: sandbox.auto_pause,
             fixed_timeout: sandbox.fixed_timeout,
             paused_timeout_ms: sandbox.paused_timeout_ms,
             paused_at: time(sandbox.paused_at),

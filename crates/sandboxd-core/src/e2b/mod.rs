@@ -215,7 +215,7 @@ pub fn create_request(
         network_mode: Some(network_mode),
         env_vars: env_vars.filter(|text| !text.is_empty()),
         labels: new.metadata,
-        auto_pause: new.auto_pause,
+        auto_pause: new.auto_pause.map(crate::model::AutoPause::Flag),
         fixed_timeout: Some(true),
         ..Default::default()
     };

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 pub use checked::{Checked, ConfigError};
 pub use sections::{
-    BuildsConfig, CookieSecureSetting, EgressConfig, PoolConfig, ServersConfig, TemplateConfig,
-    WarmOnDemandConfig,
+    BuildsConfig, CookieSecureSetting, EgressConfig, PauseConfig, PoolConfig, ServersConfig,
+    TemplateConfig, WarmOnDemandConfig,
 };
 
 /// The prefix of every environment variable of the configuration.
@@ -94,6 +94,8 @@ pub struct Config {
     pub allowed_images: Vec<String>,
     /// What bounds the templates users build.
     pub builds: BuildsConfig,
+    /// When paused sandboxes move to disk.
+    pub pause: PauseConfig,
     /// The cap of one streamed transfer (`sandbox.upload`, `sandbox.download`, `cp`),
     /// in MiB.
     pub max_transfer_mb: u64,
@@ -164,6 +166,7 @@ impl Default for Config {
             pools: BTreeMap::new(),
             warm_on_demand: WarmOnDemandConfig::default(),
             builds: BuildsConfig::default(),
+            pause: PauseConfig::default(),
             allowed_images: Vec::new(),
             max_transfer_mb: sandboxd_core::limits::DEFAULT_MAX_TRANSFER_BYTES / (1024 * 1024),
             session_max_lifetime_secs: crate::DEFAULT_SESSION_LIFETIME_SECS,

@@ -1,5 +1,5 @@
 //! The tables of the configuration (`[templates.<name>]`, `[pools.<name>]`,
-//! `[warm_on_demand]`, `[servers]`, `[egress]`) and `cookie_secure`, each with the
+//! `[warm_on_demand]`, `[pause]`, `[servers]`, `[egress]`) and `cookie_secure`, each with the
 //! conversion to what the server takes.
 
 use std::collections::BTreeMap;
@@ -128,6 +128,32 @@ impl BuildsConfig {
             context_bytes: self.context_mb << 20,
             contexts_bytes: self.contexts_mb << 20,
         }
+    }
+}
+
+/// `[pause]`: a sandbox of the `gvisor` tier on the local engine paused in memory for
+/// longer than `to_disk_after_secs` (default 600) is moved to disk by the reaper, when
+/// the engine can save memory; 0: never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PauseConfig {
+    pub to_disk_after_secs: u64,
+}
+
+impl Default for PauseConfig {
+    fn default() -> Self {
+        Self {
+            to_disk_after_secs: 600,
+        }
+    }
+}
+
+impl PauseConfig {
+    /// How long a sandbox stays paused in memory before it moves to disk; `None`: for
+    /// as long as it is paused.
+    pub fn to_disk_after(&self) -> Option<std::time::Duration> {
+        (self.to_disk_after_secs > 0)
+            .then(|| std::time::Duration::from_secs(self.to_disk_after_secs))
     }
 }
 

@@ -18,14 +18,14 @@ use serde_json::{Value, json};
 use crate::harness::{BUSYBOX, TestServer, id};
 
 /// A dockerd of the test's own, in a network namespace of its own.
-struct PrivateEngine {
+pub(crate) struct PrivateEngine {
     dir: tempfile::TempDir,
     netns: String,
     daemon: Option<Child>,
 }
 
 impl PrivateEngine {
-    fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         self.dir.path().join("docker.sock")
     }
 
@@ -43,11 +43,16 @@ impl PrivateEngine {
     }
 
     fn start() -> Self {
+        Self::start_with_config("{}")
+    }
+
+    /// An engine of the test's own with this `daemon.json`.
+    pub(crate) fn start_with_config(config: &str) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("sbx-engine-")
             .tempdir_in("/tmp")
             .expect("a directory");
-        std::fs::write(dir.path().join("daemon.json"), "{}").expect("config");
+        std::fs::write(dir.path().join("daemon.json"), config).expect("config");
         let netns = format!("sbx-engine-{}", std::process::id());
         let made = Command::new("ip")
             .args(["netns", "add", &netns])
@@ -80,7 +85,7 @@ impl PrivateEngine {
     }
 
     /// Starts dockerd (again) on the same directories.
-    fn resume(&mut self) {
+    pub(crate) fn resume(&mut self) {
         let path = |name: &str| self.dir.path().join(name);
         let log = std::fs::File::create(path("dockerd.log")).expect("log");
         // `ip netns exec` remounts /sys, which dockerd cannot run under: nsenter enters
@@ -116,7 +121,7 @@ impl PrivateEngine {
     }
 
     /// Stops dockerd as an operator would (SIGTERM): its containers stop with it.
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut daemon) = self.daemon.take() {
             let _ = Command::new("kill")
                 .args(["-TERM", &daemon.id().to_string()])
@@ -125,7 +130,7 @@ impl PrivateEngine {
         }
     }
 
-    fn running(&self, container: &str) -> bool {
+    pub(crate) fn running(&self, container: &str) -> bool {
         let out = self.docker(&["inspect", "-f", "{{.State.Running}}", container]);
         String::from_utf8_lossy(&out.stdout).trim() == "true"
     }

@@ -1,13 +1,17 @@
 //! Hibernation: `sandbox.pause {memory: "disk"}` saves a gVisor sandbox's processes with
 //! their memory to the host's disk and stops its container; a resume (asked, or any call
 //! reaching inside) restores the same processes, which go on counting from where they
-//! were. The sandbox stays paused on disk across a restart of sandboxd. A sandbox paused
-//! in memory moves to disk when asked; a sandbox of the container tier is refused with
-//! 400 naming its tier.
+//! were. The sandbox stays paused on disk across a restart of sandboxd and of the engine. A sandbox paused
+//! in memory moves to disk when asked, and by itself once paused longer than `[pause]
+//! to_disk_after_secs`; a sandbox of the container tier is refused with 400 naming its
+//! tier.
+
+use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::engine_restart::PrivateEngine;
 use crate::harness::{TestServer, id};
 use crate::pause::{counted, engine_state, kill, one, process_running, start_counter};
 
@@ -41,8 +45,12 @@ async fn container_running(server: &TestServer, sandbox: &Value) -> bool {
 /// The sandbox's processes went on from where they were: the counter runs, as the
 /// same process, and counts past where it stood.
 async fn went_on(server: &TestServer, sandbox: &Value, process: &str, before: u64) {
+    went_on_by(server, sandbox, process, before, 100_000).await;
+}
+
+async fn went_on_by(server: &TestServer, sandbox: &Value, process: &str, before: u64, by: u64) {
     assert!(process_running(server, sandbox, process).await);
-    let after = counted(server, sandbox, before + 100_000).await;
+    let after = counted(server, sandbox, before + by).await;
     assert!(after > before, "{before} → {after}");
 }
 
@@ -152,4 +160,153 @@ async fn a_sandbox_paused_in_memory_moves_to_disk_and_other_tiers_are_refused() 
     for sandbox in [&plain, &sandbox] {
         kill(&server, sandbox).await;
     }
+}
+
+#[tokio::test]
+async fn a_sandbox_paused_in_memory_longer_than_to_disk_after_moves_to_disk() {
+    let server = TestServer::start_with(|config| config.pause.to_disk_after_secs = 1).await;
+    let sandbox = gvisor_sandbox(&server).await;
+    let process = start_counter(&server, &sandbox).await;
+    let before = counted(&server, &sandbox, 200_000).await;
+    let (status, paused) = server
+        .post("sandbox.pause", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{paused}");
+    assert_eq!(paused["pausedTo"], "ram", "{paused}");
+
+    // The reaper moves it to disk at one of its next passes.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let row = one(&server, &sandbox).await;
+        // The row moves first, then the engine saves and stops the container.
+        if row["pausedTo"] == "disk" && !container_running(&server, &sandbox).await {
+            assert!(row["hibernatedBytes"].as_i64().unwrap() > 0, "{row}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never moved to disk: {row}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(!container_running(&server, &sandbox).await);
+    let (_, audit) = server
+        .get("audit.list", &[("resourceId", id(&sandbox))])
+        .await;
+    assert!(
+        audit.to_string().contains("to_disk_after"),
+        "the audit log says why: {audit}"
+    );
+
+    let (status, resumed) = server
+        .post("sandbox.resume", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{resumed}");
+    went_on(&server, &sandbox, &process, before).await;
+    kill(&server, &sandbox).await;
+}
+
+#[tokio::test]
+async fn a_hibernated_sandbox_is_killed_with_its_checkpoint() {
+    let server = TestServer::start().await;
+    let sandbox = gvisor_sandbox(&server).await;
+    hibernate(&server, &sandbox).await;
+    let (status, killed) = server
+        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{killed}");
+    assert_eq!(killed["status"], "killed");
+    assert!(killed.get("pausedTo").is_none(), "{killed}");
+    // The container, and the checkpoint in its directory, go.
+    server.wait_container_removed(&sandbox).await;
+}
+
+/// A shell counting in memory (the test engine's image has no Python), writing its count
+/// to `/tmp/n` now and then.
+const SHELL_COUNTER: &str = "n=0; while true; do n=$((n+1)); if [ $((n % 5000)) -eq 0 ]; then echo $n > /tmp/n.tmp && mv /tmp/n.tmp /tmp/n; fi; done";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hibernated_sandbox_outlives_a_restart_of_the_engine() {
+    // The machine's engine's gVisor runtime, with the checkpoint API on.
+    let host: Value = serde_json::from_str(
+        &std::fs::read_to_string("/etc/docker/daemon.json").expect("the engine's daemon.json"),
+    )
+    .expect("its JSON");
+    let config = json!({"experimental": true, "runtimes": host["runtimes"]});
+    let mut engine = PrivateEngine::start_with_config(&config.to_string());
+    let docker =
+        sandboxd_docker::DockerEngine::connect_unix(&engine.socket().display().to_string())
+            .await
+            .expect("the test's engine answers");
+    let server = TestServer::start_with_engine(docker, |_| {}).await;
+    let sandbox = server
+        .create(json!({"template": "python", "isolation": "gvisor", "timeoutMs": 600_000}))
+        .await;
+    let (status, process) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&sandbox), "cmd": SHELL_COUNTER}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{process}");
+    let process = process["processId"].as_str().unwrap().to_owned();
+    let before = counted(&server, &sandbox, 10_000).await;
+    hibernate(&server, &sandbox).await;
+    let container = sandbox["containerId"].as_str().unwrap();
+    assert!(!engine.running(container));
+
+    engine.stop();
+    engine.resume();
+    // Back, the engine leaves the stopped container as it is, and so does sandboxd.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!engine.running(container));
+    let row = one(&server, &sandbox).await;
+    assert_eq!(row["pausedTo"], "disk", "{row}");
+
+    let (status, resumed) = server
+        .post("sandbox.resume", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{resumed}");
+    assert!(engine.running(container));
+    went_on_by(&server, &sandbox, &process, before, 10_000).await;
+    server
+        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+        .await;
+}
+
+#[tokio::test]
+async fn auto_pause_to_disk_hibernates_at_the_idle_timeout() {
+    let server = TestServer::start().await;
+    let (status, refused) = server
+        .post(
+            "sandbox.create",
+            json!({"environmentId": server.env_id, "template": "base", "autoPause": "disk"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert!(refused.to_string().contains("autoPause"), "{refused}");
+
+    let sandbox = server
+        .create(
+            json!({"template": "base", "isolation": "gvisor", "timeoutMs": 10_000,
+            "autoPause": "disk"}),
+        )
+        .await;
+    assert_eq!(sandbox["autoPause"], true, "{sandbox}");
+    assert_eq!(sandbox["autoPauseTo"], "disk", "{sandbox}");
+    let process = start_counter(&server, &sandbox).await;
+    let before = counted(&server, &sandbox, 200_000).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let row = one(&server, &sandbox).await;
+        if row["status"] == "paused" && !container_running(&server, &sandbox).await {
+            assert_eq!(row["pausedTo"], "disk", "{row}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never paused: {row}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(!container_running(&server, &sandbox).await);
+    // A command resumes it, with its processes.
+    let echoed = server.exec(&sandbox, "echo awake").await;
+    assert_eq!(echoed["stdout"], "awake\n", "{echoed}");
+    went_on(&server, &sandbox, &process, before).await;
+    kill(&server, &sandbox).await;
 }

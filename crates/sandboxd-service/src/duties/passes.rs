@@ -18,6 +18,9 @@ pub struct ReapReport {
     pub killed: Vec<String>,
     /// Sandboxes made with `autoPause` paused at their idle timeout.
     pub paused: Vec<String>,
+    /// gVisor sandboxes paused in memory longer than `[pause] to_disk_after_secs`, moved
+    /// to disk.
+    pub to_disk: Vec<String>,
     pub failed: Vec<String>,
 }
 
@@ -78,6 +81,7 @@ impl Duties {
                 }
             }
         }
+        self.hibernate_long_paused(now, &mut report).await?;
         // Builds cut short (sandboxd stopped while they ran): past twice their time
         // limit no runner is left to end them, and they hold their organization's share
         // of builds.
@@ -184,11 +188,45 @@ impl Duties {
         Ok(report)
     }
 
+    /// Moves to disk the gVisor sandboxes of the local engine paused in memory for longer
+    /// than `[pause] to_disk_after_secs`, when the engine can save memory.
+    async fn hibernate_long_paused(
+        &self,
+        now: i64,
+        report: &mut ReapReport,
+    ) -> Result<(), ServiceError> {
+        let Some(after) = self.service.inner.options.pause_to_disk_after else {
+            return Ok(());
+        };
+        let since = now.saturating_sub(i64::try_from(after.as_millis()).unwrap_or(i64::MAX));
+        let rows = self.service.store().paused_in_memory_since(since).await?;
+        let rows: Vec<_> = rows
+            .into_iter()
+            .filter(|row| sandboxd_core::plan::isolation_tier(row.runtime.as_deref()) == "gvisor")
+            .collect();
+        if rows.is_empty() || !self.service.fleet().local().checkpoints().await {
+            return Ok(());
+        }
+        for row in rows {
+            let id = row.sandbox_id.clone();
+            match self.service.sandboxes().hibernate_long_paused(&row).await {
+                Ok(_) => report.to_disk.push(id),
+                Err(error) => {
+                    warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "reaper could not move a paused sandbox to disk; it tries again");
+                    report.failed.push(id);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// On a replica that does not reconcile: listens again for the agents of the local
     /// engine's running sandboxes whose sockets this replica made (after its restart).
     pub async fn restore_agents_once(&self) -> Result<(), ServiceError> {
         for row in self.service.store().live_rows_on(None).await? {
-            if row.status == SandboxStatus::Running {
+            if row.status == SandboxStatus::Running
+                && !self.service.inner.freezes.agent_held(&row.sandbox_id)
+            {
                 self.service.agents().restore(&row.sandbox_id);
             }
         }
@@ -288,7 +326,11 @@ impl Duties {
         // sandboxd (a paused one's agent connects when it is resumed).
         for row in &rows {
             let kept = matches!(row.status, SandboxStatus::Running | SandboxStatus::Paused);
-            if !kept || plan.mark_error.contains(&row.sandbox_id) {
+            // A sandbox whose memory is being saved is listened for once it is saved.
+            if !kept
+                || plan.mark_error.contains(&row.sandbox_id)
+                || self.service.inner.freezes.agent_held(&row.sandbox_id)
+            {
                 continue;
             }
             match server_id {

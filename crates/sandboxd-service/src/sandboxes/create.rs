@@ -251,6 +251,15 @@ impl Sandboxes {
         let runtime = self.service.runtime_of(cmd.isolation, template.as_deref());
         self.service
             .check_isolation(runtime.as_deref(), template.as_deref(), source)?;
+        if cmd.auto_pause == Some(sandboxd_core::model::PauseMemory::Disk)
+            && (!plan::under_gvisor(runtime.as_deref()) || cmd.server_id.is_some())
+        {
+            return Err(Invalid::one(
+                "autoPause",
+                "\"disk\" needs a sandbox of the gvisor tier on the local engine (its runtime saves its processes): ask for \"isolation\": \"gvisor\", or pause in memory (true)",
+            )
+            .into());
+        }
         if plan::under_gvisor(runtime.as_deref()) && cmd.network_mode == NetworkMode::Internet {
             return Err(Invalid::one(
                 "networkMode",

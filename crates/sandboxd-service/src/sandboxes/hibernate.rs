@@ -14,8 +14,9 @@
 //!
 //! The agent's connection is a host socket, which a checkpoint cannot hold: sandboxd
 //! stops listening for the agent before the checkpoint (the agent's connection ends and
-//! its attempts to connect again are refused, holding nothing open) and listens again
-//! before the restore, so the restored agent connects within its retry interval. Its
+//! its attempts to connect again are refused, holding nothing open; reconcile does not
+//! listen again meanwhile, `Freezes::hold_agent`) and listens again before the restore,
+//! so the restored agent connects within its retry interval. Its
 //! lease, given before the checkpoint, runs to the end of the paused timeout; it gets a
 //! fresh one once it is back.
 
@@ -80,12 +81,27 @@ impl Service {
         let bytes = engine.usage(&container).await.map_or(0, |usage| {
             i64::try_from(usage.memory_bytes).unwrap_or(i64::MAX)
         });
-        let Some(hibernated) = self.store().hibernate(id, now_ms(), bytes).await? else {
-            refreeze.await;
-            return Err(self.changed_state(id).await);
+        let quotas = &self.inner.options.quotas;
+        let hibernated = match self
+            .store()
+            .hibernate(id, now_ms(), bytes, Some(quotas))
+            .await
+        {
+            Ok(Some(hibernated)) => hibernated,
+            Ok(None) => {
+                refreeze.await;
+                return Err(self.changed_state(id).await);
+            }
+            Err(error) => {
+                refreeze.await;
+                return Err(error.into());
+            }
         };
+        let agent_held = self.inner.freezes.hold_agent(id);
         self.agents().stop_listening(id);
-        if let Err(error) = engine.checkpoint_container(&container, HIBERNATION).await {
+        let saved = engine.checkpoint_container(&container, HIBERNATION).await;
+        drop(agent_held);
+        if let Err(error) = saved {
             warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine could not save the sandbox's memory; it runs on");
             self.agents().restore(id);
             if in_memory {
@@ -152,7 +168,7 @@ impl Service {
                 return Err(self.container_lost(id).await);
             }
             let bytes = row.hibernated_bytes.unwrap_or(0);
-            self.store().hibernate(id, now_ms(), bytes).await?;
+            self.store().hibernate(id, now_ms(), bytes, None).await?;
             return Err(ServiceError::Conflict(format!(
                 "the sandbox's memory could not be restored ({}); it stays paused on disk: retry",
                 reason_of(&error)

@@ -43,6 +43,9 @@ const LEASE_ANSWER: Duration = Duration::from_secs(5);
 pub(crate) struct Freezes {
     stripes: Vec<Mutex<()>>,
     snapshotting: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Sandboxes whose agent is not listened for while their memory is saved: reconcile
+    /// does not listen for them again meanwhile.
+    agent_held: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Default for Freezes {
@@ -50,7 +53,25 @@ impl Default for Freezes {
         Self {
             stripes: (0..64).map(|_| Mutex::new(())).collect(),
             snapshotting: Default::default(),
+            agent_held: Default::default(),
         }
+    }
+}
+
+/// A sandbox's agent not listened for while its memory is saved; listened for as usual
+/// again when this goes.
+pub(crate) struct AgentHeld<'f> {
+    freezes: &'f Freezes,
+    sandbox_id: String,
+}
+
+impl Drop for AgentHeld<'_> {
+    fn drop(&mut self) {
+        self.freezes
+            .agent_held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.sandbox_id);
     }
 }
 
@@ -83,6 +104,26 @@ impl Freezes {
             freezes: self,
             sandbox_id: sandbox_id.to_owned(),
         })
+    }
+
+    /// Marks the agent of `sandbox_id` as not to be listened for until the guard goes.
+    pub(crate) fn hold_agent(&self, sandbox_id: &str) -> AgentHeld<'_> {
+        self.agent_held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(sandbox_id.to_owned());
+        AgentHeld {
+            freezes: self,
+            sandbox_id: sandbox_id.to_owned(),
+        }
+    }
+
+    /// Whether the agent of `sandbox_id` is held (its memory is being saved).
+    pub(crate) fn agent_held(&self, sandbox_id: &str) -> bool {
+        self.agent_held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(sandbox_id)
     }
 
     /// Whether a snapshot of `sandbox_id` is under way.
@@ -120,6 +161,8 @@ pub(crate) enum Why {
     Idle,
     /// A call reached inside it.
     Call,
+    /// It stayed paused in memory longer than `[pause] to_disk_after_secs`.
+    LongPaused,
 }
 
 impl Why {
@@ -128,6 +171,7 @@ impl Why {
             Self::Asked => "asked",
             Self::Idle => "idle timeout",
             Self::Call => "a call reached it",
+            Self::LongPaused => "paused in memory longer than to_disk_after",
         }
     }
 }
@@ -175,9 +219,24 @@ impl Sandboxes {
             .await
     }
 
-    /// The reaper's pause of a sandbox whose idle timeout passed.
+    /// The reaper's pause of a sandbox whose idle timeout passed, its memory where its
+    /// `autoPause` said.
     pub(crate) async fn pause_idle(&self, sandbox: &Sandbox) -> Result<Sandbox, ServiceError> {
-        self.service.pause(sandbox, None, Why::Idle).await
+        match sandbox.auto_pause {
+            // Placed on a remote server, where it cannot be hibernated yet: in memory.
+            Some(PauseMemory::Disk) if sandbox.server_id.is_none() => {
+                self.service.hibernate(sandbox, None, Why::Idle).await
+            }
+            _ => self.service.pause(sandbox, None, Why::Idle).await,
+        }
+    }
+
+    /// The reaper's move to disk of a sandbox paused in memory for too long.
+    pub(crate) async fn hibernate_long_paused(
+        &self,
+        sandbox: &Sandbox,
+    ) -> Result<Sandbox, ServiceError> {
+        self.service.hibernate(sandbox, None, Why::LongPaused).await
     }
 }
 

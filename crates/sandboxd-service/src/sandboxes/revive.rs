@@ -7,7 +7,8 @@
 //! `loops.rs`. A restart is counted against a budget and recorded (`sandbox.restart`);
 //! the sandbox's processes are lost. Reconcile calls it for every stopped container of a
 //! running sandbox, and the server runs a reconcile pass of an engine as soon as its
-//! event stream is back.
+//! event stream is back. It decides under the sandbox's pause lock, so a pause to disk
+//! or its resume (which stop and start the container themselves) is done first.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -61,6 +62,10 @@ impl RestartBudget {
 impl Sandboxes {
     /// Acts on a container's death reported by the engine.
     pub async fn revive(&self, death: &ContainerDeath) -> Result<Revival, ServiceError> {
+        // Decided under the sandbox's pause lock: a pause to disk stops the container
+        // on purpose, and its resume starts it from the checkpoint with the row already
+        // running; read before that is done, the row would have this start it afresh.
+        let _held = self.service.inner.freezes.hold(&death.sandbox_id).await;
         let Some(row) = self.service.store().sandbox(&death.sandbox_id).await? else {
             return Ok(Revival::Ignored);
         };

@@ -36,7 +36,7 @@ pub fn sandbox(org: &str, project: &str, env: &str, created_at: i64) -> Sandbox 
         env_per_exec: false,
         labels: [("tenant_id".to_owned(), "acme".to_owned())].into(),
         egress: Vec::new(),
-        auto_pause: false,
+        auto_pause: None,
         fixed_timeout: false,
         paused_timeout_ms: sandboxd_core::limits::DEFAULT_PAUSED_TIMEOUT_MS,
         paused_at: None,

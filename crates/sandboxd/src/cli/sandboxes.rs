@@ -36,9 +36,11 @@ pub struct CreateArgs {
     #[arg(long, value_parser = parse_duration)]
     timeout: Option<std::time::Duration>,
     /// At the idle timeout, pause it (processes and memory kept) instead of killing it;
-    /// the next call resumes it.
-    #[arg(long)]
-    auto_pause: bool,
+    /// the next call resumes it. `--auto-pause=disk` (gVisor sandboxes) saves its
+    /// processes to the host's disk then.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "ram",
+          value_parser = ["ram", "disk"])]
+    auto_pause: Option<String>,
     /// How long it may stay paused before it is killed [default: 24h].
     #[arg(long, value_parser = parse_duration)]
     paused_timeout: Option<std::time::Duration>,
@@ -113,8 +115,10 @@ pub async fn create(client: &Client, args: CreateArgs) -> Result<Value, Failure>
     if let Some(timeout) = args.timeout {
         body["timeoutMs"] = json!(timeout.as_millis() as u64);
     }
-    if args.auto_pause {
-        body["autoPause"] = json!(true);
+    match args.auto_pause.as_deref() {
+        Some("disk") => body["autoPause"] = json!("disk"),
+        Some(_) => body["autoPause"] = json!(true),
+        None => {}
     }
     if args.fixed_timeout {
         body["fixedTimeout"] = json!(true);

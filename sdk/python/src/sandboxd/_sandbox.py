@@ -143,7 +143,7 @@ class AsyncSandbox:
         environment_id: str | None = None,
         server_id: str | None = None,
         labels: dict[str, str] | None = None,
-        auto_pause: bool | None = None,
+        auto_pause: bool | Literal["ram", "disk"] | None = None,
         paused_timeout: float | None = None,
         fixed_timeout: bool | None = None,
         snapshot: SnapshotInfo | str | None = None,
@@ -159,7 +159,9 @@ class AsyncSandbox:
         with it and returned (who it is for, which session made it). Without
         `environment_id`, the first environment the key can see. With `auto_pause`,
         the idle timeout pauses it instead of killing it (any later call resumes it) and
-        it is killed after `paused_timeout` seconds paused (default 24 h). With
+        it is killed after `paused_timeout` seconds paused (default 24 h);
+        `auto_pause="disk"` (with `isolation="gvisor"`) saves its processes to the
+        host's disk then. With
         `fixed_timeout`, it ends `timeout` seconds after it is made (or its timeout last
         set) whatever it does, instead of after its last activity. `volumes`
         mounts volumes: `{"/data": volume}` read-write, or a list of `VolumeMount`
@@ -224,7 +226,7 @@ class AsyncSandbox:
         environment_id: str | None = None,
         server_id: str | None = None,
         labels: dict[str, str] | None = None,
-        auto_pause: bool | None = None,
+        auto_pause: bool | Literal["ram", "disk"] | None = None,
         paused_timeout: float | None = None,
         fixed_timeout: bool | None = None,
         snapshot: SnapshotInfo | str | None = None,

@@ -135,6 +135,8 @@ class SandboxInfo:
     egress: list[str] | None = None
     #: Whether the idle timeout pauses it instead of killing it.
     auto_pause: bool = False
+    #: Where its memory goes when the idle timeout pauses it: `"ram"` or `"disk"`.
+    auto_pause_to: str | None = None
     #: How long it may stay paused before it is killed.
     paused_timeout_ms: int = 0
     #: Whether it ends `timeout_ms` after it was made (or its timeout last set),
@@ -174,6 +176,7 @@ class SandboxInfo:
             labels=dict(data.get("labels") or {}),
             egress=None if data.get("egress") is None else list(data["egress"].get("allow") or []),
             auto_pause=bool(data.get("autoPause", False)),
+            auto_pause_to=data.get("autoPauseTo"),
             paused_timeout_ms=int(data.get("pausedTimeoutMs", 0)),
             fixed_timeout=bool(data.get("fixedTimeout", False)),
             paused_at=data.get("pausedAt"),
