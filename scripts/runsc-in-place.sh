@@ -18,12 +18,19 @@ marker=sandboxd-checkpoint
 
 last=
 image=
-next_is_image=0
+state=
+next=
 for arg in "$@"; do
-  if [ "$next_is_image" = 1 ]; then image=$arg; next_is_image=0; fi
+  case $next in
+    image) image=$arg ;;
+    root) state=$arg ;;
+  esac
+  next=
   case $arg in
-    --image-path | -image-path) next_is_image=1 ;;
+    --image-path | -image-path) next=image ;;
     --image-path=* | -image-path=*) image=${arg#*=} ;;
+    --root | -root) next=root ;;
+    --root=* | -root=*) state=${arg#*=} ;;
   esac
   last=$arg
 done
@@ -58,12 +65,15 @@ case " $* " in
     mkdir "$pages" || exit 1
     if with_image "$pages" "$@"; then
       printf '%s\n' "$pages" >"$image/$marker"
-      # The directories none of the container's checkpoints names any more.
-      for old in "$kept"/*; do
-        [ "$old" = "$pages" ] && continue
-        named=$(cat "$container"/checkpoints/*/"$marker" 2>/dev/null | grep -Fx -- "$old" || true)
-        [ -z "$named" ] && rm -rf -- "$old"
-      done
+      # The directories none of the container's checkpoints names any more go, once
+      # this one is answered.
+      (
+        for old in "$kept"/*; do
+          [ "$old" = "$pages" ] && continue
+          named=$(cat "$container"/checkpoints/*/"$marker" 2>/dev/null | grep -Fx -- "$old" || true)
+          [ -z "$named" ] && rm -rf -- "$old"
+        done
+      ) </dev/null >/dev/null 2>&1 &
       exit 0
     else
       status=$?
@@ -82,6 +92,16 @@ case " $* " in
         *..*) echo "sandboxd-checkpoint names $pages" >&2; exit 1 ;;
       esac
       [ -d "$pages" ] || { echo "the checkpoint's pages are gone: $pages" >&2; exit 1; }
+      # The sandbox saved under this id may still be being deleted (the engine answers
+      # the checkpoint first): a restore under the same id meanwhile would be torn down
+      # with it.
+      if [ -n "$state" ]; then
+        tries=0
+        while "$runsc" --root "$state" state "$last" >/dev/null 2>&1 && [ "$tries" -lt 200 ]; do
+          sleep 0.05
+          tries=$((tries + 1))
+        done
+      fi
       with_image "$pages" "$@"
       exit $?
     fi

@@ -187,13 +187,17 @@ async fn a_sandbox_paused_in_memory_longer_than_to_disk_after_moves_to_disk() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert!(!container_running(&server, &sandbox).await);
-    let (_, audit) = server
-        .get("audit.list", &[("resourceId", id(&sandbox))])
-        .await;
-    assert!(
-        audit.to_string().contains("to_disk_after"),
-        "the audit log says why: {audit}"
-    );
+    // The audit log says why (written once the engine is done).
+    loop {
+        let (_, audit) = server
+            .get("audit.list", &[("resourceId", id(&sandbox))])
+            .await;
+        if audit.to_string().contains("to_disk_after") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the audit log says why: {audit}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let (status, resumed) = server
         .post("sandbox.resume", json!({"sandboxId": id(&sandbox)}))
