@@ -172,6 +172,18 @@ impl Floor {
                 },
             )
             .await?;
+        // The engine answers before it records the container stopped; a start before
+        // that would be a no-op (as sandboxd, it waits).
+        while self
+            .docker
+            .inspect_container(id, None)
+            .await?
+            .state
+            .and_then(|state| state.running)
+            .unwrap_or(false)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let saved = started.elapsed();
         let started = Instant::now();
         // bollard's start has no checkpoint: the query is added to its request.

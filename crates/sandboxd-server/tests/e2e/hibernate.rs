@@ -314,3 +314,34 @@ async fn auto_pause_to_disk_hibernates_at_the_idle_timeout() {
     went_on(&server, &sandbox, &process, before).await;
     kill(&server, &sandbox).await;
 }
+
+#[tokio::test]
+async fn two_resumes_at_once_and_a_resume_racing_a_kill_each_answer_once() {
+    let server = TestServer::start().await;
+    let sandbox = gvisor_sandbox(&server).await;
+    let process = start_counter(&server, &sandbox).await;
+    let before = counted(&server, &sandbox, 200_000).await;
+    hibernate(&server, &sandbox).await;
+    let resume = || server.post("sandbox.resume", json!({"sandboxId": id(&sandbox)}));
+    let ((first, a), (second, b)) = tokio::join!(resume(), resume());
+    assert_eq!((first, second), (StatusCode::OK, StatusCode::OK), "{a} {b}");
+    assert_eq!(
+        (a["status"].clone(), b["status"].clone()),
+        (json!("running"), json!("running"))
+    );
+    went_on(&server, &sandbox, &process, before).await;
+
+    hibernate(&server, &sandbox).await;
+    let kill = server.post("sandbox.kill", json!({"sandboxId": id(&sandbox)}));
+    let ((resumed, answer), (killed, _)) = tokio::join!(resume(), kill);
+    assert_eq!(killed, StatusCode::OK);
+    // The resume either came first (and the kill after it) or found the sandbox killed.
+    assert!(
+        resumed == StatusCode::OK
+            || (resumed == StatusCode::PRECONDITION_FAILED
+                && answer.to_string().contains("killed")),
+        "{resumed} {answer}"
+    );
+    assert_eq!(one(&server, &sandbox).await["status"], "killed");
+    server.wait_container_removed(&sandbox).await;
+}

@@ -74,8 +74,9 @@ impl Service {
                 let _ = engine.pause_container(&container).await;
             }
         };
-        if let Err(error) = self.lease_for_pause(&row).await {
-            refreeze.await;
+        // A sandbox paused in memory was given its lease to the end of its paused
+        // timeout when it was paused, and that end does not move.
+        if !in_memory && let Err(error) = self.lease_for_pause(&row).await {
             return Err(error);
         }
         let bytes = engine.usage(&container).await.map_or(0, |usage| {
@@ -104,14 +105,18 @@ impl Service {
         if let Err(error) = saved {
             warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine could not save the sandbox's memory; it runs on");
             self.agents().restore(id);
-            if in_memory {
+            let back = if in_memory {
                 refreeze.await;
-                self.store().unhibernate(id).await?;
+                self.store().unhibernate(id).await?
             } else {
-                self.store().resume(id, now_ms(), None).await?;
+                self.store().resume(id, now_ms(), None).await?
+            };
+            if back.is_none() {
+                // Killed meanwhile: that is its state.
+                return Err(self.changed_state(id).await);
             }
             return Err(match error {
-                EngineError::NotFound { .. } => self.container_lost(id).await,
+                EngineError::NotFound { .. } => self.gone(id).await,
                 other => ServiceError::Conflict(format!(
                     "the sandbox's memory could not be saved ({}); it runs on as it was",
                     reason_of(&other)
@@ -146,7 +151,7 @@ impl Service {
                  there is no memory to save"
                     .into(),
             )),
-            Err(EngineError::NotFound { .. }) => Err(self.container_lost(id).await),
+            Err(EngineError::NotFound { .. }) => Err(self.gone(id).await),
             Err(error) => Err(error.into()),
         }
     }
@@ -165,10 +170,18 @@ impl Service {
             warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine could not restore the sandbox's memory; it stays paused on disk");
             self.agents().stop_listening(id);
             if let EngineError::NotFound { .. } = error {
-                return Err(self.container_lost(id).await);
+                return Err(self.gone(id).await);
             }
             let bytes = row.hibernated_bytes.unwrap_or(0);
-            self.store().hibernate(id, now_ms(), bytes, None).await?;
+            if self
+                .store()
+                .hibernate(id, now_ms(), bytes, None)
+                .await?
+                .is_none()
+            {
+                // Killed meanwhile: that is its state.
+                return Err(self.changed_state(id).await);
+            }
             return Err(ServiceError::Conflict(format!(
                 "the sandbox's memory could not be restored ({}); it stays paused on disk: retry",
                 reason_of(&error)
@@ -187,6 +200,19 @@ impl Service {
             warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "cannot remove a restored sandbox's checkpoint");
         }
         Ok(())
+    }
+}
+
+impl Service {
+    /// The answer for a container found gone during a save or a restore: the sandbox's
+    /// state when a kill removed it meanwhile, else the container was lost.
+    async fn gone(&self, id: &str) -> ServiceError {
+        match self.store().sandbox(id).await {
+            Ok(Some(row)) if row.status == SandboxStatus::Killed => {
+                sandboxd_core::model::NotRunning(SandboxStatus::Killed).into()
+            }
+            _ => self.container_lost(id).await,
+        }
     }
 }
 
