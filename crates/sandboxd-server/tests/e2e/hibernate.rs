@@ -42,6 +42,21 @@ async fn container_running(server: &TestServer, sandbox: &Value) -> bool {
     engine_state(server, sandbox).await.running.unwrap()
 }
 
+/// Waits (a minute at most) for the reaper to pause the sandbox to disk: its row moves
+/// first, then the engine saves and stops its container.
+async fn on_disk_by_itself(server: &TestServer, sandbox: &Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let row = one(server, sandbox).await;
+        if row["pausedTo"] == "disk" && !container_running(server, sandbox).await {
+            assert!(row["hibernatedBytes"].as_i64().unwrap() > 0, "{row}");
+            return;
+        }
+        assert!(Instant::now() < deadline, "never paused to disk: {row}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// The sandbox's processes went on from where they were: the counter runs, as the
 /// same process, and counts past where it stood.
 async fn went_on(server: &TestServer, sandbox: &Value, process: &str, before: u64) {
@@ -176,17 +191,7 @@ async fn a_sandbox_paused_in_memory_longer_than_to_disk_after_moves_to_disk() {
 
     // The reaper moves it to disk at one of its next passes.
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let row = one(&server, &sandbox).await;
-        // The row moves first, then the engine saves and stops the container.
-        if row["pausedTo"] == "disk" && !container_running(&server, &sandbox).await {
-            assert!(row["hibernatedBytes"].as_i64().unwrap() > 0, "{row}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "never moved to disk: {row}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert!(!container_running(&server, &sandbox).await);
+    on_disk_by_itself(&server, &sandbox).await;
     // The audit log says why (written once the engine is done).
     loop {
         let (_, audit) = server
@@ -297,17 +302,7 @@ async fn auto_pause_to_disk_hibernates_at_the_idle_timeout() {
     assert_eq!(sandbox["autoPauseTo"], "disk", "{sandbox}");
     let process = start_counter(&server, &sandbox).await;
     let before = counted(&server, &sandbox, 200_000).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let row = one(&server, &sandbox).await;
-        if row["status"] == "paused" && !container_running(&server, &sandbox).await {
-            assert_eq!(row["pausedTo"], "disk", "{row}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "never paused: {row}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert!(!container_running(&server, &sandbox).await);
+    on_disk_by_itself(&server, &sandbox).await;
     // A command resumes it, with its processes.
     let echoed = server.exec(&sandbox, "echo awake").await;
     assert_eq!(echoed["stdout"], "awake\n", "{echoed}");
