@@ -51,6 +51,9 @@ if [ "$experimental" = 1 ]; then
   # (docs/performance.md#hibernation).
   runtime=/usr/local/libexec/sandboxd/runsc
   data_root=$(docker info --format '{{.DockerRootDir}}')
+  case $data_root in
+    *"'"* | *"|"* | *"&"* | *"\\"*) echo "the engine's data root has a character the runtime's wrapper cannot take: $data_root" >&2; exit 1 ;;
+  esac
   mkdir -p "$(dirname "$runtime")"
   sed -e "s|@RUNSC@|$(command -v runsc)|" -e "s|@DATA_ROOT@|$data_root|" \
     "$(dirname "$0")/runsc-in-place.sh" >"$runtime.new"
@@ -112,6 +115,10 @@ fi
 if [ "$experimental" = 1 ] && [ "$(docker info --format '{{.ExperimentalBuild}}')" != true ]; then
   echo "restarting the engine to turn on its experimental setting (checkpoints)" >&2
   restart_local_engine
+  if [ "$(docker info --format '{{.ExperimentalBuild}}')" != true ]; then
+    echo "the engine still has its experimental setting off after its restart (log: /tmp/dockerd.log)" >&2
+    exit 1
+  fi
 fi
 docker_at info --format '{{json .Runtimes}}' | grep -q '"runsc"' || {
   echo "the engine does not offer runsc after reloading $config" >&2

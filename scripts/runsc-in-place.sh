@@ -12,8 +12,8 @@
 # directory; the restore reads the pages from there. A checkpoint's directory no longer
 # named by any of the container's checkpoints goes at its next checkpoint.
 set -u
-runsc=@RUNSC@
-root=@DATA_ROOT@
+runsc='@RUNSC@'
+root='@DATA_ROOT@'
 marker=sandboxd-checkpoint
 
 last=
@@ -64,7 +64,10 @@ case " $* " in
     pages=$kept/$(date +%s%N)-$$
     mkdir "$pages" || exit 1
     if with_image "$pages" "$@"; then
-      printf '%s\n' "$pages" >"$image/$marker"
+      if ! printf '%s\n' "$pages" >"$image/$marker"; then
+        rm -rf -- "$pages"
+        exit 1
+      fi
       # The directories none of the container's checkpoints names any more go, once
       # this one is answered.
       (

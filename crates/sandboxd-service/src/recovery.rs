@@ -76,6 +76,30 @@ impl Service {
         }
     }
 
+    /// A command found the sandbox's container stopped: decided under the sandbox's pause
+    /// lock (a pause to disk and its resume stop and start the container themselves), on
+    /// the row as it is then. Started again only while the row still says running and
+    /// the container is still stopped; otherwise the sandbox's state is the answer.
+    pub(crate) async fn restart_found_stopped(
+        &self,
+        engine: &Arc<dyn Engine>,
+        sandbox_id: &str,
+        container: &str,
+    ) -> Result<(), ServiceError> {
+        let _held = self.inner.freezes.hold(sandbox_id).await;
+        match self.store().sandbox(sandbox_id).await? {
+            Some(row)
+                if row.status == SandboxStatus::Running
+                    && row.container_id.as_deref() == Some(container) => {}
+            Some(row) => return Err(NotRunning(row.status).into()),
+            None => return Err(ServiceError::NotFound("sandbox")),
+        }
+        if engine.is_running(container).await? {
+            return Ok(());
+        }
+        self.restart_stopped(engine, sandbox_id, container).await
+    }
+
     /// The sandbox's container is gone from its engine (removed behind the server's
     /// back): the row becomes `error` and the caller gets a precondition failure naming
     /// that state, never an engine fault.

@@ -125,7 +125,7 @@ impl Executor<'_> {
         let result = match (via, result) {
             (Via::Engine, Err(ChannelError::Engine(EngineError::NotRunning))) => {
                 self.service
-                    .restart_stopped(
+                    .restart_found_stopped(
                         self.engine.engine(),
                         self.sandbox_id,
                         self.engine.container(),

@@ -98,9 +98,22 @@ impl Service {
                 return Err(error.into());
             }
         };
+        // One of an earlier hibernation left behind (a removal that failed) would make the
+        // engine refuse this one's name.
+        let _ = engine.remove_checkpoint(&container, HIBERNATION).await;
         let agent_held = self.inner.freezes.hold_agent(id);
         self.agents().stop_listening(id);
-        let saved = engine.checkpoint_container(&container, HIBERNATION).await;
+        let saved = match engine.checkpoint_container(&container, HIBERNATION).await {
+            // The engine took too long to record the stop of a container the runtime had
+            // saved and stopped: the checkpoint stands, and so does the row.
+            Err(error @ EngineError::Timeout { .. })
+                if !engine.is_running(&container).await.unwrap_or(true) =>
+            {
+                warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine failed a checkpoint after stopping the container; the sandbox stays paused on disk");
+                Ok(())
+            }
+            saved => saved,
+        };
         drop(agent_held);
         if let Err(error) = saved {
             warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine could not save the sandbox's memory; it runs on");

@@ -225,7 +225,19 @@ impl Sandboxes {
         match sandbox.auto_pause {
             // Placed on a remote server, where it cannot be hibernated yet: in memory.
             Some(PauseMemory::Disk) if sandbox.server_id.is_none() => {
-                self.service.hibernate(sandbox, None, Why::Idle).await
+                match self.service.hibernate(sandbox, None, Why::Idle).await {
+                    Ok(paused) => Ok(paused),
+                    // Memory that cannot go to disk now (no checkpoints on the engine,
+                    // the quota, the runtime) is kept in memory: the sandbox is paused
+                    // either way.
+                    Err(error @ (ServiceError::NotRunning(_) | ServiceError::NotFound(_))) => {
+                        Err(error)
+                    }
+                    Err(error) => {
+                        warn!(sandbox_id = %sandbox.sandbox_id, error = %sandboxd_core::error::chain(&error), "an idle sandbox could not be paused to disk; it is paused in memory");
+                        self.service.pause(sandbox, None, Why::Idle).await
+                    }
+                }
             }
             _ => self.service.pause(sandbox, None, Why::Idle).await,
         }
