@@ -50,6 +50,9 @@ pub struct Script {
     pub foreign: Vec<ContainerState>,
     /// Containers created through this engine that no longer exist.
     pub vanished: Vec<String>,
+    /// Containers found stopped by an exec (answered `NotRunning`) and not started
+    /// since.
+    pub stopped: Vec<String>,
     /// Each exec, and each start, waits here for a permit when set (a test's hold).
     pub exec_gate: Option<Arc<tokio::sync::Semaphore>>,
     pub start_gate: Option<Arc<tokio::sync::Semaphore>>,
@@ -138,9 +141,13 @@ impl Engine for RecordingEngine {
         if let Some(gate) = gate {
             gate.acquire().await.unwrap().forget();
         }
-        match self.script.lock().unwrap().start_fails {
+        let mut script = self.script.lock().unwrap();
+        match script.start_fails {
             true => Err(Self::refused("start")),
-            false => Ok(()),
+            false => {
+                script.stopped.retain(|stopped| stopped != id);
+                Ok(())
+            }
         }
     }
 
@@ -240,7 +247,12 @@ impl Engine for RecordingEngine {
     }
 
     async fn is_running(&self, id: &str) -> Result<bool, EngineError> {
-        Ok(!self.script.lock().unwrap().vanished.iter().any(|v| v == id))
+        let script = self.script.lock().unwrap();
+        Ok(!script
+            .vanished
+            .iter()
+            .chain(&script.stopped)
+            .any(|v| v == id))
     }
 
     fn container_deaths(&self, _instance: &str) -> Deaths {
@@ -256,12 +268,15 @@ impl Engine for RecordingEngine {
         if let Some(gate) = gate {
             gate.acquire().await.unwrap().forget();
         }
-        self.script
-            .lock()
-            .unwrap()
+        let mut script = self.script.lock().unwrap();
+        let answer = script
             .exec
             .pop_front()
-            .unwrap_or_else(|| Ok(ExecOutcome::default()))
+            .unwrap_or_else(|| Ok(ExecOutcome::default()));
+        if let Err(EngineError::NotRunning) = answer {
+            script.stopped.push(container.to_owned());
+        }
+        answer
     }
 
     async fn put_file(
