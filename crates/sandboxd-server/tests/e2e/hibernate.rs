@@ -21,6 +21,15 @@ async fn gvisor_sandbox(server: &TestServer) -> Value {
         .await
 }
 
+/// A gVisor sandbox whose counter has counted a while: the sandbox, the counter's
+/// process and its count.
+async fn counting_gvisor_sandbox(server: &TestServer) -> (Value, String, u64) {
+    let sandbox = gvisor_sandbox(server).await;
+    let process = start_counter(server, &sandbox).await;
+    let before = counted(server, &sandbox, 200_000).await;
+    (sandbox, process, before)
+}
+
 async fn hibernate(server: &TestServer, sandbox: &Value) -> Value {
     let (status, paused) = server
         .post(
@@ -72,9 +81,7 @@ async fn went_on_by(server: &TestServer, sandbox: &Value, process: &str, before:
 #[tokio::test]
 async fn a_hibernated_sandbox_holds_no_container_and_its_resume_restores_its_processes() {
     let server = TestServer::start().await;
-    let sandbox = gvisor_sandbox(&server).await;
-    let process = start_counter(&server, &sandbox).await;
-    let before = counted(&server, &sandbox, 200_000).await;
+    let (sandbox, process, before) = counting_gvisor_sandbox(&server).await;
 
     hibernate(&server, &sandbox).await;
     assert!(
@@ -107,9 +114,7 @@ async fn a_hibernated_sandbox_holds_no_container_and_its_resume_restores_its_pro
 #[tokio::test]
 async fn a_hibernated_sandbox_outlives_a_restart_of_sandboxd() {
     let server = TestServer::start().await;
-    let sandbox = gvisor_sandbox(&server).await;
-    let process = start_counter(&server, &sandbox).await;
-    let before = counted(&server, &sandbox, 200_000).await;
+    let (sandbox, process, before) = counting_gvisor_sandbox(&server).await;
     hibernate(&server, &sandbox).await;
 
     let stopped = server.stop().await;
@@ -156,9 +161,7 @@ async fn a_sandbox_paused_in_memory_moves_to_disk_and_other_tiers_are_refused() 
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
 
     // Paused in memory, then moved to disk, then resumed.
-    let sandbox = gvisor_sandbox(&server).await;
-    let process = start_counter(&server, &sandbox).await;
-    let before = counted(&server, &sandbox, 200_000).await;
+    let (sandbox, process, before) = counting_gvisor_sandbox(&server).await;
     let (status, paused) = server
         .post("sandbox.pause", json!({"sandboxId": id(&sandbox)}))
         .await;
@@ -180,9 +183,7 @@ async fn a_sandbox_paused_in_memory_moves_to_disk_and_other_tiers_are_refused() 
 #[tokio::test]
 async fn a_sandbox_paused_in_memory_longer_than_to_disk_after_moves_to_disk() {
     let server = TestServer::start_with(|config| config.pause.to_disk_after_secs = 1).await;
-    let sandbox = gvisor_sandbox(&server).await;
-    let process = start_counter(&server, &sandbox).await;
-    let before = counted(&server, &sandbox, 200_000).await;
+    let (sandbox, process, before) = counting_gvisor_sandbox(&server).await;
     let (status, paused) = server
         .post("sandbox.pause", json!({"sandboxId": id(&sandbox)}))
         .await;
@@ -313,9 +314,7 @@ async fn auto_pause_to_disk_hibernates_at_the_idle_timeout() {
 #[tokio::test]
 async fn two_resumes_at_once_and_a_resume_racing_a_kill_each_answer_once() {
     let server = TestServer::start().await;
-    let sandbox = gvisor_sandbox(&server).await;
-    let process = start_counter(&server, &sandbox).await;
-    let before = counted(&server, &sandbox, 200_000).await;
+    let (sandbox, process, before) = counting_gvisor_sandbox(&server).await;
     hibernate(&server, &sandbox).await;
     let resume = || server.post("sandbox.resume", json!({"sandboxId": id(&sandbox)}));
     let ((first, a), (second, b)) = tokio::join!(resume(), resume());
