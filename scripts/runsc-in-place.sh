@@ -10,7 +10,9 @@
 # of the container's own in the engine's data root (readable by root only, removed with
 # the container), and the image the engine carries holds one small file naming that
 # directory; the restore reads the pages from there. A checkpoint's directory no longer
-# named by any of the container's checkpoints goes at its next checkpoint.
+# named by any of the container's checkpoints goes at its next checkpoint. sandboxd
+# moves the memory of a snapshot with memory to <data root>/sandboxd-memory/<snapshot>,
+# and a container started from it gets a checkpoint naming that directory.
 set -u
 runsc='@RUNSC@'
 root='@DATA_ROOT@'
@@ -88,7 +90,7 @@ case " $* " in
     if [ -n "$image" ] && [ -f "$image/$marker" ]; then
       pages=$(head -n 1 "$image/$marker")
       case $pages in
-        "$root"/containers/*/sandboxd-checkpoints/*) ;;
+        "$root"/containers/*/sandboxd-checkpoints/* | "$root"/sandboxd-memory/*) ;;
         *) echo "sandboxd-checkpoint names a directory outside $root: $pages" >&2; exit 1 ;;
       esac
       case $pages in

@@ -21,6 +21,20 @@ impl AgentHost for AgentHub {
         AgentHub::listen(self, sandbox_id).map_err(|e| AgentHostError(e.into()))
     }
 
+    fn listen_restored(
+        &self,
+        sandbox_id: &str,
+        key: &str,
+    ) -> Result<Option<AgentMount>, AgentHostError> {
+        AgentHub::listen_restored(self, sandbox_id, key).map_err(|e| AgentHostError(e.into()))
+    }
+
+    async fn rekey(&self, sandbox_id: &str) -> Result<(), AgentHostError> {
+        AgentHub::rekey(self, sandbox_id)
+            .await
+            .map_err(|e| AgentHostError(e.into()))
+    }
+
     fn restore(&self, sandbox_id: &str) {
         AgentHub::restore(self, sandbox_id)
     }

@@ -35,7 +35,11 @@ struct Slot {
     conn: watch::Receiver<Option<AgentConn>>,
     task: JoinHandle<()>,
     handover: Arc<dyn KeyHandover>,
+    key: SlotKey,
 }
+
+/// The key a sandbox's next agent connection must present (replaced by a rekey).
+type SlotKey = Arc<Mutex<Arc<str>>>;
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -121,6 +125,51 @@ impl AgentHub {
     /// the agent of the container about to be created; returns what to mount.
     pub fn listen(&self, sandbox_id: &str) -> Result<Option<AgentMount>, HubError> {
         self.listen_local(sandbox_id, true)
+    }
+
+    /// Creates the socket of a sandbox about to be restored from a checkpoint, whose
+    /// agent comes back holding `key`, the key of the sandbox it was saved from: that
+    /// key is taken until `rekey` replaces it, and none is offered (the sandbox's code
+    /// runs from its first instant).
+    pub fn listen_restored(
+        &self,
+        sandbox_id: &str,
+        key: &str,
+    ) -> Result<Option<AgentMount>, HubError> {
+        let root = &self.inner.root;
+        let io = |source| HubError {
+            path: root.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(root).map_err(io)?;
+        set_mode(root, 0o700).map_err(io)?;
+        write_key(&self.key_path(sandbox_id), key).map_err(io)?;
+        self.listen_local(sandbox_id, false)
+    }
+
+    /// Gives the sandbox's connected agent a new key, which its later connections must
+    /// present; the one it had works no more. Fails, keeping the old key, when no agent
+    /// is connected or it does not take the key.
+    pub async fn rekey(&self, sandbox_id: &str) -> Result<(), RekeyError> {
+        let (conn, slot_key) = {
+            let slots = self
+                .inner
+                .slots
+                .lock()
+                .map_err(|_| RekeyError::NotConnected)?;
+            let slot = slots.get(sandbox_id).ok_or(RekeyError::NotConnected)?;
+            let conn = slot.conn.borrow().clone().filter(AgentConn::is_open);
+            (conn.ok_or(RekeyError::NotConnected)?, slot.key.clone())
+        };
+        if conn.hello.version < sandboxd_agent_protocol::REKEY_VERSION {
+            return Err(RekeyError::TooOld(conn.hello.version));
+        }
+        let key = new_key().map_err(RekeyError::Io)?;
+        conn.rekey(&key).await.map_err(RekeyError::Refused)?;
+        // The agent holds the new key: from now on it is the only one taken.
+        write_key(&self.key_path(sandbox_id), &key).map_err(RekeyError::Io)?;
+        *slot_key.lock().unwrap_or_else(|e| e.into_inner()) = key.into();
+        Ok(())
     }
 
     fn listen_local(&self, sandbox_id: &str, offer: bool) -> Result<Option<AgentMount>, HubError> {
@@ -235,10 +284,11 @@ impl AgentHub {
     ) {
         let (tx, rx) = watch::channel(None);
         let announce = self.inner.connected.clone();
+        let key: SlotKey = Arc::new(Mutex::new(key.into()));
         let task = tokio::spawn(accept_loop(
             incoming,
             sandbox_id.to_owned(),
-            key.into(),
+            key.clone(),
             handover.clone(),
             self.inner.op_timeout,
             tx,
@@ -251,6 +301,7 @@ impl AgentHub {
                     conn: rx,
                     task,
                     handover,
+                    key,
                 },
             );
         }
@@ -332,23 +383,47 @@ impl AgentHub {
     }
 }
 
+/// Why a sandbox's agent was not given a new key.
+#[derive(Debug, thiserror::Error)]
+pub enum RekeyError {
+    #[error("the sandbox's agent is not connected")]
+    NotConnected,
+    #[error("the sandbox's agent speaks version {0}, before new keys")]
+    TooOld(u32),
+    #[error("the agent did not take its new key: {0:?}")]
+    Refused(crate::ops::FileOpError),
+    #[error("cannot keep the agent's new key: {0}")]
+    Io(std::io::Error),
+}
+
 /// Length of an agent key: 32 random bytes in hex.
 const KEY_LEN: usize = 64;
 
 /// The sandbox's agent key: the one kept at `path` (a container created before a restart
 /// of sandboxd holds it), else a new one, written there (mode 0600).
 fn agent_key(path: &Path) -> std::io::Result<String> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
     if let Ok(kept) = std::fs::read_to_string(path)
         && kept.len() == KEY_LEN
         && kept.bytes().all(|b| b.is_ascii_hexdigit())
     {
         return Ok(kept);
     }
+    let key = new_key()?;
+    write_key(path, &key)?;
+    Ok(key)
+}
+
+/// A new agent key: 32 random bytes in hex.
+fn new_key() -> std::io::Result<String> {
     let mut bytes = [0u8; KEY_LEN / 2];
     getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
-    let key: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes `key` at `path` (mode 0600), replacing what was there.
+fn write_key(path: &Path, key: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
     match std::fs::remove_file(path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -359,8 +434,7 @@ fn agent_key(path: &Path) -> std::io::Result<String> {
         .create_new(true)
         .mode(0o600)
         .open(path)?
-        .write_all(key.as_bytes())?;
-    Ok(key)
+        .write_all(key.as_bytes())
 }
 
 /// The longest path a unix socket address holds (`sun_path`, less its final NUL).
@@ -435,7 +509,7 @@ const MAX_HANDSHAKES: usize = 4;
 async fn accept_loop(
     mut incoming: Incoming,
     sandbox_id: String,
-    key: Arc<str>,
+    key: SlotKey,
     handover: Arc<dyn KeyHandover>,
     op_timeout: Duration,
     slot: watch::Sender<Option<AgentConn>>,
@@ -471,7 +545,7 @@ async fn accept_loop(
         let slot = slot.clone();
         let id = sandbox_id.clone();
         let pending = handshakes.clone();
-        let key = key.clone();
+        let key: Arc<str> = key.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let handover = handover.clone();
         let warned = warned.clone();
         let subscribers = subscribers.clone();

@@ -20,7 +20,7 @@ mod transfer;
 
 pub use conn::{AgentConn, AgentError, ByteStream};
 pub use handover::{AGENT_KEY_FILE, KeyHandover};
-pub use hub::AgentHub;
+pub use hub::{AgentHub, RekeyError};
 pub use ops::{FileOpError, Following, PtySession};
 pub use port::{PortError, PortStream};
 pub use static_elf::is_static_elf;

@@ -242,6 +242,17 @@ impl AgentConn {
         Ok(())
     }
 
+    /// Gives the agent `key`, the one it presents from its next connection on.
+    pub async fn rekey(&self, key: &str) -> Result<(), FileOpError> {
+        let request = Request::Rekey {
+            key: sandboxd_agent_protocol::AgentKey(key.to_owned()),
+        };
+        let deadline = Deadline::after(self.op_timeout.min(LEASE_TIMEOUT));
+        let mut channel = deadline.open(self, &request).await?;
+        finish(&mut channel, deadline).await?;
+        Ok(())
+    }
+
     /// Reads a regular file of at most `max` bytes.
     pub async fn read_file(&self, path: &str, max: usize) -> Result<Vec<u8>, FileOpError> {
         let request = Request::ReadFile {

@@ -15,6 +15,17 @@ pub struct Hello {
     pub key: String,
 }
 
+/// An agent key carried in a request; never printed.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AgentKey(pub String);
+
+impl std::fmt::Debug for AgentKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AgentKey(..)")
+    }
+}
+
 /// Never prints the key.
 impl std::fmt::Debug for Hello {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -178,6 +189,11 @@ pub enum Request {
     /// and nothing else would. Done.
     #[serde(rename_all = "camelCase")]
     Lease { for_ms: u64 },
+    /// The agent's key from now on: the one it presents when it connects again, kept by
+    /// its supervisor for the workers it starts later. Given to a sandbox restored from
+    /// a checkpoint (a fork, a snapshot with memory), whose agent came back with the key
+    /// of the sandbox it was saved from. Done.
+    Rekey { key: AgentKey },
     /// A TCP connection to `127.0.0.1:port` inside the sandbox, made by the agent. Once
     /// it is made the agent grants Credit: what the host sends toward the port goes as
     /// Data within it. The host grants Credit for what the port sends back, which comes

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sandboxd_agent_protocol::{Decoder, Frame, Hello, Kind, PROTOCOL_VERSION, Request};
+use sandboxd_agent_protocol::{
+    Decoder, FailureKind, Frame, Hello, Kind, PROTOCOL_VERSION, Request,
+};
 
 use crate::egress::Egress;
 use crate::exec::Running;
@@ -45,7 +47,8 @@ pub fn serve_forever(socket: &str) -> ExitCode {
     let processes = Processes::default();
     let egress = Egress::default();
     let workers = Workers::started();
-    let key = crate::supervise::key_from_supervisor();
+    // Replaced by a rekey: the next connection presents the new one.
+    let key = Arc::new(Mutex::new(crate::supervise::key_from_supervisor()));
     loop {
         match UnixStream::connect(socket) {
             Ok(stream) => {
@@ -72,7 +75,13 @@ fn hello(key: &str) -> Hello {
 
 /// Serves one connection until it ends; every command it started is killed then
 /// (background processes are not).
-fn serve(stream: UnixStream, key: &str, processes: &Processes, egress: &Egress, workers: &Workers) {
+fn serve(
+    stream: UnixStream,
+    key: &Mutex<String>,
+    processes: &Processes,
+    egress: &Egress,
+    workers: &Workers,
+) {
     // Room for a few frames in the socket, so that a fast stream (a download through a
     // port) does not wait on the host's every read; the kernel caps it at its maximum.
     let _ = rustix::net::sockopt::set_socket_send_buffer_size(&stream, SEND_BUFFER);
@@ -80,7 +89,8 @@ fn serve(stream: UnixStream, key: &str, processes: &Processes, egress: &Egress, 
         return;
     };
     let outbox = Outbox::new(writer);
-    if !outbox.send(&Frame::json(0, Kind::Hello, &hello(key))) {
+    let hello = hello(&key.lock().unwrap_or_else(|e| e.into_inner()));
+    if !outbox.send(&Frame::json(0, Kind::Hello, &hello)) {
         return;
     }
     let running: Running = Arc::new(Mutex::new(HashMap::new()));
@@ -100,24 +110,35 @@ fn serve(stream: UnixStream, key: &str, processes: &Processes, egress: &Egress, 
                 Ok(None) => break,
                 Err(_) => break 'read,
             };
-            dispatch(
-                frame, &outbox, &running, &inputs, processes, egress, workers,
-            );
+            let held = Held {
+                processes,
+                egress,
+                workers,
+                key,
+            };
+            dispatch(frame, &outbox, &running, &inputs, &held);
         }
     }
     exec::kill_all(&running);
     inputs.clear();
 }
 
-fn dispatch(
-    frame: Frame,
-    outbox: &Outbox,
-    running: &Running,
-    inputs: &Inputs,
-    processes: &Processes,
-    egress: &Egress,
-    workers: &Workers,
-) {
+/// What outlives a connection: background processes, the egress proxy's connections,
+/// the request threads and the agent's key.
+struct Held<'a> {
+    processes: &'a Processes,
+    egress: &'a Egress,
+    workers: &'a Workers,
+    key: &'a Mutex<String>,
+}
+
+fn dispatch(frame: Frame, outbox: &Outbox, running: &Running, inputs: &Inputs, held: &Held<'_>) {
+    let Held {
+        processes,
+        egress,
+        workers,
+        key,
+    } = *held;
     let channel = frame.channel;
     match frame.kind {
         Kind::Request => {
@@ -269,6 +290,14 @@ fn dispatch(
                 Request::Lease { for_ms } => {
                     crate::supervise::lease(for_ms);
                     files::done(&outbox, channel, 0);
+                }
+                Request::Rekey { key: new } if crate::supervise::is_key(&new.0) => {
+                    crate::supervise::rekey(&new.0);
+                    *key.lock().unwrap_or_else(|e| e.into_inner()) = new.0;
+                    files::done(&outbox, channel, 0);
+                }
+                Request::Rekey { .. } => {
+                    files::fail(&outbox, channel, FailureKind::Invalid, "not an agent key");
                 }
                 Request::ReadFile { path, max } => {
                     workers.run(move || files::read(&outbox, channel, &path, max));

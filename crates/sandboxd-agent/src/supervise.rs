@@ -12,13 +12,18 @@
 //! exits, and the kernel ends every process of the container with it.
 //!
 //! The supervisor reads the agent key once from its file and hands it to each worker it
-//! starts over a socket pair.
+//! starts over a socket pair. A worker given a new key (a sandbox restored from another's
+//! checkpoint) passes it on the same way as a lease, and later workers get that one.
 
 use std::os::unix::net::UnixStream;
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sandboxd_agent_protocol::{AGENT_KEY_FILE, AGENT_KEY_VAR, LEASE_VAR};
+
+/// The agent key the next worker gets.
+type SharedKey = Arc<Mutex<String>>;
 
 /// The exit code of a sandbox whose lease ran out.
 const LEASE_EXPIRED: u8 = 3;
@@ -32,6 +37,29 @@ pub fn lease(for_ms: u64) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{LEASE_LINE}{for_ms}");
     let _ = out.flush();
+}
+
+/// What the worker writes for a new key it was given: `key <hex>`.
+const KEY_LINE: &str = "key ";
+
+/// Whether `key` has the shape of sandboxd's agent keys: 64 hex digits.
+pub fn is_key(key: &str) -> bool {
+    key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Called in the worker: hands a new key to the supervisor.
+pub fn rekey(key: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{KEY_LINE}{key}");
+    let _ = out.flush();
+}
+
+/// The key a line from the worker gives, if it is one.
+fn parse_key(line: &str) -> Option<&str> {
+    line.strip_prefix(KEY_LINE)
+        .map(str::trim)
+        .filter(|key| is_key(key))
 }
 
 /// The lease a line from the worker gives, if it is one.
@@ -55,7 +83,7 @@ const MAX_LINE: usize = 256;
 /// The dead-man's switch, on one thread: reads the leases every worker passes on (all
 /// write into one socket) and waits for each no longer than until the current lease
 /// runs out, then ends the sandbox. It wakes only for a lease or at the deadline.
-fn keep_leases(leases: UnixStream, first: Option<Duration>) {
+fn keep_leases(leases: UnixStream, first: Option<Duration>, key: SharedKey) {
     use std::io::Read as _;
     let mut deadline = first.and_then(|lease| Instant::now().checked_add(lease));
     std::thread::spawn(move || {
@@ -94,6 +122,9 @@ fn keep_leases(leases: UnixStream, first: Option<Duration>) {
                     continue;
                 }
                 let text = String::from_utf8_lossy(&line);
+                if let Some(new) = parse_key(&text) {
+                    *key.lock().unwrap_or_else(|e| e.into_inner()) = new.to_owned();
+                }
                 // A lease too long to count is no change.
                 if let Some(at) =
                     parse_lease(&text).and_then(|lease| Instant::now().checked_add(lease))
@@ -122,9 +153,10 @@ pub fn run(socket: &str) -> ExitCode {
         .ok()
         .and_then(|ms| parse_lease(&format!("{LEASE_LINE}{ms}")));
     // One socket for the leases of every worker: each gets a copy of its writing end.
+    let key: SharedKey = Arc::new(Mutex::new(sandbox_key(socket)));
     let lease_writer = match UnixStream::pair() {
         Ok((reader, writer)) => {
-            keep_leases(reader, first);
+            keep_leases(reader, first, key.clone());
             Some(writer)
         }
         Err(error) => {
@@ -132,11 +164,11 @@ pub fn run(socket: &str) -> ExitCode {
             None
         }
     };
-    let key = sandbox_key(socket);
     let mut backoff = Duration::from_millis(50);
     loop {
         let started = Instant::now();
-        match spawn_worker(&me, socket, &key, lease_writer.as_ref()) {
+        let current = key.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match spawn_worker(&me, socket, &current, lease_writer.as_ref()) {
             Ok(worker) => {
                 reap_until(worker.id());
                 eprintln!("sandboxd-agent: worker ended; restarting");
@@ -249,5 +281,16 @@ mod tests {
         assert!(!expired(None, now));
         assert!(!expired(Some(now + Duration::from_secs(1)), now));
         assert!(expired(Some(now), now));
+    }
+
+    #[test]
+    fn a_new_key_is_read_from_the_workers_lines_only_in_the_shape_of_a_key() {
+        let key = "ab".repeat(32);
+        assert_eq!(parse_key(&format!("key {key}")), Some(key.as_str()));
+        assert_eq!(parse_key(&format!("key {key}\n")), Some(key.as_str()));
+        assert_eq!(parse_key("key short"), None);
+        assert_eq!(parse_key(&format!("key {}", "zz".repeat(32))), None);
+        assert_eq!(parse_key(&format!("lease {key}")), None);
+        assert_eq!(parse_lease(&format!("key {key}")), None);
     }
 }

@@ -36,6 +36,23 @@ pub trait AgentHost: AgentChannels {
     /// Listens for the agent of a local sandbox about to be created, with its key
     /// offered; what to mount into its container (`None`: no agent).
     fn listen(&self, sandbox_id: &str) -> Result<Option<AgentMount>, AgentHostError>;
+    /// Listens for the agent of a local sandbox about to be restored from a checkpoint,
+    /// which comes back holding `key` (its source's), until `rekey`; nothing is offered.
+    fn listen_restored(
+        &self,
+        sandbox_id: &str,
+        key: &str,
+    ) -> Result<Option<AgentMount>, AgentHostError> {
+        let _ = (sandbox_id, key);
+        Err(AgentHostError("this host cannot restore an agent".into()))
+    }
+    /// Gives the sandbox's connected agent a new key; the one it had works no more.
+    async fn rekey(&self, sandbox_id: &str) -> Result<(), AgentHostError> {
+        let _ = sandbox_id;
+        Err(AgentHostError(
+            "this host cannot give an agent a new key".into(),
+        ))
+    }
     /// Listens again for a local sandbox's agent after a restart of sandboxd.
     fn restore(&self, sandbox_id: &str);
     /// Takes the agent connections of a sandbox that arrive from elsewhere (a socket on

@@ -157,6 +157,34 @@ pub trait Engine: Debug + Send + Sync + 'static {
         Err(unsupported("restore a container's memory"))
     }
 
+    /// Saves every process of a running or frozen container, with its memory, as the
+    /// checkpoint `name`, and leaves the container as it was (a snapshot with memory).
+    async fn checkpoint_running(&self, id: &str, name: &str) -> Result<(), EngineError> {
+        let _ = (id, name);
+        Err(unsupported("save a container's memory"))
+    }
+
+    /// Moves the memory of the container's checkpoint `name` out of the container, kept
+    /// on the engine's host as `kept` until `drop_memory`, and removes the checkpoint;
+    /// returns the bytes kept.
+    async fn keep_memory(&self, id: &str, name: &str, kept: &str) -> Result<u64, EngineError> {
+        let _ = (id, name, kept);
+        Err(unsupported("keep a container's memory"))
+    }
+
+    /// Gives a created container the checkpoint `name`, which starts it from the memory
+    /// kept as `kept` (`restore_container`).
+    async fn place_memory(&self, kept: &str, id: &str, name: &str) -> Result<(), EngineError> {
+        let _ = (kept, id, name);
+        Err(unsupported("restore kept memory"))
+    }
+
+    /// Removes the memory kept as `kept`; none there is no error.
+    async fn drop_memory(&self, kept: &str) -> Result<(), EngineError> {
+        let _ = kept;
+        Err(unsupported("keep a container's memory"))
+    }
+
     /// Removes the container's checkpoint `name`; none there is no error.
     async fn remove_checkpoint(&self, id: &str, name: &str) -> Result<(), EngineError> {
         let _ = (id, name);

@@ -50,7 +50,33 @@ pub struct Snapshot {
     pub size_bytes: i64,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,
+    /// The sandbox's processes and memory, when it was taken with them.
+    pub memory: Option<KeptMemory>,
 }
+
+/// The memory of a snapshot taken with it: the sandbox's processes saved at the instant
+/// of the image, kept on its engine's host.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeptMemory {
+    /// Bytes kept on the engine's host.
+    pub bytes: i64,
+    /// The agent key the saved agent holds (its sandbox's at that instant, replaced there
+    /// since): a sandbox started from the snapshot takes it once, then gives its agent
+    /// its own. Never shown.
+    pub agent_key: String,
+}
+
+/// Never prints the key.
+impl std::fmt::Debug for KeptMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeptMemory")
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The name of the checkpoint that carries a snapshot's memory into a container.
+pub const MEMORY_CHECKPOINT: &str = "memory";
 
 /// The image reference of a snapshot.
 pub fn image_of(snapshot_id: &str) -> String {

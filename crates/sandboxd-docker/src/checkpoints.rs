@@ -57,6 +57,24 @@ impl DockerEngine {
         }
     }
 
+    /// Saves a running or frozen container's processes and memory as the checkpoint
+    /// `name`, leaving it as it was: the runtime freezes a running one for the save only,
+    /// and one frozen already stays so.
+    pub(crate) async fn checkpoint_running(&self, id: &str, name: &str) -> Result<(), EngineError> {
+        let options = CreateCheckpointOptions {
+            checkpoint_id: name.to_owned(),
+            checkpoint_dir: None,
+            exit: false,
+        };
+        let docker = self.docker.clone().with_timeout(CHECKPOINT_TIMEOUT);
+        timed(
+            "checkpoint container",
+            docker.create_checkpoint(id, options),
+        )
+        .await?
+        .map_err(refusal)
+    }
+
     /// Waits for the engine to record a checkpointed container as stopped: it answers
     /// the checkpoint before its own record of the container's exit is made.
     async fn stopped(&self, id: &str) -> Result<(), EngineError> {

@@ -91,6 +91,22 @@ impl Engine for DockerEngine {
         DockerEngine::restore_container(self, id, name).await
     }
 
+    async fn checkpoint_running(&self, id: &str, name: &str) -> Result<(), EngineError> {
+        DockerEngine::checkpoint_running(self, id, name).await
+    }
+
+    async fn keep_memory(&self, id: &str, name: &str, kept: &str) -> Result<u64, EngineError> {
+        DockerEngine::keep_memory(self, id, name, kept).await
+    }
+
+    async fn place_memory(&self, kept: &str, id: &str, name: &str) -> Result<(), EngineError> {
+        DockerEngine::place_memory(self, kept, id, name).await
+    }
+
+    async fn drop_memory(&self, kept: &str) -> Result<(), EngineError> {
+        DockerEngine::drop_memory(self, kept).await
+    }
+
     async fn remove_checkpoint(&self, id: &str, name: &str) -> Result<(), EngineError> {
         DockerEngine::remove_checkpoint(self, id, name).await
     }

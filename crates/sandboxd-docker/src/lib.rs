@@ -29,6 +29,7 @@ mod exec;
 mod freezer;
 mod images;
 mod images_carried;
+mod kept_memory;
 mod networks;
 mod prepared;
 mod progress;

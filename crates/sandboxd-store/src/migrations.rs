@@ -123,6 +123,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "hibernation",
         include_str!("../migrations/sqlite/0022_hibernation.sql"),
     ),
+    (
+        23,
+        "snapshot memory",
+        include_str!("../migrations/sqlite/0023_snapshot_memory.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -235,6 +240,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         22,
         "hibernation",
         include_str!("../migrations/postgres/0022_hibernation.sql"),
+    ),
+    (
+        23,
+        "snapshot memory",
+        include_str!("../migrations/postgres/0023_snapshot_memory.sql"),
     ),
 ];
 

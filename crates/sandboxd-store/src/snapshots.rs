@@ -2,13 +2,14 @@
 //! and the bytes they add to their images) inside the write that keeps one.
 //!
 //! Migration 0016: the image, its server, the user as `run_as`, workdir, template,
-//! `size_bytes`; no environment. Listed by organization, newest first. `admit_snapshot`
+//! `size_bytes`; no environment. Migration 0023: a snapshot with memory's
+//! `memory_bytes` (counted with `size_bytes` against the quota) and `memory_key`. Listed by organization, newest first. `admit_snapshot`
 //! runs before the commit, `insert_snapshot` checks the quota again with the size in its
 //! write transaction; `image_in_use` (a sandbox made from the image is creating, running
 //! or paused) holds back a removal.
 
 use sandboxd_core::quotas::Quotas;
-use sandboxd_core::snapshots::Snapshot;
+use sandboxd_core::snapshots::{KeptMemory, Snapshot};
 use sqlx::Row as _;
 
 use crate::{Store, StoreError};
@@ -18,8 +19,8 @@ macro_rules! select_snapshots {
     ($rest:literal) => {
         concat!(
             "SELECT snapshot_id, organization_id, project_id, name, sandbox_id, server_id, \
-             image, source_image, template, run_as, workdir, size_bytes, created_at \
-             FROM snapshots WHERE organization_id = $1",
+             image, source_image, template, run_as, workdir, size_bytes, created_at, \
+             memory_bytes, memory_key FROM snapshots WHERE organization_id = $1",
             $rest
         )
     };
@@ -40,6 +41,13 @@ fn snapshot(row: &sqlx::any::AnyRow) -> Result<Snapshot, StoreError> {
         workdir: row.try_get("workdir")?,
         size_bytes: row.try_get("size_bytes")?,
         created_at: row.try_get("created_at")?,
+        memory: match (
+            row.try_get::<Option<i64>, _>("memory_bytes")?,
+            row.try_get::<Option<String>, _>("memory_key")?,
+        ) {
+            (Some(bytes), Some(agent_key)) => Some(KeptMemory { bytes, agent_key }),
+            _ => None,
+        },
     })
 }
 
@@ -49,7 +57,9 @@ async fn kept(
     organization_id: &str,
 ) -> Result<(i64, i64), StoreError> {
     let row = sqlx::query(
-        "SELECT COUNT(*) AS n, CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS bytes FROM snapshots \
+        "SELECT COUNT(*) AS n, \
+         CAST(COALESCE(SUM(size_bytes + COALESCE(memory_bytes, 0)), 0) AS BIGINT) AS bytes \
+         FROM snapshots \
          WHERE organization_id = $1",
     )
     .bind(organization_id)
@@ -80,11 +90,19 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
         let (count, bytes) = kept(&mut tx, &snapshot.organization_id).await?;
-        quotas.admit_snapshot(count, bytes, snapshot.size_bytes)?;
+        let memory_bytes = snapshot.memory.as_ref().map(|m| m.bytes);
+        quotas.admit_snapshot(
+            count,
+            bytes,
+            snapshot
+                .size_bytes
+                .saturating_add(memory_bytes.unwrap_or(0)),
+        )?;
         sqlx::query(
             "INSERT INTO snapshots (snapshot_id, organization_id, project_id, name, sandbox_id, \
              server_id, image, source_image, template, run_as, workdir, size_bytes, created_by, \
-             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+             created_at, memory_bytes, memory_key) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(&snapshot.snapshot_id)
         .bind(&snapshot.organization_id)
@@ -100,6 +118,8 @@ impl Store {
         .bind(snapshot.size_bytes)
         .bind(created_by)
         .bind(snapshot.created_at)
+        .bind(memory_bytes)
+        .bind(snapshot.memory.as_ref().map(|m| m.agent_key.clone()))
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

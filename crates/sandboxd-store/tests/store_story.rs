@@ -1011,6 +1011,7 @@ async fn snapshots_are_kept_per_organization_within_their_quota(db: &TestDb) {
         workdir: "/home/user".into(),
         size_bytes,
         created_at,
+        memory: None,
     };
     store.admit_snapshot(org, &quotas).await.unwrap();
     let first = snapshot("a", 600 * 1024, 1);
@@ -1021,7 +1022,25 @@ async fn snapshots_are_kept_per_organization_within_their_quota(db: &TestDb) {
         store.insert_snapshot(&big, "u", &quotas).await,
         Err(StoreError::Quota(QuotaExceeded::SnapshotBytes { .. }))
     ));
-    let second = snapshot("c", 100 * 1024, 3);
+    // A snapshot's memory counts with its image.
+    let memory = |bytes| {
+        Some(sandboxd_core::snapshots::KeptMemory {
+            bytes,
+            agent_key: "ab".repeat(32),
+        })
+    };
+    let too_much = Snapshot {
+        memory: memory(400 * 1024),
+        ..snapshot("m", 100 * 1024, 3)
+    };
+    assert!(matches!(
+        store.insert_snapshot(&too_much, "u", &quotas).await,
+        Err(StoreError::Quota(QuotaExceeded::SnapshotBytes { .. }))
+    ));
+    let second = Snapshot {
+        memory: memory(200 * 1024),
+        ..snapshot("c", 100 * 1024, 3)
+    };
     store.insert_snapshot(&second, "u", &quotas).await.unwrap();
     assert!(matches!(
         store.admit_snapshot(org, &quotas).await,

@@ -171,6 +171,28 @@ def test_a_gvisor_sandbox_paused_to_disk_comes_back_with_its_processes(server):
             sb.pause(memory="swap")
 
 
+def test_a_gvisor_sandbox_forked_with_its_memory_continues_its_processes_in_each_fork(server):
+    with Sandbox.create("base", isolation="gvisor") as sb:
+        sleeper = sb.commands.run("sleep 300", background=True)
+        sb.commands.run("echo kept > /tmp/mark")
+        forks = sb.fork(2, memory=True)
+        snaps = []
+        try:
+            assert len(forks) == 2
+            for fork in forks:
+                # The agent's record of the background process came with its memory.
+                assert [p.process_id for p in fork.commands.list()] == [sleeper.id]
+                assert fork.files.read_text("/tmp/mark") == "kept\n"
+            snaps = [s for s in Sandbox.list_snapshots() if s.sandbox_id == sb.id]
+            assert snaps and snaps[0].memory_bytes and snaps[0].memory_bytes > 0
+        finally:
+            for fork in forks:
+                fork.kill()
+        assert [p.process_id for p in sb.commands.list()] == [sleeper.id]
+        for snap in snaps:
+            Sandbox.remove_snapshot(snap)
+
+
 def test_a_snapshot_starts_sandboxes_with_its_files_and_a_fork_copies_them(server):
     with Sandbox.create("base", env={"TOKEN": "sdk-secret"}) as sb:
         sb.files.write("notes.txt", "kept")

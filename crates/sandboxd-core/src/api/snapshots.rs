@@ -17,6 +17,11 @@ pub struct SnapshotRequest {
     /// Display name (1–64 characters); generated when absent.
     #[schema(min_length = 1, max_length = 64)]
     pub name: Option<String>,
+    /// Keep the sandbox's processes and memory too (a sandbox of the gvisor tier on the
+    /// local engine): a sandbox made from the snapshot continues them. Default false:
+    /// files only.
+    #[serde(default)]
+    pub memory: Option<bool>,
 }
 
 /// Body of `snapshot.remove`.
@@ -50,6 +55,10 @@ pub struct ForkRequest {
     /// Idle timeout of each fork in ms, 10 s–24 h (default: the source's).
     #[schema(minimum = 10000, maximum = 86400000)]
     pub timeout_ms: Option<i64>,
+    /// Each fork continues the source's processes from one instant, with their memory
+    /// (a sandbox of the gvisor tier on the local engine). Default false: files only.
+    #[serde(default)]
+    pub memory: Option<bool>,
 }
 
 /// A snapshot as the API shows it.
@@ -73,6 +82,9 @@ pub struct SnapshotView {
     pub workdir: String,
     /// What it adds to the image under it.
     pub size_bytes: i64,
+    /// The bytes of the processes' memory it keeps; `null`: files only.
+    #[serde(default)]
+    pub memory_bytes: Option<i64>,
     /// RFC 3339.
     pub created_at: String,
 }
@@ -91,6 +103,7 @@ impl SnapshotView {
             user: snapshot.user.clone(),
             workdir: snapshot.workdir.clone(),
             size_bytes: snapshot.size_bytes,
+            memory_bytes: snapshot.memory.as_ref().map(|m| m.bytes),
             created_at: format_time(snapshot.created_at),
         }
     }

@@ -15,6 +15,8 @@ use super::{check_timeout, display_name, required_id};
 pub struct TakeSnapshot {
     pub sandbox_id: String,
     pub name: Option<String>,
+    /// With the processes and their memory.
+    pub memory: bool,
 }
 
 /// A checked `sandbox.fork`.
@@ -25,6 +27,8 @@ pub struct Fork {
     pub env_vars: Option<String>,
     /// `None`: the source's.
     pub timeout_ms: Option<i64>,
+    /// Each continues the source's processes.
+    pub memory: bool,
 }
 
 /// Checks `sandbox.snapshot`.
@@ -37,6 +41,7 @@ pub fn take_snapshot(req: SnapshotRequest) -> Result<TakeSnapshot, Invalid> {
     issues.finish(TakeSnapshot {
         sandbox_id: req.sandbox_id,
         name: req.name,
+        memory: req.memory.unwrap_or(false),
     })
 }
 
@@ -63,6 +68,7 @@ pub fn fork(req: ForkRequest) -> Result<Fork, Invalid> {
         count: usize::try_from(count).unwrap_or(1),
         env_vars: req.env_vars,
         timeout_ms: req.timeout_ms,
+        memory: req.memory.unwrap_or(false),
     })
 }
 
@@ -98,6 +104,7 @@ mod tests {
         let long = SnapshotRequest {
             sandbox_id: "s".into(),
             name: Some("x".repeat(65)),
+            memory: None,
         };
         assert_eq!(take_snapshot(long).unwrap_err().issues[0].path, "name");
     }

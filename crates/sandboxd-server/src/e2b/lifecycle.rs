@@ -135,6 +135,7 @@ async fn snapshot(
     let cmd = validate::take_snapshot(sandboxd_core::api::SnapshotRequest {
         sandbox_id: id,
         name: asked.name,
+        memory: None,
     })?;
     let snapshot = state.service.sandboxes().snapshot(&who, cmd).await?;
     Ok((StatusCode::CREATED, Json(wire::snapshot_answer(&snapshot))))
@@ -216,6 +217,7 @@ async fn fork(
         count: asked.count,
         env_vars: None,
         timeout_ms: Some(timeout_ms.max(sandboxd_core::limits::MIN_TIMEOUT_MS)),
+        memory: None,
     })?;
     let (_, forks) = state.service.sandboxes().fork(&who, cmd).await?;
     let results = forks

@@ -439,6 +439,10 @@ pub fn remove_labelled_on(host: Option<&str>, label: &str) {
             let _ = docker().args(["volume", "rm", "-f"]).args(&names).output();
         }
     }
+    // The memory kept with its snapshots, on the local engine's host.
+    if host.is_none() {
+        remove_kept_memory(label);
+    }
     // Snapshot images carry the installation's label too.
     let images = docker()
         .args(["images", "-q", "--filter", &format!("label={label}")])
@@ -451,6 +455,37 @@ pub fn remove_labelled_on(host: Option<&str>, label: &str) {
         ids.dedup();
         if !ids.is_empty() {
             let _ = docker().arg("rmi").arg("-f").args(&ids).output();
+        }
+    }
+}
+
+/// Removes `<data root>/sandboxd-memory/<snapshot>` for each snapshot image with `label`.
+fn remove_kept_memory(label: &str) {
+    let text = |args: &[&str]| {
+        std::process::Command::new("docker")
+            .args(args)
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+            .unwrap_or_default()
+    };
+    let root = text(&["info", "-f", "{{.DockerRootDir}}"]);
+    if root.is_empty() {
+        return;
+    }
+    let snapshots = text(&[
+        "images",
+        "--filter",
+        &format!("label={label}"),
+        "--format",
+        "{{.Label \"sandboxd.snapshot\"}}",
+    ]);
+    for snapshot in snapshots.split_whitespace() {
+        if snapshot.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            let _ = std::fs::remove_dir_all(
+                std::path::Path::new(&root)
+                    .join("sandboxd-memory")
+                    .join(snapshot),
+            );
         }
     }
 }

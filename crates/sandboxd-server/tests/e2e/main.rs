@@ -39,6 +39,7 @@ mod isolation_floor;
 mod lifecycle;
 mod main_process;
 mod mcp;
+mod memory_fork;
 mod pause;
 mod pools;
 mod ports;

@@ -741,18 +741,29 @@ async fn a_sandbox_on_a_remote_server_pauses_at_its_idle_timeout_and_resumes_wit
     let process = start_counter(&server, &sandbox).await;
     let before = counted(&server, &sandbox, 500_000).await;
     wait_status(&server, &sandbox, "paused", Duration::from_secs(30)).await;
-    let frozen = std::process::Command::new("docker")
-        .args([
-            "-H",
-            &remote_docker_host(),
-            "inspect",
-            "--format",
-            "{{.State.Paused}}",
-            container(&sandbox),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&frozen.stdout).trim(), "true");
+    // The row moves first, then the engine freezes the container.
+    let frozen = || {
+        let out = std::process::Command::new("docker")
+            .args([
+                "-H",
+                &remote_docker_host(),
+                "inspect",
+                "--format",
+                "{{.State.Paused}}",
+                container(&sandbox),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "true"
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !frozen() {
+        assert!(
+            Instant::now() < deadline,
+            "the remote container was never frozen"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     uses_no_cpu(&server, &sandbox).await;
     // A read resumes it; the same process counted on.
     let after = count(&server, &sandbox).await;

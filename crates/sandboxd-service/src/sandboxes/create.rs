@@ -260,6 +260,24 @@ impl Sandboxes {
             )
             .into());
         }
+        if let Some(snapshot) = &snapshot
+            && snapshot.memory.is_some()
+        {
+            if !plan::under_gvisor(runtime.as_deref()) {
+                return Err(Invalid::one(
+                    "isolation",
+                    "a snapshot with memory starts under gvisor, whose runtime saved its processes",
+                )
+                .into());
+            }
+            if !cmd.volumes.is_empty() {
+                return Err(Invalid::one(
+                    "volumes",
+                    "a sandbox started from a snapshot with memory takes no volume: its processes were saved without one",
+                )
+                .into());
+            }
+        }
         if plan::under_gvisor(runtime.as_deref()) && cmd.network_mode == NetworkMode::Internet {
             return Err(Invalid::one(
                 "networkMode",
@@ -417,7 +435,16 @@ impl Sandboxes {
                 .set_egress_credentials(&row.sandbox_id, &cmd.egress_credentials)
                 .await?;
         }
-        let outcome = self.start_container(&engine, &row, None).await;
+        let restored = snapshot
+            .as_ref()
+            .and_then(|snapshot| snapshot.memory.as_ref().map(|memory| (snapshot, memory)));
+        let outcome = match restored {
+            Some((snapshot, memory)) => self.start_restored(&engine, &row, snapshot, memory).await,
+            None => self
+                .start_container(&engine, &row, None)
+                .await
+                .map_err(ServiceError::from),
+        };
         self.service
             .access()
             .record(
@@ -470,7 +497,7 @@ impl Sandboxes {
                     .store()
                     .set_status(&row.sandbox_id, SandboxStatus::Error)
                     .await?;
-                Err(error.into())
+                Err(error)
             }
         }
     }

@@ -1,7 +1,9 @@
 //! `sandbox.fork`: a fresh snapshot of a sandbox, and sandboxes made from it, each with
 //! its own id, limits and timeout (the source's unless the fork says otherwise). Files
-//! are carried; processes, memory, environment variables and egress credentials are
-//! not. All or nothing: when one cannot be made, those made go, with the snapshot.
+//! are carried; processes and memory too with `memory` (every fork continues the
+//! source's processes from the snapshot's instant, `memory.rs`); the source's
+//! environment variables and egress credentials are not given to new commands. All or
+//! nothing: when one cannot be made, those made go, with the snapshot.
 //!
 //! The creates run four at a time, with the source's limits, network, egress list and
 //! labels, and none of its environment, egress credentials or volumes.
@@ -55,6 +57,7 @@ impl Sandboxes {
                 TakeSnapshot {
                     sandbox_id: source.sandbox_id.clone(),
                     name: Some(cut(&format!("fork of {}", source.name), 64)),
+                    memory: cmd.memory,
                 },
             )
             .await?;

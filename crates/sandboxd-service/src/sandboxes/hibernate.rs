@@ -253,7 +253,7 @@ fn may_hibernate(row: &Sandbox) -> Result<(), ServiceError> {
 
 /// What the caller is told of an engine's refusal: a known cause, never the engine's
 /// text (it can name the host's paths), which goes to the log.
-fn reason_of(error: &EngineError) -> &'static str {
+pub(super) fn reason_of(error: &EngineError) -> &'static str {
     let text = sandboxd_core::error::chain(error).to_lowercase();
     if text.contains("no space left") {
         "the host's disk is full"

@@ -8,6 +8,7 @@ mod fork;
 mod hibernate;
 mod inside;
 mod lifecycle;
+mod memory;
 pub(crate) mod pause;
 pub(crate) mod prepared;
 pub(crate) mod revive;

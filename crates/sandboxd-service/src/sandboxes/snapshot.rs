@@ -7,6 +7,9 @@
 //! commit is done), then the row is kept with the quota checked again, now with the
 //! size; an image the quota has no room for is removed.
 //!
+//! With `memory`, the sandbox's processes are saved at the instant of the image
+//! (`memory.rs`).
+//!
 //! A snapshot runs in a task of its own, so it ends whatever its caller does; the
 //! sandbox's stripe is held only to mark it as being snapshotted. Audited. A removal is
 //! refused while the image is in use or another snapshot is built on it, waiting up to 10
@@ -82,10 +85,10 @@ impl Sandboxes {
             instance_id: self.service.instance_id().to_owned(),
         };
         let freezes = &self.service.inner.freezes;
-        let size_bytes = {
+        let (size_bytes, memory) = {
             // Under the sandbox's stripe only while its state is read and the snapshot
             // marked: pauses and resumes of it are refused until the commit is done.
-            let (container, _snapshotting) = {
+            let (row, container, _snapshotting) = {
                 let _held = freezes.hold(&sandbox.sandbox_id).await;
                 let row = self
                     .service
@@ -94,22 +97,37 @@ impl Sandboxes {
                     .await?
                     .ok_or(ServiceError::NotFound("sandbox"))?;
                 let container = row.kept_container()?.to_owned();
+                if cmd.memory {
+                    super::memory::may_keep_memory(&row)?;
+                }
                 let marked = freezes.begin_snapshot(&sandbox.sandbox_id).ok_or_else(|| {
                     ServiceError::Conflict(
                         "a snapshot of this sandbox is being taken already; retry when it is done"
                             .into(),
                     )
                 })?;
-                (container, marked)
+                (row, container, marked)
             };
-            match engine.commit_container(&container, &commit).await {
-                Ok(size) => size,
-                Err(EngineError::NotFound { .. }) => {
+            let taken = if cmd.memory {
+                self.service
+                    .commit_with_memory(&engine, &row, &container, &commit)
+                    .await
+                    .map(|(size, memory)| (size, Some(memory)))
+            } else {
+                engine
+                    .commit_container(&container, &commit)
+                    .await
+                    .map(|size| (size, None))
+                    .map_err(ServiceError::from)
+            };
+            match taken {
+                Ok(taken) => taken,
+                Err(ServiceError::Engine(EngineError::NotFound { .. })) => {
                     return Err(ServiceError::Conflict(
                         "the sandbox's container is gone; nothing to snapshot".into(),
                     ));
                 }
-                Err(error) => return Err(error.into()),
+                Err(error) => return Err(error),
             }
         };
         let snapshot = Snapshot {
@@ -128,6 +146,7 @@ impl Sandboxes {
             workdir: sandbox.workdir.clone(),
             size_bytes,
             created_at: now_ms(),
+            memory,
         };
         if let Err(error) = self
             .service
@@ -138,9 +157,15 @@ impl Sandboxes {
             if let Err(cleanup) = engine.remove_image(&snapshot.image).await {
                 warn!(image = %snapshot.image, error = %cleanup, "could not remove the image of a snapshot that was not kept");
             }
+            if snapshot.memory.is_some()
+                && let Err(cleanup) = engine.drop_memory(&snapshot.snapshot_id).await
+            {
+                warn!(snapshot_id = %snapshot.snapshot_id, error = %cleanup, "could not remove the memory of a snapshot that was not kept");
+            }
             return Err(error.into());
         }
-        info!(snapshot_id = %snapshot.snapshot_id, size_bytes, "snapshot taken");
+        let memory_bytes = snapshot.memory.as_ref().map(|m| m.bytes);
+        info!(snapshot_id = %snapshot.snapshot_id, size_bytes, memory_bytes, "snapshot taken");
         self.service
             .access()
             .record(
@@ -148,7 +173,7 @@ impl Sandboxes {
                 Some(caller),
                 "sandbox.snapshot",
                 Resource::sandbox(&sandbox),
-                json!({"snapshotId": snapshot.snapshot_id, "sizeBytes": size_bytes}),
+                json!({"snapshotId": snapshot.snapshot_id, "sizeBytes": size_bytes, "memoryBytes": memory_bytes}),
             )
             .await;
         Ok(snapshot)
@@ -270,6 +295,11 @@ impl Sandboxes {
                 Err(EngineError::Rejected { status: 409, .. }) => return Err(in_use()),
                 Err(error) => return Err(error.into()),
             }
+        }
+        if snapshot.memory.is_some()
+            && let Err(error) = engine.drop_memory(&snapshot.snapshot_id).await
+        {
+            warn!(snapshot_id = %snapshot.snapshot_id, error = %sandboxd_core::error::chain(&error), "could not remove a snapshot's memory from its engine's host");
         }
         self.service
             .store()

@@ -204,9 +204,12 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: volumes::VolumeCommand,
     },
-    /// Fork a sandbox into new ones that start with its files (not its processes,
-    /// memory or environment variables); prints their ids.
-    #[command(after_help = "Example:\n  sandboxd fork $ID -n 3")]
+    /// Fork a sandbox into new ones that start with its files (with --memory, its
+    /// processes too, from one instant; never its environment variables); prints
+    /// their ids.
+    #[command(
+        after_help = "Examples:\n  sandboxd fork $ID -n 3\n  sandboxd fork $ID -n 3 --memory"
+    )]
     Fork {
         #[command(flatten)]
         common: Common,

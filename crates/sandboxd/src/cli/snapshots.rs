@@ -1,5 +1,5 @@
-//! `sandboxd snapshot …` and `sandboxd fork`: a sandbox's files kept, and sandboxes
-//! started from them.
+//! `sandboxd snapshot …` and `sandboxd fork`: a sandbox's files (and with `--memory` its
+//! processes) kept, and sandboxes started from them.
 //!
 //! `snapshot create|ls|show|rm`, and `fork`.
 
@@ -14,11 +14,17 @@ use super::table;
 pub enum SnapshotCommand {
     /// Snapshot a sandbox's files and print the snapshot's id (start sandboxes from it
     /// with `sandboxd create --snapshot`).
-    #[command(after_help = "Example:\n  SNAP=$(sandboxd snapshot create $ID --name after-setup)")]
+    #[command(
+        after_help = "Examples:\n  SNAP=$(sandboxd snapshot create $ID --name after-setup)\n  SNAP=$(sandboxd snapshot create $ID --memory)"
+    )]
     Create {
         id: String,
         #[arg(long)]
         name: Option<String>,
+        /// Keep its processes and their memory too (a gvisor sandbox): sandboxes started
+        /// from the snapshot continue them.
+        #[arg(long)]
+        memory: bool,
     },
     /// List snapshots, newest first.
     #[command(after_help = "Example:\n  sandboxd snapshot ls")]
@@ -49,12 +55,18 @@ pub struct ForkArgs {
     /// Each fork's idle timeout, e.g. 30m [default: the source's].
     #[arg(long, value_parser = super::sandboxes::parse_duration)]
     timeout: Option<std::time::Duration>,
+    /// Each fork continues the source's processes with their memory (a gvisor sandbox).
+    #[arg(long)]
+    memory: bool,
 }
 
 pub async fn snapshot(client: &Client, command: SnapshotCommand) -> Result<Value, Failure> {
     match command {
-        SnapshotCommand::Create { id, name } => {
+        SnapshotCommand::Create { id, name, memory } => {
             let mut body = json!({"sandboxId": id});
+            if memory {
+                body["memory"] = json!(true);
+            }
             if let Some(name) = name {
                 body["name"] = json!(name);
             }
@@ -124,6 +136,12 @@ pub fn snapshot_fields(s: &Value) -> String {
             "size",
             table::size(s["sizeBytes"].as_u64().unwrap_or_default()),
         ),
+        (
+            "memory",
+            s["memoryBytes"]
+                .as_u64()
+                .map_or_else(|| "-".to_owned(), table::size),
+        ),
         ("created", table::cell(&s["createdAt"])),
     ])
 }
@@ -135,6 +153,9 @@ pub async fn fork(client: &Client, args: ForkArgs) -> Result<Value, Failure> {
     }
     if let Some(timeout) = args.timeout {
         body["timeoutMs"] = json!(timeout.as_millis() as u64);
+    }
+    if args.memory {
+        body["memory"] = json!(true);
     }
     client.post("sandbox.fork", &body).await
 }

@@ -420,13 +420,17 @@ class AsyncSandbox:
             await response.aclose()
         return target
 
-    async def snapshot(self, name: str | None = None) -> SnapshotInfo:
+    async def snapshot(self, name: str | None = None, *, memory: bool = False) -> SnapshotInfo:
         """Keeps the sandbox's files as a snapshot (the sandbox is frozen for the
         moment it takes); `create(snapshot=...)` starts sandboxes from it. Its
-        environment variables are not kept."""
+        environment variables are not kept. `memory=True` (a sandbox of the gvisor
+        tier) keeps its processes and their memory too: sandboxes started from the
+        snapshot continue them."""
         body: dict[str, Any] = {"sandboxId": self.id}
         if name is not None:
             body["name"] = name
+        if memory:
+            body["memory"] = True
         return SnapshotInfo.from_json(await self._conn.call("sandbox.snapshot", body, timeout=600))
 
     async def fork(
@@ -435,12 +439,17 @@ class AsyncSandbox:
         *,
         env: dict[str, str] | None = None,
         timeout: float | None = None,
+        memory: bool = False,
     ) -> list[AsyncSandbox]:
         """`count` (1–20) new sandboxes that start with this one's files, limits,
-        network and labels: not its processes, memory or environment variables (`env`
-        gives theirs). `timeout`: their idle timeout in seconds (default this one's).
-        The snapshot taken is kept (`list_snapshots`)."""
+        network and labels, not its environment variables (`env` gives theirs).
+        `memory=True` (a sandbox of the gvisor tier): each also continues this one's
+        processes, with their memory, from one instant. `timeout`: their idle timeout
+        in seconds (default this one's). The snapshot taken is kept
+        (`list_snapshots`)."""
         body: dict[str, Any] = {"sandboxId": self.id, "count": count}
+        if memory:
+            body["memory"] = True
         if env:
             body["envVars"] = _env_text(env)
         if timeout is not None:

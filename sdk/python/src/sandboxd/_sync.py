@@ -362,15 +362,20 @@ class Sandbox:
         """See `AsyncSandbox.download_changes`."""
         return _portal.run(self._inner.download_changes(local, all=all))
 
-    def snapshot(self, name: str | None = None) -> SnapshotInfo:
+    def snapshot(self, name: str | None = None, *, memory: bool = False) -> SnapshotInfo:
         """See `AsyncSandbox.snapshot`."""
-        return _portal.run(self._inner.snapshot(name))
+        return _portal.run(self._inner.snapshot(name, memory=memory))
 
     def fork(
-        self, count: int = 1, *, env: dict[str, str] | None = None, timeout: float | None = None
+        self,
+        count: int = 1,
+        *,
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
+        memory: bool = False,
     ) -> list[Sandbox]:
         """See `AsyncSandbox.fork`."""
-        forks = _portal.run(self._inner.fork(count, env=env, timeout=timeout))
+        forks = _portal.run(self._inner.fork(count, env=env, timeout=timeout, memory=memory))
         return [type(self)(fork) for fork in forks]
 
     @staticmethod

@@ -204,6 +204,8 @@ class SnapshotInfo:
     size_bytes: int
     created_at: str
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    #: Bytes of the processes' memory it keeps; None: files only.
+    memory_bytes: int | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SnapshotInfo:
@@ -220,6 +222,7 @@ class SnapshotInfo:
             size_bytes=int(data.get("sizeBytes", 0)),
             created_at=data.get("createdAt", ""),
             raw=data,
+            memory_bytes=None if data.get("memoryBytes") is None else int(data["memoryBytes"]),
         )
 
 

@@ -10,8 +10,8 @@ crate::define! {
     /// environment variables. `sandbox.create {snapshotId}` starts sandboxes from it.
     SandboxSnapshot {
         name: "sandbox.snapshot", method: Post, names: InBody, forwarded: false,
-        tag: "snapshot", errors: [400, 401, 404, 412, 429],
-        tool "sandbox-snapshot" "Snapshot a sandbox's files (the sandbox is frozen for the moment it takes). Start new sandboxes from it with sandbox-create {snapshotId}: they get the files, the user and the working directory, not the processes, memory or environment variables. Optional name.",
+        tag: "snapshot", errors: [400, 401, 404, 409, 412, 429],
+        tool "sandbox-snapshot" "Snapshot a sandbox's files (the sandbox is frozen for the moment it takes). Start new sandboxes from it with sandbox-create {snapshotId}: they get the files, the user and the working directory, not the environment variables; with memory: true (a gvisor sandbox) its running processes too, which continue in each. Optional name.",
         request: body(SnapshotRequest),
         response: one(SnapshotView),
     }
@@ -23,8 +23,8 @@ crate::define! {
     /// like any other.
     SandboxFork {
         name: "sandbox.fork", method: Post, names: InBody, forwarded: false,
-        tag: "snapshot", errors: [400, 401, 404, 412, 429],
-        tool "sandbox-fork" "Fork a sandbox into count (1–20, default 1) new sandboxes that start with a copy of its files, its limits and network: use it to try several approaches from the same state. Processes, memory and environment variables are not carried (give envVars). Returns the snapshot taken and the new sandboxes.",
+        tag: "snapshot", errors: [400, 401, 404, 409, 412, 429],
+        tool "sandbox-fork" "Fork a sandbox into count (1–20, default 1) new sandboxes that start with a copy of its files, its limits and network: use it to try several approaches from the same state. Environment variables are not carried (give envVars); with memory: true (a gvisor sandbox) each fork continues its running processes from one instant, else they are not carried. Returns the snapshot taken and the new sandboxes.",
         request: body(ForkRequest),
         response: one(ForkResult),
     }

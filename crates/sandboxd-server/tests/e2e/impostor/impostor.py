@@ -8,8 +8,9 @@
 # frame every half second and never finishes, `greedy` answers a download with a file it
 # says is 1 GiB and sends it without waiting for credit, `stingy` takes an upload and
 # never grants it credit, `portflood` answers a connection to a port as made and sends
-# endless 1 MiB frames without waiting for credit. `pose` has no key: it tries 20 times,
-# prints how many of its connections the server closed, and ends.
+# endless 1 MiB frames without waiting for credit. `pose` has no key (or the one given,
+# with how long to wait for a refusal as argv[3] and how many tries as argv[4]): it tries
+# 20 times, prints how many of its connections the server closed, and ends.
 import json
 import os
 import signal
@@ -20,6 +21,11 @@ import time
 
 mode = sys.argv[1]
 key = sys.argv[2] if len(sys.argv) > 2 else ""
+# How long a connection is given to be closed by the server (a loaded machine's server
+# may take longer than the default to read a Hello and refuse it).
+PATIENCE = float(sys.argv[3]) if len(sys.argv) > 3 else 0.3
+# How many times `pose` tries.
+TRIES = int(sys.argv[4]) if len(sys.argv) > 4 else 20
 IMPOSTOR_PID = 999999
 time.sleep(0.5)  # lets the command that started this one get its reply
 
@@ -45,7 +51,7 @@ def frame(channel, kind, payload):
 def closed_by_server(sock):
     """The server closes at once a connection made while the real agent's still
     counted as live; an open one has nothing to read yet, or a request."""
-    time.sleep(0.3)
+    time.sleep(PATIENCE)
     sock.setblocking(False)
     try:
         return sock.recv(1, socket.MSG_PEEK) == b""
@@ -74,14 +80,14 @@ def pose():
 
 if mode == "pose":
     refused = 0
-    for _ in range(20):
+    for _ in range(TRIES):
         kill_workers()
         sock = pose()
         if sock is None or closed_by_server(sock):
             refused += 1
         if sock is not None:
             sock.close()
-    print(f"refused {refused} of 20")
+    print(f"refused {refused} of {TRIES}")
     sys.exit(0)
 
 for _ in range(100):

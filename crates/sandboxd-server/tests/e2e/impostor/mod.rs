@@ -34,7 +34,7 @@ fn rss() -> u64 {
 const IMPOSTOR_PID: u32 = 999_999;
 
 /// The sandbox's agent key, as sandboxd keeps it on the host.
-fn agent_key(server: &TestServer, sandbox_id: &str) -> String {
+pub(crate) fn agent_key(server: &TestServer, sandbox_id: &str) -> String {
     let path = server
         .data_dir()
         .join("agents")
@@ -42,7 +42,7 @@ fn agent_key(server: &TestServer, sandbox_id: &str) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-async fn put_impostor(server: &TestServer, sandbox: &Value) {
+pub(crate) async fn put_impostor(server: &TestServer, sandbox: &Value) {
     let (status, body) = server
         .post(
             "sandbox.writeFile",
@@ -315,38 +315,51 @@ async fn an_upload_never_granted_credit_fails_in_time() {
     still_fast(&server, &other).await;
 }
 
-#[tokio::test]
-async fn code_in_a_sandbox_cannot_pose_as_its_agent() {
-    let server = server().await;
-    let sandbox = server.create(json!({"template": "base"})).await;
-    let sandbox_id = id(&sandbox);
-    put_impostor(&server, &sandbox).await;
-
+/// Runs the impostor's `pose` in the sandbox, with `key` (none when empty): 20 tries to
+/// connect as its agent (5 with a key, each given 1.5 s to be refused); what it printed,
+/// "refused N of 20" (or "of 5").
+pub(crate) async fn pose(server: &TestServer, sandbox: &Value, key: &str) -> String {
+    put_impostor(server, sandbox).await;
     // In the background: it kills the worker that runs the command starting it.
     let started = server
         .exec(
-            &sandbox,
-            "setsid python3 /tmp/impostor.py pose >/tmp/pose.log 2>&1 </dev/null &",
+            sandbox,
+            &if key.is_empty() {
+                "rm -f /tmp/pose.log; setsid python3 /tmp/impostor.py pose >/tmp/pose.log 2>&1 </dev/null &".to_owned()
+            } else {
+                format!("rm -f /tmp/pose.log; setsid python3 /tmp/impostor.py pose {key} 1.5 5 >/tmp/pose.log 2>&1 </dev/null &")
+            },
         )
         .await;
     assert_eq!(started["exitCode"], 0, "{started}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let posed = loop {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
         let (status, body) = server
             .get(
                 "sandbox.readFile",
-                &[("sandboxId", sandbox_id), ("path", "/tmp/pose.log")],
+                &[("sandboxId", id(sandbox)), ("path", "/tmp/pose.log")],
             )
             .await;
-        if status == StatusCode::OK && body["content"].as_str().is_some_and(|c| c.ends_with('\n')) {
-            break body["content"].clone();
+        if status == StatusCode::OK
+            && let Some(content) = body["content"].as_str()
+            && content.ends_with('\n')
+        {
+            return content.to_owned();
         }
         assert!(
             Instant::now() < deadline,
             "the impostor did not finish: {body}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    }
+}
+
+#[tokio::test]
+async fn code_in_a_sandbox_cannot_pose_as_its_agent() {
+    let server = server().await;
+    let sandbox = server.create(json!({"template": "base"})).await;
+    let sandbox_id = id(&sandbox);
+    let posed = pose(&server, &sandbox, "").await;
     assert_eq!(posed, "refused 20 of 20\n");
     // The real agent comes back and serves the sandbox.
     let hello = server
