@@ -185,6 +185,12 @@ pub trait Engine: Debug + Send + Sync + 'static {
         Err(unsupported("keep a container's memory"))
     }
 
+    /// The bytes the container's checkpoint `name` holds on the engine's host.
+    async fn checkpoint_bytes(&self, id: &str, name: &str) -> Result<u64, EngineError> {
+        let _ = (id, name);
+        Err(unsupported("measure a checkpoint"))
+    }
+
     /// Removes the container's checkpoint `name`; none there is no error.
     async fn remove_checkpoint(&self, id: &str, name: &str) -> Result<(), EngineError> {
         let _ = (id, name);

@@ -103,6 +103,10 @@ impl Engine for DockerEngine {
         DockerEngine::place_memory(self, kept, id, name).await
     }
 
+    async fn checkpoint_bytes(&self, id: &str, name: &str) -> Result<u64, EngineError> {
+        DockerEngine::checkpoint_bytes(self, id, name).await
+    }
+
     async fn drop_memory(&self, kept: &str) -> Result<(), EngineError> {
         DockerEngine::drop_memory(self, kept).await
     }

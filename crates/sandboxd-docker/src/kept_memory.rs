@@ -79,6 +79,21 @@ impl DockerEngine {
             .map_err(io_refusal)
     }
 
+    /// See [`sandboxd_contracts::Engine::checkpoint_bytes`].
+    pub(crate) async fn checkpoint_bytes(&self, id: &str, name: &str) -> Result<u64, EngineError> {
+        for part in [id, name] {
+            plain(part)?;
+        }
+        let root = self.local_data_root().await?;
+        let (id, name) = (id.to_owned(), name.to_owned());
+        tokio::task::spawn_blocking(move || {
+            pages_of(&root.join("containers").join(&id), &name).map(|pages| bytes_under(&pages))
+        })
+        .await
+        .map_err(|e| EngineError::Engine(e.into()))?
+        .map_err(io_refusal)
+    }
+
     /// See [`sandboxd_contracts::Engine::drop_memory`].
     pub(crate) async fn drop_memory(&self, kept: &str) -> Result<(), EngineError> {
         plain(kept)?;
@@ -97,7 +112,18 @@ impl DockerEngine {
 /// Moves the memory named by the container's checkpoint `name` to `<root>/KEPT/<kept>`;
 /// returns its bytes. The checkpoint itself is left for the engine to remove.
 fn move_out(root: &Path, id: &str, name: &str, kept: &str) -> std::io::Result<u64> {
-    let container = root.join("containers").join(id);
+    let pages = pages_of(&root.join("containers").join(id), name)?;
+    let place = root.join(KEPT);
+    std::fs::create_dir_all(&place)?;
+    set_mode(&place, 0o700)?;
+    let to = place.join(kept);
+    std::fs::rename(&pages, &to)?;
+    Ok(bytes_under(&to))
+}
+
+/// The directory of the memory the container's checkpoint `name` names, checked to be
+/// the container's own.
+fn pages_of(container: &Path, name: &str) -> std::io::Result<PathBuf> {
     let marker = container.join("checkpoints").join(name).join(MARKER);
     let named = std::fs::read_to_string(&marker).map_err(|e| {
         std::io::Error::new(
@@ -118,12 +144,7 @@ fn move_out(root: &Path, id: &str, name: &str, kept: &str) -> std::io::Result<u6
             pages.display()
         )));
     }
-    let place = root.join(KEPT);
-    std::fs::create_dir_all(&place)?;
-    set_mode(&place, 0o700)?;
-    let to = place.join(kept);
-    std::fs::rename(&pages, &to)?;
-    Ok(bytes_under(&to))
+    Ok(pages)
 }
 
 /// Gives the container `id` the checkpoint `name` naming the memory kept as `kept`.

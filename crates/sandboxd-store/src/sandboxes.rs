@@ -334,6 +334,24 @@ impl Store {
         self.reread(sandbox_id, updated.rows_affected()).await
     }
 
+    /// Sets the size of a hibernated sandbox's checkpoint, once it is known (the
+    /// hibernation was admitted with an estimate); `None` when it is not paused on disk.
+    pub async fn set_hibernated_bytes(
+        &self,
+        sandbox_id: &str,
+        bytes: i64,
+    ) -> Result<Option<Sandbox>, StoreError> {
+        let updated = sqlx::query(
+            "UPDATE sandboxes SET hibernated_bytes = $1 \
+             WHERE sandbox_id = $2 AND status = 'paused' AND hibernated_bytes IS NOT NULL",
+        )
+        .bind(bytes)
+        .bind(sandbox_id)
+        .execute(&self.pool)
+        .await?;
+        self.reread(sandbox_id, updated.rows_affected()).await
+    }
+
     /// Marks a paused sandbox's memory as kept in memory again (a hibernation undone);
     /// `None` when it was not paused.
     pub async fn unhibernate(&self, sandbox_id: &str) -> Result<Option<Sandbox>, StoreError> {

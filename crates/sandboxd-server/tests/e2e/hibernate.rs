@@ -40,10 +40,11 @@ async fn hibernate(server: &TestServer, sandbox: &Value) -> Value {
     assert_eq!(status, StatusCode::OK, "{paused}");
     assert_eq!(paused["status"], "paused", "{paused}");
     assert_eq!(paused["pausedTo"], "disk", "{paused}");
-    assert!(
-        paused["hibernatedBytes"].as_i64().unwrap() > 1024 * 1024,
-        "{paused}"
-    );
+    // The checkpoint's size on disk (a few hundred KiB for a shell, more for Python's
+    // counter), or the memory limit it was admitted with where the engine's data root is
+    // out of reach (a private engine's runtime keeps its checkpoints itself).
+    let bytes = paused["hibernatedBytes"].as_i64().unwrap();
+    assert!(bytes > 64 * 1024, "{paused}");
     paused
 }
 
@@ -83,7 +84,11 @@ async fn a_hibernated_sandbox_holds_no_container_and_its_resume_restores_its_pro
     let server = TestServer::start().await;
     let (sandbox, process, before) = counting_gvisor_sandbox(&server).await;
 
-    hibernate(&server, &sandbox).await;
+    let paused = hibernate(&server, &sandbox).await;
+    assert!(
+        paused["hibernatedBytes"].as_i64().unwrap() < paused["memoryMb"].as_i64().unwrap() << 20,
+        "the checkpoint's own size, not the memory limit: {paused}"
+    );
     assert!(
         !container_running(&server, &sandbox).await,
         "a hibernated sandbox's container is stopped"

@@ -26,7 +26,7 @@ use sandboxd_contracts::EngineError;
 use sandboxd_core::error::Invalid;
 use sandboxd_core::model::{Principal, Sandbox, SandboxStatus};
 use serde_json::json;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::pause::Why;
 use crate::duties::leases::lease_of;
@@ -79,9 +79,10 @@ impl Service {
         if !in_memory && let Err(error) = self.lease_for_pause(&row).await {
             return Err(error);
         }
-        let bytes = engine.usage(&container).await.map_or(0, |usage| {
-            i64::try_from(usage.memory_bytes).unwrap_or(i64::MAX)
-        });
+        // Admitted with the most its checkpoint can hold, its memory limit (asking the
+        // engine what it uses takes a second under gVisor); the checkpoint's own size
+        // replaces it once written.
+        let bytes = row.memory_mb.saturating_mul(1024 * 1024);
         let quotas = &self.inner.options.quotas;
         let hibernated = match self
             .store()
@@ -136,6 +137,23 @@ impl Service {
                 )),
             });
         }
+        let (hibernated, bytes) = match engine.checkpoint_bytes(&container, HIBERNATION).await {
+            Ok(written) => {
+                let written = i64::try_from(written).unwrap_or(i64::MAX);
+                match self.store().set_hibernated_bytes(id, written).await {
+                    Ok(Some(measured)) => (measured, written),
+                    Ok(None) => (hibernated, bytes),
+                    Err(error) => {
+                        warn!(sandbox_id = %id, %error, "cannot keep the size of a sandbox's checkpoint");
+                        (hibernated, bytes)
+                    }
+                }
+            }
+            Err(error) => {
+                debug!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the checkpoint's size is not known here; its memory limit stands for it");
+                (hibernated, bytes)
+            }
+        };
         info!(sandbox_id = %id, reason = why.as_str(), bytes, "sandbox hibernated");
         self.access()
             .record(
