@@ -136,14 +136,11 @@ impl AgentHub {
         sandbox_id: &str,
         key: &str,
     ) -> Result<Option<AgentMount>, HubError> {
-        let root = &self.inner.root;
-        let io = |source| HubError {
-            path: root.display().to_string(),
+        self.root_made()?;
+        write_key(&self.key_path(sandbox_id), key).map_err(|source| HubError {
+            path: self.inner.root.display().to_string(),
             source,
-        };
-        std::fs::create_dir_all(root).map_err(io)?;
-        set_mode(root, 0o700).map_err(io)?;
-        write_key(&self.key_path(sandbox_id), key).map_err(io)?;
+        })?;
         self.listen_local(sandbox_id, false)
     }
 
@@ -210,14 +207,22 @@ impl AgentHub {
     /// The sandbox's agent key (made now if it has none), for a remote server to offer
     /// as its container is created.
     pub fn key_of(&self, sandbox_id: &str) -> Result<String, HubError> {
+        self.root_made()?;
+        agent_key(&self.key_path(sandbox_id)).map_err(|source| HubError {
+            path: self.inner.root.display().to_string(),
+            source,
+        })
+    }
+
+    /// Makes the sockets' parent, sandboxd's alone on the host.
+    fn root_made(&self) -> Result<(), HubError> {
         let root = &self.inner.root;
         let io = |source| HubError {
             path: root.display().to_string(),
             source,
         };
         std::fs::create_dir_all(root).map_err(io)?;
-        set_mode(root, 0o700).map_err(io)?;
-        agent_key(&self.key_path(sandbox_id)).map_err(io)
+        set_mode(root, 0o700).map_err(io)
     }
 
     /// Offers the sandbox's key again, for its container about to be started again (it

@@ -194,7 +194,20 @@ impl Floor {
             }
             request
         });
-        docker.start_container(id, None).await?;
+        // The engine refuses a start from a checkpoint now and then for a race of its own
+        // (two uploads of the checkpoint's small file to containerd); tried again, it
+        // passes, as sandboxd tries it.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match docker.start_container(id, None).await {
+                Ok(()) => break,
+                Err(error) if attempt < 4 && error.to_string().contains("already exists") => {
+                    tokio::time::sleep(Duration::from_millis(100) * attempt).await;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
         self.exec(id, &["true"]).await?;
         Ok((saved, started.elapsed()))
     }

@@ -23,7 +23,10 @@ export async function snapshotsPage() {
   const rows = snapshots.map((snapshot) => h("tr", { "data-snapshot": snapshot.snapshotId },
     h("td", {}, snapshot.name, h("br"), h("code", { class: "muted" }, snapshot.snapshotId)),
     h("td", {}, h("a", { href: `#/sandbox/${encodeURIComponent(snapshot.sandboxId)}` }, snapshot.sandboxId)),
-    h("td", {}, size(snapshot.sizeBytes)),
+    h("td", {}, size(snapshot.sizeBytes),
+      snapshot.memoryBytes == null ? null : h("br"),
+      snapshot.memoryBytes == null ? null
+        : h("span", { class: "muted", "data-memory": "" }, `+ ${size(snapshot.memoryBytes)} of memory`)),
     h("td", { class: "hide-narrow" }, snapshot.serverId || "local"),
     h("td", { class: "hide-narrow" }, when(snapshot.createdAt)),
     h("td", {},

@@ -609,7 +609,8 @@ async fn an_egress_request_is_approved_in_the_dashboard() {
 }
 
 /// A gVisor sandbox is paused to disk from its page: the facts say so with the memory
-/// saved, and a resume brings it back running with its process.
+/// saved, and a resume brings it back running with its process; a snapshot of it with
+/// its memory says how much among the snapshots.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gvisor_sandbox_is_paused_to_disk_in_the_dashboard() {
     let server = RunningServer::start_logged().await;
@@ -643,7 +644,7 @@ async fn a_gvisor_sandbox_is_paused_to_disk_in_the_dashboard() {
     browser.click("#pause-to-disk").await;
     browser.element("[data-facts] [data-status=paused]").await;
     browser
-        .text_in("[data-fact='Paused to']", "MiB of memory saved")
+        .text_in("[data-fact='Paused to']", "of memory saved")
         .await;
     let actions: serde_json::Value = page
         .execute(
@@ -666,6 +667,27 @@ async fn a_gvisor_sandbox_is_paused_to_disk_in_the_dashboard() {
         "{processes}"
     );
     assert_eq!(processes[0]["status"], "running", "{processes}");
+    // A snapshot with its memory says so among the snapshots.
+    let (status, snapshot) = server
+        .post(
+            KEY,
+            "sandbox.snapshot",
+            serde_json::json!({"sandboxId": sandbox_id, "memory": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{snapshot}");
+    page.goto(&format!("{}/#/snapshots", server.url))
+        .await
+        .unwrap();
+    browser
+        .text_in(
+            &format!(
+                "[data-snapshot='{}'] [data-memory]",
+                snapshot["snapshotId"].as_str().unwrap()
+            ),
+            "of memory",
+        )
+        .await;
     let (status, _) = server
         .post(
             KEY,
@@ -674,6 +696,14 @@ async fn a_gvisor_sandbox_is_paused_to_disk_in_the_dashboard() {
         )
         .await;
     assert_eq!(status, 200);
+    let (status, removed) = server
+        .post(
+            KEY,
+            "snapshot.remove",
+            serde_json::json!({"snapshotId": snapshot["snapshotId"]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{removed}");
     browser.close().await;
 }
 

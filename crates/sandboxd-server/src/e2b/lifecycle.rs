@@ -199,8 +199,10 @@ async fn remove_snapshot(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Forks a sandbox: its files into `count` new sandboxes (not its memory), each
-/// living `timeout` seconds (E2B's default 15; sandboxd's forks live 10 s at least).
+/// Forks a sandbox into `count` new sandboxes, each living `timeout` seconds (E2B's
+/// default 15; sandboxd's forks live 10 s at least): with its memory, as E2B's do, where
+/// its tier allows (a gVisor sandbox on the local engine with no volume), else its
+/// files.
 async fn fork(
     State(state): State<AppState>,
     who: Result<Caller, ApiError>,
@@ -209,7 +211,10 @@ async fn fork(
 ) -> E2bResult<(StatusCode, Json<Vec<ForkResult>>)> {
     let who = caller(who)?;
     let asked = asked.map(|Json(body)| body).unwrap_or_default();
-    live_sandbox(&state, &who, &id, SandboxNeed::Use).await?;
+    let source = live_sandbox(&state, &who, &id, SandboxNeed::Use).await?;
+    let memory = sandboxd_core::plan::isolation_tier(source.runtime.as_deref()) == "gvisor"
+        && source.server_id.is_none()
+        && source.volumes.is_empty();
     let seconds = asked.timeout.unwrap_or(wire::FORK_TIMEOUT_SECS);
     let timeout_ms = e2b::timeout_ms("timeout", seconds)?;
     let cmd = validate::fork(sandboxd_core::api::ForkRequest {
@@ -217,7 +222,7 @@ async fn fork(
         count: asked.count,
         env_vars: None,
         timeout_ms: Some(timeout_ms.max(sandboxd_core::limits::MIN_TIMEOUT_MS)),
-        memory: None,
+        memory: Some(memory),
     })?;
     let (_, forks) = state.service.sandboxes().fork(&who, cmd).await?;
     let results = forks

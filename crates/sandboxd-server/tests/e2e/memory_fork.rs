@@ -4,7 +4,8 @@
 //! each), independent from then on; `sandbox.snapshot {memory: true}` keeps such an
 //! instant, and a sandbox created from it, even after its source is gone, starts there.
 //! No fork holds an agent key that works for its source or a sibling: the key the saved
-//! agent held is refused everywhere afterwards. Refusals: a sandbox of the container tier
+//! agent held is refused everywhere afterwards. E2B's fork of a gVisor sandbox keeps its
+//! memory. Refusals: a sandbox of the container tier
 //! (400 naming `memory`).
 
 use std::collections::HashSet;
@@ -34,6 +35,16 @@ async fn fork_with_memory(server: &TestServer, sandbox: &Value, count: u32) -> V
         .await;
     assert_eq!(status, StatusCode::OK, "{forked}");
     forked
+}
+
+async fn remove_snapshot(server: &TestServer, snapshot: &Value) {
+    let (status, removed) = server
+        .post(
+            "snapshot.remove",
+            json!({"snapshotId": snapshot["snapshotId"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{removed}");
 }
 
 /// The counter's process runs in `sandbox` as the one the agent started, and counts past
@@ -124,13 +135,7 @@ async fn forks_with_memory_continue_the_source_s_processes_then_diverge() {
     for sandbox in forks.iter().chain([&source]) {
         kill(&server, sandbox).await;
     }
-    let (status, removed) = server
-        .post(
-            "snapshot.remove",
-            json!({"snapshotId": snapshot["snapshotId"]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{removed}");
+    remove_snapshot(&server, snapshot).await;
 }
 
 #[tokio::test]
@@ -177,13 +182,7 @@ async fn a_snapshot_with_memory_starts_sandboxes_where_it_was_taken_after_its_so
     assert_eq!(listed["memoryBytes"], memory, "{listed}");
     kill(&server, &started).await;
     kill(&server, &again).await;
-    let (status, removed) = server
-        .post(
-            "snapshot.remove",
-            json!({"snapshotId": snapshot["snapshotId"]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{removed}");
+    remove_snapshot(&server, &snapshot).await;
     let root = server
         .docker()
         .info()
@@ -195,6 +194,33 @@ async fn a_snapshot_with_memory_starts_sandboxes_where_it_was_taken_after_its_so
         .join("sandboxd-memory")
         .join(snapshot["snapshotId"].as_str().unwrap());
     assert!(!kept.exists(), "the memory goes with its snapshot");
+}
+
+#[tokio::test]
+async fn e2b_s_fork_of_a_gvisor_sandbox_keeps_its_memory() {
+    let server = TestServer::start().await;
+    let (source, process, before) = counting_gvisor_sandbox(&server).await;
+    let (status, forks) = crate::e2b::call(
+        &server,
+        reqwest::Method::POST,
+        &format!("/sandboxes/{}/fork", id(&source)),
+        crate::harness::KEY,
+        Some(json!({"count": 1, "timeout": 120})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{forks}");
+    let fork = one(
+        &server,
+        &json!({"sandboxId": forks[0]["sandbox"]["sandboxID"]}),
+    )
+    .await;
+    counts_on(&server, &fork, &process, before).await;
+    let (_, snapshots) = server.get("snapshot.all", &[]).await;
+    for snapshot in snapshots.as_array().unwrap() {
+        assert!(snapshot["memoryBytes"].as_i64().unwrap() > 0, "{snapshot}");
+    }
+    kill(&server, &fork).await;
+    kill(&server, &source).await;
 }
 
 #[tokio::test]

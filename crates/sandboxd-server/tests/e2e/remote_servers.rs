@@ -677,6 +677,22 @@ async fn a_preview_reaches_an_app_on_a_remote_server_over_its_agents_connection(
     assert_eq!(page, "served remotely\n");
 }
 
+/// What the remote engine's inspect of a container says in `format`.
+fn remote_inspect(container: &str, format: &str) -> String {
+    let out = std::process::Command::new("docker")
+        .args([
+            "-H",
+            &remote_docker_host(),
+            "inspect",
+            "--format",
+            format,
+            container,
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 #[tokio::test]
 async fn a_container_stopped_on_a_remote_server_is_started_again_before_any_request() {
     let server = TestServer::start().await;
@@ -686,20 +702,7 @@ async fn a_container_stopped_on_a_remote_server_is_started_again_before_any_requ
         .create(json!({"template": "python", "serverId": server_id}))
         .await;
     let container_id = container(&sandbox).to_owned();
-    let state = || {
-        let out = std::process::Command::new("docker")
-            .args([
-                "-H",
-                &remote_docker_host(),
-                "inspect",
-                "--format",
-                "{{.State.Running}} {{.State.StartedAt}}",
-                &container_id,
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
+    let state = || remote_inspect(&container_id, "{{.State.Running}} {{.State.StartedAt}}");
     let before = state();
     // The watch on the server's deaths starts within a couple of seconds of its
     // connection.
@@ -742,20 +745,7 @@ async fn a_sandbox_on_a_remote_server_pauses_at_its_idle_timeout_and_resumes_wit
     let before = counted(&server, &sandbox, 500_000).await;
     wait_status(&server, &sandbox, "paused", Duration::from_secs(30)).await;
     // The row moves first, then the engine freezes the container.
-    let frozen = || {
-        let out = std::process::Command::new("docker")
-            .args([
-                "-H",
-                &remote_docker_host(),
-                "inspect",
-                "--format",
-                "{{.State.Paused}}",
-                container(&sandbox),
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim() == "true"
-    };
+    let frozen = || remote_inspect(container(&sandbox), "{{.State.Paused}}") == "true";
     let deadline = Instant::now() + Duration::from_secs(10);
     while !frozen() {
         assert!(
