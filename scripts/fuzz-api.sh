@@ -19,8 +19,9 @@ floor=${2:-5}
 python3 -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt 2>&1 | grep -v 'root' || true
 # Fuzzing sends thousands of requests with one key: no rate limit for this server.
 export SANDBOXD_RATE_LIMIT_PER_SECOND=0
-# Every snapshot is a commit on the engine: a bound on how many the fuzzer makes.
-export SANDBOXD_QUOTAS__SNAPSHOTS=60
+# Every snapshot is a commit on the engine: a bound on how many the fuzzer makes (forks
+# take theirs from the same count).
+export SANDBOXD_QUOTAS__SNAPSHOTS=150
 # Previews on hosts of their own too, so that the odd hosts reach that routing.
 export SANDBOXD_PREVIEW_DOMAIN=localhost
 # The fixtures register servers on loopback.

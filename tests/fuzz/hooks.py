@@ -109,6 +109,10 @@ def aim(fields, part, operation, seed, forced):
     if operation == "sandbox.setTimeout" and seed % 4 != 0 and part == "body":
         # Mostly a timeout that keeps the sandbox alive for the rest of the run.
         fields["timeoutMs"] = 3_600_000
+    if operation in ("sandbox.snapshot", "sandbox.fork") and seed % 4 != 0 and part == "body":
+        # Mostly files only: the fixtures' sandboxes are of the container tier, whose
+        # memory is refused by design (400), and a save of memory takes seconds.
+        fields["memory"] = False
     if operation == "sandbox.setEgress" and seed % 4 != 0 and part == "body":
         # Mostly a list the policy takes (a generated string is rarely a host name).
         fields["allow"] = [["example.com"], ["*.example.org:8443", "api.example.com"], []][seed % 3]
