@@ -58,13 +58,7 @@ impl Service {
         may_hibernate(&row)?;
         let container = row.kept_container()?.to_owned();
         let engine = self.fleet().engine_of(row.server_id.as_deref()).await?;
-        if !engine.checkpoints().await {
-            return Err(ServiceError::Conflict(
-                "this server's engine cannot save a sandbox's memory: its checkpoint API is \
-                 off (the engine's experimental setting, which scripts/gvisor.sh turns on)"
-                    .into(),
-            ));
-        }
+        checkpoints_on(&engine).await?;
         let in_memory = row.status == SandboxStatus::Paused;
         if in_memory {
             self.thaw_for_checkpoint(&engine, id, &container).await?;
@@ -247,20 +241,41 @@ impl Service {
     }
 }
 
+/// Refused unless the engine's checkpoint API is on.
+pub(super) async fn checkpoints_on(
+    engine: &std::sync::Arc<dyn sandboxd_contracts::Engine>,
+) -> Result<(), ServiceError> {
+    if engine.checkpoints().await {
+        return Ok(());
+    }
+    Err(ServiceError::Conflict(
+        "this server's engine cannot save a sandbox's memory: its checkpoint API is off (the \
+         engine's experimental setting, which scripts/gvisor.sh turns on)"
+            .into(),
+    ))
+}
+
+/// Refused (400 naming `memory`) unless the sandbox is of the `gvisor` tier, whose
+/// runtime saves its processes; `asked` is what asked for that.
+pub(super) fn of_gvisor_tier(row: &Sandbox, asked: &str) -> Result<(), ServiceError> {
+    let tier = sandboxd_core::plan::isolation_tier(row.runtime.as_deref());
+    if tier == "gvisor" {
+        return Ok(());
+    }
+    Err(Invalid::one(
+        "memory",
+        format!(
+            "{asked} needs a sandbox of the gvisor tier (its runtime saves its processes); \
+             this one is of the {tier} tier"
+        ),
+    )
+    .into())
+}
+
 /// Only a sandbox of the `gvisor` tier on the local engine can be hibernated: its
 /// runtime saves its processes, and sandboxd holds its agent's socket.
 fn may_hibernate(row: &Sandbox) -> Result<(), ServiceError> {
-    let tier = sandboxd_core::plan::isolation_tier(row.runtime.as_deref());
-    if tier != "gvisor" {
-        return Err(Invalid::one(
-            "memory",
-            format!(
-                "\"disk\" needs a sandbox of the gvisor tier (its runtime saves its \
-                 processes); this one is of the {tier} tier"
-            ),
-        )
-        .into());
-    }
+    of_gvisor_tier(row, "\"disk\"")?;
     if row.server_id.is_some() {
         return Err(ServiceError::Conflict(
             "a sandbox on a remote server cannot be hibernated yet; pause it in memory".into(),

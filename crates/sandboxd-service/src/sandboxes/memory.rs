@@ -26,7 +26,7 @@ use sandboxd_core::snapshots::{KeptMemory, MEMORY_CHECKPOINT, Snapshot};
 use tracing::{info, warn};
 
 use super::Sandboxes;
-use super::hibernate::reason_of;
+use super::hibernate::{checkpoints_on, of_gvisor_tier, reason_of};
 use crate::{Service, ServiceError};
 
 /// How long the agent is given to let its connection go before its sandbox is frozen.
@@ -37,17 +37,7 @@ const AGENT_BACK: Duration = Duration::from_secs(3);
 /// Whether a sandbox's memory can be kept with a snapshot of it: a sandbox of the
 /// `gvisor` tier on the local engine, with no volume, its processes in memory.
 pub(super) fn may_keep_memory(row: &Sandbox) -> Result<(), ServiceError> {
-    let tier = plan::isolation_tier(row.runtime.as_deref());
-    if tier != "gvisor" {
-        return Err(Invalid::one(
-            "memory",
-            format!(
-                "needs a sandbox of the gvisor tier (its runtime saves its processes); this one \
-                 is of the {tier} tier"
-            ),
-        )
-        .into());
-    }
+    of_gvisor_tier(row, "memory: true")?;
     if row.server_id.is_some() {
         return Err(ServiceError::Conflict(
             "the memory of a sandbox on a remote server cannot be kept yet; snapshot its files"
@@ -81,13 +71,7 @@ impl Service {
         container: &str,
         commit: &Commit,
     ) -> Result<(i64, KeptMemory), ServiceError> {
-        if !engine.checkpoints().await {
-            return Err(ServiceError::Conflict(
-                "this server's engine cannot save a sandbox's memory: its checkpoint API is \
-                 off (the engine's experimental setting, which scripts/gvisor.sh turns on)"
-                    .into(),
-            ));
-        }
+        checkpoints_on(engine).await?;
         let id = row.sandbox_id.as_str();
         let agent_key = if self.agents().enabled() {
             self.agents()
