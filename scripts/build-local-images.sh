@@ -2,8 +2,9 @@
 # Builds the local images the quick start and the test suite use, without any registry:
 #   sandboxd-local/busybox:latest  a static busybox root filesystem (no GNU tools, no libc)
 #   sandboxd-local/debian:bookworm a minimal Debian made with debootstrap (GNU coreutils and
-#                                  find, python3 with its standard library, pip and
-#                                  curl), user 1000
+#                                  find, python3 with its standard library, pip, curl,
+#                                  git and node: what E2B's base image offers that code
+#                                  written for it runs), user 1000
 #                                  `user` with home /home/user, and /usr/local/bin/suid-id,
 #                                  a setuid-root copy of `id` the security tests run to
 #                                  show that setuid grants nothing in a sandbox
@@ -11,7 +12,7 @@
 set -euo pipefail
 
 # Bumped whenever what goes into the images changes, so stale images are rebuilt.
-version=4
+version=5
 force=0
 [ "${1:-}" = "--force" ] && force=1
 
@@ -64,7 +65,7 @@ fi
 if ! have_image sandboxd-local/debian:bookworm; then
   ensure_pkg debootstrap
   root="$work/debian"
-  debootstrap --variant=minbase --include=python3,python3-pip,curl bookworm "$root" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
+  debootstrap --variant=minbase --include=python3,python3-pip,curl,git,nodejs bookworm "$root" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
     || { tail -n 30 "$work/debootstrap.log"; exit 1; }
   rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/*
   chroot "$root" /usr/sbin/groupadd -g 1000 user

@@ -2,7 +2,7 @@
 # E2B's own Python SDK (`e2b` from PyPI, in a virtual environment of its own under
 # target/, so that its dependencies never meet the other clients') against the real
 # server (scripts/lib/test-server.sh starts it): the control plane
-# (tests/python/e2b_control_plane.py), the in-sandbox daemon
+# (tests/python/e2b_control_plane.py, with a key made in E2B's form), the in-sandbox daemon
 # (tests/python/e2b_in_sandbox.py), E2B's code interpreter SDK
 # (tests/python/e2b_interpreter.py), E2B's template builder
 # (tests/python/e2b_templates.py), the README's E2B example as written (its URL
@@ -17,7 +17,11 @@ venv=target/e2b-venv
 source scripts/lib/e2b-domain.sh
 source scripts/lib/test-server.sh
 e2b_domain_proxy
-"$venv/bin/python" tests/python/e2b_control_plane.py "$url" "$key"
+# A key in E2B's form, as E2B's SDKs check keys: the control plane's calls go with it.
+e2b_key=$(curl -fs -X POST "$url/api/apiKey.create" -H "x-api-key: $key" \
+  -H 'content-type: application/json' -d '{"name": "e2b-sdk", "format": "e2b"}' |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["secret"])')
+"$venv/bin/python" tests/python/e2b_control_plane.py "$url" "$e2b_key"
 "$venv/bin/python" tests/python/e2b_in_sandbox.py "$url" "$key"
 "$venv/bin/python" tests/python/e2b_interpreter.py "$url" "$key"
 "$venv/bin/python" tests/python/e2b_templates.py "$url" "$key"

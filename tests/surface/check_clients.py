@@ -88,7 +88,6 @@ NOT_REACHED = {
         "sandbox.execToken": "a browser's WebSocket token: the CLI sends its key",
         "sandbox.writeFile": "`cp` streams files (sandbox.upload)",
         "sandbox.readFile": "`cp` streams files (sandbox.download)",
-        "sandbox.stats": "not offered yet: the dashboard and the SDK read it",
         "sandbox.contextCreate": "interpreter contexts are an agent's",
         "sandbox.contextRun": "interpreter contexts are an agent's",
         "sandbox.contextRemove": "interpreter contexts are an agent's",
@@ -232,6 +231,7 @@ MODELS = {
     "Change": "ChangeEntry",
     "Changes": "ChangesResult",
     "SandboxStats": "SandboxStats",
+    "MetricReading": "MetricReading",
     "ExposedPort": "ExposedPortView",
     "ProcessInfo": "ProcessView",
 }

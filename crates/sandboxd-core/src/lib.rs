@@ -42,6 +42,7 @@ pub mod template_build;
 pub mod templates;
 pub mod transfer;
 pub mod usage;
+pub mod usage_history;
 pub mod utf8_stream;
 pub mod validate;
 pub mod volumes;

@@ -390,6 +390,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn keys_are_written_in_either_form_from_the_same_bytes() {
+        let random: [u8; 32] = std::array::from_fn(|i| (i * 37 + 5) as u8);
+        let ours = KeyFormat::Sandboxd.write(&random);
+        assert!(ours.starts_with("sbx_"), "{ours}");
+        assert_eq!(ours.len(), 4 + 43);
+        let e2b = KeyFormat::E2b.write(&random);
+        assert_eq!(e2b.len(), 4 + 64);
+        // E2B's SDKs check `\Ae2b_[0-9a-f]+\Z`.
+        assert!(e2b.starts_with("e2b_"));
+        assert!(
+            e2b[4..].chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')),
+            "{e2b}"
+        );
+        assert_eq!(&e2b[4..8], "052a");
+        assert_eq!(serde_json::to_value(KeyFormat::E2b).unwrap(), "e2b");
+        assert_eq!(
+            serde_json::from_value::<KeyFormat>("sandboxd".into()).unwrap(),
+            KeyFormat::Sandboxd
+        );
+    }
+
+    #[test]
     fn only_legal_transitions_are_allowed() {
         use SandboxStatus::{Creating, Error, Killed, Paused, Running};
         let legal = [
@@ -481,6 +503,55 @@ pub struct ApiKey {
     pub created_at: i64,
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,
+}
+
+/// Prefix of every sandboxd key, so leaked keys are easy to recognise and scan for.
+pub const KEY_PREFIX: &str = "sbx_";
+/// Prefix of a key in E2B's form.
+pub const E2B_KEY_PREFIX: &str = "e2b_";
+
+/// How a new key's secret is written. Both carry 32 random bytes and work alike
+/// everywhere; `E2b` is the form E2B's SDKs check a key against (`e2b_` and lowercase
+/// hex), so their users need no setting to turn that check off.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyFormat {
+    /// `sbx_` and 43 characters of URL-safe base64.
+    #[default]
+    Sandboxd,
+    /// `e2b_` and 64 lowercase hex digits.
+    E2b,
+}
+
+impl KeyFormat {
+    /// The key made of these random bytes.
+    pub fn write(self, random: &[u8; 32]) -> String {
+        match self {
+            Self::Sandboxd => format!(
+                "{KEY_PREFIX}{}",
+                base64_simd::URL_SAFE_NO_PAD.encode_to_string(random)
+            ),
+            Self::E2b => {
+                let mut key = String::with_capacity(E2B_KEY_PREFIX.len() + 64);
+                key.push_str(E2B_KEY_PREFIX);
+                for byte in random {
+                    key.push_str(&format!("{byte:02x}"));
+                }
+                key
+            }
+        }
+    }
 }
 
 /// One entry of the audit log.

@@ -504,6 +504,42 @@ pub fn set_timeout(req: SetTimeoutRequest) -> Result<(String, i64), Invalid> {
     issues.finish((req.sandbox_id, req.timeout_ms))
 }
 
+/// A checked `sandbox.metrics`: times in epoch ms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsRange {
+    pub sandbox_id: String,
+    pub from_ms: Option<i64>,
+    pub to_ms: Option<i64>,
+}
+
+/// Checks `sandbox.metrics`; `parse_time` reads RFC 3339 into epoch ms.
+pub fn metrics_range(
+    req: crate::api::SandboxMetricsQuery,
+    parse_time: impl Fn(&str) -> Option<i64>,
+) -> Result<MetricsRange, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    let mut time = |field: &str, value: Option<&str>| {
+        let parsed = parse_time(value?);
+        if parsed.is_none() {
+            issues.push(field, "must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z");
+        }
+        parsed
+    };
+    let from_ms = time("from", req.from.as_deref());
+    let to_ms = time("to", req.to.as_deref());
+    if let (Some(from), Some(to)) = (from_ms, to_ms)
+        && from > to
+    {
+        issues.push("to", "must not be before from");
+    }
+    issues.finish(MetricsRange {
+        sandbox_id: req.sandbox_id,
+        from_ms,
+        to_ms,
+    })
+}
+
 /// Checks `sandbox.rename`; returns the sandbox id and its new name.
 pub fn rename(req: RenameSandboxRequest) -> Result<(String, String), Invalid> {
     let mut issues = Issues::default();

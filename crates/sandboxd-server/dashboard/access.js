@@ -109,6 +109,7 @@ export async function accessPage() {
   h("button", { type: "submit" }, "Add member"));
   const keyName = h("input", { id: "k-name", placeholder: "ci-runner", autocomplete: "off" });
   const keyDays = h("input", { id: "k-days", type: "number", min: "1", placeholder: "never" });
+  const keyE2b = h("input", { id: "k-e2b", type: "checkbox" });
   const newKey = h("form", { class: "panel", onsubmit: async (event) => {
     event.preventDefault();
     const days = Number(keyDays.value);
@@ -117,6 +118,7 @@ export async function accessPage() {
         name: keyName.value.trim(),
         userId: keyOwner.value || undefined,
         expiresInMs: days > 0 ? Math.round(days * 86400000) : undefined,
+        format: keyE2b.checked ? "e2b" : undefined,
       });
       keyName.value = "";
       created.replaceChildren(h("div", { class: "notice" },
@@ -132,6 +134,7 @@ export async function accessPage() {
     h("div", { class: "field" }, h("label", { for: "k-name" }, "Name"), keyName),
     h("div", { class: "field" }, h("label", { for: "k-user" }, "For"), keyOwner),
     h("div", { class: "field" }, h("label", { for: "k-days" }, "Expires in (days)"), keyDays)),
+  h("label", { class: "check", for: "k-e2b", title: "e2b_ and hex, the form E2B's SDKs check for; it works everywhere a key does" }, keyE2b, " In E2B's form (for E2B's SDKs)"),
   h("button", { type: "submit" }, "Create key"));
   show(h("h1", {}, "Members and keys"),
     h("h2", {}, "Members"),

@@ -1,5 +1,6 @@
-// Live CPU, memory and processes of a running sandbox (`sandbox.stats`), as small charts
-// drawn in SVG from the last minute of readings.
+// CPU, memory and processes of a running sandbox as small charts drawn in SVG: the
+// readings the server kept (`sandbox.metrics`, every 5 s) up to the page's opening, then
+// live ones (`sandbox.stats`) every 2 s.
 
 import * as api from "./api.js";
 import { h } from "./dom.js";
@@ -67,11 +68,22 @@ export function usagePanel(sandbox) {
       if (error.status === 412 || error.status === 404) stopped = true;
     }
   }
-  read();
-  const timer = setInterval(read, EVERY_MS);
+  // What the server kept before the page opened comes first, then the live readings.
+  let timer = null;
+  (async () => {
+    if (!stopped) {
+      try {
+        const kept = await api.get("sandbox.metrics", { sandboxId: sandbox.sandboxId });
+        for (const r of kept.readings.slice(-(POINTS - 1))) readings.push({ ...r, kept: true });
+        if (readings.length) state.dataset.kept = String(readings.length);
+      } catch { /* the live readings still come */ }
+    }
+    await read();
+    if (!stopped) timer = setInterval(read, EVERY_MS);
+  })();
   return {
     element: h("section", { class: "panel" }, h("h2", {}, "Usage"),
       h("div", { class: "charts" }, cpu.element, memory.element, pids.element), state),
-    close: () => { stopped = true; clearInterval(timer); },
+    close: () => { stopped = true; if (timer) clearInterval(timer); },
   };
 }

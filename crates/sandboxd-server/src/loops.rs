@@ -10,7 +10,8 @@
 //! The reaper, the warm-pool refill (every 200 ms) and reconcile run on their intervals;
 //! a replica that does not reconcile only listens again for its own agents and lets go of
 //! those that ended elsewhere. On every replica: the lease loop (every third of the
-//! grace) and the replica heartbeat. The watch on the local engine's container deaths (on
+//! grace), the usage readings of the sandboxes whose agents it holds (every 5 s) and the
+//! replica heartbeat. The watch on the local engine's container deaths (on
 //! the replica holding `engines`) revives a container 300 ms after it died and, when the
 //! event stream comes back after an outage, waits for the engine to answer and reconciles
 //! it at once; `watch_fleet` gives every remote server's engine such a watch of its own
@@ -270,6 +271,7 @@ pub fn spawn(
     let fleet = watch_fleet(service.clone(), stop.clone());
     let server_changes = follow_server_changes(service.clone(), stop.clone());
     let beating = service.clone();
+    let sampling = service.duties();
     let leasing = service.duties();
     let reconciler = service;
     vec![
@@ -282,6 +284,19 @@ pub fn spawn(
                 let duties = leasing.clone();
                 async move {
                     duties.lease_once().await;
+                    Ok(())
+                }
+            },
+        ),
+        // Every replica keeps the readings of the sandboxes whose agents it holds.
+        every(
+            Duration::from_millis(sandboxd_core::usage_history::SAMPLE_EVERY_MS as u64),
+            stop.clone(),
+            "usage readings",
+            move || {
+                let duties = sampling.clone();
+                async move {
+                    duties.sample_usage_once().await;
                     Ok(())
                 }
             },

@@ -102,6 +102,9 @@ struct Inner {
     replicas: Replicas,
     /// The last CPU reading of each sandbox, for `sandbox.stats`.
     readings: sandboxes::usage::Readings,
+    /// The readings over time of each running sandbox whose agent this replica holds,
+    /// for `sandbox.metrics`.
+    histories: sandboxes::usage::Histories,
     /// The writer of the egress log.
     egress_log: egress::Recorder,
     /// sandboxd's own addresses, which egress never reaches.
@@ -238,6 +241,7 @@ impl Service {
                 agents_unrecorded: Default::default(),
                 replicas,
                 readings: Default::default(),
+                histories: Default::default(),
                 egress_log,
                 own_host: egress::OwnHost::default(),
                 exec_env: Default::default(),

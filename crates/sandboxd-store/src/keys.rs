@@ -6,7 +6,7 @@
 //! sessions opened with a token. Keys are made, listed and revoked here.
 
 use sandboxd_core::access::{self, Permissions};
-use sandboxd_core::model::{ApiKey, Principal, Role};
+use sandboxd_core::model::{ApiKey, KeyFormat, Principal, Role};
 use sandboxd_core::quotas::Quotas;
 use sqlx::Row as _;
 use sqlx::any::AnyRow;
@@ -16,8 +16,6 @@ use crate::ids::random_bytes;
 use crate::store::now_ms;
 use crate::{Store, StoreError, new_id};
 
-/// Prefix of every generated API key, so leaked keys are easy to recognise and scan for.
-pub const KEY_PREFIX: &str = "sbx_";
 /// Shortest API key accepted at bootstrap.
 pub const MIN_BOOTSTRAP_KEY_CHARS: usize = 32;
 
@@ -29,6 +27,28 @@ pub struct Bootstrap {
     pub environment_id: String,
     /// The owner key, when this start generated it (it is shown once, never stored).
     pub generated_key: Option<String>,
+}
+
+/// What a new key is, besides whose: its name, its narrowing, its expiry (epoch ms)
+/// and how its secret is written.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec<'a> {
+    pub name: &'a str,
+    pub scopes: Option<Permissions>,
+    pub expires_at: Option<i64>,
+    pub format: KeyFormat,
+}
+
+impl<'a> KeySpec<'a> {
+    /// A key of everything its user holds, never expiring, in sandboxd's form.
+    pub fn named(name: &'a str) -> Self {
+        Self {
+            name,
+            scopes: None,
+            expires_at: None,
+            format: KeyFormat::Sandboxd,
+        }
+    }
 }
 
 /// A key just created: its record and the secret, shown once.
@@ -64,13 +84,10 @@ fn key_row(row: &AnyRow) -> Result<ApiKey, StoreError> {
     })
 }
 
-fn generate_key() -> Result<String, StoreError> {
+fn generate_key(format: KeyFormat) -> Result<String, StoreError> {
     let mut bytes = [0u8; 32];
     random_bytes(&mut bytes)?;
-    Ok(format!(
-        "{KEY_PREFIX}{}",
-        base64_simd::URL_SAFE_NO_PAD.encode_to_string(bytes)
-    ))
+    Ok(format.write(&bytes))
 }
 
 /// The listed prefix of a bootstrap key given by configuration.
@@ -199,7 +216,7 @@ impl Store {
         let (token, generated, prefix) = match bootstrap_key {
             Some(key) => (key.to_owned(), None, CONFIGURED_PREFIX.to_owned()),
             None => {
-                let key = generate_key()?;
+                let key = generate_key(KeyFormat::Sandboxd)?;
                 let prefix = key.chars().take(8).collect();
                 (key.clone(), Some(key), prefix)
             }
@@ -299,9 +316,7 @@ impl Store {
         &self,
         organization_id: &str,
         user_id: &str,
-        name: &str,
-        scopes: Option<Permissions>,
-        expires_at: Option<i64>,
+        spec: KeySpec<'_>,
         quotas: &Quotas,
     ) -> Result<NewKey, StoreError> {
         let mut tx = self.write_tx().await?;
@@ -317,7 +332,7 @@ impl Store {
         .await?;
         quotas.admit_key(usable)?;
         let key = self
-            .insert_key(&mut tx, organization_id, user_id, name, scopes, expires_at)
+            .insert_key(&mut tx, organization_id, user_id, spec)
             .await?;
         tx.commit().await?;
         Ok(key)
@@ -328,11 +343,15 @@ impl Store {
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         organization_id: &str,
         user_id: &str,
-        name: &str,
-        scopes: Option<Permissions>,
-        expires_at: Option<i64>,
+        spec: KeySpec<'_>,
     ) -> Result<NewKey, StoreError> {
-        let secret = generate_key()?;
+        let KeySpec {
+            name,
+            scopes,
+            expires_at,
+            format,
+        } = spec;
+        let secret = generate_key(format)?;
         let record = ApiKey {
             key_id: new_id()?,
             organization_id: organization_id.to_owned(),

@@ -56,7 +56,7 @@ pub use e2b_builds::{E2B_BUILD_WAITS_MS, E2bBuild, MAX_E2B_FILES_BYTES};
 pub use egress_requests::Asked;
 pub use error::StoreError;
 pub use ids::{new_id, new_sandbox_id, new_uuid};
-pub use keys::{Bootstrap, NewKey};
+pub use keys::{Bootstrap, KeySpec, NewKey};
 pub use leases::Leases;
 pub use members::AccessList;
 pub use migrations::known_version;

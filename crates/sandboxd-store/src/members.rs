@@ -7,7 +7,7 @@ use sandboxd_core::model::{Member, MemberChanges as Grants, Organization, Role};
 use sqlx::Row as _;
 use sqlx::any::AnyRow;
 
-use crate::keys::NewKey;
+use crate::keys::{KeySpec, NewKey};
 use crate::store::now_ms;
 use crate::{Store, StoreError, new_id};
 
@@ -60,9 +60,11 @@ impl Store {
                 &mut tx,
                 &organization_id,
                 user_id,
-                "owner",
-                scopes,
-                expires_at,
+                KeySpec {
+                    scopes,
+                    expires_at,
+                    ..KeySpec::named("owner")
+                },
             )
             .await?;
         tx.commit().await?;

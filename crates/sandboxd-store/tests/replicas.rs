@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::{TestDb, sandbox};
 use sandboxd_core::model::{MemberChanges, Role, SandboxStatus};
 use sandboxd_core::quotas::Quotas;
-use sandboxd_store::Store;
+use sandboxd_store::{KeySpec, Store};
 use sqlx::Connection as _;
 
 /// What "at once" is held to here: well under the caches' own limits, so that a feed
@@ -125,9 +125,7 @@ async fn a_key_revoked_through_one_replica_is_refused_by_the_other() {
             .create_key(
                 &org,
                 &member.user_id,
-                &format!("k{round}"),
-                None,
-                None,
+                KeySpec::named(&format!("k{round}")),
                 &Quotas::default(),
             )
             .await
@@ -152,9 +150,7 @@ async fn a_key_revoked_through_one_replica_is_refused_by_the_other() {
         .create_key(
             &org,
             &member.user_id,
-            "last",
-            None,
-            None,
+            KeySpec::named("last"),
             &Quotas::default(),
         )
         .await

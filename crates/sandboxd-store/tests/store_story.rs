@@ -9,9 +9,9 @@ mod common;
 use common::{TestDb, sandbox};
 
 use sandboxd_core::egress_log::{Decision, EgressRecord};
-use sandboxd_core::model::{NetworkMode, SandboxStatus};
+use sandboxd_core::model::{KeyFormat, NetworkMode, SandboxStatus};
 use sandboxd_core::quotas::Quotas;
-use sandboxd_store::Database;
+use sandboxd_store::{Database, KeySpec};
 
 on_every_backend!(
     bootstrap_authenticate_and_sandbox_rows,
@@ -218,7 +218,12 @@ async fn key_changes_take_effect_at_once_for_keys_seen_before(db: &TestDb) {
         .await
         .unwrap();
     let key = store
-        .create_key(&org, &member.user_id, "k", None, None, &Quotas::default())
+        .create_key(
+            &org,
+            &member.user_id,
+            KeySpec::named("k"),
+            &Quotas::default(),
+        )
         .await
         .unwrap();
     let check = || async { store.authenticate(&key.secret).await.unwrap() };
@@ -244,10 +249,21 @@ async fn key_changes_take_effect_at_once_for_keys_seen_before(db: &TestDb) {
         .unwrap();
     assert_eq!(check().await, None, "revoked");
 
+    // A key in E2B's form is a key like any other.
     let second = store
-        .create_key(&org, &member.user_id, "k2", None, None, &Quotas::default())
+        .create_key(
+            &org,
+            &member.user_id,
+            KeySpec {
+                format: KeyFormat::E2b,
+                ..KeySpec::named("k2")
+            },
+            &Quotas::default(),
+        )
         .await
         .unwrap();
+    assert!(second.secret.starts_with("e2b_"), "{}", second.secret);
+    assert_eq!(second.record.prefix, &second.secret[..8]);
     assert!(store.authenticate(&second.secret).await.unwrap().is_some());
     assert!(store.remove_member(&org, &member.user_id).await.unwrap());
     assert_eq!(
@@ -265,9 +281,10 @@ async fn key_changes_take_effect_at_once_for_keys_seen_before(db: &TestDb) {
         .create_key(
             &org,
             &owner.user_id,
-            "short",
-            None,
-            Some(sandboxd_store::now_ms() + 300),
+            KeySpec {
+                expires_at: Some(sandboxd_store::now_ms() + 300),
+                ..KeySpec::named("short")
+            },
             &Quotas::default(),
         )
         .await

@@ -81,6 +81,27 @@ async fn the_sandbox_lifecycle_from_a_terminal() {
     assert_eq!(files.code, 0, "{}", files.stderr);
     assert!(files.stdout.contains("etc"), "{}", files.stdout);
 
+    // What it uses now, and the readings kept (one taken now before the first pass).
+    let stats = run(&["stats", &id]);
+    assert_eq!(stats.code, 0, "{}", stats.stderr);
+    assert!(
+        stats.stdout.contains("memory") && stats.stdout.contains(" of "),
+        "{}",
+        stats.stdout
+    );
+    let history = run(&["stats", &id, "--history", "--since", "10m", "--json"]);
+    assert_eq!(history.code, 0, "{}", history.stderr);
+    let history: Value = serde_json::from_str(&history.stdout).unwrap();
+    assert_eq!(history["intervalMs"], 5000);
+    assert!(
+        !history["readings"].as_array().unwrap().is_empty(),
+        "{history}"
+    );
+    let table = run(&["stats", &id, "--history"]);
+    assert!(table.stdout.starts_with("TIME"), "{}", table.stdout);
+    let lone = run(&["stats", &id, "--since", "10m"]);
+    assert_eq!(lone.code, 2, "--since needs --history: {}", lone.stderr);
+
     let killed = run(&["kill", &id]);
     assert_eq!(killed.code, 0, "{}", killed.stderr);
     assert!(
@@ -1009,6 +1030,7 @@ fn every_command_has_help_with_an_example() {
         &["ps"],
         &["logs"],
         &["show"],
+        &["stats"],
         &["timeout"],
         &["rename"],
         &["kill"],

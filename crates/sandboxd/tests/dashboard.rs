@@ -126,6 +126,29 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     }
     browser.screenshot("usage").await;
+    // Opened again once the server kept readings, the charts start from them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (status, kept) = server
+            .get(KEY, &format!("sandbox.metrics?sandboxId={sandbox_id}"))
+            .await;
+        assert_eq!(status, 200, "{kept}");
+        if kept["readings"].as_array().map_or(0, Vec::len) >= 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{kept}");
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    page.refresh().await.unwrap();
+    let kept: usize = browser
+        .element("[data-kept]")
+        .await
+        .attr("data-kept")
+        .await
+        .unwrap()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(kept >= 2, "{kept} readings drawn from the server's");
 
     // A real terminal on the PTY WebSocket.
     browser.click("#open-terminal").await;
@@ -457,9 +480,15 @@ async fn an_operator_drives_a_sandbox_through_the_dashboard() {
     )
     .await
     .unwrap();
+    // Hers is in E2B's form, for E2B's SDKs: a key like any other.
+    browser.click("#k-e2b").await;
     browser.enter("#k-name", "for-ada").await;
     browser.text_in("tr[data-key]", "for-ada").await;
-    let her_key = browser.text_in("[data-secret]", "sbx_").await;
+    let her_key = browser.text_in("[data-secret]", "e2b_").await;
+    assert!(
+        her_key.len() == 68 && her_key[4..].chars().all(|c| c.is_ascii_hexdigit()),
+        "{her_key}"
+    );
     assert_ne!(her_key, secret);
     let (status, her) = server.get(&her_key, "apiKey.current").await;
     assert_eq!(status, 200, "{her}");

@@ -354,6 +354,22 @@ async fn keys_and_members_are_managed_from_a_terminal() {
         "only the key: {}",
         key.stdout
     );
+    // Another of hers in E2B's form: a key like any other.
+    let e2b = run(&["keys", "create", "alice-e2b", "--user", user, "--e2b"]);
+    assert_eq!(e2b.code, 0, "{}", e2b.stderr);
+    let e2b = e2b.stdout.trim().to_owned();
+    assert!(
+        e2b.len() == 68
+            && e2b.starts_with("e2b_")
+            && e2b[4..].chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')),
+        "only the key, in E2B's form: {e2b}"
+    );
+    let as_her_e2b = [
+        ("SANDBOXD_URL", server.url.as_str()),
+        ("SANDBOXD_KEY", e2b.as_str()),
+    ];
+    let listed = sandboxd(home.path(), &as_her_e2b, &["ls"]);
+    assert_eq!(listed.code, 0, "the key works: {}", listed.stderr);
     let as_alice = [
         ("SANDBOXD_URL", server.url.as_str()),
         ("SANDBOXD_KEY", secret.as_str()),

@@ -271,6 +271,20 @@ def test_stats_show_cpu_memory_and_processes(server):
         sb.commands.run("while :; do :; done", background=True)
         busiest = max(sb.stats().cpu_percent for _ in range(8))
         assert busiest > 50, busiest
+        # The history: a reading every 5 s while it runs, the busy ones among them.
+        deadline = time.monotonic() + 30
+        readings = []
+        while time.monotonic() < deadline:
+            readings = sb.metrics()
+            # Two at least: kept ones, not the one taken now when none is kept yet.
+            if len(readings) >= 2 and any(r.cpu_percent > 50 for r in readings):
+                break
+            time.sleep(1)
+        assert any(r.cpu_percent > 50 for r in readings), readings
+        assert all(r.memory_bytes > 0 and r.pids >= 1 for r in readings), readings
+        last = readings[-1].time
+        assert sb.metrics(start=last)[-1].time == last
+        assert sb.metrics(end="2000-01-01T00:00:00Z") == []
 
 
 def test_errors_are_typed(server):

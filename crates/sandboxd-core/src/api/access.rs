@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::access::Permissions;
-use crate::model::{ApiKey, AuditRecord, Member, Organization, Role};
+use crate::model::{ApiKey, AuditRecord, KeyFormat, Member, Organization, Role};
 
 /// Body of `organization.create`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema, schemars::JsonSchema)]
@@ -136,6 +136,9 @@ pub struct CreateApiKeyRequest {
     /// The key stops working this long after creation (1 s – 10 years); default never.
     #[schema(minimum = 1000, maximum = 315360000000_i64)]
     pub expires_in_ms: Option<i64>,
+    /// How the key is written: `sandboxd` (default, `sbx_…`) or `e2b` (`e2b_` and hex,
+    /// the form E2B's SDKs check for). Either works everywhere alike.
+    pub format: Option<KeyFormat>,
 }
 
 /// Body of `apiKey.revoke`.

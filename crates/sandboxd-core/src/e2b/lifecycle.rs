@@ -1,14 +1,17 @@
 //! The rest of E2B's sandbox lifecycle in its wire format: pause, metrics, snapshots
 //! and forks, mapped onto sandboxd's own pause, usage readings, snapshots and forks.
 //!
-//! `metric_of` turns a usage reading into E2B's metric; `names_snapshot` matches a
-//! snapshot by id or by name, a tag left off.
+//! `metrics_range` reads E2B's interval (seconds) and `metrics_of` turns sandboxd's
+//! readings into E2B's metrics; `names_snapshot` matches a snapshot by id or by name, a
+//! tag left off.
 
 use serde::{Deserialize, Serialize};
 
 use super::{ErrorAnswer, SandboxAnswer};
-use crate::api::SandboxStats;
+use crate::api::SandboxMetrics;
+use crate::error::Invalid;
 use crate::snapshots::Snapshot;
+use crate::validate::MetricsRange;
 
 /// Body of `POST /sandboxes/{id}/snapshots`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -79,20 +82,47 @@ pub struct Metric {
     pub disk_total: u64,
 }
 
-/// The metric of one reading, taken at `now_ms`.
-pub fn metric_of(stats: &SandboxStats, now_ms: i64) -> Metric {
-    let cpus = stats.cpu_limit.max(0.01);
-    Metric {
-        timestamp: stats.sampled_at.clone(),
-        timestamp_unix: now_ms / 1000,
-        cpu_count: stats.cpu_limit.ceil() as i64,
-        cpu_used_pct: (stats.cpu_percent / cpus).clamp(0.0, 100.0),
-        mem_used: stats.memory_bytes,
-        mem_total: stats.memory_limit_bytes,
-        mem_cache: 0,
-        disk_used: 0,
-        disk_total: 0,
+/// The readings asked for by E2B's `start` and `end` (epoch seconds, both included).
+pub fn metrics_range(
+    sandbox_id: String,
+    start: Option<i64>,
+    end: Option<i64>,
+) -> Result<MetricsRange, Invalid> {
+    let from_ms = start.map(|s| s.saturating_mul(1000));
+    let to_ms = end.map(|e| e.saturating_mul(1000).saturating_add(999));
+    if let (Some(from), Some(to)) = (from_ms, to_ms)
+        && from > to
+    {
+        return Err(Invalid::one("end", "must not be before start"));
     }
+    Ok(MetricsRange {
+        sandbox_id,
+        from_ms,
+        to_ms,
+    })
+}
+
+/// E2B's metrics of sandboxd's readings; `parse_time` reads a reading's RFC 3339 time.
+pub fn metrics_of(
+    metrics: &SandboxMetrics,
+    parse_time: impl Fn(&str) -> Option<i64>,
+) -> Vec<Metric> {
+    let cpus = metrics.cpu_limit.max(0.01);
+    metrics
+        .readings
+        .iter()
+        .map(|reading| Metric {
+            timestamp: reading.time.clone(),
+            timestamp_unix: parse_time(&reading.time).unwrap_or(0) / 1000,
+            cpu_count: metrics.cpu_limit.ceil() as i64,
+            cpu_used_pct: (reading.cpu_percent / cpus).clamp(0.0, 100.0),
+            mem_used: reading.memory_bytes,
+            mem_total: metrics.memory_limit_bytes,
+            mem_cache: 0,
+            disk_used: 0,
+            disk_total: 0,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -101,18 +131,20 @@ mod tests {
 
     #[test]
     fn metrics_are_percent_of_the_sandboxs_cpus() {
-        let stats = SandboxStats {
+        let metrics = SandboxMetrics {
             sandbox_id: "s".into(),
-            sampled_at: "2026-01-01T00:00:00Z".into(),
-            cpu_percent: 150.0,
+            interval_ms: 5_000,
             cpu_limit: 2.0,
-            cpu_time_ms: 0,
-            memory_bytes: 10,
             memory_limit_bytes: 20,
-            pids: 1,
             pids_limit: 100,
+            readings: vec![crate::api::MetricReading {
+                time: "5000".into(),
+                cpu_percent: 150.0,
+                memory_bytes: 10,
+                pids: 1,
+            }],
         };
-        let metric = metric_of(&stats, 5_000);
+        let [metric] = metrics_of(&metrics, |t| t.parse().ok()).try_into().unwrap();
         assert_eq!((metric.cpu_count, metric.cpu_used_pct), (2, 75.0));
         assert_eq!(
             (metric.mem_used, metric.mem_total, metric.timestamp_unix),
@@ -120,5 +152,13 @@ mod tests {
         );
         let json = serde_json::to_value(&metric).unwrap();
         assert!(json.get("timestampUnix").is_some() && json.get("cpuUsedPct").is_some());
+    }
+
+    #[test]
+    fn an_interval_of_seconds_takes_both_ends_whole() {
+        let range = metrics_range("s".into(), Some(10), Some(12)).unwrap();
+        assert_eq!((range.from_ms, range.to_ms), (Some(10_000), Some(12_999)));
+        assert_eq!(metrics_range("s".into(), None, None).unwrap().to_ms, None);
+        assert!(metrics_range("s".into(), Some(12), Some(10)).is_err());
     }
 }

@@ -271,14 +271,24 @@ pub fn detail(
 /// The most sandboxes a listing page holds, and its default size.
 pub const MAX_PAGE: usize = 100;
 
-/// One page of a listing of sandboxes, newest first (then by id), after the sandbox a
-/// `next_token` names; the token of the page after it, when there is one. A token is
-/// `<made ms>_<sandbox id>` of the last sandbox of a page, so a page is the same
-/// whatever was made or killed since.
+/// The order of a listing: E2B's `order`, `desc` (newest first, the default) or `asc`.
+pub fn oldest_first(order: Option<&str>) -> Result<bool, Invalid> {
+    match order {
+        None | Some("desc") => Ok(false),
+        Some("asc") => Ok(true),
+        Some(_) => Err(Invalid::one("order", "must be asc or desc")),
+    }
+}
+
+/// One page of a listing of sandboxes, newest first (oldest first when
+/// `oldest_first`), then by id, after the sandbox a `next_token` names; the token of
+/// the page after it, when there is one. A token is `<made ms>_<sandbox id>` of the
+/// last sandbox of a page, so a page is the same whatever was made or killed since.
 pub fn page<'a>(
     mut sandboxes: Vec<&'a Sandbox>,
     limit: Option<usize>,
     next_token: Option<&str>,
+    oldest_first: bool,
 ) -> Result<(Vec<&'a Sandbox>, Option<String>), Invalid> {
     let limit = limit.unwrap_or(MAX_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
@@ -298,12 +308,20 @@ pub fn page<'a>(
         }
     };
     sandboxes.sort_by(|a, b| (b.created_at, &b.sandbox_id).cmp(&(a.created_at, &a.sandbox_id)));
+    if oldest_first {
+        sandboxes.reverse();
+    }
     let rest: Vec<&'a Sandbox> = sandboxes
         .into_iter()
         .filter(|s| {
-            after
-                .as_ref()
-                .is_none_or(|(made, id)| (s.created_at, &s.sandbox_id) < (*made, id))
+            after.as_ref().is_none_or(|(made, id)| {
+                let key = (s.created_at, &s.sandbox_id);
+                if oldest_first {
+                    key > (*made, id)
+                } else {
+                    key < (*made, id)
+                }
+            })
         })
         .collect();
     let more = rest.len() > limit;
@@ -409,7 +427,7 @@ mod tests {
             ..crate::plan::tests::sandbox(NetworkMode::Isolated)
         };
         let all = [made("a", 1), made("b", 3), made("c", 2), made("d", 3)];
-        let (first, token) = page(all.iter().collect(), Some(2), None).unwrap();
+        let (first, token) = page(all.iter().collect(), Some(2), None, false).unwrap();
         let ids = |page: &[&Sandbox]| {
             page.iter()
                 .map(|s| s.sandbox_id.clone())
@@ -425,11 +443,20 @@ mod tests {
             made("c", 2),
             made("d", 3),
         ];
-        let (second, last) = page(more.iter().collect(), Some(2), Some(&token)).unwrap();
+        let (second, last) = page(more.iter().collect(), Some(2), Some(&token), false).unwrap();
         assert_eq!(ids(&second), ["c", "a"]);
         assert_eq!(last, None);
-        assert!(page(all.iter().collect(), Some(0), None).is_err());
-        assert!(page(all.iter().collect(), None, Some("x")).is_err());
+        assert!(page(all.iter().collect(), Some(0), None, false).is_err());
+        assert!(page(all.iter().collect(), None, Some("x"), false).is_err());
+        // Oldest first, a page at a time the same way.
+        let (first, token) = page(all.iter().collect(), Some(3), None, true).unwrap();
+        assert_eq!(ids(&first), ["a", "c", "b"]);
+        let (second, last) = page(more.iter().collect(), Some(3), token.as_deref(), true).unwrap();
+        assert_eq!(ids(&second), ["d", "e"]);
+        assert_eq!(last, None);
+        assert_eq!(oldest_first(Some("asc")), Ok(true));
+        assert_eq!(oldest_first(None), Ok(false));
+        assert!(oldest_first(Some("up")).is_err());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::api::{
     AuditQuery, CreateApiKeyRequest, CreateMemberRequest, MemberGrantsBody, UpdateMemberRequest,
 };
 use crate::error::{Invalid, Issues};
-use crate::model::{MemberChanges, Role};
+use crate::model::{KeyFormat, MemberChanges, Role};
 
 pub use crate::limits::{
     DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE, MAX_KEY_TTL_MS, MAX_LIST_IDS, MIN_KEY_TTL_MS,
@@ -26,6 +26,7 @@ pub struct NewKey {
     pub user_id: Option<String>,
     pub scopes: Option<Permissions>,
     pub expires_in_ms: Option<i64>,
+    pub format: KeyFormat,
 }
 
 /// A checked `audit.list`: times in epoch ms, the cursor decoded.
@@ -172,6 +173,7 @@ pub fn create_key(req: CreateApiKeyRequest) -> Result<NewKey, Invalid> {
         user_id: req.user_id,
         scopes,
         expires_in_ms: req.expires_in_ms,
+        format: req.format.unwrap_or_default(),
     })
 }
 

@@ -352,3 +352,32 @@ fn labels_are_bounded_and_kept() {
         ["labels"]
     );
 }
+
+#[test]
+fn a_metrics_range_is_two_times_in_order() {
+    let parse = |text: &str| text.parse::<i64>().ok();
+    let range = |from: Option<&str>, to: Option<&str>| {
+        metrics_range(
+            crate::api::SandboxMetricsQuery {
+                sandbox_id: "sbx".into(),
+                from: from.map(str::to_owned),
+                to: to.map(str::to_owned),
+            },
+            parse,
+        )
+    };
+    assert_eq!(
+        range(Some("5"), Some("9")).unwrap(),
+        MetricsRange {
+            sandbox_id: "sbx".into(),
+            from_ms: Some(5),
+            to_ms: Some(9)
+        }
+    );
+    assert_eq!(range(None, None).unwrap().from_ms, None);
+    assert_eq!(paths_of(range(Some("9"), Some("5")).unwrap_err()), ["to"]);
+    assert_eq!(
+        paths_of(range(Some("yesterday"), Some("later")).unwrap_err()),
+        ["from", "to"]
+    );
+}

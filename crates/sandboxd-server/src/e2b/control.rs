@@ -136,10 +136,17 @@ struct ListQuery {
     limit: Option<usize>,
     /// The `x-next-token` of the page before.
     next_token: Option<String>,
+    /// `desc` (newest first, the default) or `asc`.
+    order: Option<String>,
+    /// RFC 3339: only sandboxes made then or later.
+    started_after: Option<String>,
+    /// Only sandboxes of this template (its name, or a snapshot's id).
+    template: Option<String>,
 }
 
-/// The sandboxes of every project the caller sees, newest first, filtered by metadata
-/// and state, a page at a time (the next page's token in `x-next-token`).
+/// The sandboxes of every project the caller sees, newest first (or oldest first),
+/// filtered by metadata, state, start and template, a page at a time (the next page's
+/// token in `x-next-token`).
 async fn list(
     State(state): State<AppState>,
     who: Result<Caller, ApiError>,
@@ -161,6 +168,14 @@ async fn list(
         .split(',')
         .map(|s| s.trim().to_owned())
         .collect();
+    let oldest_first = e2b::oldest_first(query.order.as_deref())?;
+    let started_after =
+        match query.started_after.as_deref() {
+            None => None,
+            Some(text) => Some(crate::time::parse_rfc3339(text).ok_or_else(|| {
+                ApiError::BadRequest("startedAfter must be an RFC 3339 time".into())
+            })?),
+        };
     let now = crate::time::now_ms();
     let mut seen = Vec::new();
     for (project, _) in state.service.tenancy().projects(&who).await? {
@@ -179,8 +194,20 @@ async fn list(
         .filter(|sandbox| {
             e2b::state_of(sandbox.status).is_some_and(|s| states.iter().any(|w| w == s))
         })
+        .filter(|sandbox| started_after.is_none_or(|after| sandbox.created_at >= after))
+        .filter(|sandbox| {
+            query
+                .template
+                .as_deref()
+                .is_none_or(|template| e2b::template_of(sandbox) == template)
+        })
         .collect();
-    let (page, next) = e2b::page(shown, query.limit, query.next_token.as_deref())?;
+    let (page, next) = e2b::page(
+        shown,
+        query.limit,
+        query.next_token.as_deref(),
+        oldest_first,
+    )?;
     let details: Vec<SandboxDetail> = page
         .into_iter()
         .filter_map(|sandbox| e2b::detail(sandbox, rfc3339, state.e2b_domain.as_deref()))

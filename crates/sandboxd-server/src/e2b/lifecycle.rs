@@ -101,8 +101,8 @@ struct MetricsQuery {
     end: Option<i64>,
 }
 
-/// The sandbox's use now, as one metric, when now is within the interval asked for
-/// (sandboxd keeps no history of readings).
+/// The sandbox's readings within the interval (seconds, both included), from the
+/// history kept while it runs (`sandbox.metrics`).
 async fn metrics(
     State(state): State<AppState>,
     who: Result<Caller, ApiError>,
@@ -114,12 +114,9 @@ async fn metrics(
         ApiError::BadRequest(format!("invalid query: {}", rejection.body_text()))
     })?;
     live_sandbox(&state, &who, &id, SandboxNeed::Read).await?;
-    let now = crate::time::now_ms() / 1000;
-    if query.start.is_some_and(|start| now < start) || query.end.is_some_and(|end| now > end) {
-        return Ok(Json(Vec::new()));
-    }
-    let stats = state.service.sandboxes().sandbox_stats(&who, &id).await?;
-    Ok(Json(vec![wire::metric_of(&stats, crate::time::now_ms())]))
+    let range = wire::metrics_range(id, query.start, query.end)?;
+    let metrics = state.service.sandboxes().metrics(&who, range).await?;
+    Ok(Json(wire::metrics_of(&metrics, crate::time::parse_rfc3339)))
 }
 
 /// Takes a snapshot (of the files; a paused sandbox's memory is not kept): 201.

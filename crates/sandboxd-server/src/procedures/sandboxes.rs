@@ -155,6 +155,17 @@ impl Serve for procedures::SandboxStats {
     }
 }
 
+impl Serve for procedures::SandboxMetrics {
+    async fn serve(
+        cx: Context<'_>,
+        caller: Principal,
+        request: SandboxMetricsQuery,
+    ) -> Result<SandboxMetrics, ApiError> {
+        let range = validate::metrics_range(request, crate::time::parse_rfc3339)?;
+        Ok(cx.service.sandboxes().metrics(&caller, range).await?)
+    }
+}
+
 impl Serve for procedures::SandboxPause {
     async fn serve(
         cx: Context<'_>,

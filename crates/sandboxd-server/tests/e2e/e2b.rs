@@ -508,11 +508,43 @@ async fn e2b_listings_come_a_page_at_a_time() {
     let (second, last) = page(format!("limit=2&nextToken={next}")).await;
     assert_eq!(second.len(), 1);
     assert_eq!(last, None, "no page after the last");
-    let mut all: Vec<String> = first.into_iter().chain(second).collect();
+    let newest_first: Vec<String> = first.iter().chain(&second).cloned().collect();
+    // Oldest first, a page at a time, is the same list the other way round.
+    let (first_asc, next) = page("limit=2&order=asc".into()).await;
+    let (second_asc, _) = page(format!("limit=2&order=asc&nextToken={}", next.unwrap())).await;
+    let oldest_first: Vec<String> = first_asc.into_iter().chain(second_asc).collect();
+    assert_eq!(
+        oldest_first,
+        newest_first.iter().rev().cloned().collect::<Vec<_>>()
+    );
+    assert_eq!(oldest_first, made, "in the order they were made");
+    // Made at or after a time; of a template.
+    let (_, newest) = call(
+        &server,
+        Method::GET,
+        &format!("/sandboxes/{}", made[2]),
+        KEY,
+        None,
+    )
+    .await;
+    let started = newest["startedAt"].as_str().unwrap().replace('+', "%2B");
+    let (after, _) = page(format!("startedAfter={started}")).await;
+    assert_eq!(after, [made[2].clone()], "{started}");
+    let (base, _) = page("template=base".into()).await;
+    assert_eq!(base.len(), 3);
+    let (none, _) = page("template=unknown-template".into()).await;
+    assert!(none.is_empty());
+    let mut all = newest_first;
     all.sort();
     made.sort();
     assert_eq!(all, made, "every sandbox once");
-    for bad in ["limit=0", "limit=101", "nextToken=nonsense"] {
+    for bad in [
+        "limit=0",
+        "limit=101",
+        "nextToken=nonsense",
+        "order=sideways",
+        "startedAfter=yesterday",
+    ] {
         let (status, body) = call(
             &server,
             Method::GET,

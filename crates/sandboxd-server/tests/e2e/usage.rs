@@ -72,3 +72,92 @@ async fn stats_follow_what_runs_in_the_sandbox() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// `sandbox.metrics`: a reading every 5 s while the sandbox runs, the busy ones among
+/// them, narrowed by `from` and `to`; none for a sandbox that ended.
+#[tokio::test]
+async fn metrics_keep_a_reading_every_few_seconds_while_it_runs() {
+    let server = TestServer::start().await;
+    let sandbox = server
+        .create(json!({"template": "python", "cpu": 1, "memoryMb": 256}))
+        .await;
+    let metrics = |query: Vec<(&'static str, String)>| {
+        let server = &server;
+        let sandbox = &sandbox;
+        async move {
+            let mut pairs = vec![("sandboxId", id(sandbox).to_owned())];
+            pairs.extend(query);
+            let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            server.get("sandbox.metrics", &pairs).await
+        }
+    };
+    // Before the first pass: one reading, taken now.
+    let (status, first) = metrics(vec![]).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["intervalMs"], 5000);
+    assert_eq!(first["memoryLimitBytes"], 256 * 1024 * 1024);
+    assert!(!first["readings"].as_array().unwrap().is_empty(), "{first}");
+
+    let (status, started) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id(&sandbox), "cmd": "while :; do :; done"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let kept = loop {
+        let (status, kept) = metrics(vec![]).await;
+        assert_eq!(status, StatusCode::OK, "{kept}");
+        let readings = kept["readings"].as_array().unwrap();
+        if readings.len() >= 3
+            && readings
+                .iter()
+                .any(|r| r["cpuPercent"].as_f64().unwrap() > 60.0)
+        {
+            break kept;
+        }
+        assert!(Instant::now() < deadline, "no busy readings kept: {kept}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let readings = kept["readings"].as_array().unwrap();
+    let times: Vec<&str> = readings
+        .iter()
+        .map(|r| r["time"].as_str().unwrap())
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] < w[1]),
+        "oldest first: {times:?}"
+    );
+    assert!(
+        readings
+            .iter()
+            .all(|r| r["memoryBytes"].as_u64().unwrap() > 0 && r["pids"].as_u64().unwrap() >= 1),
+        "{kept}"
+    );
+
+    // From the last one: that one alone (or with one taken since).
+    let last = times.last().unwrap().to_string();
+    let (status, since) = metrics(vec![("from", last.clone())]).await;
+    assert_eq!(status, StatusCode::OK, "{since}");
+    assert_eq!(since["readings"][0]["time"], last.as_str(), "{since}");
+    let (status, before) = metrics(vec![("to", "2001-01-01T00:00:00Z".into())]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(before["readings"], json!([]), "nothing before it was made");
+    let (status, bad) = metrics(vec![("from", "yesterday".into())]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+    assert!(bad.to_string().contains("from"), "{bad}");
+    let (status, bad) = metrics(vec![
+        ("from", last.clone()),
+        ("to", "2001-01-01T00:00:00Z".into()),
+    ])
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+
+    let (status, _) = server
+        .post("sandbox.kill", json!({"sandboxId": id(&sandbox)}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = metrics(vec![]).await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED, "{body}");
+}

@@ -2,11 +2,13 @@
 //! loops schedule them). Each pass depends on the sandbox operations (a kill, a revival,
 //! the agents' sockets) and on nothing a request brings.
 //!
-//! `Duties`: the passes (`passes.rs`) and the lease renewal (`leases.rs`). The server's
+//! `Duties`: the passes (`passes.rs`), the lease renewal (`leases.rs`) and the readings
+//! of use kept for `sandbox.metrics` (`usage.rs`). The server's
 //! `loops.rs` schedules them.
 
 pub(crate) mod leases;
 mod passes;
+mod usage;
 
 pub use leases::DEFAULT_LEASE_GRACE;
 pub use passes::{ReapReport, ReconcileReport};

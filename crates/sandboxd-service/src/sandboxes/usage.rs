@@ -4,16 +4,23 @@
 //! first.
 //!
 //! A reading is kept per sandbox for 5 s.
+//!
+//! `sandbox.metrics`: the readings over time that the usage pass
+//! (`duties/usage.rs`) keeps for every running sandbox whose agent this replica holds
+//! ([`Histories`], bounded per sandbox by `usage_history`); a sandbox with none yet
+//! answers one taken now.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use sandboxd_core::access::SandboxNeed;
-use sandboxd_core::api::SandboxStats;
+use sandboxd_core::api::{MetricReading, SandboxMetrics, SandboxStats};
 use sandboxd_core::model::Principal;
 use sandboxd_core::rfc3339::format_millis;
 use sandboxd_core::usage::cpu_percent;
+use sandboxd_core::usage_history::{SAMPLE_EVERY_MS, TimedSample, UsageHistory};
+use sandboxd_core::validate::MetricsRange;
 
 use super::Sandboxes;
 use crate::{ServiceError, now_ms};
@@ -54,7 +61,82 @@ impl Readings {
     }
 }
 
+/// The history of readings of each sandbox sampled here.
+#[derive(Debug, Default)]
+pub(crate) struct Histories(Mutex<HashMap<String, UsageHistory>>);
+
+impl Histories {
+    pub(crate) fn record(&self, sandbox_id: &str, sample: TimedSample) {
+        let mut histories = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        histories
+            .entry(sandbox_id.to_owned())
+            .or_default()
+            .record(sample);
+    }
+
+    /// Forgets every sandbox but these.
+    pub(crate) fn keep_only(&self, sandbox_ids: &[String]) {
+        let mut histories = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        histories.retain(|id, _| sandbox_ids.contains(id));
+    }
+
+    /// The readings of `sandbox_id` in the range, and whether it has any at all.
+    fn between(&self, range: &MetricsRange) -> (Vec<MetricReading>, bool) {
+        let histories = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(history) = histories.get(&range.sandbox_id) else {
+            return (Vec::new(), false);
+        };
+        let readings = history
+            .between(range.from_ms, range.to_ms)
+            .map(|r| MetricReading {
+                time: format_millis(r.at_ms),
+                cpu_percent: f64::from(r.cpu_percent),
+                memory_bytes: r.memory_bytes,
+                pids: u64::from(r.pids),
+            })
+            .collect();
+        (readings, !history.is_empty())
+    }
+}
+
 impl Sandboxes {
+    /// The sandbox's readings over time within `range`, oldest first. A running sandbox
+    /// with none kept yet (just made, or its agent held by another replica that did not
+    /// forward the call) answers one taken now, when now is in the range.
+    pub async fn metrics(
+        &self,
+        caller: &Principal,
+        range: MetricsRange,
+    ) -> Result<SandboxMetrics, ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, &range.sandbox_id, SandboxNeed::Read)
+            .await?;
+        sandbox.kept_container()?;
+        let (mut readings, any) = self.service.inner.histories.between(&range);
+        let now = now_ms();
+        let now_in_range =
+            range.from_ms.is_none_or(|from| from <= now) && range.to_ms.is_none_or(|to| now <= to);
+        if !any && now_in_range && sandbox.status == sandboxd_core::model::SandboxStatus::Running {
+            let stats = self.sandbox_stats(caller, &range.sandbox_id).await?;
+            readings.push(MetricReading {
+                time: stats.sampled_at,
+                cpu_percent: stats.cpu_percent,
+                memory_bytes: stats.memory_bytes,
+                pids: stats.pids,
+            });
+        }
+        Ok(SandboxMetrics {
+            sandbox_id: sandbox.sandbox_id.clone(),
+            interval_ms: SAMPLE_EVERY_MS,
+            cpu_limit: sandbox.cpu,
+            memory_limit_bytes: u64::try_from(sandbox.memory_mb).unwrap_or(0) * 1024 * 1024,
+            pids_limit: sandbox.pids_limit,
+            readings,
+        })
+    }
+
     /// What the running sandbox uses now, against its limits.
     pub async fn sandbox_stats(
         &self,

@@ -5,7 +5,7 @@ use sandboxd_core::model::{
     ApiKey, AuditRecord, Member, MemberChanges, Organization, Principal, Role,
 };
 use sandboxd_core::validate::{AuditSelection, NewKey as NewKeyCommand, NewMember};
-use sandboxd_store::NewKey;
+use sandboxd_store::{KeySpec, NewKey};
 use serde_json::json;
 
 use super::Tenancy;
@@ -213,9 +213,12 @@ impl Tenancy {
             .create_key(
                 &caller.organization_id,
                 &user_id,
-                &new.name,
-                scopes,
-                expires_at,
+                KeySpec {
+                    name: &new.name,
+                    scopes,
+                    expires_at,
+                    format: new.format,
+                },
                 &self.quotas,
             )
             .await?;
@@ -229,6 +232,7 @@ impl Tenancy {
                     "userId": user_id,
                     "scopes": scopes.map(|s| s.names()),
                     "expiresAt": expires_at,
+                    "format": new.format,
                 }),
             )
             .await;

@@ -15,7 +15,8 @@ pub enum KeysCommand {
     /// Create an API key and print it (shown this once).
     #[command(
         after_help = "Examples:\n  sandboxd keys create ci --scope service:create --scope service:read --expires-in 30d\n  \
-        sandboxd keys create bot --user usr_…     (administrators: a key for a member)"
+        sandboxd keys create bot --user usr_…     (administrators: a key for a member)\n  \
+        sandboxd keys create agent --e2b           (e2b_… as E2B's SDKs expect: E2B_API_KEY)"
     )]
     Create {
         /// A name to recognise it by.
@@ -29,6 +30,10 @@ pub enum KeysCommand {
         /// It stops working this long after now (e.g. 12h, 30d).
         #[arg(long, value_parser = super::sandboxes::parse_duration)]
         expires_in: Option<std::time::Duration>,
+        /// Write it in E2B's form (`e2b_` and hex), which E2B's SDKs check for; it works
+        /// everywhere a key does.
+        #[arg(long)]
+        e2b: bool,
     },
     /// Revoke an API key: the next request with it is refused.
     #[command(after_help = "Example:\n  sandboxd keys revoke key_…")]
@@ -110,8 +115,12 @@ pub async fn keys(client: &Client, command: KeysCommand) -> Result<Value, Failur
             user,
             scopes,
             expires_in,
+            e2b,
         } => {
             let mut body = json!({ "name": name });
+            if e2b {
+                body["format"] = json!("e2b");
+            }
             if let Some(user) = user {
                 body["userId"] = json!(user);
             }

@@ -116,6 +116,22 @@ pub enum ClientCommand {
         common: Common,
         id: String,
     },
+    /// What a running sandbox uses now (CPU, memory, processes against its limits), or
+    /// with --history its readings every 5 s over the last hour.
+    #[command(
+        after_help = "Examples:\n  sandboxd stats $ID\n  sandboxd stats $ID --history\n  sandboxd stats $ID --history --since 10m --json"
+    )]
+    Stats {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        /// The readings over time instead of one now.
+        #[arg(long)]
+        history: bool,
+        /// With --history: only the readings of this last span (e.g. 90s, 10m).
+        #[arg(long, value_parser = sandboxes::parse_duration, requires = "history")]
+        since: Option<std::time::Duration>,
+    },
     /// Give a sandbox a new idle timeout, counted from now.
     #[command(after_help = "Example:\n  sandboxd timeout $ID 2h")]
     Timeout {
@@ -455,6 +471,21 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
             print(&common, &sandbox, |s| {
                 format!("expires at {}\n", s["expiresAt"].as_str().unwrap_or("-"))
             });
+        }
+        ClientCommand::Stats {
+            common,
+            id,
+            history,
+            since,
+        } => {
+            let client = client(&common)?;
+            if history {
+                let readings = sandboxes::metrics(&client, &id, since).await?;
+                print(&common, &readings, sandboxes::metrics_table);
+            } else {
+                let stats = sandboxes::stats(&client, &id).await?;
+                print(&common, &stats, sandboxes::stats_fields);
+            }
         }
         ClientCommand::Rename { common, id, name } => {
             let sandbox = sandboxes::rename(&client(&common)?, &id, &name).await?;

@@ -1,5 +1,5 @@
-//! The sandbox commands: `create`, `ls`, `show`, `timeout`, `kill`, `rm`, `templates`,
-//! `files`.
+//! The sandbox commands: `create`, `ls`, `show`, `stats`, `timeout`, `kill`, `rm`,
+//! `templates`, `files`.
 //!
 //! `create` takes `--snapshot` and `--volume`.
 
@@ -223,6 +223,71 @@ pub fn show_fields(sandbox: &Value) -> String {
         .map(|(label, key)| (*label, text(&sandbox[*key])))
         .collect();
     table::fields(&pairs)
+}
+
+pub async fn stats(client: &Client, id: &str) -> Result<Value, Failure> {
+    client.get("sandbox.stats", &[("sandboxId", id)]).await
+}
+
+pub fn stats_fields(stats: &Value) -> String {
+    let of = |used: String, limit: String| format!("{used} of {limit}");
+    let bytes = |key: &str| table::size(stats[key].as_u64().unwrap_or(0));
+    table::fields(&[
+        (
+            "cpu",
+            of(
+                format!("{:.0}%", stats["cpuPercent"].as_f64().unwrap_or(0.0)),
+                format!("{} CPU", text(&stats["cpuLimit"])),
+            ),
+        ),
+        (
+            "memory",
+            of(bytes("memoryBytes"), bytes("memoryLimitBytes")),
+        ),
+        (
+            "processes",
+            of(text(&stats["pids"]), text(&stats["pidsLimit"])),
+        ),
+        ("read", text(&stats["sampledAt"])),
+    ])
+}
+
+/// `sandbox.metrics`: the readings of the last `since`, or all those kept.
+pub async fn metrics(
+    client: &Client,
+    id: &str,
+    since: Option<std::time::Duration>,
+) -> Result<Value, Failure> {
+    let from = since.map(|since| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let from = now.saturating_sub(since).as_millis() as i64;
+        sandboxd_core::rfc3339::format_millis(from)
+    });
+    let mut query = vec![("sandboxId", id)];
+    if let Some(from) = &from {
+        query.push(("from", from));
+    }
+    client.get("sandbox.metrics", &query).await
+}
+
+pub fn metrics_table(metrics: &Value) -> String {
+    let rows: Vec<Vec<String>> = metrics["readings"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            vec![
+                text(&r["time"]),
+                format!("{:.1}", r["cpuPercent"].as_f64().unwrap_or(0.0)),
+                table::size(r["memoryBytes"].as_u64().unwrap_or(0)),
+                text(&r["pids"]),
+            ]
+        })
+        .collect();
+    table::render(&["TIME", "CPU %", "MEMORY", "PROCESSES"], &rows)
 }
 
 pub async fn set_timeout(

@@ -346,6 +346,16 @@ impl Drop for RunningServer {
         }
         let _ = self.server.kill();
         let _ = self.server.wait();
+        // A failed test shows what its server said last.
+        if std::thread::panicking() {
+            let log =
+                std::fs::read_to_string(self.data_dir().join("server.log")).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(80)..];
+            if !tail.is_empty() {
+                eprintln!("the server's last log lines:\n{}", tail.join("\n"));
+            }
+        }
         if self.env_id.is_empty() {
             return;
         }

@@ -25,6 +25,7 @@ from .errors import NotFound
 from .models import (
     Changes,
     Egress,
+    MetricReading,
     SandboxInfo,
     SandboxStats,
     SnapshotInfo,
@@ -334,6 +335,20 @@ class AsyncSandbox:
         return SandboxStats.from_json(
             await self._conn.call("sandbox.stats", query={"sandboxId": self.id})
         )
+
+    async def metrics(
+        self, *, start: str | None = None, end: str | None = None
+    ) -> list[MetricReading]:
+        """The sandbox's readings over time (CPU, memory, processes every 5 s; the last
+        hour of them kept while it runs), oldest first, from `start` to `end` (RFC 3339
+        times, both included)."""
+        query = {"sandboxId": self.id}
+        if start is not None:
+            query["from"] = start
+        if end is not None:
+            query["to"] = end
+        answer = await self._conn.call("sandbox.metrics", query=query)
+        return [MetricReading.from_json(r) for r in answer.get("readings", [])]
 
     async def set_timeout(self, timeout: float) -> SandboxInfo:
         """A new idle timeout in seconds, counted from now."""

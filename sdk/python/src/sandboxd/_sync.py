@@ -21,6 +21,7 @@ from .models import (
     EgressRequest,
     EntryInfo,
     ExposedPort,
+    MetricReading,
     OutputSlice,
     ProcessInfo,
     SandboxInfo,
@@ -333,6 +334,12 @@ class Sandbox:
     def stats(self) -> SandboxStats:
         """See `AsyncSandbox.stats`."""
         return _portal.run(self._inner.stats())
+
+    def metrics(
+        self, *, start: str | None = None, end: str | None = None
+    ) -> list[MetricReading]:
+        """See `AsyncSandbox.metrics`."""
+        return _portal.run(self._inner.metrics(start=start, end=end))
 
     def run_code(
         self, code: str, *, context: Context | str | None = None, timeout: float = 60

@@ -356,6 +356,27 @@ class SandboxStats:
 
 
 @dataclass(frozen=True)
+class MetricReading:
+    """One reading of a sandbox's use over time (`Sandbox.metrics`), taken every 5 s."""
+
+    #: When it was taken (RFC 3339).
+    time: str
+    #: CPU used since the reading before, in percent of one CPU.
+    cpu_percent: float
+    memory_bytes: int
+    pids: int
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MetricReading:
+        return cls(
+            time=data.get("time", ""),
+            cpu_percent=float(data.get("cpuPercent", 0)),
+            memory_bytes=int(data.get("memoryBytes", 0)),
+            pids=int(data.get("pids", 0)),
+        )
+
+
+@dataclass(frozen=True)
 class ExposedPort:
     """A port of a sandbox reachable as a preview URL."""
 

@@ -125,6 +125,7 @@ macro_rules! each_defined {
             $crate::api::procedures::SandboxList,
             $crate::api::procedures::SandboxOne,
             $crate::api::procedures::SandboxStats,
+            $crate::api::procedures::SandboxMetrics,
             $crate::api::procedures::SandboxPause,
             $crate::api::procedures::SandboxResume,
             $crate::api::procedures::SandboxChanges,

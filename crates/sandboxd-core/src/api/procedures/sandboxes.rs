@@ -101,6 +101,17 @@ crate::define! {
         response: one(crate::api::SandboxStats),
     }
 
+    /// A running sandbox's use over time: a reading every 5 seconds (CPU since the one
+    /// before, memory, processes), the last hour of them kept while it runs, oldest
+    /// first, from `from` to `to`. A sandbox with no reading yet answers one taken now.
+    SandboxMetrics {
+        name: "sandbox.metrics", method: Get, names: InQuery, forwarded: true,
+        tag: "sandbox", errors: [400, 401, 404, 412, 503],
+        tool "sandbox-metrics" "A running sandbox's resource use over time: readings every 5 s (cpuPercent of one CPU, memoryBytes, pids) for the last hour, oldest first; from/to (RFC 3339) narrow it. Use it to see when memory grew or CPU was busy during a long command.",
+        request: query(crate::api::SandboxMetricsQuery),
+        response: one(crate::api::SandboxMetrics),
+    }
+
     /// Pause a running sandbox: its processes are frozen with their memory and use no CPU
     /// (nor the organization's CPU quota) until it is resumed; any call that reaches inside
     /// it (exec, files, terminals, processes, contexts, ports) resumes it first. It is
