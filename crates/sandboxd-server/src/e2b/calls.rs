@@ -73,7 +73,9 @@ pub(super) fn body<T>(
     })
 }
 
-/// A sandbox of the caller's E2B may see (a killed or failed one is not found).
+/// A sandbox of the caller's E2B may see (a killed or failed one is not found). One past
+/// its fixed end is ended now: paused when it was made to pause at its end (and
+/// answered paused), else killed (not found).
 pub(super) async fn live_sandbox(
     state: &AppState,
     caller: &Principal,
@@ -81,14 +83,21 @@ pub(super) async fn live_sandbox(
     need: SandboxNeed,
 ) -> E2bResult<Sandbox> {
     let sandbox = state.service.access().sandbox_for(caller, id, need).await?;
-    if e2b::state_of(sandbox.status).is_none() || ended(state, &sandbox) {
+    if e2b::state_of(sandbox.status).is_none() {
+        return Err(crate::service::ServiceError::NotFound("sandbox").into());
+    }
+    if e2b::past_its_end(&sandbox, crate::time::now_ms()) && sandbox.auto_pause.is_some() {
+        return Ok(state.service.sandboxes().pause_at_end(&sandbox).await?);
+    }
+    if ended(state, &sandbox) {
         return Err(crate::service::ServiceError::NotFound("sandbox").into());
     }
     Ok(sandbox)
 }
 
-/// Whether a sandbox's fixed end has passed; if so, it is killed now rather than at the
-/// reaper's next pass.
+/// Whether a sandbox's fixed end has passed; if so, it ends now rather than at the
+/// reaper's next pass (in the background): paused when it was made to pause at its end,
+/// else killed.
 pub(super) fn ended(state: &AppState, sandbox: &Sandbox) -> bool {
     let now = crate::time::now_ms();
     if !e2b::past_its_end(sandbox, now) {
@@ -97,7 +106,12 @@ pub(super) fn ended(state: &AppState, sandbox: &Sandbox) -> bool {
     let sandboxes = state.service.sandboxes();
     let sandbox = sandbox.clone();
     tokio::spawn(async move {
-        if let Err(error) = sandboxes.kill(sandbox).await {
+        let ending = if sandbox.auto_pause.is_some() {
+            sandboxes.pause_at_end(&sandbox).await
+        } else {
+            sandboxes.kill(sandbox).await
+        };
+        if let Err(error) = ending {
             tracing::warn!(error = %sandboxd_core::error::chain(&error), "cannot end a sandbox past its end");
         }
     });

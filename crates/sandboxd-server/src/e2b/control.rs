@@ -88,6 +88,17 @@ async fn timeout(
 ) -> E2bResult<StatusCode> {
     let who = caller(who)?;
     let asked = body(asked)?;
+    if asked.timeout == 0 {
+        // Its end is now: paused when it was made to pause at its end, else killed.
+        let sandbox = live_sandbox(&state, &who, &id, SandboxNeed::Use).await?;
+        let sandboxes = state.service.sandboxes();
+        if sandbox.auto_pause.is_some() {
+            sandboxes.pause_at_end(&sandbox).await?;
+        } else {
+            sandboxes.kill(sandbox).await?;
+        }
+        return Ok(StatusCode::NO_CONTENT);
+    }
     let timeout_ms = e2b::timeout_ms("timeout", asked.timeout)?;
     live_sandbox(&state, &who, &id, SandboxNeed::Use).await?;
     state

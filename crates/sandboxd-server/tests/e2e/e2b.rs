@@ -236,6 +236,106 @@ async fn e2b_errors_are_e2bs_and_tenants_stay_apart() {
     );
 }
 
+/// E2B's `on_timeout: pause` (`autoPause`): at its end the sandbox is paused, and seen
+/// paused at once (not at the reaper's pass); a connect resumes it with its processes.
+/// A timeout of 0 ends one now: paused when it pauses at its end, else killed.
+#[tokio::test]
+async fn an_e2b_sandbox_made_to_pause_at_its_end_is_paused_then() {
+    let server = TestServer::start().await;
+    let make = |auto_pause: bool, timeout: i64| {
+        let server = &server;
+        async move {
+            let (status, made) = call(
+                server,
+                Method::POST,
+                "/v2/sandboxes",
+                KEY,
+                Some(
+                    json!({"templateID": "base", "timeout": timeout, "autoPause": auto_pause,
+                            "allow_internet_access": false}),
+                ),
+            )
+            .await;
+            assert_eq!(status, StatusCode::CREATED, "{made}");
+            made["sandboxID"].as_str().unwrap().to_owned()
+        }
+    };
+    let id = make(true, 2).await;
+    let (status, started) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id, "cmd": "echo $$ > /tmp/pid; sleep 600"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let pid = server
+        .exec(&json!({"sandboxId": id}), "sleep 0.5; cat /tmp/pid")
+        .await["stdout"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let (status, info) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(status, StatusCode::OK, "{info}");
+    assert_eq!(info["state"], "paused", "{info}");
+    let (status, connected) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/connect"),
+        KEY,
+        Some(json!({"timeout": 60})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{connected}");
+    let (_, info) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(info["state"], "running", "{info}");
+    let again = server
+        .exec(
+            &json!({"sandboxId": id}),
+            "cat /tmp/pid; kill -0 $(cat /tmp/pid) && echo alive",
+        )
+        .await["stdout"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        again.contains(pid.trim()) && again.contains("alive"),
+        "{again}"
+    );
+
+    // A timeout of 0: its end is now.
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/timeout"),
+        KEY,
+        Some(json!({"timeout": 0})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, info) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(info["state"], "paused", "{info}");
+    let other = make(false, 60).await;
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{other}/timeout"),
+        KEY,
+        Some(json!({"timeout": 0})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = call(
+        &server,
+        Method::GET,
+        &format!("/sandboxes/{other}"),
+        KEY,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "killed");
+}
+
 #[tokio::test]
 async fn an_e2b_sandbox_ends_at_its_end_whatever_it_does() {
     let server = TestServer::start().await;

@@ -1,6 +1,7 @@
 //! E2B's in-sandbox daemon under `/e2b/envd`, spoken on the wire as E2B's SDKs speak
 //! it (Connect RPC with the JSON codec, plain `/files`): a command streamed as
-//! envelopes that always end with the end-of-stream message; the access token of one
+//! envelopes that always end with the end-of-stream message (`unavailable` when the
+//! sandbox is killed under them); the access token of one
 //! sandbox opens that sandbox only, and only for its key's organization; malformed
 //! requests get Connect's codes, never a 500; a killed sandbox's health says so.
 //! (E2B's own SDK drives the rest: scripts/test-e2b-python.sh.)
@@ -127,6 +128,61 @@ async fn a_command_streams_as_connect_envelopes_and_ends_with_the_stream() {
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["code"], "not_found", "{body}");
+}
+
+/// A sandbox killed under a followed command ends the stream with `unavailable`
+/// naming the sandbox (E2B's SDK reads it as the sandbox's end), and its health says
+/// it is gone.
+#[tokio::test]
+async fn a_stream_ends_unavailable_when_its_sandbox_is_killed() {
+    let server = TestServer::start().await;
+    let (id, token) = e2b_sandbox(&server, KEY).await;
+    let start = json!({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "sleep 60"]}});
+    let mut response = envd(&server, "/process.Process/Start", &id, &token)
+        .header("content-type", "application/connect+json")
+        .body(envelope(&start))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response
+        .chunk()
+        .await
+        .unwrap()
+        .expect("the start event")
+        .to_vec();
+    assert!(String::from_utf8_lossy(&body).contains("start"), "{body:?}");
+    let killed = server
+        .client
+        .delete(format!("{}/e2b/sandboxes/{id}", server.url))
+        .header("X-API-Key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(killed.status(), StatusCode::NO_CONTENT);
+    let rest = tokio::time::timeout(std::time::Duration::from_secs(20), response.bytes())
+        .await
+        .expect("the stream ends with its sandbox")
+        .unwrap();
+    body.extend_from_slice(&rest);
+    let frames = envelopes(&body);
+    let (flag, last) = frames.last().unwrap();
+    assert_eq!(*flag, 2, "{frames:?}");
+    assert_eq!(last["error"]["code"], "unavailable", "{last}");
+    assert!(
+        last["error"]["message"].as_str().unwrap().contains(&id),
+        "{last}"
+    );
+    let health = server
+        .client
+        .get(format!("{}/e2b/envd/health", server.url))
+        .header("E2b-Sandbox-Id", &id)
+        .header("E2b-Sandbox-Port", "49983")
+        .header("X-Access-Token", &token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::BAD_GATEWAY, "gone");
 }
 
 #[tokio::test]

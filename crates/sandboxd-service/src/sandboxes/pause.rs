@@ -243,6 +243,12 @@ impl Sandboxes {
         }
     }
 
+    /// The pause of a sandbox whose end came (E2B's `on_timeout: pause` seen before the
+    /// reaper's pass): as the reaper pauses it.
+    pub async fn pause_at_end(&self, sandbox: &Sandbox) -> Result<Sandbox, ServiceError> {
+        self.pause_idle(sandbox).await
+    }
+
     /// The reaper's move to disk of a sandbox paused in memory for too long.
     pub(crate) async fn hibernate_long_paused(
         &self,

@@ -30,7 +30,7 @@ use crate::AppState;
 const SIGKILL: i32 = 9;
 /// How long a kill waits for the process to be gone, so that its pid is free when the
 /// answer arrives.
-const KILL_SETTLE: Duration = Duration::from_secs(2);
+const KILL_SETTLE: Duration = Duration::from_secs(5);
 
 pub(super) async fn call(
     State(state): State<AppState>,
