@@ -3,7 +3,8 @@
 # server, same template, same run (scripts/bench_e2b_sdk.py): create → first output,
 # `commands.run("true")` and `run_code("1 + 1")` in a Python context (E2B's code
 # interpreter SDK), medians, and the ratio of E2B's to sandboxd's; then the same process
-# both ways (E2B's SDK runs `bash -l -c true`, sandboxd's `sh -c true`). The two SDKs run
+# both ways (E2B's SDK runs `bash -l -c true`, sandboxd's `sh -c true`); and how long a
+# file made in the sandbox takes to reach a watcher of its directory. The two SDKs run
 # in processes of their own (E2B's from target/e2b-venv), taking turns.
 #   bash scripts/bench-e2b-sdk.sh [runs, default 5]
 set -euo pipefail
@@ -36,6 +37,7 @@ for field, label in [
     ("run_true_ms", 'commands.run("true") (ms)'),
     ("same_process_ms", "the same process (ms)"),
     ("run_code_ms", 'run_code("1 + 1") (ms)'),
+    ("watch_event_ms", "a file event, p50 (ms)"),
 ]:
     e2b, own = med("e2b", field), med("sandboxd", field)
     print(f"{label:28} {e2b:10.1f} {own:13.1f} {e2b / own:7.2f}")

@@ -64,7 +64,10 @@ enum Named {
 /// Whether requests on `path` are forwarded, and where they name the sandbox: the
 /// procedure table says, and the WebSockets.
 fn named(path: &str) -> Option<Named> {
-    if matches!(path, "/sandbox-pty" | "/sandbox-exec" | "/sandbox-port") {
+    if matches!(
+        path,
+        "/sandbox-pty" | "/sandbox-exec" | "/sandbox-port" | "/sandbox-watch"
+    ) {
         return Some(Named::Socket);
     }
     // Every call to E2B's daemon but its health, which the store answers anywhere.

@@ -430,6 +430,7 @@ pub fn app(state: AppState) -> Router {
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
         .route("/sandbox-port", get(routes::port_socket::sandbox_port))
+        .route("/sandbox-watch", get(routes::watch_stream::sandbox_watch))
         .route("/preview/{handle}/{port}", any(previews::proxy::root))
         .route(
             "/preview/{handle}/{port}/",

@@ -1031,6 +1031,7 @@ fn every_command_has_help_with_an_example() {
         &["logs"],
         &["show"],
         &["stats"],
+        &["watch"],
         &["timeout"],
         &["rename"],
         &["kill"],
@@ -1080,4 +1081,59 @@ fn completions_are_printed_for_each_shell() {
     }
     let bad = sandboxd(home.path(), &[], &["completions", "tcsh"]);
     assert_eq!(bad.code, 2);
+}
+
+/// `sandboxd watch`: a line per change as it is made, until interrupted; a path that is
+/// not a directory is refused (exit 1).
+#[tokio::test]
+async fn watch_prints_each_change_as_it_is_made() {
+    let server = RunningServer::start().await;
+    let id = server.create().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = with_server(&server);
+    let run = |args: &[&str]| sandboxd(home.path(), &env, args);
+    assert_eq!(run(&["exec", &id, "--", "mkdir -p /tmp/w"]).code, 0);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+        .args(["watch", "-r", &id, "/tmp/w"])
+        .env("HOME", home.path())
+        .envs(env)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(stdout) {
+            let Ok(line) = line else { return };
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let first = seen
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap();
+    assert_eq!(first, "watching /tmp/w");
+    assert_eq!(
+        run(&["exec", &id, "--", "echo x > /tmp/w/made.txt"]).code,
+        0
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let line = seen
+            .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+            .expect("the change, in time");
+        if line.starts_with("create") && line.ends_with("/tmp/w/made.txt") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let refused = run(&["watch", &id, "/etc/passwd"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("not a directory"),
+        "{}",
+        refused.stderr
+    );
 }

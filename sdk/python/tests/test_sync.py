@@ -632,3 +632,20 @@ def test_a_template_built_from_a_context_directory(server, tmp_path):
             except NotFound:
                 pass
         _remove_build_images()
+
+
+def test_a_watch_sees_each_change_as_it_is_made(server):
+    with Sandbox.create("base") as sb:
+        sb.commands.run("mkdir -p w/deep")
+        with sb.files.watch("w", recursive=True) as changes:
+            sb.files.write("w/deep/a.txt", "hello")
+            seen = []
+            for change in changes:
+                seen.append(change)
+                if change.path.endswith("/w/deep/a.txt"):
+                    break
+        last = seen[-1]
+        assert last.name == "deep/a.txt" and last.change in ("create", "write", "rename"), seen
+        with pytest.raises(InvalidRequest, match="not a directory"):
+            with sb.files.watch("/etc/passwd"):
+                pass

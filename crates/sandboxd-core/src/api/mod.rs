@@ -24,6 +24,7 @@ pub mod stream;
 mod templates;
 mod usage;
 mod volumes;
+pub mod watch;
 
 pub use access::*;
 pub use changes::*;

@@ -5,7 +5,7 @@
 //! `build_context.rs`: `template.context`, a build context streamed as a tar;
 //! `health.rs`: `/health` and `/ready`; `build_log_stream.rs`: a build's log as
 //! server-sent events), the WebSockets (`exec_stream.rs`, `terminal.rs`,
-//! `port_socket.rs`, with `session.rs`) and the dashboard's session (`sign_in.rs`).
+//! `port_socket.rs`, `watch_stream.rs`, with `session.rs`) and the dashboard's session (`sign_in.rs`).
 //! Previews are a module of their own (`crate::previews`).
 
 pub mod build_context;
@@ -18,3 +18,4 @@ pub mod session;
 pub mod sign_in;
 pub mod terminal;
 pub mod transfers;
+pub mod watch_stream;

@@ -54,6 +54,21 @@ fn envelopes(mut bytes: &[u8]) -> Vec<(u8, Value)> {
     out
 }
 
+/// `process.Process/Start` with `body`, a stream's envelopes.
+async fn start_process(
+    server: &TestServer,
+    id: &str,
+    token: &str,
+    body: Vec<u8>,
+) -> reqwest::Response {
+    envd(server, "/process.Process/Start", id, token)
+        .header("content-type", "application/connect+json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
 fn envelope(message: &Value) -> Vec<u8> {
     let body = serde_json::to_vec(message).unwrap();
     [&[0u8][..], &(body.len() as u32).to_be_bytes(), &body].concat()
@@ -65,12 +80,7 @@ async fn a_command_streams_as_connect_envelopes_and_ends_with_the_stream() {
     let (id, token) = e2b_sandbox(&server, KEY).await;
     let start = json!({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "echo out; echo err >&2; exit 3"],
                                    "envs": {"X": "1"}}, "stdin": false});
-    let response = envd(&server, "/process.Process/Start", &id, &token)
-        .header("content-type", "application/connect+json")
-        .body(envelope(&start))
-        .send()
-        .await
-        .unwrap();
+    let response = start_process(&server, &id, &token, envelope(&start)).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(
         response.headers()["content-type"],
@@ -104,12 +114,7 @@ async fn a_command_streams_as_connect_envelopes_and_ends_with_the_stream() {
     assert_eq!(end["status"], "exit status 3");
 
     // A request that is not one envelope ends the stream with invalid_argument.
-    let response = envd(&server, "/process.Process/Start", &id, &token)
-        .header("content-type", "application/connect+json")
-        .body(vec![0u8, 0, 0, 0])
-        .send()
-        .await
-        .unwrap();
+    let response = start_process(&server, &id, &token, vec![0u8, 0, 0, 0]).await;
     assert_eq!(response.status(), StatusCode::OK);
     let frames = envelopes(&response.bytes().await.unwrap());
     assert_eq!(frames.len(), 1);
@@ -138,12 +143,7 @@ async fn a_stream_ends_unavailable_when_its_sandbox_is_killed() {
     let server = TestServer::start().await;
     let (id, token) = e2b_sandbox(&server, KEY).await;
     let start = json!({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "sleep 60"]}});
-    let mut response = envd(&server, "/process.Process/Start", &id, &token)
-        .header("content-type", "application/connect+json")
-        .body(envelope(&start))
-        .send()
-        .await
-        .unwrap();
+    let mut response = start_process(&server, &id, &token, envelope(&start)).await;
     assert_eq!(response.status(), StatusCode::OK);
     let mut body = response
         .chunk()

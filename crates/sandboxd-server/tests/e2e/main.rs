@@ -62,4 +62,5 @@ mod transfers;
 mod typed_client;
 mod usage;
 mod volumes;
+mod watch;
 mod widening;

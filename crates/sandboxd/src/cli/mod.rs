@@ -22,6 +22,7 @@ mod templates;
 pub mod tls;
 mod unpack;
 mod volumes;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -108,6 +109,21 @@ pub enum ClientCommand {
         /// Keep printing until the process ends.
         #[arg(long, short)]
         follow: bool,
+    },
+    /// Follow what changes under a directory of a sandbox, a line per change, until
+    /// interrupted.
+    #[command(
+        after_help = "Examples:\n  sandboxd watch $ID /home/user\n  sandboxd watch -r $ID /home/user/project --json"
+    )]
+    Watch {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        /// An absolute directory of the sandbox.
+        path: String,
+        /// Every directory under it too, and those made later.
+        #[arg(long, short)]
+        recursive: bool,
     },
     /// Show one sandbox.
     #[command(after_help = "Examples:\n  sandboxd show $ID\n  sandboxd show $ID --json")]
@@ -584,6 +600,14 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
         } => {
             let stream = if stderr { "stderr" } else { "stdout" };
             processes::logs(&client(&common)?, &id, &process, stream, follow).await?;
+        }
+        ClientCommand::Watch {
+            common,
+            id,
+            path,
+            recursive,
+        } => {
+            watch::run(&client(&common)?, &id, &path, recursive, common.json).await?;
         }
         ClientCommand::Templates { common } => {
             let templates = sandboxes::templates(&client(&common)?).await?;

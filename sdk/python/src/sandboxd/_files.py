@@ -1,10 +1,12 @@
 """Files: small ones in one request (`write`, `read`, up to 10 MiB), any size and whole
-trees streamed (`upload`, `download`), with constant memory on both sides."""
+trees streamed (`upload`, `download`), with constant memory on both sides; what changes
+under a directory as it changes (`watch`, over the `/sandbox-watch` WebSocket)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import posixpath
 import queue
@@ -16,7 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .models import EntryInfo
+from . import _ws, errors
+from .models import EntryInfo, FileChange
 
 if TYPE_CHECKING:
     from ._handle import SandboxHandle
@@ -29,6 +32,14 @@ class AsyncFiles:
 
     def __init__(self, sandbox: SandboxHandle) -> None:
         self._sandbox = sandbox
+
+    def watch(self, path: str = ".", *, recursive: bool = False) -> AsyncWatch:
+        """What changes under the directory `path` (with `recursive`, under every
+        directory below it too, and those made later), as it changes:
+        `async with sb.files.watch("project", recursive=True) as changes: async for
+        change in changes: ...`. Changes made once the `async with` is entered are
+        seen; `changes.lost` counts the times some were lost (too many at once)."""
+        return AsyncWatch(self._sandbox, self._sandbox._absolute(path), recursive)
 
     async def write(self, path: str, data: str | bytes, *, mode: int | None = None) -> None:
         """Writes a file of up to 10 MiB (parents made, owned by the sandbox user);
@@ -287,3 +298,55 @@ def _unpack(archive: Path, target: Path, name: str) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+class AsyncWatch:
+    """A watch of a directory over the `/sandbox-watch` WebSocket; see
+    `AsyncFiles.watch`."""
+
+    def __init__(self, sandbox: SandboxHandle, path: str, recursive: bool) -> None:
+        self._sandbox = sandbox
+        self.path = path
+        self.recursive = recursive
+        self.lost = 0
+        self._ws: Any = None
+
+    async def __aenter__(self) -> AsyncWatch:
+        conn = self._sandbox._conn
+        query = {"sandboxId": self._sandbox.id, "path": self.path, "recursive": str(self.recursive).lower()}
+        try:
+            self._ws = await _ws.open_session(conn, "/sandbox-watch", query)
+            ready = json.loads(await self._ws.recv())
+        except BaseException as error:  # noqa: BLE001 - mapped, then raised
+            if self._ws is not None:
+                await _ws.close(self._ws)
+            raise _ws.failure(error, conn.target.url, self._sandbox.id) from error
+        if ready.get("type") != "ready":
+            await _ws.close(self._ws)
+            raise errors.InvalidRequest(ready.get("message", "the watch was refused"), status=400)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._ws is not None:
+            await _ws.close(self._ws)
+            self._ws = None
+
+    async def __aiter__(self) -> AsyncIterator[FileChange]:
+        if self._ws is None:
+            raise RuntimeError("enter the watch first: async with sb.files.watch(...) as changes")
+        conn = self._sandbox._conn
+        while True:
+            try:
+                message = json.loads(await self._ws.recv())
+            except BaseException as error:  # noqa: BLE001 - mapped, then raised
+                raise _ws.failure(error, conn.target.url, self._sandbox.id) from error
+            kind = message.get("type")
+            if kind == "event":
+                yield FileChange(change=message["change"], path=message["path"], name=message["name"])
+            elif kind == "overflow":
+                self.lost += 1
+            elif kind == "error":
+                raise errors.CommandError(message.get("message", "the watch failed"))

@@ -21,6 +21,7 @@ from .models import (
     EgressRequest,
     EntryInfo,
     ExposedPort,
+    FileChange,
     MetricReading,
     OutputSlice,
     ProcessInfo,
@@ -210,6 +211,36 @@ class Commands:
         return _portal.run(self._sandbox.commands.list())
 
 
+class Watch:
+    """A watch of a directory; see `AsyncFiles.watch`. `with sb.files.watch(p) as
+    changes: for change in changes: ...`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._changes: Any = None
+
+    @property
+    def lost(self) -> int:
+        return self._inner.lost
+
+    def __enter__(self) -> Watch:
+        _portal.run(self._inner.__aenter__())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._changes is not None:
+            _portal.run(self._changes.aclose())
+        _portal.run(self._inner.aclose())
+
+    def __iter__(self) -> Iterator[FileChange]:
+        self._changes = self._inner.__aiter__()
+        while True:
+            try:
+                yield _portal.run(self._changes.__anext__())
+            except StopAsyncIteration:
+                return
+
+
 class Files:
     """`sandbox.files`: the sandbox's files. Relative paths are under its workdir."""
 
@@ -233,6 +264,10 @@ class Files:
 
     def download(self, remote: str, local: str | os.PathLike[str]) -> Path:
         return _portal.run(self._files.download(remote, local))
+
+    def watch(self, path: str = ".", *, recursive: bool = False) -> Watch:
+        """See `AsyncFiles.watch`."""
+        return Watch(self._files.watch(path, recursive=recursive))
 
 
 class Ports:

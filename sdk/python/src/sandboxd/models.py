@@ -356,6 +356,18 @@ class SandboxStats:
 
 
 @dataclass(frozen=True)
+class FileChange:
+    """One change under a watched directory (`Sandbox.files.watch`)."""
+
+    #: `create`, `write`, `remove`, `rename` or `chmod`.
+    change: str
+    #: The absolute path that changed.
+    path: str
+    #: The same, under the watched directory.
+    name: str
+
+
+@dataclass(frozen=True)
 class MetricReading:
     """One reading of a sandbox's use over time (`Sandbox.metrics`), taken every 5 s."""
 
