@@ -89,14 +89,14 @@ async fn timeout(
     let who = caller(who)?;
     let asked = body(asked)?;
     if asked.timeout == 0 {
-        // Its end is now: paused when it was made to pause at its end, else killed.
+        // Its end is now: paused (where it pauses at its end) or killed, as the caller's
+        // own pause or kill, audited as such.
         let sandbox = live_sandbox(&state, &who, &id, SandboxNeed::Use).await?;
         let sandboxes = state.service.sandboxes();
-        if sandbox.auto_pause.is_some() {
-            sandboxes.pause_at_end(&sandbox).await?;
-        } else {
-            sandboxes.kill(sandbox).await?;
-        }
+        match sandbox.auto_pause {
+            Some(memory) => sandboxes.pause_for(&who, &id, memory).await?,
+            None => sandboxes.kill_for(&who, &id).await?,
+        };
         return Ok(StatusCode::NO_CONTENT);
     }
     let timeout_ms = e2b::timeout_ms("timeout", asked.timeout)?;

@@ -45,7 +45,8 @@ pub async fn sandbox_exec(
     ws.on_upgrade(move |socket| session(socket, state, query, credentials))
 }
 
-pub(super) async fn send(socket: &mut WebSocket, message: &ServerMessage) -> bool {
+/// Sends one JSON message within [`SEND_TIMEOUT`]; whether it went.
+pub(super) async fn send(socket: &mut WebSocket, message: &impl serde::Serialize) -> bool {
     let Ok(text) = serde_json::to_string(message) else {
         return false;
     };
@@ -227,10 +228,10 @@ async fn forward(
 }
 
 /// What a client may see of a failure: internal causes stay in the log.
-fn public_message(error: &ServiceError) -> String {
+pub(super) fn public_message(error: &ServiceError) -> String {
     match error {
         ServiceError::Store(_) | ServiceError::Engine(_) => {
-            tracing::error!(error = %sandboxd_core::error::chain(&error), "streaming exec failed");
+            tracing::error!(error = %sandboxd_core::error::chain(&error), "a streaming session failed");
             "internal error".into()
         }
         other => other.to_string(),

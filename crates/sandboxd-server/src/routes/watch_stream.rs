@@ -20,15 +20,13 @@ use sandboxd_core::api::watch::{
 use sandboxd_core::model::Principal;
 
 use crate::AppState;
+use crate::routes::exec_stream::{public_message, send};
 use crate::routes::session::{self, RECHECK_EVERY, close};
 use crate::service::ServiceError;
 
 /// How often the watcher is read: a change reaches the client within this (and a round
 /// trip to the agent) of being made.
 const POLL: Duration = Duration::from_millis(25);
-/// A send that has not completed after this long ends the session.
-const SEND_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Upgrades, then authorizes on the socket so failures can carry their close codes.
 pub async fn sandbox_watch(
     ws: WebSocketUpgrade,
@@ -38,27 +36,6 @@ pub async fn sandbox_watch(
 ) -> Response {
     let credentials = session::Credentials::of(&headers);
     ws.on_upgrade(move |socket| session(socket, state, query, credentials))
-}
-
-async fn send(socket: &mut WebSocket, message: &WatchMessage) -> bool {
-    let Ok(text) = serde_json::to_string(message) else {
-        return false;
-    };
-    matches!(
-        tokio::time::timeout(SEND_TIMEOUT, socket.send(Message::Text(text.into()))).await,
-        Ok(Ok(()))
-    )
-}
-
-/// What a client may see of a failure: internal causes stay in the log.
-fn public_message(error: &ServiceError) -> String {
-    match error {
-        ServiceError::Store(_) | ServiceError::Engine(_) => {
-            tracing::error!(error = %sandboxd_core::error::chain(&error), "a watch failed");
-            "internal error".into()
-        }
-        other => other.to_string(),
-    }
 }
 
 /// Starts the agent's watcher of `path`, a directory; its id.

@@ -334,6 +334,24 @@ async fn an_e2b_sandbox_made_to_pause_at_its_end_is_paused_then() {
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "killed");
+    // Each ended as its caller's own pause or kill, in the audit log with the caller.
+    for (sandbox, action) in [(&id, "sandbox.pause"), (&other, "sandbox.kill")] {
+        let (status, audit) = server
+            .get(
+                "audit.list",
+                &[("resourceId", sandbox.as_str()), ("action", action)],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{audit}");
+        assert!(
+            audit["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["actorId"].is_string()),
+            "{action} of {sandbox} by its caller: {audit}"
+        );
+    }
 }
 
 #[tokio::test]

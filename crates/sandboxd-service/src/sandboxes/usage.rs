@@ -76,8 +76,10 @@ impl Histories {
 
     /// Forgets every sandbox but these.
     pub(crate) fn keep_only(&self, sandbox_ids: &[String]) {
+        let kept: std::collections::HashSet<&str> =
+            sandbox_ids.iter().map(String::as_str).collect();
         let mut histories = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        histories.retain(|id, _| sandbox_ids.contains(id));
+        histories.retain(|id, _| kept.contains(id.as_str()));
     }
 
     /// The readings of `sandbox_id` in the range, and whether it has any at all.

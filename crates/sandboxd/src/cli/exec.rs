@@ -93,21 +93,7 @@ pub async fn run(client: &Client, args: &ExecArgs, collect: bool) -> Result<Outc
     let mut stderr = tokio::io::stderr();
     let mut sent = false;
     loop {
-        let Some(frame) = stream.next().await else {
-            return Err(Failure::Unavailable("the connection was lost".into()));
-        };
-        let frame =
-            frame.map_err(|e| Failure::Unavailable(format!("the connection failed: {e}")))?;
-        let text = match frame {
-            Message::Text(text) => text,
-            Message::Close(close) => {
-                return Err(closed(
-                    close.map(|c| (u16::from(c.code), c.reason.to_string())),
-                ));
-            }
-            _ => continue,
-        };
-        let value: Value = serde_json::from_str(&text).unwrap_or_default();
+        let value = next_message(&mut stream).await?;
         match value["type"].as_str() {
             Some("ready") if !sent => {
                 sink.send(Message::Text(message.to_string().into()))
@@ -145,6 +131,30 @@ pub async fn run(client: &Client, args: &ExecArgs, collect: bool) -> Result<Outc
                 ));
             }
             _ => {}
+        }
+    }
+}
+
+/// The next JSON message of a session (`null` for one that is not JSON); the close or
+/// the failure that ended it as a `Failure`.
+pub(super) async fn next_message<S>(stream: &mut S) -> Result<Value, Failure>
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    loop {
+        let Some(frame) = stream.next().await else {
+            return Err(Failure::Unavailable("the connection was lost".into()));
+        };
+        let frame =
+            frame.map_err(|e| Failure::Unavailable(format!("the connection failed: {e}")))?;
+        match frame {
+            Message::Text(text) => return Ok(serde_json::from_str(&text).unwrap_or_default()),
+            Message::Close(close) => {
+                return Err(closed(
+                    close.map(|c| (u16::from(c.code), c.reason.to_string())),
+                ));
+            }
+            _ => continue,
         }
     }
 }

@@ -3,10 +3,8 @@
 //! interrupted. Paths are made safe for a terminal; `--json` prints each message as the
 //! server sent it.
 
-use futures_util::StreamExt as _;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt as _;
-use tokio_tungstenite::tungstenite::Message;
 
 use super::client::{Client, Failure, percent_encode};
 use super::table::printable;
@@ -37,31 +35,16 @@ pub async fn run(
     recursive: bool,
     json: bool,
 ) -> Result<(), Failure> {
-    let socket = client
+    let mut socket = client
         .websocket(&format!(
             "/sandbox-watch?sandboxId={}&path={}&recursive={recursive}",
             percent_encode(id),
             percent_encode(path)
         ))
         .await?;
-    let (_sink, mut stream) = socket.split();
     let mut stdout = tokio::io::stdout();
     loop {
-        let Some(frame) = stream.next().await else {
-            return Err(Failure::Unavailable("the connection was lost".into()));
-        };
-        let frame =
-            frame.map_err(|e| Failure::Unavailable(format!("the connection failed: {e}")))?;
-        let text = match frame {
-            Message::Text(text) => text,
-            Message::Close(close) => {
-                return Err(super::exec::closed(
-                    close.map(|c| (u16::from(c.code), c.reason.to_string())),
-                ));
-            }
-            _ => continue,
-        };
-        let value: Value = serde_json::from_str(&text).unwrap_or_default();
+        let value = super::exec::next_message(&mut socket).await?;
         if value["type"] == "error" {
             return Err(Failure::Refused(
                 value["message"]
