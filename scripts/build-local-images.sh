@@ -8,6 +8,9 @@
 #                                  `user` with home /home/user, and /usr/local/bin/suid-id,
 #                                  a setuid-root copy of `id` the security tests run to
 #                                  show that setuid grants nothing in a sandbox
+#   sandboxd-local/interpreter:bookworm the same Debian with what a notebook's code uses:
+#                                  IPython, matplotlib, pandas, numpy and Pillow (the
+#                                  code interpreter's rich results, its charts and data)
 # Images that already exist in this version are kept; pass --force to rebuild them.
 set -euo pipefail
 
@@ -62,11 +65,12 @@ if ! have_image sandboxd-local/busybox:latest; then
   echo "built sandboxd-local/busybox:latest"
 fi
 
-if ! have_image sandboxd-local/debian:bookworm; then
+# A Debian root filesystem with `packages` (comma-separated) as an image named `name`.
+debian_image() {
+  local name=$1 packages=$2 root="$work/$(basename "${1%%:*}")"
   ensure_pkg debootstrap
-  root="$work/debian"
-  debootstrap --variant=minbase --include=python3,python3-pip,curl,git,nodejs bookworm "$root" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
-    || { tail -n 30 "$work/debootstrap.log"; exit 1; }
+  debootstrap --variant=minbase --include="$packages" bookworm "$root" http://deb.debian.org/debian >"$root.log" 2>&1 \
+    || { tail -n 30 "$root.log"; exit 1; }
   rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/*
   chroot "$root" /usr/sbin/groupadd -g 1000 user
   chroot "$root" /usr/sbin/useradd -u 1000 -g 1000 -m -d /home/user -s /bin/sh user
@@ -75,6 +79,13 @@ if ! have_image sandboxd-local/debian:bookworm; then
     --change 'CMD ["/bin/bash"]' \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change "LABEL sandboxd.local-image=$version" \
-    - sandboxd-local/debian:bookworm >/dev/null
-  echo "built sandboxd-local/debian:bookworm"
-fi
+    - "$name" >/dev/null
+  rm -rf "$root"
+  echo "built $name"
+}
+
+base_packages=python3,python3-pip,curl,git,nodejs
+have_image sandboxd-local/debian:bookworm || debian_image sandboxd-local/debian:bookworm "$base_packages" &
+have_image sandboxd-local/interpreter:bookworm || debian_image sandboxd-local/interpreter:bookworm \
+  "$base_packages,python3-ipython,python3-matplotlib,python3-matplotlib-inline,python3-pandas,python3-numpy,python3-pil" &
+for made in $(jobs -p); do wait "$made"; done

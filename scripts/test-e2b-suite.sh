@@ -89,7 +89,7 @@ read -r -a e2b_tests <<<"${E2B_SUITE_TESTS:-tests/sync tests/async tests/shared}
 suite e2b "$e2b_dir" "${e2b_tests[@]}"
 if [ -n "$ci_dir" ]; then
   read -r -a ci_tests <<<"${E2B_SUITE_CI_TESTS:-tests}"
-  E2B_TESTS_TEMPLATE=base suite interpreter "$ci_dir" -o addopts=--import-mode=importlib "${ci_tests[@]}"
+  E2B_TESTS_TEMPLATE=code-interpreter-v1 suite interpreter "$ci_dir" -o addopts=--import-mode=importlib "${ci_tests[@]}"
 fi
 
 "$venv/bin/python" scripts/lib/e2b_suite_report.py scripts/lib/e2b-suite-notes.txt \

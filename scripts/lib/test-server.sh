@@ -17,6 +17,7 @@ url="http://127.0.0.1:$port"
 SANDBOXD_BOOTSTRAP_KEY=$key SANDBOXD_TEMPLATES__BASE__IMAGE=sandboxd-local/debian:bookworm \
   SANDBOXD_TEMPLATES__PYTHON__IMAGE=sandboxd-local/busybox:latest \
   SANDBOXD_TEMPLATES__NODE__IMAGE=sandboxd-local/busybox:latest \
+  SANDBOXD_TEMPLATES__CODE_INTERPRETER_V1__IMAGE=sandboxd-local/interpreter:bookworm \
   "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" >"$data/server.log" 2>&1 &
 server=$!
 instance=none

@@ -72,7 +72,7 @@ try:
     # The code interpreter, at 49999-<id>.<domain>.
     interpreter = CodeInterpreter.connect(sbx.sandbox_id)
     assert interpreter.run_code("6 * 7").text == "42"
-    assert [c.language for c in interpreter.list_code_contexts()] == ["python"]
+    assert [c.language for c in interpreter.list_code_contexts()] == ["python", "javascript"]
 
     # A template built through the domain: the SDK uploads its files to the URL the
     # server answers, the domain's own over TLS.

@@ -1,8 +1,11 @@
 """E2B's code interpreter SDK (`e2b-code-interpreter` on PyPI) against sandboxd, set up
 as its users set it up (E2B_API_URL, E2B_SANDBOX_URL, a sandboxd key): `run_code`
 with results, output, errors, environment variables and execution counts; state kept
-between runs; a run whose client gave up interrupted; contexts made in a directory, listed, restarted and removed; a language
-that is not served refused.
+between runs; a run whose client gave up interrupted; contexts made in a directory,
+listed, restarted and removed; JavaScript and bash; a language that is not served
+refused; then, in E2B's default template (`code-interpreter-v1`, the interpreter's
+image), results in every format: a figure as a picture and as chart data, a data frame
+as data, display() calls as they happen.
 
     python3 tests/python/e2b_interpreter.py URL KEY
 """
@@ -76,11 +79,42 @@ try:
     # The default context is untouched by all that.
     assert sbx.run_code("y").text == "2"
 
+    # JavaScript and bash, each in its own default context, with variables per run.
+    js = sbx.run_code("const n = 40 + 2; console.log(n)", language="js")
+    assert js.logs.stdout == ["42\n"], js
+    assert sbx.run_code("n", language="javascript").text == "42"
+    assert sbx.run_code("process.env.FOO", language="js", envs={"FOO": "bar"}).text == "bar"
+    bash = sbx.run_code("echo ${FOO:-unset} $PWD", language="bash")
+    assert bash.logs.stdout == ["unset /home/user\n"], bash
+    languages = {c.language for c in sbx.list_code_contexts()}
+    assert {"python", "javascript", "bash"} <= languages, languages
     try:
-        sbx.run_code("console.log(1)", language="javascript")
+        sbx.run_code('print("x")', language="r")
         raise AssertionError("a language not served is refused")
     except SandboxException as refused:
-        assert "only python" in str(refused), refused
+        assert "javascript and bash are served" in str(refused), refused
 finally:
     sbx.kill()
+
+rich = Sandbox.create(timeout=120, allow_internet_access=False)
+try:
+    shown = []
+    figure = rich.run_code(
+        "import matplotlib.pyplot as plt\nplt.bar(['a', 'b'], [3, 5], label='n')\n"
+        "plt.title('Counts')\nplt.show()\n'done'",
+        on_result=shown.append,
+    )
+    assert len(figure.results) == 2 and len(shown) == 2, figure.results
+    assert figure.results[0].png and figure.results[0].text.startswith("<Figure"), figure.results[0]
+    chart = figure.results[0].chart
+    assert chart.type == "bar" and chart.title == "Counts", chart
+    assert [(bar.label, bar.value) for bar in chart.elements] == [("a", 3), ("b", 5)]
+    assert figure.text == "done" and figure.results[1].is_main_result
+    frame = rich.run_code("import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+    assert frame.results[0].data == {"a": [1, 2]} and "<table" in frame.results[0].html
+    latex = rich.run_code("from IPython.display import display\ndisplay({'text/latex': 'x'}, raw=True)")
+    assert latex.results[0].formats() == ["latex"], latex.results[0].formats()
+    assert "".join(rich.run_code("!pwd").logs.stdout).strip() == "/home/user"
+finally:
+    rich.kill()
 print("e2b code interpreter: ok")

@@ -7,7 +7,7 @@ use crate::api::TemplateView;
 use crate::limits::DEFAULT_WORKDIR;
 
 /// Names of the built-in templates, in display order.
-pub const TEMPLATE_NAMES: [&str; 3] = ["base", "python", "node"];
+pub const TEMPLATE_NAMES: [&str; 4] = ["base", "python", "node", "code-interpreter-v1"];
 
 /// The user every template runs as.
 pub const TEMPLATE_USER: &str = "1000:1000";
@@ -45,6 +45,13 @@ impl Templates {
             ),
             ("python", "python:3.12-slim", "Python 3.12 (pip available)"),
             ("node", "node:22-slim", "Node.js 22 (npm available)"),
+            (
+                "code-interpreter-v1",
+                "python:3.12-slim",
+                "For code interpreter contexts (E2B's code interpreter names it): results in \
+                 every format (pictures, charts, tables) when its image has IPython, \
+                 matplotlib and pandas; JavaScript contexts when it has node",
+            ),
         ];
         Self(
             builtin
@@ -123,7 +130,7 @@ mod tests {
             Some("ubuntu:24.04")
         );
         let names: Vec<_> = templates.views().into_iter().map(|v| v.name).collect();
-        assert_eq!(names, ["base", "python", "node"]);
+        assert_eq!(names, ["base", "python", "node", "code-interpreter-v1"]);
         let gvisor = BTreeMap::from([("node".to_owned(), crate::model::Isolation::Gvisor)]);
         let templates = templates.with_isolation(&gvisor);
         assert_eq!(

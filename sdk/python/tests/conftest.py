@@ -50,6 +50,7 @@ def server() -> Iterator[Server]:
         "SANDBOXD_TEMPLATES__BASE__IMAGE": "sandboxd-local/debian:bookworm",
         "SANDBOXD_TEMPLATES__PYTHON__IMAGE": "sandboxd-local/debian:bookworm",
         "SANDBOXD_TEMPLATES__NODE__IMAGE": "sandboxd-local/busybox:latest",
+        "SANDBOXD_TEMPLATES__CODE_INTERPRETER_V1__IMAGE": "sandboxd-local/interpreter:bookworm",
         "SANDBOXD_EGRESS__HOSTS__CANARY": CANARY_IP,
         "SANDBOXD_EGRESS__ALLOWED_NETWORKS": f'["{CANARY_IP}/32"]',
     }

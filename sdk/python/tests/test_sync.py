@@ -336,6 +336,23 @@ def test_code_keeps_its_state_per_context(server):
             sb.run_code("1", context=other)
 
 
+def test_code_shows_figures_and_tables_and_runs_javascript_and_bash(server):
+    with Sandbox.create("code-interpreter-v1") as sb:
+        shown = sb.run_code(
+            "import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 4])\nplt.title('t')\nplt.show()\n"
+            "import pandas as pd\npd.DataFrame({'a': [1, 2]})"
+        )
+        figure, frame = shown.results
+        assert figure.png and not figure.is_main_result
+        assert figure.chart["type"] == "line" and figure.chart["title"] == "t"
+        assert frame.is_main_result and frame.table == {"a": [1, 2]} and "<table" in frame.html
+        js = sb.create_context("javascript")
+        assert sb.run_code("const a = [1, 2].map((n) => n * 2); a.length", context=js).result == "2"
+        bash = sb.create_context("bash")
+        assert sb.run_code("cd /tmp; echo $PWD", context=bash).stdout == "/tmp\n"
+        assert sb.run_code("pwd", context=bash).stdout == "/tmp\n"
+
+
 def test_a_stream_hands_over_output_as_it_comes(server):
     with Sandbox.create("base") as sb:
         with sb.commands.stream("echo one; sleep 1; echo two >&2; exit 4") as command:

@@ -2,8 +2,9 @@
 //! 49999 of a sandbox: `POST /execute` runs code in a context and answers a line of
 //! JSON per output (`stdout`, `stderr`, `result`, `error`, `number_of_executions`,
 //! `end_of_execution`); `/contexts` makes, lists, restarts and removes contexts. Its
-//! contexts are sandboxd's Python contexts. A context keeps its E2B id when restarted:
-//! the n-th restart runs as the process `<id>-<n>`.
+//! contexts are sandboxd's (Python, JavaScript, bash). A context keeps its E2B id when
+//! restarted: the n-th restart runs as the process `<id>-<n>`. A result's formats,
+//! by MIME type in sandboxd, are E2B's named fields (`result_line`).
 //!
 //! Contexts are listed by their E2B ids (`listed`).
 
@@ -12,17 +13,52 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::api::{ContextRunResult, ContextView};
+use crate::api::{ContextResult, ContextRunResult, ContextView, context_language};
 
 /// The port E2B's SDK names for the code interpreter.
 pub const INTERPRETER_PORT: u16 = 49999;
 
-/// The context code runs in when a run names none: one per sandbox, made at its first
-/// use.
+/// The context Python code runs in when a run names none: one per sandbox, made at its
+/// first use (`default_context` names the other languages').
 pub const DEFAULT_CONTEXT: &str = "c_e2bdefault";
 
-/// The only language served.
+/// The language of a run or context that names none.
 pub const LANGUAGE: &str = "python";
+
+/// The languages whose default contexts a listing shows, as E2B's server starts them.
+pub const LISTED_DEFAULTS: [&str; 2] = ["python", "javascript"];
+
+/// The context code of `language` runs in when a run names none.
+pub fn default_context(language: &str) -> String {
+    match language {
+        "python" => DEFAULT_CONTEXT.to_owned(),
+        "javascript" => format!("{DEFAULT_CONTEXT}js"),
+        other => format!("{DEFAULT_CONTEXT}{other}"),
+    }
+}
+
+/// Whether `id` is a language's default context, and which.
+pub fn default_language(id: &str) -> Option<&'static str> {
+    crate::api::CONTEXT_LANGUAGES
+        .into_iter()
+        .find(|language| default_context(language) == id)
+}
+
+/// The E2B fields of the formats of a result; any other format goes under `extra`.
+const FIELDS: [(&str, &str); 12] = [
+    ("text/plain", "text"),
+    ("text/html", "html"),
+    ("text/markdown", "markdown"),
+    ("image/svg+xml", "svg"),
+    ("image/png", "png"),
+    ("image/jpeg", "jpeg"),
+    ("application/pdf", "pdf"),
+    ("text/latex", "latex"),
+    ("application/json", "json"),
+    ("application/javascript", "javascript"),
+    ("application/vnd.sandboxd.data+json", "data"),
+    ("application/vnd.sandboxd.chart+json", "chart"),
+];
 
 /// Body of `POST /execute`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -48,9 +84,9 @@ pub struct ContextAnswer {
     pub cwd: String,
 }
 
-/// Whether E2B's SDK names the one language served (`python`, or none).
-pub fn language_served(language: Option<&str>) -> bool {
-    language.is_none_or(|l| l.eq_ignore_ascii_case(LANGUAGE) || l.eq_ignore_ascii_case("py"))
+/// The language E2B's SDK names (`python` when none), if it is one served.
+pub fn language_served(language: Option<&str>) -> Option<&'static str> {
+    language.map_or(Some(LANGUAGE), context_language)
 }
 
 /// The E2B id of a context's process (`c_x` for `c_x` and its restarts `c_x-3`).
@@ -81,15 +117,19 @@ pub fn restarted_id(process_id: &str) -> String {
     format!("{}-{}", base_of(process_id), generation(process_id) + 1)
 }
 
-/// The contexts E2B shows: each running one once, by its E2B id, oldest first.
+/// The contexts E2B shows: each running one once, by its E2B id, the default ones
+/// first (E2B's server has them from its start), then the others oldest first.
 pub fn listed(contexts: &[ContextView], default_cwd: &str) -> Vec<ContextAnswer> {
     let mut seen = Vec::<ContextAnswer>::new();
-    for context in contexts.iter().filter(|c| c.status == "running") {
+    let mut running: Vec<&ContextView> =
+        contexts.iter().filter(|c| c.status == "running").collect();
+    running.sort_by_key(|c| default_language(base_of(&c.context_id)).is_none());
+    for context in running {
         let id = base_of(&context.context_id);
         if seen.iter().all(|c| c.id != id) {
             seen.push(ContextAnswer {
                 id: id.to_owned(),
-                language: LANGUAGE.to_owned(),
+                language: context.language.clone(),
                 cwd: context
                     .cwd
                     .clone()
@@ -149,14 +189,40 @@ pub fn output_line(stream: &str, text: &str, now_ns: i64) -> Value {
     json!({"type": stream, "text": text, "timestamp": now_ns})
 }
 
+/// A result as E2B's line for it: each format under its E2B name, any other under
+/// `extra`; a Python string's text unquoted (`python`: whether it came of Python).
+pub fn result_line(result: &ContextResult, python: bool) -> Value {
+    let mut line = serde_json::Map::new();
+    line.insert("type".into(), "result".into());
+    let mut extra = serde_json::Map::new();
+    for (format, value) in &result.data {
+        match FIELDS.iter().find(|(mime, _)| mime == format) {
+            Some((_, "text")) if python => {
+                let text = value.as_str().map(plain_text);
+                line.insert(
+                    "text".into(),
+                    text.map_or_else(|| value.clone(), Value::from),
+                );
+            }
+            Some((_, field)) => {
+                line.insert((*field).into(), value.clone());
+            }
+            None => {
+                extra.insert(format.clone(), value.clone());
+            }
+        }
+    }
+    if !extra.is_empty() {
+        line.insert("extra".into(), extra.into());
+    }
+    line.insert("is_main_result".into(), result.is_main_result.into());
+    line.into()
+}
+
 /// The lines that end a run's answer, after its output: its result, its error, its
 /// number in the context, then the end.
-pub fn ending_lines(run: &ContextRunResult) -> Vec<Value> {
-    let mut lines = Vec::new();
-    if let Some(text) = &run.result {
-        let text = plain_text(text);
-        lines.push(json!({"type": "result", "text": text, "is_main_result": true}));
-    }
+pub fn ending_lines(run: &ContextRunResult, python: bool) -> Vec<Value> {
+    let mut lines: Vec<Value> = run.results.iter().map(|r| result_line(r, python)).collect();
     if let Some(error) = &run.error {
         lines.push(json!({
             "type": "error",
@@ -206,6 +272,18 @@ mod tests {
             shown.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
             ["c_abc", "c_other"]
         );
+        let later_default = [
+            context("c_mine", "running"),
+            context("c_e2bdefaultjs", "running"),
+        ];
+        assert_eq!(
+            listed(&later_default, "/home/user")
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>(),
+            ["c_e2bdefaultjs", "c_mine"],
+            "a default context comes first, however late it was made"
+        );
     }
 
     #[test]
@@ -214,6 +292,10 @@ mod tests {
             stdout: String::new(),
             stderr: String::new(),
             result: Some("2".into()),
+            results: vec![ContextResult {
+                data: [("text/plain".to_owned(), Value::from("2"))].into(),
+                is_main_result: true,
+            }],
             error: Some(ContextError {
                 name: "NameError".into(),
                 value: "x".into(),
@@ -227,7 +309,7 @@ mod tests {
             output_line("stdout", "hi\n", 7),
             json!({"type": "stdout", "text": "hi\n", "timestamp": 7})
         );
-        let lines = ending_lines(&run);
+        let lines = ending_lines(&run, true);
         let kinds: Vec<_> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
@@ -240,7 +322,10 @@ mod tests {
         );
         assert_eq!(lines[0]["is_main_result"], true);
         assert_eq!(lines[2]["execution_count"], 3);
-        assert!(language_served(None) && language_served(Some("Python")));
+        assert_eq!(language_served(None), Some("python"));
+        assert_eq!(language_served(Some("Python")), Some("python"));
+        assert_eq!(language_served(Some("js")), Some("javascript"));
+        assert_eq!(language_served(Some("r")), None);
     }
 
     #[test]
@@ -253,6 +338,46 @@ mod tests {
         ] {
             assert_eq!(plain_text(kept), kept, "{kept}");
         }
-        assert!(!language_served(Some("javascript")));
+    }
+
+    #[test]
+    fn a_results_formats_are_e2bs_fields_and_others_its_extra() {
+        let shown = ContextResult {
+            data: [
+                ("text/plain", json!("'<Figure>'")),
+                ("image/png", json!("iVBO")),
+                (
+                    "application/vnd.sandboxd.chart+json",
+                    json!({"type": "line"}),
+                ),
+                ("text/latex", json!("x")),
+                ("application/x-own", json!(1)),
+            ]
+            .map(|(k, v)| (k.to_owned(), v))
+            .into(),
+            is_main_result: false,
+        };
+        let line = result_line(&shown, true);
+        assert_eq!(line["type"], "result");
+        assert_eq!(line["text"], "<Figure>");
+        assert_eq!(line["png"], "iVBO");
+        assert_eq!(line["chart"]["type"], "line");
+        assert_eq!(line["latex"], "x");
+        assert_eq!(line["extra"], json!({"application/x-own": 1}));
+        assert_eq!(line["is_main_result"], false);
+        assert_eq!(
+            result_line(&shown, false)["text"],
+            "'<Figure>'",
+            "not Python's"
+        );
+    }
+
+    #[test]
+    fn each_language_has_its_default_context() {
+        assert_eq!(default_context("python"), DEFAULT_CONTEXT);
+        for language in crate::api::CONTEXT_LANGUAGES {
+            assert_eq!(default_language(&default_context(language)), Some(language));
+        }
+        assert_eq!(default_language("c_other"), None);
     }
 }

@@ -207,7 +207,7 @@ impl Config {
     pub fn template_images(&self) -> BTreeMap<String, String> {
         self.templates
             .iter()
-            .filter_map(|(name, t)| Some((name.clone(), t.image.clone()?)))
+            .filter_map(|(name, t)| Some((template_name(name), t.image.clone()?)))
             .collect()
     }
 
@@ -215,7 +215,7 @@ impl Config {
     pub fn template_isolation(&self) -> BTreeMap<String, sandboxd_core::model::Isolation> {
         self.templates
             .iter()
-            .filter_map(|(name, t)| Some((name.clone(), t.isolation?)))
+            .filter_map(|(name, t)| Some((template_name(name), t.isolation?)))
             .collect()
     }
 
@@ -268,10 +268,32 @@ impl std::fmt::Debug for Config {
     }
 }
 
+/// A configured template's name: `_` stands for `-`, which the name of an environment
+/// variable cannot hold (`SANDBOXD_TEMPLATES__CODE_INTERPRETER_V1__IMAGE`).
+fn template_name(configured: &str) -> String {
+    configured.replace('_', "-")
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_template_named_with_underscores_is_the_one_with_hyphens() {
+        let mut config = Config::new(std::path::PathBuf::from("/tmp/x"));
+        config.templates.insert(
+            "code_interpreter_v1".into(),
+            TemplateConfig::image("local/interpreter"),
+        );
+        assert_eq!(
+            config
+                .template_images()
+                .get("code-interpreter-v1")
+                .map(String::as_str),
+            Some("local/interpreter")
+        );
+    }
 
     #[test]
     fn environment_names_follow_the_keys() {

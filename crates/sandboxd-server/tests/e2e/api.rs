@@ -291,7 +291,7 @@ async fn templates_list_the_configured_images() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["base", "python", "node"]);
+    assert_eq!(names, ["base", "python", "node", "code-interpreter-v1"]);
     assert_eq!(templates[0]["image"], crate::harness::DEBIAN);
     assert_eq!(templates[0]["user"], "1000:1000");
     assert_eq!(templates[2]["image"], "node:22-slim");

@@ -59,7 +59,7 @@ async fn python_state_persists_between_runs() {
     let first = run(&server, &sandbox, &context, "x = 41\nprint('set')", 10_000).await;
     assert_eq!(
         first,
-        json!({"stdout": "set\n", "stderr": "", "result": null, "error": null, "timedOut": false, "truncated": false, "executionCount": 1})
+        json!({"stdout": "set\n", "stderr": "", "result": null, "error": null, "timedOut": false, "truncated": false, "executionCount": 1, "results": []})
     );
     let second = run(&server, &sandbox, &context, "x + 1", 10_000).await;
     assert_eq!(second["result"], "42");

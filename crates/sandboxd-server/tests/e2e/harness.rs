@@ -17,6 +17,8 @@ use tempfile::TempDir;
 
 pub const DEBIAN: &str = "sandboxd-local/debian:bookworm";
 pub const BUSYBOX: &str = "sandboxd-local/busybox:latest";
+/// Debian with IPython, matplotlib, pandas and node: the code interpreter's template.
+pub const INTERPRETER: &str = "sandboxd-local/interpreter:bookworm";
 pub const KEY: &str = "sbx_test_owner_key_0123456789abcdefghijklmnop";
 
 pub struct TestServer {
@@ -51,6 +53,10 @@ fn config(dir: &TempDir, with_agent: bool) -> Config {
     config
         .templates
         .insert("python".into(), TemplateConfig::image(BUSYBOX));
+    config.templates.insert(
+        "code-interpreter-v1".into(),
+        TemplateConfig::image(INTERPRETER),
+    );
     config.reaper_interval_secs = 0.5;
     config.reconcile_interval_secs = 3600.0;
     // Containers are counted exactly here: pools kept for demand only where a test

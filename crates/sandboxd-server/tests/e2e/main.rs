@@ -13,6 +13,7 @@ mod bad_data;
 mod build_contexts;
 mod changes;
 mod containers;
+mod context_languages;
 mod contexts;
 mod dashboard_sessions;
 mod e2b;

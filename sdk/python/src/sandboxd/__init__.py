@@ -10,7 +10,7 @@ The server and key come from the arguments `url` and `key`, else `SANDBOXD_URL` 
 defaults. `AsyncSandbox` is the same API for asyncio.
 """
 
-from ._code import Context, Execution, RunError
+from ._code import Context, Execution, Result, RunError
 from ._commands import AsyncCommands, AsyncCommandStream, AsyncProcess, OutputChunk
 from ._egress import AsyncEgress
 from ._files import AsyncFiles
@@ -115,6 +115,7 @@ __all__ = [
     "ProcessInfo",
     "Pty",
     "RateLimited",
+    "Result",
     "RunError",
     "Sandbox",
     "SandboxEgress",

@@ -1,5 +1,5 @@
-"""Stateful code: Python interpreter contexts that keep their variables, imports and
-definitions between runs, as a notebook's kernel does."""
+"""Stateful code: interpreter contexts (Python, JavaScript, bash) that keep their
+variables, imports and definitions between runs, as a notebook's kernel does."""
 
 from __future__ import annotations
 
@@ -39,8 +39,42 @@ class RunError:
 
 
 @dataclass(frozen=True)
+class Result:
+    """Something a run displayed, or its final value, in every format it has."""
+
+    #: Each format by its MIME type (`image/png` in base64, `text/html`, ...).
+    data: dict[str, Any]
+    #: The run's final value rather than something it displayed.
+    is_main_result: bool = False
+
+    @property
+    def text(self) -> str | None:
+        return self.data.get("text/plain")
+
+    @property
+    def html(self) -> str | None:
+        return self.data.get("text/html")
+
+    @property
+    def png(self) -> str | None:
+        """A picture, PNG in base64."""
+        return self.data.get("image/png")
+
+    @property
+    def chart(self) -> dict[str, Any] | None:
+        """What a matplotlib figure draws, as data (its `type`, `title`, `elements`...)."""
+        return self.data.get("application/vnd.sandboxd.chart+json")
+
+    @property
+    def table(self) -> dict[str, list[Any]] | None:
+        """A pandas data frame's columns."""
+        return self.data.get("application/vnd.sandboxd.data+json")
+
+
+@dataclass(frozen=True)
 class Execution:
-    """What a run printed, the `repr()` of its final expression, or its exception."""
+    """What a run printed, the text of its final expression, what it displayed, or its
+    exception."""
 
     stdout: str
     stderr: str
@@ -51,8 +85,10 @@ class Execution:
     timed_out: bool
     #: The run's number in its context: 1 for its first.
     execution_count: int = 0
-    #: stdout or stderr was cut at 1 MiB.
+    #: stdout or stderr was cut at 1 MiB, or results left out.
     truncated: bool = False
+    #: What it displayed, in order, then its final value, each in every format it has.
+    results: tuple[Result, ...] = ()
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Execution:
@@ -71,6 +107,10 @@ class Execution:
             timed_out=bool(data.get("timedOut", False)),
             execution_count=int(data.get("executionCount", 0)),
             truncated=bool(data.get("truncated", False)),
+            results=tuple(
+                Result(data=dict(r.get("data") or {}), is_main_result=bool(r.get("isMainResult")))
+                for r in data.get("results") or ()
+            ),
         )
 
 
@@ -82,7 +122,8 @@ class AsyncCode:
         self._default: Context | None = None
 
     async def create_context(self, language: str = "python") -> Context:
-        """A new context (the image needs `python3`)."""
+        """A new context: `python` (the image needs `python3`), `javascript` (`node`)
+        or `bash`."""
         answer = await self._sandbox._conn.call(
             "sandbox.contextCreate", {"sandboxId": self._sandbox.id, "language": language}
         )

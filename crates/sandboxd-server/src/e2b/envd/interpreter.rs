@@ -1,18 +1,20 @@
 //! E2B's code interpreter (port 49999, `sandboxd_core::e2b::interpreter`) on
-//! sandboxd's Python contexts: `POST /execute` runs code in the context named, or in
-//! the sandbox's default one (made at its first use), and answers E2B's lines of JSON
-//! as the code prints; `/contexts` makes, lists, removes and restarts contexts.
+//! sandboxd's contexts: `POST /execute` runs code in the context named, or in the
+//! sandbox's default one of the language named (made at its first use), and answers
+//! E2B's lines of JSON as the code prints and displays; `/contexts` makes, lists,
+//! removes and restarts contexts.
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use sandboxd_core::api::ContextView;
+use sandboxd_core::api::{ContextResult, ContextView};
 use sandboxd_core::e2b::connect::Code;
 use sandboxd_core::e2b::interpreter::{
-    ContextAnswer, DEFAULT_CONTEXT, ExecuteRequest, INTERPRETER_PORT, LANGUAGE, NewContextRequest,
-    current, ending_lines, language_served, listed, output_line, restarted_id,
+    ContextAnswer, ExecuteRequest, INTERPRETER_PORT, LISTED_DEFAULTS, NewContextRequest, current,
+    default_context, default_language, ending_lines, language_served, listed, output_line,
+    restarted_id, result_line,
 };
 use sandboxd_core::limits::MAX_EXEC_TIMEOUT_MS;
 
@@ -39,14 +41,13 @@ fn body<T: serde::de::DeserializeOwned + Default>(bytes: &[u8]) -> Answer<T> {
     serde_json::from_slice(bytes).map_err(|error| invalid(format!("invalid body: {error}")))
 }
 
-fn check_language(language: Option<&str>) -> Answer<()> {
-    if language_served(language) {
-        return Ok(());
-    }
-    Err(invalid(format!(
-        "only {LANGUAGE} is served here, not {:?}",
-        language.unwrap_or_default()
-    )))
+fn check_language(language: Option<&str>) -> Answer<&'static str> {
+    language_served(language).ok_or_else(|| {
+        invalid(format!(
+            "python, javascript and bash are served here, not {:?}",
+            language.unwrap_or_default()
+        ))
+    })
 }
 
 /// The processes of the sandbox's contexts.
@@ -62,11 +63,12 @@ async fn contexts_of(state: &AppState, who: &Envd) -> Answer<Vec<ContextView>> {
 async fn start(
     state: &AppState,
     who: &Envd,
+    language: &str,
     id: Option<String>,
     cwd: Option<&str>,
 ) -> Answer<ContextView> {
     let new = NewContext {
-        language: Some(LANGUAGE),
+        language: Some(language),
         cwd,
         id,
     };
@@ -77,32 +79,33 @@ async fn start(
         .await?)
 }
 
-/// The running process of context `id`: the default one is made (or made again) when
+/// The running process of context `id`: a default one is made (or made again) when
 /// it is not running; any other must be.
-async fn running(state: &AppState, who: &Envd, id: &str) -> Answer<String> {
+async fn running(state: &AppState, who: &Envd, id: &str) -> Answer<ContextView> {
     let contexts = contexts_of(state, who).await?;
-    match current(&contexts, id) {
-        Some(context) if context.status == "running" => Ok(context.context_id.clone()),
-        Some(ended) if id == DEFAULT_CONTEXT => {
+    let default = default_language(id);
+    match (current(&contexts, id), default) {
+        (Some(context), _) if context.status == "running" => Ok(context.clone()),
+        (Some(ended), Some(language)) => {
             let id = restarted_id(&ended.context_id);
-            Ok(start(state, who, Some(id), ended.cwd.as_deref())
-                .await?
-                .context_id)
+            start(state, who, language, Some(id), ended.cwd.as_deref()).await
         }
-        None if id == DEFAULT_CONTEXT => match start(state, who, Some(id.to_owned()), None).await {
-            Ok(made) => Ok(made.context_id),
-            // Made by a run beside this one meanwhile; any other failure (no `python3`
-            // in the image) is the caller's to read.
-            Err(error) => match current(&contexts_of(state, who).await?, id) {
-                Some(made) if made.status == "running" => Ok(made.context_id.clone()),
-                _ => Err(error),
-            },
-        },
-        Some(_) => Err(FilesError::from(RpcError::new(
+        (None, Some(language)) => {
+            match start(state, who, language, Some(id.to_owned()), None).await {
+                Ok(made) => Ok(made),
+                // Made by a run beside this one meanwhile; any other failure (no `python3`
+                // or `node` in the image) is the caller's to read.
+                Err(error) => match current(&contexts_of(state, who).await?, id) {
+                    Some(made) if made.status == "running" => Ok(made.clone()),
+                    _ => Err(error),
+                },
+            }
+        }
+        (Some(_), None) => Err(FilesError::from(RpcError::new(
             Code::FailedPrecondition,
             format!("context {id} has ended; restart it"),
         ))),
-        None => Err(not_found(id)),
+        (None, None) => Err(not_found(id)),
     }
 }
 
@@ -117,8 +120,11 @@ pub(super) async fn execute(
     if asked.context_id.is_some() && asked.language.is_some() {
         return Err(invalid("name a context or a language, not both"));
     }
-    check_language(asked.language.as_deref())?;
-    let id = asked.context_id.as_deref().unwrap_or(DEFAULT_CONTEXT);
+    let language = check_language(asked.language.as_deref())?;
+    let id = asked
+        .context_id
+        .clone()
+        .unwrap_or_else(|| default_context(language));
     if let Some(name) = asked
         .env_vars
         .as_ref()
@@ -128,7 +134,8 @@ pub(super) async fn execute(
             "env_vars: {name:?} is not a variable one can set"
         )));
     }
-    let process = running(&state, &who, id).await?;
+    let context = running(&state, &who, &id).await?;
+    let (process, python) = (context.context_id, context.language == "python");
     // The answer starts at once and its lines come as the code prints: a run that
     // fails (its sandbox killed) cuts the answer short, which E2B's SDK reads as the
     // sandbox gone; a client that goes away drops the run, which interrupts it.
@@ -149,7 +156,7 @@ pub(super) async fn execute(
             tokio::select! {
                 ran = &mut running => break ran,
                 Some(piece) = printed.recv() => {
-                    if lines.send(Ok(printed_lines(piece, &mut printed))).await.is_err() {
+                    if lines.send(Ok(printed_lines(piece, &mut printed, python))).await.is_err() {
                         return;
                     }
                 }
@@ -157,10 +164,12 @@ pub(super) async fn execute(
             }
         };
         if let Ok(piece) = printed.try_recv() {
-            let _ = lines.send(Ok(printed_lines(piece, &mut printed))).await;
+            let _ = lines
+                .send(Ok(printed_lines(piece, &mut printed, python)))
+                .await;
         }
         let answer = match ran {
-            Ok(ran) => Ok(ndjson(ending_lines(&ran))),
+            Ok(ran) => Ok(ndjson(ending_lines(&ran, python))),
             Err(error) => Err(std::io::Error::other(error.to_string())),
         };
         let _ = lines.send(answer).await;
@@ -175,10 +184,12 @@ pub(super) async fn execute(
         .into_response())
 }
 
-/// The lines of `first` and of what else was printed by now, as one piece of the body.
+/// The lines of `first` and of what else was printed or displayed by now, as one
+/// piece of the body.
 fn printed_lines(
     first: RunOutput,
     more: &mut tokio::sync::mpsc::Receiver<RunOutput>,
+    python: bool,
 ) -> bytes::Bytes {
     let now_ns = crate::time::now_ms().saturating_mul(1_000_000);
     let lines = std::iter::once(first)
@@ -186,6 +197,13 @@ fn printed_lines(
         .map(|piece| match piece {
             RunOutput::Stdout(text) => output_line("stdout", &text, now_ns),
             RunOutput::Stderr(text) => output_line("stderr", &text, now_ns),
+            RunOutput::Display(data) => result_line(
+                &ContextResult {
+                    data,
+                    is_main_result: false,
+                },
+                python,
+            ),
         });
     ndjson(lines)
 }
@@ -208,21 +226,26 @@ pub(super) async fn create(
 ) -> Answer<Json<ContextAnswer>> {
     let who = caller(&state, &headers).await?;
     let asked: NewContextRequest = body(&bytes)?;
-    check_language(asked.language.as_deref())?;
-    let made = start(&state, &who, None, asked.cwd.as_deref()).await?;
+    let language = check_language(asked.language.as_deref())?;
+    let made = start(&state, &who, language, None, asked.cwd.as_deref()).await?;
     Ok(Json(ContextAnswer {
         id: made.context_id,
-        language: LANGUAGE.into(),
+        language: made.language,
         cwd: made.cwd.unwrap_or_default(),
     }))
 }
 
-/// `GET /contexts`.
+/// `GET /contexts`: the default contexts (Python's and JavaScript's) are made first when
+/// they are not running, as E2B's server has them from its start; one the image cannot
+/// run (no `node`) is left out.
 pub(super) async fn list(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Answer<Json<Vec<ContextAnswer>>> {
     let who = caller(&state, &headers).await?;
+    for language in LISTED_DEFAULTS {
+        let _ = running(&state, &who, &default_context(language)).await;
+    }
     Ok(Json(listed(&contexts_of(&state, &who).await?, "")))
 }
 
@@ -276,6 +299,7 @@ pub(super) async fn restart(
     start(
         &state,
         &who,
+        &context.language,
         Some(restarted_id(&context.context_id)),
         context.cwd.as_deref(),
     )

@@ -1,14 +1,18 @@
-//! Interpreter contexts: a background Python process running a small driver
-//! (`driver.py`) that keeps its globals between runs. A run writes one JSON line to the
-//! driver's standard input and follows the driver's output from where it stood before
-//! the run: what the code prints, as it is printed, then the run's reply
-//! (`records`).
+//! Interpreter contexts: a background process running a small driver that keeps its
+//! state between runs: `driver.py` for Python (with `charts.py`, what a figure draws
+//! as data) and, given `bash`, for a bash shell; `driver.js` for JavaScript. A run
+//! writes one JSON line to the driver's standard input and follows the driver's output
+//! from where it stood before the run: what the code prints and displays, as it comes,
+//! then the run's reply (`records`).
 
 use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
 use sandboxd_contracts::{FollowEvent, FollowFrom, ProcessFollow, ProcessSpec, SandboxChannel};
-use sandboxd_core::api::{ContextCreateRequest, ContextRunRequest, ContextRunResult, ContextView};
+use sandboxd_core::api::{
+    ContextCreateRequest, ContextResult, ContextRunRequest, ContextRunResult, ContextView,
+    context_language,
+};
 use sandboxd_core::error::Invalid;
 use sandboxd_core::limits::{
     DEFAULT_EXEC_TIMEOUT_MS, MAX_CMD_BYTES, MAX_EXEC_OUTPUT_BYTES, MAX_EXEC_TIMEOUT_MS,
@@ -19,13 +23,45 @@ use sandboxd_core::model::Principal;
 use super::processes::process_error;
 use crate::ServiceError;
 use crate::commands::Commands;
-pub use records::RunOutput;
-use records::{Gathered, Record, Records, Reply};
+pub use records::{Formats, RunOutput};
+use records::{Gathered, Record, Records, Reply, formats};
 
 mod records;
 use sandboxd_core::rfc3339::format_millis as rfc3339;
 
-const DRIVER: &str = include_str!("driver.py");
+const PYTHON_DRIVER: &str = concat!(include_str!("charts.py"), include_str!("driver.py"));
+const JAVASCRIPT_DRIVER: &str = include_str!("driver.js");
+
+/// The command line of a context of `language` (as `context_language` names it).
+fn argv_of(language: &str) -> Vec<String> {
+    let python = || {
+        ["python3", "-u", "-c", PYTHON_DRIVER]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    match language {
+        "javascript" => ["node", "-e", JAVASCRIPT_DRIVER]
+            .map(str::to_owned)
+            .to_vec(),
+        "bash" => {
+            let mut argv = python();
+            argv.push("bash".into());
+            argv
+        }
+        _ => python(),
+    }
+}
+
+/// The language of a process, if it is a context's.
+fn language_of(argv: &[String]) -> Option<&'static str> {
+    let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        ["python3", "-u", "-c", code] if *code == PYTHON_DRIVER => Some("python"),
+        ["python3", "-u", "-c", code, "bash"] if *code == PYTHON_DRIVER => Some("bash"),
+        ["node", "-e", code] if *code == JAVASCRIPT_DRIVER => Some("javascript"),
+        _ => None,
+    }
+}
 const SIGINT: i32 = 2;
 const SIGKILL: i32 = 9;
 /// After an interrupt, the reply has this long to come before the context is killed.
@@ -36,7 +72,8 @@ const REMOVE_WAIT: Duration = Duration::from_secs(2);
 /// A context to start.
 #[derive(Debug, Clone, Default)]
 pub struct NewContext<'a> {
-    /// Only `python`.
+    /// `python` (the default), `javascript` or `bash`, or another name of one
+    /// (`context_language`).
     pub language: Option<&'a str>,
     /// Where it runs; the sandbox's working directory when unset.
     pub cwd: Option<&'a str>,
@@ -84,7 +121,7 @@ fn run_timeout(value: Option<u64>) -> Result<Duration, Invalid> {
 }
 
 impl Commands {
-    /// Starts a Python context in a running sandbox of the caller's.
+    /// Starts a context in a running sandbox of the caller's.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn create_context(
         &self,
@@ -92,9 +129,11 @@ impl Commands {
         sandbox_id: &str,
         new: NewContext<'_>,
     ) -> Result<ContextView, ServiceError> {
-        if new.language.is_some_and(|l| l != "python") {
-            return Err(Invalid::one("language", "only python is supported").into());
-        }
+        let language = match new.language {
+            None => "python",
+            Some(name) => context_language(name)
+                .ok_or_else(|| Invalid::one("language", "must be python, javascript or bash"))?,
+        };
         if new
             .cwd
             .is_some_and(|cwd| !cwd.starts_with('/') || cwd.contains('\0'))
@@ -110,7 +149,7 @@ impl Commands {
             Some(_) => return Err(Invalid::one("contextId", "must start with c_").into()),
             None => format!("c_{}", &sandboxd_store::new_id()?[..12]),
         };
-        let argv = vec!["python3".into(), "-u".into(), "-c".into(), DRIVER.into()];
+        let argv = argv_of(language);
         let cwd = new
             .cwd
             .map_or_else(|| sandbox.workdir.clone(), str::to_owned);
@@ -129,7 +168,7 @@ impl Commands {
         Ok(ContextView {
             context_id: id,
             sandbox_id: sandbox.sandbox_id,
-            language: "python".into(),
+            language: language.to_owned(),
             status: if info.exit.is_some() {
                 "exited"
             } else {
@@ -151,13 +190,18 @@ impl Commands {
             .service
             .agent_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
-        let mut listed = agent.processes().await.map_err(process_error)?;
-        listed
-            .retain(|p| p.id.starts_with("c_") && p.argv.get(3).is_some_and(|code| code == DRIVER));
-        listed.sort_by(|a, b| (a.started_ms, &a.id).cmp(&(b.started_ms, &b.id)));
+        let mut listed: Vec<_> = agent
+            .processes()
+            .await
+            .map_err(process_error)?
+            .into_iter()
+            .filter(|p| p.id.starts_with("c_"))
+            .filter_map(|p| language_of(&p.argv).map(|language| (language, p)))
+            .collect();
+        listed.sort_by(|(_, a), (_, b)| (a.started_ms, &a.id).cmp(&(b.started_ms, &b.id)));
         Ok(listed
             .into_iter()
-            .map(|p| ContextView {
+            .map(|(language, p)| ContextView {
                 status: if p.exit.is_some() {
                     "exited"
                 } else {
@@ -167,14 +211,15 @@ impl Commands {
                 started_at: rfc3339(p.started_ms),
                 context_id: p.id,
                 sandbox_id: sandbox.sandbox_id.clone(),
-                language: "python".into(),
+                language: language.into(),
                 cwd: p.cwd,
             })
             .collect())
     }
 
     /// Runs code in a context; its globals persist between runs. Its stdout and
-    /// stderr are gathered, each up to [`MAX_EXEC_OUTPUT_BYTES`].
+    /// stderr are gathered, each up to [`MAX_EXEC_OUTPUT_BYTES`], and what it displays
+    /// before its final value.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn run_in_context(
         &self,
@@ -187,16 +232,21 @@ impl Commands {
         let mut ran = self
             .run(caller, sandbox_id, context_id, run, &mut sink)
             .await?;
-        if let Sink::Gather(gathered) = sink {
+        if let Sink::Gather(mut gathered) = sink {
+            for main in std::mem::take(&mut ran.results) {
+                gathered.add_result(main.data, main.is_main_result);
+            }
             ran.stdout = gathered.stdout;
             ran.stderr = gathered.stderr;
+            ran.results = gathered.results;
             ran.truncated = gathered.truncated;
         }
         Ok(ran)
     }
 
-    /// Runs code in a context, sending its output to `out` as it is printed (the
-    /// answer's stdout and stderr are empty). A caller that goes away ends the run.
+    /// Runs code in a context, sending its output to `out` as it is printed or
+    /// displayed (the answer's stdout and stderr are empty, its results only the final
+    /// value). A caller that goes away ends the run.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn stream_in_context(
         &self,
@@ -356,9 +406,21 @@ fn ended() -> ServiceError {
 }
 
 fn result(reply: Reply, timed_out: bool) -> ContextRunResult {
+    // A driver of an earlier version answers text only.
+    let main = reply.bundle.and_then(formats).or_else(|| {
+        let text = reply.result.clone()?;
+        Some(Formats::from([("text/plain".to_owned(), text.into())]))
+    });
     ContextRunResult {
         stdout: String::new(),
         stderr: String::new(),
+        results: main
+            .map(|data| ContextResult {
+                data,
+                is_main_result: true,
+            })
+            .into_iter()
+            .collect(),
         result: reply.result,
         error: reply.error,
         timed_out,
