@@ -17,6 +17,7 @@ pub mod filesystem;
 pub mod host;
 pub mod interpreter;
 pub mod lifecycle;
+pub mod network;
 pub mod process;
 pub mod signed;
 pub mod templates;
@@ -50,6 +51,8 @@ pub struct NewSandbox {
     pub auto_pause: Option<bool>,
     #[serde(rename = "allow_internet_access")]
     pub allow_internet_access: Option<bool>,
+    /// E2B's network settings (`network::egress_of` says how they are taken).
+    pub network: Option<network::NetworkSettings>,
 }
 
 /// Body of `POST /sandboxes/{id}/timeout`.
@@ -168,7 +171,7 @@ pub fn past_its_end(sandbox: &Sandbox, now_ms: i64) -> bool {
 
 /// The sandboxd create of an E2B create, in `environment_id`: the template by name,
 /// metadata as labels, variables as `KEY=value` lines, internet access unless refused
-/// (E2B's default), a fixed timeout (E2B's sandboxes end at their end, whatever they
+/// (E2B's default) or narrowed by `network` to a list of hosts, a fixed timeout (E2B's sandboxes end at their end, whatever they
 /// do). The timeout asked for is second in the answer: sandboxd's create takes 10 s
 /// at least, so a shorter one is set once the create is checked.
 pub fn create_request(
@@ -203,16 +206,27 @@ pub fn create_request(
             .collect::<Vec<_>>()
             .join("\n")
     });
-    let network_mode = if new.allow_internet_access == Some(false) {
-        NetworkMode::Isolated
-    } else {
-        NetworkMode::Internet
+    let egress = match network::egress_of(new.allow_internet_access, new.network.as_ref()) {
+        Ok(egress) => egress,
+        Err(invalid) => {
+            for issue in invalid.issues {
+                issues.push(issue.path, issue.message);
+            }
+            network::Egress {
+                mode: NetworkMode::Isolated,
+                allow: Vec::new(),
+            }
+        }
     };
     let request = CreateSandboxRequest {
         environment_id,
         template: Some(new.template_id),
         timeout_ms: timeout_ms.map(|ms| ms.max(crate::limits::MIN_TIMEOUT_MS)),
-        network_mode: Some(network_mode),
+        network_mode: Some(egress.mode),
+        egress: (egress.mode == NetworkMode::Allowlist).then(|| crate::api::EgressRequest {
+            allow: egress.allow,
+            credentials: Vec::new(),
+        }),
         env_vars: env_vars.filter(|text| !text.is_empty()),
         labels: new.metadata,
         auto_pause: new.auto_pause.map(crate::model::AutoPause::Flag),

@@ -8,6 +8,7 @@ mod control;
 pub(crate) mod envd;
 pub mod hosts;
 mod lifecycle;
+mod network;
 pub(crate) mod templates;
 
 use axum::Router;
@@ -20,6 +21,7 @@ pub(crate) use envd::admitted;
 pub fn router() -> Router<AppState> {
     control::router()
         .merge(lifecycle::router())
+        .merge(network::router())
         .merge(templates::router())
         .merge(envd::router())
         .route("/e2b", axum::routing::any(hosts::unknown_path))

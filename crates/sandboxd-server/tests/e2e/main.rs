@@ -19,6 +19,7 @@ mod dashboard_sessions;
 mod e2b;
 mod e2b_domain;
 mod e2b_envd;
+mod e2b_network;
 mod e2b_templates;
 mod e2b_uploads;
 mod egress;
