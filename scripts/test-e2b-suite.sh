@@ -54,6 +54,9 @@ echo "SDKs: ${packages[*]}; E2B's tests at $(commit_of "$e2b_dir")"
 export SANDBOXD_QUOTAS__RUNNING_SANDBOXES=${SANDBOXD_QUOTAS__RUNNING_SANDBOXES:-100}
 export SANDBOXD_QUOTAS__CPU=${SANDBOXD_QUOTAS__CPU:-200}
 export SANDBOXD_QUOTAS__MEMORY_MB=${SANDBOXD_QUOTAS__MEMORY_MB:-204800}
+# And for the template tests' builds at once (each from the base, a step or two).
+export SANDBOXD_BUILDS__PER_ORGANIZATION=${SANDBOXD_BUILDS__PER_ORGANIZATION:-8}
+export SANDBOXD_BUILDS__AT_ONCE=${SANDBOXD_BUILDS__AT_ONCE:-8}
 if [ "${E2B_SUITE_DOMAIN:-1}" != 0 ]; then
   source scripts/lib/e2b-domain.sh
 fi

@@ -108,6 +108,37 @@ try:
     assert sum("cached" in entry.message for entry in logs) >= 5, [e.message for e in logs]
     print(f"e2b-python: template built in {first:.1f} s, rebuilt from the cache in {cached:.1f} s")
 
+    # Tags: a build asked for as `name` is its `default`, which the newest build takes;
+    # more tags go on the build a `name:tag` names, are listed with it, and come off.
+    tagged = Template.assign_tags(f"{name}:default", ["production", "stable"])
+    assert tagged.build_id == again.build_id, (tagged, again)
+    assert set(tagged.tags) == {"production", "stable"}, tagged
+    listed = {tag.tag: tag.build_id for tag in Template.get_tags(name)}
+    assert listed == {
+        "default": again.build_id,
+        "production": again.build_id,
+        "stable": again.build_id,
+    }, listed
+    Template.remove_tags(name, "stable")
+    assert "stable" not in {tag.tag for tag in Template.get_tags(name)}
+    # A sandbox of the build a tag names; a tag that names none is not found.
+    tagged_sandbox = Sandbox.create(f"{name}:production", timeout=60)
+    try:
+        assert tagged_sandbox.commands.run("cat /opt/data.txt").stdout.strip() == "hello"
+    finally:
+        tagged_sandbox.kill()
+    try:
+        Sandbox.create(f"{name}:no-such-tag", timeout=60)
+        raise SystemExit("a tag that names no build made a sandbox")
+    except Exception as missing:
+        assert "not found" in str(missing).lower() or "404" in str(missing), missing
+    for bad in [":no-name", f"{name}:"]:
+        try:
+            Template.assign_tags(f"{name}:default", bad)
+            raise SystemExit(f"a bad tag {bad!r} was taken")
+        except Exception as refused:  # the SDK's TemplateException, or its check
+            assert "tag" in str(refused).lower(), refused
+
     try:
         Template.build(
             Template().from_template(name).run_cmd("echo boom-out; exit 3"), f"{name}-fails"

@@ -201,6 +201,7 @@ mod tests {
                 template: Some(template.into()),
                 image: None,
                 snapshot: None,
+                template_build: None,
             },
             server_id: None,
             cpu: DEFAULT_CPU,
@@ -279,6 +280,7 @@ mod tests {
             template: None,
             image: Some("other:1".into()),
             snapshot: None,
+            template_build: None,
         };
         bare.workdir = Some(DEFAULT_WORKDIR.into());
         let shape = pool_for_configured(&bare, &templates).unwrap().shape;

@@ -45,6 +45,9 @@ pub struct ImageChoice {
     pub image: Option<String>,
     /// A snapshot's id, in place of both.
     pub snapshot: Option<String>,
+    /// One build of the template built in the project, in place of its newest ready
+    /// one (E2B's `name:tag`); not offered by sandboxd's own API.
+    pub template_build: Option<String>,
 }
 
 /// A checked `sandbox.create`.
@@ -265,6 +268,7 @@ pub fn create_sandbox(req: CreateSandboxRequest) -> Result<CreateSandbox, Invali
             template: req.template,
             image: req.image,
             snapshot: req.snapshot_id,
+            template_build: None,
         },
         server_id: req.server_id,
         cpu,

@@ -39,7 +39,7 @@ pub struct E2bBuild {
     pub created_at: i64,
 }
 
-fn e2b_build(row: &sqlx::any::AnyRow) -> Result<E2bBuild, StoreError> {
+pub(crate) fn e2b_build(row: &sqlx::any::AnyRow) -> Result<E2bBuild, StoreError> {
     let json = |column: &str| -> Result<Option<Vec<String>>, StoreError> {
         let text: Option<String> = row.try_get(column)?;
         text.map(|text| serde_json::from_str(&text))

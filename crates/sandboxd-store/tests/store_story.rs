@@ -34,6 +34,7 @@ on_every_backend!(
     sandboxes_paused_to_disk_are_counted_against_their_organization_s_quota,
     lists_read_every_field_back_newest_first,
     e2b_builds_wait_for_their_steps_and_uploads_stay_in_their_project,
+    an_e2b_tag_names_one_build_of_its_template,
     build_contexts_are_read_whole_while_ready_and_within_the_organization_s_bound,
 );
 
@@ -1452,6 +1453,96 @@ async fn lists_read_every_field_back_newest_first(db: &TestDb) {
         vec![full.clone()]
     );
     assert!(store.expired_sandboxes(0).await.unwrap().is_empty());
+}
+
+async fn an_e2b_tag_names_one_build_of_its_template(db: &TestDb) {
+    use sandboxd_store::E2bBuild;
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let org = &boot.organization_id;
+    let project = &boot.project_id;
+    let built = |id: &str, name: &str, tags: &[&str], at: i64| E2bBuild {
+        build_id: id.into(),
+        template_id: format!("t-{name}"),
+        organization_id: org.clone(),
+        project_id: project.clone(),
+        name: name.into(),
+        cpu: None,
+        memory_mb: None,
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        steps: None,
+        created_by: "u".into(),
+        created_at: at,
+    };
+    for build in [
+        built("old", "app", &["v1", "latest"], 1),
+        built("new", "app", &["v2"], 2),
+        built("elsewhere", "other", &["latest"], 3),
+    ] {
+        let mut build = build;
+        store.insert_e2b_build(&mut build).await.unwrap();
+        assert!(store.e2b_build_started(&build.build_id, &[]).await.unwrap());
+    }
+    let mut waiting = built("waiting", "app", &["v3"], 4);
+    store.insert_e2b_build(&mut waiting).await.unwrap();
+    let named = store.e2b_builds_named(org, project, "app").await.unwrap();
+    assert_eq!(
+        named
+            .iter()
+            .map(|b| b.build_id.as_str())
+            .collect::<Vec<_>>(),
+        ["new", "old"],
+        "started builds, newest first"
+    );
+    let by_id = store
+        .e2b_builds_named(org, project, &named[0].template_id)
+        .await
+        .unwrap();
+    assert_eq!(by_id.len(), 2, "a template's id names it too");
+
+    let after = store
+        .tag_e2b_build(org, "new", &["latest".into(), "prod".into()])
+        .await
+        .unwrap();
+    assert_eq!(
+        after,
+        Some(vec!["v2".into(), "latest".into(), "prod".into()])
+    );
+    let tags_of = |id: &'static str| {
+        let store = store.clone();
+        let org = org.clone();
+        async move { store.e2b_build(&org, id).await.unwrap().unwrap().tags }
+    };
+    assert_eq!(
+        tags_of("old").await,
+        ["v1"],
+        "the tag left the build it named"
+    );
+    assert_eq!(
+        tags_of("elsewhere").await,
+        ["latest"],
+        "another template keeps its own"
+    );
+    assert_eq!(
+        store
+            .tag_e2b_build("another org", "new", &["x".into()])
+            .await
+            .unwrap(),
+        None
+    );
+
+    let changed = store
+        .untag_e2b_builds(
+            org,
+            project,
+            "app",
+            &["v1".into(), "prod".into(), "none".into()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed, 2);
+    assert!(tags_of("old").await.is_empty());
+    assert_eq!(tags_of("new").await, ["v2", "latest"]);
 }
 
 async fn e2b_builds_wait_for_their_steps_and_uploads_stay_in_their_project(db: &TestDb) {

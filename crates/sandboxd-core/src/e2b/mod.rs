@@ -20,6 +20,7 @@ pub mod lifecycle;
 pub mod network;
 pub mod process;
 pub mod signed;
+pub mod tags;
 pub mod templates;
 pub mod watch;
 

@@ -43,15 +43,33 @@ async fn create(
     new: Result<Json<NewSandbox>, axum::extract::rejection::JsonRejection>,
 ) -> E2bResult<(StatusCode, Json<SandboxAnswer>)> {
     let who = caller(who)?;
-    let new = body(new)?;
-    let (_, environment_id) = place_of(&state, &who).await?;
-    let snapshot = super::lifecycle::snapshot_named(&state, &who, &new.template_id).await?;
+    let mut new = body(new)?;
+    let (project_id, environment_id) = place_of(&state, &who).await?;
+    // `name:tag`: the build the tag names, of the template built in the project.
+    let tagged = if new.template_id.contains(':') {
+        let (name, tag) = sandboxd_core::e2b::tags::name_and_tag(&new.template_id)?;
+        let (name, tag) = (name.to_owned(), tag.to_owned());
+        let build = state
+            .service
+            .builds()
+            .e2b_tagged_build(&who, &project_id, &name, &tag)
+            .await?;
+        new.template_id = name;
+        Some(build)
+    } else {
+        None
+    };
+    let snapshot = match tagged {
+        Some(_) => None,
+        None => super::lifecycle::snapshot_named(&state, &who, &new.template_id).await?,
+    };
     let (mut request, timeout_ms) = e2b::create_request(new, environment_id)?;
     if let Some(snapshot) = snapshot {
         request.template = None;
         request.snapshot_id = Some(snapshot.snapshot_id);
     }
     let mut cmd = validate::create_sandbox(request)?;
+    cmd.image.template_build = tagged;
     cmd.timeout_ms = timeout_ms;
     let sandbox = state.service.sandboxes().create(&who, cmd).await?;
     Ok((StatusCode::CREATED, Json(answer(&state, &who, &sandbox))))

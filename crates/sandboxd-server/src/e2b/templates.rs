@@ -5,8 +5,9 @@
 //! upload (E2B's SDK sends it without its key: the URL's token, derived from the master
 //! key, names the key it was made for, which must still be able to build there),
 //! `POST /v2/templates/{id}/builds/{buildID}` starts the build with its steps,
-//! `GET /templates/{id}/builds/{buildID}/status` answers its status and log, and
-//! `GET /templates/aliases/{name}` whether a template of that name exists.
+//! `GET /templates/{id}/builds/{buildID}/status` answers its status and log,
+//! `GET /templates/aliases/{name}` whether a template of that name exists, and
+//! `/templates/tags` and `GET /templates/{id}/tags` its tags.
 
 use std::sync::LazyLock;
 
@@ -17,6 +18,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post, put};
 use sandboxd_core::e2b::host::{E2bHost, e2b_host};
+use sandboxd_core::e2b::tags::{AssignTags, AssignedTags, RemoveTags, TagAnswer};
 use sandboxd_core::e2b::templates::{
     self, AliasAnswer, BuildStart, FileUploadAnswer, StatusAnswer, TemplateRequest,
     TemplateRequestAnswer,
@@ -46,6 +48,61 @@ pub(super) fn router() -> Router<AppState> {
         .route("/e2b/template-files/{project}/{hash}", put(upload))
         .route("/e2b/v2/templates/{id}/builds/{build}", post(start_build))
         .route("/e2b/templates/{id}/builds/{build}/status", get(status))
+        .route("/e2b/templates/tags", post(assign_tags).delete(remove_tags))
+        .route("/e2b/templates/{id}/tags", get(tags))
+}
+
+/// Puts tags on the build a `name:tag` names: 201.
+async fn assign_tags(
+    State(state): State<AppState>,
+    who: Result<Caller, ApiError>,
+    asked: Result<Json<AssignTags>, axum::extract::rejection::JsonRejection>,
+) -> E2bResult<(StatusCode, Json<AssignedTags>)> {
+    let who = caller(who)?;
+    let asked = body(asked)?;
+    let (project_id, _) = place_of(&state, &who).await?;
+    let tagged = state
+        .service
+        .builds()
+        .e2b_assign_tags(&who, &project_id, &asked.target, &asked.tags)
+        .await?;
+    Ok((StatusCode::CREATED, Json(tagged)))
+}
+
+/// Takes tags off a template's builds: 204.
+async fn remove_tags(
+    State(state): State<AppState>,
+    who: Result<Caller, ApiError>,
+    asked: Result<Json<RemoveTags>, axum::extract::rejection::JsonRejection>,
+) -> E2bResult<StatusCode> {
+    let who = caller(who)?;
+    let asked = body(asked)?;
+    let (project_id, _) = place_of(&state, &who).await?;
+    state
+        .service
+        .builds()
+        .e2b_remove_tags(&who, &project_id, &asked.name, &asked.tags)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A template's tags, with the build each names.
+async fn tags(
+    State(state): State<AppState>,
+    who: Result<Caller, ApiError>,
+    Path(template): Path<String>,
+) -> E2bResult<Json<Vec<TagAnswer>>> {
+    let who = caller(who)?;
+    let (project_id, _) = place_of(&state, &who)
+        .await
+        .map_err(|_| ServiceError::NotFound("template"))?;
+    Ok(Json(
+        state
+            .service
+            .builds()
+            .e2b_tags(&who, &project_id, &template)
+            .await?,
+    ))
 }
 
 /// Names a build: 202 with its template's and its own id.

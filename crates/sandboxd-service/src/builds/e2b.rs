@@ -225,6 +225,10 @@ impl Builds {
             store.e2b_build_not_started(build_id).await?;
             return Err(error);
         }
+        // A tag names one build: the newest build asked for with it takes it.
+        store
+            .tag_e2b_build(&caller.organization_id, build_id, &asked.tags)
+            .await?;
         Ok(())
     }
 

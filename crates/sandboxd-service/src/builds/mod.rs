@@ -14,6 +14,7 @@ pub(crate) mod carry;
 pub(crate) mod context;
 pub use context::{CONTEXT_KEPT_MS, UploadedContext};
 mod e2b;
+mod e2b_tags;
 pub use e2b::UploadPlace;
 mod failure;
 mod layer;
@@ -456,6 +457,23 @@ impl Builds {
         {
             warn!(%sandbox_id, error = %sandboxd_core::error::chain(&error), "the template's start command did not start");
         }
+    }
+
+    /// Build `build_id` of the template `name` in a project, if it is ready, for a
+    /// create.
+    pub async fn ready_build(
+        &self,
+        organization_id: &str,
+        project_id: &str,
+        name: &str,
+        build_id: &str,
+    ) -> Result<Option<TemplateBuild>, ServiceError> {
+        Ok(self
+            .service
+            .store()
+            .template_build(organization_id, build_id)
+            .await?
+            .filter(|b| b.project_id == project_id && b.name == name && b.status == "ready"))
     }
 
     /// The newest ready version of the template `name` in a project, for a create.

@@ -118,17 +118,18 @@ impl Sandboxes {
             }
             None => None,
         };
-        // A template built in the project: its newest ready version, under its
-        // isolation unless the create names one, on any server (its image is carried
-        // there).
+        // A template built in the project: its newest ready version (or the build
+        // named), under its isolation unless the create names one, on any server (its
+        // image is carried there).
         let built = match cmd.image.template.as_deref() {
             Some(name) if self.service.templates().get(name).is_none() => {
-                let built = self
-                    .service
-                    .builds()
-                    .ready_for_create(&caller.organization_id, &environment.project_id, name)
-                    .await?
-                    .ok_or(ServiceError::NotFound("template"))?;
+                let builds = self.service.builds();
+                let (org, project) = (&caller.organization_id, &environment.project_id);
+                let built = match cmd.image.template_build.as_deref() {
+                    Some(build_id) => builds.ready_build(org, project, name, build_id).await?,
+                    None => builds.ready_for_create(org, project, name).await?,
+                }
+                .ok_or(ServiceError::NotFound("template"))?;
                 let floor = built
                     .isolation
                     .as_deref()

@@ -68,6 +68,7 @@ impl Sandboxes {
                 template: None,
                 image: None,
                 snapshot: Some(snapshot.snapshot_id.clone()),
+                template_build: None,
             },
             server_id: None,
             cpu: source.cpu,

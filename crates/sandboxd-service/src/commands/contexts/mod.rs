@@ -1,6 +1,7 @@
 //! Interpreter contexts: a background process running a small driver that keeps its
-//! state between runs: `driver.py` for Python (with `charts.py`, what a figure draws
-//! as data) and, given `bash`, for a bash shell; `driver.js` for JavaScript. A run
+//! state between runs: `driver.py` for Python (with `notebook.py`, IPython's display
+//! and formats, and `charts.py`, what a figure draws as data) and, given `bash`, for a
+//! bash shell; `driver.js` for JavaScript. A run
 //! writes one JSON line to the driver's standard input and follows the driver's output
 //! from where it stood before the run: what the code prints and displays, as it comes,
 //! then the run's reply (`records`).
@@ -29,7 +30,11 @@ use records::{Gathered, Record, Records, Reply, formats};
 mod records;
 use sandboxd_core::rfc3339::format_millis as rfc3339;
 
-const PYTHON_DRIVER: &str = concat!(include_str!("charts.py"), include_str!("driver.py"));
+const PYTHON_DRIVER: &str = concat!(
+    include_str!("charts.py"),
+    include_str!("notebook.py"),
+    include_str!("driver.py")
+);
 const JAVASCRIPT_DRIVER: &str = include_str!("driver.js");
 
 /// The command line of a context of `language` (as `context_language` names it).
