@@ -13,7 +13,7 @@ use common::{KEY, RunningServer, sandboxd};
 use serde_json::Value;
 
 /// Every template pointed at an image this engine has, so no check asks a registry.
-const LOCAL_TEMPLATES: [(&str, &str); 3] = [
+const LOCAL_TEMPLATES: [(&str, &str); 4] = [
     (
         "SANDBOXD_TEMPLATES__BASE__IMAGE",
         "sandboxd-local/debian:bookworm",
@@ -25,6 +25,10 @@ const LOCAL_TEMPLATES: [(&str, &str); 3] = [
     (
         "SANDBOXD_TEMPLATES__NODE__IMAGE",
         "sandboxd-local/busybox:latest",
+    ),
+    (
+        "SANDBOXD_TEMPLATES__CODE_INTERPRETER_V1__IMAGE",
+        "sandboxd-local/interpreter:bookworm",
     ),
 ];
 
