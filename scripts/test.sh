@@ -6,8 +6,8 @@
 # replica tests run on, and installs the headless Chromium of the dashboard's tests
 # (scripts/browser.sh), and gVisor's runtime, registered with the engine as `runsc`
 # (scripts/gvisor.sh).
-# Then the Python clients: the MCP SDK, the sandboxd Python SDK, E2B's Python SDK, and
-# beside them the fuzz pass.
+# Then the Python clients: the MCP SDK, the sandboxd Python SDK, E2B's Python SDK, the
+# fuzz pass.
 # The second engine and the private PostgreSQL are stopped when the suite ends, passed or
 # failed; SANDBOXD_TEST_KEEP=1 keeps them running for the next run (which then starts at
 # once).
@@ -18,14 +18,8 @@ step() { echo "=== $1 (at $((SECONDS / 60))m$((SECONDS % 60))s)"; }
 docker info >/dev/null 2>&1 || { echo "the test suite needs a running Docker engine" >&2; exit 1; }
 step "what the tests need"
 bash scripts/build-local-images.sh
-# The fuzz pass runs beside the Python clients (it waits on the server far more than it
-# computes); it is stopped with the suite if the suite ends first.
-fuzz=
-stop_fuzz() { [ -z "$fuzz" ] || kill -TERM "$fuzz" 2>/dev/null || true; }
 if [ "${SANDBOXD_TEST_KEEP:-0}" != 1 ]; then
-  trap 'stop_fuzz; bash scripts/postgres.sh stop >/dev/null 2>&1 || true; bash scripts/remote-engine.sh down >/dev/null 2>&1 || true' EXIT
-else
-  trap stop_fuzz EXIT
+  trap 'bash scripts/postgres.sh stop >/dev/null 2>&1 || true; bash scripts/remote-engine.sh down >/dev/null 2>&1 || true' EXIT
 fi
 bash scripts/remote-engine.sh up >/dev/null
 eval "$(bash scripts/postgres.sh start)"
@@ -66,22 +60,14 @@ SANDBOXD_TEST_RUNTIME=runsc cargo nextest run --workspace --no-fail-fast \
 step "the clients against the committed API document"
 # Every client's calls and models against the committed API document (no server).
 python3 tests/surface/check_clients.py
-step "the fuzz pass, beside the Python clients"
-fuzz_log=$(mktemp)
-bash scripts/fuzz-api.sh >"$fuzz_log" 2>&1 &
-fuzz=$!
 step "MCP's Python SDK"
 bash scripts/test-mcp-python.sh
 step "the sandboxd Python SDK"
 bash scripts/test-sdk-python.sh
 step "E2B's Python SDKs"
 bash scripts/test-e2b-python.sh
-step "the fuzz pass's end"
-fuzz_status=0
-wait "$fuzz" || fuzz_status=$?
-fuzz=
-cat "$fuzz_log"
-[ "$fuzz_status" = 0 ] || { echo "the fuzz pass failed (above)" >&2; exit 1; }
+step "the fuzz pass"
+bash scripts/fuzz-api.sh
 step "what is left"
 # The images the suite prepared go.
 made=$(comm -13 <(echo "$prepared_before") <(prepared))
