@@ -2,7 +2,7 @@
 # Builds the local images the quick start and the test suite use, without any registry:
 #   sandboxd-local/busybox:latest  a static busybox root filesystem (no GNU tools, no libc)
 #   sandboxd-local/debian:bookworm a minimal Debian made with debootstrap (GNU coreutils and
-#                                  find, python3 with its standard library, pip, curl,
+#                                  find, python3 (also as `python`) with its standard library, pip, curl,
 #                                  git and node: what E2B's base image offers that code
 #                                  written for it runs), user 1000
 #                                  `user` with home /home/user, and /usr/local/bin/suid-id,
@@ -15,7 +15,7 @@
 set -euo pipefail
 
 # Bumped whenever what goes into the images changes, so stale images are rebuilt.
-version=5
+version=6
 force=0
 [ "${1:-}" = "--force" ] && force=1
 
@@ -84,7 +84,7 @@ debian_image() {
   echo "built $name"
 }
 
-base_packages=python3,python3-pip,curl,git,nodejs
+base_packages=python3,python-is-python3,python3-pip,curl,git,nodejs
 have_image sandboxd-local/debian:bookworm || debian_image sandboxd-local/debian:bookworm "$base_packages" &
 have_image sandboxd-local/interpreter:bookworm || debian_image sandboxd-local/interpreter:bookworm \
   "$base_packages,python3-ipython,python3-matplotlib,python3-matplotlib-inline,python3-pandas,python3-numpy,python3-pil" &

@@ -22,9 +22,9 @@ pub const MAX_FILE_BODY_BYTES: usize = 16 * 1024 * 1024;
 pub use sandboxd_core::template_build::MAX_BUILD_BODY_BYTES;
 /// The body limit of a path; `None` for a streamed upload, which the service caps
 /// itself as the bytes flow (the transfer limit), and for a preview, whose body streams
-/// to the app in the sandbox within the credit its agent grants.
+/// to the app in the sandbox within the credit its agent grants (E2B's ports too).
 pub fn limit_for(path: &str) -> Option<usize> {
-    if path.starts_with(crate::previews::proxy::PREFIX) {
+    if path.starts_with(crate::previews::proxy::PREFIX) || path.starts_with("/e2b/ports") {
         return None;
     }
     if path.starts_with("/e2b/template-files/") {

@@ -9,7 +9,8 @@
 //! Exposures (`expose`, `exposed_ports`, `unexpose`) are audited. `admit` says who a
 //! request to a port acts as: the key that exposed it, as that key stands now, for a
 //! public port or a valid link, else the request's own caller
-//! (`sandboxd_core::ports::admit`).
+//! (`sandboxd_core::ports::admit`); `admit_e2b` the same on the E2B domain, by E2B's
+//! rules.
 
 use std::time::Duration;
 
@@ -191,6 +192,47 @@ impl Ports {
                 rules::Kept::NoCredential.to_string(),
             )),
         }
+    }
+
+    /// Who a request to a port of a sandbox on the E2B domain acts as
+    /// (`sandboxd_core::e2b::ports`), with the `Host` its app is to see: the caller its
+    /// traffic token or key names; else, when the sandbox was created through E2B's API
+    /// with public ports, the key that created it, as that key stands now (on the
+    /// preview's own rate limit); else refused (403).
+    pub async fn admit_e2b(
+        &self,
+        sandbox_id: &str,
+        port: u16,
+        caller: Option<&Principal>,
+    ) -> Result<(Admitted, Option<String>), ServiceError> {
+        use sandboxd_core::e2b::ports::{self as e2b, Entry as E2bEntry};
+        let kept = self.service.store().e2b_ports(sandbox_id).await?;
+        let mask = kept
+            .as_ref()
+            .and_then(|(_, settings)| settings.mask_host.as_deref())
+            .map(|mask| e2b::masked_host(mask, port));
+        let entry = e2b::who_enters(kept.as_ref().map(|(_, s)| s), caller.is_some());
+        let (principal, as_exposer) = match (entry, caller, kept) {
+            (E2bEntry::WithToken, Some(caller), _) => (caller.clone(), false),
+            (E2bEntry::AsPublic, _, Some((key_id, _))) => {
+                let maker = self.service.store().principal_of_key(&key_id).await?;
+                (maker.ok_or(ServiceError::NotFound("sandbox"))?, true)
+            }
+            _ => {
+                return Err(ServiceError::Forbidden(format!(
+                    "the sandbox's ports need its traffic access token in {}",
+                    e2b::TRAFFIC_TOKEN_HEADER
+                )));
+            }
+        };
+        let admitted = Admitted {
+            principal,
+            as_exposer,
+            link_until: None,
+            by_kept_link: false,
+            exposure: None,
+        };
+        Ok((admitted, mask))
     }
 
     /// Resolves once what let `admitted` in no longer holds, checked every second: for a

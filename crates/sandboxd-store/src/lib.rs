@@ -20,6 +20,7 @@ mod changes;
 mod dashboard_sessions;
 mod database;
 mod e2b_builds;
+mod e2b_ports;
 mod e2b_tags;
 mod egress_credentials;
 mod egress_log;

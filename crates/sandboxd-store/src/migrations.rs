@@ -128,6 +128,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "snapshot memory",
         include_str!("../migrations/sqlite/0023_snapshot_memory.sql"),
     ),
+    (
+        24,
+        "E2B's ports",
+        include_str!("../migrations/sqlite/0024_e2b_ports.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -245,6 +250,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         23,
         "snapshot memory",
         include_str!("../migrations/postgres/0023_snapshot_memory.sql"),
+    ),
+    (
+        24,
+        "E2B's ports",
+        include_str!("../migrations/postgres/0024_e2b_ports.sql"),
     ),
 ];
 

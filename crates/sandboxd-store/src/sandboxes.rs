@@ -262,6 +262,7 @@ impl Store {
         if moved && status == SandboxStatus::Killed {
             // A killed sandbox never runs again: its secrets go now.
             self.forget_egress_credentials(sandbox_id).await?;
+            self.forget_e2b_ports(sandbox_id).await?;
         }
         Ok(moved)
     }
@@ -549,6 +550,7 @@ impl Store {
         self.forget_ports(sandbox_id).await?;
         // A killed sandbox never runs again: its secrets go now.
         self.forget_egress_credentials(sandbox_id).await?;
+        self.forget_e2b_ports(sandbox_id).await?;
         self.sandbox(sandbox_id).await
     }
 
@@ -576,6 +578,7 @@ impl Store {
         self.forget_ports(sandbox_id).await?;
         self.forget_egress_log(sandbox_id).await?;
         self.forget_egress_requests(sandbox_id).await?;
+        self.forget_e2b_ports(sandbox_id).await?;
         self.forget_egress_credentials(sandbox_id).await
     }
 

@@ -617,7 +617,7 @@ async fn dashboard_sessions_follow_their_key_expire_and_close(db: &TestDb) {
 
 /// An exposure written through one handle is read through another while it lives and
 /// its sandbox runs; exposing again replaces it (and its link); a sandbox's exposures go
-/// when it is killed.
+/// when it is killed, and so do its ports' settings on the E2B domain.
 async fn exposures_live_with_their_sandbox_and_links_with_their_exposure(db: &TestDb) {
     use sandboxd_core::ports::{Exposure, MAX_EXPOSED_PORTS};
     let (a, b) = (db.open().await, db.open().await);
@@ -700,8 +700,36 @@ async fn exposures_live_with_their_sandbox_and_links_with_their_exposure(db: &Te
     a.expose_port(&exposure(80, "n3", 50_000), 30_000)
         .await
         .unwrap();
+
+    // E2B's port settings: none for a sandbox not made through E2B's API; kept as
+    // written (a second write replaces them), read by every handle, gone with a kill.
+    use sandboxd_core::e2b::ports::PortSettings;
+    assert_eq!(b.e2b_ports(&id).await.unwrap(), None);
+    let private = PortSettings {
+        public: false,
+        mask_host: Some("app.example.com:${PORT}".into()),
+    };
+    a.set_e2b_ports(
+        &id,
+        &principal.key_id,
+        &PortSettings {
+            public: true,
+            mask_host: None,
+        },
+    )
+    .await
+    .unwrap();
+    a.set_e2b_ports(&id, &principal.key_id, &private)
+        .await
+        .unwrap();
+    assert_eq!(
+        b.e2b_ports(&id).await.unwrap(),
+        Some((principal.key_id.clone(), private))
+    );
+
     a.mark_killed(&id, 31_000).await.unwrap();
     assert_eq!(b.exposures(&id, 31_000).await.unwrap(), vec![]);
+    assert_eq!(b.e2b_ports(&id).await.unwrap(), None);
 }
 
 async fn futures_join<T: Send + 'static>(

@@ -9,7 +9,7 @@
 //! labels, variables, internet unless refused, a fixed timeout of 1 s to 24 h. `detail`
 //! and `state_of`: a killed or failed sandbox has no state, so it is not found.
 //! `past_its_end`, `metadata_filter`. The lifecycle is in `lifecycle`, the daemon's
-//! watchers in `watch`, signed URLs in `signed`, hosts in `host`, the code interpreter in
+//! watchers in `watch`, signed URLs in `signed`, hosts in `host`, ports on the domain in `ports`, the code interpreter in
 //! `interpreter`.
 
 pub mod connect;
@@ -18,6 +18,7 @@ pub mod host;
 pub mod interpreter;
 pub mod lifecycle;
 pub mod network;
+pub mod ports;
 pub mod process;
 pub mod signed;
 pub mod tags;

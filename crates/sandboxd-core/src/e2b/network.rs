@@ -20,9 +20,10 @@ const ALL_TRAFFIC: [&str; 2] = ["0.0.0.0/0", "::/0"];
 pub struct NetworkSettings {
     pub allow_out: Option<Vec<String>>,
     pub deny_out: Option<Vec<String>>,
-    /// Whether the sandbox's ports on the E2B domain need the traffic token: sandboxd
-    /// serves ports through its previews, so either is taken.
+    /// Whether the sandbox's ports on the E2B domain are open to anyone (the default)
+    /// or need its traffic token (`super::ports`).
     pub allow_public_traffic: Option<bool>,
+    /// The `Host` the sandbox's apps see on a request to a port (`super::ports`).
     pub mask_request_host: Option<String>,
     pub egress_proxy: Option<serde_json::Value>,
     pub rules: Option<serde_json::Value>,

@@ -1,7 +1,8 @@
 //! E2B's control plane under `/e2b`: E2B's SDKs create, read, list, extend, connect to
 //! and kill sandboxes here with a sandboxd key (`X-API-Key`), in E2B's wire format
 //! (`sandboxd_core::e2b`); errors are `{code, message}` with the HTTP status as code.
-//! Create and connect answer the access token of the in-sandbox half (`envd`).
+//! Create and connect answer the access token of the in-sandbox half (`envd`); create
+//! keeps how the sandbox's ports are served on the E2B domain (`hosts.rs`).
 //!
 //! Create (v1 and v2), read, list, timeout, connect, kill. A sandbox past its fixed end
 //! is shown gone and killed at once.
@@ -63,6 +64,7 @@ async fn create(
         Some(_) => None,
         None => super::lifecycle::snapshot_named(&state, &who, &new.template_id).await?,
     };
+    let ports = e2b::ports::port_settings(new.network.as_ref())?;
     let (mut request, timeout_ms) = e2b::create_request(new, environment_id)?;
     if let Some(snapshot) = snapshot {
         request.template = None;
@@ -72,6 +74,17 @@ async fn create(
     cmd.image.template_build = tagged;
     cmd.timeout_ms = timeout_ms;
     let sandbox = state.service.sandboxes().create(&who, cmd).await?;
+    // Its ports on the E2B domain are served as E2B's settings say; a sandbox whose
+    // settings could not be kept is not left behind.
+    let kept = state
+        .service
+        .store()
+        .set_e2b_ports(&sandbox.sandbox_id, &who.key_id, &ports)
+        .await;
+    if let Err(error) = kept {
+        let _ = state.service.sandboxes().kill(sandbox).await;
+        return Err(crate::service::ServiceError::from(error).into());
+    }
     Ok((StatusCode::CREATED, Json(answer(&state, &who, &sandbox))))
 }
 

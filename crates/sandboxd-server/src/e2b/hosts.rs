@@ -9,7 +9,8 @@
 //! This wraps the whole router, because it changes the path that routing reads.
 //!
 //! `49999-<id>.<domain>` (the code interpreter) is served under `/e2b/envd` too. Any
-//! other path under `/e2b` gets E2B's 404.
+//! other path under `/e2b` gets E2B's 404. A sandbox's other ports are its apps, served
+//! as E2B serves them (`ports.rs`).
 
 use axum::extract::{Request, State};
 use axum::http::uri::PathAndQuery;
@@ -44,10 +45,15 @@ pub async fn by_host(State(domain): State<String>, mut request: Request, next: N
             headers.insert("e2b-sandbox-port", HeaderValue::from(port));
             "/e2b/envd"
         }
-        Some(E2bHost::Sandbox { port, .. }) => {
-            return not_found(format!(
-                "port {port} of a sandbox is not served on the E2B domain; expose it with sandbox.exposePort and use its preview URL"
-            ));
+        Some(E2bHost::Sandbox { port, sandbox_id }) => {
+            // Marked here, where no client can mark it, with the path the app is to see.
+            let uri = request.uri().clone();
+            request.extensions_mut().insert(super::ports::PortRequest {
+                sandbox_id,
+                port,
+                uri,
+            });
+            super::ports::PATH
         }
         Some(E2bHost::Unknown) => return not_found(format!("nothing is served at {host}")),
     };

@@ -123,6 +123,47 @@ pub async fn by_host(State(state): State<AppState>, request: Request, next: Next
         .unwrap_or_else(IntoResponse::into_response)
 }
 
+/// The answer of the replica that holds the sandbox's agent, when it is another one
+/// (the request passed on to it), or a refusal of a request passed on here that this
+/// replica does not hold; `None`: this replica serves it.
+pub(crate) async fn elsewhere(
+    state: &AppState,
+    sandbox_id: &str,
+    request: Request,
+) -> Result<Request, Response> {
+    match forward::previews::holds(state, &request) {
+        Some(false) => Err(forward::previews::refused()),
+        Some(true) => Ok(request),
+        None => match state.service.replicas().agent_holder(sandbox_id).await {
+            Some(holder) => Err(to_holder(state, &holder, request).await),
+            None => Ok(request),
+        },
+    }
+}
+
+/// A request already admitted (E2B's ports, `crate::e2b::ports`), carried to the
+/// sandbox's app as on a preview host of its own.
+pub(crate) async fn to_app_on_host(
+    state: &AppState,
+    admitted: &crate::service::Admitted,
+    (sandbox_id, port): (&str, u16),
+    request: Request,
+) -> Result<Response, ApiError> {
+    if admitted.as_exposer {
+        auth::preview_limited(state, sandbox_id, port)?;
+    }
+    let query = request.uri().query().map(str::to_owned);
+    to_app(
+        state,
+        admitted,
+        (sandbox_id, port),
+        &Place::Host,
+        query,
+        request,
+    )
+    .await
+}
+
 async fn enter(
     state: &AppState,
     sandbox_id: &str,
@@ -132,15 +173,10 @@ async fn enter(
 ) -> Result<Response, ApiError> {
     // The replica holding the sandbox's agent serves it; a request another replica
     // passed on is served here once its mark holds.
-    match forward::previews::holds(state, &request) {
-        Some(false) => return Ok(forward::previews::refused()),
-        Some(true) => {}
-        None => {
-            if let Some(holder) = state.service.replicas().agent_holder(sandbox_id).await {
-                return Ok(to_holder(state, &holder, request).await);
-            }
-        }
-    }
+    let request = match elsewhere(state, sandbox_id, request).await {
+        Ok(request) => request,
+        Err(answered) => return Ok(answered),
+    };
     let caller = caller_of(state, request.headers(), request.method()).await?;
     let (opened, rest_of_query) = link_in_query(request.uri().query());
     let link = match &opened {

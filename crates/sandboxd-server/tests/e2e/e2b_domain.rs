@@ -102,7 +102,6 @@ async fn the_domains_hosts_are_the_control_plane_and_each_sandboxs_daemon() {
     for (host, path) in [
         ("api", "/api/sandbox.templates"),
         (daemon.as_str(), "/api/sandbox.templates"),
-        (&format!("8000-{id}"), "/"),
         ("www", "/sandboxes"),
     ] {
         let answer = at(&server, Method::GET, host, path)

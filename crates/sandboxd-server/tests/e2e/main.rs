@@ -20,6 +20,7 @@ mod e2b;
 mod e2b_domain;
 mod e2b_envd;
 mod e2b_network;
+mod e2b_ports;
 mod e2b_templates;
 mod e2b_uploads;
 mod egress;

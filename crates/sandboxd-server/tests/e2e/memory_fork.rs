@@ -121,14 +121,17 @@ async fn forks_with_memory_continue_the_source_s_processes_then_diverge() {
         "the saved key is replaced everywhere"
     );
     assert_eq!(
-        pose(&server, &forks[1], &saved_key).await,
+        pose(&server, &forks[1], &saved_key, 5).await,
         "refused 5 of 5\n"
     );
-    assert_eq!(pose(&server, &source, &saved_key).await, "refused 5 of 5\n");
+    assert_eq!(
+        pose(&server, &source, &saved_key, 5).await,
+        "refused 5 of 5\n"
+    );
     let own = agent_key(&server, id(&forks[2]));
     assert_ne!(
-        pose(&server, &forks[2], &own).await,
-        "refused 5 of 5\n",
+        pose(&server, &forks[2], &own, 2).await,
+        "refused 2 of 2\n",
         "the control: the fork's own key is taken"
     );
 

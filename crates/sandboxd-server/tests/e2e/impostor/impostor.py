@@ -8,9 +8,10 @@
 # frame every half second and never finishes, `greedy` answers a download with a file it
 # says is 1 GiB and sends it without waiting for credit, `stingy` takes an upload and
 # never grants it credit, `portflood` answers a connection to a port as made and sends
-# endless 1 MiB frames without waiting for credit. `pose` has no key (or the one given,
-# with how long to wait for a refusal as argv[3] and how many tries as argv[4]): it tries
-# 20 times, prints how many of its connections the server closed, and ends.
+# endless 1 MiB frames without waiting for credit. `pose` presents the key given (none
+# when empty), with how long to wait for a refusal as argv[3] and how many tries as
+# argv[4] (20 unless given): it prints how many of its connections the server closed,
+# and ends.
 import json
 import os
 import signal
@@ -50,15 +51,22 @@ def frame(channel, kind, payload):
 
 def closed_by_server(sock):
     """The server closes at once a connection made while the real agent's still
-    counted as live; an open one has nothing to read yet, or a request."""
-    time.sleep(PATIENCE)
+    counted as live, or one without the key; an open one has nothing to read yet, or a
+    request. Looked at until it is closed, for at most PATIENCE seconds."""
+    deadline = time.monotonic() + PATIENCE
     sock.setblocking(False)
     try:
-        return sock.recv(1, socket.MSG_PEEK) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
+        while True:
+            try:
+                if sock.recv(1, socket.MSG_PEEK) == b"":
+                    return True
+                return False
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.05)
+            except OSError:
+                return True
     finally:
         sock.setblocking(True)
 

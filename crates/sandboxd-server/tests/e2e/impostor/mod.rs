@@ -315,20 +315,16 @@ async fn an_upload_never_granted_credit_fails_in_time() {
     still_fast(&server, &other).await;
 }
 
-/// Runs the impostor's `pose` in the sandbox, with `key` (none when empty): 20 tries to
-/// connect as its agent (5 with a key, each given 1.5 s to be refused); what it printed,
-/// "refused N of 20" (or "of 5").
-pub(crate) async fn pose(server: &TestServer, sandbox: &Value, key: &str) -> String {
+/// Runs the impostor's `pose` in the sandbox, with `key` (none when empty): `tries`
+/// tries to connect as its agent, each given 5 s to be refused (a refusal is seen as it
+/// comes); what it printed, "refused N of TRIES".
+pub(crate) async fn pose(server: &TestServer, sandbox: &Value, key: &str, tries: u32) -> String {
     put_impostor(server, sandbox).await;
     // In the background: it kills the worker that runs the command starting it.
     let started = server
         .exec(
             sandbox,
-            &if key.is_empty() {
-                "rm -f /tmp/pose.log; setsid python3 /tmp/impostor.py pose >/tmp/pose.log 2>&1 </dev/null &".to_owned()
-            } else {
-                format!("rm -f /tmp/pose.log; setsid python3 /tmp/impostor.py pose {key} 1.5 5 >/tmp/pose.log 2>&1 </dev/null &")
-            },
+            &format!("rm -f /tmp/pose.log; setsid python3 /tmp/impostor.py pose '{key}' 5 {tries} >/tmp/pose.log 2>&1 </dev/null &"),
         )
         .await;
     assert_eq!(started["exitCode"], 0, "{started}");
@@ -359,7 +355,7 @@ async fn code_in_a_sandbox_cannot_pose_as_its_agent() {
     let server = server().await;
     let sandbox = server.create(json!({"template": "base"})).await;
     let sandbox_id = id(&sandbox);
-    let posed = pose(&server, &sandbox, "").await;
+    let posed = pose(&server, &sandbox, "", 20).await;
     assert_eq!(posed, "refused 20 of 20\n");
     // The real agent comes back and serves the sandbox.
     let hello = server
