@@ -12,9 +12,11 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
+use sandboxd_core::access::SandboxNeed;
 use sandboxd_core::e2b::ports::TRAFFIC_TOKEN_HEADER;
 use sandboxd_core::model::Principal;
 
+use super::calls::{E2bResult, live_sandbox};
 use crate::AppState;
 use crate::auth::{self, token_from};
 use crate::error::ApiError;
@@ -58,7 +60,7 @@ async fn call(State(state): State<AppState>, mut request: Request) -> Response {
     };
     enter(&state, &sandbox_id, port, request)
         .await
-        .unwrap_or_else(|error| super::calls::E2bError::from(error).into_response())
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn enter(
@@ -66,13 +68,16 @@ async fn enter(
     sandbox_id: &str,
     port: u16,
     mut request: Request,
-) -> Result<Response, ApiError> {
+) -> E2bResult<Response> {
     let caller = caller_of(state, sandbox_id, request.headers()).await?;
     let (admitted, mask) = state
         .service
         .ports()
         .admit_e2b(sandbox_id, port, caller.as_ref())
         .await?;
+    // As every E2B call: one past its fixed end is paused (or killed) first, so that
+    // the request resumes it with its timeout anew, as E2B's auto-resume does.
+    live_sandbox(state, &admitted.principal, sandbox_id, SandboxNeed::Use).await?;
     let headers = request.headers_mut();
     // The token is the sandbox's own: its app never sees it.
     headers.remove(TRAFFIC_TOKEN_HEADER);
@@ -82,7 +87,7 @@ async fn enter(
             .map_err(|_| ApiError::BadRequest("the sandbox's host mask is not a host".into()))?;
         headers.insert(header::HOST, host);
     }
-    to_app_on_host(state, &admitted, (sandbox_id, port), request).await
+    Ok(to_app_on_host(state, &admitted, (sandbox_id, port), request).await?)
 }
 
 /// The caller a request names: by the sandbox's traffic (or daemon) access token, or a

@@ -126,12 +126,16 @@ async fn over_kept(
 }
 
 /// An HTTP/1.1 connection over `io` (to the app, or to the replica holding its agent),
-/// driven on a task of its own until it ends.
+/// driven on a task of its own until it ends. Header names go in title case
+/// (`Content-Type`), as browsers and most proxies send them: some apps read them so.
 async fn open<T>(io: T) -> Result<SendRequest<Body>, hyper::Error>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (sender, connection) = hyper::client::conn::http1::handshake(io).await?;
+    let (sender, connection) = hyper::client::conn::http1::Builder::new()
+        .title_case_headers(true)
+        .handshake(io)
+        .await?;
     tokio::spawn(async move {
         let _ = connection.with_upgrades().await;
     });

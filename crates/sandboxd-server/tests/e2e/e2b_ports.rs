@@ -25,9 +25,18 @@ fn at(server: &TestServer, method: Method, host: &str, path: &str) -> RequestBui
 
 /// A sandbox made through E2B's API with `network`: its id and traffic token.
 async fn made(server: &TestServer, network: Value) -> (String, String) {
+    made_with(server, json!({"network": network})).await
+}
+
+/// A sandbox made through E2B's API with `fields` besides the template and timeout.
+async fn made_with(server: &TestServer, fields: Value) -> (String, String) {
+    let mut body = json!({"templateID": "base", "timeout": 120});
+    body.as_object_mut()
+        .unwrap()
+        .extend(fields.as_object().unwrap().clone());
     let answer = at(server, Method::POST, "api", "/sandboxes")
         .header("X-API-Key", KEY)
-        .json(&json!({"templateID": "base", "timeout": 120, "network": network}))
+        .json(&body)
         .send()
         .await
         .unwrap();
@@ -185,7 +194,7 @@ async fn ports_are_public_private_with_the_token_or_closed_as_e2b_says() {
 #[tokio::test]
 async fn a_request_resumes_a_paused_sandbox_and_a_killed_ones_ports_are_gone() {
     let server = TestServer::start_with(|config| config.e2b_domain = Some(DOMAIN.into())).await;
-    let (id, _) = made(&server, json!({})).await;
+    let (id, _) = made_with(&server, json!({"autoPause": true})).await;
     serve_app(&server, &id).await;
     let paused = at(
         &server,
@@ -209,6 +218,38 @@ async fn a_request_resumes_a_paused_sandbox_and_a_killed_ones_ports_are_gone() {
     )
     .await;
     assert_eq!(one(&server, &sandbox).await["status"], "running");
+
+    // Past its fixed end (E2B's `on_timeout: pause`): the request finds it paused at its
+    // end, resumes it, and it runs on with its timeout anew.
+    let answer = at(
+        &server,
+        Method::POST,
+        "api",
+        &format!("/sandboxes/{id}/timeout"),
+    )
+    .header("X-API-Key", KEY)
+    .json(&json!({"timeout": 1}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let _ = seen(
+        at(&server, Method::GET, &format!("8000-{id}"), "/headers")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let shown: Value = at(&server, Method::GET, "api", &format!("/sandboxes/{id}"))
+        .header("X-API-Key", KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["state"], "running", "{shown}");
 
     let killed = at(&server, Method::DELETE, "api", &format!("/sandboxes/{id}"))
         .header("X-API-Key", KEY)
