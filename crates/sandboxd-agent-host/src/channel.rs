@@ -287,9 +287,13 @@ impl SandboxChannel for AgentConn {
         Ok(AgentConn::add_watcher(self, id, path, recursive).await?)
     }
 
-    async fn watcher_events(&self, id: &str) -> Result<Vec<WatchEvent>, ChannelError> {
+    async fn watcher_events(
+        &self,
+        id: &str,
+        wait: std::time::Duration,
+    ) -> Result<Vec<WatchEvent>, ChannelError> {
         daemon(self)?;
-        Ok(AgentConn::watcher_events(self, id).await?)
+        Ok(AgentConn::watcher_events(self, id, wait).await?)
     }
 
     async fn remove_watcher(&self, id: &str) -> Result<(), ChannelError> {

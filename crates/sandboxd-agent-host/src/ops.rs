@@ -28,6 +28,9 @@ const SIGKILL: i32 = 9;
 /// Bytes of watch events one read takes at most (the agent sends at most 4 MiB of
 /// names and paths, and their JSON around them).
 const MAX_WATCH_BYTES: usize = 8 * 1024 * 1024;
+/// How long a waiting read of a watcher waits before it reads, for an agent whose reads
+/// cannot wait (before version 7): what a client following the watcher polled at.
+const OLD_AGENT_POLL: Duration = Duration::from_millis(25);
 /// File content is sent in chunks of this size.
 const CHUNK: usize = 256 * 1024;
 /// A kill sent after an exec timed out must leave within this long.
@@ -582,9 +585,26 @@ impl AgentConn {
     }
 
     /// The events of watcher `id` since the last read; at most [`MAX_WATCH_BYTES`] of
-    /// them are taken.
-    pub async fn watcher_events(&self, id: &str) -> Result<Vec<WatchEvent>, FileOpError> {
-        let request = Request::WatcherEvents { id: id.to_owned() };
+    /// them are taken. With `wait`, a read that would find none waits up to that long
+    /// (at most a second) for the first: in the agent, or, for an agent that cannot
+    /// (before version 7), by waiting [`OLD_AGENT_POLL`] before the read.
+    pub async fn watcher_events(
+        &self,
+        id: &str,
+        wait: Duration,
+    ) -> Result<Vec<WatchEvent>, FileOpError> {
+        let wait_ms = if self.hello.version >= sandboxd_agent_protocol::WATCH_WAIT_VERSION {
+            u32::try_from(wait.min(Duration::from_secs(1)).as_millis()).unwrap_or(1000)
+        } else {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait.min(OLD_AGENT_POLL)).await;
+            }
+            0
+        };
+        let request = Request::WatcherEvents {
+            id: id.to_owned(),
+            wait_ms,
+        };
         self.batches(&request, MAX_WATCH_BYTES, "too many watch events")
             .await
     }

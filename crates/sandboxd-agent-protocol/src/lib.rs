@@ -20,9 +20,10 @@ pub use messages::*;
 /// the egress proxy's connections (`acceptEgress`); version 5 what E2B's in-sandbox
 /// daemon does (`followProcess`, `resizeProcess`, `stat`, `rename`, `remove`,
 /// `setMetadata`, the watchers, a spawn's tag and terminal, a listing's metadata);
-/// version 6 a new key for the agent (`rekey`). The host sends none of them to an agent
-/// that announced less.
-pub const PROTOCOL_VERSION: u32 = 6;
+/// version 6 a new key for the agent (`rekey`); version 7 a watcher's read that waits
+/// for its first event (`watcherEvents` with `waitMs`). The host sends none of them to
+/// an agent that announced less.
+pub const PROTOCOL_VERSION: u32 = 7;
 /// The first version that speaks the streamed transfers.
 pub const TRANSFERS_VERSION: u32 = 2;
 /// The first version that opens connections to the sandbox's ports.
@@ -33,6 +34,8 @@ pub const EGRESS_VERSION: u32 = 4;
 pub const DAEMON_VERSION: u32 = 5;
 /// The first version that takes a new key (`rekey`).
 pub const REKEY_VERSION: u32 = 6;
+/// The first version whose watcher reads wait for a first event.
+pub const WATCH_WAIT_VERSION: u32 = 7;
 
 /// The port on the sandbox's loopback where the agent takes the connections of the
 /// sandbox's programs to the egress proxy (`HTTP_PROXY=http://127.0.0.1:49980`), which

@@ -141,8 +141,14 @@ pub enum Request {
         recursive: bool,
     },
     /// The events of a watcher since the last read: Data frames of `[WatchEvent]`, Done.
+    /// With `wait_ms` (version 7), a read that finds none waits that long (at most a
+    /// second) for the first to come.
     #[serde(rename_all = "camelCase")]
-    WatcherEvents { id: String },
+    WatcherEvents {
+        id: String,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        wait_ms: u32,
+    },
     /// Stops a watcher. Done.
     #[serde(rename_all = "camelCase")]
     RemoveWatcher { id: String },
@@ -428,4 +434,8 @@ mod tests {
         assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), request);
         assert!(serde_json::from_str::<Request>(r#"{"op":"rm","path":"/"}"#).is_err());
     }
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }

@@ -232,8 +232,9 @@ fn dispatch(frame: Frame, outbox: &Outbox, running: &Running, inputs: &Inputs, h
                 } => {
                     workers.run(move || watch::add(&outbox, channel, id, &path, recursive));
                 }
-                Request::WatcherEvents { id } => {
-                    workers.run(move || watch::events(&outbox, channel, &id));
+                Request::WatcherEvents { id, wait_ms } => {
+                    let wait = std::time::Duration::from_millis(u64::from(wait_ms));
+                    workers.run(move || watch::events(&outbox, channel, &id, wait));
                 }
                 Request::RemoveWatcher { id } => {
                     workers.run(move || watch::remove(&outbox, channel, &id));

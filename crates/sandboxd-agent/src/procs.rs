@@ -24,6 +24,10 @@ const RING: usize = 1024 * 1024;
 /// Processes kept at most (and running at most: a further start is refused); the
 /// oldest ended ones are forgotten first.
 const MAX_PROCESSES: usize = 64;
+/// Bytes of a process's command line a listing shows at most (the start of it): the
+/// listing of every process kept stays well within a frame, however long their
+/// commands.
+const SHOWN_ARGV_BYTES: usize = 8 * 1024;
 
 /// The last [`RING`] bytes of a stream, with the count of all bytes ever written.
 #[derive(Debug, Default)]
@@ -86,7 +90,7 @@ impl Proc {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         ProcessInfo {
             id: self.id.clone(),
-            argv: self.argv.clone(),
+            argv: shown_argv(&self.argv),
             pid: self.pid,
             started_ms: self.started_ms,
             exit: state.exit,
@@ -474,13 +478,72 @@ fn follow(
 }
 
 fn reply(outbox: &Outbox, channel: u32, message: &impl serde::Serialize) {
-    outbox.send(&Frame::json(channel, Kind::Data, message));
+    let data = Frame::json(channel, Kind::Data, message);
+    if data.payload.len() > sandboxd_agent_protocol::MAX_PAYLOAD {
+        // Never a reply without its data: the host is told why.
+        return files::fail(
+            outbox,
+            channel,
+            FailureKind::Limit,
+            "the reply is over the frame limit",
+        );
+    }
+    outbox.send(&data);
     outbox.send(&Frame::json(channel, Kind::Done, &Done { size: 0 }));
+}
+
+/// The start of a command line, at most [`SHOWN_ARGV_BYTES`] of its arguments' bytes:
+/// whole arguments while they fit, then the start of the next (at a character's
+/// boundary), then nothing.
+fn shown_argv(argv: &[String]) -> Vec<String> {
+    let mut left = SHOWN_ARGV_BYTES;
+    let mut shown = Vec::new();
+    for arg in argv {
+        if left == 0 {
+            break;
+        }
+        if arg.len() <= left {
+            left -= arg.len();
+            shown.push(arg.clone());
+            continue;
+        }
+        let mut end = left;
+        while !arg.is_char_boundary(end) {
+            end -= 1;
+        }
+        shown.push(arg[..end].to_owned());
+        left = 0;
+    }
+    shown
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_shows_the_start_of_a_long_command_line() {
+        let short = vec!["sh".to_owned(), "-c".to_owned(), "true".to_owned()];
+        assert_eq!(shown_argv(&short), short);
+        let long = vec![
+            "python3".to_owned(),
+            "-c".to_owned(),
+            "é".repeat(SHOWN_ARGV_BYTES),
+            "bash".to_owned(),
+        ];
+        let shown = shown_argv(&long);
+        assert_eq!(shown.len(), 3, "what follows the cut is not shown");
+        assert!(long[2].starts_with(&shown[2]));
+        let bytes: usize = shown.iter().map(String::len).sum();
+        assert!(bytes <= SHOWN_ARGV_BYTES && bytes > SHOWN_ARGV_BYTES - 4);
+        // Sixty-four of them, as listed, fit a frame.
+        let info = serde_json::to_vec(&vec![shown; MAX_PROCESSES]).unwrap();
+        assert!(
+            info.len() < sandboxd_agent_protocol::MAX_PAYLOAD,
+            "{}",
+            info.len()
+        );
+    }
 
     #[test]
     fn ring_keeps_the_last_mebibyte_and_reads_from_offsets() {

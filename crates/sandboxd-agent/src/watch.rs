@@ -14,7 +14,8 @@ use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
@@ -33,7 +34,8 @@ pub const MAX_EVENTS: usize = 10_000;
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
 struct Watcher {
-    fd: OwnedFd,
+    /// Shared, so that a read may wait on it without holding the watchers' lock.
+    fd: Arc<OwnedFd>,
     recursive: bool,
     /// Each watch descriptor's directory, relative to the root (`""`: the root).
     dirs: HashMap<i32, PathBuf>,
@@ -214,7 +216,7 @@ pub fn add(outbox: &Outbox, channel: u32, id: String, path: &str, recursive: boo
         }
         let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?;
         let mut watcher = Watcher {
-            fd,
+            fd: Arc::new(fd),
             recursive,
             dirs: HashMap::new(),
             root,
@@ -233,7 +235,10 @@ pub fn add(outbox: &Outbox, channel: u32, id: String, path: &str, recursive: boo
 }
 
 /// The events of a watcher since the last read.
-pub fn events(outbox: &Outbox, channel: u32, id: &str) {
+pub fn events(outbox: &Outbox, channel: u32, id: &str, wait: Duration) {
+    if !wait.is_zero() {
+        wait_for_events(id, wait.min(MAX_WAIT));
+    }
     let read = watchers()
         .lock()
         .ok()
@@ -261,11 +266,95 @@ pub fn events(outbox: &Outbox, channel: u32, id: &str) {
     }
 }
 
+/// The longest a read waits for a first event.
+pub const MAX_WAIT: Duration = Duration::from_secs(1);
+
+/// Waits until watcher `id` has an event queued, or `wait` passed, or it is gone,
+/// without holding the watchers' lock (a watcher removed meanwhile ends the wait at its
+/// deadline at the latest: its descriptor stays open while waited on).
+fn wait_for_events(id: &str, wait: Duration) {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let fd = watchers()
+        .lock()
+        .ok()
+        .and_then(|all| all.get(id).map(|w| w.fd.clone()));
+    let Some(fd) = fd else { return };
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let timeout = Timespec {
+            tv_sec: left.as_secs() as i64,
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(&*fd, PollFlags::IN)];
+        match poll(&mut fds, Some(&timeout)) {
+            Err(Errno::INTR) => continue,
+            _ => return,
+        }
+    }
+}
+
 /// Stops a watcher.
 pub fn remove(outbox: &Outbox, channel: u32, id: &str) {
     let removed = watchers().lock().ok().and_then(|mut all| all.remove(id));
     match removed {
         Some(_) => files::done(outbox, channel, 0),
         None => files::fail(outbox, channel, FailureKind::NotFound, "no such watcher"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watcher_on(dir: &Path, id: &str) {
+        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).unwrap();
+        let mut watcher = Watcher {
+            fd: Arc::new(fd),
+            recursive: false,
+            dirs: HashMap::new(),
+            root: dir.to_path_buf(),
+        };
+        watcher.watch_tree(Path::new(""), None).unwrap();
+        watchers().lock().unwrap().insert(id.to_owned(), watcher);
+    }
+
+    #[test]
+    fn a_waiting_read_ends_with_the_first_event_and_a_quiet_one_at_its_wait() {
+        let kept = tempfile::tempdir().unwrap();
+        let dir = kept.path().to_path_buf();
+        watcher_on(&dir, "w_wait");
+
+        // Quiet: the wait runs out.
+        let started = std::time::Instant::now();
+        wait_for_events("w_wait", Duration::from_millis(150));
+        assert!(started.elapsed() >= Duration::from_millis(150));
+
+        // A file made 100 ms in ends a wait of 30 s long before its end.
+        let made = dir.join("made");
+        let maker = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            std::fs::write(made, b"x").unwrap();
+        });
+        let started = std::time::Instant::now();
+        wait_for_events("w_wait", Duration::from_secs(30));
+        assert!(started.elapsed() < Duration::from_secs(20));
+        maker.join().unwrap();
+        let events = watchers()
+            .lock()
+            .unwrap()
+            .get_mut("w_wait")
+            .map(Watcher::read)
+            .unwrap();
+        assert!(events.iter().any(|e| e.name == "made"), "{events:?}");
+
+        // A watcher that is gone is not waited on.
+        watchers().lock().unwrap().remove("w_wait");
+        let started = std::time::Instant::now();
+        wait_for_events("w_wait", Duration::from_secs(30));
+        assert!(started.elapsed() < Duration::from_secs(20));
     }
 }

@@ -347,8 +347,13 @@ pub trait SandboxChannel: Send + Sync + Debug {
         Err(ChannelError::NeedsAgent)
     }
 
-    /// The events of a watcher since the last read (every change made before the call).
-    async fn watcher_events(&self, _id: &str) -> Result<Vec<WatchEvent>, ChannelError> {
+    /// The events of a watcher since the last read (every change made before the call);
+    /// with `wait`, a read that would find none waits up to that long for the first.
+    async fn watcher_events(
+        &self,
+        _id: &str,
+        _wait: std::time::Duration,
+    ) -> Result<Vec<WatchEvent>, ChannelError> {
         Err(ChannelError::NeedsAgent)
     }
 

@@ -100,6 +100,8 @@ pub struct AppState {
     pub previews: previews::PreviewSettings,
     /// The domain of E2B's SDKs' `E2B_DOMAIN`, when the server has one.
     pub e2b_domain: Option<String>,
+    /// Whether E2B's sandboxes may have ports open to anyone (`e2b_public_ports`).
+    pub e2b_public_ports: bool,
     /// Connections to apps in sandboxes kept open between preview requests.
     pub app_connections: Arc<app_connections::AppConnections>,
     /// E2B's uploads under way, and what their temporary files hold.
@@ -296,6 +298,7 @@ impl Server {
             },
             previews,
             e2b_domain: self.config.e2b_domain.clone(),
+            e2b_public_ports: self.config.e2b_public_ports,
             app_connections: app_connections::AppConnections::new(),
             // Uploads of unknown length spool at most two whole transfers at once.
             e2b_uploads: e2b::envd::uploads::UploadBounds::new(

@@ -126,6 +126,10 @@ pub struct Config {
     /// The domain E2B's SDKs are pointed at with `E2B_DOMAIN` (`api.<domain>`,
     /// `<port>-<sandbox id>.<domain>`); E2B's calls come under `/e2b` only when unset.
     pub e2b_domain: Option<String>,
+    /// Whether a sandbox created through E2B's API may have ports open to anyone on the
+    /// E2B domain (E2B's default, `allow_public_traffic`); when false, every request to
+    /// a port needs the sandbox's traffic token or a key.
+    pub e2b_public_ports: bool,
     /// Whether connections to a sandbox's ports (previews, `port-forward`) and their
     /// traffic count as its activity for the idle timeout.
     pub port_traffic_is_activity: bool,
@@ -180,6 +184,7 @@ impl Default for Config {
             public_url: None,
             preview_domain: None,
             e2b_domain: None,
+            e2b_public_ports: true,
             port_traffic_is_activity: true,
             cookie_secure: CookieSecureSetting::Word("auto".into()),
             servers: ServersConfig::default(),

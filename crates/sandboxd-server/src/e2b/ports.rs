@@ -70,6 +70,12 @@ async fn enter(
     mut request: Request,
 ) -> E2bResult<Response> {
     let caller = caller_of(state, sandbox_id, request.headers()).await?;
+    if caller.is_none() && !state.e2b_public_ports {
+        return Err(ApiError::Service(ServiceError::Forbidden(format!(
+            "this server opens no port to anyone: send the sandbox's traffic access token in {TRAFFIC_TOKEN_HEADER}"
+        )))
+        .into());
+    }
     let (admitted, mask) = state
         .service
         .ports()

@@ -3,9 +3,11 @@
 //! key's header, or a browser's single-use `?token=`), checked again every second.
 //!
 //! The agent keeps the watcher (inotify, under gVisor too; at most 32 per sandbox); this
-//! session reads it every [`POLL`] and sends each change as it comes, at most
-//! `MAX_EVENTS_PER_READ` a read (past that, and for events the kernel lost, an
-//! `overflow`). The watcher is removed when the session ends, however it ends.
+//! session reads it again and again, each read waiting in the agent up to [`WAIT`] for
+//! a first change (so a change goes out as it comes), at most `MAX_EVENTS_PER_READ` a
+//! read (past that, and for events the kernel lost, an `overflow`). A read under way
+//! is never dropped for the client's messages or the key's recheck, so nothing read is
+//! lost. The watcher is removed when the session ends, however it ends.
 
 use std::time::Duration;
 
@@ -24,9 +26,11 @@ use crate::routes::exec_stream::{public_message, send};
 use crate::routes::session::{self, RECHECK_EVERY, close};
 use crate::service::ServiceError;
 
-/// How often the watcher is read: a change reaches the client within this (and a round
-/// trip to the agent) of being made.
-const POLL: Duration = Duration::from_millis(25);
+/// How long one read waits in the agent for a first change.
+const WAIT: Duration = Duration::from_millis(500);
+/// How long after a read that found nothing the next one starts (what the kernel
+/// queued meanwhile is in it).
+const AFTER_NOTHING: Duration = Duration::from_millis(25);
 /// Upgrades, then authorizes on the socket so failures can carry their close codes.
 pub async fn sandbox_watch(
     ws: WebSocketUpgrade,
@@ -120,8 +124,21 @@ async fn follow(
 ) {
     let mut recheck = tokio::time::interval(RECHECK_EVERY);
     recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut poll = tokio::time::interval(POLL);
-    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let files = state.service.files();
+    let who = auth.caller().clone();
+    // After a read that found nothing (its wait ran out, or an agent that answers at
+    // once), the next one starts a little later: no agent makes this loop spin.
+    let read = |who: Principal, after: Duration| {
+        let files = files.clone();
+        let (sandbox_id, watcher) = (sandbox_id.to_owned(), watcher.to_owned());
+        async move {
+            tokio::time::sleep(after).await;
+            files
+                .watcher_events(&who, &sandbox_id, &watcher, WAIT)
+                .await
+        }
+    };
+    let mut reading = Box::pin(read(who, Duration::ZERO));
     loop {
         tokio::select! {
             _ = recheck.tick() => {
@@ -138,9 +155,11 @@ async fn follow(
                 // Nothing is asked of a watch; what a client sends is ignored.
                 Some(Ok(_)) => {}
             },
-            _ = poll.tick() => {
-                let who = auth.caller().clone();
-                let events = match state.service.files().watcher_events(&who, sandbox_id, watcher).await {
+            read_now = &mut reading => {
+                let found = read_now.as_ref().is_ok_and(|events| !events.is_empty());
+                let after = if found { Duration::ZERO } else { AFTER_NOTHING };
+                reading = Box::pin(read(auth.caller().clone(), after));
+                let events = match read_now {
                     Ok(events) => events,
                     Err(error) => {
                         send(socket, &WatchMessage::Error { message: public_message(&error) }).await;

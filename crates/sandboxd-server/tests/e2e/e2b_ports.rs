@@ -263,3 +263,24 @@ async fn a_request_resumes_a_paused_sandbox_and_a_killed_ones_ports_are_gone() {
         .unwrap();
     assert_eq!(answer.status(), StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn an_operator_can_open_no_port_to_anyone() {
+    let server = TestServer::start_with(|config| {
+        config.e2b_domain = Some(DOMAIN.into());
+        config.e2b_public_ports = false;
+    })
+    .await;
+    let (id, token) = made(&server, json!({"allowPublicTraffic": true})).await;
+    let host = format!("8000-{id}");
+    let answer = at(&server, Method::GET, &host, "/").send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::FORBIDDEN);
+    // The token still enters: nothing listens on the port yet, which the app's
+    // absence answers.
+    let answer = at(&server, Method::GET, &host, "/")
+        .header("e2b-traffic-access-token", &token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::BAD_GATEWAY);
+}

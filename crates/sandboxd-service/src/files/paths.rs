@@ -133,15 +133,17 @@ impl Files {
         }
     }
 
-    /// The events of a watcher since the last read.
+    /// The events of a watcher since the last read; with `wait`, a read that would find
+    /// none waits up to that long (at most a second) for the first.
     pub async fn watcher_events(
         &self,
         caller: &Principal,
         sandbox_id: &str,
         id: &str,
+        wait: std::time::Duration,
     ) -> Result<Vec<WatchEvent>, ServiceError> {
         let agent = self.agent(caller, sandbox_id, SandboxNeed::Read).await?;
-        match agent.watcher_events(id).await {
+        match agent.watcher_events(id, wait).await {
             Ok(events) => Ok(events),
             Err(error) => Err(self.watcher_failed(sandbox_id, error).await),
         }

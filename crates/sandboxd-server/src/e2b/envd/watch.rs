@@ -1,7 +1,7 @@
 //! Watching directories: `CreateWatcher`, `GetWatcherEvents` and `RemoveWatcher` are
-//! the agent's watchers one call each; `WatchDir` streams a watcher's events, read
-//! every [`POLL`], and removes it when the stream ends (its client gone, its timeout
-//! passed).
+//! the agent's watchers one call each; `WatchDir` streams a watcher's events, each
+//! read waiting up to [`WAIT`] for the first (so an event goes out as it comes), and
+//! removes it when the stream ends (its client gone, its timeout passed).
 
 use std::time::Duration;
 
@@ -24,8 +24,12 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::service::ServiceError;
 
-/// How often a `WatchDir` stream reads its watcher.
-const POLL: Duration = Duration::from_millis(100);
+/// How long a `WatchDir` stream's read waits for a first event (the agent answers as
+/// soon as one comes): how often the stream looks at its client, deadline and
+/// keepalive while it is quiet.
+const WAIT: Duration = Duration::from_millis(500);
+/// How long after a read that found nothing the next one starts.
+const AFTER_NOTHING: Duration = Duration::from_millis(25);
 
 /// Checks the directory and starts a watcher of it; the agent's watcher id.
 async fn start(fs: &Fs<'_>, request: &WatchRequest) -> Result<String, RpcError> {
@@ -52,10 +56,15 @@ async fn start(fs: &Fs<'_>, request: &WatchRequest) -> Result<String, RpcError> 
 }
 
 /// The events of the agent's watcher, as E2B shows them.
-async fn read(fs: &Fs<'_>, id: &str, with_entries: bool) -> Result<Vec<FilesystemEvent>, RpcError> {
+async fn read(
+    fs: &Fs<'_>,
+    id: &str,
+    with_entries: bool,
+    wait: Duration,
+) -> Result<Vec<FilesystemEvent>, RpcError> {
     let events = match fs
         .files()
-        .watcher_events(&fs.who.caller, &fs.who.sandbox_id, id)
+        .watcher_events(&fs.who.caller, &fs.who.sandbox_id, id, wait)
         .await
     {
         Err(ServiceError::NotFound("watcher")) => {
@@ -104,7 +113,7 @@ pub(super) async fn create(fs: &Fs<'_>, body: &Bytes) -> Result<Response, RpcErr
 pub(super) async fn events(fs: &Fs<'_>, body: &Bytes) -> Result<Response, RpcError> {
     let request: WatcherRequest = rpc::unary_request(body)?;
     let (id, with_entries) = agent_watcher(&request.watcher_id);
-    let events = read(fs, id, with_entries).await?;
+    let events = read(fs, id, with_entries, Duration::ZERO).await?;
     Ok(rpc::unary_answer(&EventsAnswer { events }))
 }
 
@@ -159,8 +168,13 @@ pub(super) async fn watch_dir(fs: &Fs<'_>, headers: &HeaderMap, body: &Bytes) ->
                     ));
                     break;
                 }
-                match read(&fs, &id, with_entries).await {
+                match read(&fs, &id, with_entries, WAIT).await {
                     Ok(events) => {
+                        if events.is_empty() {
+                            // The wait ran out (or an agent answered at once): no
+                            // agent makes this loop spin.
+                            tokio::time::sleep(AFTER_NOTHING).await;
+                        }
                         let mut gone = false;
                         for event in events {
                             quiet_since = Instant::now();
@@ -184,7 +198,6 @@ pub(super) async fn watch_dir(fs: &Fs<'_>, headers: &HeaderMap, body: &Bytes) ->
                         break;
                     }
                 }
-                tokio::time::sleep(POLL).await;
             }
         }
         let _ = fs

@@ -9,10 +9,12 @@
 use sandboxd_core::access::SandboxNeed;
 use std::time::{Duration, Instant};
 
-use sandboxd_contracts::{FollowEvent, FollowFrom, ProcessFollow, ProcessSpec, SandboxChannel};
+use sandboxd_contracts::{
+    FollowEvent, FollowFrom, ProcessFollow, ProcessInfo, ProcessSpec, SandboxChannel,
+};
 use sandboxd_core::api::{
-    ContextCreateRequest, ContextResult, ContextRunRequest, ContextRunResult, ContextView,
-    context_language,
+    CONTEXT_LANGUAGES, ContextCreateRequest, ContextResult, ContextRunRequest, ContextRunResult,
+    ContextView, context_language,
 };
 use sandboxd_core::error::Invalid;
 use sandboxd_core::limits::{
@@ -58,15 +60,27 @@ fn argv_of(language: &str) -> Vec<String> {
 }
 
 /// The language of a process, if it is a context's.
-fn language_of(argv: &[String]) -> Option<&'static str> {
-    let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+/// Its tag names it (`context:<language>`); a context started before contexts had tags is
+/// known by the start of its driver (a listing shows the start of a long command line).
+fn language_of(process: &ProcessInfo) -> Option<&'static str> {
+    if let Some(tag) = &process.tag {
+        return CONTEXT_LANGUAGES
+            .iter()
+            .copied()
+            .find(|language| tag.strip_prefix(TAG_PREFIX) == Some(language));
+    }
+    let drives = |code: &str, driver: &str| code.len() >= 1024 && driver.starts_with(code);
+    let args: Vec<&str> = process.argv.iter().map(String::as_str).collect();
     match args.as_slice() {
-        ["python3", "-u", "-c", code] if *code == PYTHON_DRIVER => Some("python"),
-        ["python3", "-u", "-c", code, "bash"] if *code == PYTHON_DRIVER => Some("bash"),
-        ["node", "-e", code] if *code == JAVASCRIPT_DRIVER => Some("javascript"),
+        ["python3", "-u", "-c", code, "bash"] if drives(code, PYTHON_DRIVER) => Some("bash"),
+        ["python3", "-u", "-c", code, ..] if drives(code, PYTHON_DRIVER) => Some("python"),
+        ["node", "-e", code] if drives(code, JAVASCRIPT_DRIVER) => Some("javascript"),
         _ => None,
     }
 }
+
+/// What a context's tag starts with; its language follows.
+const TAG_PREFIX: &str = "context:";
 const SIGINT: i32 = 2;
 const SIGKILL: i32 = 9;
 /// After an interrupt, the reply has this long to come before the context is killed.
@@ -165,7 +179,7 @@ impl Commands {
                 cwd: Some(cwd.clone()),
                 env: self.service.command_env(&sandbox, Vec::new()).await?,
                 stdin: true,
-                tag: None,
+                tag: Some(format!("{TAG_PREFIX}{language}")),
                 pty: None,
             })
             .await
@@ -201,7 +215,7 @@ impl Commands {
             .map_err(process_error)?
             .into_iter()
             .filter(|p| p.id.starts_with("c_"))
-            .filter_map(|p| language_of(&p.argv).map(|language| (language, p)))
+            .filter_map(|p| language_of(&p).map(|language| (language, p)))
             .collect();
         listed.sort_by(|(_, a), (_, b)| (a.started_ms, &a.id).cmp(&(b.started_ms, &b.id)));
         Ok(listed
@@ -488,5 +502,57 @@ impl RunReader {
                 FollowEvent::Exit(_) => return Err(ended()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(argv: Vec<String>, tag: Option<&str>) -> ProcessInfo {
+        ProcessInfo {
+            id: "c_x".into(),
+            argv,
+            pid: 1,
+            started_ms: 0,
+            exit: None,
+            ended_ms: None,
+            stdin_open: true,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            tag: tag.map(str::to_owned),
+            cwd: None,
+            pty: false,
+        }
+    }
+
+    #[test]
+    fn a_contexts_language_is_its_tags_or_its_drivers() {
+        for language in CONTEXT_LANGUAGES {
+            let tagged = process(argv_of(language), Some(&format!("{TAG_PREFIX}{language}")));
+            assert_eq!(language_of(&tagged), Some(language));
+        }
+        assert_eq!(language_of(&process(argv_of("python"), Some("mine"))), None);
+        // Untagged (started before tags), as a listing shows it: the start of the driver.
+        let cut = |mut argv: Vec<String>| {
+            argv[2].truncate(8000);
+            argv
+        };
+        assert_eq!(
+            language_of(&process(cut(argv_of("python")), None)),
+            Some("python")
+        );
+        assert_eq!(
+            language_of(&process(argv_of("javascript"), None)),
+            Some("javascript")
+        );
+        // Anything else is no context.
+        let own = vec![
+            "python3".into(),
+            "-u".into(),
+            "-c".into(),
+            "print(1)".into(),
+        ];
+        assert_eq!(language_of(&process(own, None)), None);
     }
 }
