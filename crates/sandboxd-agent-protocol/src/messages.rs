@@ -419,6 +419,10 @@ pub struct DirEntry {
     pub metadata: Option<std::collections::BTreeMap<String, String>>,
 }
 
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,8 +438,4 @@ mod tests {
         assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), request);
         assert!(serde_json::from_str::<Request>(r#"{"op":"rm","path":"/"}"#).is_err());
     }
-}
-
-fn is_zero(value: &u32) -> bool {
-    *value == 0
 }

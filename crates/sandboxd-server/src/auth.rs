@@ -61,6 +61,22 @@ pub async fn principal(state: &AppState, key: &str) -> Result<Principal, ApiErro
     limited(state, principal)
 }
 
+/// The caller of key `key_id` (one a token was derived from: E2B's access tokens, an
+/// upload's token), as the key stands now, on its user's rate limit; `None` when the
+/// key is revoked or gone.
+pub(crate) async fn key_holder(
+    state: &AppState,
+    key_id: &str,
+) -> Result<Option<Principal>, ApiError> {
+    let principal = state
+        .service
+        .store()
+        .principal_of_key(key_id)
+        .await
+        .map_err(ServiceError::from)?;
+    principal.map(|p| limited(state, p)).transpose()
+}
+
 /// Per user, not per key: more keys do not buy more requests.
 pub(crate) fn limited(state: &AppState, principal: Principal) -> Result<Principal, ApiError> {
     state.limits.check(&principal.user_id).map_err(|wait| {

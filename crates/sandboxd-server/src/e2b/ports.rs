@@ -114,12 +114,10 @@ async fn caller_of(
         let key_id = store
             .envd_token_key(sandbox_id, token)
             .ok_or_else(refused)?;
-        let principal = store
-            .principal_of_key(&key_id)
-            .await
-            .map_err(ServiceError::from)?
-            .ok_or_else(refused)?;
-        return auth::limited(state, principal).map(Some);
+        return auth::key_holder(state, &key_id)
+            .await?
+            .ok_or_else(refused)
+            .map(Some);
     }
     match token_from(headers) {
         Some(key) => auth::principal(state, key).await.map(Some),

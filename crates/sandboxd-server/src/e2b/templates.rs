@@ -229,12 +229,9 @@ async fn upload(
     let key_id = store
         .e2b_upload_key(&project, &hash, &query.token, now_s)
         .ok_or_else(refused)?;
-    let principal = store
-        .principal_of_key(&key_id)
-        .await
-        .map_err(ServiceError::from)?
+    let principal = crate::auth::key_holder(&state, &key_id)
+        .await?
         .ok_or_else(refused)?;
-    let principal = crate::auth::limited(&state, principal)?;
     let _turn = UPLOADS_AT_ONCE
         .acquire()
         .await

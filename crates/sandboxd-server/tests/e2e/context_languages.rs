@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::contexts::run;
-use crate::e2b_envd::e2b_sandbox;
+use crate::e2b_envd::{e2b_sandbox, e2b_sandbox_of};
 use crate::harness::{KEY, TestServer, id};
 
 async fn context(server: &TestServer, sandbox: &Value, language: &str) -> Value {
@@ -219,22 +219,13 @@ async fn e2bs_interpreter_answers_results_as_its_fields_in_every_language() {
     let server = TestServer::start().await;
     let (id, token) = e2b_sandbox(&server, KEY).await;
     // E2B's default template is the interpreter's.
-    let made: Value = server
-        .client
-        .post(format!("{}/e2b/v2/sandboxes", server.url))
-        .header("X-API-Key", KEY)
-        .json(&json!({"templateID": "code-interpreter-v1", "timeout": 120}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let (rich, rich_token) = (
-        made["sandboxID"].as_str().unwrap(),
-        made["envdAccessToken"].as_str().unwrap(),
-    );
-    let lines = e2b_run(&server, rich, rich_token, json!({"code": FIGURE})).await;
+    let (rich, rich_token) = e2b_sandbox_of(
+        &server,
+        KEY,
+        json!({"templateID": "code-interpreter-v1", "timeout": 120}),
+    )
+    .await;
+    let lines = e2b_run(&server, &rich, &rich_token, json!({"code": FIGURE})).await;
     let results: Vec<&Value> = lines.iter().filter(|l| l["type"] == "result").collect();
     assert_eq!(results.len(), 2, "{lines:?}");
     assert!(results[0]["png"].as_str().unwrap().starts_with("iVBOR"));

@@ -13,11 +13,25 @@ use crate::harness::{KEY, TestServer};
 
 /// A sandbox made through E2B's control plane: its id and access token.
 pub(crate) async fn e2b_sandbox(server: &TestServer, key: &str) -> (String, String) {
+    e2b_sandbox_of(
+        server,
+        key,
+        json!({"templateID": "base", "timeout": 120, "allow_internet_access": false}),
+    )
+    .await
+}
+
+/// A sandbox made through E2B's control plane with `body`: its id and access token.
+pub(crate) async fn e2b_sandbox_of(
+    server: &TestServer,
+    key: &str,
+    body: Value,
+) -> (String, String) {
     let made: Value = server
         .client
         .post(format!("{}/e2b/v2/sandboxes", server.url))
         .header("X-API-Key", key)
-        .json(&json!({"templateID": "base", "timeout": 120, "allow_internet_access": false}))
+        .json(&body)
         .send()
         .await
         .unwrap()

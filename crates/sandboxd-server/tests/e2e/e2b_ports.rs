@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::harness::{KEY, TestServer};
 use crate::pause::one;
-use crate::preview::APP;
+use crate::preview::start_app;
 
 const DOMAIN: &str = "e2b.localhost";
 
@@ -50,20 +50,7 @@ async fn made_with(server: &TestServer, fields: Value) -> (String, String) {
 
 /// Starts the preview tests' app on port 8000 and waits until it answers a key.
 async fn serve_app(server: &TestServer, id: &str) {
-    let (status, written) = server
-        .post(
-            "sandbox.writeFile",
-            json!({"sandboxId": id, "path": "/tmp/app.py", "content": APP}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{written}");
-    let (status, started) = server
-        .post(
-            "sandbox.processStart",
-            json!({"sandboxId": id, "cmd": "exec python3 /tmp/app.py"}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
+    start_app(server, id).await;
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let answer = at(server, Method::GET, &format!("8000-{id}"), "/headers")

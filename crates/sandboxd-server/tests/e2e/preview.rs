@@ -25,20 +25,7 @@ pub async fn serving() -> (TestServer, Value, String) {
 pub async fn serving_on(server: TestServer) -> (TestServer, Value, String) {
     let sandbox = server.create(json!({"template": "base"})).await;
     assert_eq!(sandbox["networkMode"], "isolated");
-    let (status, written) = server
-        .post(
-            "sandbox.writeFile",
-            json!({"sandboxId": id(&sandbox), "path": "/tmp/app.py", "content": APP}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{written}");
-    let (status, started) = server
-        .post(
-            "sandbox.processStart",
-            json!({"sandboxId": id(&sandbox), "cmd": "exec python3 /tmp/app.py"}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
+    start_app(&server, id(&sandbox)).await;
     let path = sandboxd_core::ports::preview_path(id(&sandbox), 8000);
     let base = format!("{}{}", server.url, path.trim_end_matches('/'));
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -62,6 +49,24 @@ pub async fn serving_on(server: TestServer) -> (TestServer, Value, String) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     (server, sandbox, base)
+}
+
+/// Starts [`APP`] in the sandbox, in the background (it listens on port 8000).
+pub(crate) async fn start_app(server: &TestServer, sandbox_id: &str) {
+    let (status, written) = server
+        .post(
+            "sandbox.writeFile",
+            json!({"sandboxId": sandbox_id, "path": "/tmp/app.py", "content": APP}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{written}");
+    let (status, started) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": sandbox_id, "cmd": "exec python3 /tmp/app.py"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
 }
 
 /// A GET with `key`.

@@ -258,21 +258,7 @@ async fn a_public_previews_traffic_has_a_bucket_of_its_own() {
     })
     .await;
     let sandbox = server.create(json!({"template": "base"})).await;
-    let sid = id(&sandbox).to_owned();
-    let (status, _) = server
-        .post(
-            "sandbox.writeFile",
-            json!({"sandboxId": sid, "path": "/tmp/app.py", "content": crate::preview::APP}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, _) = server
-        .post(
-            "sandbox.processStart",
-            json!({"sandboxId": sid, "cmd": "exec python3 /tmp/app.py"}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    crate::preview::start_app(&server, id(&sandbox)).await;
     let exposed = expose(&server, &sandbox, json!({"port": 8000, "public": true})).await;
     let url = exposed["url"].as_str().unwrap().to_owned();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);

@@ -142,12 +142,9 @@ async fn envd_on(
         let key_id = store
             .envd_token_key(&sandbox_id, token)
             .ok_or_else(refused)?;
-        let principal = store
-            .principal_of_key(&key_id)
-            .await
-            .map_err(|error| RpcError::from(crate::service::ServiceError::from(error)))?
-            .ok_or_else(refused)?;
-        auth::limited(state, principal)?
+        auth::key_holder(state, &key_id)
+            .await?
+            .ok_or_else(refused)?
     } else if let Some(key) = token_from(headers) {
         auth::principal(state, key).await?
     } else {
