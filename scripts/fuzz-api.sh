@@ -22,6 +22,9 @@ export SANDBOXD_RATE_LIMIT_PER_SECOND=0
 # Every snapshot is a commit on the engine: a bound on how many the fuzzer makes (forks
 # take theirs from the same count).
 export SANDBOXD_QUOTAS__SNAPSHOTS=150
+# Room for the pass's template builds at once: beside the rest of the suite a build
+# takes longer, and the cases past the bound would be refused (429) under the floor.
+export SANDBOXD_BUILDS__PER_ORGANIZATION=8 SANDBOXD_BUILDS__AT_ONCE=8
 # Previews on hosts of their own too, so that the odd hosts reach that routing.
 export SANDBOXD_PREVIEW_DOMAIN=localhost
 # The fixtures register servers on loopback.
@@ -66,7 +69,9 @@ if [ -n "${FUZZ_KEEP_REPORT:-}" ]; then
 fi
 rm -rf "$report"
 # The images of the templates the pass built, and their build cache, by name (a step's
-# image is the parent of the next one's: an id with children is not removed).
+# image is the parent of the next one's: an id with children is not removed); left to
+# the caller with FUZZ_LEAVE_IMAGES=1 (other servers' builds may be under way).
+[ "${FUZZ_LEAVE_IMAGES:-0}" = 1 ] && exit "$status"
 for repository in sandboxd-templates sandboxd-build-cache; do
   docker images --format '{{.Repository}}:{{.Tag}}' --filter "reference=$repository:*" | xargs -r docker rmi >/dev/null 2>&1 || true
 done

@@ -54,11 +54,19 @@ pub(super) async fn snapshot_named(
         .find(|snapshot| wire::names_snapshot(snapshot, template)))
 }
 
-/// Pauses a running sandbox: 204; 409 when it is paused already.
+/// Body of a pause: `memory: false` keeps the files alone (E2B's `keep_memory=False`).
+#[derive(Debug, Default, Deserialize)]
+struct PauseBody {
+    memory: Option<bool>,
+}
+
+/// Pauses a running sandbox: 204; 409 when it is paused already. With `memory: false`
+/// its processes end and its files are kept: its resume starts it afresh.
 async fn pause(
     State(state): State<AppState>,
     who: Result<Caller, ApiError>,
     Path(id): Path<String>,
+    body: axum::body::Bytes,
 ) -> E2bResult<StatusCode> {
     let who = caller(who)?;
     let sandbox = live_sandbox(&state, &who, &id, SandboxNeed::Use).await?;
@@ -68,11 +76,20 @@ async fn pause(
         )))
         .into());
     }
-    state
-        .service
-        .sandboxes()
-        .pause_for(&who, &id, sandboxd_core::model::PauseMemory::Ram)
-        .await?;
+    let body: PauseBody = if body.iter().all(u8::is_ascii_whitespace) {
+        PauseBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|error| ApiError::BadRequest(format!("invalid JSON body: {error}")))?
+    };
+    let sandboxes = state.service.sandboxes();
+    if body.memory == Some(false) {
+        sandboxes.pause_files_for(&who, &id).await?;
+    } else {
+        sandboxes
+            .pause_for(&who, &id, sandboxd_core::model::PauseMemory::Ram)
+            .await?;
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -674,3 +674,66 @@ async fn e2b_listings_come_a_page_at_a_time() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
     }
 }
+
+/// E2B's `pause(keep_memory=False)`: the sandbox's processes end and its files stay; a
+/// connect starts it afresh from them. A bad body makes nothing.
+#[tokio::test]
+async fn an_e2b_pause_without_memory_keeps_the_files_alone() {
+    let server = TestServer::start().await;
+    let (_, made) = call(
+        &server,
+        Method::POST,
+        "/v2/sandboxes",
+        KEY,
+        Some(json!({"templateID": "base", "timeout": 120, "allow_internet_access": false})),
+    )
+    .await;
+    let id = made["sandboxID"].as_str().unwrap().to_owned();
+    let sandbox = json!({"sandboxId": id});
+    server.exec(&sandbox, "echo kept > /home/user/mark").await;
+    let (status, started) = server
+        .post(
+            "sandbox.processStart",
+            json!({"sandboxId": id, "cmd": "exec sleep 600"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let sleeping = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 600' || true";
+    let running = server.exec(&sandbox, sleeping).await;
+    assert_eq!(running["stdout"], "1\n", "{running}");
+
+    let (status, refused) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/pause"),
+        KEY,
+        Some(json!("memory")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/pause"),
+        KEY,
+        Some(json!({"memory": false})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, detail) = call(&server, Method::GET, &format!("/sandboxes/{id}"), KEY, None).await;
+    assert_eq!(detail["state"], "paused", "{detail}");
+
+    let (status, _) = call(
+        &server,
+        Method::POST,
+        &format!("/sandboxes/{id}/connect"),
+        KEY,
+        Some(json!({"timeout": 120})),
+    )
+    .await;
+    assert!(status.is_success(), "{status}");
+    let kept = server.exec(&sandbox, "cat /home/user/mark").await;
+    assert_eq!(kept["stdout"], "kept\n", "{kept}");
+    let after = server.exec(&sandbox, sleeping).await;
+    assert_eq!(after["stdout"], "0\n", "the processes ended: {after}");
+}

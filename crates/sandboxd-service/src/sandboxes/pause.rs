@@ -202,6 +202,24 @@ impl Sandboxes {
         }
     }
 
+    /// Pauses a running sandbox of the caller's keeping its files alone (E2B's
+    /// `keep_memory=False`): its processes end, its memory is freed, and its resume
+    /// starts it afresh from its files.
+    pub async fn pause_files_for(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<Sandbox, ServiceError> {
+        let sandbox = self
+            .service
+            .access()
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        self.service
+            .pause_keeping(&sandbox, Some(caller), Why::Asked, Keeps::Files)
+            .await
+    }
+
     /// Resumes a paused sandbox of the caller's; one running is answered as it is.
     #[tracing::instrument(skip_all, fields(sandbox_id = %sandbox_id))]
     pub async fn resume_for(
@@ -258,6 +276,15 @@ impl Sandboxes {
     }
 }
 
+/// What a pause keeps of a sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keeps {
+    /// Its processes, frozen with their memory.
+    Memory,
+    /// Its files alone: its processes end, and its resume starts it afresh.
+    Files,
+}
+
 impl Service {
     /// The container of a sandbox that a call is about to reach inside: a running
     /// sandbox's, or a paused one's once it is resumed.
@@ -285,6 +312,19 @@ impl Service {
         caller: Option<&Principal>,
         why: Why,
     ) -> Result<Sandbox, ServiceError> {
+        self.pause_keeping(sandbox, caller, why, Keeps::Memory)
+            .await
+    }
+
+    /// Pauses a running sandbox keeping `keeps`: frozen with its memory, or its
+    /// processes ended and its files kept (its resume starts it afresh).
+    pub(crate) async fn pause_keeping(
+        &self,
+        sandbox: &Sandbox,
+        caller: Option<&Principal>,
+        why: Why,
+        keeps: Keeps,
+    ) -> Result<Sandbox, ServiceError> {
         let id = sandbox.sandbox_id.as_str();
         let _held = self.inner.freezes.hold(id).await;
         let row = self.row_now(id).await?;
@@ -294,11 +334,19 @@ impl Service {
         self.inner.freezes.busy(id)?;
         let container = row.running_container()?.to_owned();
         let engine = self.fleet().engine_of(row.server_id.as_deref()).await?;
-        self.lease_for_pause(&row).await?;
+        if keeps == Keeps::Memory {
+            self.lease_for_pause(&row).await?;
+        }
         let Some(paused) = self.store().pause(id, now_ms()).await? else {
             return Err(self.changed_state(id).await);
         };
-        if let Err(error) = engine.pause_container(&container).await {
+        let stopped = match keeps {
+            Keeps::Memory => engine.pause_container(&container).await,
+            // Its processes end; the container's files stay, and the revival of a
+            // dead container leaves a paused sandbox's alone.
+            Keeps::Files => engine.kill_container(&container).await,
+        };
+        if let Err(error) = stopped {
             warn!(sandbox_id = %id, error = %sandboxd_core::error::chain(&error), "the engine could not pause the sandbox; it runs on");
             self.store().resume(id, now_ms(), None).await?;
             return Err(match error {
@@ -306,14 +354,15 @@ impl Service {
                 other => other.into(),
             });
         }
-        info!(sandbox_id = %id, reason = why.as_str(), "sandbox paused");
+        let memory = keeps == Keeps::Memory;
+        info!(sandbox_id = %id, reason = why.as_str(), memory, "sandbox paused");
         self.access()
             .record(
                 &paused.organization_id,
                 caller,
                 "sandbox.pause",
                 Resource::sandbox(&paused),
-                json!({"reason": why.as_str()}),
+                json!({"reason": why.as_str(), "memoryKept": memory}),
             )
             .await;
         Ok(paused)
