@@ -69,9 +69,7 @@ if [ -n "${FUZZ_KEEP_REPORT:-}" ]; then
 fi
 rm -rf "$report"
 # The images of the templates the pass built, and their build cache, by name (a step's
-# image is the parent of the next one's: an id with children is not removed); left to
-# the caller with FUZZ_LEAVE_IMAGES=1 (other servers' builds may be under way).
-[ "${FUZZ_LEAVE_IMAGES:-0}" = 1 ] && exit "$status"
+# image is the parent of the next one's: an id with children is not removed).
 for repository in sandboxd-templates sandboxd-build-cache; do
   docker images --format '{{.Repository}}:{{.Tag}}' --filter "reference=$repository:*" | xargs -r docker rmi >/dev/null 2>&1 || true
 done

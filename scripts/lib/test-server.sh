@@ -51,10 +51,8 @@ cleanup() {
     done
   done
   # The internet bridge, made for the first `internet` sandbox (E2B's default), unless
-  # another server's sandboxes are still on it (then the engine refuses), or servers
-  # running beside this one may make one on it any moment (the suite removes it once
-  # they are all done: SANDBOXD_TEST_KEEP_BRIDGE=1).
-  [ "${SANDBOXD_TEST_KEEP_BRIDGE:-0}" = 1 ] || docker network rm sandboxd-internet >/dev/null 2>&1 || true
+  # another server's sandboxes are still on it (then the engine refuses).
+  docker network rm sandboxd-internet >/dev/null 2>&1 || true
   rm -rf "$data"
   return "$failed"
 }

@@ -24,7 +24,9 @@ pub use sandboxd_core::template_build::MAX_BUILD_BODY_BYTES;
 /// itself as the bytes flow (the transfer limit), and for a preview, whose body streams
 /// to the app in the sandbox within the credit its agent grants (E2B's ports too).
 pub fn limit_for(path: &str) -> Option<usize> {
-    if path.starts_with(crate::previews::proxy::PREFIX) || path.starts_with("/e2b/ports") {
+    if path.starts_with(crate::previews::proxy::PREFIX)
+        || path.starts_with(crate::e2b::hosts::PORTS_PATH)
+    {
         return None;
     }
     if path.starts_with("/e2b/template-files/") {

@@ -430,6 +430,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/metrics", get(metrics::render))
         .merge(e2b::router())
+        .merge(previews::e2b_ports::router())
         .route("/sandbox-exec", get(routes::exec_stream::sandbox_exec))
         .route("/sandbox-pty", get(routes::terminal::sandbox_pty))
         .route("/sandbox-port", get(routes::port_socket::sandbox_port))

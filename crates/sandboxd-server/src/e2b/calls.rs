@@ -37,7 +37,7 @@ pub(super) async fn place_of(state: &AppState, caller: &Principal) -> E2bResult<
 
 /// A failure in E2B's shape: the status, and `{code: status, message}`. The request
 /// log still sees the failure behind it.
-pub(super) struct E2bError(ApiError);
+pub(crate) struct E2bError(ApiError);
 
 impl<E: Into<ApiError>> From<E> for E2bError {
     fn from(error: E) -> Self {

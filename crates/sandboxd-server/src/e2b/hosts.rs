@@ -10,7 +10,7 @@
 //!
 //! `49999-<id>.<domain>` (the code interpreter) is served under `/e2b/envd` too. Any
 //! other path under `/e2b` gets E2B's 404. A sandbox's other ports are its apps, served
-//! as E2B serves them (`ports.rs`).
+//! as E2B serves them (`ports.rs` decides, `crate::previews::e2b_ports` carries).
 
 use axum::extract::{Request, State};
 use axum::http::uri::PathAndQuery;
@@ -21,6 +21,20 @@ use sandboxd_core::e2b::host::{E2bHost, e2b_host};
 use sandboxd_core::e2b::interpreter::INTERPRETER_PORT;
 
 use super::envd::ENVD_PORT;
+
+/// Where a request to a sandbox's other port goes, marked with a [`PortRequest`]
+/// (`crate::previews::e2b_ports` serves it).
+pub(crate) const PORTS_PATH: &str = "/e2b/ports";
+
+/// A request to a sandbox's port as found on the E2B domain: a request extension,
+/// which no client can send (a request to [`PORTS_PATH`] without it is 404).
+#[derive(Debug, Clone)]
+pub(crate) struct PortRequest {
+    pub sandbox_id: String,
+    pub port: u16,
+    /// The request's own address, which the app sees.
+    pub uri: Uri,
+}
 
 /// Sends requests to the E2B domain's hosts to the routes under `/e2b`.
 pub async fn by_host(State(domain): State<String>, mut request: Request, next: Next) -> Response {
@@ -48,12 +62,12 @@ pub async fn by_host(State(domain): State<String>, mut request: Request, next: N
         Some(E2bHost::Sandbox { port, sandbox_id }) => {
             // Marked here, where no client can mark it, with the path the app is to see.
             let uri = request.uri().clone();
-            request.extensions_mut().insert(super::ports::PortRequest {
+            request.extensions_mut().insert(PortRequest {
                 sandbox_id,
                 port,
                 uri,
             });
-            super::ports::PATH
+            PORTS_PATH
         }
         Some(E2bHost::Unknown) => return not_found(format!("nothing is served at {host}")),
     };
@@ -78,7 +92,7 @@ fn under(uri: &Uri, prefix: &str) -> Option<Uri> {
 }
 
 /// A path under `/e2b` that E2B's API does not have: E2B's 404.
-pub(super) async fn unknown_path(uri: Uri) -> Response {
+pub(crate) async fn unknown_path(uri: Uri) -> Response {
     not_found(format!(
         "E2B's API has no {}",
         uri.path().trim_start_matches("/e2b")

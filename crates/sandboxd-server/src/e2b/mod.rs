@@ -10,7 +10,7 @@ pub(crate) mod envd;
 pub mod hosts;
 mod lifecycle;
 mod network;
-mod ports;
+pub(crate) mod ports;
 pub(crate) mod templates;
 
 use axum::Router;
@@ -26,7 +26,6 @@ pub fn router() -> Router<AppState> {
         .merge(network::router())
         .merge(templates::router())
         .merge(envd::router())
-        .merge(ports::router())
         .route("/e2b", axum::routing::any(hosts::unknown_path))
         .route("/e2b/{*rest}", axum::routing::any(hosts::unknown_path))
 }

@@ -699,8 +699,16 @@ async fn an_e2b_pause_without_memory_keeps_the_files_alone() {
         .await;
     assert_eq!(status, StatusCode::OK, "{started}");
     let sleeping = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 600' || true";
-    let running = server.exec(&sandbox, sleeping).await;
-    assert_eq!(running["stdout"], "1\n", "{running}");
+    // The process runs once the agent started it (it may take a moment).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let running = server.exec(&sandbox, sleeping).await;
+        if running["stdout"] == "1\n" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{running}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 
     let (status, refused) = call(
         &server,
