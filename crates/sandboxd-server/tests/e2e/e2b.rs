@@ -680,15 +680,7 @@ async fn e2b_listings_come_a_page_at_a_time() {
 #[tokio::test]
 async fn an_e2b_pause_without_memory_keeps_the_files_alone() {
     let server = TestServer::start().await;
-    let (_, made) = call(
-        &server,
-        Method::POST,
-        "/v2/sandboxes",
-        KEY,
-        Some(json!({"templateID": "base", "timeout": 120, "allow_internet_access": false})),
-    )
-    .await;
-    let id = made["sandboxID"].as_str().unwrap().to_owned();
+    let (id, _) = crate::e2b_envd::e2b_sandbox(&server, KEY).await;
     let sandbox = json!({"sandboxId": id});
     server.exec(&sandbox, "echo kept > /home/user/mark").await;
     let (status, started) = server

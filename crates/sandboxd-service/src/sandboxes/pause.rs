@@ -187,11 +187,7 @@ impl Sandboxes {
         sandbox_id: &str,
         memory: PauseMemory,
     ) -> Result<Sandbox, ServiceError> {
-        let sandbox = self
-            .service
-            .access()
-            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
-            .await?;
+        let sandbox = self.usable(caller, sandbox_id).await?;
         match memory {
             PauseMemory::Ram => self.service.pause(&sandbox, Some(caller), Why::Asked).await,
             PauseMemory::Disk => {
@@ -202,6 +198,14 @@ impl Sandboxes {
         }
     }
 
+    /// A sandbox the caller may use.
+    async fn usable(&self, caller: &Principal, sandbox_id: &str) -> Result<Sandbox, ServiceError> {
+        self.service
+            .access()
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
+            .await
+    }
+
     /// Pauses a running sandbox of the caller's keeping its files alone (E2B's
     /// `keep_memory=False`): its processes end, its memory is freed, and its resume
     /// starts it afresh from its files.
@@ -210,11 +214,7 @@ impl Sandboxes {
         caller: &Principal,
         sandbox_id: &str,
     ) -> Result<Sandbox, ServiceError> {
-        let sandbox = self
-            .service
-            .access()
-            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
-            .await?;
+        let sandbox = self.usable(caller, sandbox_id).await?;
         self.service
             .pause_keeping(&sandbox, Some(caller), Why::Asked, Keeps::Files)
             .await
@@ -227,11 +227,7 @@ impl Sandboxes {
         caller: &Principal,
         sandbox_id: &str,
     ) -> Result<Sandbox, ServiceError> {
-        let sandbox = self
-            .service
-            .access()
-            .sandbox_for(caller, sandbox_id, SandboxNeed::Use)
-            .await?;
+        let sandbox = self.usable(caller, sandbox_id).await?;
         self.service
             .resume(&sandbox, Some(caller), Why::Asked)
             .await
