@@ -58,6 +58,8 @@ NOT_REACHED = {
         "sandbox.writeFile": "files go up streamed (sandbox.upload)",
         "sandbox.readFile": "files come down streamed (sandbox.download)",
         "sandbox.changes": "not shown yet: the CLI's `changes` and the SDK read it",
+        "sandbox.activity": "not shown yet: the CLI's `activity`, the SDK and MCP read it",
+        "sandbox.recording": "not played yet: the CLI's `recording` writes it for asciinema",
         "sandbox.fork": "not offered yet: the CLI's `fork` and the SDK do it",
         "sandbox.requestEgress": "an agent's request: the dashboard decides them",
         "sandbox.setEgress": "lists are set at creation or widened by a decision",
@@ -221,6 +223,7 @@ reached_all("the Python SDK", sdk_reached)
 
 # The SDK's models: the schema each reads.
 MODELS = {
+    "ActivityEntry": "ActivityEntryView",
     "EgressEntry": "EgressEntryView",
     "EgressRequest": "EgressRequestView",
     "SandboxInfo": "SandboxView",

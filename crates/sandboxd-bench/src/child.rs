@@ -32,7 +32,7 @@ pub struct ChildServer {
     pub http: Http,
     instance: String,
     child: Child,
-    _data: tempfile::TempDir,
+    data: tempfile::TempDir,
 }
 
 impl ChildServer {
@@ -106,7 +106,7 @@ impl ChildServer {
                 http,
                 instance,
                 child,
-                _data: data,
+                data,
             }),
             Err(error) => {
                 let _ = child.kill();
@@ -114,6 +114,11 @@ impl ChildServer {
                 Err(error)
             }
         }
+    }
+
+    /// The server's data directory (its SQLite database).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.data.path()
     }
 
     /// The label value of this server's containers.

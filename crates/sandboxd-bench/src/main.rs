@@ -8,7 +8,7 @@
 //! `load.rs`, `snapshots.rs`, `volumes.rs`, and the scenarios behind flags: `remote.rs`
 //! (`--remote`), `store.rs` (`--postgres`), `density.rs` (`--density`), `demand.rs`
 //! (`--demand`), `templates.rs` and `prepared.rs` (`--templates`), `hibernation.rs`
-//! (`--hibernation`); `report.rs`.
+//! (`--hibernation`), `activity.rs` (`--activity`); `report.rs`.
 #![forbid(unsafe_code)]
 
 /// The allocator of `sandboxd` itself: the scenarios that run the service in this
@@ -16,6 +16,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod activity;
 mod child;
 mod demand;
 mod density;
@@ -81,6 +82,11 @@ pub struct Args {
     /// checkpoint and restore.
     #[arg(long)]
     hibernation: bool,
+    /// Measure the activity timeline only: `exec true` with timelines kept against
+    /// without, `sandbox.activity` over 100,000 entries, a terminal printing 100 MiB
+    /// recorded against not.
+    #[arg(long)]
+    activity: bool,
     /// Measure volumes only: writes to a volume against the sandbox's own filesystem,
     /// and a create with a volume against one without.
     #[arg(long)]
@@ -147,6 +153,25 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let raw = floor::Floor::connect(&args.image).await?;
+    if args.activity {
+        let mut instances = Vec::new();
+        let outcome = activity::run(
+            &args.server_binary,
+            &args.image,
+            args.iterations,
+            &mut instances,
+        )
+        .await;
+        for instance in instances {
+            raw.remove_labelled(&format!("sandboxd.instance={instance}"))
+                .await;
+        }
+        let json = report::print(&outcome?, args.iterations);
+        if let Some(path) = &args.json {
+            std::fs::write(path, json)?;
+        }
+        return Ok(());
+    }
     if args.demand {
         let mut instances = Vec::new();
         let outcome = demand::run(&args, &mut instances).await;

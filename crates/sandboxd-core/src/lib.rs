@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+pub mod activity;
 pub mod api;
 pub mod changes;
 pub mod e2b;
@@ -36,6 +37,7 @@ pub mod preview_origin;
 pub mod quotas;
 pub mod reap;
 pub mod reconcile;
+pub mod recording;
 pub mod rfc3339;
 pub mod snapshots;
 pub mod template_build;

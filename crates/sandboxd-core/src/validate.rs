@@ -593,6 +593,80 @@ pub fn egress_log(req: crate::api::EgressLogQuery) -> Result<EgressLogRead, Inva
     })
 }
 
+/// Entries of a timeline read at once, by default and at most.
+pub const DEFAULT_ACTIVITY_PAGE: u32 = 100;
+pub const MAX_ACTIVITY_PAGE: u32 = 500;
+
+/// A checked `sandbox.activity`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActivityRead {
+    pub sandbox_id: String,
+    /// The position to read after.
+    pub after: Option<String>,
+    pub limit: u32,
+    /// Only these kinds; empty: all.
+    pub kinds: Vec<crate::activity::ActivityKind>,
+    /// The newest `limit` entries (no `after`).
+    pub latest: bool,
+}
+
+/// Checks `sandbox.activity`.
+pub fn activity(req: crate::api::ActivityQuery) -> Result<ActivityRead, Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    if let Some(cursor) = &req.cursor
+        && !crate::egress_log::is_position(cursor)
+    {
+        issues.push("cursor", "is not a cursor from a previous read");
+    }
+    let limit = req.limit.unwrap_or(DEFAULT_ACTIVITY_PAGE);
+    if !(1..=MAX_ACTIVITY_PAGE).contains(&limit) {
+        issues.push("limit", "must be between 1 and 500");
+    }
+    let mut kinds = Vec::new();
+    for word in req.kinds.as_deref().unwrap_or("").split(',').map(str::trim) {
+        match crate::activity::ActivityKind::parse(word) {
+            Some(kind) if !kinds.contains(&kind) => kinds.push(kind),
+            Some(_) => {}
+            None if word.is_empty() => {}
+            None => {
+                issues.push(
+                    "kinds",
+                    "must be kinds among command, file, terminal, network and lifecycle, comma-separated",
+                );
+                break;
+            }
+        }
+    }
+    let latest = req.latest.unwrap_or(false);
+    if latest && req.cursor.is_some() {
+        issues.push("latest", "cannot be given with a cursor");
+    }
+    issues.finish(ActivityRead {
+        sandbox_id: req.sandbox_id,
+        after: req.cursor,
+        limit,
+        kinds,
+        latest,
+    })
+}
+
+/// Checks `sandbox.recording`: the sandbox and the terminal's id (1–64 letters, digits,
+/// `_` and `-`).
+pub fn recording(req: crate::api::RecordingQuery) -> Result<(String, String), Invalid> {
+    let mut issues = Issues::default();
+    required_id(&mut issues, "sandboxId", &req.sandbox_id);
+    if !(1..=64).contains(&req.terminal_id.len())
+        || !req
+            .terminal_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        issues.push("terminalId", "is not a terminal's id");
+    }
+    issues.finish((req.sandbox_id, req.terminal_id))
+}
+
 /// A checked `sandbox.requestEgress`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EgressAsk {

@@ -248,6 +248,8 @@ impl Server {
                 port_traffic_ignored: !config.port_traffic_is_activity,
                 egress: checked.egress.clone(),
                 builds: config.builds.options(),
+                activity: config.activity.keeping(),
+                activity_off: !config.activity.enabled,
             },
         );
         Ok(Self {

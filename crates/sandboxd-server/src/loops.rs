@@ -345,6 +345,7 @@ pub fn spawn(
                     if holds(&service, ENGINES).await {
                         service.duties().collect_images_once().await?;
                         service.duties().collect_contexts_once().await?;
+                        service.duties().expire_activity_once().await?;
                     }
                     Ok(())
                 }

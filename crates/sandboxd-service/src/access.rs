@@ -16,6 +16,8 @@ use serde_json::Value;
 use tracing::error;
 
 use super::ServiceError;
+use crate::activity::Timeline;
+use std::sync::Arc;
 
 impl From<Denied> for ServiceError {
     fn from(denied: Denied) -> Self {
@@ -46,11 +48,13 @@ impl<'a> Resource<'a> {
 #[derive(Debug, Clone)]
 pub struct Access {
     store: Store,
+    /// Where audited actions on sandboxes are noted too.
+    timeline: Arc<Timeline>,
 }
 
 impl Access {
-    pub(crate) fn new(store: Store) -> Self {
-        Self { store }
+    pub(crate) fn new(store: Store, timeline: Arc<Timeline>) -> Self {
+        Self { store, timeline }
     }
 
     /// A sandbox of the caller's organization that the caller may act on as `need`
@@ -79,6 +83,41 @@ impl Access {
                 .await?;
         access::check_sandbox(caller, need, listed)?;
         Ok(sandbox)
+    }
+
+    /// Whether the caller may read a sandbox's timeline: as `sandbox_for` with `Read`
+    /// while its row is there; after it was removed, the timeline's organization must be
+    /// the caller's and the sandbox on the caller's access list (administrators see
+    /// every one).
+    pub(crate) async fn timeline_for(
+        &self,
+        caller: &Principal,
+        sandbox_id: &str,
+    ) -> Result<(), ServiceError> {
+        match self
+            .sandbox_for(caller, sandbox_id, SandboxNeed::Read)
+            .await
+        {
+            Err(ServiceError::NotFound(_)) => {}
+            other => return other.map(drop),
+        }
+        let id = sandboxd_core::validate::sandbox_id(sandbox_id)?;
+        if self.store.activity_organization(&id).await?.as_deref()
+            != Some(caller.organization_id.as_str())
+        {
+            return Err(ServiceError::NotFound("sandbox"));
+        }
+        let listed = access::sees_everything(caller.role)
+            || self
+                .store
+                .on_access_list(
+                    AccessList::Sandboxes,
+                    &caller.organization_id,
+                    &caller.user_id,
+                    &id,
+                )
+                .await?;
+        Ok(access::check_sandbox(caller, SandboxNeed::Read, listed)?)
     }
 
     /// Those of `sandbox_ids` (of the caller's organization) the caller may see: every
@@ -192,6 +231,10 @@ impl Access {
         resource: Resource<'_>,
         metadata: Value,
     ) {
+        if resource.kind == "sandbox" {
+            self.timeline
+                .note_audited((resource.id, organization_id), actor, action, &metadata);
+        }
         let entry = audit_entry(organization_id, actor, action, resource, metadata);
         if let Err(failure) = self.store.audit(entry).await {
             error!(%action, resource_id = %resource.id, error = %failure, "could not record an audit entry");

@@ -17,6 +17,7 @@
 //! its sandbox.
 
 mod access;
+mod activity;
 mod builds;
 mod channel;
 mod commands;
@@ -26,6 +27,7 @@ mod error;
 mod executor;
 mod files;
 mod fleet;
+mod journal;
 mod pools;
 mod ports;
 mod recovery;
@@ -46,6 +48,7 @@ use sandboxd_core::templates::Templates;
 use sandboxd_store::Store;
 
 pub use access::{Access, Resource};
+pub use activity::{ACTIVITY_DROPPED, Activity, ActivityPage};
 pub use builds::{BuildOptions, Builds, CONTEXT_KEPT_MS, LOG_PAGE, UploadPlace, UploadedContext};
 pub use commands::{Commands, ContextRun, Launch, NewContext, RunOutput};
 pub use duties::{DEFAULT_LEASE_GRACE, Duties, ReapReport, ReconcileReport};
@@ -107,6 +110,8 @@ struct Inner {
     histories: sandboxes::usage::Histories,
     /// The writer of the egress log.
     egress_log: egress::Recorder,
+    /// The writer of the activity timelines.
+    timeline: Arc<activity::Timeline>,
     /// sandboxd's own addresses, which egress never reaches.
     own_host: egress::OwnHost,
     /// Keeps the pauses and resumes of one sandbox apart.
@@ -179,6 +184,10 @@ pub struct Options {
     pub egress: sandboxd_core::egress::Operator,
     /// What bounds template builds.
     pub builds: BuildOptions,
+    /// How much of each sandbox's activity timeline is kept, and for how long.
+    pub activity: sandboxd_core::activity::Keeping,
+    /// Keep no activity timelines (`[activity] enabled = false`).
+    pub activity_off: bool,
 }
 
 /// How many operations each path served: the agent, or the engine's exec and archive
@@ -202,11 +211,16 @@ impl Service {
             .agent_channels
             .clone()
             .unwrap_or_else(|| agents.clone() as Arc<dyn AgentChannels>);
-        let access = Access::new(store.clone());
+        let timeline = Arc::new(activity::Timeline::new(
+            store.clone(),
+            options.activity,
+            !options.activity_off,
+        ));
+        let access = Access::new(store.clone(), timeline.clone());
         let tenancy = Tenancy::new(store.clone(), access.clone(), options.quotas);
         let replicas = Replicas::new(store.clone(), agents.clone(), channels.clone());
         let removals = tokio_util::task::TaskTracker::new();
-        let egress_log = egress::Recorder::new(store.clone());
+        let egress_log = egress::Recorder::new(egress::EgressBook(store.clone()));
         let build_slots = options.builds.at_once.max(1);
         let fleet = Fleet::new(
             store.clone(),
@@ -243,6 +257,7 @@ impl Service {
                 readings: Default::default(),
                 histories: Default::default(),
                 egress_log,
+                timeline,
                 own_host: egress::OwnHost::default(),
                 exec_env: Default::default(),
                 removals,
@@ -314,6 +329,15 @@ impl Service {
         if !sandbox.env_per_exec {
             return Ok(env);
         }
+        let vars = self.sandbox_vars(sandbox).await?;
+        Ok(vars.iter().cloned().chain(env).collect())
+    }
+
+    /// A sandbox's own `envVars` (but those sandboxd reserves), read once and kept.
+    pub(crate) async fn sandbox_vars(
+        &self,
+        sandbox: &Sandbox,
+    ) -> Result<Arc<EnvPairs>, ServiceError> {
         let cached = self
             .inner
             .exec_env
@@ -348,7 +372,7 @@ impl Service {
                 vars
             }
         };
-        Ok(vars.iter().cloned().chain(env).collect())
+        Ok(vars)
     }
 
     /// Runs `work` while the sandbox's activity is recorded, so the store's write does not
@@ -448,6 +472,16 @@ impl Service {
     /// Connections to the ports of sandboxes.
     pub fn ports(&self) -> Ports {
         Ports::new(self.clone())
+    }
+
+    /// Sandboxes' activity timelines.
+    pub fn activity(&self) -> Activity {
+        Activity::new(self.clone())
+    }
+
+    /// The writer of the activity timelines.
+    pub(crate) fn timeline(&self) -> &activity::Timeline {
+        &self.inner.timeline
     }
 
     /// The egress of `allowlist` sandboxes.

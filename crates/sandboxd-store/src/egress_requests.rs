@@ -63,7 +63,7 @@ impl Store {
         mut request: EgressRequestRecord,
         now: i64,
     ) -> Result<Asked, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let waiting = sqlx::query(select_requests!(
             "WHERE sandbox_id = $1 AND status = 'pending'"
         ))

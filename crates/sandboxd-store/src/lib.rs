@@ -14,6 +14,7 @@
 //! are what several replicas share; `docs/scale-out.md` tells how.
 #![forbid(unsafe_code)]
 
+mod activity;
 mod audit;
 mod auth_cache;
 mod changes;

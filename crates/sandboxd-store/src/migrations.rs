@@ -133,6 +133,11 @@ const SQLITE: &[(i64, &str, &str)] = &[
         "E2B's ports",
         include_str!("../migrations/sqlite/0024_e2b_ports.sql"),
     ),
+    (
+        25,
+        "activity",
+        include_str!("../migrations/sqlite/0025_activity.sql"),
+    ),
 ];
 
 const POSTGRES: &[(i64, &str, &str)] = &[
@@ -255,6 +260,11 @@ const POSTGRES: &[(i64, &str, &str)] = &[
         24,
         "E2B's ports",
         include_str!("../migrations/postgres/0024_e2b_ports.sql"),
+    ),
+    (
+        25,
+        "activity",
+        include_str!("../migrations/postgres/0025_activity.sql"),
     ),
 ];
 

@@ -8,6 +8,9 @@ mod common;
 
 use common::{TestDb, sandbox};
 
+use sandboxd_core::activity::{
+    ActivityEntry, ActivityKind, ActivityRecord, CommandActivity, FileActivity, LifecycleActivity,
+};
 use sandboxd_core::egress_log::{Decision, EgressRecord};
 use sandboxd_core::model::{KeyFormat, NetworkMode, SandboxStatus};
 use sandboxd_core::quotas::Quotas;
@@ -26,6 +29,7 @@ on_every_backend!(
     exposures_live_with_their_sandbox_and_links_with_their_exposure,
     an_egress_list_is_kept_and_replaced_only_on_a_running_allowlist_sandbox,
     an_egress_log_is_read_in_writing_order_rewritten_entries_last_and_trimmed,
+    a_timeline_is_read_in_writing_order_narrowed_trimmed_and_kept_past_its_sandbox,
     egress_credentials_are_sealed_and_go_when_their_sandbox_is_killed,
     a_sandbox_has_at_most_twenty_egress_requests_waiting_and_one_per_host,
     snapshots_are_kept_per_organization_within_their_quota,
@@ -910,6 +914,159 @@ async fn an_egress_log_is_read_in_writing_order_rewritten_entries_last_and_trimm
     );
     assert_eq!(store.trim_egress_log("sbA", 2).await.unwrap(), 0);
     assert_eq!(store.egress_log("sbB", None, 100).await.unwrap().len(), 1);
+}
+
+/// A timeline: written in order (an entry written again moves last), read from a
+/// cursor or as the newest, narrowed to kinds, trimmed oldest first to a count and to
+/// bytes (counted as dropped), and kept after its sandbox for the retention only.
+async fn a_timeline_is_read_in_writing_order_narrowed_trimmed_and_kept_past_its_sandbox(
+    db: &TestDb,
+) {
+    let store = db.open().await;
+    let boot = store.bootstrap(None).await.unwrap().unwrap();
+    let owner = store
+        .authenticate(boot.generated_key.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut live = sandbox(
+        &boot.organization_id,
+        &boot.project_id,
+        &boot.environment_id,
+        1,
+    );
+    live.status = SandboxStatus::Creating;
+    store
+        .insert_sandbox(&live, None, &owner.user_id, &Quotas::default())
+        .await
+        .unwrap();
+    let gone = "sb-gone";
+    let entry = |n: u32, sandbox: &str| ActivityRecord {
+        entry_id: format!("{sandbox}-{n}"),
+        sandbox_id: sandbox.to_owned(),
+        organization_id: boot.organization_id.clone(),
+        position: String::new(),
+        at: 1_000 + i64::from(n),
+        entry: if n.is_multiple_of(2) {
+            ActivityEntry::command(
+                "exec",
+                None,
+                CommandActivity {
+                    command: format!("echo {n}"),
+                    exit_code: Some(0),
+                    ..CommandActivity::default()
+                },
+            )
+        } else {
+            ActivityEntry::file(
+                "write",
+                None,
+                FileActivity {
+                    path: format!("/tmp/{n}"),
+                    ..FileActivity::default()
+                },
+            )
+        },
+    };
+    let ids = |records: &[ActivityRecord]| -> Vec<String> {
+        records.iter().map(|r| r.entry_id.clone()).collect()
+    };
+    let batch: Vec<ActivityRecord> = (0..6).map(|n| entry(n, gone)).collect();
+    store.write_activity(&batch).await.unwrap();
+    store
+        .write_activity(&[entry(0, &live.sandbox_id)])
+        .await
+        .unwrap();
+    let all = store.activity(gone, None, &[], 100).await.unwrap();
+    assert_eq!(
+        ids(&all),
+        [
+            "sb-gone-0",
+            "sb-gone-1",
+            "sb-gone-2",
+            "sb-gone-3",
+            "sb-gone-4",
+            "sb-gone-5"
+        ]
+    );
+    assert_eq!(all[2].entry, entry(2, gone).entry, "read back whole");
+    assert_eq!(all[2].at, 1_002);
+    assert_eq!(
+        store.activity_organization(gone).await.unwrap().as_deref(),
+        Some(boot.organization_id.as_str())
+    );
+
+    // Written again: last, with what it holds now.
+    let mut ended = entry(0, gone);
+    ended.entry = ActivityEntry::lifecycle("kill", None, LifecycleActivity::default());
+    store.write_activity(&[ended]).await.unwrap();
+    let after = store
+        .activity(gone, Some(&all[5].position), &[], 100)
+        .await
+        .unwrap();
+    assert_eq!(ids(&after), ["sb-gone-0"]);
+    assert_eq!(after[0].entry.kind(), ActivityKind::Lifecycle);
+    // Narrowed, and the newest.
+    let files = store
+        .activity(gone, None, &[ActivityKind::File], 100)
+        .await
+        .unwrap();
+    assert_eq!(ids(&files), ["sb-gone-1", "sb-gone-3", "sb-gone-5"]);
+    let two = store
+        .activity(
+            gone,
+            None,
+            &[ActivityKind::Command, ActivityKind::Lifecycle],
+            100,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&two), ["sb-gone-2", "sb-gone-4", "sb-gone-0"]);
+    let newest = store.latest_activity(gone, &[], 2).await.unwrap();
+    assert_eq!(ids(&newest), ["sb-gone-5", "sb-gone-0"]);
+
+    // Trimmed to a count, then to bytes, oldest first; counted.
+    assert_eq!(store.trim_activity(gone, 4, u64::MAX).await.unwrap(), 2);
+    assert_eq!(
+        ids(&store.activity(gone, None, &[], 100).await.unwrap()),
+        ["sb-gone-3", "sb-gone-4", "sb-gone-5", "sb-gone-0"]
+    );
+    assert_eq!(
+        store.trim_activity(gone, 100, 1).await.unwrap(),
+        4,
+        "each entry is larger than a byte"
+    );
+    assert_eq!(store.activity_dropped(gone).await.unwrap(), 6);
+    store
+        .count_activity_dropped(gone, &boot.organization_id, 3)
+        .await
+        .unwrap();
+    assert_eq!(store.activity_dropped(gone).await.unwrap(), 9);
+    assert_eq!(store.activity_dropped("sb-never").await.unwrap(), 0);
+    store.write_activity(&[entry(7, gone)]).await.unwrap();
+
+    // A timeline outlives its sandbox for the retention: marked ended at the first
+    // pass, removed once that is older than the retention; a live sandbox's stays.
+    assert_eq!(store.expire_activity(10_000, 0).await.unwrap(), 0);
+    assert_eq!(store.expire_activity(20_000, 9_999).await.unwrap(), 0);
+    assert_eq!(store.activity(gone, None, &[], 100).await.unwrap().len(), 1);
+    assert_eq!(store.expire_activity(30_000, 10_001).await.unwrap(), 1);
+    assert!(
+        store
+            .activity(gone, None, &[], 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.activity_organization(gone).await.unwrap(), None);
+    assert_eq!(
+        store
+            .activity(&live.sandbox_id, None, &[], 100)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 async fn egress_credentials_are_sealed_and_go_when_their_sandbox_is_killed(db: &TestDb) {

@@ -188,6 +188,33 @@ async fn snapshots_and_forks_from_a_terminal() {
         );
     }
 
+    // What was done in the source, a line each: made, the command, two snapshots.
+    let mut activity = String::new();
+    for _ in 0..100 {
+        activity = run(&["activity", &id]).stdout;
+        if activity.matches(" snapshot ").count() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let lines: Vec<&str> = activity.lines().collect();
+    assert_eq!(lines.len(), 4, "{activity}");
+    assert!(
+        lines[0].contains(" lifecycle create   from base"),
+        "{activity}"
+    );
+    assert!(
+        lines[1].contains(" command   stream   $ echo kept > /home/user/f -> exit 0,"),
+        "{activity}"
+    );
+    assert!(!lines[1].contains("FAILED"), "{activity}");
+    let json = run(&["activity", &id, "--kinds", "command", "--json"]);
+    let entry: serde_json::Value = serde_json::from_str(json.stdout.trim()).unwrap();
+    assert_eq!(entry["command"]["exitCode"], 0, "{}", json.stdout);
+    let newest = run(&["activity", &id, "--latest", "1"]).stdout;
+    assert_eq!(newest.lines().count(), 1, "{newest}");
+    assert!(newest.contains(" snapshot "), "{newest}");
+
     // Refused while a sandbox made from it runs: exit code 1, the reason said.
     let refused = run(&["snapshot", "rm", &snap]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import tarfile
@@ -287,6 +288,30 @@ def test_stats_show_cpu_memory_and_processes(server):
         assert sb.metrics(end="2000-01-01T00:00:00Z") == []
 
 
+def test_the_activity_timeline_says_what_ran_and_follows_what_comes(server):
+    with Sandbox.create("base", timeout=120, env={"API_TOKEN": "sdk-s3cr3t-41"}) as sb:
+        sb.commands.run("echo $API_TOKEN; exit 4")
+        deadline = time.monotonic() + 20
+        while True:
+            page = sb.activity(kinds=["command"])
+            if page.entries or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        (ran,) = page.entries
+        assert ran.kind == "command" and ran.failed
+        assert ran.detail["exitCode"] == 4
+        assert ran.detail["stdout"]["firstLines"] == ["***"]
+        assert ran.by is not None and ran.by["keyId"]
+        assert sb.activity(latest=True, limit=1).entries[0].entry_id == ran.entry_id
+        # Followed: what is done after the cursor comes as it is written.
+        follow = sb.follow_activity(kinds=["file"], cursor=page.next_cursor, every=0.1)
+        sb.files.write("/tmp/followed.txt", "x")
+        entry = next(follow)
+        follow.close()
+        assert (entry.kind, entry.action, entry.detail["path"]) == ("file", "write", "/tmp/followed.txt")
+        assert not entry.failed
+
+
 def test_errors_are_typed(server):
     with pytest.raises(AuthenticationError, match="SANDBOXD_KEY"):
         Sandbox.create("base", key="sbx_wrong_key_0000000000000000000000000")
@@ -316,6 +341,21 @@ def test_a_terminal_runs_what_is_typed_and_follows_its_size(server):
                 shown += chunk
             assert shown.replace(b"\r\n", b"\n") == b"one\ntwo\n"
             assert terminal.exit_code == 0
+        # Both sessions are on the timeline once closed, and recorded.
+        deadline = time.monotonic() + 20
+        while True:
+            closed = [e for e in sb.activity(kinds=["terminal"]).entries if e.action == "close"]
+            if len(closed) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert [e.detail["cols"] for e in closed] == [100, 80]
+        cast = ""
+        while "40 120" not in cast and time.monotonic() < deadline:
+            cast = sb.recording(closed[0].detail["terminalId"])
+            time.sleep(0.2)
+        header = json.loads(cast.splitlines()[0])
+        assert (header["version"], header["width"], header["height"]) == (2, 100, 30)
+        assert "40 120" in cast and '"120x40"' in cast
 
 
 def test_code_keeps_its_state_per_context(server):

@@ -5,6 +5,7 @@
 //! the handlers use (`requests.rs`, `responses.rs`, and one module per resource).
 
 mod access;
+mod activity;
 mod changes;
 mod contexts;
 pub mod definition;
@@ -27,6 +28,7 @@ mod volumes;
 pub mod watch;
 
 pub use access::*;
+pub use activity::*;
 pub use changes::*;
 pub use contexts::*;
 pub use egress_log::*;

@@ -261,6 +261,44 @@ fn egress_log_reads_are_checked() {
 }
 
 #[test]
+fn activity_reads_are_checked() {
+    use crate::activity::ActivityKind;
+    let read = |cursor: Option<&str>, kinds: Option<&str>, latest: Option<bool>| {
+        activity(crate::api::ActivityQuery {
+            sandbox_id: "sb".into(),
+            cursor: cursor.map(str::to_owned),
+            limit: None,
+            kinds: kinds.map(str::to_owned),
+            latest,
+        })
+    };
+    let plain = read(None, None, None).unwrap();
+    assert_eq!(
+        (plain.limit, plain.kinds.len(), plain.latest),
+        (100, 0, false)
+    );
+    assert_eq!(
+        read(None, Some("command, file,command"), Some(true))
+            .unwrap()
+            .kinds,
+        [ActivityKind::Command, ActivityKind::File]
+    );
+    assert_eq!(
+        paths_of(read(None, Some("command,everything"), None).unwrap_err()),
+        ["kinds"]
+    );
+    let cursor = "0001764806400000-000000000001-AbCd1234";
+    assert_eq!(
+        paths_of(read(Some(cursor), None, Some(true)).unwrap_err()),
+        ["latest"]
+    );
+    assert_eq!(
+        paths_of(read(Some("x' OR 1=1"), None, None).unwrap_err()),
+        ["cursor"]
+    );
+}
+
+#[test]
 fn egress_requests_are_checked() {
     use crate::api::RequestEgressRequest;
     let ask = |host: &str, reason: Option<&str>| {

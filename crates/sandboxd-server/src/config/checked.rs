@@ -78,6 +78,11 @@ impl Config {
                 "builds.context_mb and builds.contexts_mb must be between 1 and {MAX_CONTEXT_MB}"
             )));
         }
+        if self.activity.max_entries < 1 || self.activity.max_mb < 1 {
+            return Err(invalid(
+                "activity.max_entries and activity.max_mb must be at least 1",
+            ));
+        }
         self.database()
             .map_err(|e| invalid(sandboxd_core::error::chain(&e)))?;
         Ok(Checked {
@@ -227,6 +232,8 @@ mod tests {
         bad(|c| c.lease_grace_secs = 0, "lease_grace_secs");
         bad(|c| c.agent_op_timeout_secs = 0, "agent_op_timeout_secs");
         bad(|c| c.builds.at_once = 0, "builds.at_once");
+        bad(|c| c.activity.max_entries = 0, "activity.max_entries");
+        bad(|c| c.activity.max_mb = 0, "activity.max_mb");
         bad(|c| c.builds.context_mb = 0, "builds.context_mb");
         bad(|c| c.builds.contexts_mb = 1 << 40, "builds.contexts_mb");
         bad(|c| c.builds.per_organization = 0, "builds.per_organization");

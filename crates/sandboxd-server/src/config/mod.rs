@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 pub use checked::{Checked, ConfigError};
 pub use sections::{
-    BuildsConfig, CookieSecureSetting, EgressConfig, PauseConfig, PoolConfig, ServersConfig,
-    TemplateConfig, WarmOnDemandConfig,
+    ActivityConfig, BuildsConfig, CookieSecureSetting, EgressConfig, PauseConfig, PoolConfig,
+    ServersConfig, TemplateConfig, WarmOnDemandConfig,
 };
 
 /// The prefix of every environment variable of the configuration.
@@ -144,6 +144,8 @@ pub struct Config {
     /// Seconds a sandbox outlives its idle timeout when nothing more is heard from
     /// sandboxd (stopped, crashed, cut off): its main process then ends it.
     pub lease_grace_secs: u64,
+    /// Each sandbox's activity timeline: whether it is kept, its bounds, its retention.
+    pub activity: ActivityConfig,
 }
 
 impl Default for Config {
@@ -190,6 +192,7 @@ impl Default for Config {
             servers: ServersConfig::default(),
             egress: EgressConfig::default(),
             lease_grace_secs: sandboxd_service::DEFAULT_LEASE_GRACE.as_secs(),
+            activity: ActivityConfig::default(),
         }
     }
 }

@@ -76,6 +76,56 @@ impl Default for WarmOnDemandConfig {
     }
 }
 
+/// `[activity]`: each sandbox's activity timeline (`sandbox.activity`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ActivityConfig {
+    /// Keep a timeline of what is done in each sandbox.
+    pub enabled: bool,
+    /// Entries kept per sandbox; older ones go first.
+    pub max_entries: u32,
+    /// MiB of entries kept per sandbox; older ones go first.
+    pub max_mb: u64,
+    /// Hours a timeline is kept after its sandbox ended (killed, failed or removed).
+    pub retention_hours: u64,
+    /// MiB of one terminal session's recording; it stops there, with a marker.
+    pub recording_max_mb: u64,
+    /// MiB of terminal recordings one sandbox keeps; later sessions are not recorded.
+    pub recordings_max_mb: u64,
+    /// Record what is typed into terminals too (passwords typed at a prompt included).
+    pub record_input: bool,
+}
+
+impl Default for ActivityConfig {
+    fn default() -> Self {
+        let keeping = sandboxd_core::activity::Keeping::default();
+        Self {
+            enabled: true,
+            max_entries: keeping.entries,
+            max_mb: keeping.bytes / (1024 * 1024),
+            retention_hours: u64::try_from(keeping.retention_ms / 3_600_000).unwrap_or(168),
+            recording_max_mb: keeping.recording_bytes / (1024 * 1024),
+            recordings_max_mb: keeping.recordings_bytes / (1024 * 1024),
+            record_input: keeping.record_input,
+        }
+    }
+}
+
+impl ActivityConfig {
+    /// The service's bounds.
+    pub fn keeping(&self) -> sandboxd_core::activity::Keeping {
+        sandboxd_core::activity::Keeping {
+            entries: self.max_entries,
+            bytes: self.max_mb.saturating_mul(1024 * 1024),
+            retention_ms: i64::try_from(self.retention_hours.saturating_mul(3_600_000))
+                .unwrap_or(i64::MAX),
+            recording_bytes: self.recording_max_mb.saturating_mul(1024 * 1024),
+            recordings_bytes: self.recordings_max_mb.saturating_mul(1024 * 1024),
+            record_input: self.record_input,
+        }
+    }
+}
+
 /// `[builds]`: what bounds the templates users build.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

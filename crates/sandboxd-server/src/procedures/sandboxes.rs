@@ -166,6 +166,44 @@ impl Serve for procedures::SandboxMetrics {
     }
 }
 
+impl Serve for procedures::SandboxActivity {
+    async fn serve(
+        cx: Context<'_>,
+        caller: Principal,
+        request: ActivityQuery,
+    ) -> Result<ActivityView, ApiError> {
+        let read = validate::activity(request)?;
+        let page = cx.service.activity().read(&caller, &read).await?;
+        Ok(ActivityView::new(
+            page.entries,
+            page.next,
+            page.more,
+            page.dropped,
+            crate::time::rfc3339,
+        ))
+    }
+}
+
+impl Serve for procedures::SandboxRecording {
+    async fn serve(
+        cx: Context<'_>,
+        caller: Principal,
+        request: RecordingQuery,
+    ) -> Result<RecordingView, ApiError> {
+        let (sandbox_id, terminal_id) = validate::recording(request)?;
+        let cast = cx
+            .service
+            .activity()
+            .recording(&caller, &sandbox_id, &terminal_id)
+            .await?;
+        Ok(RecordingView {
+            sandbox_id,
+            terminal_id,
+            cast,
+        })
+    }
+}
+
 impl Serve for procedures::SandboxPause {
     async fn serve(
         cx: Context<'_>,

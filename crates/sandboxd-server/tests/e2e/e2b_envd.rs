@@ -56,7 +56,7 @@ pub(crate) fn envd(server: &TestServer, path: &str, id: &str, token: &str) -> Re
 }
 
 /// A stream's envelopes: (flag, JSON).
-fn envelopes(mut bytes: &[u8]) -> Vec<(u8, Value)> {
+pub(crate) fn envelopes(mut bytes: &[u8]) -> Vec<(u8, Value)> {
     let mut out = Vec::new();
     while bytes.len() >= 5 {
         let len = u32::from_be_bytes(bytes[1..5].try_into().unwrap()) as usize;
@@ -69,7 +69,7 @@ fn envelopes(mut bytes: &[u8]) -> Vec<(u8, Value)> {
 }
 
 /// `process.Process/Start` with `body`, a stream's envelopes.
-async fn start_process(
+pub(crate) async fn start_process(
     server: &TestServer,
     id: &str,
     token: &str,
@@ -83,7 +83,7 @@ async fn start_process(
         .unwrap()
 }
 
-fn envelope(message: &Value) -> Vec<u8> {
+pub(crate) fn envelope(message: &Value) -> Vec<u8> {
     let body = serde_json::to_vec(message).unwrap();
     [&[0u8][..], &(body.len() as u32).to_be_bytes(), &body].concat()
 }

@@ -6,6 +6,7 @@
 mod harness;
 mod remote_host;
 
+mod activity;
 mod agent;
 mod api;
 mod attacks;

@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 
 use crate::harness::{KEY, TestServer};
 
-type Client = rmcp::service::RunningService<rmcp::RoleClient, ClientConfig>;
+pub(crate) type Client = rmcp::service::RunningService<rmcp::RoleClient, ClientConfig>;
 
-async fn connect(server: &TestServer) -> Client {
+pub(crate) async fn connect(server: &TestServer) -> Client {
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
         .auth_header(KEY);
     ClientConfig::default()
@@ -27,7 +27,7 @@ async fn connect(server: &TestServer) -> Client {
 }
 
 /// Calls a tool; returns whether it failed and its JSON payload.
-async fn call(client: &Client, tool: &'static str, arguments: Value) -> (bool, Value) {
+pub(crate) async fn call(client: &Client, tool: &'static str, arguments: Value) -> (bool, Value) {
     let arguments = arguments.as_object().cloned().unwrap_or_default();
     let result = client
         .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))

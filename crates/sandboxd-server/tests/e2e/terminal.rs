@@ -13,7 +13,7 @@ use crate::harness::{KEY, TestServer, id};
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn open(server: &TestServer, sandbox: &Value, extra: &str) -> Socket {
+pub(crate) async fn open(server: &TestServer, sandbox: &Value, extra: &str) -> Socket {
     let url = format!(
         "{}/sandbox-pty?sandboxId={}{extra}",
         server.url.replacen("http", "ws", 1),
@@ -27,7 +27,7 @@ async fn open(server: &TestServer, sandbox: &Value, extra: &str) -> Socket {
 }
 
 /// Reads until the terminal output contains `needle`; returns the output so far.
-async fn read_until(socket: &mut Socket, output: &mut Vec<u8>, needle: &[u8]) {
+pub(crate) async fn read_until(socket: &mut Socket, output: &mut Vec<u8>, needle: &[u8]) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !output.windows(needle.len()).any(|w| w == needle) {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -51,7 +51,7 @@ async fn read_until(socket: &mut Socket, output: &mut Vec<u8>, needle: &[u8]) {
     }
 }
 
-async fn expect_text(socket: &mut Socket) -> Value {
+pub(crate) async fn expect_text(socket: &mut Socket) -> Value {
     loop {
         match tokio::time::timeout(Duration::from_secs(20), socket.next())
             .await
@@ -64,7 +64,7 @@ async fn expect_text(socket: &mut Socket) -> Value {
     }
 }
 
-async fn keys(socket: &mut Socket, keys: &str) {
+pub(crate) async fn keys(socket: &mut Socket, keys: &str) {
     socket
         .send(Message::Binary(keys.as_bytes().to_vec().into()))
         .await

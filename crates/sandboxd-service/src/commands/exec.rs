@@ -19,6 +19,7 @@ use tracing::{info, warn};
 use super::Commands;
 use crate::executor::Executor;
 use crate::{Resource, ServiceError, now_ms};
+use sandboxd_core::activity::OutputSummary;
 
 impl Commands {
     /// Runs a command in a running sandbox of the caller's.
@@ -51,6 +52,18 @@ impl Commands {
             .service
             .audits_exec()
             .then(|| self.service.store().secrets().command_hash(&cmd.cmd));
+        let action = if stream.is_some() { "stream" } else { "exec" };
+        let pending = self
+            .service
+            .activity()
+            .command(
+                &sandbox,
+                caller,
+                action,
+                (&cmd.cmd, cmd.cwd.as_deref().unwrap_or(&sandbox.workdir)),
+                &cmd.env,
+            )
+            .await;
         let spec = ExecSpec {
             argv: vec!["sh".into(), "-c".into(), cmd.cmd],
             cwd: Some(cmd.cwd.unwrap_or_else(|| sandbox.workdir.clone())),
@@ -60,10 +73,17 @@ impl Commands {
             max_output: MAX_EXEC_OUTPUT_BYTES,
             stream,
         };
-        let outcome = self
+        let outcome = match self
             .service
             .while_touching(&sandbox.sandbox_id, executor.exec(spec))
-            .await?;
+            .await
+        {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                pending.fail(&error);
+                return Err(error);
+            }
+        };
         if outcome.timed_out {
             info!(
                 sandbox_id = %sandbox.sandbox_id,
@@ -105,6 +125,21 @@ impl Commands {
         let oom_killed = outcome.exit_code == oom::SIGKILL_EXIT
             && !outcome.timed_out
             && self.oom_killed(&executor, &sandbox.sandbox_id).await;
+        pending.finish(|command, masker| {
+            command.exit_code = Some(outcome.exit_code);
+            command.timed_out = outcome.timed_out;
+            command.oom_killed = oom_killed;
+            command.stdout = Some(OutputSummary::of(
+                &outcome.stdout,
+                outcome.stdout.len() as u64,
+                masker,
+            ));
+            command.stderr = Some(OutputSummary::of(
+                &outcome.stderr,
+                outcome.stderr.len() as u64,
+                masker,
+            ));
+        });
         Ok(ExecResult {
             oom_killed,
             stdout: String::from_utf8_lossy(&outcome.stdout).into_owned(),

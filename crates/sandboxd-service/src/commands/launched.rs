@@ -40,12 +40,30 @@ impl Commands {
             .service
             .agent_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
+        let id = new_launch_id()?;
+        let cwd = launch.cwd.unwrap_or_else(|| sandbox.workdir.clone());
+        match launch.pty {
+            Some((cols, rows)) => {
+                let activity = sandboxd_core::activity::TerminalActivity {
+                    terminal_id: id.clone(),
+                    cols,
+                    rows,
+                    ..Default::default()
+                };
+                self.note_terminal(caller, &sandbox, activity);
+            }
+            None => {
+                let command = sandboxd_core::activity::command_line(&launch.argv);
+                self.note_started(caller, &sandbox, (&command, &cwd), &id, &launch.env)
+                    .await;
+            }
+        }
         let env = self.service.command_env(&sandbox, launch.env).await?;
         agent
             .spawn_process(ProcessSpec {
-                id: new_launch_id()?,
+                id,
                 argv: launch.argv,
-                cwd: Some(launch.cwd.unwrap_or_else(|| sandbox.workdir.clone())),
+                cwd: Some(cwd),
                 env,
                 stdin: launch.stdin,
                 tag: launch.tag,

@@ -16,6 +16,8 @@ mod tokens;
 pub use contexts::{ContextRun, NewContext, RunOutput};
 pub use launched::Launch;
 
+use sandboxd_core::model::{Principal, Sandbox};
+
 use crate::Service;
 
 /// The `sandbox.exec`, `sandbox.process*`, `sandbox.context*` and terminal operations.
@@ -27,5 +29,24 @@ pub struct Commands {
 impl Commands {
     pub(crate) fn new(service: Service) -> Self {
         Self { service }
+    }
+}
+
+impl Commands {
+    /// Notes a process started in the background: its command line, masked and cut,
+    /// and its id (its end is not written here).
+    pub(crate) async fn note_started(
+        &self,
+        caller: &Principal,
+        sandbox: &Sandbox,
+        command_and_cwd: (&str, &str),
+        process_id: &str,
+        env: &[(String, String)],
+    ) {
+        self.service
+            .activity()
+            .command(sandbox, caller, "process", command_and_cwd, env)
+            .await
+            .started(process_id);
     }
 }

@@ -80,8 +80,17 @@ impl Commands {
             .agent_for(caller, &start.command.sandbox_id, SandboxNeed::Use)
             .await?;
         let id = new_process_id()?;
+        let cwd = start.command.cwd.unwrap_or_else(|| sandbox.workdir.clone());
+        self.note_started(
+            caller,
+            &sandbox,
+            (&start.command.cmd, &cwd),
+            &id,
+            &start.command.env,
+        )
+        .await;
         let argv = vec!["sh".into(), "-c".into(), start.command.cmd];
-        let cwd = Some(start.command.cwd.unwrap_or_else(|| sandbox.workdir.clone()));
+        let cwd = Some(cwd);
         let info = agent
             .spawn_process(ProcessSpec {
                 id,

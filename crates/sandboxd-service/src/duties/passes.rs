@@ -162,6 +162,25 @@ impl Duties {
         Ok(removed)
     }
 
+    /// Marks the end of the timelines whose sandbox ended, and forgets those that
+    /// ended longer than `[activity] retention` ago; answers how many went.
+    pub async fn expire_activity_once(&self) -> Result<u64, ServiceError> {
+        let now = now_ms();
+        let retention = self.service.timeline().keeping().retention_ms;
+        let gone = self
+            .service
+            .store()
+            .expire_activity(now, now.saturating_sub(retention))
+            .await?;
+        if gone > 0 {
+            info!(
+                timelines = gone,
+                "activity timelines past their retention removed"
+            );
+        }
+        Ok(gone)
+    }
+
     /// Brings rows and containers back in line on the local engine and on every
     /// remote server: orphan or stopped containers removed, rows whose container is gone
     /// (or stuck creating) marked `error`. A server that cannot be reached is skipped

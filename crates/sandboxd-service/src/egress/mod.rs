@@ -18,7 +18,7 @@ mod requests;
 pub use counted::EGRESS_BYTES;
 pub use gate::{EGRESS_DECISIONS, EgressError, Gate, Upstream};
 pub use log::EGRESS_LOG_DROPPED;
-pub(crate) use log::Recorder;
+pub(crate) use log::{EgressBook, Recorder};
 pub(crate) use own::OwnHost;
 
 use sandboxd_core::access::SandboxNeed;

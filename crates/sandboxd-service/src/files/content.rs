@@ -7,7 +7,7 @@ use sandboxd_core::model::Principal;
 use sandboxd_core::paths;
 use sandboxd_core::validate::{ListFiles, ReadFile, WriteFile};
 
-use super::Files;
+use super::{Files, outcome};
 use crate::executor::Executor;
 use crate::{ServiceError, now_ms};
 
@@ -32,9 +32,20 @@ impl Files {
                 "file exceeds the {MAX_FILE_BYTES} byte limit"
             )));
         }
-        self.service
+        let path = cmd.path.clone();
+        let done = self
+            .service
             .while_touching(&sandbox.sandbox_id, self.write_content(&executor, cmd))
-            .await
+            .await;
+        self.note(
+            caller,
+            &sandbox,
+            "write",
+            (&path, None),
+            outcome(&done, |written| Some(written.size)),
+        )
+        .await;
+        done
     }
 
     async fn write_content(
@@ -72,8 +83,16 @@ impl Files {
                 &sandbox.sandbox_id,
                 executor.read_file(&cmd.path, MAX_FILE_BYTES),
             )
-            .await?;
-        Ok(read_result(cmd, content))
+            .await;
+        self.note(
+            caller,
+            &sandbox,
+            "read",
+            (&cmd.path, None),
+            outcome(&content, |content| Some(content.len() as u64)),
+        )
+        .await;
+        Ok(read_result(cmd, content?))
     }
 
     /// Lists a directory: GNU find with metadata, or names only where find has no `-printf`.

@@ -10,7 +10,7 @@ use sandboxd_core::limits::MAX_LISTING_BYTES;
 use sandboxd_core::model::Principal;
 use std::sync::Arc;
 
-use super::Files;
+use super::{Files, outcome};
 use crate::ServiceError;
 use crate::executor::channel_failure;
 
@@ -81,11 +81,23 @@ impl Files {
         from: &str,
         to: &str,
     ) -> Result<(), ServiceError> {
-        let agent = self.agent(caller, sandbox_id, SandboxNeed::Use).await?;
-        match agent.rename(from, to).await {
+        let (sandbox, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        let done = match agent.rename(from, to).await {
             Ok(()) => Ok(()),
             Err(error) => Err(self.failed(sandbox_id, error).await),
-        }
+        };
+        self.note(
+            caller,
+            &sandbox,
+            "move",
+            (from, Some(to)),
+            outcome(&done, |_| None),
+        )
+        .await;
+        done
     }
 
     /// Removes a path and everything under it.
@@ -95,11 +107,23 @@ impl Files {
         sandbox_id: &str,
         path: &str,
     ) -> Result<(), ServiceError> {
-        let agent = self.agent(caller, sandbox_id, SandboxNeed::Use).await?;
-        match agent.remove(path).await {
+        let (sandbox, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        let done = match agent.remove(path).await {
             Ok(()) => Ok(()),
             Err(error) => Err(self.failed(sandbox_id, error).await),
-        }
+        };
+        self.note(
+            caller,
+            &sandbox,
+            "remove",
+            (path, None),
+            outcome(&done, |_| None),
+        )
+        .await;
+        done
     }
 
     /// Replaces a path's metadata.
@@ -170,10 +194,22 @@ impl Files {
         sandbox_id: &str,
         path: &str,
     ) -> Result<(), ServiceError> {
-        let agent = self.agent(caller, sandbox_id, SandboxNeed::Use).await?;
-        match agent.make_dir(path, 0o755).await {
+        let (sandbox, agent) = self
+            .service
+            .agent_for(caller, sandbox_id, SandboxNeed::Use)
+            .await?;
+        let done = match agent.make_dir(path, 0o755).await {
             Ok(()) => Ok(()),
             Err(error) => Err(self.failed(sandbox_id, error).await),
-        }
+        };
+        self.note(
+            caller,
+            &sandbox,
+            "mkdir",
+            (path, None),
+            outcome(&done, |_| None),
+        )
+        .await;
+        done
     }
 }

@@ -3,13 +3,11 @@
 //!
 //! `egress ls|set|log`; `log --follow` polls the cursor.
 
-use std::time::Duration;
-
 use clap::Subcommand;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt as _;
 
 use super::client::{Client, Failure};
+use super::pages::{self, Log};
 
 /// `sandboxd egress …`.
 #[derive(Debug, Subcommand)]
@@ -69,9 +67,6 @@ pub enum EgressCommand {
     Deny { request_id: String },
 }
 
-/// How often `egress log --follow` asks for new entries.
-const FOLLOW_EVERY: Duration = Duration::from_secs(1);
-
 /// Runs an `egress` command: the answer to print, or `None` for `log`, which prints
 /// as it reads (one JSON object a line with `json`).
 pub async fn egress(
@@ -81,7 +76,14 @@ pub async fn egress(
 ) -> Result<Option<Value>, Failure> {
     let answer = match command {
         EgressCommand::Log { id, follow } => {
-            return log(client, &id, follow, json).await.map(|()| None);
+            let log = Log {
+                procedure: "sandbox.egressLog",
+                query: vec![("sandboxId", &id), ("limit", "500")],
+                line: entry_line,
+            };
+            return pages::print(client, log, None, follow, json)
+                .await
+                .map(|()| None);
         }
         EgressCommand::Request { id, host, reason } => {
             client
@@ -142,41 +144,6 @@ pub fn egress_text(answer: &Value) -> String {
             "network mode {}: no egress list\n",
             sandbox["networkMode"].as_str().unwrap_or("-")
         ),
-    }
-}
-
-/// Prints a sandbox's egress log page by page (each entry as a JSON line with `json`),
-/// then, with `follow`, what is written after, until interrupted.
-async fn log(client: &Client, id: &str, follow: bool, json: bool) -> Result<(), Failure> {
-    let mut cursor: Option<String> = None;
-    let mut out = tokio::io::stdout();
-    loop {
-        let mut query = vec![("sandboxId", id), ("limit", "500")];
-        if let Some(cursor) = &cursor {
-            query.push(("cursor", cursor));
-        }
-        let page = client.get("sandbox.egressLog", &query).await?;
-        let mut text = String::new();
-        for entry in page["entries"].as_array().into_iter().flatten() {
-            if json {
-                text.push_str(&entry.to_string());
-                text.push('\n');
-            } else {
-                text.push_str(&entry_line(entry));
-            }
-        }
-        let _ = out.write_all(text.as_bytes()).await;
-        let _ = out.flush().await;
-        if let Some(next) = page["nextCursor"].as_str() {
-            cursor = Some(next.to_owned());
-        }
-        if page["more"].as_bool() == Some(true) {
-            continue;
-        }
-        if !follow {
-            return Ok(());
-        }
-        tokio::time::sleep(FOLLOW_EVERY).await;
     }
 }
 

@@ -5,12 +5,14 @@
 //! or failing; `exec` exits with the remote command's code once it ran.
 
 mod access;
+mod activity;
 mod changes;
 mod client;
 mod copy;
 mod egress;
 mod exec;
 mod exec_stdin;
+mod pages;
 mod port_forward;
 mod ports;
 mod processes;
@@ -124,6 +126,38 @@ pub enum ClientCommand {
         /// Every directory under it too, and those made later.
         #[arg(long, short)]
         recursive: bool,
+    },
+    /// What was done in a sandbox, a line per entry, oldest first: commands with their
+    /// exit codes (failed ones marked), files, terminals, ports and its life, with who
+    /// asked; kept after it ended, for the retention the operator set.
+    #[command(
+        after_help = "Examples:\n  sandboxd activity $ID\n  sandboxd activity $ID --latest 20 --follow\n  \
+        sandboxd activity $ID --kinds command --json"
+    )]
+    Activity {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        /// Keep printing new entries as they are written, until interrupted.
+        #[arg(long, short)]
+        follow: bool,
+        /// Only these kinds, comma-separated: command, file, terminal, network, lifecycle.
+        #[arg(long)]
+        kinds: Option<String>,
+        /// Only the newest N entries (at most 500).
+        #[arg(long)]
+        latest: Option<u32>,
+    },
+    /// Write a terminal session's recording (asciicast v2) to standard output: the
+    /// TERMINAL id is in the session's `terminal` entry of `sandboxd activity`.
+    #[command(
+        after_help = "Examples:\n  sandboxd recording $ID t_0123abcd4567 > session.cast\n  asciinema play session.cast"
+    )]
+    Recording {
+        #[command(flatten)]
+        common: Common,
+        id: String,
+        terminal: String,
     },
     /// Show one sandbox.
     #[command(after_help = "Examples:\n  sandboxd show $ID\n  sandboxd show $ID --json")]
@@ -600,6 +634,36 @@ async fn execute(command: ClientCommand) -> Result<ExitCode, CommandError> {
         } => {
             let stream = if stderr { "stderr" } else { "stdout" };
             processes::logs(&client(&common)?, &id, &process, stream, follow).await?;
+        }
+        ClientCommand::Recording {
+            common,
+            id,
+            terminal,
+        } => {
+            let answer = client(&common)?
+                .get(
+                    "sandbox.recording",
+                    &[("sandboxId", &id), ("terminalId", &terminal)],
+                )
+                .await?;
+            let cast = answer["cast"].as_str().unwrap_or_default();
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), cast.as_bytes());
+        }
+        ClientCommand::Activity {
+            common,
+            id,
+            follow,
+            kinds,
+            latest,
+        } => {
+            activity::run(
+                &client(&common)?,
+                &id,
+                kinds.as_deref(),
+                latest,
+                (follow, common.json),
+            )
+            .await?;
         }
         ClientCommand::Watch {
             common,

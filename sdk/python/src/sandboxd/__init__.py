@@ -48,6 +48,8 @@ from .errors import (
     Unavailable,
 )
 from .models import (
+    ActivityEntry,
+    ActivityPage,
     Change,
     Changes,
     CommandResult,
@@ -71,6 +73,8 @@ from .models import (
 )
 
 __all__ = [
+    "ActivityEntry",
+    "ActivityPage",
     "AsyncCommandStream",
     "AsyncCommands",
     "AsyncEgress",

@@ -10,7 +10,7 @@ import re
 import warnings
 from pathlib import Path
 from types import TracebackType
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
 from ._code import AsyncCode, Context, Execution
@@ -23,6 +23,8 @@ from ._ports import AsyncPorts
 from ._pty import AsyncPty
 from .errors import NotFound
 from .models import (
+    ActivityEntry,
+    ActivityPage,
     Changes,
     Egress,
     MetricReading,
@@ -349,6 +351,65 @@ class AsyncSandbox:
             query["to"] = end
         answer = await self._conn.call("sandbox.metrics", query=query)
         return [MetricReading.from_json(r) for r in answer.get("readings", [])]
+
+    async def activity(
+        self,
+        *,
+        kinds: Sequence[str] | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+        latest: bool = False,
+    ) -> ActivityPage:
+        """What was done in the sandbox, in the order it was written, newest last:
+        commands with their exit codes and the first and last lines of their output,
+        files, terminals, ports and its life, each with who asked. `kinds` narrows it
+        (`["command"]`), `latest=True` gives the newest `limit` (1-500, default 100);
+        pass `next_cursor` back as `cursor` to read only what came after. Readable
+        after the sandbox ended, for the server's retention (a week by default)."""
+        query: dict[str, Any] = {"sandboxId": self.id}
+        if kinds:
+            query["kinds"] = ",".join(kinds)
+        if cursor is not None:
+            query["cursor"] = cursor
+        if limit is not None:
+            query["limit"] = limit
+        if latest:
+            query["latest"] = "true"
+        answer = await self._conn.call("sandbox.activity", query=query)
+        return ActivityPage(
+            entries=[ActivityEntry.from_json(e) for e in answer.get("entries") or []],
+            next_cursor=answer.get("nextCursor"),
+            more=bool(answer.get("more")),
+            dropped=int(answer.get("dropped") or 0),
+        )
+
+    async def recording(self, terminal_id: str) -> str:
+        """A terminal session's recording as asciicast v2 text (the `terminalId` of its
+        `terminal` entry in `activity()`): what it printed with its timing, secrets
+        masked; `asciinema play` replays it."""
+        answer = await self._conn.call(
+            "sandbox.recording", query={"sandboxId": self.id, "terminalId": terminal_id}
+        )
+        return str(answer.get("cast") or "")
+
+    async def follow_activity(
+        self,
+        *,
+        kinds: Sequence[str] | None = None,
+        cursor: str | None = None,
+        every: float = 0.5,
+    ) -> AsyncIterator[ActivityEntry]:
+        """The timeline's entries as they are written, from `cursor` (from the oldest
+        kept when `None`), until the loop stops: `async for entry in
+        sb.follow_activity(kinds=["command"]): ...`. Asks every `every` seconds when
+        nothing new is there."""
+        while True:
+            page = await self.activity(kinds=kinds, cursor=cursor, limit=500)
+            for entry in page.entries:
+                yield entry
+            cursor = page.next_cursor or cursor
+            if not page.more:
+                await asyncio.sleep(every)
 
     async def set_timeout(self, timeout: float) -> SandboxInfo:
         """A new idle timeout in seconds, counted from now."""

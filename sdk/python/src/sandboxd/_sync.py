@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import TracebackType
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, overload
 
 from . import _portal
@@ -15,6 +15,8 @@ from ._commands import AsyncCommandStream, AsyncProcess, OutputCallback, OutputC
 from ._pty import AsyncTerminal
 from ._sandbox import AsyncSandbox
 from .models import (
+    ActivityEntry,
+    ActivityPage,
     Changes,
     CommandResult,
     EgressLog,
@@ -362,6 +364,38 @@ class Sandbox:
 
     def refresh(self) -> SandboxInfo:
         return _portal.run(self._inner.refresh())
+
+    def activity(
+        self,
+        *,
+        kinds: Sequence[str] | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+        latest: bool = False,
+    ) -> ActivityPage:
+        """See `AsyncSandbox.activity`."""
+        return _portal.run(
+            self._inner.activity(kinds=kinds, cursor=cursor, limit=limit, latest=latest)
+        )
+
+    def recording(self, terminal_id: str) -> str:
+        """See `AsyncSandbox.recording`."""
+        return _portal.run(self._inner.recording(terminal_id))
+
+    def follow_activity(
+        self,
+        *,
+        kinds: Sequence[str] | None = None,
+        cursor: str | None = None,
+        every: float = 0.5,
+    ) -> Iterator[ActivityEntry]:
+        """See `AsyncSandbox.follow_activity`: `for entry in sb.follow_activity(): ...`."""
+        entries = self._inner.follow_activity(kinds=kinds, cursor=cursor, every=every)
+        try:
+            while True:
+                yield _portal.run(entries.__anext__())
+        finally:
+            _portal.run(entries.aclose())
 
     def set_timeout(self, timeout: float) -> SandboxInfo:
         return _portal.run(self._inner.set_timeout(timeout))

@@ -67,6 +67,63 @@ class EgressEntry:
 
 
 @dataclass(frozen=True)
+class ActivityEntry:
+    """One thing done in a sandbox (`sandbox.activity`): `kind` is `command`, `file`,
+    `terminal`, `network` or `lifecycle`, and `detail` that kind's fields as the API
+    gives them (camelCase: a command's `command`, `exitCode`, `durationMs`, `stdout`
+    `{bytes, firstLines, lastLines}`, …)."""
+
+    entry_id: str
+    #: When it happened (a command: when it started), RFC 3339.
+    at: str
+    kind: str
+    #: `exec`, `stream`, `process`, `code`; `write`, `read`, …; `open`, `close`; …
+    action: str
+    #: The key that asked (`{keyId, userId}`); `None` when sandboxd did it itself.
+    by: dict[str, str] | None
+    detail: dict[str, Any]
+
+    @property
+    def failed(self) -> bool:
+        """A command that exited non-zero, timed out, ran out of memory or could not
+        run; a file operation that failed."""
+        d = self.detail
+        code = d.get("exitCode")
+        return (
+            (code is not None and code != 0)
+            or bool(d.get("timedOut"))
+            or bool(d.get("oomKilled"))
+            or d.get("error") is not None
+        )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ActivityEntry:
+        kind = data.get("kind", "")
+        return cls(
+            entry_id=data["entryId"],
+            at=data.get("at", ""),
+            kind=kind,
+            action=data.get("action", ""),
+            by=data.get("by"),
+            detail=dict(data.get(kind) or {}),
+        )
+
+
+@dataclass(frozen=True)
+class ActivityPage:
+    """A read of a sandbox's timeline: entries in the order they were written, newest
+    last."""
+
+    entries: list[ActivityEntry]
+    #: Pass back as `cursor` to read what is written after these.
+    next_cursor: str | None
+    #: Whether more entries were already written after these.
+    more: bool
+    #: Entries trimmed from the timeline or never written.
+    dropped: int
+
+
+@dataclass(frozen=True)
 class EgressLog:
     """A read of a sandbox's egress log: entries in the order they were written."""
 

@@ -47,6 +47,8 @@ pub const EGRESS_DECISION: &str = "a person's decision: an agent asks with sandb
      (a request is decided with another key than the one that asked)";
 pub const LIVE_STREAM: &str =
     "a live stream, which an MCP call's one answer is not: template-buildLog pages the same lines";
+pub const REPLAY: &str = "a replay for people (up to megabytes of a terminal's output with its timing): the dashboard plays it \
+     and `sandboxd recording` writes it to a file; an agent reads what it ran with sandbox-activity";
 pub const PROBE: &str = "a probe for load balancers and operators, not a tool";
 
 /// The procedures whose REST handler is written by hand (in the server's `routes/`), and
@@ -126,6 +128,8 @@ macro_rules! each_defined {
             $crate::api::procedures::SandboxOne,
             $crate::api::procedures::SandboxStats,
             $crate::api::procedures::SandboxMetrics,
+            $crate::api::procedures::SandboxActivity,
+            $crate::api::procedures::SandboxRecording,
             $crate::api::procedures::SandboxPause,
             $crate::api::procedures::SandboxResume,
             $crate::api::procedures::SandboxChanges,
@@ -268,7 +272,7 @@ mod tests {
         for p in PROCEDURES.iter().filter(|p| p.name.starts_with("sandbox.")) {
             if let Tool::Without(reason) = p.tool {
                 assert!(
-                    reason == BINARY_STREAM || reason == BROWSER_TOKEN,
+                    reason == BINARY_STREAM || reason == BROWSER_TOKEN || reason == REPLAY,
                     "{} has no tool: {reason}",
                     p.name
                 );

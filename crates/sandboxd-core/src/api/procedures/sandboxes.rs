@@ -112,6 +112,35 @@ crate::define! {
         response: one(crate::api::SandboxMetrics),
     }
 
+    /// What was done in a sandbox, in order, newest last, whichever way it came in (REST,
+    /// WebSocket, MCP, the CLI, the SDK, E2B's API, the dashboard): each command with its
+    /// exit code, duration and the first and last lines of its output, files written and
+    /// read, terminals, ports, and its life (created, paused, resumed, snapshotted, forked,
+    /// its timeout, killed), with who asked. Secret values are masked. A command is written
+    /// when it starts and again when it ends. Follow the timeline by passing `nextCursor`
+    /// back as `cursor`; `latest` reads the newest entries. Each sandbox keeps its newest
+    /// entries (`[activity]` bounds), for `[activity] retention` after it ends.
+    SandboxActivity {
+        name: "sandbox.activity", method: Get, names: InQuery, forwarded: false,
+        tag: "sandbox", errors: [400, 401, 403, 404],
+        tool "sandbox-activity" "What was done in a sandbox, in order, newest last: every command (its command line, exit code, duration, who asked and the first and last lines of its output), file written or read, terminal, port, and lifecycle change (create, pause, resume, snapshot, fork, timeout, kill). Use it to read back what you ran and what failed. kinds=command narrows it; latest=true gives the newest entries; pass nextCursor back as cursor to read only what came after.",
+        request: query(crate::api::ActivityQuery),
+        response: one(crate::api::ActivityView),
+    }
+
+    /// A terminal session's recording (the `terminalId` of its `terminal` entry in
+    /// `sandbox.activity`) as asciicast v2: a header line, then one event a line (output
+    /// with its time, resizes, and input when the server records it), the sandbox's
+    /// secret values masked, cut with a marker at `[activity] recording_max_mb`. Kept
+    /// with the sandbox's timeline.
+    SandboxRecording {
+        name: "sandbox.recording", method: Get, names: InQuery, forwarded: false,
+        tag: "sandbox", errors: [400, 401, 403, 404],
+        no_tool(super::REPLAY),
+        request: query(crate::api::RecordingQuery),
+        response: one(crate::api::RecordingView),
+    }
+
     /// Pause a running sandbox: its processes are frozen with their memory and use no CPU
     /// (nor the organization's CPU quota) until it is resumed; any call that reaches inside
     /// it (exec, files, terminals, processes, contexts, ports) resumes it first. It is

@@ -28,6 +28,7 @@ use crate::ServiceError;
 use crate::commands::Commands;
 pub use records::{Formats, RunOutput};
 use records::{Gathered, Record, Records, Reply, formats};
+use sandboxd_core::activity::{MAX_LINE_CHARS, OutputSummary, shown};
 
 mod records;
 use sandboxd_core::rfc3339::format_millis as rfc3339;
@@ -297,10 +298,56 @@ impl Commands {
             );
         }
         let timeout = run_timeout(run.timeout_ms)?;
-        let (_, agent) = self
+        let (sandbox, agent) = self
             .service
             .agent_for(caller, sandbox_id, SandboxNeed::Use)
             .await?;
+        let env: Vec<(String, String)> = run
+            .env
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        let pending = self
+            .service
+            .activity()
+            .command(&sandbox, caller, "code", (code, &sandbox.workdir), &env)
+            .await;
+        let done = self.run_on(agent, context_id, run, sink, timeout).await;
+        match &done {
+            Ok(ran) => pending.finish(|command, masker| {
+                command.process_id = Some(context_id.to_owned());
+                command.timed_out = ran.timed_out;
+                command.stdout = Some(OutputSummary::of(
+                    ran.stdout.as_bytes(),
+                    ran.stdout.len() as u64,
+                    masker,
+                ));
+                command.stderr = Some(OutputSummary::of(
+                    ran.stderr.as_bytes(),
+                    ran.stderr.len() as u64,
+                    masker,
+                ));
+                command.error = ran.error.as_ref().map(|error| {
+                    shown(
+                        &masker.mask(&format!("{}: {}", error.name, error.value)),
+                        MAX_LINE_CHARS,
+                    )
+                });
+            }),
+            Err(error) => pending.fail(error),
+        }
+        done
+    }
+
+    async fn run_on(
+        &self,
+        agent: std::sync::Arc<dyn sandboxd_contracts::SandboxChannel>,
+        context_id: &str,
+        run: &ContextRun<'_>,
+        sink: &mut Sink<'_>,
+        timeout: Duration,
+    ) -> Result<ContextRunResult, ServiceError> {
+        let code = run.code;
         let info = agent
             .processes()
             .await

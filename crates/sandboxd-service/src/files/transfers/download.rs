@@ -10,7 +10,7 @@ use sandboxd_core::model::Principal;
 use super::{consumer_deadline, overall_deadline};
 use crate::ServiceError;
 use crate::executor::{refusal_error, through};
-use crate::files::Files;
+use crate::files::{Files, outcome};
 use sandboxd_core::limits::transfer_deadline_secs;
 use std::time::Duration;
 
@@ -35,7 +35,16 @@ impl Files {
         let (_, result) = through!(&executor, |channel| channel.download(path, format, cap));
         let download = executor
             .settled(result, |refusal| refusal_error(refusal, "path"))
-            .await?;
+            .await;
+        self.note(
+            caller,
+            &sandbox,
+            "download",
+            (path, None),
+            outcome(&download, |done| done.size),
+        )
+        .await;
+        let download = download?;
         self.service
             .while_touching(&sandbox.sandbox_id, std::future::ready(()))
             .await;

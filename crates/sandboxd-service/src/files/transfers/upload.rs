@@ -19,7 +19,7 @@ use sandboxd_core::validate::Upload;
 use super::{Cut, overall_deadline, refused, with_idle_deadline};
 use crate::ServiceError;
 use crate::executor::Executor;
-use crate::files::Files;
+use crate::files::{Files, outcome};
 use sandboxd_core::limits::transfer_deadline_secs;
 use std::time::Duration;
 
@@ -43,10 +43,20 @@ impl Files {
         let cut = Cut::default();
         let limit = Duration::from_secs(transfer_deadline_secs(self.transfer_cap()));
         let body = cut.watch(with_idle_deadline(overall_deadline(body, limit)));
+        let path = cmd.path.clone();
         let uploaded = match cmd.format {
-            TransferFormat::Raw => self.upload_file(&executor, cmd, length, body, &cut).await?,
-            TransferFormat::Tar => self.upload_tree(&executor, cmd, body, &cut).await?,
+            TransferFormat::Raw => self.upload_file(&executor, cmd, length, body, &cut).await,
+            TransferFormat::Tar => self.upload_tree(&executor, cmd, body, &cut).await,
         };
+        self.note(
+            caller,
+            &sandbox,
+            "upload",
+            (&path, None),
+            outcome(&uploaded, |done| Some(done.bytes)),
+        )
+        .await;
+        let uploaded = uploaded?;
         self.service
             .while_touching(&sandbox.sandbox_id, std::future::ready(()))
             .await;
