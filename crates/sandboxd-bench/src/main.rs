@@ -162,28 +162,12 @@ async fn main() -> anyhow::Result<()> {
             &mut instances,
         )
         .await;
-        for instance in instances {
-            raw.remove_labelled(&format!("sandboxd.instance={instance}"))
-                .await;
-        }
-        let json = report::print(&outcome?, args.iterations);
-        if let Some(path) = &args.json {
-            std::fs::write(path, json)?;
-        }
-        return Ok(());
+        return report_then_clean(&args, &raw, instances, outcome).await;
     }
     if args.demand {
         let mut instances = Vec::new();
         let outcome = demand::run(&args, &mut instances).await;
-        for instance in instances {
-            raw.remove_labelled(&format!("sandboxd.instance={instance}"))
-                .await;
-        }
-        let json = report::print(&outcome?, args.iterations);
-        if let Some(path) = &args.json {
-            std::fs::write(path, json)?;
-        }
-        return Ok(());
+        return report_then_clean(&args, &raw, instances, outcome).await;
     }
     if let Some(postgres) = &args.postgres {
         let (rows, figures) = store::run(&args, postgres, &raw).await?;
@@ -209,6 +193,25 @@ async fn main() -> anyhow::Result<()> {
             .await;
     }
     outcome
+}
+
+/// Removes the containers of the servers a scenario started (`instances`), whatever
+/// its outcome, then prints its rows (and writes the JSON report where asked).
+async fn report_then_clean(
+    args: &Args,
+    raw: &floor::Floor,
+    instances: Vec<String>,
+    outcome: anyhow::Result<Vec<report::Row>>,
+) -> anyhow::Result<()> {
+    for instance in instances {
+        raw.remove_labelled(&format!("sandboxd.instance={instance}"))
+            .await;
+    }
+    let json = report::print(&outcome?, args.iterations);
+    if let Some(path) = &args.json {
+        std::fs::write(path, json)?;
+    }
+    Ok(())
 }
 
 /// Starts the servers, noting each one's instance as soon as it runs.

@@ -71,17 +71,7 @@ impl Access {
             Some(sandbox) if sandbox.organization_id == caller.organization_id => sandbox,
             _ => return Err(ServiceError::NotFound("sandbox")),
         };
-        let listed = access::sees_everything(caller.role)
-            || self
-                .store
-                .on_access_list(
-                    AccessList::Sandboxes,
-                    &caller.organization_id,
-                    &caller.user_id,
-                    &id,
-                )
-                .await?;
-        access::check_sandbox(caller, need, listed)?;
+        access::check_sandbox(caller, need, self.sandbox_listed(caller, &id).await?)?;
         Ok(sandbox)
     }
 
@@ -107,17 +97,23 @@ impl Access {
         {
             return Err(ServiceError::NotFound("sandbox"));
         }
-        let listed = access::sees_everything(caller.role)
+        let listed = self.sandbox_listed(caller, &id).await?;
+        Ok(access::check_sandbox(caller, SandboxNeed::Read, listed)?)
+    }
+
+    /// Whether a sandbox of the caller's organization is one the caller sees: every one
+    /// for administrators, those on their access list for members.
+    async fn sandbox_listed(&self, caller: &Principal, id: &str) -> Result<bool, ServiceError> {
+        Ok(access::sees_everything(caller.role)
             || self
                 .store
                 .on_access_list(
                     AccessList::Sandboxes,
                     &caller.organization_id,
                     &caller.user_id,
-                    &id,
+                    id,
                 )
-                .await?;
-        Ok(access::check_sandbox(caller, SandboxNeed::Read, listed)?)
+                .await?)
     }
 
     /// Those of `sandbox_ids` (of the caller's organization) the caller may see: every
@@ -132,16 +128,7 @@ impl Access {
         }
         let mut listed = Vec::new();
         for id in sandbox_ids {
-            if self
-                .store
-                .on_access_list(
-                    AccessList::Sandboxes,
-                    &caller.organization_id,
-                    &caller.user_id,
-                    &id,
-                )
-                .await?
-            {
+            if self.sandbox_listed(caller, &id).await? {
                 listed.push(id);
             }
         }

@@ -5,7 +5,7 @@
 //! and counted, so a flood slows nothing and one organization's flood drops no other's.
 //!
 //! `Journal` is that writer, over a `Book` that says how its entries are written,
-//! trimmed and counted when dropped.
+//! trimmed and counted when dropped. `page_of` makes a page of what a log's read gave.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -167,4 +167,19 @@ async fn write<B: Book>(
             }
         }
     }
+}
+
+/// A page of a log read with one entry more than `limit` (that one tells whether more
+/// follow): the entries, the cursor to read on from (`after` when there are none), and
+/// whether more follow.
+pub(crate) fn page_of<T>(
+    mut entries: Vec<T>,
+    limit: u32,
+    after: Option<&String>,
+    position: impl Fn(&T) -> &String,
+) -> (Vec<T>, Option<String>, bool) {
+    let more = entries.len() > limit as usize;
+    entries.truncate(limit as usize);
+    let next = entries.last().map(&position).or(after).cloned();
+    (entries, next, more)
 }

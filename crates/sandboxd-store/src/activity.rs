@@ -29,17 +29,13 @@ fn record(row: &AnyRow) -> Result<ActivityRecord, StoreError> {
     })
 }
 
-/// `,kind,kind,` for the query's filter; empty: every kind.
-fn kinds_filter(kinds: &[ActivityKind]) -> String {
-    if kinds.is_empty() {
-        return String::new();
-    }
-    let mut filter = String::from(",");
-    for kind in kinds {
-        filter.push_str(kind.as_str());
-        filter.push(',');
-    }
-    filter
+/// Which end of a timeline a read starts from.
+#[derive(Debug, Clone, Copy)]
+enum Read<'a> {
+    /// The entries after a position ("" for the oldest), oldest first.
+    After(&'a str),
+    /// The newest, newest first.
+    Newest,
 }
 
 fn counted(value: i64) -> u64 {
@@ -92,18 +88,8 @@ impl Store {
         kinds: &[ActivityKind],
         limit: u32,
     ) -> Result<Vec<ActivityRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT entry_id, sandbox_id, position, at, body FROM activity \
-             WHERE sandbox_id = $1 AND position > $2 \
-             AND ($3 = '' OR $3 LIKE '%,' || kind || ',%') ORDER BY position LIMIT $4",
-        )
-        .bind(sandbox_id)
-        .bind(after.unwrap_or(""))
-        .bind(kinds_filter(kinds))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(record).collect()
+        self.activity_read(sandbox_id, kinds, limit, Read::After(after.unwrap_or("")))
+            .await
     }
 
     /// The newest `limit` entries of a sandbox's timeline of `kinds` (all when empty), in
@@ -114,18 +100,66 @@ impl Store {
         kinds: &[ActivityKind],
         limit: u32,
     ) -> Result<Vec<ActivityRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT entry_id, sandbox_id, position, at, body FROM activity \
-             WHERE sandbox_id = $1 AND ($2 = '' OR $2 LIKE '%,' || kind || ',%') \
-             ORDER BY position DESC LIMIT $3",
-        )
-        .bind(sandbox_id)
-        .bind(kinds_filter(kinds))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        let mut records = rows.iter().map(record).collect::<Result<Vec<_>, _>>()?;
+        let mut records = self
+            .activity_read(sandbox_id, kinds, limit, Read::Newest)
+            .await?;
         records.reverse();
+        Ok(records)
+    }
+
+    /// Each kind asked for is read on its own index range (a kind with no entry costs
+    /// nothing, however long the timeline), the reads merged in `read`'s order.
+    async fn activity_read(
+        &self,
+        sandbox_id: &str,
+        kinds: &[ActivityKind],
+        limit: u32,
+        read: Read<'_>,
+    ) -> Result<Vec<ActivityRecord>, StoreError> {
+        let kinds: Vec<Option<&str>> = if kinds.is_empty() {
+            vec![None]
+        } else {
+            kinds.iter().map(|kind| Some(kind.as_str())).collect()
+        };
+        let mut records = Vec::new();
+        for kind in kinds {
+            let query = match (read, kind) {
+                (Read::After(_), None) => sqlx::query(
+                    "SELECT entry_id, sandbox_id, position, at, body FROM activity \
+                     WHERE sandbox_id = $1 AND position > $2 ORDER BY position LIMIT $3",
+                ),
+                (Read::After(_), Some(_)) => sqlx::query(
+                    "SELECT entry_id, sandbox_id, position, at, body FROM activity \
+                     WHERE sandbox_id = $1 AND position > $2 AND kind = $4 \
+                     ORDER BY position LIMIT $3",
+                ),
+                (Read::Newest, None) => sqlx::query(
+                    "SELECT entry_id, sandbox_id, position, at, body FROM activity \
+                     WHERE sandbox_id = $1 AND $2 = '' ORDER BY position DESC LIMIT $3",
+                ),
+                (Read::Newest, Some(_)) => sqlx::query(
+                    "SELECT entry_id, sandbox_id, position, at, body FROM activity \
+                     WHERE sandbox_id = $1 AND $2 = '' AND kind = $4 \
+                     ORDER BY position DESC LIMIT $3",
+                ),
+            };
+            let after = match read {
+                Read::After(after) => after,
+                Read::Newest => "",
+            };
+            let mut query = query.bind(sandbox_id).bind(after).bind(i64::from(limit));
+            if let Some(kind) = kind {
+                query = query.bind(kind);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                records.push(record(&row)?);
+            }
+        }
+        records.sort_by(|a, b| a.position.cmp(&b.position));
+        if matches!(read, Read::Newest) {
+            records.reverse();
+        }
+        records.truncate(limit as usize);
         Ok(records)
     }
 

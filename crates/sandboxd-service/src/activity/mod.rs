@@ -22,7 +22,7 @@ use sandboxd_core::model::{Principal, Sandbox};
 use sandboxd_core::validate::ActivityRead;
 use sandboxd_store::Store;
 
-use crate::journal::Journal;
+use crate::journal::{Journal, page_of};
 use crate::{Service, ServiceError, now_ms};
 use book::ActivityBook;
 
@@ -180,7 +180,7 @@ impl Activity {
                 dropped: store.activity_dropped(&read.sandbox_id).await?,
             });
         }
-        let mut entries = store
+        let read_on = store
             .activity(
                 &read.sandbox_id,
                 read.after.as_deref(),
@@ -188,12 +188,9 @@ impl Activity {
                 read.limit + 1,
             )
             .await?;
-        let more = entries.len() > read.limit as usize;
-        entries.truncate(read.limit as usize);
-        let next = entries
-            .last()
-            .map(|entry| entry.position.clone())
-            .or_else(|| read.after.clone());
+        let (entries, next, more) = page_of(read_on, read.limit, read.after.as_ref(), |entry| {
+            &entry.position
+        });
         Ok(ActivityPage {
             entries,
             next,

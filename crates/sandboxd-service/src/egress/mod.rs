@@ -82,17 +82,15 @@ impl Egress {
             .access()
             .sandbox_for(caller, &read.sandbox_id, SandboxNeed::Read)
             .await?;
-        let mut entries = self
+        let read_on = self
             .service
             .store()
             .egress_log(&read.sandbox_id, read.after.as_deref(), read.limit + 1)
             .await?;
-        let more = entries.len() > read.limit as usize;
-        entries.truncate(read.limit as usize);
-        let next = entries
-            .last()
-            .map(|entry| entry.position.clone())
-            .or_else(|| read.after.clone());
+        let (entries, next, more) =
+            crate::journal::page_of(read_on, read.limit, read.after.as_ref(), |entry| {
+                &entry.position
+            });
         Ok(EgressLogPage {
             entries,
             next,

@@ -15,6 +15,7 @@ CREATE TABLE activity (
     body TEXT NOT NULL
 );
 CREATE INDEX activity_by_position ON activity (sandbox_id, position);
+CREATE INDEX activity_by_kind ON activity (sandbox_id, kind, position);
 CREATE TABLE activity_sandboxes (
     sandbox_id TEXT PRIMARY KEY,
     organization_id TEXT NOT NULL,
