@@ -7,8 +7,10 @@ or narrows the key it runs with.
     python3 tests/fuzz/fixtures.py URL OWNER_KEY ENVIRONMENT_ID OUT.json
 """
 
+import base64
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -84,6 +86,48 @@ fixtures["removeContexts"] = [
     call("sandbox.contextCreate", {"sandboxId": home, "language": "python"})["contextId"]
     for _ in range(2)
 ]
+
+
+def terminal_session(sandbox_id):
+    """A terminal session on `sandbox_id` that prints a line and ends (a WebSocket to
+    /sandbox-pty, read until the server closes it): its id, once it is recorded."""
+    parsed = urllib.parse.urlparse(url)
+    query = urllib.parse.urlencode({"sandboxId": sandbox_id, "cmd": "echo fuzz-terminal"})
+    handshake = (
+        f"GET /sandbox-pty?{query} HTTP/1.1\r\nHost: {parsed.netloc}\r\n"
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+        f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}\r\n"
+        f"x-api-key: {owner}\r\n\r\n"
+    )
+    with socket.create_connection((parsed.hostname, parsed.port), timeout=20) as connection:
+        connection.sendall(handshake.encode())
+        try:
+            while connection.recv(65536):
+                pass
+        except socket.timeout:
+            pass
+    query = urllib.parse.urlencode({"sandboxId": sandbox_id, "kinds": "terminal"})
+    for _ in range(200):
+        closed = [e for e in call(f"sandbox.activity?{query}")["entries"] if e["action"] == "close"]
+        if closed:
+            terminal_id = closed[-1]["terminal"]["terminalId"]
+            recording = urllib.parse.urlencode({"sandboxId": sandbox_id, "terminalId": terminal_id})
+            try:
+                with urllib.request.urlopen(
+                    urllib.request.Request(
+                        f"{url}/api/sandbox.recording?{recording}", headers={"x-api-key": owner}
+                    ),
+                    timeout=20,
+                ):
+                    return terminal_id
+            except urllib.error.HTTPError:
+                pass
+        time.sleep(0.1)
+    sys.exit("fixtures: a terminal session was not recorded")
+
+
+# Recorded terminal sessions, for sandbox.recording.
+fixtures["terminals"] = [terminal_session(home)]
 # Snapshots: one to read and start sandboxes from, and some for snapshot.remove; the
 # fuzzer's own snapshots and forks are taken of a sandbox of their own.
 # That sandbox is of the `python` template, whose image the suite makes the small busybox

@@ -70,6 +70,7 @@ def substitutes(operation, seed):
         "contextId": pick(
             "removeContexts" if operation == "sandbox.contextRemove" else "contexts", seed
         ),
+        "terminalId": pick("terminals", seed),
         "keyId": pick("victimKeys", seed),
         "userId": pick("removeMembers" if operation == "member.remove" else "members", seed),
         "serverId": pick(SERVER_POOL.get(operation, "servers"), seed),
@@ -84,13 +85,16 @@ def substitutes(operation, seed):
             "removeTemplates" if operation == "template.remove" else "templates", seed
         ),
     }
-    # The fixtures' processes and contexts all sit in the first sandbox's process
-    # table; new ones start elsewhere, so that they never crowd those out.
+    # The fixtures' processes, contexts and terminal session all sit in the first
+    # sandbox; new processes start elsewhere, so that they never crowd those out.
     if operation == "sandbox.processStart":
         values["sandboxId"] = pick("startSandboxes", seed)
     elif operation == "sandbox.contextCreate":
         values["sandboxId"] = pick("contextSandboxes", seed)
     elif operation.startswith("sandbox.process") or operation.startswith("sandbox.context"):
+        values["sandboxId"] = FIXTURES["sandboxes"][0]
+    elif operation == "sandbox.recording":
+        # The fixtures' terminal session ran there.
         values["sandboxId"] = FIXTURES["sandboxes"][0]
     return values
 
