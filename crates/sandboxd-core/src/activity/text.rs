@@ -37,14 +37,16 @@ impl OutputSummary {
     /// and `bytes` were written in all.
     pub fn of(seen: &[u8], bytes: u64, masker: &Masker) -> Self {
         let text = String::from_utf8_lossy(seen);
-        let lines: Vec<&str> = text.lines().collect();
-        let first = lines.len().min(OUTPUT_LINES);
-        let last_from = lines.len().saturating_sub(OUTPUT_LINES).max(first);
-        let keep = |line: &&str| shown(&masker.mask(line), MAX_LINE_CHARS);
+        let count = text.lines().count();
+        let first = count.min(OUTPUT_LINES);
+        let last = count.saturating_sub(OUTPUT_LINES).max(first);
+        let keep = |line: &str| shown(&masker.mask(line), MAX_LINE_CHARS);
+        let mut last_lines: Vec<String> = text.lines().rev().take(count - last).map(keep).collect();
+        last_lines.reverse();
         Self {
             bytes,
-            first_lines: lines[..first].iter().map(keep).collect(),
-            last_lines: lines[last_from..].iter().map(keep).collect(),
+            first_lines: text.lines().take(first).map(keep).collect(),
+            last_lines,
         }
     }
 }
@@ -117,9 +119,16 @@ impl Masker {
     pub fn partial_suffix(&self, text: &str) -> usize {
         let mut longest = 0;
         for secret in &self.secrets {
-            for (end, _) in secret.char_indices().skip(1) {
-                if end > longest && text.ends_with(&secret[..end]) {
-                    longest = end;
+            // Only the ends shorter than the secret, and only where its first byte
+            // stands: no comparison at each of its lengths.
+            let first = secret.as_bytes()[0];
+            let window = text.len().saturating_sub(secret.len() - 1);
+            let tail = &text.as_bytes()[window..];
+            for (at, _) in tail.iter().enumerate().filter(|(_, b)| **b == first) {
+                let end = &tail[at..];
+                if end.len() > longest && secret.as_bytes().starts_with(end) {
+                    longest = end.len();
+                    break;
                 }
             }
         }

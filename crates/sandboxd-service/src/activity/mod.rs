@@ -73,7 +73,12 @@ impl Timeline {
     /// Starts an entry now, without writing it: `write` writes it (again).
     pub(crate) fn start(&self) -> Noted {
         Noted {
-            entry_id: sandboxd_store::new_id().unwrap_or_default(),
+            // No id (nothing is written) when timelines are not kept.
+            entry_id: if self.on {
+                sandboxd_store::new_id().unwrap_or_default()
+            } else {
+                String::new()
+            },
             at: now_ms(),
             started: Instant::now(),
         }
